@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// deps is everything a service constructor may use; constructors take nothing from globals.
+type deps struct {
+	Config  config.Source
+	Redis   redis.UniversalClient
+	Logger  *slog.Logger
+	Metrics *platform.Metrics
+	Getenv  func(string) string
+	// Dev is true in the all-in-one dev server.
+	Dev bool
+	// Peers are the services built before this one in the same process (the dev server's health
+	// service checks them directly instead of over HTTP).
+	Peers []platform.Service
+}
+
+// serviceBuilders constructs each service by name. devOrder is the order the dev server mounts them in.
+var serviceBuilders = map[string]func(d deps) (platform.Service, error){}
+
+var devOrder = []string{"forms", "auth", "health"}
+
+// serveFlags are shared by every serving command.
+type serveFlags struct {
+	configPath string
+	addr       string
+	drainDelay time.Duration
+}
+
+func parseServeFlags(name string, env *environment, args []string, defaultAddr string) (*serveFlags, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	f := &serveFlags{}
+	fs.StringVar(&f.configPath, "config", firstNonEmpty(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG")), "configuration file (YAML); reloaded when it changes")
+	fs.StringVar(&f.addr, "addr", firstNonEmpty(env.getenv("ADDR"), defaultAddr), "listen address")
+	fs.DurationVar(&f.drainDelay, "drain-delay", 0, "how long /readyz says draining before the listener closes on SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errUsage
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func cmdServe(ctx context.Context, env *environment, name string, args []string) error {
+	f, err := parseServeFlags(name, env, args, ":8080")
+	if err != nil {
+		return err
+	}
+	return serve(ctx, env, f, []string{name}, false)
+}
+
+func cmdDev(ctx context.Context, env *environment, args []string) error {
+	f, err := parseServeFlags("dev", env, args, "127.0.0.1:8080")
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range devOrder {
+		if _, ok := serviceBuilders[n]; ok {
+			names = append(names, n)
+		}
+	}
+	return serve(ctx, env, f, names, true)
+}
+
+// serve loads the configuration, connects the store, builds the named services on one app and serves
+// until ctx ends.
+func serve(ctx context.Context, env *environment, f *serveFlags, names []string, dev bool) error {
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	publicURL := "http://" + displayAddr(ln.Addr().String())
+	load := func() (*config.Config, error) { return loadConfig(f.configPath, env.getenv, dev, publicURL) }
+	first, err := load()
+	if err != nil {
+		return err
+	}
+	log := platform.NewLogger(env.stderr, first.LogLevel).With("service", strings.Join(names, "+"))
+	store, err := config.NewStore(f.configPath, load, log)
+	if err != nil {
+		return err
+	}
+	cfg := store.Current()
+
+	if cfg.Redis.Empty() {
+		if !dev {
+			return errors.New("no store configured: set redis in the configuration or REDIS_URL")
+		}
+		mini, err := platform.Embedded(log)
+		if err != nil {
+			return err
+		}
+		defer mini.Close()
+		cfg.Redis.URL = "redis://" + mini.Addr()
+	}
+	rdb, err := platform.NewRedis(cfg.Redis, env.getenv)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	metrics := platform.NewMetrics()
+	d := deps{Config: store, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
+	var services []platform.Service
+	for _, n := range names {
+		build, ok := serviceBuilders[n]
+		if !ok {
+			return fmt.Errorf("unknown service %q", n)
+		}
+		d.Peers = services
+		s, err := build(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		services = append(services, s)
+	}
+	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics, TrustedProxies: cfg.TrustedProxies}, services...)
+	if dev {
+		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "user", config.DevEmail)
+	}
+	return app.Serve(ctx, platform.ServeOptions{
+		Listener:   ln,
+		DrainDelay: f.drainDelay,
+		Background: []func(context.Context) error{store.Watch},
+	})
+}
+
+// loadConfig reads the file, applies the environment, and in dev merges the fixtures over it.
+func loadConfig(path string, getenv func(string) string, dev bool, publicURL string) (*config.Config, error) {
+	c, err := config.Load(path, getenv)
+	if err != nil || !dev {
+		return c, err
+	}
+	config.MergeDevFixtures(c, publicURL)
+	c.ApplyDefaults()
+	return c, c.Validate()
+}
+
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
+		return "127.0.0.1:" + port
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,88 @@
+package testredis
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster of real redis-server processes on loopback.
+type Cluster struct {
+	tb    testing.TB
+	Nodes []*Server
+}
+
+// StartCluster starts masters*(1+replicas) nodes, joins them with redis-cli --cluster create and waits
+// until every node reports cluster_state:ok.
+func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
+	tb.Helper()
+	cli := find(tb, "REDIS_CLI", "redis-cli")
+	c := &Cluster{tb: tb}
+	var addrs []string
+	for range masters * (1 + replicas) {
+		n := Start(tb, Options{Args: []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1500",
+			"--cluster-config-file", "nodes.conf"}})
+		c.Nodes = append(c.Nodes, n)
+		addrs = append(addrs, n.Addr())
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, tail(string(out), 2000))
+	}
+	c.WaitOK(30 * time.Second)
+	return c
+}
+
+// Addrs lists every node's host:port (seed addresses for a ClusterClient).
+func (c *Cluster) Addrs() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.Addr())
+	}
+	return out
+}
+
+// Client returns a cluster client for assertions, closed when the test ends.
+func (c *Cluster) Client() *redis.ClusterClient {
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	c.tb.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// WaitOK waits until every running node reports cluster_state:ok and agrees on the slot map.
+func (c *Cluster) WaitOK(within time.Duration) {
+	c.tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for _, n := range c.Nodes {
+			select {
+			case <-n.done:
+				continue // a killed node
+			default:
+			}
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			info, err := cl.ClusterInfo(ctx).Result()
+			cancel()
+			cl.Close()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("redis cluster not ok within %s", within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

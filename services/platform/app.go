@@ -1,0 +1,152 @@
+// Package platform is what every formsservice service shares: the Fiber app with metrics, probes and
+// error handling, the Redis client, logging, and the server lifecycle with graceful shutdown.
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Service is one of forms, auth or health as the platform runs it.
+type Service interface {
+	// Name labels metrics and logs: "forms", "auth", "health".
+	Name() string
+	// Routes mounts the service's endpoints at the paths the ingress routes to it.
+	Routes(r fiber.Router)
+	// Ready reports whether the service can serve (its store answers); /readyz calls it.
+	Ready(ctx context.Context) error
+}
+
+// Runner is a Service with background work (a delivery worker, a key refresher). Run returns when ctx ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// AppOptions configures NewApp.
+type AppOptions struct {
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// TrustedProxies are believed when they send X-Forwarded-For (the ingress). Empty: none.
+	TrustedProxies []string
+	// BodyLimit is the largest request body the server reads at all (default 1 MiB). Endpoints with a
+	// smaller limit (the forms' 16 KB) enforce their own on the streamed body.
+	BodyLimit int
+	// ReadTimeout bounds reading one request, headers and body, against slowloris clients (default 10s).
+	ReadTimeout time.Duration
+}
+
+// App is a Fiber app with the platform's middleware, probes and metrics, serving one or more services.
+type App struct {
+	*fiber.App
+	log      *slog.Logger
+	services []Service
+	draining atomic.Bool
+	owners   map[string]string // "METHOD path" -> service name, written once at start-up
+}
+
+// NewApp builds the app and mounts services in order. In production one process serves one service; the
+// dev server mounts them all on one address, as the ingress routes them.
+func NewApp(o AppOptions, services ...Service) *App {
+	if o.BodyLimit == 0 {
+		o.BodyLimit = 1 << 20
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = 10 * time.Second
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	a := &App{log: o.Logger, services: services, owners: map[string]string{}}
+	a.App = fiber.New(fiber.Config{
+		DisableStartupMessage:   true,
+		BodyLimit:               o.BodyLimit,
+		StreamRequestBody:       true,
+		ReadTimeout:             o.ReadTimeout,
+		WriteTimeout:            o.ReadTimeout,
+		IdleTimeout:             60 * time.Second,
+		ReadBufferSize:          16 << 10, // room for large cookies; larger headers get 431
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          o.TrustedProxies,
+		ProxyHeader:             proxyHeader(o.TrustedProxies),
+		ErrorHandler:            a.handleError,
+	})
+	a.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
+		a.log.Error("panic serving request", "route", c.Route().Path, "panic", fmt.Sprint(e))
+	}}))
+	a.Use(o.Metrics.middleware(a.routeLabel))
+	a.Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	a.Get("/readyz", a.readyz)
+	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{})))
+	for _, s := range services {
+		before := len(a.GetRoutes())
+		s.Routes(a.App)
+		for _, r := range a.GetRoutes()[before:] {
+			a.owners[r.Method+" "+r.Path] = s.Name()
+		}
+	}
+	return a
+}
+
+func proxyHeader(trusted []string) string {
+	if len(trusted) == 0 {
+		return ""
+	}
+	return fiber.HeaderXForwardedFor
+}
+
+func (a *App) routeLabel(c *fiber.Ctx) (string, string) {
+	r := c.Route()
+	if owner, ok := a.owners[r.Method+" "+r.Path]; ok {
+		return owner, r.Path
+	}
+	switch r.Path {
+	case "/livez", "/readyz", "/metrics":
+		return "platform", r.Path
+	}
+	return "platform", "unmatched"
+}
+
+// readyz answers 200 when every service is ready and the process is not draining. Each check is bounded.
+func (a *App) readyz(c *fiber.Ctx) error {
+	if a.draining.Load() {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("draining")
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	var failed []string
+	for _, s := range a.services {
+		if err := s.Ready(ctx); err != nil {
+			failed = append(failed, s.Name())
+		}
+	}
+	if len(failed) > 0 {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("not ready: " + strings.Join(failed, ", "))
+	}
+	return c.SendString("ok")
+}
+
+// handleError answers errors that escaped a handler with a JSON status body; internal details are
+// logged, never sent.
+func (a *App) handleError(c *fiber.Ctx, err error) error {
+	code := fiber.StatusInternalServerError
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		code = fe.Code
+	} else {
+		a.log.Error("unhandled error", "method", c.Method(), "route", c.Route().Path, "err", err)
+	}
+	return c.Status(code).JSON(fiber.Map{"status": "error"})
+}
+
+// Services returns the mounted services.
+func (a *App) Services() []Service { return a.services }

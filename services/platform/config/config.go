@@ -1,0 +1,146 @@
+// Package config is the one configuration format every formsservice service reads: a YAML file (the
+// operator renders it into a ConfigMap), environment overrides, and the dev-server fixtures. It has no
+// dependencies beyond YAML so that the operator can import it to render what the services will read.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the whole service configuration. Each service reads its own section plus the shared ones.
+type Config struct {
+	// PublicURL is the base URL the platform is reached at (the OAuth issuer), e.g. https://id.example.com.
+	PublicURL string `json:"publicURL,omitempty"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `json:"logLevel,omitempty"`
+	// AllowedOrigins may post to the forms endpoints: exact scheme://host[:port] or https://*.example.com.
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+	// TrustedProxies are the CIDRs or addresses whose X-Forwarded-For is believed (the ingress).
+	TrustedProxies []string `json:"trustedProxies,omitempty"`
+	Redis          Redis    `json:"redis,omitempty"`
+	Forms          Forms    `json:"forms,omitempty"`
+	Auth           Auth     `json:"auth,omitempty"`
+	Health         Health   `json:"health,omitempty"`
+}
+
+// Redis says how to reach the store. Exactly one of URL or Addrs is used; empty means "embedded" in dev.
+type Redis struct {
+	// URL is a redis:// or rediss:// URL for a single server.
+	URL string `json:"url,omitempty"`
+	// Addrs lists Sentinel or Cluster seed addresses (host:port).
+	Addrs []string `json:"addrs,omitempty"`
+	// MasterName selects Sentinel mode.
+	MasterName string `json:"masterName,omitempty"`
+	// Cluster selects Cluster mode for Addrs.
+	Cluster  bool   `json:"cluster,omitempty"`
+	Username string `json:"username,omitempty"`
+	// PasswordFile is read at start-up (a mounted Secret); REDIS_PASSWORD overrides it.
+	PasswordFile string `json:"passwordFile,omitempty"`
+	DB           int    `json:"db,omitempty"`
+	TLS          bool   `json:"tls,omitempty"`
+	// Timeout bounds every command so that a slow store answers 502 instead of hanging. Default 1s.
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// Empty reports whether no store was configured.
+func (r Redis) Empty() bool { return r.URL == "" && len(r.Addrs) == 0 }
+
+// Parse reads a YAML (or JSON) document strictly: an unknown key is an error, so that a typo in a
+// ConfigMap fails loudly instead of being ignored.
+func Parse(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &c, nil
+}
+
+// Load reads path (empty path: an empty config), then applies the environment (getenv) and defaults,
+// and validates the result.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if c, err = Parse(data); err != nil {
+			return nil, err
+		}
+	}
+	c.ApplyEnv(getenv)
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ApplyEnv applies environment overrides. They exist for the few values that differ per machine.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		return
+	}
+	if v := getenv("REDIS_URL"); v != "" {
+		c.Redis = Redis{URL: v, Timeout: c.Redis.Timeout}
+	}
+	if v := getenv("FORMSSERVICE_PUBLIC_URL"); v != "" {
+		c.PublicURL = v
+	}
+	if v := getenv("FORMSSERVICE_LOG_LEVEL"); v != "" {
+		c.LogLevel = v
+	}
+	if v := getenv("FORMSSERVICE_ALLOWED_ORIGINS"); v != "" {
+		c.AllowedOrigins = splitList(v)
+	}
+}
+
+// ApplyDefaults fills what was left empty.
+func (c *Config) ApplyDefaults() {
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.Redis.Timeout == 0 {
+		c.Redis.Timeout = Duration(defaultRedisTimeout)
+	}
+	c.Forms.applyDefaults()
+	c.Auth.applyDefaults(c)
+	c.Health.applyDefaults()
+}
+
+// Validate reports every problem at once, so that a platform engineer fixes a ConfigMap in one pass.
+func (c *Config) Validate() error {
+	var errs []error
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("logLevel %q: want debug, info, warn or error", c.LogLevel))
+	}
+	for _, o := range c.AllowedOrigins {
+		if err := ValidateOriginPattern(o); err != nil {
+			errs = append(errs, fmt.Errorf("allowedOrigins: %w", err))
+		}
+	}
+	if c.Redis.URL != "" && len(c.Redis.Addrs) > 0 {
+		errs = append(errs, errors.New("redis: set url or addrs, not both"))
+	}
+	errs = append(errs, c.Forms.validate()...)
+	errs = append(errs, c.Auth.validate()...)
+	errs = append(errs, c.Health.validate()...)
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

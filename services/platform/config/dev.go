@@ -1,0 +1,60 @@
+package config
+
+import "slices"
+
+// Dev-server fixtures, always the same so that docs and tests can rely on them (see DESIGN.md).
+const (
+	DevClientID = "demo"
+	DevEmail    = "demo@example.com"
+	DevPassword = "demo-password"
+)
+
+// DevFixtures returns the dev server's fixed configuration.
+func DevFixtures() *Config {
+	zero := 0
+	return &Config{
+		PublicURL:      "http://127.0.0.1:8080",
+		AllowedOrigins: []string{"http://localhost:8080", "http://127.0.0.1:8080"},
+		Forms:          Forms{RateLimitPerMinute: &zero},
+		Auth: Auth{Clients: []OAuthClient{{
+			ClientID:               DevClientID,
+			RedirectURIs:           []string{"http://localhost:8080/demo/callback", "http://127.0.0.1:8080/demo/callback"},
+			PostLogoutRedirectURIs: []string{"http://localhost:8080/demo/", "http://127.0.0.1:8080/demo/"},
+			Scopes:                 []string{"openid", "profile", "email", "offline_access"},
+		}}},
+	}
+}
+
+// MergeDevFixtures adds the dev fixtures to c without taking anything away: the developer's origins and
+// clients come first, the fixtures' are added when missing, and unset scalars take the fixtures' values.
+// publicURL is where the dev server listens (http://127.0.0.1:8080 unless ADDR says otherwise).
+func MergeDevFixtures(c *Config, publicURL string) {
+	dev := DevFixtures()
+	if c.PublicURL == "" {
+		c.PublicURL = publicURL
+	}
+	// The fixtures name port 8080; a dev server on another address (ADDR, or a test's free port) also
+	// accepts its own origin so that its demo page works.
+	dev.AllowedOrigins = appendMissing(dev.AllowedOrigins, publicURL)
+	demo := &dev.Auth.Clients[0]
+	demo.RedirectURIs = appendMissing(demo.RedirectURIs, publicURL+"/demo/callback")
+	demo.PostLogoutRedirectURIs = appendMissing(demo.PostLogoutRedirectURIs, publicURL+"/demo/")
+	for _, o := range dev.AllowedOrigins {
+		c.AllowedOrigins = appendMissing(c.AllowedOrigins, o)
+	}
+	if c.Forms.RateLimitPerMinute == nil {
+		c.Forms.RateLimitPerMinute = dev.Forms.RateLimitPerMinute
+	}
+	for _, cl := range dev.Auth.Clients {
+		if !slices.ContainsFunc(c.Auth.Clients, func(x OAuthClient) bool { return x.ClientID == cl.ClientID }) {
+			c.Auth.Clients = append(c.Auth.Clients, cl)
+		}
+	}
+}
+
+func appendMissing(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
+	}
+	return append(list, v)
+}

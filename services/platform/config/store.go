@@ -1,0 +1,121 @@
+package config
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Source gives the current configuration. Services call Current on every request (one atomic load) so
+// that a reloaded file takes effect without a restart.
+type Source interface {
+	Current() *Config
+}
+
+// Static is a Source that never changes (tests, one-shot commands).
+type Static struct{ C *Config }
+
+// Current returns the configuration.
+func (s Static) Current() *Config { return s.C }
+
+// Store holds the live configuration and reloads it when its file changes.
+type Store struct {
+	cur     atomic.Pointer[Config]
+	path    string
+	load    func() (*Config, error)
+	log     *slog.Logger
+	changed chan struct{}
+}
+
+// NewStore loads the configuration once with load (which reads path) and returns a Store serving it.
+func NewStore(path string, load func() (*Config, error), log *slog.Logger) (*Store, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, load: load, log: log, changed: make(chan struct{}, 1)}
+	s.cur.Store(c)
+	return s, nil
+}
+
+// Current returns the configuration in effect.
+func (s *Store) Current() *Config { return s.cur.Load() }
+
+// Reloaded is signalled (without blocking) after each successful reload; tests wait on it.
+func (s *Store) Reloaded() <-chan struct{} { return s.changed }
+
+// Reload reads the file again. A file that no longer parses or validates is logged and ignored: the
+// service keeps its last good configuration rather than failing open or crashing.
+func (s *Store) Reload() error {
+	c, err := s.load()
+	if err != nil {
+		s.log.Error("config reload failed; keeping the previous configuration", "path", s.path, "err", err)
+		return err
+	}
+	s.cur.Store(c)
+	s.log.Info("config reloaded", "path", s.path, "allowedOrigins", len(c.AllowedOrigins), "clients", len(c.Auth.Clients))
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Watch reloads the file whenever it changes until ctx ends. It watches the directory, not the file,
+// because Kubernetes updates a mounted ConfigMap by swapping a symlink (..data), which a watch on the
+// old file would never see. Events are debounced so that one update reloads once.
+func (s *Store) Watch(ctx context.Context) error {
+	if s.path == "" {
+		<-ctx.Done()
+		return nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(s.path)); err != nil {
+		return err
+	}
+	lastMod := modTime(s.path)
+	var debounce <-chan time.Time
+	poll := time.NewTicker(10 * time.Second) // belt and braces for filesystems without inotify
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			debounce = time.After(100 * time.Millisecond)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			s.log.Warn("config watch error", "err", err)
+		case <-poll.C:
+			if m := modTime(s.path); !m.Equal(lastMod) {
+				debounce = time.After(0)
+			}
+		case <-debounce:
+			debounce = nil
+			lastMod = modTime(s.path)
+			_ = s.Reload()
+		}
+	}
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path) // follows the ..data symlink
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}

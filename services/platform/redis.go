@@ -1,0 +1,92 @@
+package platform
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// NewRedis builds the one go-redis UniversalClient every service uses: a single server (URL), Sentinel
+// (Addrs + MasterName) or Cluster (Addrs + Cluster). Timeouts are short and retries few, so that a slow or
+// dead store turns into a prompt error (502) instead of a hung request.
+func NewRedis(c config.Redis, getenv func(string) string) (redis.UniversalClient, error) {
+	timeout := c.Timeout.D()
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	password := ""
+	if c.PasswordFile != "" {
+		b, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("redis password file: %w", err)
+		}
+		password = strings.TrimSpace(string(b))
+	}
+	if getenv != nil && getenv("REDIS_PASSWORD") != "" {
+		password = getenv("REDIS_PASSWORD")
+	}
+	opts := &redis.UniversalOptions{
+		Addrs:                 c.Addrs,
+		MasterName:            c.MasterName,
+		IsClusterMode:         c.Cluster,
+		Username:              c.Username,
+		Password:              password,
+		DB:                    c.DB,
+		DialTimeout:           timeout / 2,
+		DialerRetries:         1,
+		ReadTimeout:           timeout,
+		WriteTimeout:          timeout,
+		PoolTimeout:           timeout,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		MinRetryBackoff:       10 * time.Millisecond,
+		MaxRetryBackoff:       50 * time.Millisecond,
+	}
+	if c.TLS {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if c.URL != "" {
+		u, err := redis.ParseURL(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis url: %w", err)
+		}
+		opts.Addrs = []string{u.Addr}
+		opts.DB = u.DB
+		opts.TLSConfig = u.TLSConfig
+		if u.Username != "" {
+			opts.Username = u.Username
+		}
+		if u.Password != "" && password == "" {
+			opts.Password = u.Password
+		}
+	}
+	if len(opts.Addrs) == 0 {
+		return nil, fmt.Errorf("redis: no address configured")
+	}
+	return redis.NewUniversalClient(opts), nil
+}
+
+// Embedded starts an in-process Redis-compatible server for the dev server, so that `make run` needs
+// nothing installed and still runs the same go-redis code path as production.
+func Embedded(log *slog.Logger) (*miniredis.Miniredis, error) {
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("embedded store: %w", err)
+	}
+	log.Warn("using the embedded in-memory store: data is lost on exit (set REDIS_URL to keep it)", "addr", m.Addr())
+	return m, nil
+}
+
+// PingRedis answers whether the store answers within ctx; the readiness probes use it.
+func PingRedis(ctx context.Context, rdb redis.UniversalClient) error {
+	return rdb.Ping(ctx).Err()
+}
