@@ -87,11 +87,17 @@ func NewApp(o AppOptions, services ...Service) *App {
 	a.Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	a.Get("/readyz", a.readyz)
 	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{})))
+	known := map[string]bool{}
+	for _, r := range a.GetRoutes(true) {
+		known[r.Method+" "+r.Path] = true
+	}
 	for _, s := range services {
-		before := len(a.GetRoutes())
 		s.Routes(a.App)
-		for _, r := range a.GetRoutes()[before:] {
-			a.owners[r.Method+" "+r.Path] = s.Name()
+		for _, r := range a.GetRoutes(true) {
+			if key := r.Method + " " + r.Path; !known[key] {
+				known[key] = true
+				a.owners[key] = s.Name()
+			}
 		}
 	}
 	return a

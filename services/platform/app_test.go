@@ -1,0 +1,179 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// echoService is a minimal Service for exercising the platform; the real services have their own tests.
+type echoService struct {
+	ready   atomic.Bool
+	release chan struct{}
+	started chan struct{}
+	ran     atomic.Bool
+}
+
+func newEchoService() *echoService {
+	s := &echoService{release: make(chan struct{}), started: make(chan struct{}, 1)}
+	s.ready.Store(true)
+	return s
+}
+
+func (s *echoService) Name() string { return "echo" }
+func (s *echoService) Routes(r fiber.Router) {
+	r.Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString(c.Params("id")) })
+	r.Get("/slow", func(c *fiber.Ctx) error {
+		s.started <- struct{}{}
+		<-s.release
+		return c.SendString("finished")
+	})
+	r.Get("/boom", func(c *fiber.Ctx) error { panic("boom") })
+	r.Get("/fail", func(c *fiber.Ctx) error { return errors.New("secret internal detail") })
+}
+func (s *echoService) Ready(context.Context) error {
+	if !s.ready.Load() {
+		return errors.New("store down")
+	}
+	return nil
+}
+func (s *echoService) Run(ctx context.Context) error { s.ran.Store(true); <-ctx.Done(); return nil }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestApp_MetricsUseRouteTemplatesNotRawPaths(t *testing.T) {
+	m := NewMetrics()
+	app := NewApp(AppOptions{Logger: quietLogger(), Metrics: m}, newEchoService())
+	for _, p := range []string{"/items/1", "/items/2", "/nope/ada@example.com"} {
+		resp, err := app.Test(httptestRequest(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("echo", "/items/:id", "GET", "200")); got != 2 {
+		t.Errorf("requests{route=/items/:id} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("platform", "unmatched", "GET", "404")); got != 1 {
+		t.Errorf("requests{route=unmatched} = %v, want 1", got)
+	}
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if strings.Contains(l.GetValue(), "ada@example.com") {
+					t.Errorf("a raw path leaked into %s{%s}", f.GetName(), l.GetName())
+				}
+			}
+		}
+	}
+}
+
+func TestApp_PanicAndErrorsAnswerJSONWithoutInternals(t *testing.T) {
+	app := NewApp(AppOptions{Logger: quietLogger()}, newEchoService())
+	for _, p := range []string{"/boom", "/fail"} {
+		resp, err := app.Test(httptestRequest(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 500 || string(body) != `{"status":"error"}` {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestApp_ReadyzFollowsServiceReadiness(t *testing.T) {
+	svc := newEchoService()
+	app := NewApp(AppOptions{Logger: quietLogger()}, svc)
+	if code := status(t, app, "/readyz"); code != 200 {
+		t.Fatalf("ready service: %d", code)
+	}
+	svc.ready.Store(false)
+	if code := status(t, app, "/readyz"); code != 503 {
+		t.Fatalf("unready service: %d", code)
+	}
+	if code := status(t, app, "/livez"); code != 200 {
+		t.Fatalf("livez of an unready service: %d", code)
+	}
+}
+
+// SIGTERM during a request: the request finishes, readiness turns to 503 first, and Serve returns.
+func TestServe_ShutdownFinishesRequestsInFlight(t *testing.T) {
+	svc := newEchoService()
+	app := NewApp(AppOptions{Logger: quietLogger()}, svc)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(ctx, ServeOptions{Listener: ln, DrainDelay: 300 * time.Millisecond}) }()
+
+	result := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			result <- "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		result <- string(b)
+	}()
+	<-svc.started
+	cancel() // what SIGTERM does through signal.NotifyContext
+
+	time.Sleep(100 * time.Millisecond) // inside the drain delay
+	if resp, err := http.Get(base + "/readyz"); err != nil || resp.StatusCode != 503 {
+		t.Errorf("readyz while draining: %v %v", resp, err)
+	}
+	close(svc.release)
+	if got := <-result; got != "finished" {
+		t.Fatalf("request in flight: %q", got)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after shutdown")
+	}
+	if !svc.ran.Load() {
+		t.Error("the service's Run was not started")
+	}
+	if _, err := http.Get(base + "/livez"); err == nil {
+		t.Error("listener still accepting after shutdown")
+	}
+}
+
+func httptestRequest(path string) *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, path, nil)
+	return r
+}
+
+func status(t *testing.T, app *App, path string) int {
+	t.Helper()
+	resp, err := app.Test(httptestRequest(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse_UnknownKeyIsAnError(t *testing.T) {
+	_, err := Parse([]byte("allowedOrigins: [https://a.example]\nallowedOrigin: x\n"))
+	if err == nil || !strings.Contains(err.Error(), "allowedOrigin") {
+		t.Fatalf("want an error naming the unknown key, got %v", err)
+	}
+}
+
+func TestLoad_DefaultsAndEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("publicURL: https://id.example.com\nredis: {url: redis://r:6379/0, timeout: 300ms}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"FORMSSERVICE_ALLOWED_ORIGINS": "https://a.example, https://*.b.example"}
+	c, err := Load(path, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.AllowedOrigins; len(got) != 2 || got[1] != "https://*.b.example" {
+		t.Errorf("origins from the environment: %v", got)
+	}
+	if c.Redis.Timeout.D() != 300*time.Millisecond {
+		t.Errorf("redis timeout = %v", c.Redis.Timeout.D())
+	}
+	if c.Auth.Issuer != "https://id.example.com" || c.Auth.AccessTokenLifetime.D() != 15*time.Minute ||
+		c.Auth.RefreshTokenLifetime.D() != 720*time.Hour || c.Auth.CodeLifetime.D() != time.Minute {
+		t.Errorf("auth defaults: %+v", c.Auth)
+	}
+	if c.Forms.RateLimit() != 60 {
+		t.Errorf("default rate limit = %d", c.Forms.RateLimit())
+	}
+}
+
+func TestLoad_ReportsEveryProblemAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	doc := "logLevel: loud\nallowedOrigins: [ftp://x.example]\nauth: {clients: [{clientID: a, redirectURIs: [https://a/cb]}, {clientID: a, redirectURIs: [https://a/cb]}]}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, nil)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"logLevel", "ftp://x.example", `duplicate clientID "a"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestValidateOriginPattern(t *testing.T) {
+	good := []string{"https://example.com", "http://localhost:3000", "http://127.0.0.1:8080", "https://*.example.com", "http://[::1]:8080"}
+	bad := []string{"example.com", "https://example.com/", "https://example.com/path", "https://*.com", "http://*.example.com",
+		"https://a.*.example.com", "https://Example.com", "https://user@example.com", "https://example.com:99999", "null", "*", "https://"}
+	for _, o := range good {
+		if err := ValidateOriginPattern(o); err != nil {
+			t.Errorf("%q refused: %v", o, err)
+		}
+	}
+	for _, o := range bad {
+		if err := ValidateOriginPattern(o); err == nil {
+			t.Errorf("%q accepted", o)
+		}
+	}
+}
+
+func TestMergeDevFixtures_AddsWithoutRemoving(t *testing.T) {
+	c := &Config{AllowedOrigins: []string{"http://localhost:3000"},
+		Auth: Auth{Clients: []OAuthClient{{ClientID: "my-app", RedirectURIs: []string{"http://localhost:3000/cb"}}}}}
+	MergeDevFixtures(c, "http://127.0.0.1:9999")
+	want := []string{"http://localhost:3000", "http://localhost:8080", "http://127.0.0.1:8080", "http://127.0.0.1:9999"}
+	if strings.Join(c.AllowedOrigins, " ") != strings.Join(want, " ") {
+		t.Errorf("origins = %v, want %v", c.AllowedOrigins, want)
+	}
+	if len(c.Auth.Clients) != 2 || c.Auth.Clients[0].ClientID != "my-app" || c.Auth.Clients[1].ClientID != DevClientID {
+		t.Fatalf("clients = %+v", c.Auth.Clients)
+	}
+	demo := c.Auth.Clients[1]
+	if demo.RedirectURIs[len(demo.RedirectURIs)-1] != "http://127.0.0.1:9999/demo/callback" {
+		t.Errorf("demo client lacks the dev server's own callback: %v", demo.RedirectURIs)
+	}
+	if c.Forms.RateLimit() != 0 {
+		t.Errorf("dev rate limit should be off unless configured, got %d", c.Forms.RateLimit())
+	}
+	if c.PublicURL != "http://127.0.0.1:9999" {
+		t.Errorf("publicURL = %q", c.PublicURL)
+	}
+}
