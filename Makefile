@@ -52,8 +52,103 @@ lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck.
 $(BIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+##@ Operator (api/, controllers/, cmd/manager, config/; see docs/operator.md)
+
+CONTROLLER_GEN_VERSION ?= v0.23.0
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+KUBECTL ?= kubectl
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the deepcopy code of api/ (controller-gen).
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD (config/crd/bases) and RBAC role (config/rbac) from the markers.
+	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./controllers/... \
+	  output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/chart-sync.sh  # the Helm chart carries copies of the CRD and the RBAC rules
+
+.PHONY: verify-generated
+verify-generated: ## Regenerate and fail when the deepcopy code, CRD or RBAC on disk was stale.
+	@snap=$$(mktemp -d); trap 'rm -rf "$$snap"' EXIT; \
+	  cp -r api config/crd config/rbac "$$snap"/; \
+	  $(MAKE) --no-print-directory generate manifests >/dev/null; \
+	  stale=0; \
+	  for d in api crd rbac; do src=$$d; [[ $$d = api ]] || src=config/$$d; \
+	    diff -ru "$$snap/$$d" "$$src" || stale=1; done; \
+	  if [[ $$stale = 1 ]]; then echo "generated files were stale: run 'make generate manifests' and commit the result"; exit 1; fi; \
+	  echo "generated files are up to date"
+
+.PHONY: envtest
+envtest: ## Build kube-apiserver and etcd for the envtest suite (cached in bin/k8s/; ~8 min the first time).
+	hack/envtest-assets.sh
+
+.PHONY: test-operator
+test-operator: ## The operator's tests against a real kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./api/... ./controllers/... ./cmd/manager/...
+
+.PHONY: run-operator
+run-operator: ## Run the operator against the cluster of your current kubeconfig.
+	$(GO) run ./cmd/manager --leader-elect=false
+
+.PHONY: image
+image: ## Build bin/formsservice-image.tar (OCI image, no Docker needed; `docker load` or `kind load image-archive`).
+	hack/image.sh
+
+.PHONY: install
+install: ## Install the CRD into the cluster of your current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRD (and with it every FormsService).
+	$(KUBECTL) delete -k config/crd
+
+.PHONY: deploy
+deploy: ## Deploy the operator (CRD, RBAC, manager) with kustomize.
+	$(KUBECTL) apply --server-side -k config/default
+
+.PHONY: undeploy
+undeploy: ## Remove the operator.
+	$(KUBECTL) delete -k config/default
+
+$(CONTROLLER_GEN):
+	$(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(BIN)/controller-gen $(CONTROLLER_GEN)
+
+##@ Helm chart and end to end (charts/, test/; see docs/helm.md)
+
+CHART := charts/formsservice-operator
+HELM_ENV := HELM_CACHE_HOME=$(BIN)/.helm/cache HELM_CONFIG_HOME=$(BIN)/.helm/config HELM_DATA_HOME=$(BIN)/.helm/data
+
+.PHONY: helm-lint
+helm-lint: deps-chart ## Lint the chart with every test values file; fail when its copies of config/ or the values table are stale.
+	hack/chart-sync.sh --check
+	@for f in test/chart/testdata/*.values.yaml; do echo "helm lint --values $$f"; \
+	  $(HELM_ENV) $(BIN)/helm lint --strict --quiet $(CHART) --values $$f || exit 1; done
+	$(GO) run ./hack/helmdocs -values $(CHART)/values.yaml -check README.md $(CHART)/README.md
+
+.PHONY: chart-sync
+chart-sync: ## Copy the CRD, the RBAC rules and the monitoring files from config/ into the chart.
+	hack/chart-sync.sh
+
+.PHONY: helm-docs
+helm-docs: ## Regenerate the values table in README.md and the chart's README from values.yaml.
+	$(GO) run ./hack/helmdocs -values $(CHART)/values.yaml README.md $(CHART)/README.md
+
+.PHONY: test-chart
+test-chart: deps-chart ## Chart tests: golden files, kubeconform, helm install into envtest, RBAC as the chart's ServiceAccount.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
+
+.PHONY: e2e-kind
+e2e-kind: ## End to end on a kind cluster: image, chart, sample, forms contract, browser sign-in, /health (needs Docker).
+	hack/e2e-kind.sh
+
 ##@ Dependencies (installed once, cached under bin/)
 
 .PHONY: deps-redis
 deps-redis: ## redis-server and redis-cli from Debian packages, copied into bin/.
 	hack/install-redis.sh
+
+.PHONY: deps-chart
+deps-chart: ## helm, kubeconform, offline Kubernetes schemas and the Prometheus Operator CRDs, into bin/.
+	hack/install-chart-tools.sh

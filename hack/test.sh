@@ -9,6 +9,15 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 step "dependencies"
 hack/install-redis.sh
 
+step "chart tools (helm, kubeconform, offline schemas)"
+hack/install-chart-tools.sh
+
+step "helm chart (lint, copies of config/, values table)"
+make --no-print-directory helm-lint
+
+step "kind end-to-end tests compile (go vet -tags e2e)"
+go vet -tags e2e ./test/...
+
 step "lint (gofmt, go vet, staticcheck)"
 make --no-print-directory lint
 

@@ -78,7 +78,10 @@ type command func(ctx context.Context, env *environment, args []string) error
 // their own and are listed here.
 func commands() map[string]command {
 	cs := map[string]command{
-		"dev": cmdDev,
+		"dev":    cmdDev,
+		"export": cmdExport,
+		"forget": cmdForget,
+		"users":  cmdUsers,
 	}
 	for name := range serviceBuilders {
 		cs[name] = func(ctx context.Context, env *environment, args []string) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/demo"
 	"github.com/formsservice/formsservice/services/platform"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -33,9 +34,9 @@ type deps struct {
 // serviceBuilders constructs each service by name; each builder lives in the service's own file here.
 // devOrder is the order the dev server mounts them in (health last: it checks the others).
 var serviceBuilders = map[string]func(d deps) (platform.Service, error){
-	// "forms":  buildForms,
-	// "auth":   buildAuth,
-	// "health": buildHealth,
+	"forms":  buildForms,
+	"auth":   buildAuth,
+	"health": buildHealth,
 }
 
 var devOrder = []string{"forms", "auth", "health"}
@@ -137,6 +138,13 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 			return fmt.Errorf("%s: %w", n, err)
 		}
 		services = append(services, s)
+	}
+	if dev {
+		page, err := demo.New(store) // /demo/: the SDK's demo page, dev server only
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		services = append(services, page)
 	}
 	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics, TrustedProxies: cfg.TrustedProxies}, services...)
 	if dev {

@@ -79,6 +79,11 @@ func NewApp(o AppOptions, services ...Service) *App {
 		TrustedProxies:          o.TrustedProxies,
 		ProxyHeader:             proxyHeader(o.TrustedProxies),
 		ErrorHandler:            a.handleError,
+
+		// fasthttp would otherwise parse a multipart body (spilling files to disk) before any handler or
+		// check runs, and answer a malformed one with 400 ahead of the forms' origin check;
+		// c.MultipartForm() still parses on demand.
+		DisablePreParseMultipartForm: true,
 	})
 	a.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
 		a.log.Error("panic serving request", "route", c.Route().Path, "panic", fmt.Sprint(e))

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -11,15 +12,46 @@ type Auth struct {
 	Issuer  string        `json:"issuer,omitempty"`
 	Clients []OAuthClient `json:"clients,omitempty"`
 	// SigningKeyFile holds the current signing key (PEM, EC P-256); PreviousSigningKeyFile, when set,
-	// is served in the JWKS only, so that tokens signed before a rotation still verify.
+	// is served in the JWKS only, so that tokens signed before a rotation still verify. The dev server
+	// generates an ephemeral key when SigningKeyFile is empty; every other command requires it.
 	SigningKeyFile         string `json:"signingKeyFile,omitempty"`
 	PreviousSigningKeyFile string `json:"previousSigningKeyFile,omitempty"`
-	// Lifetimes; defaults access 15m, refresh 720h (30 days), code 60s.
+	// Lifetimes; defaults access 15m, refresh 720h (30 days), code 60s, id_token 1h, sign-in session
+	// (the SSO cookie that lets a second authorize skip the form) 24h.
 	AccessTokenLifetime  Duration `json:"accessTokenLifetime,omitempty"`
 	RefreshTokenLifetime Duration `json:"refreshTokenLifetime,omitempty"`
 	CodeLifetime         Duration `json:"codeLifetime,omitempty"`
+	IDTokenLifetime      Duration `json:"idTokenLifetime,omitempty"`
+	SessionLifetime      Duration `json:"sessionLifetime,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
+	// PasswordHash tunes argon2id; the defaults are OWASP's minimum (19 MiB, 2 passes, 1 lane).
+	PasswordHash PasswordHash `json:"passwordHash,omitempty"`
+	// Throttle bounds failed sign-ins per account and per client IP.
+	Throttle Throttle `json:"throttle,omitempty"`
+}
+
+// PasswordHash holds the argon2id parameters for new hashes (existing hashes keep theirs and are
+// upgraded at the next successful sign-in) and the size of the hashing pool.
+type PasswordHash struct {
+	// MemoryKiB per hash; default 19456 (19 MiB).
+	MemoryKiB uint32 `json:"memoryKiB,omitempty"`
+	// Iterations (passes); default 2.
+	Iterations uint32 `json:"iterations,omitempty"`
+	// Parallelism (lanes); default 1.
+	Parallelism uint8 `json:"parallelism,omitempty"`
+	// Concurrency is how many hashes run at once; a burst beyond it waits (bounded) instead of
+	// allocating MemoryKiB each. Default: the number of CPUs the process may use.
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// Throttle bounds failed sign-ins: after AccountFailures failures for one e-mail address, or
+// IPFailures from one client address, within Window, sign-in answers "try again in N s" until the
+// window ends. Defaults 10, 50 and 15m.
+type Throttle struct {
+	AccountFailures int      `json:"accountFailures,omitempty"`
+	IPFailures      int      `json:"ipFailures,omitempty"`
+	Window          Duration `json:"window,omitempty"`
 }
 
 // OAuthClient is a registered client (a relying party).
@@ -30,21 +62,42 @@ type OAuthClient struct {
 	Scopes                 []string `json:"scopes,omitempty"`
 	// SecretFile makes the client confidential; without it the client is public and must use PKCE S256.
 	SecretFile string `json:"secretFile,omitempty"`
+	// Name is shown on the sign-in page ("Sign in to continue to Name"); default: the client ID.
+	Name string `json:"name,omitempty"`
 }
+
+// Defaults of the auth section, also used by tools that build an Auth by hand.
+const (
+	DefaultArgon2MemoryKiB   = 19456
+	DefaultArgon2Iterations  = 2
+	DefaultArgon2Parallelism = 1
+)
 
 func (a *Auth) applyDefaults(c *Config) {
 	if a.Issuer == "" {
 		a.Issuer = c.PublicURL
 	}
-	if a.AccessTokenLifetime == 0 {
-		a.AccessTokenLifetime = Duration(15 * time.Minute)
+	setDuration(&a.AccessTokenLifetime, 15*time.Minute)
+	setDuration(&a.RefreshTokenLifetime, 30*24*time.Hour)
+	setDuration(&a.CodeLifetime, 60*time.Second)
+	setDuration(&a.IDTokenLifetime, time.Hour)
+	setDuration(&a.SessionLifetime, 24*time.Hour)
+	if a.PasswordHash.MemoryKiB == 0 {
+		a.PasswordHash.MemoryKiB = DefaultArgon2MemoryKiB
 	}
-	if a.RefreshTokenLifetime == 0 {
-		a.RefreshTokenLifetime = Duration(30 * 24 * time.Hour)
+	if a.PasswordHash.Iterations == 0 {
+		a.PasswordHash.Iterations = DefaultArgon2Iterations
 	}
-	if a.CodeLifetime == 0 {
-		a.CodeLifetime = Duration(60 * time.Second)
+	if a.PasswordHash.Parallelism == 0 {
+		a.PasswordHash.Parallelism = DefaultArgon2Parallelism
 	}
+	if a.Throttle.AccountFailures == 0 {
+		a.Throttle.AccountFailures = 10
+	}
+	if a.Throttle.IPFailures == 0 {
+		a.Throttle.IPFailures = 50
+	}
+	setDuration(&a.Throttle.Window, 15*time.Minute)
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -52,8 +105,31 @@ func (a *Auth) applyDefaults(c *Config) {
 	}
 }
 
+func setDuration(d *Duration, def time.Duration) {
+	if *d == 0 {
+		*d = Duration(def)
+	}
+}
+
 func (a Auth) validate() []error {
 	var errs []error
+	if a.Issuer != "" {
+		if u, err := url.Parse(a.Issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, fmt.Errorf("auth.issuer %q: want an http(s) URL without query or fragment", a.Issuer))
+		}
+	}
+	for name, d := range map[string]Duration{"accessTokenLifetime": a.AccessTokenLifetime, "refreshTokenLifetime": a.RefreshTokenLifetime,
+		"codeLifetime": a.CodeLifetime, "idTokenLifetime": a.IDTokenLifetime, "sessionLifetime": a.SessionLifetime, "throttle.window": a.Throttle.Window} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", name))
+		}
+	}
+	if a.PasswordHash.MemoryKiB > 4<<20 {
+		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
+	}
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 {
+		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
+	}
 	seen := map[string]bool{}
 	for _, cl := range a.Clients {
 		if cl.ClientID == "" {
@@ -67,6 +143,33 @@ func (a Auth) validate() []error {
 		if len(cl.RedirectURIs) == 0 {
 			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
 		}
+		for _, list := range [][]string{cl.RedirectURIs, cl.PostLogoutRedirectURIs} {
+			for _, r := range list {
+				if err := validateRedirectURI(r); err != nil {
+					errs = append(errs, fmt.Errorf("auth.clients[%s]: %w", cl.ClientID, err))
+				}
+			}
+		}
 	}
 	return errs
+}
+
+// validateRedirectURI accepts an absolute http(s) URL without a fragment; plain http only for
+// loopback and localhost (OAuth 2.0 Security BCP).
+func validateRedirectURI(r string) error {
+	u, err := url.Parse(r)
+	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("redirect URI %q: want an absolute URL without user info or fragment", r)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		h := u.Hostname()
+		if h == "localhost" || h == "127.0.0.1" || h == "::1" || len(h) > 10 && h[len(h)-10:] == ".localhost" {
+			return nil
+		}
+		return fmt.Errorf("redirect URI %q: http is allowed only for localhost and loopback addresses", r)
+	}
+	return fmt.Errorf("redirect URI %q: scheme must be https (or http for localhost)", r)
 }

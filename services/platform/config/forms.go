@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
 
 // Forms configures the forms service (POST /contact, POST /waitlist).
 type Forms struct {
@@ -11,11 +15,23 @@ type Forms struct {
 	Delivery Delivery `json:"delivery,omitempty"`
 }
 
-// Delivery lists where contact messages go. Both may be set; neither means "store only".
+// Delivery lists where contact messages go. Both may be set; neither means "store only" (the messages
+// stay in Redis for `formsservice export contact`, and are delivered once a target is configured).
 type Delivery struct {
 	SMTP    *SMTP    `json:"smtp,omitempty"`
 	Webhook *Webhook `json:"webhook,omitempty"`
+	// Timeout bounds one delivery attempt to one target. Default 10s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// RetryAfter is the wait before the first retry of a failed message; it doubles per attempt up to
+	// MaxRetryInterval. It is also how long a message may sit with a consumer before another replica takes
+	// it over (a consumer that died mid-delivery), so it must exceed one attempt: at least 2*Timeout.
+	// Defaults 30s and 15m.
+	RetryAfter       Duration `json:"retryAfter,omitempty"`
+	MaxRetryInterval Duration `json:"maxRetryInterval,omitempty"`
 }
+
+// Enabled reports whether any delivery target is configured.
+func (d Delivery) Enabled() bool { return d.SMTP != nil || d.Webhook != nil }
 
 // SMTP is a mail relay for contact messages.
 type SMTP struct {
@@ -26,8 +42,10 @@ type SMTP struct {
 	// Username and PasswordFile (a mounted Secret) enable AUTH PLAIN.
 	Username     string `json:"username,omitempty"`
 	PasswordFile string `json:"passwordFile,omitempty"`
-	// StartTLS requires STARTTLS before AUTH or DATA.
+	// StartTLS requires STARTTLS before AUTH or DATA. Without it, AUTH is refused except to a loopback relay.
 	StartTLS bool `json:"startTLS,omitempty"`
+	// Subject prefixes the mail subject; default "[contact]".
+	Subject string `json:"subject,omitempty"`
 }
 
 // Webhook posts each contact message as JSON with a Slack-compatible "text" field.
@@ -46,7 +64,21 @@ func (f Forms) RateLimit() int {
 	return *f.RateLimitPerMinute
 }
 
-func (f *Forms) applyDefaults() {}
+func (f *Forms) applyDefaults() {
+	d := &f.Delivery
+	if d.Timeout == 0 {
+		d.Timeout = Duration(10 * time.Second)
+	}
+	if d.RetryAfter == 0 {
+		d.RetryAfter = Duration(30 * time.Second)
+	}
+	if d.MaxRetryInterval == 0 {
+		d.MaxRetryInterval = Duration(15 * time.Minute)
+	}
+	if d.SMTP != nil && d.SMTP.Subject == "" {
+		d.SMTP.Subject = "[contact]"
+	}
+}
 
 func (f Forms) validate() []error {
 	var errs []error
@@ -56,8 +88,15 @@ func (f Forms) validate() []error {
 	if s := f.Delivery.SMTP; s != nil && (s.Addr == "" || s.From == "" || len(s.To) == 0) {
 		errs = append(errs, fmt.Errorf("forms.delivery.smtp: addr, from and to are required"))
 	}
-	if w := f.Delivery.Webhook; w != nil && w.URL == "" {
-		errs = append(errs, fmt.Errorf("forms.delivery.webhook: url is required"))
+	if w := f.Delivery.Webhook; w != nil {
+		if u, err := url.Parse(w.URL); w.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("forms.delivery.webhook: url must be an http(s) URL"))
+		}
+	}
+	if d := f.Delivery; d.Timeout < 0 || d.RetryAfter < 0 || d.MaxRetryInterval < 0 {
+		errs = append(errs, fmt.Errorf("forms.delivery: durations must not be negative"))
+	} else if d.RetryAfter != 0 && d.Timeout != 0 && d.RetryAfter < 2*d.Timeout {
+		errs = append(errs, fmt.Errorf("forms.delivery.retryAfter (%s) must be at least twice timeout (%s), or a slow attempt is taken over and sent twice", d.RetryAfter.D(), d.Timeout.D()))
 	}
 	return errs
 }

@@ -1,0 +1,507 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Annotations a user may set on a FormsService.
+const (
+	// RotateSigningKeyAnnotation rotates the token signing key when its value changes (any value, for
+	// example a date): the operator generates a new key and keeps the previous one in the JWKS so that
+	// tokens signed before the rotation still verify until they expire.
+	RotateSigningKeyAnnotation = "platform.formsservice.io/rotate-signing-key"
+)
+
+// Condition types reported in status.conditions.
+const (
+	// ConditionReady is True when every service (and the managed Redis) has its desired replicas available.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while a Deployment or the Redis StatefulSet is rolling out.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the operator cannot make the platform match the resource (a missing
+	// Secret, a failed rollout, an object the API server refused).
+	ConditionDegraded = "Degraded"
+)
+
+// Origin is a browser origin allowed to post to the forms: scheme://host[:port] in lower case with
+// nothing after it, or https://*.example.com[:port] for every subdomain of a domain.
+//
+// +kubebuilder:validation:MinLength=8
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^https?://([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*|[[][0-9a-f:.]+[]])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$') || self.matches('^https://[*][.][a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)+(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$')",message="an origin is scheme://host[:port] in lower case with no path and no trailing slash (https://app.example.com), or https://*.example.com for every subdomain"
+type Origin string
+
+// RedirectURI is an OAuth redirect URI, matched exactly. It must use https, except on the loopback host.
+//
+// +kubebuilder:validation:MinLength=10
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="self.matches('^https://[^/?#@ ]+([/?][^# ]*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?([/?][^# ]*)?$')",message="a redirect URI must use https (http is allowed only for localhost, 127.0.0.1 and [::1]) and must not contain a fragment or spaces"
+type RedirectURI string
+
+// Scope is an OAuth scope a client may request.
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:/-]+$`
+type Scope string
+
+// HostPort is host:port, e.g. redis.example.internal:6379 or [fd00::1]:6379.
+//
+// +kubebuilder:validation:MaxLength=260
+// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]]):[0-9]{1,5}$')",message="must be host:port, like redis.example.internal:6379"
+type HostPort string
+
+// SecretKeySelector names one key of a Secret in the FormsService's namespace.
+type SecretKeySelector struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// FormsServiceSpec is what a platform team declares.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress)",message="set publicURL or ingress.host: the OAuth issuer needs the platform's public base URL"
+type FormsServiceSpec struct {
+	// Image runs every service (`formsservice forms|auth|health`). Defaults to the operator's own
+	// service image (its --service-image flag).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+	// ImagePullPolicy of the service containers.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// ImagePullSecrets for a private registry.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PublicURL is the base URL the platform is reached at and the OAuth issuer, e.g.
+	// https://id.example.com. Defaults to https://<ingress.host>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@ ]+$')",message="publicURL is scheme://host[:port] with no path, like https://id.example.com"
+	PublicURL string `json:"publicURL,omitempty"`
+
+	// LogLevel of every service.
+	// +optional
+	// +kubebuilder:default=info
+	// +kubebuilder:validation:Enum=debug;info;warn;error
+	LogLevel string `json:"logLevel,omitempty"`
+
+	// AllowedOrigins may post to /contact and /waitlist (browsers send their Origin header; others get
+	// 403). A change reaches the running services without a restart.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	AllowedOrigins []Origin `json:"allowedOrigins,omitempty"`
+
+	// OAuthClients are the web apps that sign people in with this platform. A change reaches the running
+	// auth service without a restart.
+	// +optional
+	// +listType=map
+	// +listMapKey=clientID
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d.clientID == c.clientID))",message="clientID values must be unique"
+	OAuthClients []OAuthClient `json:"oauthClients,omitempty"`
+
+	// TrustedProxies are the CIDRs of the ingress controller (or load balancer) whose X-Forwarded-For
+	// header is believed. Without them every request appears to come from the ingress, and the per-IP
+	// rate limits and sign-in throttling apply to everyone at once.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[0-9a-fA-F:.]+(/[0-9]{1,3})?$`
+	TrustedProxies []string `json:"trustedProxies,omitempty"`
+
+	// Redis is the store. Leave addresses empty to have the operator run a single Redis with persistence.
+	// +optional
+	// +kubebuilder:default={}
+	Redis RedisSpec `json:"redis,omitempty"`
+
+	// Forms configures the forms service (POST /contact, POST /waitlist).
+	// +optional
+	// +kubebuilder:default={}
+	Forms FormsSpec `json:"forms,omitempty"`
+
+	// Auth configures the OAuth 2.0 / OpenID Connect provider.
+	// +optional
+	// +kubebuilder:default={}
+	Auth AuthSpec `json:"auth,omitempty"`
+
+	// Health configures the platform health service (GET /health).
+	// +optional
+	// +kubebuilder:default={}
+	Health HealthSpec `json:"health,omitempty"`
+
+	// Ingress routes /contact and /waitlist to forms, /oauth2 and /.well-known to auth and /health to
+	// health. Without it the operator creates no Ingress (bring your own routing to the Services).
+	// +optional
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+
+	// Monitoring asks for Prometheus Operator ServiceMonitors for the three services (see
+	// monitoring_types.go); the operator copes when the Prometheus Operator is not installed.
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
+	// NodeSelector and Tolerations apply to every pod the operator runs.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// OAuthClient is a registered relying party.
+type OAuthClient struct {
+	// ClientID identifies the client in authorize and token requests.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	ClientID string `json:"clientID"`
+	// RedirectURIs are matched exactly.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=set
+	RedirectURIs []RedirectURI `json:"redirectURIs"`
+	// PostLogoutRedirectURIs are where /oauth2/logout may send the browser back to.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=set
+	PostLogoutRedirectURIs []RedirectURI `json:"postLogoutRedirectURIs,omitempty"`
+	// Scopes the client may request. Default: openid profile email offline_access.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	Scopes []Scope `json:"scopes,omitempty"`
+	// Name is shown on the sign-in page ("Sign in to continue to Name"). Default: the client ID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	Name string `json:"name,omitempty"`
+	// SecretRef makes the client confidential (it authenticates at the token endpoint with this secret).
+	// Without it the client is public and must use PKCE with S256, as browser apps do.
+	// +optional
+	SecretRef *SecretKeySelector `json:"secretRef,omitempty"`
+}
+
+// RedisMode says how the addresses are used.
+// +kubebuilder:validation:Enum=Standalone;Sentinel;Cluster
+type RedisMode string
+
+// Redis modes.
+const (
+	RedisStandalone RedisMode = "Standalone"
+	RedisSentinel   RedisMode = "Sentinel"
+	RedisCluster    RedisMode = "Cluster"
+)
+
+// RedisSpec points at an external Redis, or (addresses empty) asks the operator to run one.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Sentinel' || (has(self.masterName) && has(self.addresses) && size(self.addresses) > 0)",message="Sentinel mode needs addresses (the sentinels) and masterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode == 'Standalone' || (has(self.addresses) && size(self.addresses) > 0)",message="Sentinel and Cluster modes need addresses; leave mode Standalone to have the operator run Redis"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode != 'Standalone') || !has(self.addresses) || size(self.addresses) <= 1",message="Standalone mode takes one address; use mode Cluster or Sentinel for several"
+// +kubebuilder:validation:XValidation:rule="(has(self.addresses) && size(self.addresses) > 0) || (!has(self.passwordSecretRef) && !has(self.username) && !has(self.tls))",message="passwordSecretRef, username and tls apply to an external Redis (addresses); the managed Redis gets a generated password"
+// +kubebuilder:validation:XValidation:rule="!has(self.managed) || !has(self.addresses) || size(self.addresses) == 0",message="managed applies only when addresses is empty"
+type RedisSpec struct {
+	// Addresses of an external Redis as host:port: one server (Standalone), the sentinels (Sentinel) or
+	// seed nodes (Cluster). Empty: the operator runs a single Redis StatefulSet with a volume and
+	// append-only persistence.
+	// +optional
+	// +kubebuilder:validation:MaxItems=12
+	// +listType=atomic
+	Addresses []HostPort `json:"addresses,omitempty"`
+	// Mode of the external Redis.
+	// +optional
+	// +kubebuilder:default=Standalone
+	Mode RedisMode `json:"mode,omitempty"`
+	// MasterName is the Sentinel master set name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	MasterName string `json:"masterName,omitempty"`
+	// Username for Redis ACLs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Username string `json:"username,omitempty"`
+	// PasswordSecretRef holds the Redis password. The services read it from a mounted file.
+	// +optional
+	PasswordSecretRef *SecretKeySelector `json:"passwordSecretRef,omitempty"`
+	// DB number (Standalone and Sentinel).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
+	DB int32 `json:"db,omitempty"`
+	// TLS connects with TLS (system roots).
+	// +optional
+	TLS bool `json:"tls,omitempty"`
+	// Managed tunes the Redis the operator runs when addresses is empty.
+	// +optional
+	Managed *ManagedRedisSpec `json:"managed,omitempty"`
+}
+
+// ManagedRedisSpec tunes the single Redis the operator runs.
+type ManagedRedisSpec struct {
+	// Image of Redis.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+	// StorageSize of the PersistentVolumeClaim. It cannot change after creation (a StatefulSet's claim
+	// templates are immutable): resize the PersistentVolumeClaim itself instead.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storageSize cannot change after creation; resize the PersistentVolumeClaim instead"
+	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
+	// StorageClassName of the PersistentVolumeClaim (empty: the cluster's default class).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storageClassName cannot change after creation"
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// Resources of the Redis container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// Workload is what every service Deployment shares.
+type Workload struct {
+	// Replicas of the service's Deployment.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 50",message="replicas must be between 0 and 50"
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Resources of the service container. Default: requests 50m CPU and 64Mi memory, limit 256Mi
+	// (auth: 128Mi and 512Mi: argon2id password hashing takes 19 MiB per sign-in in flight).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// PodAnnotations are added to the service's pods.
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+}
+
+// FormsSpec configures the forms service.
+type FormsSpec struct {
+	Workload `json:",inline"`
+	// RateLimitPerMinute is how many submissions one client IP may make per endpoint per minute, shared
+	// across replicas. Default 60; 0 turns the limit off.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	RateLimitPerMinute *int32 `json:"rateLimitPerMinute,omitempty"`
+	// Delivery sends each stored contact message to the operating team (mail and/or webhook). Without
+	// it messages are only stored (read them with `formsservice export contact`).
+	// +optional
+	Delivery *DeliverySpec `json:"delivery,omitempty"`
+}
+
+// DeliverySpec lists where contact messages go.
+type DeliverySpec struct {
+	// +optional
+	SMTP *SMTPDelivery `json:"smtp,omitempty"`
+	// +optional
+	Webhook *WebhookDelivery `json:"webhook,omitempty"`
+}
+
+// SMTPDelivery sends contact messages through a mail relay.
+type SMTPDelivery struct {
+	// Address of the relay, host:port.
+	Address HostPort `json:"address"`
+	// From is the sender address.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=254
+	From string `json:"from"`
+	// To are the recipients.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=254
+	To []string `json:"to"`
+	// Username for AUTH PLAIN, with the password in PasswordSecretRef.
+	// +optional
+	// +kubebuilder:validation:MaxLength=254
+	Username string `json:"username,omitempty"`
+	// +optional
+	PasswordSecretRef *SecretKeySelector `json:"passwordSecretRef,omitempty"`
+	// StartTLS requires STARTTLS before authenticating or sending. Without it the services refuse to
+	// send the password except to a relay on the loopback address.
+	// +optional
+	StartTLS bool `json:"startTLS,omitempty"`
+	// Subject prefixes the mail subject. Default "[contact]".
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	Subject string `json:"subject,omitempty"`
+}
+
+// WebhookDelivery posts each contact message as JSON (with a Slack-compatible "text" field).
+type WebhookDelivery struct {
+	// URL receives the POST.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@ ]+([/?][^ ]*)?$')",message="webhook url must be an http or https URL"
+	URL string `json:"url"`
+}
+
+// AuthSpec configures the OAuth 2.0 / OpenID Connect provider.
+type AuthSpec struct {
+	Workload `json:",inline"`
+	// SelfSignup lets people create their own account on the hosted sign-in page. Off: accounts are
+	// created with `formsservice users create`.
+	// +optional
+	SelfSignup bool `json:"selfSignup,omitempty"`
+	// AccessTokenLifetime; default 15m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="accessTokenLifetime must be between 1m and 24h"
+	AccessTokenLifetime *metav1.Duration `json:"accessTokenLifetime,omitempty"`
+	// RefreshTokenLifetime; default 720h (30 days).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h') && duration(self) <= duration('8760h')",message="refreshTokenLifetime must be between 1h and 8760h (one year)"
+	RefreshTokenLifetime *metav1.Duration `json:"refreshTokenLifetime,omitempty"`
+	// CodeLifetime is how long an authorization code may be redeemed; default 60s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('10m')",message="codeLifetime must be between 10s and 10m"
+	CodeLifetime *metav1.Duration `json:"codeLifetime,omitempty"`
+	// IDTokenLifetime; default 1h.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="idTokenLifetime must be between 1m and 24h"
+	IDTokenLifetime *metav1.Duration `json:"idTokenLifetime,omitempty"`
+	// SessionLifetime is how long the sign-in session (the SSO cookie that lets a second authorize
+	// skip the form) lasts; default 24h.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('8760h')",message="sessionLifetime must be between 1m and 8760h"
+	SessionLifetime *metav1.Duration `json:"sessionLifetime,omitempty"`
+	// Throttle bounds failed sign-ins per account and per client IP.
+	// +optional
+	Throttle *ThrottleSpec `json:"throttle,omitempty"`
+}
+
+// ThrottleSpec: after AccountFailures failed sign-ins for one e-mail address, or IPFailures from one
+// client address, within Window, sign-in answers "try again later" until the window ends.
+type ThrottleSpec struct {
+	// Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	AccountFailures *int32 `json:"accountFailures,omitempty"`
+	// Default 50.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	IPFailures *int32 `json:"ipFailures,omitempty"`
+	// Default 15m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="throttle.window must be between 1m and 24h"
+	Window *metav1.Duration `json:"window,omitempty"`
+}
+
+// HealthSpec configures the health service.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.warnAfter) || !has(self.timeout) || duration(self.warnAfter) < duration(self.timeout)",message="health.warnAfter must be shorter than health.timeout"
+type HealthSpec struct {
+	Workload `json:",inline"`
+	// WarnAfter turns a slow check into "warn"; default 250ms.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('30s')",message="warnAfter must be between 0s and 30s"
+	WarnAfter *metav1.Duration `json:"warnAfter,omitempty"`
+	// Timeout turns a check into "fail"; default 1s, at most 30s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('30s')",message="timeout must be between 0s and 30s"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// IngressSpec is the one Ingress in front of the platform.
+type IngressSpec struct {
+	// ClassName of the ingress controller (empty: the cluster's default class).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClassName *string `json:"className,omitempty"`
+	// Host serves /oauth2, /.well-known and /health (and the forms, unless formsHost is set).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	Host string `json:"host"`
+	// FormsHost serves /contact and /waitlist when they live on a host of their own.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	FormsHost string `json:"formsHost,omitempty"`
+	// TLSSecretName holds the certificate for the host(s) (for example issued by cert-manager).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+	// Annotations for the Ingress (for example cert-manager.io/cluster-issuer).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ComponentStatus reports one workload the operator runs.
+type ComponentStatus struct {
+	// Name is forms, auth, health or redis.
+	Name string `json:"name"`
+	// Replicas desired, and how many are available and updated.
+	Replicas          int32 `json:"replicas"`
+	AvailableReplicas int32 `json:"availableReplicas"`
+	UpdatedReplicas   int32 `json:"updatedReplicas"`
+}
+
+// FormsServiceStatus is rebuilt from the cluster on every reconcile.
+type FormsServiceStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// URL is the public base URL (the OAuth issuer).
+	// +optional
+	URL string `json:"url,omitempty"`
+	// OriginCount and ClientCount are what the rendered configuration holds.
+	// +optional
+	OriginCount int32 `json:"originCount,omitempty"`
+	// +optional
+	ClientCount int32 `json:"clientCount,omitempty"`
+	// Components are the workloads and their replicas.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Components []ComponentStatus `json:"components,omitempty"`
+	// SigningKeySecret names the Secret that holds the token signing keys.
+	// +optional
+	SigningKeySecret string `json:"signingKeySecret,omitempty"`
+}
+
+// FormsService runs the formsservice platform: forms, auth and health behind one ingress, backed by Redis.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fs,categories=formsservice
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Origins",type=integer,JSONPath=`.status.originCount`
+// +kubebuilder:printcolumn:name="Clients",type=integer,JSONPath=`.status.clientCount`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="name must start with a letter, hold only lower-case letters, digits and '-', and be at most 40 characters: it prefixes the names of the Services and Deployments the operator creates"
+type FormsService struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FormsServiceSpec   `json:"spec,omitempty"`
+	Status FormsServiceStatus `json:"status,omitempty"`
+}
+
+// FormsServiceList is a list of FormsService.
+//
+// +kubebuilder:object:root=true
+type FormsServiceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FormsService `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FormsService{}, &FormsServiceList{})
+}

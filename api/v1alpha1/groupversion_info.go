@@ -1,0 +1,22 @@
+// Package v1alpha1 holds the FormsService API: one resource that a platform team applies to run the
+// formsservice platform (forms, auth and health behind an ingress, backed by Redis).
+//
+// +kubebuilder:object:generate=true
+// +groupName=platform.formsservice.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the API group and version of FormsService.
+	GroupVersion = schema.GroupVersion{Group: "platform.formsservice.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types of this group version.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this group version to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// loadSpec is one load run against one URL path.
+type loadSpec struct {
+	addr     string        // host:port, loopback only
+	path     string        // /waitlist, /contact
+	kind     string        // body template: waitlist or contact
+	origin   string        // Origin header
+	conns    int           // concurrent keep-alive connections
+	warmup   time.Duration // not measured
+	duration time.Duration // measured
+	rate     float64       // requests per second in total; 0 = as fast as possible (closed loop)
+	want     int           // expected status code
+}
+
+// loadResult summarises a run.
+type loadResult struct {
+	requests   int
+	perSecond  float64
+	p50, p99   time.Duration
+	unexpected map[int]int // status -> count, for statuses other than want (-1: transport errors)
+}
+
+// runLoad drives spec.conns connections. In closed-loop mode each connection sends its next request as
+// soon as the previous answer arrived; in rate mode requests are scheduled at fixed intervals and
+// latency is measured from the scheduled time, so a stalled server is charged for the requests it
+// delayed (no coordinated omission).
+func runLoad(spec loadSpec) (loadResult, error) {
+	if host, _, err := net.SplitHostPort(spec.addr); err != nil || !net.ParseIP(host).IsLoopback() {
+		return loadResult{}, fmt.Errorf("load runs only against loopback addresses, not %q", spec.addr)
+	}
+	var (
+		seq       atomic.Int64
+		mu        sync.Mutex
+		latencies []time.Duration
+		statuses  = map[int]int{}
+		wg        sync.WaitGroup
+	)
+	start := time.Now()
+	measureFrom := start.Add(spec.warmup)
+	end := measureFrom.Add(spec.duration)
+	errc := make(chan error, spec.conns)
+	for w := range spec.conns {
+		wg.Go(func() {
+			lat, st, err := connLoop(spec, w, &seq, start, measureFrom, end)
+			if err != nil {
+				errc <- err
+			}
+			mu.Lock()
+			latencies = append(latencies, lat...)
+			for k, v := range st {
+				statuses[k] += v
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil && len(latencies) == 0 {
+		return loadResult{}, err
+	}
+	slices.Sort(latencies)
+	res := loadResult{requests: len(latencies), unexpected: map[int]int{}}
+	res.perSecond = float64(len(latencies)) / spec.duration.Seconds()
+	if n := len(latencies); n > 0 {
+		res.p50 = latencies[n*50/100]
+		res.p99 = latencies[min(n-1, n*99/100)]
+	}
+	for code, n := range statuses {
+		if code != spec.want {
+			res.unexpected[code] = n
+		}
+	}
+	return res, nil
+}
+
+func connLoop(spec loadSpec, w int, seq *atomic.Int64, start, measureFrom, end time.Time) ([]time.Duration, map[int]int, error) {
+	lat := make([]time.Duration, 0, 1<<16)
+	statuses := map[int]int{}
+	var conn net.Conn
+	var br *bufio.Reader
+	var req []byte
+	var interval time.Duration
+	if spec.rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(spec.conns) / spec.rate)
+	}
+	next := start.Add(time.Duration(w) * interval / time.Duration(max(spec.conns, 1)))
+	for {
+		scheduled := time.Now()
+		if interval > 0 {
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			scheduled = next
+			next = next.Add(interval)
+		}
+		if scheduled.After(end) {
+			break
+		}
+		if conn == nil {
+			c, err := net.DialTimeout("tcp", spec.addr, 2*time.Second)
+			if err != nil {
+				return lat, statuses, err
+			}
+			conn, br = c, bufio.NewReaderSize(c, 4096)
+		}
+		req = buildRequest(req[:0], spec, seq.Add(1))
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		code, keep, err := roundTrip(conn, br, req)
+		done := time.Now()
+		if err != nil {
+			conn.Close()
+			conn = nil
+			code = -1
+		} else if !keep {
+			conn.Close()
+			conn = nil
+		}
+		if scheduled.Before(measureFrom) {
+			continue
+		}
+		if done.After(end) && interval == 0 {
+			break
+		}
+		lat = append(lat, done.Sub(scheduled))
+		statuses[code]++
+	}
+	if conn != nil {
+		conn.Close()
+	}
+	return lat, statuses, nil
+}
+
+// buildRequest appends one POST with a unique address (a waitlist must not answer "duplicate").
+func buildRequest(dst []byte, spec loadSpec, n int64) []byte {
+	var body []byte
+	switch spec.kind {
+	case "contact":
+		body = append(body, `{"name":"Load Test","email":"load`...)
+		body = strconv.AppendInt(body, n, 10)
+		body = append(body, `@example.com","organization":"Bench Club","topic":"sales","message":"Hello team, we would like to know more about pricing for a club of 120 members. Thanks!"}`...)
+	default:
+		body = append(body, `{"email":"load`...)
+		body = strconv.AppendInt(body, n, 10)
+		body = append(body, `@example.com","consent":true,"name":"Load Test","role":"member","size":"51-250"}`...)
+	}
+	dst = append(dst, "POST "...)
+	dst = append(dst, spec.path...)
+	dst = append(dst, " HTTP/1.1\r\nHost: bench\r\nOrigin: "...)
+	dst = append(dst, spec.origin...)
+	dst = append(dst, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\n\r\n"...)
+	return append(dst, body...)
+}
+
+var errBadResponse = errors.New("bad response")
+
+// roundTrip writes req and reads one response: status line, headers (Content-Length, Connection), body.
+func roundTrip(conn net.Conn, br *bufio.Reader, req []byte) (code int, keepAlive bool, err error) {
+	if _, err = conn.Write(req); err != nil {
+		return 0, false, err
+	}
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, false, err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, false, errBadResponse
+	}
+	code, err = strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, false, errBadResponse
+	}
+	length, keepAlive := 0, true
+	for {
+		line, err = br.ReadSlice('\n')
+		if err != nil {
+			return 0, false, err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		k, v, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			length, _ = strconv.Atoi(string(v))
+		case bytes.EqualFold(k, []byte("Connection")) && bytes.EqualFold(v, []byte("close")):
+			keepAlive = false
+		}
+	}
+	if _, err = br.Discard(length); err != nil {
+		return 0, false, err
+	}
+	return code, keepAlive, nil
+}

@@ -1,0 +1,320 @@
+// Command loadgen is the load generator of `make bench`: it runs the forms service and two baselines on
+// loopback against a real redis-server, drives each with keep-alive HTTP/1.1 connections for a bounded
+// time, and prints requests per second and p50/p99 latency side by side.
+//
+//	loadgen bench [-duration 5s] [-conns 32] [-rounds 1]   the whole comparison (hack/bench.sh)
+//	loadgen baseline -mode bare|setnx -addr A [-redis URL]  one baseline server (bench starts these)
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: loadgen bench|baseline [flags]")
+	}
+	switch args[0] {
+	case "baseline":
+		fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
+		mode := fs.String("mode", "bare", "bare or setnx")
+		addr := fs.String("addr", "127.0.0.1:0", "listen address")
+		redisURL := fs.String("redis", "", "redis URL (setnx)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return runBaseline(*mode, *addr, *redisURL)
+	case "bench":
+		return bench(args[1:], stdout, stderr)
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+type benchFlags struct {
+	formsservice, redisServer string
+	duration, warmup          time.Duration
+	conns, rounds             int
+}
+
+const benchOrigin = "http://bench.localhost"
+
+func bench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var f benchFlags
+	fs.StringVar(&f.formsservice, "formsservice", "bin/formsservice", "the formsservice binary")
+	fs.StringVar(&f.redisServer, "redis-server", "", "redis-server binary (default: bin/redis-server, then PATH)")
+	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measured time per run")
+	fs.DurationVar(&f.warmup, "warmup", time.Second, "unmeasured time before each run")
+	fs.IntVar(&f.conns, "conns", 32, "concurrent connections")
+	fs.IntVar(&f.rounds, "rounds", 1, "repeat the whole comparison; the best peak of each target is kept")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.redisServer == "" {
+		f.redisServer = "bin/redis-server"
+		if _, err := os.Stat(f.redisServer); err != nil {
+			if f.redisServer, err = exec.LookPath("redis-server"); err != nil {
+				return errors.New("redis-server not found: run `make deps-redis`")
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp("", "formsservice-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	redisAddr, stopRedis, err := startRedis(f.redisServer, tmp)
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+	redisURL := "redis://" + redisAddr + "/0"
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+
+	cfgPath := filepath.Join(tmp, "forms.yaml")
+	// Rate limiting stays on (its counter runs in every request's script) with a limit the run never reaches.
+	cfg := "logLevel: warn\nallowedOrigins: [\"" + benchOrigin + "\"]\nforms:\n  rateLimitPerMinute: 1000000000\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	targets := []target{
+		{name: "baseline: Fiber, JSON decode, 201", path: "/waitlist", kind: "waitlist",
+			start: func() (string, func(), error) { return startBaseline(self, "bare", redisURL) }},
+		{name: "baseline: same + one Redis SETNX", path: "/waitlist", kind: "waitlist",
+			start: func() (string, func(), error) { return startBaseline(self, "setnx", redisURL) }},
+		{name: "formsservice forms POST /waitlist", path: "/waitlist", kind: "waitlist", forms: true},
+		{name: "formsservice forms POST /contact", path: "/contact", kind: "contact", forms: true},
+	}
+	startForms := func() (string, func(), error) { return startFormsService(f.formsservice, cfgPath, redisURL, tmp) }
+	for i := range targets {
+		if targets[i].forms {
+			targets[i].start = startForms
+		}
+	}
+
+	fmt.Fprintf(stdout, "load: %d connections, %s warm-up + %s measured per run, %d round(s); redis-server %s on loopback\n",
+		f.conns, f.warmup, f.duration, f.rounds, redisAddr)
+	for round := range f.rounds {
+		for i := range targets {
+			t := &targets[i]
+			if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+				return err
+			}
+			addr, stop, err := t.start()
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			spec := loadSpec{addr: addr, path: t.path, kind: t.kind, origin: benchOrigin, conns: f.conns,
+				warmup: f.warmup, duration: f.duration, want: 201}
+			peak, err := runLoad(spec)
+			if err == nil {
+				spec.rate = peak.perSecond / 2
+				var half loadResult
+				half, err = runLoad(spec)
+				if round == 0 || peak.perSecond > t.peak.perSecond {
+					t.peak, t.half = peak, half
+				}
+			}
+			stop()
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			fmt.Fprintf(stderr, "  round %d: %-36s %8.0f req/s\n", round+1, t.name, peak.perSecond)
+		}
+	}
+	report(stdout, targets)
+	return nil
+}
+
+type target struct {
+	name, path, kind string
+	forms            bool
+	start            func() (addr string, stop func(), err error)
+	peak, half       loadResult
+}
+
+func report(w io.Writer, ts []target) {
+	fmt.Fprintf(w, "\n%-36s %10s %9s %9s   %-28s %s\n", "target", "peak req/s", "p50", "p99", "at half peak (rate, p50, p99)", "vs SETNX")
+	setnx := ts[1].peak.perSecond
+	for _, t := range ts {
+		vs := ""
+		if t.forms && setnx > 0 {
+			vs = fmt.Sprintf("%.0f%%", 100*t.peak.perSecond/setnx)
+		}
+		fmt.Fprintf(w, "%-36s %10.0f %9s %9s   %7.0f/s %8s %9s   %s\n", t.name, t.peak.perSecond, ms(t.peak.p50), ms(t.peak.p99),
+			t.half.perSecond, ms(t.half.p50), ms(t.half.p99), vs)
+		for code, n := range t.peak.unexpected {
+			fmt.Fprintf(w, "    %d answers with status %d (want 201)\n", n, code)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, t := range ts {
+		if !t.forms {
+			continue
+		}
+		okRate := t.peak.perSecond >= 0.9*setnx
+		okP99 := t.half.p99 < 10*time.Millisecond
+		fmt.Fprintf(w, "%s: >= 90%% of the one-round-trip baseline: %s; p99 at half peak < 10 ms: %s\n",
+			t.name, yes(okRate), yes(okP99))
+	}
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+
+// startRedis runs a redis-server without persistence on a free loopback port.
+func startRedis(bin, dir string) (string, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	stop, err := startProcess(cmd)
+	if err != nil {
+		return "", nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, errors.New("redis-server did not answer PING")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return addr, stop, nil
+}
+
+// startBaseline runs `loadgen baseline` and reads the address it listens on.
+func startBaseline(self, mode, redisURL string) (string, func(), error) {
+	cmd := exec.Command(self, "baseline", "-mode", mode, "-addr", "127.0.0.1:0", "-redis", redisURL)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	stop, err := startProcess(cmd)
+	if err != nil {
+		return "", nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("baseline did not report its address: %w", err)
+	}
+	addr := strings.TrimSpace(line)
+	if err := waitHTTP("http://"+addr+"/livez", 10*time.Second); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return addr, stop, nil
+}
+
+// startFormsService runs `formsservice forms` the way a Deployment does, and waits for /readyz.
+func startFormsService(bin, cfgPath, redisURL, dir string) (string, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(bin, "forms", "-addr", addr, "-config", cfgPath)
+	cmd.Env = append(os.Environ(), "REDIS_URL="+redisURL)
+	logf, err := os.Create(filepath.Join(dir, "forms.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	stop, err := startProcess(cmd)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := waitHTTP("http://"+addr+"/readyz", 15*time.Second); err != nil {
+		stop()
+		log, _ := os.ReadFile(logf.Name())
+		return "", nil, fmt.Errorf("%w\n%s", err, log)
+	}
+	return addr, func() { stop(); logf.Close() }, nil
+}
+
+// startProcess starts cmd and returns a function that stops exactly that process (SIGTERM, then SIGKILL).
+func startProcess(cmd *exec.Cmd) (func(), error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}, nil
+}
+
+func waitHTTP(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready within %s (%v)", url, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

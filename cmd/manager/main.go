@@ -1,0 +1,126 @@
+// Command manager runs the formsservice operator: it reconciles FormsService resources into running
+// forms, auth and health services (see docs/operator.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers"
+)
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// LeaderElectionID names the Lease that the replicas of the operator compete for.
+const LeaderElectionID = "formsservice-operator.platform.formsservice.io"
+
+// run parses the flags and runs the manager until ctx ends. restConfig nil means: the in-cluster
+// configuration or $KUBECONFIG, as kubectl finds it.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, restConfig *rest.Config) error {
+	fl := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	metricsAddr := fl.String("metrics-bind-address", ":8443", "address of the metrics endpoint (/metrics); \"0\" turns it off")
+	secureMetrics := fl.Bool("metrics-secure", true, "serve metrics over HTTPS, only to callers the API server authenticates and authorizes (TokenReview, SubjectAccessReview)")
+	probeAddr := fl.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	leaderElect := fl.Bool("leader-elect", false, "elect one active replica with a Lease; use it when running more than one replica")
+	leaderNamespace := fl.String("leader-election-namespace", "", "namespace of the Lease (default: the operator's own namespace)")
+	serviceImage := fl.String("service-image", getenv("FORMSSERVICE_IMAGE"), "image of the services for a FormsService without spec.image (default $FORMSSERVICE_IMAGE)")
+	watchNamespaces := fl.String("watch-namespaces", getenv("WATCH_NAMESPACES"), "comma-separated namespaces to watch (default: all)")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fl)
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr)))
+	log := ctrl.Log.WithName("setup")
+
+	if restConfig == nil {
+		var err error
+		if restConfig, err = ctrl.GetConfig(); err != nil {
+			return err
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	metrics := metricsserver.Options{BindAddress: *metricsAddr, SecureServing: *secureMetrics}
+	if *secureMetrics {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	var namespaces []string
+	for _, ns := range strings.Split(*watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        *probeAddr,
+		LeaderElection:                *leaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       *leaderNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(namespaces...),
+		Client:                        controllers.ClientOptions(),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	r := &controllers.FormsServiceReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Scheme:       mgr.GetScheme(),
+		Recorder:     mgr.GetEventRecorder("formsservice-operator"),
+		ServiceImage: *serviceImage,
+	}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the caches have synced: a replica that cannot see the cluster should not take traffic.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if *serviceImage == "" {
+		log.Info("no --service-image: every FormsService must set spec.image")
+	}
+	log.Info("starting the manager", "leaderElection", *leaderElect, "namespaces", namespaces, "serviceImage", *serviceImage)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/testcluster"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer that the manager's logger and the test may use at the same time.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+// The operator as it is deployed: config/default applied to a real API server, the manager run with the
+// Deployment's flags under its own service account (so the generated RBAC must be enough), leader
+// election, probes and authenticated metrics, reconciling the sample from config/samples.
+func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t *testing.T) {
+	cluster, err := testcluster.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cluster.Stop() }()
+	ctx := context.Background()
+	admin, err := client.New(cluster.Config, client.Options{Scheme: cluster.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	objs, err := cluster.Kustomize("config/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespaces first, as kubectl orders them.
+	sort.SliceStable(objs, func(i, j int) bool { return objs[i].GetKind() == "Namespace" && objs[j].GetKind() != "Namespace" })
+	var manager *unstructured.Unstructured
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if o.GetKind() == "Deployment" {
+			manager = o
+		}
+		if o.GetKind() == "CustomResourceDefinition" {
+			continue // envtest installed it from the same file
+		}
+		if err := admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Fatalf("config/default: %s %s does not apply to a real API server: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	if kinds["CustomResourceDefinition"] != 1 || kinds["Deployment"] != 1 || kinds["ServiceAccount"] != 1 || kinds["ClusterRole"] < 3 {
+		t.Errorf("config/default holds %v", kinds)
+	}
+	var dep appsv1.Deployment
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "formsservice-system", Name: "formsservice-controller-manager"}, &dep); err != nil {
+		t.Fatalf("the manager Deployment: %v (built %s)", err, manager.GetName())
+	}
+	ct := dep.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range ct.Env {
+		env[e.Name] = e.Value
+	}
+	if ct.Image != "ghcr.io/formsservice/formsservice:0.1.0" || env["FORMSSERVICE_IMAGE"] != ct.Image {
+		t.Errorf("manager image %q, service image %q: want the same image", ct.Image, env["FORMSSERVICE_IMAGE"])
+	}
+	if !ptr.Deref(ct.SecurityContext.ReadOnlyRootFilesystem, false) || !ptr.Deref(dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot, false) {
+		t.Error("the manager is not locked down")
+	}
+
+	// Run the manager with the Deployment's own arguments, as its service account.
+	sa := "system:serviceaccount:formsservice-system:" + dep.Spec.Template.Spec.ServiceAccountName
+	asOperator := rest.CopyConfig(cluster.Config)
+	asOperator.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	probes, metrics := freeAddr(t), freeAddr(t)
+	args := []string{"--leader-election-namespace=formsservice-system"}
+	for _, a := range ct.Args {
+		switch {
+		case strings.HasPrefix(a, "--health-probe-bind-address"):
+			a = "--health-probe-bind-address=" + probes
+		case strings.HasPrefix(a, "--metrics-bind-address"):
+			a = "--metrics-bind-address=" + metrics
+		}
+		args = append(args, a)
+	}
+	logs := &syncBuffer{}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(mctx, args, func(k string) string { return env[k] }, logs, asOperator) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("manager logs:\n%s", logs.String())
+		}
+	}()
+
+	for _, p := range []string{"/healthz", "/readyz"} {
+		eventually(t, p, func() error {
+			resp, err := http.Get("http://" + probes + p)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			return nil
+		})
+	}
+	// Metrics are served over HTTPS to authorized callers only.
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 5 * time.Second}
+	eventually(t, "metrics refuse an anonymous caller", func() error {
+		resp, err := insecure.Get("https://" + metrics + "/metrics")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	eventually(t, "leader election", func() error {
+		var lease coordinationv1.Lease
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "formsservice-system", Name: LeaderElectionID}, &lease); err != nil {
+			return err
+		}
+		if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+			return fmt.Errorf("no holder")
+		}
+		return nil
+	})
+
+	// The sample, with the Secret it names, becomes a platform.
+	samples, err := cluster.Kustomize("config/samples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "acme-platform"
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "acme-smtp", Namespace: ns}, StringData: map[string]string{"password": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range samples {
+		o.SetNamespace(ns)
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("the sample is refused: %v", err)
+		}
+	}
+	for _, c := range []string{"forms", "auth", "health"} {
+		eventually(t, "Deployment "+c, func() error {
+			return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-" + c}, &appsv1.Deployment{})
+		})
+	}
+	eventually(t, "status", func() error {
+		var fs v1alpha1.FormsService
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme"}, &fs); err != nil {
+			return err
+		}
+		if fs.Status.ObservedGeneration != fs.Generation || len(fs.Status.Conditions) != 3 {
+			return fmt.Errorf("status %+v", fs.Status)
+		}
+		for _, c := range fs.Status.Conditions {
+			if c.Type == v1alpha1.ConditionDegraded && c.Status != metav1.ConditionFalse {
+				return fmt.Errorf("degraded: %s", c.Message)
+			}
+		}
+		return nil
+	})
+	if strings.Contains(logs.String(), "forbidden") {
+		t.Errorf("the operator hit RBAC walls:\n%s", logs.String())
+	}
+
+	// RBAC is really enforced: the operator's account cannot, for example, read Pods.
+	asOp, err := client.New(asOperator, client.Options{Scheme: cluster.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := asOp.List(ctx, &corev1.PodList{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Pods as the operator: %v, want Forbidden", err)
+	}
+}

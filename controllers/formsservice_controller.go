@@ -1,0 +1,348 @@
+// Package controllers holds the FormsService reconciler: it turns one FormsService into the configuration,
+// Secrets, Deployments, Services, Ingress and Redis of a running platform, and reports how that went in the
+// resource's status. The desired objects come from the pure functions of package render.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+// FormsServiceReconciler reconciles FormsService objects.
+type FormsServiceReconciler struct {
+	// Client reads owned objects from the cache and writes to the API server.
+	Client client.Client
+	// APIReader reads Secrets directly from the API server: the operator keeps no Secret data in its cache.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// ServiceImage runs the services of a FormsService that sets no spec.image.
+	ServiceImage string
+}
+
+// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile makes the cluster match one FormsService and rebuilds its status from what it finds.
+func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	fs := &v1alpha1.FormsService{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fs.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owner references let the garbage collector remove the rest
+	}
+
+	var problems []problem
+	var errs []error
+	fail := func(reason string, err error) {
+		errs = append(errs, err)
+		problems = append(problems, problem{Reason: reason, Message: err.Error()})
+	}
+
+	// Secrets first: the configuration and the pods depend on them.
+	key, keyProblem, err := r.ensureSigningKey(ctx, fs)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("signing key Secret: %w", err)
+	}
+	switch key.Event {
+	case "Created":
+		r.event(fs, corev1.EventTypeNormal, "SigningKeyCreated", "Created Secret %s with a new signing key", key.Secret.Name)
+	case "Rotated":
+		r.event(fs, corev1.EventTypeNormal, "SigningKeyRotated", "Rotated the signing key in Secret %s; the previous key stays in the JWKS", key.Secret.Name)
+	}
+	if keyProblem != nil {
+		problems = append(problems, *keyProblem)
+	}
+	owned := []*corev1.Secret{key.Secret}
+	if render.ManagedRedis(fs) {
+		sec, createdNow, err := r.ensureRedisPassword(ctx, fs)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("redis password Secret: %w", err)
+		}
+		if createdNow {
+			r.eventAbout(fs, sec, corev1.EventTypeNormal, "Created", "Created Secret %s with a generated Redis password", sec.Name)
+		}
+		owned = append(owned, sec)
+	}
+	digests, secretProblems, err := r.checkSecrets(ctx, fs, owned...)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problems = append(problems, secretProblems...)
+	in := render.Inputs{Image: r.ServiceImage, PreviousSigningKey: key.Previous, SecretDigests: digests}
+	if render.Image(fs, in) == "" {
+		problems = append(problems, problem{Reason: "NoImage", Message: "spec.image is empty and the operator has no --service-image"})
+	}
+
+	ap := applier{client: r.Client, scheme: r.Scheme}
+	apply := func(objs ...client.Object) {
+		for _, obj := range objs {
+			res, err := ap.apply(ctx, fs, obj)
+			kind := obj.GetObjectKind().GroupVersionKind().Kind
+			if err != nil {
+				fail("ApplyFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
+				continue
+			}
+			if res != unchanged {
+				log.Info("applied", "kind", kind, "name", obj.GetName(), "result", string(res))
+				r.eventAbout(fs, obj, corev1.EventTypeNormal, string(res), "%s %s %s", string(res), kind, obj.GetName())
+			}
+		}
+	}
+	remove := func(obj client.Object, kind string) {
+		deleted, err := ap.deleteIfOwned(ctx, fs, obj)
+		if err != nil {
+			fail("DeleteFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
+		} else if deleted {
+			log.Info("deleted", "kind", kind, "name", obj.GetName())
+			r.eventAbout(fs, obj, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", kind, obj.GetName())
+		}
+	}
+
+	names := render.NamesOf(fs)
+	if render.ManagedRedis(fs) {
+		apply(render.RedisConfigMap(fs), render.RedisService(fs), render.RedisStatefulSet(fs))
+	} else {
+		// Switched to an external Redis: stop the managed one. Its volume claim stays (retention policy).
+		remove(&appsv1.StatefulSet{ObjectMeta: objectMeta(fs, names.Redis)}, "StatefulSet")
+		remove(&corev1.Service{ObjectMeta: objectMeta(fs, names.Redis)}, "Service")
+		remove(&corev1.ConfigMap{ObjectMeta: objectMeta(fs, names.RedisConfigMap)}, "ConfigMap")
+	}
+	for _, c := range render.Components {
+		apply(render.Service(fs, c))
+	}
+
+	// The configuration and the pods roll out only when every Secret they mount exists and the
+	// configuration would load: otherwise the running pods keep serving the last good state.
+	blocked := len(problems) > 0
+	cm, err := render.ConfigMap(fs, in)
+	if err != nil {
+		problems = append(problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
+		blocked = true
+	}
+	if !blocked {
+		apply(cm)
+		for _, c := range render.Components {
+			apply(render.Deployment(fs, c, in))
+		}
+	}
+
+	if ing := render.Ingress(fs); ing != nil {
+		apply(ing)
+	} else {
+		remove(&networkingv1.Ingress{ObjectMeta: objectMeta(fs, names.Ingress)}, "Ingress")
+	}
+	monitoring := r.reconcileServiceMonitors(ctx, fs) // servicemonitor.go
+	if monitoring.Err != nil {
+		errs = append(errs, monitoring.Err)
+	}
+
+	workloads, err := r.observeWorkloads(ctx, fs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st := buildStatus(fs, workloads, problems)
+	monitoring.setCondition(&st)
+	if err := r.updateStatus(ctx, fs, st); err != nil {
+		errs = append(errs, err)
+	}
+	// Returning an error requeues with the controller's bounded exponential backoff. Missing Secrets
+	// are not errors: the Secret watch brings the resource back when they appear.
+	err = errors.Join(errs...)
+	return monitoring.result(err), err
+}
+
+func objectMeta(fs *v1alpha1.FormsService, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: fs.Namespace, Name: name}
+}
+
+// observeWorkloads reads the Deployments and the Redis StatefulSet from the cache.
+func (r *FormsServiceReconciler) observeWorkloads(ctx context.Context, fs *v1alpha1.FormsService) ([]workloadState, error) {
+	var out []workloadState
+	for _, c := range render.Components {
+		d := &appsv1.Deployment{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.WorkloadName(fs, c)}, d)
+		switch {
+		case apierrors.IsNotFound(err):
+			d = nil
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, deploymentState(c, d))
+	}
+	if render.ManagedRedis(fs) {
+		s := &appsv1.StatefulSet{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, s)
+		switch {
+		case apierrors.IsNotFound(err):
+			s = nil
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, statefulSetState(render.Redis, s))
+	}
+	return out, nil
+}
+
+// updateStatus writes the status only when it changed, and records an Event for each condition that
+// changed its status or reason.
+func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.FormsService, st v1alpha1.FormsServiceStatus) error {
+	if equality.Semantic.DeepEqual(fs.Status, st) {
+		return nil
+	}
+	for _, c := range st.Conditions {
+		old := meta.FindStatusCondition(fs.Status.Conditions, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
+		}
+		bad := (c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue) ||
+			(c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && old != nil)
+		if c.Type == v1alpha1.ConditionProgressing || (old == nil && !bad && c.Status == metav1.ConditionFalse) {
+			continue // rollouts are reported by the Deployments' own events; a first "not degraded" is no news
+		}
+		typ := corev1.EventTypeNormal
+		if bad {
+			typ = corev1.EventTypeWarning
+		}
+		r.event(fs, typ, c.Reason, "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
+	orig := fs.DeepCopy()
+	fs.Status = st
+	return r.Client.Status().Patch(ctx, fs, client.MergeFrom(orig))
+}
+
+// event records a Kubernetes Event on the FormsService.
+func (r *FormsServiceReconciler) event(fs *v1alpha1.FormsService, eventType, reason, format string, args ...any) {
+	r.eventAbout(fs, nil, eventType, reason, format, args...)
+}
+
+// eventAbout records an Event on the FormsService about one of its objects. Naming the object as the
+// related object keeps the events of different objects from being folded into one series.
+func (r *FormsServiceReconciler) eventAbout(fs *v1alpha1.FormsService, related runtime.Object, eventType, reason, format string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	note := fmt.Sprintf(format, args...)
+	if len(note) > 1000 {
+		note = note[:1000] + "…"
+	}
+	r.Recorder.Eventf(fs, related, eventType, reason, "Reconcile", "%s", note)
+}
+
+// secretIndex indexes FormsServices by the Secrets they name or own, for the Secret watch.
+const secretIndex = "formsservice.secrets"
+
+// SetupWithManager registers the controller: it watches FormsServices, every kind of object they own,
+// and (metadata only) the Secrets they name, so that a Secret created after the FormsService is picked up.
+func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.FormsService{}, secretIndex, func(o client.Object) []string {
+		fs, ok := o.(*v1alpha1.FormsService)
+		if !ok {
+			return nil
+		}
+		return render.ReferencedSecretNames(fs)
+	})
+	if err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("formsservice").
+		// Spec changes and annotation changes (the signing-key rotation); not our own status writes.
+		For(&v1alpha1.FormsService{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&networkingv1.Ingress{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.formsServicesForSecret))
+	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
+	return b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: 2,
+		RateLimiter:             RateLimiter(),
+	}).
+		Complete(r)
+}
+
+// RateLimiter requeues a failing FormsService after 1s, doubling up to 5 minutes, with an overall bucket
+// of 10 per second so that many failing resources cannot flood the API server.
+func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+func (r *FormsServiceReconciler) formsServicesForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.FormsServiceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretIndex: o.GetName()}); err != nil {
+		logf.FromContext(ctx).Error(err, "listing FormsServices for a Secret", "secret", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, fs := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fs)})
+	}
+	return reqs
+}
+
+// CacheOptions keeps the operator's cache small: the kinds it owns are cached only when they carry its
+// managed-by label, and Secrets only as metadata (through the Secret watch). namespaces, when given,
+// limits everything to those namespaces.
+func CacheOptions(namespaces ...string) cache.Options {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})}
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}:     owned,
+		&corev1.Service{}:       owned,
+		&appsv1.Deployment{}:    owned,
+		&appsv1.StatefulSet{}:   owned,
+		&networkingv1.Ingress{}: owned,
+	}}
+	if len(namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return o
+}
+
+// ClientOptions make every typed Secret read go to the API server, never to a cache of all Secrets.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}

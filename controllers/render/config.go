@@ -1,0 +1,226 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// Inputs are the facts about the cluster that rendering needs besides the FormsService itself.
+type Inputs struct {
+	// Image runs the services when spec.image is empty (the operator's --service-image flag).
+	Image string
+	// PreviousSigningKey says the signing-key Secret holds a previous key (a rotation is under way), so
+	// the auth configuration names it for the JWKS.
+	PreviousSigningKey bool
+	// SecretDigests maps a Secret's name to a digest of the keys the pods mount from it. A change rolls
+	// the pods that mount it, since the services read Secret files at start-up.
+	SecretDigests map[string]string
+}
+
+// ServiceConfig is the configuration file of one component, in exactly the format the service reads.
+// Every service gets the shared sections (public URL, origins, proxies, Redis) and its own section only.
+func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *config.Config {
+	s := fs.Spec
+	c := &config.Config{
+		PublicURL:      PublicURL(fs),
+		LogLevel:       s.LogLevel,
+		AllowedOrigins: originStrings(s.AllowedOrigins),
+		TrustedProxies: s.TrustedProxies,
+		Redis:          redisConfig(fs),
+	}
+	switch component {
+	case Forms:
+		c.Forms = formsConfig(s.Forms)
+	case Auth:
+		c.Auth = authConfig(fs, in)
+	case Health:
+		c.Health = config.Health{
+			FormsURL: ServiceURL(fs, Forms), AuthURL: ServiceURL(fs, Auth),
+			WarnAfter: duration(s.Health.WarnAfter), Timeout: duration(s.Health.Timeout),
+		}
+	}
+	return c
+}
+
+func originStrings(os []v1alpha1.Origin) []string {
+	if len(os) == 0 {
+		return nil
+	}
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = string(o)
+	}
+	return out
+}
+
+func redisConfig(fs *v1alpha1.FormsService) config.Redis {
+	if ManagedRedis(fs) {
+		n := NamesOf(fs)
+		return config.Redis{
+			Addrs:        []string{fmt.Sprintf("%s.%s.svc:%d", n.Redis, fs.Namespace, RedisPort)},
+			PasswordFile: SecretPath(n.RedisPassword, RedisPasswordKey),
+		}
+	}
+	r := fs.Spec.Redis
+	c := config.Redis{Username: r.Username, DB: int(r.DB), TLS: r.TLS}
+	for _, a := range r.Addresses {
+		c.Addrs = append(c.Addrs, string(a))
+	}
+	switch r.Mode {
+	case v1alpha1.RedisCluster:
+		c.Cluster = true
+	case v1alpha1.RedisSentinel:
+		c.MasterName = r.MasterName
+	}
+	if p := r.PasswordSecretRef; p != nil {
+		c.PasswordFile = SecretPath(p.Name, p.Key)
+	}
+	return c
+}
+
+func formsConfig(f v1alpha1.FormsSpec) config.Forms {
+	var c config.Forms
+	if f.RateLimitPerMinute != nil {
+		n := int(*f.RateLimitPerMinute)
+		c.RateLimitPerMinute = &n
+	}
+	if d := f.Delivery; d != nil {
+		if s := d.SMTP; s != nil {
+			c.Delivery.SMTP = &config.SMTP{
+				Addr: string(s.Address), From: s.From, To: s.To, Username: s.Username, StartTLS: s.StartTLS, Subject: s.Subject,
+			}
+			if p := s.PasswordSecretRef; p != nil {
+				c.Delivery.SMTP.PasswordFile = SecretPath(p.Name, p.Key)
+			}
+		}
+		if w := d.Webhook; w != nil {
+			c.Delivery.Webhook = &config.Webhook{URL: w.URL}
+		}
+	}
+	return c
+}
+
+func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
+	a := fs.Spec.Auth
+	n := NamesOf(fs)
+	c := config.Auth{
+		SigningKeyFile:       SecretPath(n.SigningKey, SigningKeyKey),
+		SelfSignup:           a.SelfSignup,
+		AccessTokenLifetime:  duration(a.AccessTokenLifetime),
+		RefreshTokenLifetime: duration(a.RefreshTokenLifetime),
+		CodeLifetime:         duration(a.CodeLifetime),
+		IDTokenLifetime:      duration(a.IDTokenLifetime),
+		SessionLifetime:      duration(a.SessionLifetime),
+	}
+	if t := a.Throttle; t != nil {
+		c.Throttle = config.Throttle{
+			AccountFailures: int(ptr.Deref(t.AccountFailures, 0)),
+			IPFailures:      int(ptr.Deref(t.IPFailures, 0)),
+			Window:          duration(t.Window),
+		}
+	}
+	if in.PreviousSigningKey {
+		c.PreviousSigningKeyFile = SecretPath(n.SigningKey, PreviousSigningKeyKey)
+	}
+	for _, cl := range fs.Spec.OAuthClients {
+		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name}
+		for _, u := range cl.RedirectURIs {
+			oc.RedirectURIs = append(oc.RedirectURIs, string(u))
+		}
+		for _, u := range cl.PostLogoutRedirectURIs {
+			oc.PostLogoutRedirectURIs = append(oc.PostLogoutRedirectURIs, string(u))
+		}
+		for _, s := range cl.Scopes {
+			oc.Scopes = append(oc.Scopes, string(s))
+		}
+		if r := cl.SecretRef; r != nil {
+			oc.SecretFile = SecretPath(r.Name, r.Key)
+		}
+		c.Clients = append(c.Clients, oc)
+	}
+	return c
+}
+
+func duration(d *metav1.Duration) config.Duration {
+	if d == nil {
+		return 0
+	}
+	return config.Duration(d.Duration)
+}
+
+// ConfigKey is the ConfigMap key holding a component's configuration file.
+func ConfigKey(component string) string { return component + ".yaml" }
+
+const configHeader = "# Rendered by the formsservice operator from FormsService %s/%s. Edit the FormsService, not this file.\n"
+
+// RenderConfig marshals a component's configuration. It fails when the result would not load in the
+// service (config.Load's validation), so that a bad value never reaches a running pod.
+func RenderConfig(fs *v1alpha1.FormsService, component string, in Inputs) (string, error) {
+	c := ServiceConfig(fs, component, in)
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	check, err := config.Parse(b)
+	if err != nil {
+		return "", fmt.Errorf("%s configuration: %w", component, err)
+	}
+	check.ApplyDefaults()
+	if err := check.Validate(); err != nil {
+		return "", fmt.Errorf("%s configuration: %w", component, err)
+	}
+	return fmt.Sprintf(configHeader, fs.Namespace, fs.Name) + string(b), nil
+}
+
+// ConfigMap holds the configuration file of every service, one key each (forms.yaml, auth.yaml,
+// health.yaml). Each pod mounts only its own key as /etc/formsservice/config.yaml.
+func ConfigMap(fs *v1alpha1.FormsService, in Inputs) (*corev1.ConfigMap, error) {
+	data := map[string]string{}
+	for _, comp := range Components {
+		s, err := RenderConfig(fs, comp, in)
+		if err != nil {
+			return nil, err
+		}
+		data[ConfigKey(comp)] = s
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(fs, NamesOf(fs).ConfigMap, "config"),
+		Data:       data,
+	}, nil
+}
+
+// RestartHash digests what a component reads only at start-up: its configuration without the parts the
+// services reload live (allowed origins, OAuth clients), and the Secrets it mounts. The Deployment's pod
+// template carries it, so a change rolls the pods and anything else reaches them without a restart.
+func RestartHash(fs *v1alpha1.FormsService, component string, in Inputs) string {
+	c := ServiceConfig(fs, component, in)
+	c.AllowedOrigins = nil
+	c.Auth.Clients = nil
+	b, _ := yaml.Marshal(c) // a struct of strings, numbers and slices always marshals
+	h := sha256.New()
+	h.Write(b)
+	var secrets []string
+	for _, m := range secretMounts(fs, component) {
+		secrets = append(secrets, m.Secret)
+	}
+	sort.Strings(secrets)
+	for _, s := range secrets {
+		fmt.Fprintf(h, "\x00%s=%s", s, in.SecretDigests[s])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func meta(fs *v1alpha1.FormsService, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: fs.Namespace, Labels: Labels(fs, component)}
+}

@@ -1,0 +1,363 @@
+package render
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+func base() *v1alpha1.FormsService {
+	return &v1alpha1.FormsService{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "prod"},
+		Spec: v1alpha1.FormsServiceSpec{
+			PublicURL:      "https://id.acme.example",
+			AllowedOrigins: []v1alpha1.Origin{"https://www.acme.example"},
+			OAuthClients: []v1alpha1.OAuthClient{{
+				ClientID: "web", RedirectURIs: []v1alpha1.RedirectURI{"https://app.acme.example/cb"},
+			}},
+		},
+	}
+}
+
+var in = Inputs{Image: "img:1"}
+
+func TestServiceConfig(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(*v1alpha1.FormsService)
+		in        Inputs
+		component string
+		check     func(t *testing.T, c *config.Config)
+	}{
+		{"managed redis with its generated password", nil, in, Forms, func(t *testing.T, c *config.Config) {
+			if !slices.Equal(c.Redis.Addrs, []string{"acme-redis.prod.svc:6379"}) || c.Redis.PasswordFile != SecretsDir+"/acme-redis-password/password" {
+				t.Errorf("redis = %+v", c.Redis)
+			}
+		}},
+		{"external standalone redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"r:6380"}, Mode: v1alpha1.RedisStandalone, DB: 3, TLS: true, Username: "app",
+				PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "rs", Key: "pw"}}
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			want := config.Redis{Addrs: []string{"r:6380"}, DB: 3, TLS: true, Username: "app", PasswordFile: SecretsDir + "/rs/pw"}
+			if c.Redis.URL != "" || !slices.Equal(c.Redis.Addrs, want.Addrs) || c.Redis.DB != 3 || !c.Redis.TLS || c.Redis.Username != "app" ||
+				c.Redis.PasswordFile != want.PasswordFile || c.Redis.Cluster || c.Redis.MasterName != "" {
+				t.Errorf("redis = %+v", c.Redis)
+			}
+		}},
+		{"cluster redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"a:6379", "b:6379"}, Mode: v1alpha1.RedisCluster}
+		}, in, Health, func(t *testing.T, c *config.Config) {
+			if !c.Redis.Cluster || len(c.Redis.Addrs) != 2 || c.Redis.PasswordFile != "" {
+				t.Errorf("redis = %+v", c.Redis)
+			}
+		}},
+		{"sentinel redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"s:26379"}, Mode: v1alpha1.RedisSentinel, MasterName: "mymaster"}
+		}, in, Forms, func(t *testing.T, c *config.Config) {
+			if c.Redis.MasterName != "mymaster" || c.Redis.Cluster {
+				t.Errorf("redis = %+v", c.Redis)
+			}
+		}},
+		{"forms gets delivery and rate limit, no auth section", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.RateLimitPerMinute = ptr.To[int32](0)
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{
+				SMTP: &v1alpha1.SMTPDelivery{Address: "smtp:587", From: "forms@acme.example", To: []string{"team@acme.example"},
+					Username: "u", PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp", Key: "password"}, StartTLS: true},
+				Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example/x"},
+			}
+		}, in, Forms, func(t *testing.T, c *config.Config) {
+			if c.Forms.RateLimit() != 0 {
+				t.Errorf("rate limit %d, want 0 (off)", c.Forms.RateLimit())
+			}
+			s := c.Forms.Delivery.SMTP
+			if s == nil || s.Addr != "smtp:587" || s.PasswordFile != SecretsDir+"/smtp/password" || !s.StartTLS || s.To[0] != "team@acme.example" {
+				t.Errorf("smtp = %+v", s)
+			}
+			if c.Forms.Delivery.Webhook == nil || c.Forms.Delivery.Webhook.URL != "https://hooks.example/x" {
+				t.Errorf("webhook = %+v", c.Forms.Delivery.Webhook)
+			}
+			if len(c.Auth.Clients) != 0 || c.Auth.SigningKeyFile != "" {
+				t.Errorf("forms got the auth section: %+v", c.Auth)
+			}
+		}},
+		{"auth gets clients, keys and lifetimes", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients[0].SecretRef = &v1alpha1.SecretKeySelector{Name: "web-client", Key: "secret"}
+			fs.Spec.OAuthClients[0].Scopes = []v1alpha1.Scope{"openid"}
+			fs.Spec.Auth.SelfSignup = true
+			fs.Spec.Auth.RefreshTokenLifetime = &metav1.Duration{Duration: 48 * time.Hour}
+		}, Inputs{PreviousSigningKey: true}, Auth, func(t *testing.T, c *config.Config) {
+			a := c.Auth
+			if a.SigningKeyFile != SecretsDir+"/acme-signing-key/signing-key.pem" || a.PreviousSigningKeyFile != SecretsDir+"/acme-signing-key/previous-signing-key.pem" {
+				t.Errorf("keys = %q %q", a.SigningKeyFile, a.PreviousSigningKeyFile)
+			}
+			if !a.SelfSignup || a.RefreshTokenLifetime.D() != 48*time.Hour || a.AccessTokenLifetime != 0 {
+				t.Errorf("auth = %+v", a)
+			}
+			if len(a.Clients) != 1 || a.Clients[0].SecretFile != SecretsDir+"/web-client/secret" || !slices.Equal(a.Clients[0].Scopes, []string{"openid"}) {
+				t.Errorf("clients = %+v", a.Clients)
+			}
+		}},
+		{"health points at the in-cluster services", nil, in, Health, func(t *testing.T, c *config.Config) {
+			if c.Health.FormsURL != "http://acme-forms.prod.svc" || c.Health.AuthURL != "http://acme-auth.prod.svc" {
+				t.Errorf("health = %+v", c.Health)
+			}
+		}},
+		{"public URL defaults to the ingress host", func(fs *v1alpha1.FormsService) {
+			fs.Spec.PublicURL = ""
+			fs.Spec.Ingress = &v1alpha1.IngressSpec{Host: "login.acme.example"}
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			if c.PublicURL != "https://login.acme.example" {
+				t.Errorf("publicURL = %q", c.PublicURL)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := base()
+			if tc.mutate != nil {
+				tc.mutate(fs)
+			}
+			tc.check(t, ServiceConfig(fs, tc.component, tc.in))
+			// Whatever was rendered loads in the service.
+			if _, err := RenderConfig(fs, tc.component, tc.in); err != nil {
+				t.Errorf("RenderConfig: %v", err)
+			}
+		})
+	}
+}
+
+func TestRenderConfig_RoundTripsAndRefusesWhatTheServicesWouldRefuse(t *testing.T) {
+	fs := base()
+	s, err := RenderConfig(fs, Auth, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s, "# Rendered by the formsservice operator from FormsService prod/acme.") {
+		t.Errorf("no header: %q", s[:60])
+	}
+	c, err := config.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Auth.Clients[0].ClientID != "web" {
+		t.Errorf("round trip lost the client: %+v", c.Auth.Clients)
+	}
+
+	// Built in Go, past the CRD's rules: the renderer is the last line of defence.
+	fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://Bad.example/"}
+	if _, err := RenderConfig(fs, Forms, in); err == nil || !strings.Contains(err.Error(), "allowedOrigins") {
+		t.Errorf("bad origin rendered: %v", err)
+	}
+	if _, err := ConfigMap(fs, in); err == nil {
+		t.Error("ConfigMap rendered a configuration the services refuse")
+	}
+}
+
+func TestRestartHash_ChangesOnlyForStartUpSettings(t *testing.T) {
+	digests := func(smtp string) Inputs {
+		return Inputs{SecretDigests: map[string]string{"smtp": smtp, "acme-signing-key": "k1", "acme-redis-password": "r1"}}
+	}
+	withSMTP := func(fs *v1alpha1.FormsService) {
+		fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{
+			Address: "smtp:25", From: "a@b.example", To: []string{"c@d.example"}, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp", Key: "pw"}}}
+	}
+	cases := []struct {
+		name    string
+		mutate  func(*v1alpha1.FormsService)
+		in      Inputs
+		changed []string // components whose hash must change; the others must not
+	}{
+		{"origins are reloaded live", func(fs *v1alpha1.FormsService) {
+			fs.Spec.AllowedOrigins = append(fs.Spec.AllowedOrigins, "https://new.example")
+		}, digests("s1"), nil},
+		{"clients are reloaded live", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients = append(fs.Spec.OAuthClients, v1alpha1.OAuthClient{ClientID: "two", RedirectURIs: []v1alpha1.RedirectURI{"https://two.example/cb"}})
+		}, digests("s1"), nil},
+		{"trusted proxies are read at start-up", func(fs *v1alpha1.FormsService) {
+			fs.Spec.TrustedProxies = []string{"10.0.0.0/8"}
+		}, digests("s1"), Components},
+		{"the SMTP password rolls forms only", nil, digests("s2"), []string{Forms}},
+		{"token lifetimes roll auth only", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.AccessTokenLifetime = &metav1.Duration{Duration: time.Hour}
+		}, digests("s1"), []string{Auth}},
+		{"a rotated signing key rolls auth only", nil, Inputs{SecretDigests: map[string]string{"smtp": "s1", "acme-signing-key": "k2", "acme-redis-password": "r1"}}, []string{Auth}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := base(), base()
+			withSMTP(before)
+			withSMTP(after)
+			if tc.mutate != nil {
+				tc.mutate(after)
+			}
+			for _, c := range Components {
+				h1, h2 := RestartHash(before, c, digests("s1")), RestartHash(after, c, tc.in)
+				if want := slices.Contains(tc.changed, c); (h1 != h2) != want {
+					t.Errorf("%s: hash changed = %v, want %v", c, h1 != h2, want)
+				}
+			}
+		})
+	}
+}
+
+func TestDeployment(t *testing.T) {
+	fs := base()
+	fs.Spec.Forms.Replicas = ptr.To[int32](4)
+	fs.Spec.Forms.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1000Mi")}}
+	fs.Spec.Forms.PodAnnotations = map[string]string{"team": "web"}
+	fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{
+		Address: "smtp:25", From: "a@b.example", To: []string{"c@d.example"}, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp.creds", Key: "pw"}}}
+
+	d := Deployment(fs, Forms, in)
+	if *d.Spec.Replicas != 4 || d.Name != "acme-forms" || d.Namespace != "prod" {
+		t.Errorf("replicas/name = %d %s/%s", *d.Spec.Replicas, d.Namespace, d.Name)
+	}
+	if d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+		t.Error("a rollout may drop below the desired replicas")
+	}
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["GOMEMLIMIT"] != "943718400" { // 90% of 1000Mi
+		t.Errorf("GOMEMLIMIT = %q", env["GOMEMLIMIT"])
+	}
+	if d.Spec.Template.Annotations["team"] != "web" || d.Spec.Template.Annotations["prometheus.io/scrape"] != "true" {
+		t.Errorf("pod annotations = %v", d.Spec.Template.Annotations)
+	}
+	if ptr.Deref(pod.AutomountServiceAccountToken, true) {
+		t.Error("the services get an API token they never use")
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	for _, p := range []string{ConfigDir, "/tmp", SecretsDir + "/smtp.creds", SecretsDir + "/acme-redis-password"} {
+		if mounts[p] == "" {
+			t.Errorf("no mount at %s (mounts %v)", p, mounts)
+		}
+	}
+	if mounts[SecretsDir+"/acme-signing-key"] != "" {
+		t.Error("forms mounts the signing key")
+	}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "smtp.creds" && (len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "pw") {
+			t.Errorf("the SMTP Secret is mounted whole: %+v", v.Secret)
+		}
+		if v.ConfigMap != nil && (v.ConfigMap.Items[0].Key != "forms.yaml" || v.ConfigMap.Items[0].Path != "config.yaml") {
+			t.Errorf("config volume = %+v", v.ConfigMap)
+		}
+		if len(v.Name) > 63 || strings.Contains(v.Name, ".") {
+			t.Errorf("volume name %q is not a DNS label", v.Name)
+		}
+	}
+
+	a := Deployment(fs, Auth, in)
+	if *a.Spec.Replicas != 2 {
+		t.Errorf("default replicas = %d", *a.Spec.Replicas)
+	}
+	if got := a.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String(); got != "512Mi" {
+		t.Errorf("auth default memory limit = %s", got)
+	}
+	fs.Spec.Image = "mine:2"
+	if Deployment(fs, Health, in).Spec.Template.Spec.Containers[0].Image != "mine:2" {
+		t.Error("spec.image not used")
+	}
+}
+
+func TestIngress(t *testing.T) {
+	routes := func(ing *networkingv1.Ingress) map[string]string {
+		out := map[string]string{}
+		for _, r := range ing.Spec.Rules {
+			for _, p := range r.HTTP.Paths {
+				out[r.Host+p.Path] = p.Backend.Service.Name + ":" + string(*p.PathType)
+			}
+		}
+		return out
+	}
+	fs := base()
+	if Ingress(fs) != nil {
+		t.Fatal("an Ingress without spec.ingress")
+	}
+	fs.Spec.Ingress = &v1alpha1.IngressSpec{Host: "id.acme.example", Annotations: map[string]string{"cert-manager.io/cluster-issuer": "le"}}
+	one := Ingress(fs)
+	want := map[string]string{
+		"id.acme.example/contact": "acme-forms:Exact", "id.acme.example/waitlist": "acme-forms:Exact",
+		"id.acme.example/oauth2": "acme-auth:Prefix", "id.acme.example/.well-known": "acme-auth:Prefix",
+		"id.acme.example/health": "acme-health:Exact",
+	}
+	if got := routes(one); len(got) != len(want) || !mapsEqual(got, want) {
+		t.Errorf("one host: %v", got)
+	}
+	if one.Spec.TLS != nil || one.Annotations["cert-manager.io/cluster-issuer"] != "le" {
+		t.Errorf("tls %v annotations %v", one.Spec.TLS, one.Annotations)
+	}
+	fs.Spec.Ingress.FormsHost = "forms.acme.example"
+	fs.Spec.Ingress.TLSSecretName = "tls"
+	two := Ingress(fs)
+	if got := routes(two); got["forms.acme.example/contact"] != "acme-forms:Exact" || got["id.acme.example/contact"] != "" {
+		t.Errorf("two hosts: %v", got)
+	}
+	if !slices.Equal(two.Spec.TLS[0].Hosts, []string{"id.acme.example", "forms.acme.example"}) {
+		t.Errorf("tls hosts %v", two.Spec.TLS[0].Hosts)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestRedis(t *testing.T) {
+	fs := base()
+	s := RedisStatefulSet(fs)
+	if s.Spec.Template.Spec.Containers[0].Image != DefaultRedisImage || s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "1Gi" {
+		t.Errorf("defaults: %+v", s.Spec)
+	}
+	if s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != "Retain" || s.Spec.ServiceName != "acme-redis" {
+		t.Errorf("retention/service: %+v", s.Spec)
+	}
+	size := resource.MustParse("10Gi")
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Image: "redis:8", StorageSize: &size, StorageClassName: ptr.To("fast")}
+	s = RedisStatefulSet(fs)
+	if s.Spec.Template.Spec.Containers[0].Image != "redis:8" || *s.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "fast" ||
+		s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
+		t.Errorf("overrides: %+v", s.Spec)
+	}
+	for _, want := range []string{"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
+		if !strings.Contains(RedisConfigMap(fs).Data["redis.conf"], want) {
+			t.Errorf("redis.conf lacks %q", want)
+		}
+	}
+	for _, e := range s.Spec.Template.Spec.Containers[0].Env {
+		if e.Value != "" {
+			t.Errorf("a literal value in the Redis environment: %s", e.Name)
+		}
+	}
+}
+
+func TestReferencedSecretNames(t *testing.T) {
+	fs := base()
+	fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"r:6379"}, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "shared", Key: "redis"}}
+	fs.Spec.OAuthClients[0].SecretRef = &v1alpha1.SecretKeySelector{Name: "shared", Key: "web"}
+	got := ReferencedSecretNames(fs)
+	if !slices.Equal(got, []string{"acme-signing-key", "shared"}) {
+		t.Errorf("got %v", got)
+	}
+}

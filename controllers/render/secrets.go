@@ -1,0 +1,101 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"sort"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+)
+
+// SecretRef is one key of a Secret that a service reads from a mounted file.
+type SecretRef struct {
+	Secret string
+	Key    string
+	// Field is the spec field that names it, for messages a person reads ("spec.redis.passwordSecretRef").
+	Field string
+	// Components are the services that mount it.
+	Components []string
+	// Owned marks the Secrets the operator creates itself (signing key, managed Redis password).
+	Owned bool
+}
+
+// SecretPath is where a Secret's key is mounted in a pod.
+func SecretPath(secret, key string) string { return SecretsDir + "/" + secret + "/" + key }
+
+// UserSecretRefs are the Secrets the user names in the spec; the reconciler checks that each exists and
+// holds its key before it rolls out pods that mount it.
+func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
+	var refs []SecretRef
+	if r := fs.Spec.Redis.PasswordSecretRef; r != nil && !ManagedRedis(fs) {
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.redis.passwordSecretRef", Components: Components})
+	}
+	if d := fs.Spec.Forms.Delivery; d != nil && d.SMTP != nil && d.SMTP.PasswordSecretRef != nil {
+		r := d.SMTP.PasswordSecretRef
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.smtp.passwordSecretRef", Components: []string{Forms}})
+	}
+	for _, c := range fs.Spec.OAuthClients {
+		if c.SecretRef != nil {
+			refs = append(refs, SecretRef{Secret: c.SecretRef.Name, Key: c.SecretRef.Key, Field: "spec.oauthClients[" + c.ClientID + "].secretRef", Components: []string{Auth}})
+		}
+	}
+	return refs
+}
+
+// ReferencedSecretNames lists every Secret a FormsService names or owns, for the Secret watch.
+func ReferencedSecretNames(fs *v1alpha1.FormsService) []string {
+	n := NamesOf(fs)
+	names := []string{n.SigningKey}
+	if ManagedRedis(fs) {
+		names = append(names, n.RedisPassword)
+	}
+	for _, r := range UserSecretRefs(fs) {
+		names = append(names, r.Secret)
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+// secretMount is one Secret volume of a pod: the keys it projects (nil: all of them).
+type secretMount struct {
+	Secret string
+	Keys   []string
+}
+
+// secretMounts returns the Secret volumes a component's pods need, sorted by Secret name so that the pod
+// template is stable.
+func secretMounts(fs *v1alpha1.FormsService, component string) []secretMount {
+	keys := map[string][]string{}
+	add := func(secret, key string) {
+		if !slices.Contains(keys[secret], key) {
+			keys[secret] = append(keys[secret], key)
+		}
+	}
+	n := NamesOf(fs)
+	if ManagedRedis(fs) {
+		add(n.RedisPassword, RedisPasswordKey)
+	}
+	for _, r := range UserSecretRefs(fs) {
+		if slices.Contains(r.Components, component) {
+			add(r.Secret, r.Key)
+		}
+	}
+	var out []secretMount
+	for s, ks := range keys {
+		sort.Strings(ks)
+		out = append(out, secretMount{Secret: s, Keys: ks})
+	}
+	if component == Auth {
+		// The whole signing-key Secret: the previous key appears in it during a rotation.
+		out = append(out, secretMount{Secret: n.SigningKey})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Secret < out[j].Secret })
+	return out
+}
+
+// secretVolumeName is a valid, stable volume name for a Secret (Secret names may hold dots and be long).
+func secretVolumeName(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "secret-" + hex.EncodeToString(sum[:6])
+}

@@ -1,0 +1,219 @@
+package controllers
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+// newSigningKey generates an EC P-256 key as a PKCS#8 PEM block ("PRIVATE KEY") and its RFC 7638
+// JWK thumbprint.
+func newSigningKey() (pemBytes []byte, keyID string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, "", err
+	}
+	kid, err := thumbprint(&key.PublicKey)
+	if err != nil {
+		return nil, "", err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), kid, nil
+}
+
+// thumbprint is the RFC 7638 JWK thumbprint of a P-256 public key (base64url, no padding).
+func thumbprint(pub *ecdsa.PublicKey) (string, error) {
+	ek, err := pub.ECDH()
+	if err != nil {
+		return "", err
+	}
+	raw := ek.Bytes() // 0x04 || X || Y, 32 bytes each
+	b64 := base64.RawURLEncoding.EncodeToString
+	// Members in lexicographic order, no whitespace, as RFC 7638 requires.
+	canonical := fmt.Sprintf(`{"crv":"P-256","kty":"EC","x":"%s","y":"%s"}`, b64(raw[1:33]), b64(raw[33:65]))
+	sum := sha256.Sum256([]byte(canonical))
+	return b64(sum[:]), nil
+}
+
+// signingKey is what the reconcile learned about the signing-key Secret.
+type signingKey struct {
+	Secret   *corev1.Secret
+	Previous bool
+	// Event is "Created" or "Rotated" when this reconcile wrote the Secret.
+	Event string
+}
+
+// ensureSigningKey creates the signing-key Secret once. After that it rewrites it only when the user asks
+// for a rotation (a new value of the rotate-signing-key annotation): the new key becomes current and the
+// old one previous, so the JWKS still verifies tokens signed before. A Secret created by the user before
+// the FormsService (bring your own key) is used as it is.
+func (r *FormsServiceReconciler) ensureSigningKey(ctx context.Context, fs *v1alpha1.FormsService) (signingKey, *problem, error) {
+	name := render.NamesOf(fs).SigningKey
+	want := fs.Annotations[v1alpha1.RotateSigningKeyAnnotation]
+	sec := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
+	if apierrors.IsNotFound(err) {
+		key, kid, err := newSigningKey()
+		if err != nil {
+			return signingKey{}, nil, err
+		}
+		sec = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: fs.Namespace, Labels: render.Labels(fs, render.Auth),
+				Annotations: map[string]string{render.RotatedForAnnotation: want, render.KeyIDAnnotation: kid},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{render.SigningKeyKey: key},
+		}
+		if err := controllerutil.SetControllerReference(fs, sec, r.Scheme); err != nil {
+			return signingKey{}, nil, err
+		}
+		if err := r.Client.Create(ctx, sec); err != nil {
+			return signingKey{}, nil, err
+		}
+		return signingKey{Secret: sec, Event: "Created"}, nil, nil
+	}
+	if err != nil {
+		return signingKey{}, nil, err
+	}
+	if len(sec.Data[render.SigningKeyKey]) == 0 {
+		return signingKey{Secret: sec}, &problem{Reason: "SigningKeyMissing", Message: fmt.Sprintf(
+			"Secret %q has no %s; delete the Secret to have the operator generate a new key", name, render.SigningKeyKey)}, nil
+	}
+	if want != "" && sec.Annotations[render.RotatedForAnnotation] != want {
+		key, kid, err := newSigningKey()
+		if err != nil {
+			return signingKey{}, nil, err
+		}
+		sec.Data[render.PreviousSigningKeyKey] = sec.Data[render.SigningKeyKey]
+		sec.Data[render.SigningKeyKey] = key
+		if sec.Annotations == nil {
+			sec.Annotations = map[string]string{}
+		}
+		sec.Annotations[render.RotatedForAnnotation] = want
+		sec.Annotations[render.KeyIDAnnotation] = kid
+		// Update carries the resourceVersion just read: a concurrent writer makes this fail and retry
+		// instead of losing a key.
+		if err := r.Client.Update(ctx, sec); err != nil {
+			return signingKey{}, nil, err
+		}
+		return signingKey{Secret: sec, Previous: true, Event: "Rotated"}, nil, nil
+	}
+	return signingKey{Secret: sec, Previous: len(sec.Data[render.PreviousSigningKeyKey]) > 0}, nil, nil
+}
+
+// ensureRedisPassword creates the managed Redis's password Secret once and never rewrites it.
+func (r *FormsServiceReconciler) ensureRedisPassword(ctx context.Context, fs *v1alpha1.FormsService) (*corev1.Secret, bool, error) {
+	name := render.NamesOf(fs).RedisPassword
+	sec := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return sec, false, err
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, false, err
+	}
+	password := hex.EncodeToString(b)
+	sec = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fs.Namespace, Labels: render.Labels(fs, render.Redis)},
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			render.RedisPasswordKey:    []byte(password),
+			render.RedisRequirePassKey: []byte("requirepass " + password + "\n"),
+		},
+	}
+	if err := controllerutil.SetControllerReference(fs, sec, r.Scheme); err != nil {
+		return nil, false, err
+	}
+	if err := r.Client.Create(ctx, sec); err != nil {
+		return nil, false, err
+	}
+	return sec, true, nil
+}
+
+// checkSecrets reads every Secret the pods will mount, reports the ones that are missing or lack a key,
+// and digests the mounted keys so that a changed Secret rolls the pods that read it.
+func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.FormsService, owned ...*corev1.Secret) (map[string]string, []problem, error) {
+	digests := map[string]string{}
+	for _, s := range owned {
+		if s != nil && s.Name != "" {
+			digests[s.Name] = digestSecret(s, nil)
+		}
+	}
+	keys := map[string][]string{}
+	var order []string
+	var problems []problem
+	refs := render.UserSecretRefs(fs)
+	for _, ref := range refs {
+		if _, seen := keys[ref.Secret]; !seen {
+			order = append(order, ref.Secret)
+		}
+		keys[ref.Secret] = append(keys[ref.Secret], ref.Key)
+	}
+	secrets := map[string]*corev1.Secret{}
+	for _, name := range order {
+		sec := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		secrets[name] = sec
+		digests[name] = digestSecret(sec, keys[name])
+	}
+	for _, ref := range refs {
+		sec, ok := secrets[ref.Secret]
+		switch {
+		case !ok:
+			reason := "SecretMissing"
+			if ref.Field == "spec.redis.passwordSecretRef" {
+				reason = "RedisPasswordSecretMissing"
+			}
+			problems = append(problems, problem{Reason: reason, Message: fmt.Sprintf(
+				"Secret %q named by %s does not exist in namespace %s", ref.Secret, ref.Field, fs.Namespace)})
+		case len(sec.Data[ref.Key]) == 0:
+			problems = append(problems, problem{Reason: "SecretKeyMissing", Message: fmt.Sprintf(
+				"Secret %q named by %s has no key %q", ref.Secret, ref.Field, ref.Key)})
+		}
+	}
+	return digests, problems, nil
+}
+
+// digestSecret digests the given keys of a Secret (nil: all keys). Only the digest leaves this function.
+func digestSecret(s *corev1.Secret, keys []string) string {
+	if keys == nil {
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s\x00%d\x00", k, len(s.Data[k]))
+		h.Write(s.Data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

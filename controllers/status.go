@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+// problem is something that keeps the platform from matching the resource; it makes Degraded True.
+type problem struct {
+	// Reason is a CamelCase condition reason, e.g. RedisPasswordSecretMissing.
+	Reason string
+	// Message is written for the person who has to fix it.
+	Message string
+}
+
+// workloadState is what the cluster says about one Deployment or StatefulSet.
+type workloadState struct {
+	Component string
+	Kind      string
+	// Found is false when the object does not exist (yet).
+	Found bool
+	// Generation of the object, and the status it reports.
+	Generation int64
+	Desired    int32
+	Status     workloadStatus
+	// Conditions of a Deployment (Progressing, ReplicaFailure).
+	Conditions []appsv1.DeploymentCondition
+}
+
+// workloadStatus is the part of a Deployment's or StatefulSet's status the operator reads.
+type workloadStatus struct {
+	ObservedGeneration int64
+	Replicas           int32
+	UpdatedReplicas    int32
+	AvailableReplicas  int32
+}
+
+func deploymentState(component string, d *appsv1.Deployment) workloadState {
+	if d == nil {
+		return workloadState{Component: component, Kind: "Deployment"}
+	}
+	return workloadState{
+		Component: component, Kind: "Deployment", Found: true,
+		Generation: d.Generation, Desired: ptr.Deref(d.Spec.Replicas, 1),
+		Status: workloadStatus{
+			ObservedGeneration: d.Status.ObservedGeneration, Replicas: d.Status.Replicas,
+			UpdatedReplicas: d.Status.UpdatedReplicas, AvailableReplicas: d.Status.AvailableReplicas,
+		},
+		Conditions: d.Status.Conditions,
+	}
+}
+
+func statefulSetState(component string, s *appsv1.StatefulSet) workloadState {
+	if s == nil {
+		return workloadState{Component: component, Kind: "StatefulSet"}
+	}
+	return workloadState{
+		Component: component, Kind: "StatefulSet", Found: true,
+		Generation: s.Generation, Desired: ptr.Deref(s.Spec.Replicas, 1),
+		Status: workloadStatus{
+			ObservedGeneration: s.Status.ObservedGeneration, Replicas: s.Status.Replicas,
+			UpdatedReplicas: s.Status.UpdatedReplicas, AvailableReplicas: s.Status.AvailableReplicas,
+		},
+	}
+}
+
+// rollingOut says why a workload is not yet fully on its current spec, or "" when it is.
+func (w workloadState) rollingOut() string {
+	switch {
+	case !w.Found:
+		return ""
+	case w.Status.ObservedGeneration < w.Generation:
+		return fmt.Sprintf("%s: the %s controller has not seen the new spec yet", w.Component, w.Kind)
+	case w.Status.UpdatedReplicas < w.Desired:
+		return fmt.Sprintf("%s: %d of %d replicas updated", w.Component, w.Status.UpdatedReplicas, w.Desired)
+	case w.Status.Replicas > w.Status.UpdatedReplicas:
+		return fmt.Sprintf("%s: %d old replicas terminating", w.Component, w.Status.Replicas-w.Status.UpdatedReplicas)
+	}
+	return ""
+}
+
+// unavailable says why a workload does not serve at full strength, or "" when it does.
+func (w workloadState) unavailable() string {
+	switch {
+	case !w.Found:
+		return fmt.Sprintf("%s: %s not created yet", w.Component, w.Kind)
+	case w.Status.AvailableReplicas < w.Desired:
+		return fmt.Sprintf("%s: %d of %d replicas available", w.Component, w.Status.AvailableReplicas, w.Desired)
+	}
+	return ""
+}
+
+// failed reports a Deployment whose rollout the Deployment controller gave up on or cannot create pods for.
+func (w workloadState) failed() *problem {
+	for _, c := range w.Conditions {
+		switch {
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
+			return &problem{Reason: "ProgressDeadlineExceeded", Message: fmt.Sprintf("%s: rollout stalled: %s", w.Component, c.Message)}
+		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+			return &problem{Reason: "ReplicaFailure", Message: fmt.Sprintf("%s: cannot create pods: %s", w.Component, c.Message)}
+		}
+	}
+	return nil
+}
+
+// buildStatus rebuilds the status from what the reconcile found. It never reads the old status except
+// to keep the conditions' transition times, so a status is always a report of the world, not a cache.
+func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems []problem) v1alpha1.FormsServiceStatus {
+	st := v1alpha1.FormsServiceStatus{
+		ObservedGeneration: fs.Generation,
+		Conditions:         append([]metav1.Condition(nil), fs.Status.Conditions...),
+		URL:                render.PublicURL(fs),
+		OriginCount:        int32(len(fs.Spec.AllowedOrigins)),
+		ClientCount:        int32(len(fs.Spec.OAuthClients)),
+		SigningKeySecret:   render.NamesOf(fs).SigningKey,
+	}
+	var rolling, unavailable []string
+	for _, w := range workloads {
+		if p := w.failed(); p != nil {
+			problems = append(problems, *p)
+		}
+		if m := w.rollingOut(); m != "" {
+			rolling = append(rolling, m)
+		}
+		if m := w.unavailable(); m != "" {
+			unavailable = append(unavailable, m)
+		}
+		if w.Found {
+			st.Components = append(st.Components, v1alpha1.ComponentStatus{
+				Name: w.Component, Replicas: w.Desired,
+				AvailableReplicas: w.Status.AvailableReplicas, UpdatedReplicas: w.Status.UpdatedReplicas,
+			})
+		}
+	}
+
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: fs.Generation,
+		})
+	}
+	if len(problems) > 0 {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, problems[0].Reason, joinProblems(problems))
+	} else {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "The platform matches the resource.")
+	}
+	if len(rolling) > 0 {
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(rolling, "; "))
+	} else {
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete", "Every workload runs the current spec.")
+	}
+	switch {
+	case len(unavailable) == 0:
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available", "Every service has its desired replicas available.")
+	case len(problems) > 0:
+		// The problem is the likelier cause; say it first.
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, problems[0].Reason, joinProblems(problems)+"; "+strings.Join(unavailable, "; "))
+	default:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "ServicesUnavailable", strings.Join(unavailable, "; "))
+	}
+	return st
+}
+
+func joinProblems(ps []problem) string {
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Message
+	}
+	return strings.Join(msgs, "; ")
+}

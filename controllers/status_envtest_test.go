@@ -1,0 +1,205 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+// setDeploymentStatus plays the Deployment controller, which envtest does not run.
+func setDeploymentStatus(t *testing.T, ns, name string, updated, available int32, conds ...appsv1.DeploymentCondition) {
+	t.Helper()
+	ctx := context.Background()
+	var d appsv1.Deployment
+	if err := k8s.Get(ctx, key(ns, name), &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation,
+		Replicas:           max(updated, available),
+		UpdatedReplicas:    updated,
+		ReadyReplicas:      available,
+		AvailableReplicas:  available,
+		Conditions:         conds,
+	}
+	if err := k8s.Status().Update(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setStatefulSetReady(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	var s appsv1.StatefulSet
+	if err := k8s.Get(ctx, key(ns, name), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1, CurrentReplicas: 1}
+	if err := k8s.Status().Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCondition waits until the FormsService's condition has the status and reason, and its message
+// holds every given fragment.
+func waitCondition(t *testing.T, fs *v1alpha1.FormsService, typ string, status metav1.ConditionStatus, reason string, fragments ...string) {
+	t.Helper()
+	eventually(t, func() error {
+		var cur v1alpha1.FormsService
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fs), &cur); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, typ)
+		if c == nil {
+			return fmt.Errorf("no %s condition", typ)
+		}
+		if c.Status != status || c.Reason != reason {
+			return fmt.Errorf("%s = %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+		}
+		for _, f := range fragments {
+			if !strings.Contains(c.Message, f) {
+				return fmt.Errorf("%s message %q lacks %q", typ, c.Message, f)
+			}
+		}
+		if cur.Status.ObservedGeneration != cur.Generation || c.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", cur.Status.ObservedGeneration, cur.Generation)
+		}
+		return nil
+	})
+}
+
+func TestStatus_FollowsSecretsAndDeploymentStatus(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := sampleFS(ns)
+	fs.Spec.Redis = v1alpha1.RedisSpec{
+		Addresses:         []v1alpha1.HostPort{"redis.data.svc:6379"},
+		PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "redis-auth", Key: "password"},
+	}
+	if err := k8s.Create(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+
+	// A missing Redis password Secret: Degraded, not Ready, and nothing rolled out that would hang.
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "RedisPasswordSecretMissing",
+		`Secret "redis-auth" named by spec.redis.passwordSecretRef does not exist`)
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionFalse, "RedisPasswordSecretMissing")
+	if err := k8s.Get(ctx, key(ns, "acme-forms"), &appsv1.Deployment{}); err == nil {
+		t.Error("a Deployment was created although the Secret its pods mount is missing")
+	}
+	eventually(t, func() error { return hasEvent(ns, "acme", "RedisPasswordSecretMissing", "redis-auth") })
+
+	// The Secret appears (the Secret watch brings the resource back): the pods roll out.
+	if err := k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "redis-auth", Namespace: ns},
+		Data:       map[string][]byte{"password": []byte("s3cret")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected")
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionFalse, "ServicesUnavailable",
+		"forms: 0 of 2 replicas available", "auth: 0 of 3 replicas available")
+	if err := k8s.Get(ctx, key(ns, "acme-redis"), &appsv1.StatefulSet{}); err == nil {
+		t.Error("a managed Redis runs although spec.redis names an external one")
+	}
+
+	// The Deployments become available.
+	setDeploymentStatus(t, ns, "acme-forms", 2, 2)
+	setDeploymentStatus(t, ns, "acme-auth", 3, 3)
+	setDeploymentStatus(t, ns, "acme-health", 2, 2)
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available")
+	waitCondition(t, fs, v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete")
+	eventually(t, func() error { return hasEvent(ns, "acme", "Available", "Ready=True") })
+
+	// A rollout under way.
+	setDeploymentStatus(t, ns, "acme-forms", 1, 2)
+	waitCondition(t, fs, v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", "forms: 1 of 2 replicas updated")
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available")
+
+	// A replica down.
+	setDeploymentStatus(t, ns, "acme-auth", 3, 2)
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionFalse, "ServicesUnavailable", "auth: 2 of 3 replicas available")
+
+	// A rollout the Deployment controller gave up on.
+	setDeploymentStatus(t, ns, "acme-forms", 1, 2, appsv1.DeploymentCondition{
+		Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+		Message: `ReplicaSet "acme-forms-abc" has timed out progressing.`,
+	})
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "ProgressDeadlineExceeded", "forms: rollout stalled")
+
+	// The Secret loses its key.
+	var sec corev1.Secret
+	if err := k8s.Get(ctx, key(ns, "redis-auth"), &sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data = map[string][]byte{"other": []byte("x")}
+	if err := k8s.Update(ctx, &sec); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "SecretKeyMissing", `has no key "password"`)
+}
+
+// waitQuiet waits until the operator has sent no write for a second.
+func waitQuiet(t *testing.T) {
+	t.Helper()
+	eventually(t, func() error {
+		opWrites.Reset()
+		time.Sleep(time.Second)
+		if w := opWrites.Writes(); len(w) > 0 {
+			return fmt.Errorf("operator still writing: %v", w)
+		}
+		return nil
+	})
+}
+
+func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := createAndWait(t, sampleFS(ns))
+	for _, c := range render.Components {
+		n := map[string]int32{render.Forms: 2, render.Auth: 3, render.Health: 2}[c]
+		setDeploymentStatus(t, ns, "acme-"+c, n, n)
+	}
+	setStatefulSetReady(t, ns, "acme-redis")
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available")
+	waitQuiet(t)
+
+	// Reconcile the unchanged resource several times, directly and through the watch (an annotation
+	// that means nothing to the operator), and count every write the operator sends.
+	opWrites.Reset()
+	for i := 0; i < 3; i++ {
+		if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Annotations = map[string]string{"example.com/touched": "yes"} })
+	time.Sleep(2 * time.Second)
+	if w := opWrites.Writes(); len(w) != 0 {
+		t.Fatalf("reconciling an unchanged resource wrote %d times: %v", len(w), w)
+	}
+
+	// The counter does count: a real change produces writes (the ConfigMap, the status).
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		fs.Spec.AllowedOrigins = append(fs.Spec.AllowedOrigins, "https://new.example.org")
+	})
+	eventually(t, func() error {
+		for _, w := range opWrites.Writes() {
+			if strings.HasPrefix(w, "PATCH") && strings.HasSuffix(w, "/configmaps/acme-config") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no ConfigMap write among %v", opWrites.Writes())
+	})
+}

@@ -1,0 +1,181 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/testcluster"
+)
+
+// The suite runs one real kube-apiserver and etcd and one operator manager for every test. The operator
+// talks through a rest.Config that counts its write requests; the tests use a client of their own, so
+// their writes are not counted.
+var (
+	cluster    *testcluster.Cluster
+	k8s        client.Client // the test's client
+	opWrites   *testcluster.WriteCounter
+	reconciler *FormsServiceReconciler
+	nsCounter  atomic.Int64
+)
+
+const testImage = "registry.example/formsservice:test"
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	var err error
+	start := time.Now()
+	cluster, err = testcluster.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer func() { _ = cluster.Stop() }()
+	fmt.Fprintf(os.Stderr, "envtest control plane started in %s\n", time.Since(start).Round(time.Millisecond))
+
+	k8s, err = client.New(cluster.Config, client.Options{Scheme: cluster.Scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	var opConfig = cluster.Config
+	opConfig, opWrites = testcluster.Counting(opConfig)
+	mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
+		Scheme:                 cluster.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  CacheOptions(),
+		Client:                 ClientOptions(),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	reconciler = &FormsServiceReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Scheme:       mgr.GetScheme(),
+		Recorder:     mgr.GetEventRecorder("formsservice-operator"),
+		ServiceImage: testImage,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := reconciler.SetupWithManager(ctx, mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Fprintln(os.Stderr, "FAIL: cache did not sync")
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}
+
+// zapLevel keeps the test output to errors; OPERATOR_TEST_LOG=1 shows the reconciler's logs.
+func zapLevel() zapcore.Level {
+	if os.Getenv("OPERATOR_TEST_LOG") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// newNamespace creates a namespace of the test's own (envtest has no namespace controller, so it is
+// never really deleted; names are unique per run).
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d-%d", nsCounter.Add(1), time.Now().UnixNano()%100000)
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// sampleFS is a FormsService a platform team would write: two origins, a public and a confidential client,
+// the managed Redis and an ingress with a separate forms host.
+func sampleFS(ns string) *v1alpha1.FormsService {
+	return &v1alpha1.FormsService{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: ns},
+		Spec: v1alpha1.FormsServiceSpec{
+			AllowedOrigins: []v1alpha1.Origin{"https://www.acme.example", "https://*.acme.example"},
+			OAuthClients: []v1alpha1.OAuthClient{
+				{
+					ClientID:               "web",
+					RedirectURIs:           []v1alpha1.RedirectURI{"https://app.acme.example/callback", "http://localhost:3000/callback"},
+					PostLogoutRedirectURIs: []v1alpha1.RedirectURI{"https://app.acme.example/"},
+					Scopes:                 []v1alpha1.Scope{"openid", "email"},
+				},
+			},
+			TrustedProxies: []string{"10.0.0.0/8"},
+			Forms: v1alpha1.FormsSpec{
+				RateLimitPerMinute: ptr.To[int32](30),
+			},
+			Auth: v1alpha1.AuthSpec{
+				Workload:            v1alpha1.Workload{Replicas: ptr.To[int32](3)},
+				AccessTokenLifetime: &metav1.Duration{Duration: 10 * time.Minute},
+			},
+			Ingress: &v1alpha1.IngressSpec{
+				ClassName:     ptr.To("nginx"),
+				Host:          "id.acme.example",
+				FormsHost:     "forms.acme.example",
+				TLSSecretName: "acme-tls",
+			},
+		},
+	}
+}
+
+// eventually retries f until it succeeds or the timeout passes, then fails with f's last error.
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out: %v", err)
+}
+
+func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// updateFS reads the FormsService, applies mutate and writes it, retrying when the operator's status
+// write got in between (a conflict).
+func updateFS(t *testing.T, fs *v1alpha1.FormsService, mutate func(fs *v1alpha1.FormsService)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fs), fs); err != nil {
+			return err
+		}
+		mutate(fs)
+		return k8s.Update(context.Background(), fs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,161 @@
+// Package testcluster starts a real kube-apiserver and etcd (envtest) with the FormsService CRD installed,
+// for the operator's tests. The binaries come from hack/envtest-assets.sh (`make envtest`, run by
+// `make test`), which builds them from the Go module proxy and caches them under bin/k8s/<version>.
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+)
+
+// KubeVersion is the kube-apiserver version hack/envtest-assets.sh builds by default.
+const KubeVersion = "1.37.1"
+
+// Cluster is a running control plane.
+type Cluster struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	Root   string // the module root
+}
+
+// Start starts kube-apiserver and etcd with the CRDs of config/crd/bases installed.
+func Start() (*Cluster, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := Assets(root)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	return &Cluster{Env: env, Config: cfg, Scheme: scheme, Root: root}, nil
+}
+
+// Stop stops the control plane.
+func (c *Cluster) Stop() error { return c.Env.Stop() }
+
+// Assets finds the folder holding kube-apiserver and etcd: $KUBEBUILDER_ASSETS, else the cache that
+// hack/envtest-assets.sh fills. Missing binaries are an error that says how to get them, never a skip.
+func Assets(root string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin", "k8s", KubeVersion)
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("envtest needs %s in %s: run `make envtest` (or `make test`, which runs it); "+
+				"it builds kube-apiserver from the Go module proxy and caches it under bin/k8s/", b, dir)
+		}
+	}
+	return dir, nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// WriteCounter counts the write requests (POST, PUT, PATCH, DELETE) sent through a rest.Config.
+type WriteCounter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+// Counting returns a copy of cfg whose requests are counted by the returned WriteCounter.
+func Counting(cfg *rest.Config) (*rest.Config, *WriteCounter) {
+	c := &WriteCounter{}
+	out := rest.CopyConfig(cfg)
+	out.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				c.mu.Lock()
+				c.writes = append(c.writes, req.Method+" "+req.URL.Path)
+				c.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	return out, c
+}
+
+// Reset forgets the writes counted so far.
+func (c *WriteCounter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = nil
+}
+
+// Writes returns the writes counted since the last Reset, as "METHOD path".
+func (c *WriteCounter) Writes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes...)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Kustomize builds a kustomization folder (relative to the module root) the way `kubectl apply -k`
+// does, and returns its objects.
+func (c *Cluster) Kustomize(dir string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(c.Root, dir))
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range res.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out, nil
+}

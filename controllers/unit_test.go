@@ -1,0 +1,176 @@
+package controllers
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+func TestBuildStatus(t *testing.T) {
+	ready := func(c string, n int32) workloadState {
+		return deploymentState(c, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: 2},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(n)},
+			Status:     appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n},
+		})
+	}
+	with := func(w workloadState, f func(*workloadState)) workloadState { f(&w); return w }
+	type cond struct {
+		status metav1.ConditionStatus
+		reason string
+		msg    string
+	}
+	cases := []struct {
+		name      string
+		workloads []workloadState
+		problems  []problem
+		ready     cond
+		progress  cond
+		degraded  cond
+	}{
+		{"all available", []workloadState{ready("forms", 2), ready("auth", 2)}, nil,
+			cond{"True", "Available", ""}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
+		{"nothing created yet", []workloadState{deploymentState("forms", nil)}, nil,
+			cond{"False", "ServicesUnavailable", "forms: Deployment not created yet"}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
+		{"a missing Secret explains why nothing runs", []workloadState{deploymentState("forms", nil)},
+			[]problem{{"RedisPasswordSecretMissing", `Secret "r" named by spec.redis.passwordSecretRef does not exist`}},
+			cond{"False", "RedisPasswordSecretMissing", `Secret "r"`}, cond{"False", "RolloutComplete", ""}, cond{"True", "RedisPasswordSecretMissing", `Secret "r"`}},
+		{"replicas unavailable", []workloadState{with(ready("auth", 3), func(w *workloadState) { w.Status.AvailableReplicas = 1 })}, nil,
+			cond{"False", "ServicesUnavailable", "auth: 1 of 3 replicas available"}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
+		{"new spec not yet observed", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Generation = 3 })}, nil,
+			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: the Deployment controller has not seen the new spec yet"}, cond{"False", "AsExpected", ""}},
+		{"old replicas still terminating", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Status.Replicas = 3 })}, nil,
+			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: 1 old replicas terminating"}, cond{"False", "AsExpected", ""}},
+		{"stalled rollout", []workloadState{with(ready("forms", 2), func(w *workloadState) {
+			w.Status.UpdatedReplicas = 1
+			w.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "timed out"}}
+		})}, nil,
+			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: 1 of 2 replicas updated"}, cond{"True", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}},
+		{"pods cannot be created", []workloadState{with(ready("health", 2), func(w *workloadState) {
+			w.Status.AvailableReplicas = 0
+			w.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: "quota exceeded"}}
+		})}, nil,
+			cond{"False", "ReplicaFailure", "health: cannot create pods: quota exceeded"}, cond{"False", "RolloutComplete", ""}, cond{"True", "ReplicaFailure", "quota exceeded"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 7}}
+			st := buildStatus(fs, tc.workloads, tc.problems)
+			if st.ObservedGeneration != 7 {
+				t.Errorf("observedGeneration = %d", st.ObservedGeneration)
+			}
+			for typ, want := range map[string]cond{v1alpha1.ConditionReady: tc.ready, v1alpha1.ConditionProgressing: tc.progress, v1alpha1.ConditionDegraded: tc.degraded} {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if c == nil || c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.msg) {
+					t.Errorf("%s = %+v, want %+v", typ, c, want)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildStatus_KeepsTransitionTimeWhileTheStatusHolds(t *testing.T) {
+	old := metav1.NewTime(metav1.Now().Add(-3600e9))
+	fs := &v1alpha1.FormsService{Status: v1alpha1.FormsServiceStatus{Conditions: []metav1.Condition{
+		{Type: v1alpha1.ConditionReady, Status: "False", Reason: "ServicesUnavailable", LastTransitionTime: old},
+	}}}
+	st := buildStatus(fs, []workloadState{deploymentState("forms", nil)}, nil)
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); !c.LastTransitionTime.Equal(&old) {
+		t.Errorf("transition time moved from %v to %v without a transition", old, c.LastTransitionTime)
+	}
+}
+
+func TestHolds(t *testing.T) {
+	live := map[string]any{
+		"metadata": map[string]any{"name": "x", "uid": "1", "labels": map[string]any{"a": "1", "b": "2"},
+			"ownerReferences": []any{map[string]any{"uid": "o2"}, map[string]any{"uid": "o1", "controller": true}}},
+		"spec": map[string]any{"replicas": int64(2), "ports": []any{map[string]any{"port": int64(80), "protocol": "TCP"}}},
+	}
+	cases := []struct {
+		name string
+		want map[string]any
+		ok   bool
+	}{
+		{"subset with server defaults ignored", map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}, true},
+		{"different value", map[string]any{"spec": map[string]any{"replicas": int64(3)}}, false},
+		{"missing field", map[string]any{"spec": map[string]any{"selector": map[string]any{}}}, false},
+		{"list of another length", map[string]any{"spec": map[string]any{"ports": []any{}}}, false},
+		{"owner references as a set", map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"uid": "o1", "controller": true}}}}, true},
+		{"owner reference missing", map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"uid": "o3"}}}}, false},
+		{"label changed by someone", map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "9"}}}, false},
+	}
+	for _, tc := range cases {
+		if got := holds(live, tc.want); got != tc.ok {
+			t.Errorf("%s: holds = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}
+
+func TestToApplyMap_DropsZeroValuesButKeepsEmptyDir(t *testing.T) {
+	d := render.Deployment(&v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n"}}, render.Forms, render.Inputs{Image: "i"})
+	d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	m, err := toApplyMap(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["status"]; ok {
+		t.Error("status is applied")
+	}
+	md := m["metadata"].(map[string]any)
+	if _, ok := md["creationTimestamp"]; ok {
+		t.Error("creationTimestamp: null is applied")
+	}
+	vols := m["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)
+	last := vols[len(vols)-1].(map[string]any)
+	if _, ok := last["emptyDir"]; !ok {
+		t.Error("an empty emptyDir was pruned: the volume would have no source")
+	}
+	if digestOf(m) != digestOf(m) || len(digestOf(m)) != 16 {
+		t.Error("digest is not stable")
+	}
+}
+
+func TestNewSigningKey_IsP256PKCS8WithItsRFC7638Thumbprint(t *testing.T) {
+	pemBytes, kid, err := newSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		t.Fatalf("not PKCS#8 PEM: %q", pemBytes)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ek := k.(*ecdsa.PrivateKey)
+	want, err := (&jose.JSONWebKey{Key: &ek.PublicKey}).Thumbprint(cryptoSHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kid != b64url(want) {
+		t.Errorf("kid %q, go-jose's RFC 7638 thumbprint %q", kid, b64url(want))
+	}
+	other, _, _ := newSigningKey()
+	if string(other) == string(pemBytes) {
+		t.Error("two keys are the same")
+	}
+}
+
+const cryptoSHA256 = crypto.SHA256
+
+func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

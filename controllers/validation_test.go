@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// A FormsService the API server must refuse, and the words of the message the user reads.
+func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
+	ns := newNamespace(t)
+	client := func(id string, uris ...v1alpha1.RedirectURI) v1alpha1.OAuthClient {
+		return v1alpha1.OAuthClient{ClientID: id, RedirectURIs: uris}
+	}
+	cases := []struct {
+		name   string
+		mutate func(fs *v1alpha1.FormsService)
+		want   string
+	}{
+		{"origin with a path", func(fs *v1alpha1.FormsService) {
+			fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://app.example.com/"}
+		},
+			"an origin is scheme://host[:port]"},
+		{"origin without scheme", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"app.example.com"} },
+			"an origin is scheme://host[:port]"},
+		{"origin in upper case", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://App.example.com"} },
+			"an origin is scheme://host[:port]"},
+		{"origin with a bad port", func(fs *v1alpha1.FormsService) {
+			fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://app.example.com:70000"}
+		},
+			"an origin is scheme://host[:port]"},
+		{"wildcard over http", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"http://*.example.com"} },
+			"an origin is scheme://host[:port]"},
+		{"wildcard over a top-level domain", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://*.com"} },
+			"an origin is scheme://host[:port]"},
+		{"a bare star", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"*"} },
+			"spec.allowedOrigins[0]"},
+		{"redirect URI over http", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web", "http://app.example.com/cb")}
+		}, "a redirect URI must use https (http is allowed only for localhost, 127.0.0.1 and [::1])"},
+		{"redirect URI with a fragment", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web", "https://app.example.com/cb#x")}
+		}, "must not contain a fragment"},
+		{"redirect URI on a host that only looks like localhost", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web", "http://localhost.evil.example/cb")}
+		}, "a redirect URI must use https"},
+		{"post-logout URI over http", func(fs *v1alpha1.FormsService) {
+			c := client("web", "https://app.example.com/cb")
+			c.PostLogoutRedirectURIs = []v1alpha1.RedirectURI{"http://app.example.com/"}
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{c}
+		}, "a redirect URI must use https"},
+		{"duplicate client IDs", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web", "https://a.example.com/cb"), client("web", "https://b.example.com/cb")}
+		}, "clientID values must be unique"},
+		{"client without redirect URI", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web")}
+		}, "spec.oauthClients[0].redirectURIs"},
+		{"too many forms replicas", func(fs *v1alpha1.FormsService) { fs.Spec.Forms.Replicas = ptr.To[int32](51) },
+			"replicas must be between 0 and 50"},
+		{"negative auth replicas", func(fs *v1alpha1.FormsService) { fs.Spec.Auth.Replicas = ptr.To[int32](-1) },
+			"replicas must be between 0 and 50"},
+		{"no public URL and no ingress", func(fs *v1alpha1.FormsService) { fs.Spec.Ingress = nil },
+			"set publicURL or ingress.host"},
+		{"public URL with a path", func(fs *v1alpha1.FormsService) { fs.Spec.PublicURL = "https://id.example.com/auth" },
+			"publicURL is scheme://host[:port] with no path"},
+		{"sentinel without master name", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Mode: v1alpha1.RedisSentinel, Addresses: []v1alpha1.HostPort{"s1:26379"}}
+		}, "Sentinel mode needs addresses (the sentinels) and masterName"},
+		{"standalone with two addresses", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"r1:6379", "r2:6379"}}
+		}, "Standalone mode takes one address"},
+		{"redis address without port", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.example.internal"}}
+		}, "must be host:port"},
+		{"password for the managed redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "r", Key: "p"}}
+		}, "passwordSecretRef, username and tls apply to an external Redis"},
+		{"access token lifetime too long", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.AccessTokenLifetime = &metav1.Duration{Duration: 48 * 60 * 60 * 1e9}
+		}, "accessTokenLifetime must be between 1m and 24h"},
+		{"negative rate limit", func(fs *v1alpha1.FormsService) { fs.Spec.Forms.RateLimitPerMinute = ptr.To[int32](-1) },
+			"spec.forms.rateLimitPerMinute"},
+		{"name that is not a DNS label", func(fs *v1alpha1.FormsService) { fs.Name = "9lives" },
+			"name must start with a letter"},
+		{"name too long for the objects it prefixes", func(fs *v1alpha1.FormsService) { fs.Name = strings.Repeat("a", 41) },
+			"at most 40 characters"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := sampleFS(ns)
+			fs.Name = fmt.Sprintf("bad%d", i)
+			tc.mutate(fs)
+			err := k8s.Create(context.Background(), fs)
+			if err == nil {
+				t.Fatalf("the API server accepted it")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("message %q does not say %q", err.Error(), tc.want)
+			}
+		})
+	}
+}
+
+func TestCRD_StorageSizeCannotChangeAfterCreation(t *testing.T) {
+	ctx := context.Background()
+	fs := sampleFS(newNamespace(t))
+	size := resource.MustParse("2Gi")
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{StorageSize: &size}
+	if err := k8s.Create(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	bigger := resource.MustParse("5Gi")
+	fs.Spec.Redis.Managed.StorageSize = &bigger
+	err := k8s.Update(ctx, fs)
+	if err == nil || !strings.Contains(err.Error(), "storageSize cannot change after creation") {
+		t.Fatalf("update: %v", err)
+	}
+}
+
+// The API server and the services must agree: an origin the CRD accepts must load in the services, and
+// one the services would refuse must be refused at admission, never discovered by a crash-looping pod.
+func TestCRD_OriginRulesAgreeWithTheServices(t *testing.T) {
+	ns := newNamespace(t)
+	// Every one of these is a real origin users write; the CRD must accept each.
+	good := []string{
+		"https://app.example.com", "http://localhost:8080", "http://127.0.0.1:3000", "http://[::1]:8080",
+		"https://*.example.com", "https://*.example.com:8443", "https://a-b.example.co.uk", "https://xn--bcher-kva.example",
+		"https://app.example.com:65535",
+	}
+	bad := []string{
+		"https://app.example.com:65536", "https://app.example.com:0", "https://app.example.com/", "https://app.example.com/path",
+		"https://user@app.example.com", "https://app.example.com?x=1", "https://APP.example.com", "ftp://app.example.com",
+		"http://*.example.com", "https://*.com", "https://a.*.example.com", "https://app_1.example.com",
+		"https://app.example.com#top", "https://", "https:// app.example.com", "https://*.example.com/x",
+	}
+	for i, o := range append(good, bad...) {
+		fs := sampleFS(ns)
+		fs.Name = fmt.Sprintf("origin%d", i)
+		fs.Spec.AllowedOrigins = []v1alpha1.Origin{v1alpha1.Origin(o)}
+		apiErr := k8s.Create(context.Background(), fs, client.DryRunAll)
+		svcErr := config.ValidateOriginPattern(o)
+		if apiErr == nil && svcErr != nil {
+			t.Errorf("%q: the CRD accepts it but the services refuse it: %v", o, svcErr)
+		}
+		if i < len(good) && apiErr != nil {
+			t.Errorf("%q: the CRD refuses a good origin: %v", o, apiErr)
+		}
+		if i >= len(good) && apiErr == nil {
+			t.Errorf("%q: the CRD accepts a bad origin", o)
+		}
+	}
+}
+
+func TestCRD_DefaultsFillReplicasAndRedisMode(t *testing.T) {
+	ctx := context.Background()
+	fs := &v1alpha1.FormsService{
+		ObjectMeta: metav1.ObjectMeta{Name: "minimal", Namespace: newNamespace(t)},
+		Spec:       v1alpha1.FormsServiceSpec{PublicURL: "https://id.example.com"},
+	}
+	if err := k8s.Create(ctx, fs, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(fs.Spec.Forms.Replicas, 0) != 2 || ptr.Deref(fs.Spec.Auth.Replicas, 0) != 2 || ptr.Deref(fs.Spec.Health.Replicas, 0) != 2 {
+		t.Errorf("replicas not defaulted: %v %v %v", fs.Spec.Forms.Replicas, fs.Spec.Auth.Replicas, fs.Spec.Health.Replicas)
+	}
+	if fs.Spec.Redis.Mode != v1alpha1.RedisStandalone || fs.Spec.LogLevel != "info" {
+		t.Errorf("defaults: redis mode %q, log level %q", fs.Spec.Redis.Mode, fs.Spec.LogLevel)
+	}
+}

@@ -1,0 +1,288 @@
+// Sign-in with the SDK through the real hosted page, in real Chromium, against the real auth service.
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest'
+import {
+  accessToken,
+  authState,
+  type Browser,
+  demoUser,
+  expectState,
+  launch,
+  screenshot,
+  signIn,
+  storedTokens,
+  submitHostedPage,
+  tokenPosts,
+  tokenRequest,
+  waitForExpiry,
+} from './browser'
+
+const devUrl = inject('devUrl')
+let b: Browser
+
+beforeEach(async () => {
+  b = await launch()
+})
+afterEach(async () => {
+  await b.close()
+})
+
+describe('sign-in through the hosted page', () => {
+  it('signs in with the dev user and comes back to the demo page, signed in, with a clean address bar', async () => {
+    const { page } = b
+    await page.goto(devUrl + '/demo/')
+    await expectState(page, 'signed-out')
+    await page.click('#sign-in')
+    await page.waitForURL((u) => u.pathname === '/oauth2/authorize')
+    const authorize = new URL(page.url()).searchParams
+    expect(authorize.get('code_challenge_method')).toBe('S256')
+    expect(authorize.get('client_id')).toBe('demo')
+    await page.locator('#email').waitFor()
+    await screenshot(page, 'hosted-page.png')
+    await submitHostedPage(page)
+    await expectState(page, 'signed-in')
+    expect(new URL(page.url()).pathname).toBe('/demo/')
+    expect(page.url()).not.toMatch(/code=|state=/)
+    await expect.poll(() => page.locator('#auth-status').textContent()).toContain(demoUser.email)
+    expect(await page.locator('#user-email').textContent()).toBe(demoUser.email)
+    expect(await page.locator('#expires').textContent()).toMatch(/\(in \d+ s\)/)
+
+    // the page calls userinfo with its access token
+    await page.click('#call-userinfo')
+    await expect.poll(() => page.locator('#userinfo').textContent()).toContain('→ 200')
+    expect(JSON.parse((await page.locator('#userinfo').textContent())!.split('\n').slice(1).join('\n'))).toMatchObject({
+      email: demoUser.email,
+    })
+    await screenshot(page, 'demo-page.png')
+
+    // tokens live in this tab's sessionStorage (the default), nowhere else, and in no URL
+    const tokens = await storedTokens(page)
+    expect(tokens.access).toBeTruthy()
+    expect(tokens.refresh).toBeTruthy()
+    expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(tokens.access)
+    for (const r of b.requests) {
+      for (const t of [tokens.access, tokens.refresh, tokens.idToken]) expect(r.url()).not.toContain(t)
+    }
+    expect(b.errors).toEqual([])
+  })
+
+  it('a second sign-in while the provider session lives skips the form (SSO)', async () => {
+    const { page } = b
+    await signIn(page, devUrl)
+    await page.evaluate(() => (window as any).auth.signOut({ redirect: false }))
+    await expectState(page, 'signed-out')
+    await page.click('#sign-in')
+    await expectState(page, 'signed-in') // no form: the hosted page's session answered at once
+    expect(b.requests.filter((r) => r.method() === 'POST' && r.url().includes('/oauth2/authorize'))).toHaveLength(1)
+  })
+
+  it('refreshes the access token after it expires, rotating the refresh token', async () => {
+    const { page } = b
+    await signIn(page, devUrl)
+    const first = await storedTokens(page)
+    await waitForExpiry(page)
+    const token = await accessToken(page)
+    const second = await storedTokens(page)
+    expect(token).not.toBe(first.access)
+    expect(second.access).toBe(token)
+    expect(second.refresh).not.toBe(first.refresh) // rotation
+    expect(second.expiresAt).toBeGreaterThan(Date.now())
+    // the new token works at userinfo
+    await page.click('#call-userinfo')
+    await expect.poll(() => page.locator('#userinfo').textContent()).toContain('→ 200')
+    expect(tokenPosts(b).map((r) => new URLSearchParams(r.postData() ?? '').get('grant_type'))).toEqual([
+      'authorization_code',
+      'refresh_token',
+    ])
+    expect(b.errors).toEqual([])
+  })
+
+  it('the provider revokes the whole session when a rotated refresh token is reused, and the page learns it is signed out', async () => {
+    // What the SDK's cross-tab coordination prevents, done on purpose: reuse of an old refresh token.
+    const { page } = b
+    await signIn(page, devUrl)
+    const first = await storedTokens(page)
+    await waitForExpiry(page)
+    await accessToken(page) // rotates
+    const reused = await tokenRequest(devUrl, { grant_type: 'refresh_token', refresh_token: first.refresh })
+    expect(reused.status).toBe(400)
+    expect(reused.body.error).toBe('invalid_grant')
+    await waitForExpiry(page)
+    const err = await page.evaluate(() => (window as any).auth.getAccessToken().then(
+      () => null,
+      (e: any) => ({ code: e.code, name: e.name }),
+    ))
+    expect(err).toEqual({ code: 'invalid_grant', name: 'AuthError' })
+    await expectState(page, 'signed-out') // the signedOut event updated the page
+    expect(await storedTokens(page)).toBeNull()
+  })
+})
+
+describe('two tabs', () => {
+  it('tabs sharing localStorage refresh at once: one refresh, the same token, nobody signed out', async () => {
+    const { page, context } = b
+    await page.goto(devUrl + '/demo/')
+    await page.evaluate(() => localStorage.setItem('demo.storage', 'local'))
+    await signIn(page, devUrl)
+    expect(await storedTokens(page)).toBeNull() // not in sessionStorage
+    expect(await storedTokens(page, 'localStorage')).toMatchObject({ refresh: expect.any(String) })
+    const second = await context.newPage()
+    await second.goto(devUrl + '/demo/')
+    await expectState(second, 'signed-in')
+
+    for (let round = 1; round <= 2; round++) {
+      await waitForExpiry(page)
+      const before = tokenPosts(b).length
+      const [a, c] = await Promise.all([accessToken(page), accessToken(second)])
+      expect(a).toBe(c)
+      expect(tokenPosts(b).length - before).toBe(1)
+    }
+    await expectState(page, 'signed-in')
+    await expectState(second, 'signed-in')
+    await second.click('#call-userinfo')
+    await expect.poll(() => second.locator('#userinfo').textContent()).toContain('→ 200')
+    expect(b.errors).toEqual([])
+  })
+
+  it('a duplicated tab (its own copy of sessionStorage) takes the rotated tokens instead of reusing the old refresh token', async () => {
+    const { page, context } = b
+    await signIn(page, devUrl)
+    // window.open copies sessionStorage into the new tab: both hold the same refresh token
+    const [copy] = await Promise.all([context.waitForEvent('page'), page.evaluate(() => void window.open('/demo/'))])
+    await expectState(copy, 'signed-in')
+    expect((await storedTokens(copy)).refresh).toBe((await storedTokens(page)).refresh)
+
+    for (let round = 1; round <= 2; round++) {
+      await waitForExpiry(page)
+      const before = tokenPosts(b).length
+      const [a, c] = await Promise.all([accessToken(page), accessToken(copy)])
+      expect(a).toBe(c)
+      expect(tokenPosts(b).length - before).toBe(1)
+      expect((await storedTokens(copy)).refresh).toBe((await storedTokens(page)).refresh)
+    }
+    await copy.click('#call-userinfo')
+    await expect.poll(() => copy.locator('#userinfo').textContent()).toContain('→ 200')
+    expect(b.errors).toEqual([])
+  })
+})
+
+describe('sign-out', () => {
+  it('revokes the refresh token, ends the provider session and comes back signed out', async () => {
+    const { page } = b
+    await signIn(page, devUrl)
+    const tokens = await storedTokens(page)
+    await page.click('#sign-out')
+    await page.waitForURL((u) => u.pathname === '/demo/' && !u.search, { timeout: 10_000 })
+    await expectState(page, 'signed-out')
+    expect(await storedTokens(page)).toBeNull()
+    // the id_token went in a POST body, never in a URL
+    const logout = b.requests.find((r) => new URL(r.url()).pathname === '/oauth2/logout')!
+    expect(logout.method()).toBe('POST')
+    expect(logout.url()).not.toContain(tokens.idToken)
+    // the refresh token is dead
+    const reuse = await tokenRequest(devUrl, { grant_type: 'refresh_token', refresh_token: tokens.refresh })
+    expect(reuse.status).toBe(400)
+    // the provider session ended: signing in asks for the password again
+    await page.click('#sign-in')
+    await page.waitForURL((u) => u.pathname === '/oauth2/authorize')
+    await expect(page.locator('#password').isVisible()).resolves.toBe(true)
+    expect(b.errors).toEqual([])
+  })
+})
+
+describe('callbacks that are not the page’s own', () => {
+  it('a tampered state is refused with state_mismatch and the code is never exchanged', async () => {
+    const { page } = b
+    await page.goto(devUrl + '/demo/')
+    await expectState(page, 'signed-out')
+    let tampered = ''
+    await page.route(
+      (u) => u.pathname === '/demo/callback' && u.searchParams.has('code'),
+      async (route) => {
+        const u = new URL(route.request().url())
+        if (u.searchParams.get('state')?.endsWith('X')) return route.continue()
+        u.searchParams.set('state', u.searchParams.get('state') + 'X')
+        tampered = u.href
+        await route.fulfill({ status: 302, headers: { location: u.href } })
+      },
+    )
+    await page.click('#sign-in')
+    await submitHostedPage(page)
+    await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('state_mismatch')
+    expect(tampered).toBeTruthy()
+    expect(await authState(page)).toBe('signed-out')
+    expect(tokenPosts(b)).toHaveLength(0)
+    expect(page.url()).not.toContain('code=')
+  })
+
+  it('a replayed callback in a tab that never signed in: state_not_found, with a way to sign in again', async () => {
+    const { page, context } = b
+    let callback = ''
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname === '/demo/callback') callback ||= r.url()
+    })
+    await signIn(page, devUrl)
+    const other = await context.newPage() // its own sessionStorage: no sign-in started there
+    await other.goto(callback)
+    await expect.poll(() => other.locator('#auth-error').getAttribute('data-code')).toBe('state_not_found')
+    expect(await other.locator('#auth-error button').textContent()).toBe('Sign in again')
+    expect(other.url()).toBe(devUrl + '/demo/')
+    // recovering: the provider session lives, so signing in again needs no form
+    await other.click('#auth-error button')
+    await expectState(other, 'signed-in')
+  })
+
+  it('the back button after signing in replays an old state: harmless, the page stays signed in', async () => {
+    const { page } = b
+    await signIn(page, devUrl)
+    await page.goBack() // to the hosted page, which (with its session) redirects to the callback again
+    await page.waitForURL((u) => u.pathname === '/demo/', { timeout: 10_000 })
+    await expectState(page, 'signed-in')
+    expect(await page.locator('#auth-error').isHidden()).toBe(true)
+    expect(b.errors).toEqual([])
+  })
+})
+
+describe('denied sign-ins', () => {
+  it('prompt=none without a provider session comes back with login_required', async () => {
+    const { page } = b
+    await page.goto(devUrl + '/demo/')
+    await expectState(page, 'signed-out')
+    await page.evaluate(() => (window as any).auth.signIn({ prompt: 'none' }))
+    await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('login_required')
+    expect(await page.locator('#auth-error button').textContent()).toBe('Sign in again')
+    expect(await authState(page)).toBe('signed-out')
+    expect(tokenPosts(b)).toHaveLength(0)
+  })
+
+  it('a wrong password keeps the user on the hosted page with one generic error', async () => {
+    const { page } = b
+    await page.goto(devUrl + '/demo/')
+    await page.click('#sign-in')
+    await submitHostedPage(page, demoUser.email, 'wrong-password')
+    await page.locator('#signin-error').waitFor()
+    expect(new URL(page.url()).pathname).toBe('/oauth2/authorize')
+    const generic = await page.locator('#signin-error').textContent()
+    await submitHostedPage(page, 'nobody@example.com', 'wrong-password')
+    await page.locator('#signin-error').waitFor()
+    expect(await page.locator('#signin-error').textContent()).toBe(generic) // no account enumeration
+    expect(tokenPosts(b)).toHaveLength(0)
+  })
+
+  it('a scope the client may not ask for comes back as an error the SDK names', async () => {
+    const { page } = b
+    await page.goto(devUrl + '/demo/')
+    await expectState(page, 'signed-out')
+    await page.evaluate(() => {
+      const C = (window as any).ServiceAuthClient
+      const c = new C({
+        baseUrl: document.documentElement.dataset.authBase,
+        clientId: 'demo',
+        redirectUri: location.origin + '/demo/callback',
+        scope: 'openid admin:everything',
+      })
+      return c.signIn({ returnTo: '/demo/' })
+    })
+    await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('configuration_error')
+    expect(await page.locator('#auth-error').textContent()).toMatch(/scope/i)
+  })
+})

@@ -1,0 +1,420 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/throttle"
+	"github.com/formsservice/formsservice/services/auth/users"
+)
+
+// authorize is /oauth2/authorize. GET validates the authorization request, then either answers at once
+// (a signed-in browser, or prompt=none) or shows the sign-in page; POST is the page's form. The
+// authorization request itself always travels in the query string, on the GET and in the form's action
+// URL, so that fosite sees exactly the same request both times and nothing is kept between them.
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
+	rt := s.rt()
+	ctx := r.Context()
+	areq := r
+	if r.Method == http.MethodPost {
+		if err := r.ParseForm(); err != nil {
+			s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "Bad request", Message: "The form could not be read."})
+			return
+		}
+		areq = queryOnly(r)
+	}
+	cl, ok := s.checkClient(w, rt, areq.URL.Query())
+	if !ok {
+		return
+	}
+	ar, err := rt.provider.NewAuthorizeRequest(ctx, areq)
+	if err != nil {
+		s.authorizeError(w, r, rt, ar, err)
+		return
+	}
+	if err := checkAuthorizeParams(ar, cl); err != nil {
+		s.authorizeError(w, r, rt, ar, err)
+		return
+	}
+	prompt := promptSet(ar.GetRequestForm().Get("prompt"))
+
+	if r.Method != http.MethodPost {
+		if !prompt["login"] {
+			sess, user, err := s.signedIn(ctx, r, rt)
+			if err != nil {
+				s.authorizeError(w, r, rt, ar, err)
+				return
+			}
+			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
+				s.metrics.signins.WithLabelValues(signinSession).Inc()
+				s.issueCode(w, r, rt, ar, user, sess.AuthTime)
+				return
+			}
+		}
+		if prompt["none"] {
+			s.metrics.signins.WithLabelValues(signinLoginRequired).Inc()
+			s.authorizeError(w, r, rt, ar, fosite.ErrLoginRequired.WithHint("The user is not signed in and prompt=none forbids asking."))
+			return
+		}
+		s.renderSignIn(w, r, rt, cl, http.StatusOK, page.SignIn{})
+		return
+	}
+
+	if !csrfValid(r, rt) {
+		s.metrics.signins.WithLabelValues(signinCSRF).Inc()
+		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, page.SignIn{Error: "This form has expired or was not sent from this page. Please try again."})
+		return
+	}
+	if r.PostForm.Get("action") == "signup" {
+		s.signup(w, r, rt, cl, ar)
+		return
+	}
+	s.signin(w, r, rt, cl, ar)
+}
+
+// queryOnly is the POST request as fosite must see it: the authorization request from the action URL's
+// query, without the page's fields (e-mail, password, CSRF token), which must never reach fosite's form.
+func queryOnly(r *http.Request) *http.Request {
+	q := r.Clone(r.Context())
+	q.Method = http.MethodGet
+	q.Body = http.NoBody
+	q.ContentLength = 0
+	q.Header = r.Header.Clone()
+	q.Header.Del("Content-Type")
+	q.Form, q.PostForm, q.MultipartForm = nil, nil, nil
+	return q
+}
+
+// checkClient answers an unknown client or a redirect URI that is not registered exactly with an error
+// page: redirecting there would make the provider an open redirector.
+func (s *Service) checkClient(w http.ResponseWriter, rt *runtime, q url.Values) (*client, bool) {
+	fail := func(msg string) (*client, bool) {
+		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "This sign-in link is not valid", Message: msg})
+		return nil, false
+	}
+	if len(q["client_id"]) != 1 || len(q["redirect_uri"]) > 1 {
+		return fail("The request must name exactly one application (client_id) and at most one return address.")
+	}
+	cl, ok := rt.clients[q.Get("client_id")]
+	if !ok {
+		return fail("The application that sent you here is not registered.")
+	}
+	ru := q.Get("redirect_uri")
+	if ru == "" {
+		return fail("The request does not say where to return to (redirect_uri).")
+	}
+	for _, reg := range cl.RedirectURIs {
+		if ru == reg {
+			return cl, true
+		}
+	}
+	return fail("The return address of this request is not registered for the application.")
+}
+
+// checkAuthorizeParams enforces what fosite checks only later, or not as strictly: PKCE with S256 for
+// public clients (refused before the page is shown, not after the user signed in), no plain challenge,
+// and the query response mode only.
+func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
+	f := ar.GetRequestForm()
+	challenge, method := f.Get("code_challenge"), f.Get("code_challenge_method")
+	switch {
+	case challenge == "" && method != "":
+		return fosite.ErrInvalidRequest.WithHint("code_challenge_method was sent without code_challenge.")
+	case challenge == "" && cl.IsPublic():
+		return fosite.ErrInvalidRequest.WithHint("This client must use PKCE: send code_challenge with code_challenge_method=S256.")
+	case challenge != "" && method != "S256":
+		return fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256; plain is not allowed.")
+	case challenge != "" && !isBase64URL(challenge, 43):
+		return fosite.ErrInvalidRequest.WithHint("code_challenge must be the base64url-encoded SHA-256 of the code_verifier (43 characters).")
+	}
+	switch m := ar.GetResponseMode(); m {
+	case fosite.ResponseModeDefault, fosite.ResponseModeQuery:
+	default:
+		return fosite.ErrUnsupportedResponseMode.WithHintf("Only response_mode=query is supported.")
+	}
+	if ma := f.Get("max_age"); ma != "" {
+		if n, err := strconv.ParseInt(ma, 10, 64); err != nil || n < 0 {
+			return fosite.ErrInvalidRequest.WithHint("max_age must be a non-negative number of seconds.")
+		}
+	}
+	return nil
+}
+
+func isBase64URL(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func promptSet(p string) map[string]bool {
+	set := map[string]bool{}
+	for _, v := range strings.Fields(p) {
+		set[v] = true
+	}
+	return set
+}
+
+func maxAgeSatisfied(ar fosite.AuthorizeRequester, authTime time.Time) bool {
+	ma := ar.GetRequestForm().Get("max_age")
+	if ma == "" {
+		return true
+	}
+	n, _ := strconv.ParseInt(ma, 10, 64)
+	return time.Since(authTime) <= time.Duration(n)*time.Second
+}
+
+// authorizeError answers an authorization request that failed: with a redirect carrying the OAuth error
+// when the redirect URI is known to be good, with an error page otherwise. Store outages become
+// temporarily_unavailable, never a 500.
+func (s *Service) authorizeError(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, err error) {
+	if isUnavailable(err) {
+		s.log.Warn("authorize: store unavailable", "err", err)
+		err = fosite.ErrTemporarilyUnavailable.WithHint("The service is briefly unavailable; try again.")
+	}
+	rfc := fosite.ErrorToRFC6749Error(err)
+	if rfc.CodeField >= 500 && !errors.Is(err, fosite.ErrTemporarilyUnavailable) {
+		s.log.Error("authorize failed", "error", rfc.ErrorField, "debug", rfc.DebugField)
+	}
+	if ar == nil || !ar.IsRedirectURIValid() {
+		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "This sign-in link is not valid", Message: rfc.GetDescription()})
+		return
+	}
+	rt.provider.WriteAuthorizeError(r.Context(), w, ar, err)
+}
+
+// signedIn returns the browser's sign-in session and its user, or nils.
+func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*sso.Session, *users.User, error) {
+	token := readCookie(r, rt, sessionCookie)
+	if token == "" {
+		return nil, nil, nil
+	}
+	sess, err := s.sessions.Get(ctx, token)
+	if err != nil || sess == nil {
+		return nil, nil, err
+	}
+	u, err := s.users.ByID(ctx, sess.UserID)
+	if errors.Is(err, users.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, u, nil
+}
+
+func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, status int, d page.SignIn) {
+	d.CSRF = csrfToken(w, r, rt)
+	d.Action = "/oauth2/authorize?" + r.URL.RawQuery
+	d.ClientName = cl.name
+	d.SelfSignup = rt.cfg.Auth.SelfSignup
+	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
+}
+
+func (s *Service) limits(rt *runtime) throttle.Limits {
+	t := rt.cfg.Auth.Throttle
+	return throttle.Limits{Account: t.AccountFailures, IP: t.IPFailures, Window: t.Window.D()}
+}
+
+// signin checks the e-mail and password (throttled per account and per address), starts the sign-in
+// session and answers the authorization request.
+func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester) {
+	ctx := r.Context()
+	email := strings.TrimSpace(r.PostForm.Get("email"))
+	if len(email) > 254 {
+		email = email[:254]
+	}
+	password := r.PostForm.Get("password")
+	account := strings.ToLower(email)
+	ip := clientIP(r)
+	lim := s.limits(rt)
+	again := func(wait time.Duration) string {
+		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
+	}
+
+	wait, err := s.throttle.Check(ctx, account, ip, lim)
+	if err != nil {
+		s.unavailablePage(w, r, rt, cl, email, err)
+		return
+	}
+	if wait > 0 {
+		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, page.SignIn{Email: email, Error: again(wait)})
+		return
+	}
+	u, err := s.users.Authenticate(ctx, email, password)
+	switch {
+	case errors.Is(err, users.ErrBadCredentials):
+		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
+		msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
+		if wait, ferr := s.throttle.Fail(ctx, account, ip, lim); ferr == nil && wait > 0 {
+			msg, status = msg+" "+again(wait), http.StatusTooManyRequests
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		}
+		s.renderSignIn(w, r, rt, cl, status, page.SignIn{Email: email, Error: msg})
+		return
+	case err != nil:
+		s.unavailablePage(w, r, rt, cl, email, err)
+		return
+	}
+	_ = s.throttle.Reset(ctx, account)
+	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
+	s.startSession(w, r, rt, cl, ar, u)
+}
+
+// signup creates an account (when the configuration allows it) and signs it in.
+func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester) {
+	ctx := r.Context()
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	email := strings.TrimSpace(r.PostForm.Get("email"))
+	password := r.PostForm.Get("password")
+	d := page.SignIn{SignupOpen: true, SignupName: truncate(name, 120), SignupEmail: truncate(email, 254), Fields: map[string]string{}}
+	if !rt.cfg.Auth.SelfSignup {
+		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
+		d.SignupOpen = false
+		d.Error = "Creating an account here is not enabled. Ask the operators of the application for an account."
+		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, d)
+		return
+	}
+	ip := clientIP(r)
+	lim := s.limits(rt)
+	if wait, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
+		s.unavailablePage(w, r, rt, cl, "", err)
+		return
+	} else if wait > 0 {
+		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
+		d.SignupError = fmt.Sprintf("Too many attempts from your network. Try again in %d s.", int(wait/time.Second))
+		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, d)
+		return
+	}
+	if len([]rune(name)) > users.MaxNameLen {
+		d.Fields["name"] = fmt.Sprintf("At most %d characters.", users.MaxNameLen)
+	}
+	if _, err := users.NormalizeEmail(email); err != nil {
+		d.Fields["email"] = "Enter an e-mail address like name@example.com."
+	}
+	if err := users.CheckPassword(password); err != nil {
+		d.Fields["password"] = "Use 8 to 256 characters."
+	}
+	if len(d.Fields) > 0 {
+		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
+		d.SignupError = "Please correct the fields marked below."
+		s.renderSignIn(w, r, rt, cl, http.StatusBadRequest, d)
+		return
+	}
+	u, err := s.users.Create(ctx, email, name, password)
+	if errors.Is(err, users.ErrEmailTaken) {
+		_, _ = s.throttle.Fail(ctx, "", ip, lim) // probing for addresses counts against the network
+		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
+		d.Fields["email"] = "An account with this e-mail address already exists. Sign in above instead."
+		d.SignupError = "Please correct the fields marked below."
+		s.renderSignIn(w, r, rt, cl, http.StatusConflict, d)
+		return
+	}
+	if err != nil {
+		s.unavailablePage(w, r, rt, cl, "", err)
+		return
+	}
+	s.log.Info("account created on the sign-in page", "user", u.ID)
+	s.metrics.signins.WithLabelValues(signinSignup).Inc()
+	s.startSession(w, r, rt, cl, ar, u)
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
+
+// unavailablePage answers a sign-in that could not be checked (store down, hashing pool full) with the
+// page and a 503: the user may simply retry.
+func (s *Service) unavailablePage(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, email string, err error) {
+	s.metrics.signins.WithLabelValues(signinError).Inc()
+	s.log.Warn("sign-in could not be checked", "err", err)
+	w.Header().Set("Retry-After", "5")
+	s.renderSignIn(w, r, rt, cl, http.StatusServiceUnavailable, page.SignIn{Email: email, Error: "Signing in is briefly unavailable. Please try again in a moment."})
+}
+
+// startSession sets a new sign-in session cookie (a new value at every sign-in, against session
+// fixation) and answers the authorization request.
+func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User) {
+	now := time.Now().UTC()
+	if old := readCookie(r, rt, sessionCookie); old != "" {
+		_ = s.sessions.Delete(r.Context(), old)
+	}
+	lifetime := rt.cfg.Auth.SessionLifetime.D()
+	token, err := s.sessions.Create(r.Context(), u.ID, now, lifetime)
+	if err != nil {
+		s.unavailablePage(w, r, rt, cl, u.Email, err)
+		return
+	}
+	setCookie(w, rt, sessionCookie, token, lifetime)
+	s.issueCode(w, r, rt, ar, u, now)
+}
+
+// issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
+// the authorization code.
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time) {
+	for _, scope := range ar.GetRequestedScopes() {
+		ar.GrantScope(scope)
+	}
+	if aud := ar.GetRequestedAudience(); len(aud) > 0 {
+		for _, a := range aud {
+			ar.GrantAudience(a)
+		}
+	} else {
+		ar.GrantAudience(ar.GetClient().GetID())
+	}
+	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
+	resp, err := rt.provider.NewAuthorizeResponse(r.Context(), ar, sess)
+	if err != nil {
+		s.authorizeError(w, r, rt, ar, err)
+		return
+	}
+	rt.provider.WriteAuthorizeResponse(r.Context(), w, ar, resp)
+}
+
+// userSession is the session every token of this sign-in carries.
+func userSession(u *users.User, scopes fosite.Arguments, clientID string, authTime, requestedAt time.Time) *Session {
+	sess := &Session{Subject: u.ID, Username: u.Email}
+	idc := sess.IDTokenClaims()
+	idc.Subject = u.ID
+	idc.AuthTime = authTime.UTC()
+	idc.RequestedAt = requestedAt.UTC()
+	idc.Extra = identityClaims(u, scopes)
+	sess.GetJWTClaims()
+	sess.ATClaims.Subject = u.ID
+	sess.ATClaims.Extra = map[string]interface{}{"client_id": clientID}
+	return sess
+}
+
+// identityClaims are the user's claims the granted scopes allow (OpenID Connect Core 5.4).
+func identityClaims(u *users.User, scopes fosite.Arguments) map[string]interface{} {
+	c := map[string]interface{}{}
+	if scopes.Has("email") {
+		c["email"] = u.Email
+		c["email_verified"] = false
+	}
+	if scopes.Has("profile") && u.Name != "" {
+		c["name"] = u.Name
+	}
+	return c
+}

@@ -1,0 +1,72 @@
+package auth
+
+import (
+	"encoding/json"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// discovery is /.well-known/openid-configuration (OpenID Connect Discovery 1.0, RFC 8414). Browsers
+// fetch it from any origin, so it is served with Access-Control-Allow-Origin: *.
+func (s *Service) discovery(c *fiber.Ctx) error {
+	rt := s.rt()
+	iss := rt.issuer
+	scopes := map[string]bool{}
+	for _, cl := range rt.clients {
+		for _, sc := range cl.Scopes {
+			scopes[sc] = true
+		}
+	}
+	list := make([]string, 0, len(scopes))
+	for _, sc := range []string{"openid", "profile", "email", "offline_access"} {
+		if scopes[sc] {
+			list = append(list, sc)
+			delete(scopes, sc)
+		}
+	}
+	for sc := range scopes {
+		list = append(list, sc)
+	}
+	doc := map[string]any{
+		"issuer":                                         iss,
+		"authorization_endpoint":                         iss + "/oauth2/authorize",
+		"token_endpoint":                                 iss + "/oauth2/token",
+		"userinfo_endpoint":                              iss + "/oauth2/userinfo",
+		"jwks_uri":                                       iss + "/.well-known/jwks.json",
+		"revocation_endpoint":                            iss + "/oauth2/revoke",
+		"introspection_endpoint":                         iss + "/oauth2/introspect",
+		"end_session_endpoint":                           iss + "/oauth2/logout",
+		"scopes_supported":                               list,
+		"response_types_supported":                       []string{"code"},
+		"response_modes_supported":                       []string{"query"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"subject_types_supported":                        []string{"public"},
+		"id_token_signing_alg_values_supported":          []string{"ES256"},
+		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_basic", "client_secret_post"},
+		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"prompt_values_supported":                        []string{"none", "login", "consent", "select_account"},
+		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name"},
+		"request_parameter_supported":                    false,
+		"request_uri_parameter_supported":                false,
+		"claims_parameter_supported":                     false,
+		"authorization_response_iss_parameter_supported": false,
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Send(b)
+}
+
+// jwksHandler is /.well-known/jwks.json: the current and the previous signing key.
+func (s *Service) jwksHandler(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
+	return c.Send(s.jwks)
+}

@@ -1,0 +1,172 @@
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+
+	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/throttle"
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform"
+)
+
+// maxBody bounds every request body the auth endpoints read: sign-in forms and token requests are small.
+const maxBody = 64 << 10
+
+type ipKey struct{}
+
+// handle mounts a net/http handler (what fosite speaks) in Fiber: the body is bounded first, and the
+// client address (X-Forwarded-For believed only from the configured proxies, and only its right-most
+// untrusted hop, which a client cannot forge) travels in the request context.
+func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
+	ah := adaptor.HTTPHandlerFunc(h)
+	return func(c *fiber.Ctx) error {
+		if err := limitBody(c, maxBody); err != nil {
+			return err
+		}
+		c.Locals(ipKey{}, platform.ClientIP(c, s.rt().proxies).String())
+		return ah(c)
+	}
+}
+
+// limitBody refuses a declared body over max with 413 and reads a chunked one up to max.
+func limitBody(c *fiber.Ctx, max int) error {
+	n := c.Request().Header.ContentLength()
+	if n > max {
+		return fiber.ErrRequestEntityTooLarge
+	}
+	if n == -1 { // chunked: read it here, bounded, before anything else does
+		if stream := c.Context().RequestBodyStream(); stream != nil {
+			b, err := io.ReadAll(io.LimitReader(stream, int64(max)+1))
+			if err != nil {
+				return fiber.ErrBadRequest
+			}
+			if len(b) > max {
+				return fiber.ErrRequestEntityTooLarge
+			}
+			c.Request().SetBody(b)
+		}
+	}
+	return nil
+}
+
+func clientIP(r *http.Request) string {
+	ip, _ := r.Context().Value(ipKey{}).(string)
+	return ip
+}
+
+// Cookie names: under https the __Host- prefix pins the cookie to this exact host and path /.
+func cookieName(rt *runtime, base string) string {
+	if rt.secure {
+		return "__Host-" + base
+	}
+	return base
+}
+
+const (
+	sessionCookie = "fs_session"
+	csrfCookie    = "fs_csrf"
+)
+
+func setCookie(w http.ResponseWriter, rt *runtime, base, value string, maxAge time.Duration) {
+	c := &http.Cookie{
+		Name:     cookieName(rt, base),
+		Value:    value,
+		Path:     "/",
+		HttpOnly: true,
+		Secure:   rt.secure,
+		SameSite: http.SameSiteLaxMode,
+	}
+	if maxAge < 0 {
+		c.MaxAge = -1
+	} else if maxAge > 0 {
+		c.MaxAge = int(maxAge / time.Second)
+	}
+	http.SetCookie(w, c)
+}
+
+func readCookie(r *http.Request, rt *runtime, base string) string {
+	c, err := r.Cookie(cookieName(rt, base))
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// csrfToken returns the browser's CSRF token (double-submit: the same random value in an HttpOnly
+// cookie and in the form), setting a new cookie when there is none.
+func csrfToken(w http.ResponseWriter, r *http.Request, rt *runtime) string {
+	if v := readCookie(r, rt, csrfCookie); len(v) == 43 {
+		return v
+	}
+	v := randomToken()
+	setCookie(w, rt, csrfCookie, v, 0)
+	return v
+}
+
+// csrfValid checks the double-submit token and, when the browser sends Origin, that the form was posted
+// from this host. A cross-site page can neither read the cookie nor set it.
+func csrfValid(r *http.Request, rt *runtime) bool {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return false
+		}
+	}
+	cookie := readCookie(r, rt, csrfCookie)
+	form := r.PostForm.Get("csrf_token")
+	return len(cookie) == 43 && subtle.ConstantTimeCompare([]byte(cookie), []byte(form)) == 1
+}
+
+// cors answers the browser's CORS questions for the endpoints a browser app calls directly (token,
+// revoke, userinfo): allowed are the origins of the registered clients' redirect URIs.
+func (s *Service) cors(methods string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		origin := c.Get(fiber.HeaderOrigin)
+		c.Vary(fiber.HeaderOrigin)
+		allowed := origin != "" && s.rt().origins[strings.ToLower(origin)]
+		if c.Method() == fiber.MethodOptions {
+			if !allowed {
+				return c.SendStatus(fiber.StatusForbidden)
+			}
+			c.Set(fiber.HeaderAccessControlAllowOrigin, origin)
+			c.Set(fiber.HeaderAccessControlAllowMethods, methods)
+			c.Set(fiber.HeaderAccessControlAllowHeaders, "authorization, content-type")
+			c.Set(fiber.HeaderAccessControlMaxAge, "600")
+			return c.SendStatus(fiber.StatusNoContent)
+		}
+		if allowed {
+			c.Set(fiber.HeaderAccessControlAllowOrigin, origin)
+			c.Set(fiber.HeaderAccessControlExposeHeaders, "www-authenticate")
+		}
+		return c.Next()
+	}
+}
+
+// isUnavailable reports a failure of the store or of the hashing pool: the request was fine, the
+// service could not serve it now (503, never 500).
+func isUnavailable(err error) bool {
+	for _, target := range []error{store.ErrUnavailable, users.ErrUnavailable, users.ErrBusy, sso.ErrUnavailable, throttle.ErrUnavailable} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,323 @@
+package auth_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/users"
+)
+
+// TestLoad_TokenEndpoint is the bounded load run of `make bench` (hack/bench.sh sets
+// FORMSSERVICE_AUTH_LOAD=1 and FORMSSERVICE_BIN): the real binary (`formsservice auth`) against a real
+// redis-server, driven over loopback by 16 concurrent clients in this process, first with
+// refresh_token grants, then with whole flows (authorize page → sign-in → code → token). Server CPU is
+// read from /proc for the server process alone, before and after each phase.
+//
+// The flows use a DELIBERATELY CHEAP argon2id setting (64 KiB, 1 pass), marked in the report, so that
+// the figure measures the provider and not the password hash; the hash's own cost at that setting and
+// at the production default is measured separately and printed next to it.
+func TestLoad_TokenEndpoint(t *testing.T) {
+	if os.Getenv("FORMSSERVICE_AUTH_LOAD") == "" {
+		t.Skip("load run: `make bench` runs it (FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN=bin/formsservice)")
+	}
+	bin := os.Getenv("FORMSSERVICE_BIN")
+	if bin == "" {
+		t.Fatal("FORMSSERVICE_BIN must name a built formsservice binary (`make build`)")
+	}
+	duration := 8 * time.Second
+	if v := os.Getenv("FORMSSERVICE_AUTH_LOAD_SECONDS"); v != "" {
+		n, _ := strconv.Atoi(v)
+		duration = time.Duration(n) * time.Second
+	}
+	const concurrency = 16
+	cheap := users.Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1}
+
+	rs := testredis.Start(t)
+	dir := t.TempDir()
+	ks, _ := keys.Generate()
+	pemKey, _ := keys.EncodePEM(ks.Current.Private)
+	keyFile := filepath.Join(dir, "signing.pem")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := testredis.FreePort(t)
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	cfgFile := filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf(`publicURL: %s
+logLevel: warn
+redis: {url: %q}
+auth:
+  signingKeyFile: %s
+  # BENCH ONLY: a deliberately cheap argon2id setting, so that the run measures the provider.
+  passwordHash: {memoryKiB: %d, iterations: %d, parallelism: %d}
+  throttle: {accountFailures: 1000000, ipFailures: 1000000}
+  clients:
+    - clientID: bench
+      redirectURIs: [%s/cb]
+`, base, rs.URL(), keyFile, cheap.MemoryKiB, cheap.Iterations, cheap.Parallelism, base)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "auth", "-config", cfgFile, "-addr", "127.0.0.1:"+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(stderr)) }()
+	waitReady(t, base)
+
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	us := users.NewStore(rdb, users.NewHasher(cheap, 2))
+	for i := range concurrency {
+		if _, err := us.Create(context.Background(), fmt.Sprintf("load%d@example.com", i), "Load", testPassword); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4 * concurrency},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	lc := &loadClient{t: t, base: base, c: client}
+
+	// Phase 1: refresh_token grants, each worker on its own chain.
+	chains := make([]string, concurrency)
+	for i := range chains {
+		chains[i] = lc.flow(fmt.Sprintf("load%d@example.com", i)).RefreshToken
+	}
+	refresh := run(t, cmd.Process.Pid, rs, concurrency, duration, func(w int) error {
+		tk, err := lc.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {chains[w]}, "client_id": {"bench"}})
+		if err != nil {
+			return err
+		}
+		chains[w] = tk.RefreshToken
+		return nil
+	})
+	// Phase 2: whole flows, each with a fresh browser.
+	flows := run(t, cmd.Process.Pid, rs, concurrency, duration, func(w int) error {
+		_, err := lc.tryFlow(fmt.Sprintf("load%d@example.com", w))
+		return err
+	})
+
+	hashCheap := hashCPU(cheap, 200)
+	hashDefault := hashCPU(users.DefaultParams, 10)
+	fmt.Printf("\n=== auth: token endpoint load (formsservice auth + redis-server on loopback, %d clients, %s each, GOMAXPROCS=2)\n", concurrency, duration)
+	fmt.Printf("%-34s %10s %9s %9s %14s %14s %7s\n", "operation", "ops/s", "p50", "p99", "server CPU/op", "redis CPU/op", "errors")
+	refresh.print("refresh_token grant")
+	flows.print("whole flow (page+sign-in+code)")
+	fmt.Printf("  argon2id CPU per verify: %.2f ms at the bench's CHEAP setting (64 KiB, t=1; not for production), %.1f ms at the default (19 MiB, t=2)\n",
+		ms(hashCheap), ms(hashDefault))
+	fmt.Printf("  whole flow apart from the password hash: %.3f ms server CPU (target < 1.5 ms); refresh: %.3f ms (target < 1 ms)\n",
+		ms(flows.cpuPerOp-hashCheap), ms(refresh.cpuPerOp))
+	if refresh.errors > 0 || flows.errors > 0 {
+		t.Fatalf("errors under load: refresh %d, flows %d", refresh.errors, flows.errors)
+	}
+}
+
+func waitReady(t *testing.T, base string) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("formsservice auth did not become ready")
+}
+
+type loadClient struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func (lc *loadClient) token(form url.Values) (tokens, error) {
+	res, err := lc.c.PostForm(lc.base+"/oauth2/token", form)
+	if err != nil {
+		return tokens{}, err
+	}
+	defer res.Body.Close()
+	var tk tokens
+	if err := jsonDecode(res.Body, &tk); err != nil || res.StatusCode != http.StatusOK {
+		return tk, fmt.Errorf("token: %d %s %v", res.StatusCode, tk.Error, err)
+	}
+	return tk, nil
+}
+
+func (lc *loadClient) flow(email string) tokens {
+	tk, err := lc.tryFlow(email)
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	return tk
+}
+
+// tryFlow is one browser: authorize page, sign-in form, code, token exchange.
+func (lc *loadClient) tryFlow(email string) (tokens, error) {
+	jar, _ := cookiejar.New(nil)
+	c := *lc.c
+	c.Jar = jar
+	verifier := oauth2.GenerateVerifier()
+	conf := &oauth2.Config{ClientID: "bench", RedirectURL: lc.base + "/cb", Scopes: []string{"openid", "email", "offline_access"},
+		Endpoint: oauth2.Endpoint{AuthURL: lc.base + "/oauth2/authorize"}}
+	res, err := c.Get(conf.AuthCodeURL("state-load-0123", oauth2.S256ChallengeOption(verifier)))
+	if err != nil {
+		return tokens{}, err
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := formRe.FindStringSubmatch(string(page))
+	csrf := inputRe.FindStringSubmatch(string(page))
+	if m == nil || csrf == nil {
+		return tokens{}, fmt.Errorf("no sign-in form (%d)", res.StatusCode)
+	}
+	form := url.Values{"csrf_token": {csrf[2]}, "action": {"signin"}, "email": {email}, "password": {testPassword}}
+	res, err = c.PostForm(lc.base+htmlUnescape(m[1]), form)
+	if err != nil {
+		return tokens{}, err
+	}
+	res.Body.Close()
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		return tokens{}, fmt.Errorf("sign-in: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	return lc.token(url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
+		"redirect_uri": {lc.base + "/cb"}, "client_id": {"bench"}, "code_verifier": {verifier}})
+}
+
+type phase struct {
+	ops, errors   int
+	seconds       float64
+	p50, p99      time.Duration
+	cpuPerOp      time.Duration
+	redisCPUPerOp time.Duration
+	serverCPU     time.Duration
+}
+
+func (p phase) print(name string) {
+	fmt.Printf("%-34s %10.0f %7.2fms %7.2fms %12.3fms %12.3fms %7d\n", name, float64(p.ops)/p.seconds,
+		ms(p.p50), ms(p.p99), ms(p.cpuPerOp), ms(p.redisCPUPerOp), p.errors)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// run drives op from n workers for d and measures latency and the server's and Redis's CPU.
+func run(t *testing.T, pid int, rs *testredis.Server, n int, d time.Duration, op func(worker int) error) phase {
+	redisPid := redisPID(t, rs)
+	cpu0, rcpu0 := procCPU(t, pid), procCPU(t, redisPid)
+	start := time.Now()
+	var mu sync.Mutex
+	var lat []time.Duration
+	errs := 0
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			bad := 0
+			for time.Since(start) < d {
+				t0 := time.Now()
+				if err := op(w); err != nil {
+					bad++
+					if bad == 1 {
+						t.Logf("worker %d: %v", w, err)
+					}
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			errs += bad
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu, rcpu := procCPU(t, pid)-cpu0, procCPU(t, redisPid)-rcpu0
+	slices.Sort(lat)
+	p := phase{ops: len(lat), errors: errs, seconds: elapsed.Seconds(), serverCPU: cpu}
+	if len(lat) > 0 {
+		p.p50, p.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+		p.cpuPerOp = cpu / time.Duration(len(lat))
+		p.redisCPUPerOp = rcpu / time.Duration(len(lat))
+	}
+	return p
+}
+
+// procCPU is utime+stime of a process from /proc/PID/stat (clock ticks of 10 ms).
+func procCPU(t *testing.T, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("server CPU: %v", err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// redisPID finds the redis-server listening on the test server's port.
+func redisPID(t *testing.T, rs *testredis.Server) int {
+	info, err := redis.NewClient(&redis.Options{Addr: rs.Addr()}).Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Fatal("no process_id in INFO")
+	return 0
+}
+
+// hashCPU is the CPU time of one argon2id hash with p, measured in this process.
+func hashCPU(p users.Params, n int) time.Duration {
+	salt := make([]byte, 16)
+	self := os.Getpid()
+	before := procCPUQuiet(self)
+	for range n {
+		argon2.IDKey([]byte(testPassword), salt, p.Iterations, p.MemoryKiB, p.Parallelism, 32)
+	}
+	return (procCPUQuiet(self) - before) / time.Duration(n)
+}
+
+func procCPUQuiet(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}

@@ -1,0 +1,128 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/ory/fosite/token/jwt"
+
+	"github.com/formsservice/formsservice/services/auth/page"
+)
+
+// logout is /oauth2/logout (OpenID Connect RP-Initiated Logout 1.0). With a valid id_token_hint the
+// browser is signed out at once; without one the user confirms on a page (a POST with a CSRF token), so
+// that another site cannot sign people out with a link. post_logout_redirect_uri must be registered for
+// the client; anything else gets an error page, never a redirect.
+func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
+	rt := s.rt()
+	ctx := r.Context()
+	bad := func(msg string) {
+		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "This sign-out link is not valid", Message: msg})
+	}
+	if err := r.ParseForm(); err != nil {
+		bad("The request could not be read.")
+		return
+	}
+	f := r.Form
+	for _, p := range []string{"id_token_hint", "post_logout_redirect_uri", "state", "client_id"} {
+		if len(f[p]) > 1 {
+			bad("The parameter " + p + " was given more than once.")
+			return
+		}
+	}
+	clientID := f.Get("client_id")
+	hintValid := false
+	if hint := f.Get("id_token_hint"); hint != "" {
+		tok, err := s.signer.Decode(ctx, hint)
+		var ve *jwt.ValidationError
+		if err != nil && !(errors.As(err, &ve) && ve.Errors == jwt.ValidationErrorExpired) {
+			bad("The id_token_hint is not an ID token issued here.")
+			return
+		}
+		if iss, _ := tok.Claims["iss"].(string); iss != rt.issuer {
+			bad("The id_token_hint was issued by someone else.")
+			return
+		}
+		aud := audiences(tok.Claims["aud"])
+		if clientID == "" && len(aud) > 0 {
+			clientID = aud[0]
+		} else if clientID != "" && !contains(aud, clientID) {
+			bad("The id_token_hint was not issued to this client.")
+			return
+		}
+		hintValid = true
+	}
+	redirect := f.Get("post_logout_redirect_uri")
+	if redirect != "" {
+		cl, ok := rt.clients[clientID]
+		if !ok || !cl.postLogout[redirect] {
+			bad("The return address after signing out is not registered for the application.")
+			return
+		}
+	}
+	formActions := []string{originOf(redirect)}
+
+	if !hintValid && r.Method != http.MethodPost {
+		hidden := map[string]string{}
+		for _, p := range []string{"post_logout_redirect_uri", "state", "client_id"} {
+			if v := f.Get(p); v != "" {
+				hidden[p] = v
+			}
+		}
+		s.pages.RenderLogout(w, page.Logout{Action: "/oauth2/logout", CSRF: csrfToken(w, r, rt), Hidden: hidden}, formActions)
+		return
+	}
+	if !hintValid && !csrfValid(r, rt) {
+		s.pages.RenderError(w, http.StatusForbidden, page.Error{Title: "Sign-out not confirmed", Message: "This form has expired or was not sent from this page. Please try again."})
+		return
+	}
+
+	if token := readCookie(r, rt, sessionCookie); token != "" {
+		if err := s.sessions.Delete(ctx, token); err != nil {
+			s.log.Warn("logout: session store unavailable", "err", err)
+			s.pages.RenderError(w, http.StatusServiceUnavailable, page.Error{Title: "Try again", Message: "Signing out is briefly unavailable. Please try again in a moment."})
+			return
+		}
+	}
+	setCookie(w, rt, sessionCookie, "", -1)
+	if redirect == "" {
+		s.pages.RenderSignedOut(w)
+		return
+	}
+	u, _ := url.Parse(redirect)
+	if st := f.Get("state"); st != "" {
+		q := u.Query()
+		q.Set("state", st)
+		u.RawQuery = q.Encode()
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+func audiences(v any) []string {
+	switch a := v.(type) {
+	case string:
+		return []string{a}
+	case []string:
+		return a
+	case []any:
+		var out []string
+		for _, x := range a {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+// Package page renders the hosted sign-in pages: server-side HTML that works without JavaScript, one
+// inline stylesheet allowed by its hash in the Content-Security-Policy (no 'unsafe-inline'), labels and
+// errors tied to their fields for screen readers.
+package page
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"strings"
+)
+
+//go:embed page.html
+var pageHTML string
+
+//go:embed page.css
+var pageCSS string
+
+// Renderer renders the pages.
+type Renderer struct {
+	tmpl      *template.Template
+	styleHash string
+}
+
+// New parses the templates.
+func New() *Renderer {
+	css := template.CSS(pageCSS)
+	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Parse(pageHTML))
+	h := sha256.Sum256([]byte(pageCSS))
+	return &Renderer{tmpl: t, styleHash: "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"}
+}
+
+// SignIn is the data of the sign-in page.
+type SignIn struct {
+	Action     string // the form's target: /oauth2/authorize with the authorization request's query
+	CSRF       string
+	ClientName string
+	Email      string
+	Error      string // shown above the sign-in form: wrong credentials, throttled, expired form
+	SelfSignup bool
+	SignupOpen bool
+	SignupName string
+	// SignupEmail and the field errors of the sign-up form (keys: name, email, password).
+	SignupEmail string
+	SignupError string
+	Fields      map[string]string
+}
+
+// Error is the data of an error page (an authorization request that cannot be redirected back).
+type Error struct {
+	Title   string
+	Message string
+}
+
+// Logout is the data of the sign-out confirmation.
+type Logout struct {
+	Action string
+	CSRF   string
+	Hidden map[string]string
+}
+
+// Security headers for every page. formActions are the origins a form on the page may submit to or be
+// redirected to afterwards (browsers apply form-action to the redirect too).
+func (r *Renderer) headers(w http.ResponseWriter, formActions []string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+r.styleHash+"; img-src 'self' data:; form-action 'self'"+
+		prefixSpace(formActions)+"; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+}
+
+func prefixSpace(list []string) string {
+	var b strings.Builder
+	for _, s := range list {
+		if s == "" || strings.ContainsAny(s, " ;,'\"") {
+			continue
+		}
+		b.WriteByte(' ')
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func (r *Renderer) render(w http.ResponseWriter, status int, name string, data any, formActions []string) {
+	var buf bytes.Buffer
+	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		// The templates are fixed and their data plain; this is a programming error.
+		http.Error(w, "page error", http.StatusInternalServerError)
+		return
+	}
+	r.headers(w, formActions)
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// RenderSignIn writes the sign-in page.
+func (r *Renderer) RenderSignIn(w http.ResponseWriter, status int, d SignIn, formActions []string) {
+	if d.Fields == nil {
+		d.Fields = map[string]string{}
+	}
+	if d.ClientName == "" {
+		d.ClientName = "the application"
+	}
+	r.render(w, status, "signin", d, formActions)
+}
+
+// RenderError writes an error page.
+func (r *Renderer) RenderError(w http.ResponseWriter, status int, d Error) {
+	r.render(w, status, "error", d, nil)
+}
+
+// RenderLogout writes the sign-out confirmation.
+func (r *Renderer) RenderLogout(w http.ResponseWriter, d Logout, formActions []string) {
+	r.render(w, http.StatusOK, "logout", d, formActions)
+}
+
+// RenderSignedOut writes the page shown after signing out without a return address.
+func (r *Renderer) RenderSignedOut(w http.ResponseWriter) {
+	r.render(w, http.StatusOK, "signedout", nil, nil)
+}

@@ -1,0 +1,270 @@
+package auth_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+func TestSignInPage_SecurityHeadersAndAccessibleForm(t *testing.T) {
+	p := startProvider(t, setup{})
+	res := newBrowser(t).get(p.authorizeURL("state-headers", oauth2.GenerateVerifier()))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("page: %d", res.StatusCode)
+	}
+	csp := res.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "style-src 'sha256-", "frame-ancestors 'none'", "form-action 'self' " + p.base} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "script-src") {
+		t.Errorf("CSP allows inline code or scripts: %q", csp)
+	}
+	for h, want := range map[string]string{"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
+		if got := res.Header.Get(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
+	}
+	for _, want := range []string{`<html lang="en">`, `<label for="email">`, `<label for="password">`, `autocomplete="current-password"`, `type="email"`} {
+		if !strings.Contains(res.body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(res.body, "<script") {
+		t.Error("the page must work without JavaScript and carries none")
+	}
+	// The CSRF cookie is HttpOnly and SameSite=Lax.
+	var csrf *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == "fs_csrf" {
+			csrf = c
+		}
+	}
+	if csrf == nil || !csrf.HttpOnly || csrf.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("CSRF cookie: %+v", csrf)
+	}
+}
+
+func TestSessionCookie_HttpOnlyLaxAndSecureUnderHTTPS(t *testing.T) {
+	for _, https := range []bool{false, true} {
+		p := startProvider(t, setup{mutate: func(c *config.Config) {
+			if https {
+				c.Auth.Issuer = "https://id.example.test"
+			}
+		}})
+		p.user(testEmail, testPassword)
+		b := newBrowser(t)
+		page := b.get(p.authorizeURL("state-cookie", oauth2.GenerateVerifier()))
+		// A plain-http test client cannot keep Secure cookies: copy the CSRF token from the header.
+		for _, c := range page.Cookies() {
+			if strings.HasSuffix(c.Name, "fs_csrf") {
+				u, _ := url.Parse(p.base)
+				c.Secure = false
+				b.c.Jar.SetCookies(u, []*http.Cookie{{Name: c.Name, Value: c.Value}})
+			}
+		}
+		res := b.signIn(p.base, page.body, testEmail, testPassword)
+		codeFrom(t, res, p.redirect)
+		var sess *http.Cookie
+		for _, c := range res.Cookies() {
+			if strings.HasSuffix(c.Name, "fs_session") {
+				sess = c
+			}
+		}
+		if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteLaxMode || sess.Path != "/" {
+			t.Fatalf("https=%v session cookie: %+v", https, sess)
+		}
+		if sess.Secure != https || strings.HasPrefix(sess.Name, "__Host-") != https {
+			t.Fatalf("https=%v: session cookie %q Secure=%v", https, sess.Name, sess.Secure)
+		}
+	}
+}
+
+func TestAuthorize_PromptNoneWithoutSession_LoginRequired(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	verifier := oauth2.GenerateVerifier()
+	res := newBrowser(t).get(p.authorizeURL("state-none-1", verifier, oauth2.SetAuthURLParam("prompt", "none")))
+	authorizeError(t, res, p.redirect, "login_required", "state-none-1")
+
+	// With a session, prompt=none answers with a code at once.
+	_, b := p.fullSignIn(testEmail, testPassword)
+	code, _ := codeFrom(t, b.get(p.authorizeURL("state-none-2", verifier, oauth2.SetAuthURLParam("prompt", "none"))), p.redirect)
+	if tk := p.exchange(code, verifier); tk.status != http.StatusOK {
+		t.Fatalf("prompt=none exchange: %d %s", tk.status, tk.Error)
+	}
+}
+
+func TestAuthorize_PromptLogin_ForcesTheForm(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	_, b := p.fullSignIn(testEmail, testPassword)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(p.authorizeURL("state-login", verifier, oauth2.SetAuthURLParam("prompt", "login")))
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.body, `name="password"`) {
+		t.Fatalf("prompt=login with a session: want the form, got %d", page.StatusCode)
+	}
+	code, _ := codeFrom(t, b.signIn(p.base, page.body, testEmail, testPassword), p.redirect)
+	if tk := p.exchange(code, verifier); tk.status != http.StatusOK || tk.IDToken == "" {
+		t.Fatalf("prompt=login exchange: %d %s", tk.status, tk.Error)
+	}
+	// max_age=0 also forces the form.
+	page = b.get(p.authorizeURL("state-maxage", verifier, oauth2.SetAuthURLParam("max_age", "0")))
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("max_age=0: want the form, got %d", page.StatusCode)
+	}
+}
+
+func TestCORS_TokenRevokeUserinfo_ClientOriginsOnly(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "spa", RedirectURIs: []string{"http://localhost:3000/callback"}})
+	}})
+	for _, path := range []string{"/oauth2/token", "/oauth2/revoke", "/oauth2/userinfo"} {
+		for origin, ok := range map[string]bool{"http://localhost:3000": true, p.base: true, "https://evil.example": false} {
+			req, _ := http.NewRequest(http.MethodOptions, p.base+path, nil)
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			req.Header.Set("Access-Control-Request-Headers", "content-type")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			got := res.Header.Get("Access-Control-Allow-Origin")
+			if ok && (res.StatusCode != http.StatusNoContent || got != origin) {
+				t.Errorf("%s preflight from %s: %d ACAO=%q", path, origin, res.StatusCode, got)
+			}
+			if !ok && (got != "" || res.StatusCode == http.StatusNoContent) {
+				t.Errorf("%s preflight from %s allowed: %d ACAO=%q", path, origin, res.StatusCode, got)
+			}
+		}
+	}
+	// The actual request carries the header too (an error response included).
+	req, _ := http.NewRequest(http.MethodPost, p.base+"/oauth2/token", strings.NewReader("grant_type=refresh_token&refresh_token=x&client_id=spa"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://localhost:3000")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || res.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" {
+		t.Fatalf("token error response: %d ACAO=%q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+func TestLogout_WithIDTokenHint_RedirectsToRegisteredURIAndEndsSession(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	tk, b := p.fullSignIn(testEmail, testPassword)
+
+	bad := b.get(p.base + "/oauth2/logout?" + url.Values{"id_token_hint": {tk.IDToken}, "post_logout_redirect_uri": {"https://evil.example/"}}.Encode())
+	if bad.StatusCode != http.StatusBadRequest || bad.Header.Get("Location") != "" {
+		t.Fatalf("unregistered post_logout_redirect_uri: %d %q", bad.StatusCode, bad.Header.Get("Location"))
+	}
+	res := b.get(p.base + "/oauth2/logout?" + url.Values{"id_token_hint": {tk.IDToken}, "post_logout_redirect_uri": {p.base + "/bye"}, "state": {"s 1"}}.Encode())
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != p.base+"/bye?state=s+1" {
+		t.Fatalf("logout: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	// The session is gone: the next authorize shows the form, prompt=none answers login_required.
+	if page := b.get(p.authorizeURL("state-after-logout", oauth2.GenerateVerifier())); page.StatusCode != http.StatusOK {
+		t.Fatalf("authorize after logout: %d", page.StatusCode)
+	}
+}
+
+func TestLogout_WithoutHint_AsksForConfirmation(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	_, b := p.fullSignIn(testEmail, testPassword)
+	page := b.get(p.base + "/oauth2/logout?" + url.Values{"client_id": {clientID}, "post_logout_redirect_uri": {p.base + "/bye"}}.Encode())
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.body, "Sign out?") {
+		t.Fatalf("confirmation page: %d", page.StatusCode)
+	}
+	// A link from another site cannot sign out: the POST needs the CSRF token.
+	f := forms(t, p.base, page.body)[0]
+	noToken := url.Values{"client_id": {clientID}}
+	if res := b.postForm(f.action, noToken); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("logout POST without CSRF token: %d", res.StatusCode)
+	}
+	if _, err := url.Parse(f.action); err != nil {
+		t.Fatal(err)
+	}
+	res := b.postForm(f.action, f.fields)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != p.base+"/bye" {
+		t.Fatalf("confirmed logout: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if page := b.get(p.authorizeURL("state-after", oauth2.GenerateVerifier(), oauth2.SetAuthURLParam("prompt", "none"))); page.StatusCode != http.StatusSeeOther ||
+		!strings.Contains(page.Header.Get("Location"), "error=login_required") {
+		t.Fatalf("prompt=none after logout: %d %q", page.StatusCode, page.Header.Get("Location"))
+	}
+}
+
+func TestSignup_WhenEnabled_CreatesAccountAndSignsIn(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.SelfSignup = true }})
+	b := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(p.authorizeURL("state-signup", verifier))
+	fs := forms(t, p.base, page.body)
+	if len(fs) != 2 || fs[1].fields.Get("action") != "signup" {
+		t.Fatalf("want a sign-up form, got %d forms", len(fs))
+	}
+	signup := func(name, email, password string) response {
+		f := fs[1]
+		f.fields.Set("name", name)
+		f.fields.Set("email", email)
+		f.fields.Set("password", password)
+		return b.postForm(f.action, f.fields)
+	}
+	res := signup("Grace", "not-an-address", "short")
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(res.body, `id="signup-email-error"`) || !strings.Contains(res.body, `id="signup-password-error"`) {
+		t.Fatalf("invalid sign-up: %d\n%.400s", res.StatusCode, res.body)
+	}
+	code, _ := codeFrom(t, signup("Grace Hopper", "Grace@Example.com", "a long enough password"), p.redirect)
+	tk := p.exchange(code, verifier)
+	if tk.status != http.StatusOK {
+		t.Fatalf("exchange after sign-up: %d", tk.status)
+	}
+	prov, err := oidc.NewProvider(t.Context(), p.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := prov.Verifier(&oidc.Config{ClientID: clientID}).Verify(t.Context(), tk.IDToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims struct{ Email, Name string }
+	_ = idt.Claims(&claims)
+	if claims.Email != "grace@example.com" || claims.Name != "Grace Hopper" {
+		t.Fatalf("claims after sign-up: %+v", claims)
+	}
+	// The address is unique in any case.
+	if res := signup("Other", "GRACE@example.com", "another long password"); res.StatusCode != http.StatusConflict {
+		t.Fatalf("duplicate sign-up: %d", res.StatusCode)
+	}
+}
+
+func TestSignup_WhenDisabled_Refused(t *testing.T) {
+	p := startProvider(t, setup{})
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-nosignup", oauth2.GenerateVerifier()))
+	f := forms(t, p.base, page.body)
+	if len(f) != 1 {
+		t.Fatalf("sign-up form shown while disabled")
+	}
+	f[0].fields.Set("action", "signup")
+	f[0].fields.Set("email", "mallory@example.com")
+	f[0].fields.Set("password", "a long enough password")
+	if res := b.postForm(f[0].action, f[0].fields); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("sign-up while disabled: %d", res.StatusCode)
+	}
+	if _, err := p.svc.Users().ByEmail(t.Context(), "mallory@example.com"); err == nil {
+		t.Fatal("an account was created")
+	}
+}

@@ -1,0 +1,334 @@
+package auth_test
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// authorizeError expects a redirect to the client carrying an OAuth error (and the state).
+func authorizeError(t *testing.T, res response, redirect, wantError, wantState string) {
+	t.Helper()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("want 303 with an OAuth error, got %d:\n%.400s", res.StatusCode, res.body)
+	}
+	loc, _ := url.Parse(res.Header.Get("Location"))
+	if !strings.HasPrefix(loc.String(), redirect+"?") {
+		t.Fatalf("error redirect to %q, want %s", loc, redirect)
+	}
+	q := loc.Query()
+	if q.Get("error") != wantError || q.Get("state") != wantState || q.Get("code") != "" {
+		t.Fatalf("redirect query %v, want error=%s state=%s and no code", q, wantError, wantState)
+	}
+}
+
+func TestAuthorize_PKCEPlain_RefusedBeforeSignInPage(t *testing.T) {
+	p := startProvider(t, setup{})
+	verifier := oauth2.GenerateVerifier()
+	u := p.oauth2Config().AuthCodeURL("state-plain-1",
+		oauth2.SetAuthURLParam("code_challenge", verifier), oauth2.SetAuthURLParam("code_challenge_method", "plain"))
+	authorizeError(t, newBrowser(t).get(u), p.redirect, "invalid_request", "state-plain-1")
+
+	// A challenge without a method defaults to plain (RFC 7636 4.3): refused too.
+	u = p.oauth2Config().AuthCodeURL("state-plain-2", oauth2.SetAuthURLParam("code_challenge", verifier))
+	authorizeError(t, newBrowser(t).get(u), p.redirect, "invalid_request", "state-plain-2")
+}
+
+func TestAuthorize_PKCEMissing_RefusedBeforeSignInPage(t *testing.T) {
+	p := startProvider(t, setup{})
+	u := p.oauth2Config().AuthCodeURL("state-nopkce")
+	authorizeError(t, newBrowser(t).get(u), p.redirect, "invalid_request", "state-nopkce")
+}
+
+func TestToken_WrongCodeVerifier_Refused(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	verifier := oauth2.GenerateVerifier()
+	code := p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
+	if tk := p.exchange(code, oauth2.GenerateVerifier()); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+		t.Fatalf("wrong verifier: %d %s", tk.status, tk.Error)
+	}
+	// Missing verifier, and then the right one: the challenge is checked once, so the code is spent.
+	if tk := p.exchange(code, ""); tk.status != http.StatusBadRequest {
+		t.Fatalf("missing verifier: %d %s", tk.status, tk.Error)
+	}
+	if tk := p.exchange(code, verifier); tk.status != http.StatusBadRequest {
+		t.Fatalf("right verifier after a wrong one: %d %s", tk.status, tk.Error)
+	}
+}
+
+func TestAuthorize_RedirectURIMismatch_ErrorPageWithoutRedirect(t *testing.T) {
+	p := startProvider(t, setup{})
+	port := strings.TrimPrefix(p.base, "http://127.0.0.1:")
+	n, _ := strconv.Atoi(port)
+	otherPort := strconv.Itoa(n%60000 + 1)
+	verifier := oauth2.GenerateVerifier()
+	for name, redirect := range map[string]string{
+		"other host":          "https://evil.example/cb",
+		"other path":          p.base + "/cb2",
+		"extra query":         p.redirect + "?x=1",
+		"trailing slash":      p.redirect + "/",
+		"other loopback port": "http://127.0.0.1:" + otherPort + "/cb", // fosite alone accepts any loopback port
+		"localhost alias":     "http://localhost:" + port + "/cb",
+		"missing":             "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf := p.oauth2Config()
+			conf.RedirectURL = redirect
+			res := newBrowser(t).get(conf.AuthCodeURL("state-mismatch", oauth2.S256ChallengeOption(verifier)))
+			if res.StatusCode != http.StatusBadRequest || res.Header.Get("Location") != "" {
+				t.Fatalf("want a 400 error page and no redirect, got %d Location=%q", res.StatusCode, res.Header.Get("Location"))
+			}
+			if !strings.Contains(res.Header.Get("Content-Type"), "text/html") || !strings.Contains(res.body, "not valid") {
+				t.Fatalf("want the HTML error page, got %q\n%.300s", res.Header.Get("Content-Type"), res.body)
+			}
+		})
+	}
+	t.Run("unknown client", func(t *testing.T) {
+		conf := p.oauth2Config()
+		conf.ClientID = "nobody"
+		res := newBrowser(t).get(conf.AuthCodeURL("state-unknown", oauth2.S256ChallengeOption(verifier)))
+		if res.StatusCode != http.StatusBadRequest || res.Header.Get("Location") != "" {
+			t.Fatalf("want a 400 error page and no redirect, got %d Location=%q", res.StatusCode, res.Header.Get("Location"))
+		}
+	})
+	t.Run("token endpoint", func(t *testing.T) {
+		p.user(testEmail, testPassword)
+		code := p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
+		tk := p.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {p.base + "/cb2"},
+			"client_id": {clientID}, "code_verifier": {verifier}})
+		if tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+			t.Fatalf("exchange with another redirect_uri: %d %s", tk.status, tk.Error)
+		}
+	})
+}
+
+func TestToken_CodeReplay_RevokesIssuedTokens(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	verifier := oauth2.GenerateVerifier()
+	code := p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
+	first := p.exchange(code, verifier)
+	if first.status != http.StatusOK {
+		t.Fatalf("first exchange: %d %s", first.status, first.Error)
+	}
+	if st := p.userinfoStatus(first.AccessToken); st != http.StatusOK {
+		t.Fatalf("userinfo before the replay: %d", st)
+	}
+	replay := p.exchange(code, verifier)
+	if replay.status != http.StatusBadRequest || replay.Error != "invalid_grant" || replay.AccessToken != "" {
+		t.Fatalf("replayed code: %d %s", replay.status, replay.Error)
+	}
+	if st := p.userinfoStatus(first.AccessToken); st != http.StatusUnauthorized {
+		t.Fatalf("access token issued for the replayed code still works: %d", st)
+	}
+	if tk := p.refresh(first.RefreshToken); tk.status != http.StatusBadRequest {
+		t.Fatalf("refresh token issued for the replayed code still works: %d", tk.status)
+	}
+}
+
+func TestToken_RefreshReuse_RevokesFamily(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	first, _ := p.fullSignIn(testEmail, testPassword)
+	second := p.refresh(first.RefreshToken)
+	if second.status != http.StatusOK {
+		t.Fatalf("refresh: %d %s", second.status, second.Error)
+	}
+	third := p.refresh(second.RefreshToken)
+	if third.status != http.StatusOK {
+		t.Fatalf("second refresh: %d %s", third.status, third.Error)
+	}
+	// An attacker replays the first (rotated) refresh token.
+	if tk := p.refresh(first.RefreshToken); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+		t.Fatalf("reused refresh token: %d %s", tk.status, tk.Error)
+	}
+	// Every token of the family is dead, including the newest.
+	if tk := p.refresh(third.RefreshToken); tk.status != http.StatusBadRequest {
+		t.Fatalf("newest refresh token after reuse: %d", tk.status)
+	}
+	for i, at := range []string{first.AccessToken, second.AccessToken, third.AccessToken} {
+		if st := p.userinfoStatus(at); st != http.StatusUnauthorized {
+			t.Fatalf("access token %d after reuse: %d", i, st)
+		}
+	}
+	// Another sign-in of the same user is a different family and unaffected.
+	other, _ := p.fullSignIn(testEmail, testPassword)
+	if st := p.userinfoStatus(other.AccessToken); st != http.StatusOK {
+		t.Fatalf("unrelated grant: %d", st)
+	}
+}
+
+func TestSignIn_CSRFMissingOrWrong_Refused(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-csrf-01", oauth2.GenerateVerifier()))
+	f := forms(t, p.base, page.body)[0]
+	if f.fields.Get("csrf_token") == "" {
+		t.Fatal("the sign-in form has no CSRF token")
+	}
+	submit := func(token string, header ...string) response {
+		form := url.Values{"action": {"signin"}, "email": {testEmail}, "password": {testPassword}}
+		if token != "" {
+			form.Set("csrf_token", token)
+		}
+		return b.postForm(f.action, form, header...)
+	}
+	for name, res := range map[string]response{
+		"missing":      submit(""),
+		"wrong":        submit(base64.RawURLEncoding.EncodeToString(make([]byte, 32))),
+		"cross-origin": submit(f.fields.Get("csrf_token"), "Origin", "https://evil.example"),
+	} {
+		if res.StatusCode != http.StatusForbidden || res.Header.Get("Location") != "" || !strings.Contains(res.body, "expired") {
+			t.Fatalf("%s CSRF token: want 403 page without redirect, got %d %q", name, res.StatusCode, res.Header.Get("Location"))
+		}
+	}
+	// Without the cookie (another browser posting the same token) it fails too.
+	other := newBrowser(t)
+	form := url.Values{"csrf_token": {f.fields.Get("csrf_token")}, "action": {"signin"}, "email": {testEmail}, "password": {testPassword}}
+	if res := other.postForm(f.action, form); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("token without its cookie: %d", res.StatusCode)
+	}
+	// The real form still works.
+	codeFrom(t, submit(f.fields.Get("csrf_token")), p.redirect)
+}
+
+func TestAuthorize_StateEchoedUnchanged(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	state := `a b+c/d?e=f&g%h;ü"<>` + "ẞ"
+	page := b.get(p.authorizeURL(state, oauth2.GenerateVerifier()))
+	_, got := codeFrom(t, b.signIn(p.base, page.body, testEmail, testPassword), p.redirect)
+	if got != state {
+		t.Fatalf("state %q, want %q", got, state)
+	}
+	// The same on the SSO path and on an error redirect.
+	_, got = codeFrom(t, b.get(p.authorizeURL(state, oauth2.GenerateVerifier())), p.redirect)
+	if got != state {
+		t.Fatalf("state on SSO %q, want %q", got, state)
+	}
+	authorizeError(t, newBrowser(t).get(p.oauth2Config().AuthCodeURL(state)), p.redirect, "invalid_request", state)
+}
+
+func TestSignIn_ThrottledAfterRepeatedFailures(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.Throttle = config.Throttle{AccountFailures: 3, IPFailures: 6, Window: config.Duration(time.Minute)}
+	}})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-throttle", oauth2.GenerateVerifier()))
+	var res response
+	for i := 0; i < 3; i++ {
+		res = b.signIn(p.base, page.body, testEmail, "wrong password "+string(rune('a'+i)))
+		page = res
+	}
+	if res.StatusCode != http.StatusTooManyRequests || !strings.Contains(res.body, "Try again in") || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("third failure: want 429 with 'Try again in N s', got %d\n%.300s", res.StatusCode, res.body)
+	}
+	// While throttled even the right password is refused, with the page (not a 500).
+	res = b.signIn(p.base, page.body, testEmail, testPassword)
+	if res.StatusCode != http.StatusTooManyRequests || !strings.Contains(res.body, "Try again in") {
+		t.Fatalf("right password while throttled: %d", res.StatusCode)
+	}
+	// Per address: failures spread over other accounts from the same address reach the IP limit.
+	for i := 0; i < 3; i++ {
+		res = b.signIn(p.base, page.body, "someone"+string(rune('a'+i))+"@example.com", "whatever-password")
+	}
+	p.user("grace@example.com", testPassword)
+	res = b.signIn(p.base, page.body, "grace@example.com", testPassword)
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("another account from a throttled address: %d", res.StatusCode)
+	}
+}
+
+func TestSignIn_WrongEmailOrPassword_SameGenericError(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-generic", oauth2.GenerateVerifier()))
+	wrongPassword := b.signIn(p.base, page.body, testEmail, "not the password")
+	unknownEmail := b.signIn(p.base, page.body, "nobody@example.com", "not the password")
+	for _, res := range []response{wrongPassword, unknownEmail} {
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.body, "Wrong e-mail address or password.") {
+			t.Fatalf("want 401 with the generic message, got %d\n%.300s", res.StatusCode, res.body)
+		}
+	}
+}
+
+func TestIntrospect_DeletedUser_TokenInactive(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("resource-server-secret-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "api", RedirectURIs: []string{"https://api.example/cb"}, SecretFile: secretFile})
+	}})
+	p.user(testEmail, testPassword)
+	tk, _ := p.fullSignIn(testEmail, testPassword)
+	introspect := func(token string) (int, bool) {
+		req, _ := http.NewRequest(http.MethodPost, p.base+"/oauth2/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("api", "resource-server-secret-0123456789")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body struct {
+			Active bool `json:"active"`
+		}
+		_ = jsonDecode(res.Body, &body)
+		return res.StatusCode, body.Active
+	}
+	if st, active := introspect(tk.AccessToken); st != http.StatusOK || !active {
+		t.Fatalf("introspection before deletion: %d active=%v", st, active)
+	}
+	if _, err := p.svc.Users().Delete(context.Background(), testEmail); err != nil {
+		t.Fatal(err)
+	}
+	if st, active := introspect(tk.AccessToken); st != http.StatusOK || active {
+		t.Fatalf("introspection after deletion: %d active=%v", st, active)
+	}
+	if st := p.userinfoStatus(tk.AccessToken); st != http.StatusUnauthorized {
+		t.Fatalf("userinfo after deletion: %d", st)
+	}
+	if r := p.refresh(tk.RefreshToken); r.status != http.StatusBadRequest {
+		t.Fatalf("refresh after deletion: %d", r.status)
+	}
+	// Wrong resource-server credentials are refused.
+	req, _ := http.NewRequest(http.MethodPost, p.base+"/oauth2/introspect", strings.NewReader("token="+tk.AccessToken))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("api", "wrong")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("introspection with a wrong secret: %d", res.StatusCode)
+	}
+}
+
+func TestToken_ExpiredCode_Refused(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.CodeLifetime = config.Duration(time.Second) }})
+	p.user(testEmail, testPassword)
+	verifier := oauth2.GenerateVerifier()
+	code := p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
+	time.Sleep(1500 * time.Millisecond)
+	if tk := p.exchange(code, verifier); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+		t.Fatalf("expired code: %d %s", tk.status, tk.Error)
+	}
+}

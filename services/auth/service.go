@@ -1,0 +1,308 @@
+// Package auth is the OAuth 2.0 / OpenID Connect provider: ory/fosite (authorization code with PKCE,
+// refresh tokens, OpenID Connect, revocation, introspection) on the Redis storage of package store, with
+// the hosted sign-in page of package page, mounted in Fiber through its net/http adaptor. Every endpoint
+// is listed in routes.go.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/compose"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/handler/openid"
+	"github.com/ory/fosite/token/jwt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/throttle"
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// Options are the service's dependencies.
+type Options struct {
+	Config config.Source
+	Redis  redis.UniversalClient
+	Logger *slog.Logger
+	// Registry receives the service's metrics (nil: a private one).
+	Registry prometheus.Registerer
+	// Keys sign every token; see keys.Load and keys.Generate.
+	Keys *keys.Set
+}
+
+// Service is the auth service.
+type Service struct {
+	cfg      config.Source
+	rdb      redis.UniversalClient
+	log      *slog.Logger
+	keys     *keys.Set
+	signer   *keys.Signer
+	store    *store.Store
+	users    *users.Store
+	sessions *sso.Store
+	throttle *throttle.Limiter
+	pages    *page.Renderer
+	metrics  *metrics
+	jwks     []byte
+
+	mu      sync.Mutex // serialises rebuilding the runtime after a config change
+	current atomic.Pointer[runtime]
+}
+
+// runtime is everything derived from one version of the configuration; it is rebuilt when the
+// configuration is reloaded, so clients and lifetimes change without a restart.
+type runtime struct {
+	cfg      *config.Config
+	issuer   string
+	secure   bool // the issuer is https: cookies get Secure and the __Host- prefix
+	provider fosite.OAuth2Provider
+	clients  map[string]*client
+	origins  map[string]bool // origins of every client's redirect URIs (CORS)
+	proxies  *platform.ProxyTrust
+}
+
+// client is a registered client as fosite sees it, plus what the page and logout need.
+type client struct {
+	*fosite.DefaultClient
+	name            string
+	postLogout      map[string]bool
+	redirectOrigins map[string]bool
+}
+
+// New builds the service. The configuration is read now and again whenever it changes.
+func New(o Options) (*Service, error) {
+	if o.Keys == nil {
+		return nil, errors.New("auth: no signing keys")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	cfg := o.Config.Current()
+	ph := cfg.Auth.PasswordHash
+	hasher := users.NewHasher(users.Params{MemoryKiB: ph.MemoryKiB, Iterations: ph.Iterations, Parallelism: ph.Parallelism}, ph.Concurrency)
+	s := &Service{
+		cfg:      o.Config,
+		rdb:      o.Redis,
+		log:      o.Logger,
+		keys:     o.Keys,
+		signer:   o.Keys.Signer(),
+		users:    users.NewStore(o.Redis, hasher),
+		sessions: sso.New(o.Redis),
+		throttle: throttle.New(o.Redis),
+		pages:    page.New(),
+		jwks:     o.Keys.JWKS(),
+	}
+	s.store = store.New(store.Options{
+		Redis:      o.Redis,
+		Client:     s.getClient,
+		NewSession: newSession,
+		Lifetimes: func() store.Lifetimes {
+			a := s.cfg.Current().Auth
+			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D()}
+		},
+	})
+	var err error
+	if s.metrics, err = newMetrics(o.Registry); err != nil {
+		return nil, err
+	}
+	rt, err := s.build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.current.Store(rt)
+	return s, nil
+}
+
+// Name implements platform.Service.
+func (s *Service) Name() string { return "auth" }
+
+// Ready implements platform.Service: the store answers.
+func (s *Service) Ready(ctx context.Context) error { return s.store.Ready(ctx) }
+
+// Users returns the user store (the dev server creates its fixture user through it).
+func (s *Service) Users() *users.Store { return s.users }
+
+// Store returns the token store.
+func (s *Service) Store() *store.Store { return s.store }
+
+// rt returns the runtime for the configuration in effect, rebuilding it after a reload. A configuration
+// that cannot be built (an unreadable client secret) is logged and the previous runtime kept.
+func (s *Service) rt() *runtime {
+	cfg := s.cfg.Current()
+	if rt := s.current.Load(); rt.cfg == cfg {
+		return rt
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rt := s.current.Load()
+	if rt.cfg == cfg {
+		return rt
+	}
+	next, err := s.build(cfg)
+	if err != nil {
+		s.log.Error("auth configuration not applied; keeping the previous one", "err", err)
+		// Remember the failure for this config version so that it is not retried on every request.
+		failed := *rt
+		failed.cfg = cfg
+		s.current.Store(&failed)
+		return &failed
+	}
+	s.current.Store(next)
+	return next
+}
+
+func (s *Service) getClient(_ context.Context, id string) (fosite.Client, error) {
+	if c, ok := s.rt().clients[id]; ok {
+		return c, nil
+	}
+	return nil, fosite.ErrNotFound
+}
+
+func (s *Service) build(cfg *config.Config) (*runtime, error) {
+	a := cfg.Auth
+	issuer := strings.TrimSuffix(a.Issuer, "/")
+	if issuer == "" {
+		return nil, errors.New("auth: no issuer (set publicURL or auth.issuer)")
+	}
+	secret, rotated, err := s.keys.HMACSecrets()
+	if err != nil {
+		return nil, err
+	}
+	rt := &runtime{cfg: cfg, issuer: issuer, secure: strings.HasPrefix(issuer, "https://"),
+		clients: map[string]*client{}, origins: map[string]bool{}, proxies: platform.ParseProxyTrust(cfg.TrustedProxies)}
+	for _, c := range a.Clients {
+		cl, err := newClient(c)
+		if err != nil {
+			return nil, err
+		}
+		rt.clients[c.ClientID] = cl
+		for o := range cl.redirectOrigins {
+			rt.origins[o] = true
+		}
+	}
+	fc := &fosite.Config{
+		AccessTokenLifespan:            a.AccessTokenLifetime.D(),
+		RefreshTokenLifespan:           a.RefreshTokenLifetime.D(),
+		AuthorizeCodeLifespan:          a.CodeLifetime.D(),
+		IDTokenLifespan:                a.IDTokenLifetime.D(),
+		IDTokenIssuer:                  issuer,
+		AccessTokenIssuer:              issuer,
+		TokenURL:                       issuer + "/oauth2/token",
+		ScopeStrategy:                  fosite.ExactScopeStrategy,
+		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
+		EnforcePKCEForPublicClients:    true,
+		EnablePKCEPlainChallengeMethod: false,
+		AllowedPromptValues:            []string{"login", "none", "consent", "select_account"},
+		RefreshTokenScopes:             []string{"offline_access"},
+		MinParameterEntropy:            fosite.MinParameterEntropy,
+		JWTScopeClaimKey:               jwt.JWTScopeFieldString,
+		ClientSecretsHasher:            sha256Hasher{},
+		GlobalSecret:                   secret,
+		RotatedGlobalSecrets:           rotated,
+		SendDebugMessagesToClients:     false,
+	}
+	core := &store.Strategy{JWT: &oauth2.DefaultJWTStrategy{
+		Signer:          s.signer,
+		HMACSHAStrategy: compose.NewOAuth2HMACStrategy(fc),
+		Config:          fc,
+	}}
+	strategy := &compose.CommonStrategy{
+		CoreStrategy:               core,
+		OpenIDConnectTokenStrategy: &openid.DefaultStrategy{Signer: s.signer, Config: fc},
+		Signer:                     s.signer,
+	}
+	rt.provider = compose.Compose(fc, s.store, strategy,
+		compose.OAuth2AuthorizeExplicitFactory,
+		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OpenIDConnectExplicitFactory,
+		compose.OpenIDConnectRefreshFactory,
+		compose.OAuth2TokenIntrospectionFactory,
+		compose.OAuth2TokenRevocationFactory,
+		compose.OAuth2PKCEFactory,
+	)
+	return rt, nil
+}
+
+// newClient turns a configured client into a fosite client. A client with a secret file is
+// confidential; the secret is kept as its SHA-256 only.
+func newClient(c config.OAuthClient) (*client, error) {
+	dc := &fosite.DefaultClient{
+		ID:            c.ClientID,
+		RedirectURIs:  c.RedirectURIs,
+		GrantTypes:    []string{"authorization_code", "refresh_token"},
+		ResponseTypes: []string{"code"},
+		Scopes:        c.Scopes,
+		Audience:      []string{c.ClientID},
+		Public:        c.SecretFile == "",
+	}
+	if c.SecretFile != "" {
+		b, err := os.ReadFile(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth.clients[%s]: secret: %w", c.ClientID, err)
+		}
+		secret := strings.TrimSpace(string(b))
+		if len(secret) < 16 {
+			return nil, fmt.Errorf("auth.clients[%s]: secret: at least 16 characters", c.ClientID)
+		}
+		h := sha256.Sum256([]byte(secret))
+		dc.Secret = h[:]
+	}
+	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}}
+	if cl.name == "" {
+		cl.name = c.ClientID
+	}
+	for _, u := range c.PostLogoutRedirectURIs {
+		cl.postLogout[u] = true
+	}
+	for _, r := range c.RedirectURIs {
+		if o := originOf(r); o != "" {
+			cl.redirectOrigins[o] = true
+		}
+	}
+	return cl, nil
+}
+
+// originOf returns scheme://host[:port] of an absolute URL, lower case as browsers send it.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// sha256Hasher compares client secrets by SHA-256 in constant time. Client secrets are long random
+// strings, so a slow password hash (fosite's default bcrypt) would only cost CPU on every token request.
+type sha256Hasher struct{}
+
+func (sha256Hasher) Compare(_ context.Context, hash, data []byte) error {
+	h := sha256.Sum256(data)
+	if subtle.ConstantTimeCompare(hash, h[:]) != 1 {
+		return errors.New("secret mismatch")
+	}
+	return nil
+}
+
+func (sha256Hasher) Hash(_ context.Context, data []byte) ([]byte, error) {
+	h := sha256.Sum256(data)
+	return h[:], nil
+}

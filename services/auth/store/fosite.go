@@ -1,0 +1,313 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/handler/openid"
+	"github.com/ory/fosite/handler/pkce"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	_ fosite.ClientManager               = (*Store)(nil)
+	_ oauth2.CoreStorage                 = (*Store)(nil)
+	_ oauth2.TokenRevocationStorage      = (*Store)(nil)
+	_ pkce.PKCERequestStorage            = (*Store)(nil)
+	_ openid.OpenIDConnectRequestStorage = (*Store)(nil)
+)
+
+// GetClient returns a registered client.
+func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error) {
+	return s.client(ctx, id)
+}
+
+// ClientAssertionJWTValid answers whether a client assertion's jti is still unused.
+func (s *Store) ClientAssertionJWTValid(ctx context.Context, jti string) error {
+	n, err := s.rdb.Exists(ctx, "auth:jti:{"+hashed(jti)+"}").Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	if n > 0 {
+		return fosite.ErrJTIKnown
+	}
+	return nil
+}
+
+// SetClientAssertionJWT remembers a client assertion's jti until it expires.
+func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.Time) error {
+	d := time.Until(exp)
+	if d <= 0 {
+		return nil
+	}
+	ok, err := s.rdb.SetNX(ctx, "auth:jti:{"+hashed(jti)+"}", "1", d).Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	if !ok {
+		return fosite.ErrJTIKnown
+	}
+	return nil
+}
+
+// --- authorization codes ---
+
+// CreateAuthorizeCodeSession stores a code's request and registers its family with the subject, so that
+// deleting the user can revoke it.
+func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, sig string, r fosite.Requester) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return errors.New("authorization code signature without family")
+	}
+	v, err := encode(r)
+	if err != nil {
+		return err
+	}
+	lt := s.lifetimes()
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if sub := r.GetSession().GetSubject(); sub != "" {
+			p.SAdd(ctx, subjectKey(sub), family)
+			p.Expire(ctx, subjectKey(sub), s.markerTTL())
+		}
+		p.Set(ctx, key(family, "code", rest), v, ttl(r, fosite.AuthorizeCode, lt.Code))
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// GetAuthorizeCodeSession returns the code's request; a used code answers ErrInvalidatedAuthorizeCode
+// with a request carrying the family ID, so that fosite revokes what the code issued.
+func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil, fosite.ErrNotFound
+	}
+	v, revoked, err := s.get(ctx, family, key(family, "code", rest))
+	switch {
+	case err != nil:
+		return nil, err
+	case v == "":
+		return nil, fosite.ErrNotFound
+	case v == used || revoked:
+		return familyOnly(family), fosite.ErrInvalidatedAuthorizeCode
+	}
+	return s.decode(ctx, v)
+}
+
+// invalidateScript marks a code used exactly once. A second use (a replay racing the first exchange, or
+// a code of a revoked family) revokes the family and fails.
+var invalidateScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 'missing' end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'revoked' end
+if v == 'U' then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+  return 'reused'
+end
+redis.call('SET', KEYS[1], 'U', 'PX', ARGV[1])
+return 'ok'
+`)
+
+// InvalidateAuthorizeCodeSession marks the code used; only one caller ever succeeds.
+func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return fosite.ErrNotFound
+	}
+	return s.runMarker(ctx, invalidateScript, family, key(family, "code", rest))
+}
+
+func (s *Store) runMarker(ctx context.Context, script *redis.Script, family, k string) error {
+	ms := strconv.FormatInt(s.markerTTL().Milliseconds(), 10)
+	res, err := script.Run(ctx, s.rdb, []string{k, revokedKey(family)}, ms).Text()
+	if err != nil {
+		return unavailable(err)
+	}
+	switch res {
+	case "ok":
+		return nil
+	case "missing":
+		return fosite.ErrNotFound
+	default: // reused, revoked
+		return ErrReplay
+	}
+}
+
+// --- PKCE and OpenID Connect sessions (keyed like the code) ---
+
+// CreatePKCERequestSession stores the code challenge for a code.
+func (s *Store) CreatePKCERequestSession(ctx context.Context, sig string, r fosite.Requester) error {
+	return s.createBySig(ctx, "pkce", sig, r)
+}
+
+// GetPKCERequestSession returns the code challenge for a code.
+func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
+	return s.getBySig(ctx, "pkce", sig)
+}
+
+// DeletePKCERequestSession removes it: a challenge is checked once, right or wrong.
+func (s *Store) DeletePKCERequestSession(ctx context.Context, sig string) error {
+	return s.deleteBySig(ctx, "pkce", sig)
+}
+
+// CreateOpenIDConnectSession stores the id_token request for a code. fosite passes the raw code here,
+// so the key holds its hash.
+func (s *Store) CreateOpenIDConnectSession(ctx context.Context, code string, r fosite.Requester) error {
+	return s.createBySig(ctx, "oidc", codeKey(code), r)
+}
+
+// GetOpenIDConnectSession returns the id_token request for a code.
+func (s *Store) GetOpenIDConnectSession(ctx context.Context, code string, _ fosite.Requester) (fosite.Requester, error) {
+	return s.getBySig(ctx, "oidc", codeKey(code))
+}
+
+// DeleteOpenIDConnectSession removes it.
+func (s *Store) DeleteOpenIDConnectSession(ctx context.Context, code string) error {
+	return s.deleteBySig(ctx, "oidc", codeKey(code))
+}
+
+// codeKey turns a raw code "family~secret" into "family~sha256(code)".
+func codeKey(code string) string {
+	family, _, ok := Family(code)
+	if !ok {
+		return ""
+	}
+	return family + "~" + hashed(code)
+}
+
+func (s *Store) createBySig(ctx context.Context, kind, sig string, r fosite.Requester) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return errors.New(kind + " session without family")
+	}
+	v, err := encode(r)
+	if err != nil {
+		return err
+	}
+	return s.set(ctx, key(family, kind, rest), v, ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))
+}
+
+func (s *Store) getBySig(ctx context.Context, kind, sig string) (fosite.Requester, error) {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil, fosite.ErrNotFound
+	}
+	v, revoked, err := s.get(ctx, family, key(family, kind, rest))
+	if err != nil {
+		return nil, err
+	}
+	if v == "" || v == used || revoked {
+		return nil, fosite.ErrNotFound
+	}
+	return s.decode(ctx, v)
+}
+
+func (s *Store) deleteBySig(ctx context.Context, kind, sig string) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil
+	}
+	return s.del(ctx, key(family, kind, rest))
+}
+
+// --- access tokens ---
+
+// CreateAccessTokenSession stores an access token's request until the token expires.
+func (s *Store) CreateAccessTokenSession(ctx context.Context, sig string, r fosite.Requester) error {
+	return s.createToken(ctx, "at", sig, r, fosite.AccessToken, s.lifetimes().Access)
+}
+
+// GetAccessTokenSession returns an access token's request; a revoked family reads as not found.
+func (s *Store) GetAccessTokenSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
+	return s.getBySig(ctx, "at", sig)
+}
+
+// DeleteAccessTokenSession removes one access token.
+func (s *Store) DeleteAccessTokenSession(ctx context.Context, sig string) error {
+	return s.deleteBySig(ctx, "at", sig)
+}
+
+func (s *Store) createToken(ctx context.Context, kind, sig string, r fosite.Requester, tt fosite.TokenType, def time.Duration) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return errors.New(kind + " signature without family")
+	}
+	v, err := encode(r)
+	if err != nil {
+		return err
+	}
+	return s.set(ctx, key(family, kind, rest), v, ttl(r, tt, def))
+}
+
+// --- refresh tokens ---
+
+// CreateRefreshTokenSession stores a refresh token's request until the token expires.
+func (s *Store) CreateRefreshTokenSession(ctx context.Context, sig string, _ string, r fosite.Requester) error {
+	return s.createToken(ctx, "rt", sig, r, fosite.RefreshToken, s.lifetimes().Refresh)
+}
+
+// GetRefreshTokenSession returns a refresh token's request. A rotated token, or any token of a revoked
+// family, answers ErrInactiveToken with the family ID, which makes fosite revoke the family.
+func (s *Store) GetRefreshTokenSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil, fosite.ErrNotFound
+	}
+	v, revoked, err := s.get(ctx, family, key(family, "rt", rest))
+	switch {
+	case err != nil:
+		return nil, err
+	case v == "":
+		return nil, fosite.ErrNotFound
+	case v == used || revoked:
+		return familyOnly(family), fosite.ErrInactiveToken
+	}
+	return s.decode(ctx, v)
+}
+
+// DeleteRefreshTokenSession removes one refresh token.
+func (s *Store) DeleteRefreshTokenSession(ctx context.Context, sig string) error {
+	return s.deleteBySig(ctx, "rt", sig)
+}
+
+// rotateScript retires a refresh token exactly once. The marker keeps the token's own expiry, so that
+// presenting it again at any time it could have been used is detected as reuse.
+var rotateScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 'missing' end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'revoked' end
+if v == 'U' then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+  return 'reused'
+end
+redis.call('SET', KEYS[1], 'U', 'KEEPTTL')
+return 'ok'
+`)
+
+// RotateRefreshToken retires the refresh token being exchanged. Two concurrent exchanges of the same
+// token: one succeeds, the other is reuse and revokes the family (the winner's new tokens included).
+func (s *Store) RotateRefreshToken(ctx context.Context, _ string, sig string) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return fosite.ErrNotFound
+	}
+	return s.runMarker(ctx, rotateScript, family, key(family, "rt", rest))
+}
+
+// RevokeRefreshToken revokes the family (RFC 7009: revoking a refresh token revokes its grant).
+func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error {
+	return s.RevokeFamily(ctx, requestID)
+}
+
+// RevokeAccessToken revokes the family as well: fosite revokes by request ID, and every token of a
+// request shares it.
+func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
+	return s.RevokeFamily(ctx, requestID)
+}

@@ -1,0 +1,285 @@
+// Package store is the provider's fosite storage on Redis: authorization codes, PKCE and OpenID Connect
+// sessions, access and refresh tokens, their revocation, and replay detection.
+//
+// Every token belongs to a family: the fosite request ID of the authorization that started it, shared by
+// the code, the tokens it is exchanged for and every refresh after them. The token strategy puts the
+// family ID in front of each signature ("family~signature"), and every key of a family carries it as a
+// hash tag, so that the few operations that must be atomic (use a code once, rotate a refresh token,
+// revoke a family) are single Lua scripts on one Redis Cluster slot. The scripts only read and write
+// keys; nothing in Go holds a lock or calls back into the store while a script runs.
+//
+// Revoking a family writes one marker that every read checks in the same script, so a token issued by a
+// request racing with the revocation is dead too. A used code or a rotated refresh token is replaced by a
+// one-byte marker that lives as long as the token would have, so that presenting it again is recognised
+// as a replay and revokes the family.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable wraps every failure to reach Redis; the service answers it with 503.
+var ErrUnavailable = errors.New("token store unavailable")
+
+// ErrReplay is returned when a used authorization code or a rotated refresh token is presented again
+// (the family is revoked by then), or when the family was revoked before.
+var ErrReplay = errors.New("token reused or revoked")
+
+// Lifetimes are read from the live configuration on every write.
+type Lifetimes struct {
+	Code, Access, Refresh time.Duration
+}
+
+// Options configure a Store.
+type Options struct {
+	Redis redis.UniversalClient
+	// Client finds a registered client by ID; the store keeps client IDs only, so that a client removed
+	// from the configuration can no longer use the tokens it was given.
+	Client func(ctx context.Context, id string) (fosite.Client, error)
+	// NewSession returns an empty session of the provider's type to decode stored sessions into.
+	NewSession func() fosite.Session
+	Lifetimes  func() Lifetimes
+}
+
+// Store implements the storage interfaces fosite's handlers need.
+type Store struct {
+	rdb        redis.UniversalClient
+	client     func(ctx context.Context, id string) (fosite.Client, error)
+	newSession func() fosite.Session
+	lifetimes  func() Lifetimes
+}
+
+// New returns a Store.
+func New(o Options) *Store {
+	return &Store{rdb: o.Redis, client: o.Client, newSession: o.NewSession, lifetimes: o.Lifetimes}
+}
+
+// Marker values: an active record starts with 'A' followed by its JSON; a used code or rotated refresh
+// token is the single byte 'U'.
+const (
+	active = "A"
+	used   = "U"
+)
+
+// Ready pings Redis.
+func (s *Store) Ready(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+
+// Family splits "family~signature" into its parts; ok is false for anything else, including a family ID
+// that is not what fosite generates (a UUID), so that no input can name an arbitrary key.
+func Family(sig string) (family, rest string, ok bool) {
+	family, rest, ok = strings.Cut(sig, "~")
+	if !ok || rest == "" || !validFamily(family) {
+		return "", "", false
+	}
+	return family, rest, true
+}
+
+func validFamily(f string) bool {
+	if len(f) == 0 || len(f) > 64 {
+		return false
+	}
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Key layout. {family} is the hash tag: a family's keys share one Redis Cluster slot.
+func key(family, kind, id string) string { return "auth:{" + family + "}:" + kind + ":" + id }
+func revokedKey(family string) string    { return "auth:{" + family + "}:revoked" }
+func subjectKey(subject string) string   { return "auth:subject:{" + subject + "}:families" }
+
+// hashed is used where fosite hands the store a raw secret (the OIDC session is keyed by the code
+// itself): the key holds its SHA-256, never the code.
+func hashed(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
+
+// markerTTL is how long revocation markers and used-token markers live: as long as any token of the
+// family can, plus a margin for requests in flight.
+func (s *Store) markerTTL() time.Duration { return s.lifetimes().Refresh + time.Hour }
+
+// storedRequest is what a record holds: the request without its client (looked up by ID on read).
+type storedRequest struct {
+	ID                string          `json:"id"`
+	RequestedAt       time.Time       `json:"at"`
+	ClientID          string          `json:"client"`
+	RequestedScope    []string        `json:"scope,omitempty"`
+	GrantedScope      []string        `json:"granted,omitempty"`
+	RequestedAudience []string        `json:"aud,omitempty"`
+	GrantedAudience   []string        `json:"grantedAud,omitempty"`
+	Form              url.Values      `json:"form,omitempty"`
+	Session           json.RawMessage `json:"session"`
+}
+
+func encode(r fosite.Requester) (string, error) {
+	sess, err := json.Marshal(r.GetSession())
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(storedRequest{
+		ID:                r.GetID(),
+		RequestedAt:       r.GetRequestedAt(),
+		ClientID:          r.GetClient().GetID(),
+		RequestedScope:    r.GetRequestedScopes(),
+		GrantedScope:      r.GetGrantedScopes(),
+		RequestedAudience: r.GetRequestedAudience(),
+		GrantedAudience:   r.GetGrantedAudience(),
+		Form:              r.GetRequestForm(),
+		Session:           sess,
+	})
+	if err != nil {
+		return "", err
+	}
+	return active + string(b), nil
+}
+
+func (s *Store) decode(ctx context.Context, v string) (fosite.Requester, error) {
+	var sr storedRequest
+	if err := json.Unmarshal([]byte(v[len(active):]), &sr); err != nil {
+		return nil, fmt.Errorf("stored request: %w", err)
+	}
+	cl, err := s.client(ctx, sr.ClientID)
+	if err != nil {
+		return nil, fosite.ErrNotFound
+	}
+	sess := s.newSession()
+	if err := json.Unmarshal(sr.Session, sess); err != nil {
+		return nil, fmt.Errorf("stored session: %w", err)
+	}
+	form := sr.Form
+	if form == nil {
+		form = url.Values{}
+	}
+	return &fosite.Request{
+		ID:                sr.ID,
+		RequestedAt:       sr.RequestedAt,
+		Client:            cl,
+		RequestedScope:    sr.RequestedScope,
+		GrantedScope:      sr.GrantedScope,
+		RequestedAudience: sr.RequestedAudience,
+		GrantedAudience:   sr.GrantedAudience,
+		Form:              form,
+		Session:           sess,
+	}, nil
+}
+
+// ttl is the time left until the session says the token expires, or def when it does not say.
+func ttl(r fosite.Requester, tt fosite.TokenType, def time.Duration) time.Duration {
+	if r.GetSession() != nil {
+		if exp := r.GetSession().GetExpiresAt(tt); !exp.IsZero() {
+			def = time.Until(exp)
+		}
+	}
+	if def < time.Second {
+		def = time.Second
+	}
+	return def
+}
+
+// getScript reads a record and whether its family is revoked, in one step.
+var getScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+return {v, redis.call('EXISTS', KEYS[2])}
+`)
+
+// get returns the raw record (nil when missing) and whether the family is revoked.
+func (s *Store) get(ctx context.Context, family, k string) (string, bool, error) {
+	res, err := getScript.Run(ctx, s.rdb, []string{k, revokedKey(family)}).Slice()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, unavailable(err)
+	}
+	if len(res) != 2 {
+		return "", false, unavailable(errors.New("unexpected script reply"))
+	}
+	v, _ := res[0].(string)
+	revoked, _ := res[1].(int64)
+	return v, revoked == 1, nil
+}
+
+func (s *Store) set(ctx context.Context, k, v string, d time.Duration) error {
+	if err := s.rdb.Set(ctx, k, v, d).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+func (s *Store) del(ctx context.Context, k string) error {
+	if err := s.rdb.Del(ctx, k).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// familyOnly is what fosite receives with ErrInvalidatedAuthorizeCode or ErrInactiveToken: it only reads
+// the ID (to revoke the family).
+func familyOnly(family string) fosite.Requester {
+	return &fosite.Request{ID: family, Client: &fosite.DefaultClient{}, Form: url.Values{}}
+}
+
+// RevokeFamily marks every token of a family dead, including tokens written after this by requests
+// already in flight.
+func (s *Store) RevokeFamily(ctx context.Context, family string) error {
+	if !validFamily(family) {
+		return nil
+	}
+	if err := s.rdb.Set(ctx, revokedKey(family), "1", s.markerTTL()).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// RevokeSubject revokes every family issued to subject (a deleted user).
+func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) {
+	families, err := s.rdb.SMembers(ctx, subjectKey(subject)).Result()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	if len(families) > 0 {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, f := range families {
+				if validFamily(f) {
+					p.Set(ctx, revokedKey(f), "1", s.markerTTL())
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, unavailable(err)
+		}
+	}
+	if err := s.rdb.Del(ctx, subjectKey(subject)).Err(); err != nil {
+		return 0, unavailable(err)
+	}
+	return len(families), nil
+}
+
+// FamilyRevoked reports whether the family is revoked (tests and diagnostics).
+func (s *Store) FamilyRevoked(ctx context.Context, family string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, revokedKey(family)).Result()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return n == 1, nil
+}

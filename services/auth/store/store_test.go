@@ -1,0 +1,172 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ory/fosite"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/auth/store"
+)
+
+// session is a minimal fosite session that round-trips through JSON.
+type session struct {
+	Sub string                         `json:"sub"`
+	Exp map[fosite.TokenType]time.Time `json:"exp"`
+}
+
+func (s *session) SetExpiresAt(t fosite.TokenType, e time.Time) {
+	if s.Exp == nil {
+		s.Exp = map[fosite.TokenType]time.Time{}
+	}
+	s.Exp[t] = e
+}
+func (s *session) GetExpiresAt(t fosite.TokenType) time.Time { return s.Exp[t] }
+func (s *session) GetUsername() string                       { return "" }
+func (s *session) GetSubject() string                        { return s.Sub }
+func (s *session) Clone() fosite.Session                     { c := *s; return &c }
+
+func newStore(t *testing.T) *store.Store {
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	cl := &fosite.DefaultClient{ID: "app"}
+	return store.New(store.Options{
+		Redis: rdb,
+		Client: func(_ context.Context, id string) (fosite.Client, error) {
+			if id == cl.ID {
+				return cl, nil
+			}
+			return nil, fosite.ErrNotFound
+		},
+		NewSession: func() fosite.Session { return &session{} },
+		Lifetimes: func() store.Lifetimes {
+			return store.Lifetimes{Code: time.Minute, Access: time.Minute, Refresh: time.Hour}
+		},
+	})
+}
+
+func request(family string) *fosite.Request {
+	r := fosite.NewRequest()
+	r.ID = family
+	r.Client = &fosite.DefaultClient{ID: "app"}
+	r.Session = &session{Sub: "user-1"}
+	r.GrantedScope = fosite.Arguments{"openid"}
+	return r
+}
+
+func TestInvalidateCode_Concurrent_ExactlyOneWinsAndReplayRevokes(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	family := uuid.NewString()
+	sig := family + "~codesig"
+	if err := s.CreateAuthorizeCodeSession(ctx, sig, request(family)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = s.InvalidateAuthorizeCodeSession(ctx, sig) }()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range results {
+		if err == nil {
+			ok++
+		} else if !errors.Is(err, store.ErrReplay) {
+			t.Fatalf("invalidate: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d callers used the code, want 1", ok)
+	}
+	if revoked, _ := s.FamilyRevoked(ctx, family); !revoked {
+		t.Fatal("a second use must revoke the family")
+	}
+	r, err := s.GetAuthorizeCodeSession(ctx, sig, nil)
+	if !errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || r == nil || r.GetID() != family {
+		t.Fatalf("used code: %v %v", r, err)
+	}
+}
+
+func TestRotateRefresh_Concurrent_OneWinsOthersRevokeFamily(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	family := uuid.NewString()
+	rt, at := family+"~rt1", family+"~at1"
+	if err := s.CreateAccessTokenSession(ctx, at, request(family)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRefreshTokenSession(ctx, rt, at, request(family)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetRefreshTokenSession(ctx, rt, nil); err != nil || got.GetSession().GetSubject() != "user-1" || got.GetClient().GetID() != "app" {
+		t.Fatalf("stored refresh token: %v %v", got, err)
+	}
+	var wg sync.WaitGroup
+	results := make([]error, 10)
+	for i := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = s.RotateRefreshToken(ctx, family, rt) }()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range results {
+		if err == nil {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d rotations succeeded, want 1", ok)
+	}
+	if _, err := s.GetAccessTokenSession(ctx, at, nil); !errors.Is(err, fosite.ErrNotFound) {
+		t.Fatalf("access token of a revoked family: %v", err)
+	}
+	// A token written after the revocation (a request that was in flight) is dead too.
+	if err := s.CreateRefreshTokenSession(ctx, family+"~rt2", at, request(family)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.GetRefreshTokenSession(ctx, family+"~rt2", nil); !errors.Is(err, fosite.ErrInactiveToken) || r.GetID() != family {
+		t.Fatalf("late refresh token: %v", err)
+	}
+}
+
+func TestFamily_MalformedSignatures_NotFound(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, sig := range []string{"", "~", "nofamily", "~sig", "fam~", "{x}~sig", "abc*~sig", "ab\ncd~sig", "zz~sig"} {
+		if _, err := s.GetRefreshTokenSession(ctx, sig, nil); !errors.Is(err, fosite.ErrNotFound) {
+			t.Errorf("%q: %v", sig, err)
+		}
+		if _, err := s.GetAccessTokenSession(ctx, sig, nil); !errors.Is(err, fosite.ErrNotFound) {
+			t.Errorf("%q: %v", sig, err)
+		}
+		if err := s.CreateAccessTokenSession(ctx, sig, request(uuid.NewString())); err == nil {
+			t.Errorf("%q: stored a token without a family", sig)
+		}
+	}
+}
+
+func TestStore_RedisDown_ErrUnavailable(t *testing.T) {
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer rdb.Close()
+	s := store.New(store.Options{Redis: rdb, Lifetimes: func() store.Lifetimes { return store.Lifetimes{Refresh: time.Hour} },
+		NewSession: func() fosite.Session { return &session{} }})
+	srv.Kill()
+	family := uuid.NewString()
+	if _, err := s.GetRefreshTokenSession(context.Background(), family+"~x", nil); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("get with Redis down: %v", err)
+	}
+	if err := s.RotateRefreshToken(context.Background(), family, family+"~x"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("rotate with Redis down: %v", err)
+	}
+}

@@ -1,0 +1,185 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/users"
+)
+
+// token is /oauth2/token: the authorization_code (with PKCE) and refresh_token grants.
+func (s *Service) token(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rt := s.rt()
+	ctx := r.Context()
+	grant := "other"
+	if r.ParseForm() == nil {
+		grant = grantLabel(r.PostForm.Get("grant_type"))
+	}
+	outcome := "ok"
+	defer func() {
+		s.metrics.tokenLatency.WithLabelValues(grant, outcome).Observe(time.Since(start).Seconds())
+	}()
+	fail := func(ar fosite.AccessRequester, err error) {
+		err = s.tokenError(ctx, r, err)
+		outcome = fosite.ErrorToRFC6749Error(err).ErrorField
+		rt.provider.WriteAccessError(ctx, w, ar, err)
+	}
+
+	ar, err := rt.provider.NewAccessRequest(ctx, r, newSession())
+	if err != nil {
+		fail(ar, err)
+		return
+	}
+	if ar.GetGrantTypes().ExactOne("refresh_token") {
+		if err := s.refreshIdentity(ctx, ar); err != nil {
+			fail(ar, err)
+			return
+		}
+	}
+	resp, err := rt.provider.NewAccessResponse(ctx, ar)
+	if err != nil {
+		fail(ar, err)
+		return
+	}
+	s.metrics.tokens.WithLabelValues(grant).Inc()
+	rt.provider.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// refreshIdentity re-reads the user on a refresh grant: a deleted user gets no new tokens, and a
+// changed name or address reaches the next id_token.
+func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester) error {
+	sess, ok := ar.GetSession().(*Session)
+	if !ok {
+		return fosite.ErrServerError.WithDebug("unexpected session type")
+	}
+	u, err := s.users.ByID(ctx, sess.Subject)
+	if errors.Is(err, users.ErrNotFound) {
+		_ = s.store.RevokeFamily(ctx, ar.GetID())
+		return fosite.ErrInvalidGrant.WithHint("The user of this grant no longer exists.")
+	}
+	if err != nil {
+		return err
+	}
+	sess.Username = u.Email
+	sess.IDTokenClaims().Extra = identityClaims(u, ar.GetGrantedScopes())
+	return nil
+}
+
+// tokenError maps storage outcomes to the OAuth errors they mean: a replayed code or reused refresh
+// token is invalid_grant (its family is revoked by then), an unreachable store is
+// temporarily_unavailable (503) rather than a 500. It never logs a token or code.
+func (s *Service) tokenError(ctx context.Context, r *http.Request, err error) error {
+	switch {
+	case errors.Is(err, store.ErrReplay):
+		return fosite.ErrInvalidGrant.WithHint("The code or refresh token was already used; every token of this grant is revoked.")
+	case errors.Is(err, fosite.ErrInvalidatedAuthorizeCode):
+		// A replay that raced the first exchange past fosite's own check.
+		if family, _, ok := store.Family(r.PostForm.Get("code")); ok {
+			_ = s.store.RevokeFamily(ctx, family)
+		}
+		return fosite.ErrInvalidGrant.WithHint("The authorization code has already been used.")
+	case isUnavailable(err):
+		s.log.Warn("token: store unavailable", "err", err)
+		return fosite.ErrTemporarilyUnavailable.WithHint("The service is briefly unavailable; try again.")
+	}
+	if rfc := fosite.ErrorToRFC6749Error(err); rfc.CodeField >= 500 {
+		s.log.Error("token request failed", "error", rfc.ErrorField, "debug", rfc.DebugField)
+	}
+	return err
+}
+
+// revoke is /oauth2/revoke (RFC 7009): revoking any token of a grant revokes the whole grant.
+func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
+	rt := s.rt()
+	err := rt.provider.NewRevocationRequest(r.Context(), r)
+	if err == nil {
+		s.metrics.revocations.WithLabelValues("revoke").Inc()
+	} else if isUnavailable(err) {
+		err = fosite.ErrTemporarilyUnavailable
+	}
+	rt.provider.WriteRevocationResponse(r.Context(), w, err)
+}
+
+// introspect is /oauth2/introspect (RFC 7662) for resource servers (a confidential client, or a bearer
+// access token). A token of a user who no longer exists is inactive.
+func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
+	rt := s.rt()
+	ctx := r.Context()
+	resp, err := rt.provider.NewIntrospectionRequest(ctx, r, newSession())
+	if err != nil {
+		if isUnavailable(err) {
+			err = fosite.ErrTemporarilyUnavailable
+		}
+		rt.provider.WriteIntrospectionError(ctx, w, err)
+		return
+	}
+	if resp.IsActive() {
+		if _, err := s.users.ByID(ctx, resp.GetAccessRequester().GetSession().GetSubject()); err != nil {
+			if isUnavailable(err) {
+				rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]bool{"active": false})
+			return
+		}
+	}
+	rt.provider.WriteIntrospectionResponse(ctx, w, resp)
+}
+
+// userinfo is /oauth2/userinfo (OpenID Connect Core 5.3): the claims of the access token's user that its
+// scopes allow.
+func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
+	rt := s.rt()
+	ctx := r.Context()
+	deny := func(status int, code, desc string) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+desc+`"`)
+		writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+	}
+	token := fosite.AccessTokenFromRequest(r)
+	if token == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+rt.issuer+`"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token", "error_description": "An access token is required."})
+		return
+	}
+	_, ar, err := rt.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
+	if err != nil {
+		if isUnavailable(err) {
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
+			return
+		}
+		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
+		return
+	}
+	if !ar.GetGrantedScopes().Has("openid") {
+		deny(http.StatusForbidden, "insufficient_scope", "The access token lacks the openid scope.")
+		return
+	}
+	u, err := s.users.ByID(ctx, ar.GetSession().GetSubject())
+	if err != nil {
+		if isUnavailable(err) {
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
+			return
+		}
+		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
+		return
+	}
+	claims := identityClaims(u, ar.GetGrantedScopes())
+	claims["sub"] = u.ID
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, claims)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

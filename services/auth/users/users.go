@@ -1,0 +1,323 @@
+// Package users keeps sign-in accounts in Redis: one hash per user keyed by a random ID (the OpenID
+// subject, which never changes and is never reused), and an index from the e-mail address in lower
+// case to the ID, which is what makes the address unique. Passwords are argon2id hashes.
+package users
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors callers tell apart.
+var (
+	ErrNotFound       = errors.New("no such user")
+	ErrEmailTaken     = errors.New("an account with this e-mail address already exists")
+	ErrInvalidEmail   = errors.New("not a valid e-mail address")
+	ErrWeakPassword   = errors.New("password must be 8 to 256 characters")
+	ErrBadCredentials = errors.New("wrong e-mail address or password")
+	ErrUnavailable    = errors.New("user store unavailable")
+)
+
+// Password bounds (NIST SP 800-63B: at least 8, allow long passphrases).
+const (
+	MinPasswordLen = 8
+	MaxPasswordLen = 256
+	MaxNameLen     = 120
+)
+
+// User is an account. Hash is the argon2id PHC string.
+type User struct {
+	ID        string
+	Email     string
+	Name      string
+	Hash      string
+	CreatedAt time.Time
+}
+
+// Store reads and writes users.
+type Store struct {
+	rdb    redis.UniversalClient
+	hasher *Hasher
+}
+
+// NewStore returns a Store that hashes with h.
+func NewStore(rdb redis.UniversalClient, h *Hasher) *Store { return &Store{rdb: rdb, hasher: h} }
+
+// Hasher returns the store's password hasher.
+func (s *Store) Hasher() *Hasher { return s.hasher }
+
+func userKey(id string) string     { return "auth:user:{" + id + "}" }
+func emailKey(email string) string { return "auth:email:{" + email + "}" }
+
+func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
+
+// NormalizeEmail trims and lower-cases an address and checks its shape: no display name or spaces, a
+// local part of at most 64 and a whole of at most 254 characters, and a domain with a dot.
+func NormalizeEmail(s string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(s))
+	if e == "" || len(e) > 254 || !utf8.ValidString(e) {
+		return "", ErrInvalidEmail
+	}
+	at := strings.LastIndexByte(e, '@')
+	if at < 1 || at > 64 || at == len(e)-1 {
+		return "", ErrInvalidEmail
+	}
+	domain := e[at+1:]
+	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
+		return "", ErrInvalidEmail
+	}
+	for _, r := range e {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '<' || r == '>' || r == '"' || r == ',' {
+			return "", ErrInvalidEmail
+		}
+	}
+	if strings.Count(e, "@") != 1 {
+		return "", ErrInvalidEmail
+	}
+	return e, nil
+}
+
+// CheckPassword enforces the length bounds (in characters).
+func CheckPassword(p string) error {
+	n := utf8.RuneCountInString(p)
+	if n < MinPasswordLen || n > MaxPasswordLen {
+		return ErrWeakPassword
+	}
+	return nil
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// claimScript points an e-mail at a new ID unless it points at a live user; an index left behind by a
+// crash between the two writes of Create (pointing at no user) is taken over.
+var claimScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+`)
+
+// Create adds a user. The e-mail is claimed first, so two concurrent creations of one address make one
+// user.
+func (s *Store) Create(ctx context.Context, email, name, password string) (*User, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPassword(password); err != nil {
+		return nil, err
+	}
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > MaxNameLen {
+		return nil, fmt.Errorf("name: at most %d characters", MaxNameLen)
+	}
+	hash, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return nil, err
+	}
+	u := &User{ID: newID(), Email: email, Name: name, Hash: hash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	ok, err := s.rdb.SetNX(ctx, emailKey(email), u.ID, 0).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if !ok {
+		// Taken, unless the index is an orphan.
+		cur, err := s.rdb.Get(ctx, emailKey(email)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, unavailable(err)
+		}
+		n, err := s.rdb.Exists(ctx, userKey(cur)).Result()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		if n == 1 {
+			return nil, ErrEmailTaken
+		}
+		claimed, err := claimScript.Run(ctx, s.rdb, []string{emailKey(email)}, u.ID, cur).Int()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		if claimed == 0 {
+			return nil, ErrEmailTaken
+		}
+	}
+	if err := s.rdb.HSet(ctx, userKey(u.ID), "id", u.ID, "email", u.Email, "name", u.Name, "hash", u.Hash,
+		"created", strconv.FormatInt(u.CreatedAt.Unix(), 10)).Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	return u, nil
+}
+
+// ByID returns the user with that ID.
+func (s *Store) ByID(ctx context.Context, id string) (*User, error) {
+	if id == "" || len(id) > 64 {
+		return nil, ErrNotFound
+	}
+	m, err := s.rdb.HGetAll(ctx, userKey(id)).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if m["id"] != id {
+		return nil, ErrNotFound
+	}
+	created, _ := strconv.ParseInt(m["created"], 10, 64)
+	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC()}, nil
+}
+
+// ByEmail returns the user with that address (any case).
+func (s *Store) ByEmail(ctx context.Context, email string) (*User, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	id, err := s.rdb.Get(ctx, emailKey(email)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	u, err := s.ByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if u.Email != email {
+		return nil, ErrNotFound
+	}
+	return u, nil
+}
+
+// Authenticate checks an e-mail and password. An unknown address costs the same hash as a wrong
+// password and gives the same error. A hash with old parameters is upgraded on success.
+func (s *Store) Authenticate(ctx context.Context, email, password string) (*User, error) {
+	u, err := s.ByEmail(ctx, email)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	encoded := ""
+	if u != nil {
+		encoded = u.Hash
+	}
+	if len(password) > 4*MaxPasswordLen {
+		password = "" // bound the work; such a password was never accepted
+	}
+	ok, rehash, err := s.hasher.Verify(ctx, encoded, password)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil || !ok {
+		return nil, ErrBadCredentials
+	}
+	if rehash {
+		if h, err := s.hasher.Hash(ctx, password); err == nil {
+			_ = s.setHash(ctx, u.ID, h) // best effort: the old hash still works
+		}
+	}
+	return u, nil
+}
+
+var setHashScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'hash', ARGV[1])
+return 1
+`)
+
+func (s *Store) setHash(ctx context.Context, id, hash string) error {
+	n, err := setHashScript.Run(ctx, s.rdb, []string{userKey(id)}, hash).Int()
+	if err != nil {
+		return unavailable(err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SetPassword replaces a user's password.
+func (s *Store) SetPassword(ctx context.Context, email, password string) (*User, error) {
+	if err := CheckPassword(password); err != nil {
+		return nil, err
+	}
+	u, err := s.ByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return nil, err
+	}
+	return u, s.setHash(ctx, u.ID, h)
+}
+
+var unindexScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`)
+
+// Delete removes a user: the record first (from then on the ID resolves to nobody, so the user's
+// sessions and tokens stop working), then the e-mail index. It returns the deleted user.
+func (s *Store) Delete(ctx context.Context, email string) (*User, error) {
+	u, err := s.ByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rdb.Del(ctx, userKey(u.ID)).Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	if err := unindexScript.Run(ctx, s.rdb, []string{emailKey(u.Email)}, u.ID).Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	return u, nil
+}
+
+// List calls fn for every user, in no particular order (a SCAN of every master), one call at a time.
+func (s *Store) List(ctx context.Context, fn func(*User) error) error {
+	var mu sync.Mutex
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, "auth:user:{*}", 200).Iterator()
+		for iter.Next(ctx) {
+			k := iter.Val()
+			id := strings.TrimSuffix(strings.TrimPrefix(k, "auth:user:{"), "}")
+			u, err := s.ByID(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			err = fn(u)
+			mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return unavailable(err)
+		}
+		return nil
+	}
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		return scan(ctx, c)
+	default:
+		return errors.New("users: listing needs a single-server or cluster client")
+	}
+}

@@ -1,0 +1,197 @@
+package users_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/auth/users"
+)
+
+// cheap is a deliberately weak argon2id setting FOR TESTS ONLY.
+var cheap = users.Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1}
+
+func newStore(t *testing.T) (*users.Store, *redis.Client) {
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	return users.NewStore(rdb, users.NewHasher(cheap, 2)), rdb
+}
+
+func TestCreate_ConcurrentSameEmailInAnyCase_OneUser(t *testing.T) {
+	s, _ := newStore(t)
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			email := "Ada@Example.com"
+			if i%2 == 0 {
+				email = strings.ToUpper(email)
+			}
+			_, errs[i] = s.Create(context.Background(), email, "Ada", "a long password")
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, users.ErrEmailTaken):
+			t.Fatalf("create: %v", err)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d users created for one address, want 1", created)
+	}
+	u, err := s.ByEmail(context.Background(), "ada@EXAMPLE.com")
+	if err != nil || u.Email != "ada@example.com" {
+		t.Fatalf("by e-mail: %+v %v", u, err)
+	}
+}
+
+func TestAuthenticate_RightWrongUnknown(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, "ada@example.com", "Ada", "a long password"); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.Authenticate(ctx, "ADA@example.com ", "a long password"); err != nil || u.Email != "ada@example.com" {
+		t.Fatalf("right password: %v", err)
+	}
+	for _, c := range [][2]string{{"ada@example.com", "wrong password"}, {"nobody@example.com", "a long password"}, {"not an address", "x"}} {
+		if _, err := s.Authenticate(ctx, c[0], c[1]); !errors.Is(err, users.ErrBadCredentials) {
+			t.Fatalf("%v: %v, want ErrBadCredentials", c, err)
+		}
+	}
+}
+
+func TestAuthenticate_OldParameters_RehashedOnSuccess(t *testing.T) {
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+	old := users.NewStore(rdb, users.NewHasher(cheap, 1))
+	u, err := old.Create(ctx, "ada@example.com", "", "a long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stronger := users.Params{MemoryKiB: 128, Iterations: 2, Parallelism: 1}
+	s := users.NewStore(rdb, users.NewHasher(stronger, 1))
+	if _, err := s.Authenticate(ctx, "ada@example.com", "a long password"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.ByID(ctx, u.ID)
+	if !strings.Contains(got.Hash, "m=128,t=2,p=1") {
+		t.Fatalf("hash not upgraded: %s", got.Hash)
+	}
+	if _, err := s.Authenticate(ctx, "ada@example.com", "a long password"); err != nil {
+		t.Fatalf("after the upgrade: %v", err)
+	}
+}
+
+func TestDelete_ThenCreateAgain_NewSubject(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	a, _ := s.Create(ctx, "ada@example.com", "", "a long password")
+	if _, err := s.Delete(ctx, "ADA@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ByID(ctx, a.ID); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("deleted user still found: %v", err)
+	}
+	b, err := s.Create(ctx, "ada@example.com", "", "a long password")
+	if err != nil || b.ID == a.ID {
+		t.Fatalf("re-created user: %v, same subject %v", err, b != nil && b.ID == a.ID)
+	}
+}
+
+func TestCreate_OrphanedEmailIndex_TakenOver(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	// A crash between the two writes of Create leaves an index pointing at no user.
+	if err := rdb.Set(ctx, "auth:email:{ada@example.com}", "0123456789abcdef0123456789abcdef", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ByEmail(ctx, "ada@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("orphan resolves: %v", err)
+	}
+	if _, err := s.Create(ctx, "ada@example.com", "", "a long password"); err != nil {
+		t.Fatalf("create over an orphaned index: %v", err)
+	}
+}
+
+func TestCreate_Validation(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	for _, email := range []string{"", "plain", "a@b", "a b@example.com", "<a@example.com>", "a@@example.com", strings.Repeat("a", 65) + "@example.com", "a@example..com"} {
+		if _, err := s.Create(ctx, email, "", "a long password"); !errors.Is(err, users.ErrInvalidEmail) {
+			t.Errorf("%q: %v, want ErrInvalidEmail", email, err)
+		}
+	}
+	for _, pw := range []string{"", "short", strings.Repeat("x", 257)} {
+		if _, err := s.Create(ctx, "ada@example.com", "", pw); !errors.Is(err, users.ErrWeakPassword) {
+			t.Errorf("password of %d: %v, want ErrWeakPassword", len(pw), err)
+		}
+	}
+}
+
+func TestList_EveryUser(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	for i := range 250 {
+		if _, err := s.Create(ctx, fmt.Sprintf("u%d@example.com", i), "", "a long password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	if err := s.List(ctx, func(*users.User) error { n++; return nil }); err != nil || n != 250 {
+		t.Fatalf("listed %d users (%v), want 250", n, err)
+	}
+}
+
+// TestHasher_BoundedPool: with a pool of one, a second hash waits for the first, and a caller whose
+// context ends while waiting gets ErrBusy instead of allocating another hash's memory.
+func TestHasher_BoundedPool(t *testing.T) {
+	slow := users.Params{MemoryKiB: 4 << 10, Iterations: 8, Parallelism: 1}
+	h := users.NewHasher(slow, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = h.Hash(context.Background(), "a long password")
+	}()
+	for h.InUse() == 0 { // wait until the goroutine holds the only slot
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := h.Hash(ctx, "another password"); !errors.Is(err, users.ErrBusy) {
+		t.Fatalf("hash while the pool is full: %v, want ErrBusy", err)
+	}
+	<-done
+	enc, err := h.Hash(context.Background(), "a long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, rehash, err := h.Verify(context.Background(), enc, "a long password"); !ok || rehash || err != nil {
+		t.Fatalf("verify: %v %v %v", ok, rehash, err)
+	}
+	if ok, _, _ := h.Verify(context.Background(), enc, "A long password"); ok {
+		t.Fatal("a different password verified")
+	}
+	for _, bad := range []string{"", "$argon2i$v=19$m=64,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=99999999,t=1,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
+		if ok, _, _ := h.Verify(context.Background(), bad, "x"); ok {
+			t.Fatalf("%q verified", bad)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package forms
+
+import "testing"
+
+const benchContact = `{"name":"Ada Lovelace","email":"ada.lovelace@example.com","organization":"Analytical Engines Ltd",` +
+	`"topic":"sales","message":"Hello team, we would like to know more about pricing for a club of 120 members. Thanks!"}`
+
+func BenchmarkDecodeContact(b *testing.B) {
+	body := []byte(benchContact)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, errs := DecodeContact(body); errs != nil {
+			b.Fatal(errs)
+		}
+	}
+}
+
+func BenchmarkDecodeWaitlist(b *testing.B) {
+	body := []byte(`{"email":"Ada.Lovelace@Example.com","consent":true,"name":"Ada","association":"Club","role":"member","size":"51-250"}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, errs := DecodeWaitlist(body); errs != nil {
+			b.Fatal(errs)
+		}
+	}
+}
+
+func BenchmarkDecodeContact_Invalid(b *testing.B) {
+	body := []byte(`{"name":"","email":"not an address","topic":"jobs","message":"short"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, errs := DecodeContact(body); errs == nil {
+			b.Fatal("accepted")
+		}
+	}
+}
+
+func BenchmarkValidEmail_IDN(b *testing.B) {
+	for b.Loop() {
+		if !ValidEmail("zoë@bücher.example.de") && !ValidEmail("zoe@bücher.example.de") {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkOriginAllowed(b *testing.B) {
+	m := newOriginMatcher([]string{"https://www.example.com", "https://*.example.org", "http://localhost:3000"})
+	exact, wild := []byte("https://www.example.com"), []byte("https://app.example.org")
+	for b.Loop() {
+		if !m.allowed(exact) || !m.allowed(wild) {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package forms
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/forms/notify"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// Delivery of contact messages. Every replica runs a worker; they share the consumer group deliveryGroup
+// on the contact stream, so each message goes to one of them. A message is acknowledged (XACK) only
+// after every configured channel took it; until then it stays in the group's pending list, where it
+// survives the worker, the process and — with Redis persistence — Redis itself.
+//
+// Retries use that pending list as their schedule: a message that failed, or whose worker died, is
+// "idle" in it. Each pass lists pending messages (XPENDING with IDLE, which also gives each message's
+// delivery count) and claims (XCLAIM with min-idle, an atomic test-and-take, so two replicas never take
+// the same message) those idle for longer than their backoff: RetryAfter × 2^(deliveries−1), capped at
+// MaxRetryInterval. This is XAUTOCLAIM's mechanism with a per-message wait, which XAUTOCLAIM's single
+// min-idle cannot express. RetryAfter exceeds an attempt's timeout (config validation), so a live worker
+// is never robbed of a message mid-attempt. Delivery is at least once: a crash after sending and
+// before XACK sends again, with the same mail Message-ID.
+
+const (
+	readBatch       = 16
+	readBlock       = 2 * time.Second
+	pendingPage     = 100
+	pendingPages    = 10
+	idleConsumer    = 24 * time.Hour // a consumer with nothing pending and idle this long is removed
+	errorPause      = time.Second
+	deliveredTTL    = 30 * 24 * time.Hour
+	consumerSweep   = 10 * time.Minute
+	disabledRecheck = time.Second
+)
+
+// worker is the delivery loop of one replica.
+type worker struct {
+	s        *Service
+	targets  *deliveryTargets
+	groupOK  bool
+	lastSwep time.Time
+}
+
+// deliveryTargets are the senders for one configuration, rebuilt when the configuration changes so that
+// a reloaded relay or webhook URL takes effect without a restart.
+type deliveryTargets struct {
+	cfg     *config.Config
+	senders []notify.Sender
+}
+
+// Run is the delivery worker; it returns when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	w := &worker{s: s}
+	for ctx.Err() == nil {
+		if err := w.pass(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("contact delivery: store error; retrying", "err", err)
+			sleep(ctx, errorPause)
+		}
+	}
+	return nil
+}
+
+// pass claims due retries, then waits briefly for new messages and delivers them.
+func (w *worker) pass(ctx context.Context) error {
+	cfg := w.s.cfg.Current()
+	d := cfg.Forms.Delivery
+	if !d.Enabled() {
+		sleep(ctx, disabledRecheck)
+		return nil
+	}
+	if w.targets == nil || w.targets.cfg != cfg {
+		w.targets = &deliveryTargets{cfg: cfg, senders: buildSenders(d)}
+	}
+	if !w.groupOK {
+		if err := ensureGroup(ctx, w.s.rdb); err != nil {
+			return err
+		}
+		w.groupOK = true
+	}
+	if err := w.retryDue(ctx, d); err != nil {
+		return w.storeErr(err)
+	}
+	if time.Since(w.lastSwep) > consumerSweep {
+		w.sweepConsumers(ctx)
+		w.lastSwep = time.Now()
+	}
+	streams, err := w.s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: deliveryGroup, Consumer: w.s.consumer, Streams: []string{contactStream, ">"},
+		Count: readBatch, Block: min(readBlock, d.RetryAfter.D()/2), // come back in time for due retries
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return w.storeErr(err)
+	}
+	for _, st := range streams {
+		for _, msg := range st.Messages {
+			w.deliver(ctx, d, msg, false)
+		}
+	}
+	return nil
+}
+
+// storeErr notes a lost consumer group (Redis restarted without its data) so the next pass recreates it.
+func (w *worker) storeErr(err error) error {
+	if strings.Contains(err.Error(), "NOGROUP") {
+		w.groupOK = false
+	}
+	return err
+}
+
+// ensureGroup creates the consumer group (and the stream) when missing. It starts at the beginning of
+// the stream: messages stored while no delivery target was configured are delivered once one is.
+func ensureGroup(ctx context.Context, rdb redis.UniversalClient) error {
+	err := rdb.XGroupCreateMkStream(ctx, contactStream, deliveryGroup, "0").Err()
+	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+		return err
+	}
+	return nil
+}
+
+// retryDue claims and delivers pending messages whose backoff has passed, and updates the pending gauge.
+func (w *worker) retryDue(ctx context.Context, d config.Delivery) error {
+	rdb := w.s.rdb
+	if sum, err := rdb.XPending(ctx, contactStream, deliveryGroup).Result(); err == nil {
+		w.s.m.deliveryPending.Set(float64(sum.Count))
+	} else {
+		return err
+	}
+	start := "-"
+	for range pendingPages {
+		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: contactStream, Group: deliveryGroup, Idle: d.RetryAfter.D(),
+			Start: start, End: "+", Count: pendingPage,
+		}).Result()
+		if err != nil {
+			return err
+		}
+		for _, p := range pend {
+			wait := backoff(p.RetryCount, d)
+			if p.Idle < wait {
+				continue
+			}
+			msgs, err := rdb.XClaim(ctx, &redis.XClaimArgs{
+				Stream: contactStream, Group: deliveryGroup, Consumer: w.s.consumer,
+				MinIdle: wait, Messages: []string{p.ID},
+			}).Result()
+			if err != nil {
+				return err
+			}
+			for _, msg := range msgs {
+				w.deliver(ctx, d, msg, true)
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		if len(pend) < pendingPage {
+			return nil
+		}
+		start = "(" + pend[len(pend)-1].ID
+	}
+	return nil
+}
+
+// backoff is the idle time after which a message delivered n times is tried again.
+func backoff(n int64, d config.Delivery) time.Duration {
+	wait := d.RetryAfter.D()
+	for i := int64(1); i < n && wait < d.MaxRetryInterval.D(); i++ {
+		wait *= 2
+	}
+	return min(wait, d.MaxRetryInterval.D())
+}
+
+// deliver sends msg to every channel that has not taken it yet and acknowledges it when all have. A
+// failure leaves it pending for retryDue. retry says whether channels may already have taken it.
+func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, retry bool) {
+	s := w.s
+	m, ok := decodeStored(msg)
+	if !ok {
+		// Not something this service wrote; acknowledging it keeps it from blocking the queue forever.
+		s.log.Error("contact delivery: unreadable stream entry; skipping it", "id", msg.ID)
+		_ = s.rdb.XAck(ctx, contactStream, deliveryGroup, msg.ID).Err()
+		return
+	}
+	senders := w.targets.senders
+	done := map[string]string{}
+	if retry && len(senders) > 1 {
+		var err error
+		if done, err = s.rdb.HGetAll(ctx, deliveredKey(msg.ID)).Result(); err != nil {
+			return // the store is failing; the message stays pending
+		}
+	}
+	failed := false
+	for _, snd := range senders {
+		ch := snd.Channel()
+		if done[ch] != "" {
+			continue
+		}
+		s.m.deliveryAttempts.WithLabelValues(ch).Inc()
+		actx, cancel := context.WithTimeout(ctx, d.Timeout.D())
+		err := snd.Send(actx, m)
+		cancel()
+		if err != nil {
+			failed = true
+			s.m.deliveryFailures.WithLabelValues(ch).Inc()
+			s.log.Warn("contact delivery failed; will retry", "id", msg.ID, "channel", ch, "err", err)
+			continue
+		}
+		if len(senders) > 1 {
+			pipe := s.rdb.TxPipeline()
+			pipe.HSet(ctx, deliveredKey(msg.ID), ch, time.Now().UTC().Format(time.RFC3339))
+			pipe.Expire(ctx, deliveredKey(msg.ID), deliveredTTL)
+			_, _ = pipe.Exec(ctx)
+		}
+	}
+	if failed {
+		return
+	}
+	pipe := s.rdb.TxPipeline()
+	pipe.XAck(ctx, contactStream, deliveryGroup, msg.ID)
+	pipe.Del(ctx, deliveredKey(msg.ID))
+	if _, err := pipe.Exec(ctx); err != nil {
+		s.log.Warn("contact delivery: acknowledging failed; the message may be sent again", "id", msg.ID, "err", err)
+		return
+	}
+	s.m.deliveryLag.Observe(time.Since(streamTime(msg.ID)).Seconds())
+	s.log.Info("contact message delivered", "id", msg.ID, "channels", len(senders))
+}
+
+// decodeStored turns a stream entry into the message the team receives.
+func decodeStored(msg redis.XMessage) (notify.Message, bool) {
+	raw, ok := msg.Values[contactRecordField].(string)
+	if !ok {
+		return notify.Message{}, false
+	}
+	var rec contactRecord
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Email == "" {
+		return notify.Message{}, false
+	}
+	email := rec.Email
+	if ascii, ok := asciiEmail(email); ok {
+		email = ascii // a mail header wants the ASCII domain
+	}
+	received := rec.ReceivedAt
+	if received.IsZero() {
+		received = streamTime(msg.ID)
+	}
+	return notify.Message{
+		ID: msg.ID, ReceivedAt: received, Name: rec.Name, Email: email, Organization: rec.Organization,
+		Topic: rec.Topic, Text: rec.Message, Origin: rec.Origin,
+	}, true
+}
+
+func buildSenders(d config.Delivery) []notify.Sender {
+	var out []notify.Sender
+	if d.SMTP != nil {
+		out = append(out, notify.NewSMTP(*d.SMTP))
+	}
+	if d.Webhook != nil {
+		out = append(out, notify.NewWebhook(d.Webhook.URL, nil))
+	}
+	return out
+}
+
+// sweepConsumers removes consumers of replicas long gone that hold nothing, so the group's consumer
+// list does not grow with every restart. Consumers with pending messages are kept: retryDue takes
+// their messages over, and the group removes nothing it still needs.
+func (w *worker) sweepConsumers(ctx context.Context) {
+	cs, err := w.s.rdb.XInfoConsumers(ctx, contactStream, deliveryGroup).Result()
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		if c.Name != w.s.consumer && c.Pending == 0 && c.Idle > idleConsumer {
+			_ = w.s.rdb.XGroupDelConsumer(ctx, contactStream, deliveryGroup, c.Name).Err()
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,231 @@
+package forms
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/formsservice/formsservice/services/platform"
+)
+
+// Answers with a fixed body are encoded once.
+var (
+	bodyCreated   = []byte(`{"status":"created"}`)
+	bodyDuplicate = []byte(`{"status":"duplicate"}`)
+	bodyError     = []byte(`{"status":"error"}`)
+)
+
+// IdempotencyKeyHeader lets a client retry POST /contact safely for 24 hours.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// MaxIdempotencyKey bounds the header; a UUID is 36 characters.
+const MaxIdempotencyKey = 255
+
+// waitlistRecord and contactRecord are what is stored: the validated fields plus where and when.
+type waitlistRecord struct {
+	WaitlistEntry
+	Consent   bool      `json:"consent"`
+	CreatedAt time.Time `json:"created_at"`
+	Origin    string    `json:"origin,omitempty"`
+}
+
+type contactRecord struct {
+	Contact
+	ReceivedAt time.Time `json:"received_at"`
+	Origin     string    `json:"origin,omitempty"`
+}
+
+// submission is a request that passed the checks every forms endpoint shares.
+type submission struct {
+	body   []byte
+	origin string
+	client netip.Addr
+	live   *liveConfig
+}
+
+// admit runs the shared checks in the order DESIGN.md fixes — origin (403), size (413), content type
+// (415) — and reads the body. When it returns false the answer has been written.
+func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool) {
+	lc := s.live()
+	h := &c.Response().Header
+	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
+	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
+	if !lc.origins.allowed(origin) {
+		finishUnread(c)
+		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
+		return submission{}, false
+	}
+	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
+	h.Set(fiber.HeaderAccessControlExposeHeaders, fiber.HeaderRetryAfter)
+
+	body, err := readBody(c, buf)
+	switch err {
+	case nil:
+	case errTooLarge:
+		finishUnread(c)
+		s.reply(c, ep, resultTooLarge, fiber.StatusRequestEntityTooLarge, bodyError)
+		return submission{}, false
+	default:
+		c.Context().SetConnectionClose()
+		s.replyInvalid(c, ep, resultBadRequest, Errors{BodyField: CodeInvalidJSON})
+		return submission{}, false
+	}
+	if !isJSON(c.Request().Header.ContentType()) || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
+		s.reply(c, ep, resultUnsupported, fiber.StatusUnsupportedMediaType, bodyError)
+		return submission{}, false
+	}
+	return submission{
+		body:   body,
+		origin: string(origin),
+		client: platform.ClientIP(c, lc.proxies),
+		live:   lc,
+	}, true
+}
+
+func (s *Service) submitWaitlist(c *fiber.Ctx) error {
+	const ep = waitlistEndpoint
+	buf := bodyBuffers.Get().(*[]byte)
+	defer bodyBuffers.Put(buf)
+	sub, ok := s.admit(c, ep, *buf)
+	if !ok {
+		return nil
+	}
+	entry, honeypot, errs := DecodeWaitlist(sub.body)
+	if honeypot {
+		s.m.honeypot[ep].Inc()
+		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
+		return nil
+	}
+	if errs != nil {
+		s.replyInvalid(c, ep, resultInvalid, errs)
+		return nil
+	}
+	canonical, _ := CanonicalEmail(entry.Email)
+	now := s.now().UTC()
+	record, err := json.Marshal(waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
+	defer cancel()
+	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, record, now)
+	if err != nil {
+		s.logStoreError(ep, err)
+		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
+		return nil
+	}
+	s.replyStored(c, ep, res)
+	return nil
+}
+
+func (s *Service) submitContact(c *fiber.Ctx) error {
+	const ep = contactEndpoint
+	buf := bodyBuffers.Get().(*[]byte)
+	defer bodyBuffers.Put(buf)
+	sub, ok := s.admit(c, ep, *buf)
+	if !ok {
+		return nil
+	}
+	msg, honeypot, errs := DecodeContact(sub.body)
+	if honeypot {
+		s.m.honeypot[ep].Inc()
+		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
+		return nil
+	}
+	key := string(c.Request().Header.Peek(IdempotencyKeyHeader))
+	if code := checkIdempotencyKey(key); code != "" {
+		if errs == nil {
+			errs = Errors{}
+		}
+		errs[IdempotencyKeyHeader] = code
+	}
+	if errs != nil {
+		s.replyInvalid(c, ep, resultInvalid, errs)
+		return nil
+	}
+	record, err := json.Marshal(contactRecord{Contact: msg, ReceivedAt: s.now().UTC(), Origin: sub.origin})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
+	defer cancel()
+	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, key, record)
+	if err != nil {
+		s.logStoreError(ep, err)
+		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
+		return nil
+	}
+	s.replyStored(c, ep, res)
+	return nil
+}
+
+// checkIdempotencyKey returns an error code for a header that cannot be a key: longer than 255 bytes,
+// or anything but visible ASCII. An absent or empty header means "no key".
+func checkIdempotencyKey(k string) string {
+	if len(k) > MaxIdempotencyKey {
+		return CodeTooLong
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return CodeInvalidType
+		}
+	}
+	return ""
+}
+
+func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult) {
+	switch res.outcome {
+	case duplicate:
+		s.reply(c, ep, resultDuplicate, fiber.StatusOK, bodyDuplicate)
+	case replayed:
+		s.reply(c, ep, resultReplayed, fiber.StatusCreated, bodyCreated)
+	case rateLimited:
+		secs := int((res.retryAfter + time.Second - 1) / time.Second)
+		c.Response().Header.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(secs, 1)))
+		s.reply(c, ep, resultRateLimited, fiber.StatusTooManyRequests, bodyError)
+	default:
+		s.reply(c, ep, resultCreated, fiber.StatusCreated, bodyCreated)
+	}
+}
+
+func (s *Service) reply(c *fiber.Ctx, ep endpoint, r result, status int, body []byte) {
+	s.m.submissions[ep][r].Inc()
+	c.Status(status)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	c.Response().SetBodyRaw(body)
+}
+
+type invalidBody struct {
+	Status string `json:"status"`
+	Errors Errors `json:"errors"`
+}
+
+func (s *Service) replyInvalid(c *fiber.Ctx, ep endpoint, r result, errs Errors) {
+	b, _ := json.Marshal(invalidBody{Status: "invalid", Errors: errs}) // strings always encode
+	s.reply(c, ep, r, fiber.StatusBadRequest, b)
+}
+
+// preflight answers the browser's CORS preflight for a JSON POST: allowed origins get 204 with the
+// origin itself (never "*"), refused ones 403.
+func (s *Service) preflight(c *fiber.Ctx) error {
+	lc := s.live()
+	h := &c.Response().Header
+	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
+	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
+	if !lc.origins.allowed(origin) {
+		c.Status(fiber.StatusForbidden)
+		h.SetContentType(fiber.MIMEApplicationJSON)
+		c.Response().SetBodyRaw(bodyError)
+		return nil
+	}
+	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
+	h.Set(fiber.HeaderAccessControlAllowMethods, fiber.MethodPost)
+	h.Set(fiber.HeaderAccessControlAllowHeaders, "content-type, idempotency-key")
+	h.Set(fiber.HeaderAccessControlMaxAge, "600")
+	c.Status(fiber.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,246 @@
+package forms
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+const testOrigin = "https://www.example.com"
+
+// liveSource is a config.Source the test can swap, as a reloaded file would.
+type liveSource struct{ p atomic.Pointer[config.Config] }
+
+func (s *liveSource) Current() *config.Config { return s.p.Load() }
+
+func (s *liveSource) set(t *testing.T, c *config.Config) {
+	t.Helper()
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	s.p.Store(c)
+}
+
+// testConfig allows testOrigin and *.example.org, with rate limiting off unless a test turns it on.
+func testConfig() *config.Config {
+	zero := 0
+	return &config.Config{
+		AllowedOrigins: []string{testOrigin, "https://*.example.org", "http://localhost:3000"},
+		Forms:          config.Forms{RateLimitPerMinute: &zero},
+	}
+}
+
+func perMinute(n int) *int { return &n }
+
+// harness is the forms service on the real platform app, listening on a loopback port, backed by a real
+// redis-server (or cluster) through the production Redis client. app.Serve also runs the delivery
+// worker, which idles until the configuration names a delivery target.
+type harness struct {
+	t     *testing.T
+	url   string
+	addr  string
+	src   *liveSource
+	svc   *Service
+	reg   *prometheus.Registry
+	rdb   redis.UniversalClient
+	redis *testredis.Server
+}
+
+type harnessOpts struct {
+	cfg     *config.Config
+	cluster *testredis.Cluster
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	if o.cfg == nil {
+		o.cfg = testConfig()
+	}
+	h := &harness{t: t, src: &liveSource{}, reg: prometheus.NewRegistry()}
+	h.src.set(t, o.cfg)
+	rc := config.Redis{Timeout: config.Duration(time.Second)}
+	if o.cluster != nil {
+		rc.Addrs, rc.Cluster = o.cluster.Addrs(), true
+	} else {
+		h.redis = testredis.Start(t)
+		rc.URL = h.redis.URL()
+	}
+	rdb, err := platform.NewRedis(rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	h.rdb = rdb
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registry: h.reg, ConsumerName: "test-" + randomHex(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := platform.NewMetrics()
+	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, h.svc)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addr = ln.Addr().String()
+	h.url = "http://" + h.addr
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second}) }()
+	// Wait until the server answers: shutting down a Fiber app whose listener has not started yet would
+	// leave it serving forever.
+	waitFor(t, 5*time.Second, "the app to listen", func() bool {
+		resp, err := http.Get(h.url + "/livez")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("app did not stop")
+		}
+	})
+	return h
+}
+
+// answer is a decoded response.
+type answer struct {
+	code   int
+	header http.Header
+	status string
+	errors map[string]string
+	raw    string
+}
+
+func (h *harness) do(method, path string, header map[string]string, body string) answer {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.url+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	return decodeAnswer(h.t, resp)
+}
+
+func decodeAnswer(t *testing.T, resp *http.Response) answer {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading answer: %v", err)
+	}
+	a := answer{code: resp.StatusCode, header: resp.Header, raw: string(b)}
+	if len(bytes.TrimSpace(b)) > 0 {
+		var v struct {
+			Status string            `json:"status"`
+			Errors map[string]string `json:"errors"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("answer %d is not JSON: %q", resp.StatusCode, b)
+		}
+		a.status, a.errors = v.Status, v.Errors
+	}
+	return a
+}
+
+// post sends a JSON body from testOrigin with extra headers as key/value pairs.
+func (h *harness) post(path, body string, kv ...string) answer {
+	h.t.Helper()
+	hdr := map[string]string{"Origin": testOrigin, "Content-Type": "application/json"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			delete(hdr, kv[i])
+		} else {
+			hdr[kv[i]] = kv[i+1]
+		}
+	}
+	return h.do(http.MethodPost, path, hdr, body)
+}
+
+func (a answer) expect(t *testing.T, code int, status string) {
+	t.Helper()
+	if a.code != code || a.status != status {
+		t.Fatalf("got %d %q (%s), want %d %q", a.code, a.status, a.raw, code, status)
+	}
+}
+
+func (h *harness) counter(name string, labels ...string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			if m.Counter != nil {
+				return m.GetCounter().GetValue()
+			}
+			if m.Histogram != nil {
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	validWaitlist = `{"email":"ada@example.com","consent":true}`
+	validContact  = `{"name":"Ada Lovelace","email":"ada@example.com","message":"Hello there, a question about pricing."}`
+)

@@ -1,0 +1,100 @@
+package forms
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// endpoint is one of the two forms endpoints.
+type endpoint int
+
+const (
+	contactEndpoint endpoint = iota
+	waitlistEndpoint
+	numEndpoints
+)
+
+func (e endpoint) String() string {
+	if e == contactEndpoint {
+		return "contact"
+	}
+	return "waitlist"
+}
+
+// result is what became of one submission; it labels the submissions metric.
+type result int
+
+const (
+	resultCreated     result = iota // 201, stored
+	resultDuplicate                 // 200, waitlist address already there
+	resultReplayed                  // 201, Idempotency-Key seen before; nothing stored
+	resultHoneypot                  // 201, bot; nothing stored
+	resultInvalid                   // 400
+	resultForbidden                 // 403 origin
+	resultTooLarge                  // 413
+	resultUnsupported               // 415
+	resultRateLimited               // 429
+	resultStoreError                // 502
+	resultBadRequest                // 408/400: the body could not be read
+	numResults
+)
+
+var resultNames = [numResults]string{"created", "duplicate", "replayed", "honeypot", "invalid", "forbidden",
+	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable"}
+
+// metrics are the forms service's own collectors. Counters for the hot path are resolved once, so that
+// counting a submission is one atomic add.
+type metrics struct {
+	submissions [numEndpoints][numResults]prometheus.Counter
+	honeypot    [numEndpoints]prometheus.Counter
+
+	deliveryAttempts *prometheus.CounterVec
+	deliveryFailures *prometheus.CounterVec
+	deliveryLag      prometheus.Histogram
+	deliveryPending  prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	subs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "formsservice_forms_submissions_total",
+		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable).",
+	}, []string{"endpoint", "result"})
+	honeypot := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "formsservice_forms_honeypot_hits_total",
+		Help: "Submissions with the hidden _gotcha field filled in (answered 201, not stored).",
+	}, []string{"endpoint"})
+	m := &metrics{
+		deliveryAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formsservice_forms_delivery_attempts_total",
+			Help: "Attempts to deliver a contact message, by channel (smtp, webhook).",
+		}, []string{"channel"}),
+		deliveryFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formsservice_forms_delivery_failures_total",
+			Help: "Failed attempts to deliver a contact message, by channel; the message is retried with backoff.",
+		}, []string{"channel"}),
+		deliveryLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "formsservice_forms_delivery_lag_seconds",
+			Help:    "Time from storing a contact message to its delivery to every channel.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 30, 60, 300, 900, 3600, 6 * 3600, 24 * 3600},
+		}),
+		deliveryPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "formsservice_forms_delivery_pending",
+			Help: "Contact messages read by a delivery worker and not yet delivered (waiting for a retry).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{subs, honeypot, m.deliveryAttempts, m.deliveryFailures, m.deliveryLag, m.deliveryPending} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for e := range numEndpoints {
+		for r := range numResults {
+			m.submissions[e][r] = subs.WithLabelValues(e.String(), resultNames[r])
+		}
+		m.honeypot[e] = honeypot.WithLabelValues(e.String())
+	}
+	for _, ch := range []string{"smtp", "webhook"} {
+		m.deliveryAttempts.WithLabelValues(ch)
+		m.deliveryFailures.WithLabelValues(ch)
+	}
+	return m, nil
+}

@@ -1,0 +1,210 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"mime/quotedprintable"
+	"net/http"
+	"net/http/httptest"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/services/forms/internal/smtptest"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+func testMessage() Message {
+	return Message{
+		ID: "1700000000000-0", ReceivedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Name: "Zoë Example", Email: "zoe@example.com", Organization: "ACME <Labs> & Co", Topic: "sales",
+		Text: "Hello team,\nplease call me.\n.\nA line with a lone dot above. Ünïcödé ✓", Origin: "https://www.example.com",
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func readMail(t *testing.T, data string) (*mail.Message, string) {
+	t.Helper()
+	m, err := mail.ReadMessage(strings.NewReader(data))
+	if err != nil {
+		t.Fatalf("not a mail: %v\n%s", err, data)
+	}
+	body, err := io.ReadAll(quotedprintable.NewReader(m.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, string(body)
+}
+
+func TestSMTP_SendsReadableMailWithReplyTo(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "Forms <forms@example.net>", To: []string{"team@example.net", "sales@example.net"}, Subject: "[contact]"})
+	if err := s.Send(ctx(t), testMessage()); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Wait(t, 1, time.Second)[0]
+	if got.From != "forms@example.net" || strings.Join(got.To, ",") != "team@example.net,sales@example.net" {
+		t.Fatalf("envelope %q -> %q", got.From, got.To)
+	}
+	m, body := readMail(t, got.Data)
+	subject, err := new(mime.WordDecoder).DecodeHeader(m.Header.Get("Subject"))
+	if err != nil || subject != "[contact] sales: Zoë Example (ACME <Labs> & Co)" {
+		t.Fatalf("subject %q (%v)", subject, err)
+	}
+	rt, err := mail.ParseAddress(m.Header.Get("Reply-To"))
+	if err != nil || rt.Address != "zoe@example.com" || rt.Name != "Zoë Example" {
+		t.Fatalf("Reply-To %q", m.Header.Get("Reply-To"))
+	}
+	if m.Header.Get("Message-ID") != "<1700000000000-0.example.net>" {
+		t.Fatalf("Message-ID %q", m.Header.Get("Message-ID"))
+	}
+	for _, want := range []string{"Name: Zoë Example", "E-mail: zoe@example.com", "Topic: sales", "Sent from: https://www.example.com",
+		"please call me.\n.\nA line with a lone dot above. Ünïcödé ✓"} {
+		if !strings.Contains(strings.ReplaceAll(body, "\r\n", "\n"), want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+func TestSMTP_LineBreaksInName_CannotInjectHeaders(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}, Subject: "[contact]"})
+	m := testMessage()
+	m.Name = "Eve\r\nBcc: victim@example.org\r\nX-Evil: 1"
+	if err := s.Send(ctx(t), m); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Wait(t, 1, time.Second)[0]
+	msg, _ := readMail(t, got.Data)
+	if msg.Header.Get("Bcc") != "" || msg.Header.Get("X-Evil") != "" {
+		t.Fatalf("header injected:\n%s", got.Data)
+	}
+	if len(got.To) != 1 {
+		t.Fatalf("recipients %v", got.To)
+	}
+}
+
+func TestSMTP_StartTLSAndAuth(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{TLS: true, User: "forms", Password: "s3cret"})
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}, Username: "forms", PasswordFile: pw, StartTLS: true})
+	s.TLSConfig = srv.ClientTLS
+	if err := s.Send(ctx(t), testMessage()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Wait(t, 1, time.Second)[0]; got.User != "forms" {
+		t.Fatalf("authenticated as %q", got.User)
+	}
+
+	wrong := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}, Username: "forms", StartTLS: true})
+	wrong.TLSConfig = srv.ClientTLS
+	if err := wrong.Send(ctx(t), testMessage()); err == nil {
+		t.Fatal("sent with a wrong password")
+	}
+}
+
+func TestSMTP_StartTLSRequiredButNotOffered_Fails(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}, StartTLS: true})
+	if err := s.Send(ctx(t), testMessage()); err == nil || !strings.Contains(err.Error(), "STARTTLS") {
+		t.Fatalf("got %v, want a STARTTLS error", err)
+	}
+	if len(srv.Mails()) != 0 {
+		t.Fatal("sent in clear text")
+	}
+}
+
+func TestSMTP_PasswordWithoutTLSToRemoteRelay_IsRefusedBeforeConnecting(t *testing.T) {
+	s := NewSMTP(config.SMTP{Addr: "mail.example.invalid:587", From: "a@example.net", To: []string{"b@example.net"}, Username: "u"})
+	if err := s.Send(ctx(t), testMessage()); err == nil || !strings.Contains(err.Error(), "STARTTLS") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestSMTP_TemporaryFailure_IsAnError(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	srv.FailNext(1)
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}})
+	if err := s.Send(ctx(t), testMessage()); err == nil {
+		t.Fatal("a 451 answer counted as delivered")
+	}
+}
+
+func TestSMTP_StalledRelay_GivesUpAtDeadline(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	srv.StallNext(1)
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}})
+	c, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := s.Send(c, testMessage()); err == nil {
+		t.Fatal("no error from a stalled relay")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("gave up after %s", d)
+	}
+}
+
+func TestWebhook_PostsSlackCompatibleJSON(t *testing.T) {
+	var got WebhookPayload
+	var ct string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ct = r.Header.Get("Content-Type")
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	if err := NewWebhook(srv.URL, nil).Send(ctx(t), testMessage()); err != nil {
+		t.Fatal(err)
+	}
+	if ct != "application/json" {
+		t.Fatalf("content type %q", ct)
+	}
+	if got.Contact != testMessage() {
+		t.Fatalf("contact %+v", got.Contact)
+	}
+	for _, want := range []string{"*New contact message* — sales", "Name: Zoë Example", "ACME &lt;Labs&gt; &amp; Co", ">>> Hello team,"} {
+		if !strings.Contains(got.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, got.Text)
+		}
+	}
+}
+
+func TestWebhook_MentionsAreEscaped(t *testing.T) {
+	m := testMessage()
+	m.Text = "<!channel> look at <https://evil.example|this>"
+	txt := SlackText(m)
+	if strings.Contains(txt, "<!channel>") || strings.Contains(txt, "<https://evil") {
+		t.Fatalf("unescaped: %s", txt)
+	}
+}
+
+func TestWebhook_ErrorStatus_IsAnError(t *testing.T) {
+	for _, code := range []int{500, 404, 302} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if code == 302 {
+				http.Redirect(w, r, "/elsewhere", code)
+				return
+			}
+			http.Error(w, "no", code)
+		}))
+		err := NewWebhook(srv.URL, nil).Send(ctx(t), testMessage())
+		srv.Close()
+		if err == nil {
+			t.Errorf("status %d counted as delivered", code)
+		}
+	}
+}

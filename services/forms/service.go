@@ -1,0 +1,130 @@
+// Package forms is the forms service: POST /contact and POST /waitlist for a product's web site, with
+// origin checks and CORS, a 16 KB body limit, validation, per-IP rate limits, a spam honeypot, idempotent
+// retries, atomic waitlist uniqueness and durable storage in Redis, and a worker that delivers stored
+// contact messages to the operating team by SMTP and webhook.
+package forms
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// Options are the service's dependencies; New takes nothing from globals.
+type Options struct {
+	Config config.Source
+	Redis  redis.UniversalClient
+	Logger *slog.Logger
+	// Registry receives the service's metrics (the process's shared registry).
+	Registry prometheus.Registerer
+	// ConsumerName names this replica's delivery consumer; default hostname-pid.
+	ConsumerName string
+	// StoreTimeout bounds one submission's Redis work, so that a slow or dead store answers 502 in under
+	// two seconds. Default 1.5s.
+	StoreTimeout time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Service implements platform.Service and platform.Runner (the delivery worker).
+type Service struct {
+	cfg          config.Source
+	rdb          redis.UniversalClient
+	store        *store
+	log          *slog.Logger
+	m            *metrics
+	now          func() time.Time
+	storeTimeout time.Duration
+	consumer     string
+
+	compiled   atomic.Pointer[liveConfig]
+	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
+}
+
+// liveConfig is what the request path needs from the configuration, compiled once per configuration
+// (the Source swaps the pointer on reload) rather than once per request.
+type liveConfig struct {
+	cfg       *config.Config
+	origins   *originMatcher
+	proxies   *platform.ProxyTrust
+	rateLimit int
+}
+
+// New builds the service.
+func New(o Options) (*Service, error) {
+	if o.Config == nil || o.Redis == nil {
+		return nil, errors.New("forms: Config and Redis are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = 1500 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ConsumerName == "" {
+		host, _ := os.Hostname()
+		o.ConsumerName = host + "-" + randomHex(4)
+	}
+	m, err := newMetrics(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		cfg:          o.Config,
+		rdb:          o.Redis,
+		store:        &store{rdb: o.Redis},
+		log:          o.Logger,
+		m:            m,
+		now:          o.Now,
+		storeTimeout: o.StoreTimeout,
+		consumer:     o.ConsumerName,
+	}, nil
+}
+
+// Name labels metrics and logs.
+func (s *Service) Name() string { return "forms" }
+
+// Ready reports whether the store answers.
+func (s *Service) Ready(ctx context.Context) error { return platform.PingRedis(ctx, s.rdb) }
+
+// live returns the compiled form of the current configuration.
+func (s *Service) live() *liveConfig {
+	cfg := s.cfg.Current()
+	if lc := s.compiled.Load(); lc != nil && lc.cfg == cfg {
+		return lc
+	}
+	lc := &liveConfig{
+		cfg:       cfg,
+		origins:   newOriginMatcher(cfg.AllowedOrigins),
+		proxies:   platform.ParseProxyTrust(cfg.TrustedProxies),
+		rateLimit: cfg.Forms.RateLimit(),
+	}
+	s.compiled.Store(lc)
+	return lc
+}
+
+// logStoreError logs storage failures at most once a second: during an outage every request fails the
+// same way, and the metric counts them all.
+func (s *Service) logStoreError(ep endpoint, err error) {
+	now := time.Now().UnixNano()
+	last := s.lastErrLog.Load()
+	if now-last < int64(time.Second) || !s.lastErrLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("storing a submission failed; answering 502", "endpoint", ep.String(), "err", err)
+}

@@ -1,0 +1,236 @@
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// server is a health service on a real loopback listener, behind the platform's app (metrics, probes).
+type server struct {
+	URL     string
+	svc     *Service
+	metrics *platform.Metrics
+}
+
+// startHealth serves a health service built from cfg (defaults applied) and the given options.
+func startHealth(t testing.TB, cfg *config.Config, o Options) *server {
+	t.Helper()
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	m := platform.NewMetrics()
+	o.Config = config.Static{C: cfg}
+	o.Registerer = m.Registry
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	svc, err := New(o)
+	if err != nil {
+		t.Fatalf("health.New: %v", err)
+	}
+	app := platform.NewApp(platform.AppOptions{Logger: o.Logger, Metrics: m}, svc)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		_ = app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &server{URL: "http://" + ln.Addr().String(), svc: svc, metrics: m}
+}
+
+// testWriter sends the service's log lines to t.Log, so a failing test shows what the service said.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// redisClient connects to a test server the way the services do (platform.NewRedis, short timeouts).
+func redisClient(t testing.TB, url string) redis.UniversalClient {
+	t.Helper()
+	rdb, err := platform.NewRedis(config.Redis{URL: url, Timeout: config.Duration(time.Second)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// reply is one GET /health answer.
+type reply struct {
+	Code     int
+	Type     string
+	Raw      string
+	Body     Response
+	Took     time.Duration
+	checkMap map[string][]map[string]any
+}
+
+// check returns the single entry of a check key, failing the test when it is missing.
+func (r reply) check(t *testing.T, name string) map[string]any {
+	t.Helper()
+	entries, ok := r.checkMap[name]
+	if !ok || len(entries) != 1 {
+		t.Fatalf("check %q missing or not one entry in %s", name, r.Raw)
+	}
+	return entries[0]
+}
+
+func (r reply) status(t *testing.T, name string) Status {
+	t.Helper()
+	return Status(r.check(t, name)["status"].(string))
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+func getHealth(t testing.TB, base string) reply {
+	t.Helper()
+	start := time.Now()
+	resp, err := httpClient.Get(base + "/health")
+	if err != nil {
+		t.Fatalf("GET /health: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reply{Code: resp.StatusCode, Type: resp.Header.Get("Content-Type"), Raw: string(b), Took: time.Since(start)}
+	if err := json.Unmarshal(b, &r.Body); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, b)
+	}
+	var loose struct {
+		Checks map[string][]map[string]any `json:"checks"`
+	}
+	if err := json.Unmarshal(b, &loose); err != nil {
+		t.Fatal(err)
+	}
+	r.checkMap = loose.Checks
+	return r
+}
+
+// waitFor polls GET /health until cond holds, or fails after within.
+func waitFor(t testing.TB, base string, within time.Duration, what string, cond func(reply) bool) reply {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := getHealth(t, base)
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s; last answer %d %s", what, within, r.Code, r.Raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readyzServer answers /readyz with the status code set by the test.
+type readyzServer struct {
+	URL  string
+	mu   sync.Mutex
+	code int
+}
+
+func startReadyz(t testing.TB) *readyzServer {
+	t.Helper()
+	rs := &readyzServer{code: http.StatusOK}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		rs.mu.Lock()
+		code := rs.code
+		rs.mu.Unlock()
+		w.WriteHeader(code)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	rs.URL = "http://" + ln.Addr().String()
+	return rs
+}
+
+func (rs *readyzServer) set(code int) {
+	rs.mu.Lock()
+	rs.code = code
+	rs.mu.Unlock()
+}
+
+// silentListener accepts TCP connections and never answers a byte: a dependency that hangs.
+func silentListener(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
+}
+
+// pingCalls reads how many PINGs the server has answered (INFO commandstats).
+func pingCalls(t testing.TB, r *testredis.Server) int {
+	t.Helper()
+	info, err := r.Client().Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := infoField(info, "cmdstat_ping")
+	if v == "" {
+		return 0
+	}
+	calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+	n, err := strconv.Atoi(calls)
+	if err != nil {
+		t.Fatalf("cmdstat_ping %q: %v", v, err)
+	}
+	return n
+}
+
+func ms(d time.Duration) config.Duration { return config.Duration(d) }

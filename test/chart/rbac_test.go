@@ -1,0 +1,260 @@
+package chart_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/formsservice/formsservice/test/internal/cluster"
+	"github.com/formsservice/formsservice/test/internal/proc"
+	"github.com/formsservice/formsservice/test/internal/repo"
+)
+
+// managerLeaseName is cmd/manager's LeaderElectionID.
+const managerLeaseName = "formsservice-operator.platform.formsservice.io"
+
+// TestRBAC_ManagerRunsAsTheChartsServiceAccount proves the chart's RBAC sufficient: the chart is installed
+// with helm into a real API server, the real manager binary runs with the chart's own arguments as the
+// chart's ServiceAccount (every request impersonates it, so only the chart's ClusterRole, leader-election
+// Role and metrics roles apply), and reconciles the sample from config/samples. Any request the API server
+// forbids fails the test, as does a platform that is not built.
+func TestRBAC_ManagerRunsAsTheChartsServiceAccount(t *testing.T) {
+	samples, _ := filepath.Glob(repo.Path(t, "config", "samples", "*.yaml"))
+	if len(samples) == 0 {
+		t.Fatal("no FormsService sample in config/samples")
+	}
+	c := cluster.Start(t, prometheusOperatorCRDs(t))
+	ctx := context.Background()
+	fullname := releaseName + "-formsservice-operator"
+	im, metricsAddr := startChartOperator(t, c)
+
+	// The sample, applied as a platform team would, is reconciled into the whole platform.
+	var fsObjs []*unstructured.Unstructured
+	for _, f := range samples {
+		for _, obj := range readObjects(t, f) {
+			u := &unstructured.Unstructured{Object: obj}
+			if u.GetKind() == "Kustomization" {
+				continue
+			}
+			if u.GetNamespace() == "" {
+				u.SetNamespace("shop")
+			}
+			c.CreateNamespace(t, u.GetNamespace())
+			if err := c.Client.Create(ctx, u); err != nil {
+				t.Fatalf("%s: creating %s %s: %v", f, u.GetKind(), u.GetName(), err)
+			}
+			if u.GetKind() == "FormsService" {
+				fsObjs = append(fsObjs, u)
+				createReferencedSecrets(t, c, u)
+			}
+		}
+	}
+	if len(fsObjs) == 0 {
+		t.Fatal("config/samples holds no FormsService")
+	}
+	for _, fs := range fsObjs {
+		ns, name := fs.GetNamespace(), fs.GetName()
+		cluster.Eventually(t, 90*time.Second, "FormsService "+name+" reconciled", func() (bool, string) {
+			if f := im.Forbidden(); len(f) > 0 {
+				t.Fatalf("the API server forbade the manager's requests:\n%s", strings.Join(f, "\n"))
+			}
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(formsServiceGVK)
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live); err != nil {
+				return false, err.Error()
+			}
+			observed, _, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+			if observed != live.GetGeneration() {
+				return false, fmt.Sprintf("status.observedGeneration %d, generation %d", observed, live.GetGeneration())
+			}
+			for _, component := range []string{"forms", "auth", "health"} {
+				if !exists(t, c, &appsv1.Deployment{}, ns, name+"-"+component) {
+					return false, "no Deployment " + name + "-" + component
+				}
+				if !exists(t, c, &corev1.Service{}, ns, name+"-"+component) {
+					return false, "no Service " + name + "-" + component
+				}
+			}
+			return true, ""
+		})
+	}
+
+	// Secure metrics: the manager asks the API server (TokenReview, SubjectAccessReview, through the
+	// chart's metrics-auth role) whether a scraper may read /metrics, which the metrics-reader role allows.
+	reader := serviceAccountToken(t, c, releaseNS, "prometheus", fullname+"-metrics-reader")
+	stranger := serviceAccountToken(t, c, releaseNS, "stranger", "")
+	cluster.Eventually(t, 30*time.Second, "a metrics-reader scrapes the manager's /metrics", func() (bool, string) {
+		code, body := scrape(metricsAddr, reader)
+		return code == http.StatusOK && strings.Contains(body, "controller_runtime_reconcile_total"),
+			fmt.Sprintf("HTTP %d: %.200s", code, body)
+	})
+	if code, _ := scrape(metricsAddr, stranger); code != http.StatusForbidden {
+		t.Errorf("a ServiceAccount without the metrics-reader role scraped /metrics: HTTP %d, want 403", code)
+	}
+
+	if f := im.Forbidden(); len(f) > 0 {
+		t.Fatalf("the API server forbade the manager's requests:\n%s", strings.Join(f, "\n"))
+	}
+	if im.Requests() == 0 {
+		t.Fatal("no request went through the impersonating proxy")
+	}
+	t.Logf("%d requests as system:serviceaccount:%s:%s, none forbidden", im.Requests(), releaseNS, fullname)
+}
+
+// TestRBAC_ForbiddenRequestsAreCaught is the control of the test above: a ServiceAccount with no role
+// at all must produce forbidden requests, or the proxy would prove nothing.
+func TestRBAC_ForbiddenRequestsAreCaught(t *testing.T) {
+	manager := proc.Build(t, "./cmd/manager")
+	c := cluster.Start(t, repo.Path(t, "config", "crd", "bases"))
+	c.CreateNamespace(t, releaseNS)
+	im := c.ImpersonateServiceAccount(t, releaseNS, "nobody")
+	proc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address="+proc.Addr(t))
+	cluster.Eventually(t, 30*time.Second, "a forbidden request is recorded", func() (bool, string) {
+		return len(im.Forbidden()) > 0, fmt.Sprintf("%d requests, none forbidden", im.Requests())
+	})
+}
+
+// createReferencedSecrets creates, as the platform team would before applying it, every Secret the
+// FormsService names in a *SecretRef ({name, key}), holding a placeholder value.
+func createReferencedSecrets(t *testing.T, c *cluster.Cluster, fs *unstructured.Unstructured) {
+	t.Helper()
+	secrets := map[string]map[string][]byte{}
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch n := v.(type) {
+		case map[string]any:
+			name, _ := n["name"].(string)
+			k, _ := n["key"].(string)
+			if strings.HasSuffix(strings.ToLower(key), "secretref") && name != "" && k != "" {
+				if secrets[name] == nil {
+					secrets[name] = map[string][]byte{}
+				}
+				secrets[name][k] = []byte("placeholder-" + k)
+			}
+			for kk, vv := range n {
+				walk(kk, vv)
+			}
+		case []any:
+			for _, vv := range n {
+				walk(key, vv)
+			}
+		}
+	}
+	walk("spec", fs.Object["spec"])
+	for name, data := range secrets {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fs.GetNamespace(), Name: name}, Data: data}
+		if err := c.Client.Create(context.Background(), s); err != nil {
+			t.Fatalf("Secret %s named by the sample: %v", name, err)
+		}
+	}
+}
+
+// startChartOperator installs the chart with helm and runs the manager binary with the chart's arguments
+// as the chart's ServiceAccount, until it holds the leader Lease (leader election through the chart's
+// Role). It returns the impersonating proxy and the manager's metrics address.
+func startChartOperator(t *testing.T, c *cluster.Cluster, helmArgs ...string) (*cluster.Impersonator, string) {
+	t.Helper()
+	manager := proc.Build(t, "./cmd/manager")
+	helmAt(t, c, append([]string{"install", releaseName, chartDir, "--namespace", releaseNS, "--create-namespace"}, helmArgs...)...)
+	c.WaitEstablished(t, formsServiceCRD)
+
+	fullname := releaseName + "-formsservice-operator"
+	im := c.ImpersonateServiceAccount(t, releaseNS, fullname)
+	args, metricsAddr := managerArgs(t, c, fullname)
+	mgr := proc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, args...)
+	cluster.Eventually(t, 60*time.Second, "the manager holds the leader Lease", func() (bool, string) {
+		if exited, err := mgr.Exited(); exited {
+			t.Fatalf("the manager exited: %v\n%s", err, mgr.Output())
+		}
+		var lease coordinationv1.Lease
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: releaseNS, Name: managerLeaseName}, &lease); err != nil {
+			return false, err.Error()
+		}
+		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", "no holder yet"
+	})
+	return im, metricsAddr
+}
+
+// managerArgs returns the manager's arguments from the chart's Deployment as installed, with the
+// listening addresses moved to free loopback ports, and the metrics address.
+func managerArgs(t *testing.T, c *cluster.Cluster, fullname string) ([]string, string) {
+	t.Helper()
+	var dep appsv1.Deployment
+	if !exists(t, c, &dep, releaseNS, fullname) {
+		t.Fatal("the chart installed no manager Deployment")
+	}
+	metricsAddr := proc.Addr(t)
+	var args []string
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		switch {
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + metricsAddr
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + proc.Addr(t)
+		}
+		args = append(args, a)
+	}
+	return args, metricsAddr
+}
+
+// serviceAccountToken creates a ServiceAccount (bound to clusterRole unless empty) and returns a token.
+func serviceAccountToken(t *testing.T, c *cluster.Cluster, namespace, name, clusterRole string) string {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if clusterRole != "" {
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + clusterRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+		}
+		if err := c.Client.Create(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", name, err)
+	}
+	return tr.Status.Token
+}
+
+// scrape GETs https://addr/metrics with a bearer token; the manager's certificate is self-signed.
+func scrape(addr, token string) (int, string) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed serving certificate
+	}}
+	req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}

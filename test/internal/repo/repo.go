@@ -1,0 +1,86 @@
+// Package repo finds the repository's root and the tools `make test` installs under bin/, for the tests
+// in test/. A missing tool fails the test with the command that installs it; it never skips.
+package repo
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Root is the folder holding go.mod, found upward from the working directory.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Path joins elements onto the repository root.
+func Path(t testing.TB, elem ...string) string {
+	t.Helper()
+	return filepath.Join(append([]string{Root(t)}, elem...)...)
+}
+
+// Tool returns bin/<name>, failing the test with the install command when it is missing.
+func Tool(t testing.TB, name, installedBy string) string {
+	t.Helper()
+	p := Path(t, "bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing: `make test` installs it (%s)", p, installedBy)
+	}
+	return p
+}
+
+// Run runs a command from the repository root and returns its combined output, failing the test on a
+// non-zero exit.
+func Run(t testing.TB, env []string, name string, args ...string) string {
+	t.Helper()
+	out, err := Output(t, env, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// Output runs a command from the repository root and returns its combined output and error.
+func Output(t testing.TB, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = Root(t)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// KubebuilderAssets is the folder holding kube-apiserver and etcd for envtest: $KUBEBUILDER_ASSETS, else
+// the folder hack/envtest-assets.sh caches under bin/k8s/. The test fails when neither has them.
+func KubebuilderAssets(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		matches, _ := filepath.Glob(Path(t, "bin", "k8s", "*", "kube-apiserver"))
+		if len(matches) > 0 {
+			dir = filepath.Dir(matches[len(matches)-1])
+		}
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); dir == "" || err != nil {
+			t.Fatalf("no %s for envtest (KUBEBUILDER_ASSETS=%q): `make test` builds it (hack/envtest-assets.sh)", bin, dir)
+		}
+	}
+	return dir
+}
