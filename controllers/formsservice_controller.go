@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,7 +54,8 @@ type FormsServiceReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile makes the cluster match one FormsService and rebuilds its status from what it finds.
@@ -136,15 +138,21 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	names := render.NamesOf(fs)
 	if render.ManagedRedis(fs) {
-		apply(render.RedisConfigMap(fs), render.RedisService(fs), render.RedisStatefulSet(fs))
+		apply(render.RedisConfigMap(fs), render.RedisService(fs), render.RedisNetworkPolicy(fs), render.RedisStatefulSet(fs, in))
 	} else {
 		// Switched to an external Redis: stop the managed one. Its volume claim stays (retention policy).
 		remove(&appsv1.StatefulSet{ObjectMeta: objectMeta(fs, names.Redis)}, "StatefulSet")
+		remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, names.Redis)}, "NetworkPolicy")
 		remove(&corev1.Service{ObjectMeta: objectMeta(fs, names.Redis)}, "Service")
 		remove(&corev1.ConfigMap{ObjectMeta: objectMeta(fs, names.RedisConfigMap)}, "ConfigMap")
 	}
 	for _, c := range render.Components {
 		apply(render.Service(fs, c))
+		if pdb := render.PodDisruptionBudget(fs, c); pdb != nil {
+			apply(pdb)
+		} else {
+			remove(&policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "PodDisruptionBudget")
+		}
 	}
 
 	// The configuration and the pods roll out only when every Secret they mount exists and the
@@ -184,6 +192,9 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	// Returning an error requeues with the controller's bounded exponential backoff. Missing Secrets
 	// are not errors: the Secret watch brings the resource back when they appear.
 	err = errors.Join(errs...)
+	if err != nil && ctx.Err() != nil {
+		return ctrl.Result{}, nil // the manager is stopping; the next leader reconciles again
+	}
 	return monitoring.result(err), err
 }
 
@@ -290,6 +301,8 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&networkingv1.Ingress{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.formsServicesForSecret))
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
 	return b.WithOptions(controller.Options{

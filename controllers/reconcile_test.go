@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -381,6 +382,7 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 	lists := []client.ObjectList{
 		&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{},
 		&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &networkingv1.IngressList{},
+		&networkingv1.NetworkPolicyList{}, &policyv1.PodDisruptionBudgetList{},
 	}
 	count := 0
 	for _, l := range lists {
@@ -400,9 +402,10 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 			}
 		}
 	}
-	// config, redis-config, signing key, redis password, 4 Services, 3 Deployments, 1 StatefulSet, 1 Ingress.
-	if count != 13 {
-		t.Errorf("found %d owned objects, want 13", count)
+	// config, redis-config, signing key, redis password, 4 Services, 3 Deployments, 3 PodDisruptionBudgets,
+	// 1 StatefulSet, 1 NetworkPolicy, 1 Ingress.
+	if count != 17 {
+		t.Errorf("found %d owned objects, want 17", count)
 	}
 	// The Redis data volume outlives the resource on purpose.
 	var sts appsv1.StatefulSet
@@ -413,18 +416,38 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 		t.Errorf("PVC retention policy = %+v, want Retain", p)
 	}
 
-	// Removing the ingress from the spec deletes the Ingress.
+	// Removing the ingress from the spec deletes the Ingress; one replica needs no disruption budget;
+	// an external Redis replaces the managed one.
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
 		fs.Spec.Ingress = nil
 		fs.Spec.PublicURL = "https://id.acme.example"
+		fs.Spec.Health.Replicas = ptr.To[int32](1)
+		fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.data.svc:6379"}}
 	})
-	eventually(t, func() error {
-		err := k8s.Get(ctx, key(ns, "acme"), &networkingv1.Ingress{})
-		if apierrors.IsNotFound(err) {
+	gone := map[string]client.Object{
+		"acme": &networkingv1.Ingress{}, "acme-health": &policyv1.PodDisruptionBudget{},
+		"acme-redis": &appsv1.StatefulSet{}, "acme-redis-config": &corev1.ConfigMap{},
+	}
+	for name, obj := range gone {
+		eventually(t, func() error {
+			err := k8s.Get(ctx, key(ns, name), obj)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("%T %s still there: %v", obj, name, err)
+		})
+	}
+	for _, obj := range []client.Object{&networkingv1.NetworkPolicy{}, &corev1.Service{}} {
+		eventually(t, func() error {
+			if err := k8s.Get(ctx, key(ns, "acme-redis"), obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T acme-redis still there: %v", obj, err)
+			}
 			return nil
-		}
-		return fmt.Errorf("ingress still there: %v", err)
-	})
+		})
+	}
+	if err := k8s.Get(ctx, key(ns, "acme-forms"), &policyv1.PodDisruptionBudget{}); err != nil {
+		t.Errorf("forms (2 replicas) lost its disruption budget: %v", err)
+	}
 
 	// Deleting the resource: the reconciler leaves the rest to the garbage collector.
 	if err := k8s.Delete(ctx, fs); err != nil {

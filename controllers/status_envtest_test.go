@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -174,6 +179,7 @@ func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
 	}
 	setStatefulSetReady(t, ns, "acme-redis")
 	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionTrue, "Available")
+	checkPrinterColumns(t, ns, []string{"Name", "Ready", "Origins", "Clients", "Age"}, []any{"acme", "True", float64(2), float64(1)})
 	waitQuiet(t)
 
 	// Reconcile the unchanged resource several times, directly and through the watch (an annotation
@@ -202,4 +208,79 @@ func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
 		}
 		return fmt.Errorf("no ConfigMap write among %v", opWrites.Writes())
 	})
+}
+
+// Someone edits an object the operator owns: the watch brings the FormsService back and the reconcile
+// restores the desired content (the live object no longer holds it).
+func TestReconcile_RestoresAnOwnedObjectEditedByHand(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createAndWait(t, sampleFS(ns))
+
+	var d appsv1.Deployment
+	if err := k8s.Get(ctx, key(ns, "acme-forms"), &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "attacker.example/forms:evil"
+	d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
+	if err := k8s.Update(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := k8s.Get(ctx, key(ns, "acme-config"), &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["forms.yaml"] = "allowedOrigins: [\"https://evil.example\"]\n"
+	if err := k8s.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if err := k8s.Get(ctx, key(ns, "acme-forms"), &d); err != nil {
+			return err
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if c.Image != testImage || !ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false) {
+			return fmt.Errorf("deployment still edited: %s", c.Image)
+		}
+		if err := k8s.Get(ctx, key(ns, "acme-config"), &cm); err != nil {
+			return err
+		}
+		if strings.Contains(cm.Data["forms.yaml"], "evil") {
+			return fmt.Errorf("configmap still edited")
+		}
+		return nil
+	})
+}
+
+// checkPrinterColumns asks the API server for the table kubectl prints (`kubectl get formsservices`).
+func checkPrinterColumns(t *testing.T, ns string, wantColumns []string, wantCells []any) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(cluster.Config.Host, "/")+"/apis/platform.formsservice.io/v1alpha1/namespaces/"+ns+"/formsservices", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatalf("%v: %d %.300s", err, res.StatusCode, body)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		if c.Priority == 0 {
+			cols = append(cols, c.Name)
+		}
+	}
+	if fmt.Sprint(cols) != fmt.Sprint(wantColumns) {
+		t.Errorf("kubectl get columns %v, want %v", cols, wantColumns)
+	}
+	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[:len(wantCells)]) != fmt.Sprint(wantCells) {
+		t.Errorf("kubectl get row %v, want %v", table.Rows, wantCells)
+	}
 }

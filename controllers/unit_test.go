@@ -8,13 +8,16 @@ import (
 	"encoding/pem"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
@@ -139,8 +142,9 @@ func TestToApplyMap_DropsZeroValuesButKeepsEmptyDir(t *testing.T) {
 	if _, ok := last["emptyDir"]; !ok {
 		t.Error("an empty emptyDir was pruned: the volume would have no source")
 	}
-	if digestOf(m) != digestOf(m) || len(digestOf(m)) != 16 {
-		t.Error("digest is not stable")
+	again, _ := toApplyMap(d)
+	if digestOf(m) != digestOf(again) || len(digestOf(m)) != 16 {
+		t.Error("the digest of the same object differs")
 	}
 }
 
@@ -174,3 +178,22 @@ func TestNewSigningKey_IsP256PKCS8WithItsRFC7638Thumbprint(t *testing.T) {
 const cryptoSHA256 = crypto.SHA256
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func TestRateLimiter_BacksOffToFiveMinutesAtMost(t *testing.T) {
+	rl := RateLimiter()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "n", Name: "a"}}
+	if d := rl.When(req); d != time.Second {
+		t.Errorf("first retry after %v, want 1s", d)
+	}
+	var last time.Duration
+	for i := 0; i < 30; i++ {
+		last = rl.When(req)
+	}
+	if last != 5*time.Minute {
+		t.Errorf("after 30 failures the retry waits %v, want the 5m bound", last)
+	}
+	rl.Forget(req)
+	if d := rl.When(req); d != time.Second {
+		t.Errorf("after success the backoff restarts at %v, want 1s", d)
+	}
+}

@@ -78,6 +78,9 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"standalone with two addresses", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"r1:6379", "r2:6379"}}
 		}, "Standalone mode takes one address"},
+		{"a database number in Cluster mode", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{Mode: v1alpha1.RedisCluster, Addresses: []v1alpha1.HostPort{"r1:6379"}, DB: 2}
+		}, "a Redis Cluster has only db 0"},
 		{"redis address without port", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.example.internal"}}
 		}, "must be host:port"},

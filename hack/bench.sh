@@ -21,3 +21,16 @@ go build -o bin/formsservice ./cmd/formsservice
 FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN="$PWD/bin/formsservice" \
   go test -count 1 -run '^TestLoad_TokenEndpoint$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
 # --- end of the auth block
+
+# --- forms: `formsservice forms` (POST /waitlist and POST /contact, real redis-server, loopback) against
+# two baselines in the same run: a bare Fiber handler that decodes the JSON and answers 201, and the same
+# handler doing one Redis SETNX (one round trip, the floor for any handler that stores). Peak req/s and
+# p50/p99 per target, then p50/p99 at half of that peak (open loop, no coordinated omission). About two
+# minutes: BENCH_DURATION (5s per run), BENCH_CONNS (32), BENCH_ROUNDS (2; best peak kept).
+echo "=== forms: load on POST /waitlist and /contact against the baselines (loopback)"
+hack/install-redis.sh >/dev/null
+go build -o bin/formsservice ./cmd/formsservice
+go build -o bin/loadgen ./cmd/loadgen
+bin/loadgen bench -formsservice bin/formsservice -redis-server bin/redis-server \
+  -duration "${BENCH_DURATION:-5s}" -conns "${BENCH_CONNS:-32}" -rounds "${BENCH_ROUNDS:-2}"
+# --- end of the forms block

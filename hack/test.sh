@@ -9,8 +9,21 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 step "dependencies"
 hack/install-redis.sh
 
-step "chart tools (helm, kubeconform, offline schemas)"
+step "envtest control plane (kube-apiserver built from the module proxy + etcd, cached in bin/k8s/)"
+KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
+export KUBEBUILDER_ASSETS
+echo "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
+
+step "generated code is fresh (deepcopy, CRD, RBAC from the kubebuilder markers)"
+make --no-print-directory verify-generated
+
+step "container image without Docker (make image; its test opens the tarball)"
+make --no-print-directory image
+export FORMSSERVICE_IMAGE_TAR="$PWD/bin/formsservice-image.tar"
+
+step "chart tools (helm, kubeconform, offline schemas) and Chromium for the end-to-end tests"
 hack/install-chart-tools.sh
+hack/install-chromium.sh
 
 step "helm chart (lint, copies of config/, values table)"
 make --no-print-directory helm-lint
@@ -21,10 +34,16 @@ go vet -tags e2e ./test/...
 step "lint (gofmt, go vet, staticcheck)"
 make --no-print-directory lint
 
+step "browser SDK (sdk/): npm ci, committed dist/ is fresh, size budget, unit tests"
+(cd sdk && npm ci --no-audit --no-fund && npm run check-dist && npm test)
+
 step "go test"
 go test -count=1 -timeout 30m ./...
 
 step "go test -race (services)"
 go test -count=1 -race -timeout 30m ./services/... ./internal/...
+
+step "browser SDK and demo page in headless Chromium against formsservice dev + redis-server (screenshots in artifacts/)"
+(cd sdk && npm run test:browser)
 
 echo; echo "=== all tests passed ($(date +%T))"

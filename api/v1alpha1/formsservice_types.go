@@ -211,6 +211,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode != 'Standalone') || !has(self.addresses) || size(self.addresses) <= 1",message="Standalone mode takes one address; use mode Cluster or Sentinel for several"
 // +kubebuilder:validation:XValidation:rule="(has(self.addresses) && size(self.addresses) > 0) || (!has(self.passwordSecretRef) && !has(self.username) && !has(self.tls))",message="passwordSecretRef, username and tls apply to an external Redis (addresses); the managed Redis gets a generated password"
 // +kubebuilder:validation:XValidation:rule="!has(self.managed) || !has(self.addresses) || size(self.addresses) == 0",message="managed applies only when addresses is empty"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Cluster' || !has(self.db) || self.db == 0",message="a Redis Cluster has only db 0"
 type RedisSpec struct {
 	// Addresses of an external Redis as host:port: one server (Standalone), the sentinels (Sentinel) or
 	// seed nodes (Cluster). Empty: the operator runs a single Redis StatefulSet with a volume and
@@ -500,8 +501,4 @@ type FormsServiceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FormsService `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&FormsService{}, &FormsServiceList{})
 }

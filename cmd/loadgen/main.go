@@ -4,6 +4,7 @@
 //
 //	loadgen bench [-duration 5s] [-conns 32] [-rounds 1]   the whole comparison (hack/bench.sh)
 //	loadgen baseline -mode bare|setnx -addr A [-redis URL]  one baseline server (bench starts these)
+//	loadgen run -addr A -path /waitlist [-rate N]             load one running server
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +51,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runBaseline(*mode, *addr, *redisURL)
 	case "bench":
 		return bench(args[1:], stdout, stderr)
+	case "run":
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		spec := loadSpec{want: 201}
+		fs.StringVar(&spec.addr, "addr", "", "host:port on loopback")
+		fs.StringVar(&spec.path, "path", "/waitlist", "path to POST to")
+		fs.StringVar(&spec.kind, "kind", "waitlist", "body: waitlist or contact")
+		fs.StringVar(&spec.origin, "origin", benchOrigin, "Origin header")
+		fs.IntVar(&spec.conns, "conns", 32, "connections")
+		fs.DurationVar(&spec.warmup, "warmup", time.Second, "unmeasured time first")
+		fs.DurationVar(&spec.duration, "duration", 5*time.Second, "measured time")
+		fs.Float64Var(&spec.rate, "rate", 0, "requests per second (0: as fast as possible)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		res, err := runLoad(spec)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s: %.0f req/s, p50 %s, p99 %s, unexpected %v\n", spec.addr, spec.path, res.perSecond, ms(res.p50), ms(res.p99), res.unexpected)
+		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -124,6 +146,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprintf(stdout, "load: %d connections, %s warm-up + %s measured per run, %d round(s); redis-server %s on loopback\n",
 		f.conns, f.warmup, f.duration, f.rounds, redisAddr)
+	fmt.Fprintf(stdout, "machine: %d CPUs shared by load generator, servers and Redis; load average before: %s\n", runtime.NumCPU(), loadAverage())
 	for round := range f.rounds {
 		for i := range targets {
 			t := &targets[i]
@@ -153,7 +176,20 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	report(stdout, targets)
+	fmt.Fprintf(stdout, "load average after: %s (other work on the machine shows up as noise, in the half-peak p99 most)\n", loadAverage())
 	return nil
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 type target struct {

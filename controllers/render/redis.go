@@ -61,8 +61,9 @@ func RedisService(fs *v1alpha1.FormsService) *corev1.Service {
 }
 
 // RedisStatefulSet runs the single managed Redis with a PersistentVolumeClaim. The claim is kept when the
-// StatefulSet or the FormsService is deleted: the data outlives a mistake.
-func RedisStatefulSet(fs *v1alpha1.FormsService) *appsv1.StatefulSet {
+// StatefulSet or the FormsService is deleted: the data outlives a mistake. Redis reads its password at
+// start-up, so the digest of the password Secret (from in) restarts it when the Secret changes.
+func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1.StatefulSet {
 	m := fs.Spec.Redis.Managed
 	if m == nil {
 		m = &v1alpha1.ManagedRedisSpec{}
@@ -128,7 +129,10 @@ func RedisStatefulSet(fs *v1alpha1.FormsService) *appsv1.StatefulSet {
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(fs, Redis)},
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      Labels(fs, Redis),
+					Annotations: map[string]string{RestartHashAnnotation: in.SecretDigests[n.RedisPassword]},
+				},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{container},
 					Volumes: []corev1.Volume{

@@ -95,8 +95,15 @@ func TestServiceConfig(t *testing.T) {
 			fs.Spec.OAuthClients[0].Scopes = []v1alpha1.Scope{"openid"}
 			fs.Spec.Auth.SelfSignup = true
 			fs.Spec.Auth.RefreshTokenLifetime = &metav1.Duration{Duration: 48 * time.Hour}
+			fs.Spec.Auth.SessionLifetime = &metav1.Duration{Duration: 8 * time.Hour}
+			fs.Spec.Auth.Throttle = &v1alpha1.ThrottleSpec{AccountFailures: ptr.To[int32](5), Window: &metav1.Duration{Duration: time.Hour}}
+			fs.Spec.OAuthClients[0].Name = "Acme Web"
 		}, Inputs{PreviousSigningKey: true}, Auth, func(t *testing.T, c *config.Config) {
 			a := c.Auth
+			if a.SessionLifetime.D() != 8*time.Hour || a.Throttle.AccountFailures != 5 || a.Throttle.IPFailures != 0 ||
+				a.Throttle.Window.D() != time.Hour || a.Clients[0].Name != "Acme Web" {
+				t.Errorf("session/throttle/name = %v %+v %q", a.SessionLifetime.D(), a.Throttle, a.Clients[0].Name)
+			}
 			if a.SigningKeyFile != SecretsDir+"/acme-signing-key/signing-key.pem" || a.PreviousSigningKeyFile != SecretsDir+"/acme-signing-key/previous-signing-key.pem" {
 				t.Errorf("keys = %q %q", a.SigningKeyFile, a.PreviousSigningKeyFile)
 			}
@@ -107,8 +114,11 @@ func TestServiceConfig(t *testing.T) {
 				t.Errorf("clients = %+v", a.Clients)
 			}
 		}},
-		{"health points at the in-cluster services", nil, in, Health, func(t *testing.T, c *config.Config) {
-			if c.Health.FormsURL != "http://acme-forms.prod.svc" || c.Health.AuthURL != "http://acme-auth.prod.svc" {
+		{"health points at the in-cluster services", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Health.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+		}, in, Health, func(t *testing.T, c *config.Config) {
+			if c.Health.FormsURL != "http://acme-forms.prod.svc" || c.Health.AuthURL != "http://acme-auth.prod.svc" ||
+				c.Health.Timeout.D() != 3*time.Second || c.Health.WarnAfter != 0 {
 				t.Errorf("health = %+v", c.Health)
 			}
 		}},
@@ -326,7 +336,10 @@ func mapsEqual(a, b map[string]string) bool {
 
 func TestRedis(t *testing.T) {
 	fs := base()
-	s := RedisStatefulSet(fs)
+	s := RedisStatefulSet(fs, Inputs{SecretDigests: map[string]string{"acme-redis-password": "d1"}})
+	if s.Spec.Template.Annotations[RestartHashAnnotation] != "d1" {
+		t.Errorf("the Redis pod does not restart when its password changes: %v", s.Spec.Template.Annotations)
+	}
 	if s.Spec.Template.Spec.Containers[0].Image != DefaultRedisImage || s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "1Gi" {
 		t.Errorf("defaults: %+v", s.Spec)
 	}
@@ -335,7 +348,7 @@ func TestRedis(t *testing.T) {
 	}
 	size := resource.MustParse("10Gi")
 	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Image: "redis:8", StorageSize: &size, StorageClassName: ptr.To("fast")}
-	s = RedisStatefulSet(fs)
+	s = RedisStatefulSet(fs, in)
 	if s.Spec.Template.Spec.Containers[0].Image != "redis:8" || *s.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "fast" ||
 		s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
 		t.Errorf("overrides: %+v", s.Spec)
@@ -359,5 +372,33 @@ func TestReferencedSecretNames(t *testing.T) {
 	got := ReferencedSecretNames(fs)
 	if !slices.Equal(got, []string{"acme-signing-key", "shared"}) {
 		t.Errorf("got %v", got)
+	}
+}
+
+func TestPodDisruptionBudget_OnlyFromTwoReplicas(t *testing.T) {
+	fs := base()
+	if p := PodDisruptionBudget(fs, Forms); p == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.Selector.MatchLabels[LabelComponent] != Forms {
+		t.Errorf("default (2 replicas): %+v", p)
+	}
+	fs.Spec.Auth.Replicas = ptr.To[int32](1)
+	if p := PodDisruptionBudget(fs, Auth); p != nil {
+		t.Error("a budget for one replica would block every node drain")
+	}
+}
+
+func TestRedisNetworkPolicy_AdmitsOnlyTheServicesOfThisFormsService(t *testing.T) {
+	np := RedisNetworkPolicy(base())
+	if np.Spec.PodSelector.MatchLabels[LabelComponent] != Redis || len(np.Spec.Ingress) != 1 {
+		t.Fatalf("policy = %+v", np.Spec)
+	}
+	var comps []string
+	for _, p := range np.Spec.Ingress[0].From {
+		if p.PodSelector.MatchLabels[LabelInstance] != "acme" || p.NamespaceSelector != nil {
+			t.Errorf("peer %+v is not a pod of this FormsService", p)
+		}
+		comps = append(comps, p.PodSelector.MatchLabels[LabelComponent])
+	}
+	if !slices.Equal(comps, Components) || np.Spec.Ingress[0].Ports[0].Port.IntValue() != RedisPort {
+		t.Errorf("from %v ports %+v", comps, np.Spec.Ingress[0].Ports)
 	}
 }

@@ -44,7 +44,7 @@ func run(args []string) error {
 		return err
 	}
 	if *valuesPath == "" || fs.NArg() == 0 {
-		return errors.New("usage: helmdocs -values values.yaml [-check] FILE.md...")
+		return errors.New("usage: helmdocs -values values.yaml [-check] FILE.md [FILE.md ...]")
 	}
 	src, err := os.ReadFile(*valuesPath)
 	if err != nil {

@@ -129,7 +129,7 @@ type Message = { t: 'b'; r: string; i: number } | { t: 'r'; r: string; s: Tokens
 
 const transactionTTL = 3600_000
 const events = ['signedIn', 'signedOut', 'tokenRefreshed', 'error']
-const responseParams = ['code', 'state', 'error', 'error_description', 'error_uri', 'iss', 'session_state']
+const responseParams = ['code', 'state', 'error', 'error_description', 'error_uri', 'iss', 'scope', 'session_state']
 
 const signedOutMessage = 'not signed in: call signIn()'
 
@@ -449,8 +449,9 @@ export class ServiceAuthClient {
   /**
    * Signs out: revokes the refresh token, forgets the tokens (here and in tabs sharing them), and sends
    * the browser to the provider's logout endpoint, which ends the provider session and comes back to
-   * `returnTo`. The id_token goes as `id_token_hint` in a POSTed form, never in a URL (a page with a strict
-   * Content-Security-Policy needs the provider's origin in `form-action`).
+   * `returnTo`. The id_token never goes in a URL: on the provider's own origin it is POSTed as
+   * `id_token_hint` (signed out at once; a strict Content-Security-Policy needs `form-action 'self'`);
+   * from another origin the browser goes there with the client_id, and the provider asks the user to confirm.
    *
    * @example
    * logoutButton.onclick = () => auth.signOut({ returnTo: 'https://app.example.com/' })
@@ -480,8 +481,10 @@ export class ServiceAuthClient {
     const loc = browser()
     const params = { client_id: this.#clientId, post_logout_redirect_uri: options.returnTo ?? this.#postLogoutRedirectUri }
     const end = d.end_session_endpoint
-    if (end && t?.idToken) {
-      // POSTed, so that the id_token stays out of URLs; a valid hint lets the provider sign out without asking.
+    if (end && t?.idToken && new URL(end).origin === loc.origin) {
+      // POSTed, so that the id_token stays out of URLs; a valid hint lets the provider sign out without
+      // asking. Only to its own origin: a cross-site POST would not carry the provider's SameSite
+      // session cookie, and the provider session would survive. Elsewhere the provider asks the user.
       const doc = document
       const form = doc.createElement('form')
       form.method = 'post'

@@ -31,6 +31,12 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 			s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "Bad request", Message: "The form could not be read."})
 			return
 		}
+		if r.URL.RawQuery == "" && r.PostForm.Get("client_id") != "" && r.PostForm.Get("csrf_token") == "" {
+			// An authorization request sent as a form POST (OpenID Connect Core 3.1.2.1): answer it as the
+			// GET it is equivalent to, so that the page's own form always carries it in its query.
+			http.Redirect(w, r, rt.basePath+"/oauth2/authorize?"+r.PostForm.Encode(), http.StatusSeeOther)
+			return
+		}
 		areq = queryOnly(r)
 	}
 	cl, ok := s.checkClient(w, rt, areq.URL.Query())
@@ -221,7 +227,7 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 
 func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, status int, d page.SignIn) {
 	d.CSRF = csrfToken(w, r, rt)
-	d.Action = "/oauth2/authorize?" + r.URL.RawQuery
+	d.Action = rt.basePath + "/oauth2/authorize?" + r.URL.RawQuery // host-relative: works under any host alias
 	d.ClientName = cl.name
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
 	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
@@ -248,7 +254,7 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
 	}
 
-	wait, err := s.throttle.Check(ctx, account, ip, lim)
+	wait, hadFailures, err := s.throttle.Check(ctx, account, ip, lim)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
@@ -274,7 +280,9 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	_ = s.throttle.Reset(ctx, account)
+	if hadFailures {
+		_ = s.throttle.Reset(ctx, account)
+	}
 	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
 	s.startSession(w, r, rt, cl, ar, u)
 }
@@ -295,7 +303,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	}
 	ip := clientIP(r)
 	lim := s.limits(rt)
-	if wait, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
+	if wait, _, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
 		s.unavailablePage(w, r, rt, cl, "", err)
 		return
 	} else if wait > 0 {

@@ -25,7 +25,6 @@ func TestConcurrency_ManyRefreshesAndSignInsAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	var failures atomic.Int64
 	var wg sync.WaitGroup
-	go func() { wg.Wait(); close(done) }()
 
 	wg.Add(usersN)
 	for i := range usersN {
@@ -71,6 +70,7 @@ func TestConcurrency_ManyRefreshesAndSignInsAtOnce(t *testing.T) {
 		}()
 	}
 	close(start)
+	go func() { wg.Wait(); close(done) }() // after every Add
 
 	select {
 	case <-done:
@@ -99,5 +99,46 @@ func TestConcurrency_ManyRefreshesAndSignInsAtOnce(t *testing.T) {
 	family := familyOf(t, shared.RefreshToken)
 	if revoked, err := p.svc.Store().FamilyRevoked(context.Background(), family); err != nil || !revoked {
 		t.Fatalf("family revoked after the race: %v %v", revoked, err)
+	}
+}
+
+func TestToken_ConcurrentCodeExchange_AtMostOneWins(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	verifier := oauth2.GenerateVerifier()
+	code := p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
+	const n = 10
+	results := make([]tokens, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); <-start; results[i] = p.exchange(code, verifier) }()
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for _, r := range results {
+		switch r.status {
+		case http.StatusOK:
+			wins++
+		case http.StatusBadRequest:
+			if r.Error != "invalid_grant" {
+				t.Errorf("losing exchange: %s", r.Error)
+			}
+		default:
+			t.Errorf("exchange: %d %s", r.status, r.Error)
+		}
+	}
+	if wins > 1 {
+		t.Fatalf("%d exchanges of one code succeeded", wins)
+	}
+	// Every loser was a replay: whatever the winner got is revoked.
+	for _, r := range results {
+		if r.status == http.StatusOK {
+			if st := p.userinfoStatus(r.AccessToken); st != http.StatusUnauthorized {
+				t.Fatalf("the winner's token survived the replay: %d", st)
+			}
+		}
 	}
 }

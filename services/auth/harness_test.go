@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,10 +46,17 @@ type provider struct {
 	rdb      redis.UniversalClient
 	cfg      *config.Config
 	keys     *keys.Set
+	live     *liveConfig
 	stop     func()
 }
 
+// liveConfig is a config.Source whose configuration a test replaces, as a reload would.
+type liveConfig struct{ c atomic.Pointer[config.Config] }
+
+func (l *liveConfig) Current() *config.Config { return l.c.Load() }
+
 type setup struct {
+	logs   io.Writer             // default: discarded (stderr at warn with -v)
 	rdb    redis.UniversalClient // default: a new redis-server
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
@@ -92,21 +100,26 @@ func startProvider(t testing.TB, s setup) *provider {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
+	if s.logs != nil {
+		log = platform.NewLogger(s.logs, "debug")
+	} else if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	svc, err := auth.New(auth.Options{Config: config.Static{C: cfg}, Redis: s.rdb, Logger: log, Keys: s.keys})
+	metrics := platform.NewMetrics()
+	src := &liveConfig{}
+	src.c.Store(cfg)
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registry: metrics.Registry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := platform.NewApp(platform.AppOptions{Logger: log}, svc)
+	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
 	}()
-	p := &provider{t: t, base: base, redirect: base + "/cb", svc: svc, rdb: s.rdb, cfg: cfg, keys: s.keys}
+	p := &provider{t: t, base: base, redirect: base + "/cb", svc: svc, rdb: s.rdb, cfg: cfg, keys: s.keys, live: src}
 	p.stop = func() { cancel(); <-done }
 	t.Cleanup(p.stop)
 	return p

@@ -122,7 +122,8 @@ func csrfToken(w http.ResponseWriter, r *http.Request, rt *runtime) string {
 }
 
 // csrfValid checks the double-submit token and, when the browser sends Origin, that the form was posted
-// from this host. A cross-site page can neither read the cookie nor set it.
+// from this host ("null", what a sandboxed or opaque-origin page sends, is refused). A cross-site page
+// can neither read the cookie nor set it.
 func csrfValid(r *http.Request, rt *runtime) bool {
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)

@@ -52,6 +52,17 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		hintValid = true
+		// Someone else's id_token (an attacker's own) must not sign this browser out without asking.
+		if sub, _ := tok.Claims["sub"].(string); hintValid {
+			sess, _, err := s.signedIn(ctx, r, rt)
+			if err != nil {
+				s.pages.RenderError(w, http.StatusServiceUnavailable, page.Error{Title: "Try again", Message: "Signing out is briefly unavailable. Please try again in a moment."})
+				return
+			}
+			if sess != nil && sess.UserID != sub {
+				hintValid = false
+			}
+		}
 	}
 	redirect := f.Get("post_logout_redirect_uri")
 	if redirect != "" {
@@ -70,7 +81,7 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 				hidden[p] = v
 			}
 		}
-		s.pages.RenderLogout(w, page.Logout{Action: "/oauth2/logout", CSRF: csrfToken(w, r, rt), Hidden: hidden}, formActions)
+		s.pages.RenderLogout(w, page.Logout{Action: rt.basePath + "/oauth2/logout", CSRF: csrfToken(w, r, rt), Hidden: hidden}, formActions)
 		return
 	}
 	if !hintValid && !csrfValid(r, rt) {

@@ -27,7 +27,7 @@ func TestSignInPage_SecurityHeadersAndAccessibleForm(t *testing.T) {
 	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "script-src") {
 		t.Errorf("CSP allows inline code or scripts: %q", csp)
 	}
-	for h, want := range map[string]string{"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
+	for h, want := range map[string]string{"X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
 		if got := res.Header.Get(h); got != want {
 			t.Errorf("%s: %q, want %q", h, got, want)
 		}
@@ -266,5 +266,52 @@ func TestSignup_WhenDisabled_Refused(t *testing.T) {
 	}
 	if _, err := p.svc.Users().ByEmail(t.Context(), "mallory@example.com"); err == nil {
 		t.Fatal("an account was created")
+	}
+}
+
+func TestConfigReload_ClientsChangeWithoutRestart(t *testing.T) {
+	p := startProvider(t, setup{})
+	u := p.oauth2Config()
+	u.ClientID, u.RedirectURL = "late", "https://late.example/cb"
+	authURL := u.AuthCodeURL("state-reload", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))
+	if res := newBrowser(t).get(authURL); res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("unknown client before the reload: %d", res.StatusCode)
+	}
+	next := *p.cfg
+	next.Auth.Clients = append(append([]config.OAuthClient(nil), p.cfg.Auth.Clients...),
+		config.OAuthClient{ClientID: "late", Name: "Late App", RedirectURIs: []string{"https://late.example/cb"}, Scopes: u.Scopes})
+	p.live.c.Store(&next)
+	res := newBrowser(t).get(authURL)
+	if res.StatusCode != http.StatusOK || !strings.Contains(res.body, "Late App") {
+		t.Fatalf("client added by a reload: %d\n%.300s", res.StatusCode, res.body)
+	}
+}
+
+func TestLogout_SomeoneElsesIDTokenHint_AsksInstead(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	p.user("mallory@example.com", testPassword)
+	_, victim := p.fullSignIn(testEmail, testPassword)
+	attacker, _ := p.fullSignIn("mallory@example.com", testPassword)
+	res := victim.get(p.base + "/oauth2/logout?" + url.Values{"id_token_hint": {attacker.IDToken}}.Encode())
+	if res.StatusCode != http.StatusOK || !strings.Contains(res.body, "Sign out?") {
+		t.Fatalf("logout with another user's id_token: want the confirmation page, got %d", res.StatusCode)
+	}
+	if r := victim.get(p.authorizeURL("state-still-in", oauth2.GenerateVerifier(), oauth2.SetAuthURLParam("prompt", "none"))); r.StatusCode != http.StatusSeeOther ||
+		strings.Contains(r.Header.Get("Location"), "error=") {
+		t.Fatalf("the victim was signed out: %d %q", r.StatusCode, r.Header.Get("Location"))
+	}
+}
+
+func TestAuthorize_FormPostRequest_AnsweredAsGet(t *testing.T) {
+	p := startProvider(t, setup{})
+	u, _ := url.Parse(p.authorizeURL("state-post-0001", oauth2.GenerateVerifier()))
+	b := newBrowser(t)
+	res := b.postForm(p.base+"/oauth2/authorize", u.Query())
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/oauth2/authorize?"+u.Query().Encode() {
+		t.Fatalf("POSTed authorization request: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if page := b.get(p.base + res.Header.Get("Location")); page.StatusCode != http.StatusOK {
+		t.Fatalf("following it: %d", page.StatusCode)
 	}
 }

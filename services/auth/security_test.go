@@ -190,6 +190,7 @@ func TestSignIn_CSRFMissingOrWrong_Refused(t *testing.T) {
 		"missing":      submit(""),
 		"wrong":        submit(base64.RawURLEncoding.EncodeToString(make([]byte, 32))),
 		"cross-origin": submit(f.fields.Get("csrf_token"), "Origin", "https://evil.example"),
+		"opaque origin": submit(f.fields.Get("csrf_token"), "Origin", "null"),
 	} {
 		if res.StatusCode != http.StatusForbidden || res.Header.Get("Location") != "" || !strings.Contains(res.body, "expired") {
 			t.Fatalf("%s CSRF token: want 403 page without redirect, got %d %q", name, res.StatusCode, res.Header.Get("Location"))
@@ -201,8 +202,8 @@ func TestSignIn_CSRFMissingOrWrong_Refused(t *testing.T) {
 	if res := other.postForm(f.action, form); res.StatusCode != http.StatusForbidden {
 		t.Fatalf("token without its cookie: %d", res.StatusCode)
 	}
-	// The real form still works.
-	codeFrom(t, submit(f.fields.Get("csrf_token")), p.redirect)
+	// The real form still works, with the browser's own Origin.
+	codeFrom(t, submit(f.fields.Get("csrf_token"), "Origin", p.base), p.redirect)
 }
 
 func TestAuthorize_StateEchoedUnchanged(t *testing.T) {

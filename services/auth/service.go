@@ -70,7 +70,8 @@ type Service struct {
 type runtime struct {
 	cfg      *config.Config
 	issuer   string
-	secure   bool // the issuer is https: cookies get Secure and the __Host- prefix
+	basePath string // the issuer's path ("" at the root): the page's forms post below it
+	secure   bool   // the issuer is https: cookies get Secure and the __Host- prefix
 	provider fosite.OAuth2Provider
 	clients  map[string]*client
 	origins  map[string]bool // origins of every client's redirect URIs (CORS)
@@ -111,6 +112,10 @@ func New(o Options) (*Service, error) {
 		pages:    page.New(),
 		jwks:     o.Keys.JWKS(),
 	}
+	var err error
+	if s.metrics, err = newMetrics(o.Registry); err != nil {
+		return nil, err
+	}
 	s.store = store.New(store.Options{
 		Redis:      o.Redis,
 		Client:     s.getClient,
@@ -119,11 +124,12 @@ func New(o Options) (*Service, error) {
 			a := s.cfg.Current().Auth
 			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D()}
 		},
+		OnReplay: func(kind string) {
+			reason := map[string]string{"code": "code_replay", "refresh": "refresh_reuse"}[kind]
+			s.metrics.revocations.WithLabelValues(reason).Inc()
+			s.log.Warn("token replay detected; the grant is revoked", "kind", kind)
+		},
 	})
-	var err error
-	if s.metrics, err = newMetrics(o.Registry); err != nil {
-		return nil, err
-	}
 	rt, err := s.build(cfg)
 	if err != nil {
 		return nil, err
@@ -187,7 +193,11 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &runtime{cfg: cfg, issuer: issuer, secure: strings.HasPrefix(issuer, "https://"),
+	iu, err := url.Parse(issuer)
+	if err != nil {
+		return nil, fmt.Errorf("auth: issuer: %w", err)
+	}
+	rt := &runtime{cfg: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
 		clients: map[string]*client{}, origins: map[string]bool{}, proxies: platform.ParseProxyTrust(cfg.TrustedProxies)}
 	for _, c := range a.Clients {
 		cl, err := newClient(c)

@@ -17,7 +17,7 @@ import (
 func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rt := s.rt()
-	ctx := r.Context()
+	ctx := store.WithRequestMemo(r.Context())
 	grant := "other"
 	if r.ParseForm() == nil {
 		grant = grantLabel(r.PostForm.Get("grant_type"))
@@ -62,6 +62,7 @@ func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester
 	u, err := s.users.ByID(ctx, sess.Subject)
 	if errors.Is(err, users.ErrNotFound) {
 		_ = s.store.RevokeFamily(ctx, ar.GetID())
+		s.metrics.revocations.WithLabelValues("user_deleted").Inc()
 		return fosite.ErrInvalidGrant.WithHint("The user of this grant no longer exists.")
 	}
 	if err != nil {

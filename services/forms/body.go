@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -18,8 +19,10 @@ const MaxBodyBytes = 16 << 10
 // and the client reliably sees the answer (closing a socket with unread data makes the kernel send a
 // reset, which can destroy the answer in flight). Beyond it, or after drainTimeout, the connection closes.
 const (
-	drainLimit   = 64 << 10
-	drainTimeout = time.Second
+	drainLimit    = 64 << 10
+	drainTimeout  = time.Second
+	lingerLimit   = 8 << 20
+	lingerTimeout = 2 * time.Second
 )
 
 var (
@@ -27,8 +30,17 @@ var (
 	errUnreadable = errors.New("body could not be read")
 )
 
-// bodyBuffers hold one body each; a body never outlives its handler.
-var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, MaxBodyBytes+1); return &b }}
+// buffers are one request's scratch space: the body read through the limit and the record written to
+// Redis. Neither outlives its handler (decoded strings are copies; go-redis has written the record to the
+// connection when the script call returns).
+type buffers struct {
+	body   []byte
+	record []byte
+}
+
+var handlerBuffers = sync.Pool{New: func() any {
+	return &buffers{body: make([]byte, 0, MaxBodyBytes+1), record: make([]byte, 0, 1024)}
+}}
 
 // readBody reads the request body through the limit. The platform app streams request bodies
 // (StreamRequestBody) with a 1 MiB ceiling for the whole server, and fasthttp hands over the stream even
@@ -67,22 +79,44 @@ func readBody(c *fiber.Ctx, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// finishUnread is called when an answer is sent without reading the whole body. It reads and discards
-// what is left, up to drainLimit and drainTimeout, so the connection can serve the next request;
-// otherwise the connection is closed after the answer (fasthttp would parse the leftover body as the
-// next request).
+// finishUnread is called after the answer to a request whose body was not read to the end (a refused
+// origin, a body over the limit). Short leftovers (up to drainLimit, within drainTimeout) are read and
+// thrown away here, so the connection serves the next request; fasthttp would otherwise parse them as
+// that request. Longer ones get a lingering close: the connection is taken over, the answer written with
+// "Connection: close", and what the client still sends is read and discarded for a bounded time before
+// closing. Closing at once would make the kernel reset the connection while the client is still
+// writing, and the client would lose the answer.
 func finishUnread(c *fiber.Ctx) {
-	stream := c.Context().RequestBodyStream()
+	fctx := c.Context()
+	stream := fctx.RequestBodyStream()
 	if stream == nil {
 		return
 	}
-	if conn := c.Context().Conn(); conn != nil {
+	conn := fctx.Conn()
+	if conn != nil {
 		_ = conn.SetReadDeadline(time.Now().Add(drainTimeout))
 	}
 	n, err := io.CopyN(io.Discard, stream, drainLimit+1)
-	if err != io.EOF || n > drainLimit {
-		c.Context().SetConnectionClose()
+	if err == io.EOF && n <= drainLimit {
+		return
 	}
+	fctx.Response.SetConnectionClose()
+	var answer bytes.Buffer
+	if conn == nil {
+		return
+	}
+	if _, err := fctx.Response.WriteTo(&answer); err != nil {
+		return
+	}
+	fctx.HijackSetNoResponse(true)
+	fctx.Hijack(func(conn net.Conn) {
+		_ = conn.SetWriteDeadline(time.Now().Add(lingerTimeout))
+		if _, err := conn.Write(answer.Bytes()); err != nil {
+			return
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+		_, _ = io.CopyN(io.Discard, conn, lingerLimit)
+	})
 }
 
 // isJSON accepts "application/json" with optional parameters, of which charset must be utf-8 (JSON

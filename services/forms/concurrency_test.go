@@ -50,7 +50,7 @@ func checkOneCreated(t *testing.T, h *harness, codes map[int]int) {
 	if n := h.rdb.HLen(t.Context(), waitlistEntries).Val(); n != 1 {
 		t.Fatalf("%d entries, want 1", n)
 	}
-	if n := h.rdb.ZCard(t.Context(), waitlistOrder).Val(); n != 1 {
+	if n := h.rdb.LLen(t.Context(), waitlistOrder).Val(); n != 1 {
 		t.Fatalf("%d index entries, want 1", n)
 	}
 }

@@ -30,7 +30,7 @@ func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer,
 		return 0, err
 	}
 	// The member list is read at once: a consistent order even while people sign up or are erased.
-	members, err := rdb.ZRange(ctx, waitlistOrder, 0, -1).Result()
+	members, err := rdb.LRange(ctx, waitlistOrder, 0, -1).Result()
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +131,7 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 	if err != nil {
 		return rep, err
 	}
-	if err := rdb.ZRem(ctx, waitlistOrder, canonical).Err(); err != nil {
+	if err := rdb.LRem(ctx, waitlistOrder, 0, canonical).Err(); err != nil {
 		return rep, err
 	}
 	rep.WaitlistEntries = int(n)

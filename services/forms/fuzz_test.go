@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -44,6 +45,11 @@ func FuzzDecodeContact(f *testing.F) {
 			runes(c.Email) > MaxEmail || !ValidEmail(c.Email) {
 			t.Fatalf("accepted %+v", c)
 		}
+		// ...is stored as a record that reads back the same...
+		var rec contactRecord
+		if err := json.Unmarshal(appendContactRecord(nil, contactRecord{Contact: c}), &rec); err != nil || rec.Contact != c {
+			t.Fatalf("record of %+v reads back as %+v (%v)", c, rec.Contact, err)
+		}
 		// ...and decodes to itself when sent again.
 		again, _ := json.Marshal(c)
 		c2, bot2, errs2 := DecodeContact(again)
@@ -69,6 +75,10 @@ func FuzzDecodeWaitlist(f *testing.F) {
 		if _, ok := CanonicalEmail(w.Email); !ok {
 			t.Fatalf("accepted address %q has no canonical form", w.Email)
 		}
+		var rec waitlistRecord
+		if err := json.Unmarshal(appendWaitlistRecord(nil, waitlistRecord{WaitlistEntry: w, Consent: true}), &rec); err != nil || rec.WaitlistEntry != w {
+			t.Fatalf("record of %+v reads back as %+v (%v)", w, rec.WaitlistEntry, err)
+		}
 		again, _ := json.Marshal(struct {
 			WaitlistEntry
 			Consent bool `json:"consent"`
@@ -78,4 +88,77 @@ func FuzzDecodeWaitlist(f *testing.F) {
 			t.Fatalf("round trip: %+v -> %+v %v", w, w2, errs2)
 		}
 	})
+}
+
+// FuzzJSONObject_AgreesWithEncodingJSON holds the hand-written reader to encoding/json: the same
+// documents are objects, and every known member decodes to the same value.
+func FuzzJSONObject_AgreesWithEncodingJSON(f *testing.F) {
+	f.Add([]byte(validContact))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		keys := append(append([]string{}, contactKeys...), waitlistKeys...)
+		vals := make([]jsonValue, len(keys))
+		err := readJSONObject(body, keys, vals)
+		var m map[string]json.RawMessage
+		jerr := json.Unmarshal(body, &m)
+		isObject := jerr == nil && m != nil
+		if (err == nil) != isObject {
+			t.Fatalf("readJSONObject: %v; encoding/json: %v (object %v) for %q", err, jerr, isObject, body)
+		}
+		if err != nil {
+			return
+		}
+		for i, k := range keys {
+			raw, ok := m[k]
+			v := vals[i]
+			if !ok {
+				if v.kind != jsonAbsent {
+					t.Fatalf("%q: found %v, encoding/json did not", k, v.kind)
+				}
+				continue
+			}
+			var want any
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			switch w := want.(type) {
+			case string:
+				if v.kind != jsonString || v.text() != w {
+					t.Fatalf("%q: %q, encoding/json %q", k, v.text(), w)
+				}
+			case nil:
+				if v.kind != jsonNull {
+					t.Fatalf("%q: kind %v, want null", k, v.kind)
+				}
+			case bool:
+				if (w && v.kind != jsonTrue) || (!w && v.kind != jsonFalse) {
+					t.Fatalf("%q: kind %v, want %v", k, v.kind, w)
+				}
+			case float64:
+				if v.kind != jsonNumber {
+					t.Fatalf("%q: kind %v, want number", k, v.kind)
+				}
+			case map[string]any:
+				if v.kind != jsonObject {
+					t.Fatalf("%q: kind %v, want object", k, v.kind)
+				}
+			case []any:
+				if v.kind != jsonArray {
+					t.Fatalf("%q: kind %v, want array", k, v.kind)
+				}
+			}
+		}
+	})
+}
+
+func TestJSONObject_NestingLimitLikeEncodingJSON(t *testing.T) {
+	for _, depth := range []int{9999, 10000, 10001} {
+		// depth counts the top-level object: {"a": [[[...]]]} with depth-1 arrays
+		body := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
+		var m map[string]json.RawMessage
+		jerr := json.Unmarshal([]byte(body), &m)
+		err := readJSONObject([]byte(body), []string{"a"}, make([]jsonValue, 1))
+		if (err == nil) != (jerr == nil) {
+			t.Errorf("depth %d: ours %v, encoding/json %v", depth, err, jerr)
+		}
+	}
 }

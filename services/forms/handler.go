@@ -55,8 +55,8 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
 	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
 	if !lc.origins.allowed(origin) {
-		finishUnread(c)
 		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
+		finishUnread(c)
 		return submission{}, false
 	}
 	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
@@ -66,8 +66,8 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	switch err {
 	case nil:
 	case errTooLarge:
-		finishUnread(c)
 		s.reply(c, ep, resultTooLarge, fiber.StatusRequestEntityTooLarge, bodyError)
+		finishUnread(c)
 		return submission{}, false
 	default:
 		c.Context().SetConnectionClose()
@@ -88,9 +88,9 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 
 func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	const ep = waitlistEndpoint
-	buf := bodyBuffers.Get().(*[]byte)
-	defer bodyBuffers.Put(buf)
-	sub, ok := s.admit(c, ep, *buf)
+	bufs := handlerBuffers.Get().(*buffers)
+	defer handlerBuffers.Put(bufs)
+	sub, ok := s.admit(c, ep, bufs.body)
 	if !ok {
 		return nil
 	}
@@ -106,13 +106,10 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	}
 	canonical, _ := CanonicalEmail(entry.Email)
 	now := s.now().UTC()
-	record, err := json.Marshal(waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
-	if err != nil {
-		return err
-	}
+	bufs.record = appendWaitlistRecord(bufs.record[:0], waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, record, now)
+	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record)
 	if err != nil {
 		s.logStoreError(ep, err)
 		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
@@ -124,9 +121,9 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 
 func (s *Service) submitContact(c *fiber.Ctx) error {
 	const ep = contactEndpoint
-	buf := bodyBuffers.Get().(*[]byte)
-	defer bodyBuffers.Put(buf)
-	sub, ok := s.admit(c, ep, *buf)
+	bufs := handlerBuffers.Get().(*buffers)
+	defer handlerBuffers.Put(bufs)
+	sub, ok := s.admit(c, ep, bufs.body)
 	if !ok {
 		return nil
 	}
@@ -147,13 +144,10 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 		s.replyInvalid(c, ep, resultInvalid, errs)
 		return nil
 	}
-	record, err := json.Marshal(contactRecord{Contact: msg, ReceivedAt: s.now().UTC(), Origin: sub.origin})
-	if err != nil {
-		return err
-	}
+	bufs.record = appendContactRecord(bufs.record[:0], contactRecord{Contact: msg, ReceivedAt: s.now().UTC(), Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, key, record)
+	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, key, bufs.record)
 	if err != nil {
 		s.logStoreError(ep, err)
 		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)

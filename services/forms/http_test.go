@@ -115,6 +115,8 @@ func TestForms_OriginNotAllowed_Returns403(t *testing.T) {
 				t.Fatalf("403 carries Access-Control-Allow-Origin %q", a.header.Get("Access-Control-Allow-Origin"))
 			}
 		}
+		// A large body from a refused origin still gets its answer.
+		h.post(p, strings.Repeat("a", 3<<20), "Origin", "https://evil.example").expect(t, 403, "error")
 		// No Origin header at all (curl, a server-side script) is not an allowed origin.
 		h.post(p, validWaitlist, "Origin", "").expect(t, 403, "error")
 	}
@@ -222,7 +224,10 @@ func TestForms_BodyAtLimit_Accepted_OverLimit_Returns413(t *testing.T) {
 	pad := func(json string, n int) string { return json + strings.Repeat(" ", n-len(json)) }
 	h.post("/waitlist", pad(validWaitlist, MaxBodyBytes)).expect(t, 201, "created")
 	h.post("/waitlist", pad(`{"email":"b@example.com","consent":true}`, MaxBodyBytes+1)).expect(t, 413, "error")
-	h.post("/contact", strings.Repeat("a", 2<<20)).expect(t, 413, "error") // beyond the server's 1 MiB too
+	// Far beyond the limit, and beyond the server's 1 MiB: the client still reads the 413 (lingering close).
+	for _, n := range []int{100 << 10, 2 << 20, 5 << 20} {
+		h.post("/contact", strings.Repeat("a", n)).expect(t, 413, "error")
+	}
 	if h.counter("formsservice_forms_submissions_total", "endpoint", "waitlist", "result", "too_large") != 1 {
 		t.Error("413 not counted")
 	}
@@ -280,7 +285,8 @@ func TestForms_ChunkedBodyOverLimit_Returns413(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	for _, size := range []int{MaxBodyBytes + 1, 100 << 10, 3 << 20} {
 		r := dialRaw(t, h.addr)
-		go r.send(postHead("/contact", "Transfer-Encoding: chunked\r\n\r\n") + chunked(strings.Repeat("a", size), 4096))
+		req := postHead("/contact", "Transfer-Encoding: chunked\r\n\r\n") + chunked(strings.Repeat("a", size), 4096)
+		go func() { _, _ = r.c.Write([]byte(req)) }() // the server may answer (and close) before it is all sent
 		a, err := r.read()
 		if err != nil {
 			t.Fatalf("%d-byte chunked body: no answer: %v", size, err)

@@ -23,7 +23,8 @@ import (
 const (
 	// waitlistEntries is a hash: canonical address -> JSON record. HSETNX makes the entry unique.
 	waitlistEntries = "fs:{waitlist}:entries"
-	// waitlistOrder is a sorted set: canonical address scored by sign-up time (ms), for ordered export.
+	// waitlistOrder lists canonical addresses in sign-up order, for export (a list append is far
+	// cheaper than a sorted-set insert, and an address is appended only when HSETNX created it).
 	waitlistOrder      = "fs:{waitlist}:order"
 	waitlistRatePrefix = "fs:{waitlist}:rate:"
 
@@ -41,38 +42,42 @@ const (
 )
 
 // The rate limit is a fixed one-minute window per client per endpoint, started by the client's first
-// request: INCR, and PEXPIRE when the counter is new. The answer to a refused request carries the
-// window's remaining time (Retry-After). limit 0 turns it off.
-const rateLimitLua = `
+// request: INCR, and PEXPIRE when the counter is new. A refused request gets the window's remaining
+// milliseconds, as a negative number (the answer's Retry-After). limit 0 turns it off.
+//
+// The scripts take few arguments and answer a plain integer: on Redis, what a script costs is mostly
+// passing values into Lua and tables out of it, not the commands it runs.
+var rateLimitLua = `
 local limit = tonumber(ARGV[1])
 if limit > 0 then
   local n = redis.call('INCR', KEYS[1])
-  if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  if n == 1 then redis.call('PEXPIRE', KEYS[1], ` + strconv.FormatInt(rateWindow.Milliseconds(), 10) + `) end
   if n > limit then
     local ttl = redis.call('PTTL', KEYS[1])
-    if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]); ttl = tonumber(ARGV[2]) end
-    return {0, ttl}
+    if ttl < 1 then redis.call('PEXPIRE', KEYS[1], ` + strconv.FormatInt(rateWindow.Milliseconds(), 10) + `); ttl = ` + strconv.FormatInt(rateWindow.Milliseconds(), 10) + ` end
+    return -ttl
   end
 end
 `
 
-// waitlistScript: KEYS rate, entries, order; ARGV limit, window ms, canonical address, record, now ms.
+// waitlistScript: KEYS rate, entries, order; ARGV limit, canonical address, record.
+// Answers 1 stored, 2 duplicate, or -ms rate-limited.
 var waitlistScript = redis.NewScript(rateLimitLua + `
-if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return {2} end
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[3])
-return {1}
+if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) == 0 then return 2 end
+redis.call('RPUSH', KEYS[3], ARGV[2])
+return 1
 `)
 
-// contactScript: KEYS rate, idempotency, stream; ARGV limit, window ms, record, idempotency lifetime ms,
-// "1" when an Idempotency-Key was sent. A replay answers like the first request and stores nothing.
+// contactScript: KEYS rate, idempotency, stream; ARGV limit, record, "1" when an Idempotency-Key was
+// sent. A replay answers like the first request and stores nothing. Answers 1 stored, 3 replayed, or
+// -ms rate-limited.
 var contactScript = redis.NewScript(rateLimitLua + `
-if ARGV[5] == '1' then
-  local first = redis.call('GET', KEYS[2])
-  if first then return {3, first} end
+if ARGV[3] == '1' then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 3 end
 end
-local id = redis.call('XADD', KEYS[3], '*', 'm', ARGV[3])
-if ARGV[5] == '1' then redis.call('SET', KEYS[2], id, 'PX', ARGV[4]) end
-return {1, id}
+local id = redis.call('XADD', KEYS[3], '*', 'm', ARGV[2])
+if ARGV[3] == '1' then redis.call('SET', KEYS[2], id, 'PX', ` + strconv.FormatInt(idempotencyLifetime.Milliseconds(), 10) + `) end
+return 1
 `)
 
 // outcome is what the store decided.
@@ -89,7 +94,6 @@ const (
 type storeResult struct {
 	outcome    outcome
 	retryAfter time.Duration
-	id         string
 }
 
 // store runs the submission scripts. It holds no state besides the client.
@@ -107,13 +111,13 @@ func rateKeyPart(ip netip.Addr) string {
 	return ip.String()
 }
 
-func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, now time.Time) (storeResult, error) {
+func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte) (storeResult, error) {
 	keys := []string{waitlistRatePrefix + rateKeyPart(client), waitlistEntries, waitlistOrder}
-	v, err := waitlistScript.Run(ctx, s.rdb, keys, limit, rateWindow.Milliseconds(), canonical, record, now.UnixMilli()).Slice()
+	n, err := waitlistScript.Run(ctx, s.rdb, keys, limit, canonical, record).Int64()
 	if err != nil {
 		return storeResult{}, err
 	}
-	return parseScriptResult(v)
+	return scriptResult(n)
 }
 
 func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idempotencyKey string, record []byte) (storeResult, error) {
@@ -122,11 +126,11 @@ func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, id
 		hasKey = "1"
 	}
 	keys := []string{contactRatePrefix + rateKeyPart(client), idempotencyRecordKey(idempotencyKey), contactStream}
-	v, err := contactScript.Run(ctx, s.rdb, keys, limit, rateWindow.Milliseconds(), record, idempotencyLifetime.Milliseconds(), hasKey).Slice()
+	n, err := contactScript.Run(ctx, s.rdb, keys, limit, record, hasKey).Int64()
 	if err != nil {
 		return storeResult{}, err
 	}
-	return parseScriptResult(v)
+	return scriptResult(n)
 }
 
 // idempotencyRecordKey stores a hash of the client's key: its length is then fixed, and the key, which
@@ -136,32 +140,18 @@ func idempotencyRecordKey(key string) string {
 	return contactIdemPrefix + hex.EncodeToString(sum[:])
 }
 
-func parseScriptResult(v []any) (storeResult, error) {
-	if len(v) == 0 {
-		return storeResult{}, fmt.Errorf("script: empty answer")
+func scriptResult(n int64) (storeResult, error) {
+	switch {
+	case n < 0:
+		return storeResult{outcome: rateLimited, retryAfter: time.Duration(-n) * time.Millisecond}, nil
+	case n == 1:
+		return storeResult{outcome: stored}, nil
+	case n == 2:
+		return storeResult{outcome: duplicate}, nil
+	case n == 3:
+		return storeResult{outcome: replayed}, nil
 	}
-	code, _ := v[0].(int64)
-	var r storeResult
-	switch code {
-	case 0:
-		r.outcome = rateLimited
-		if len(v) > 1 {
-			ms, _ := v[1].(int64)
-			r.retryAfter = time.Duration(ms) * time.Millisecond
-		}
-	case 1:
-		r.outcome = stored
-	case 2:
-		r.outcome = duplicate
-	case 3:
-		r.outcome = replayed
-	default:
-		return r, fmt.Errorf("script: unexpected answer %v", v)
-	}
-	if len(v) > 1 && r.outcome != rateLimited {
-		r.id, _ = v[1].(string)
-	}
-	return r, nil
+	return storeResult{}, fmt.Errorf("script: unexpected answer %d", n)
 }
 
 // deliveredKey records which channels already took a message, so that a retry after a partial failure

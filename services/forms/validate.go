@@ -1,8 +1,6 @@
 package forms
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -71,10 +69,17 @@ const DefaultTopic = "general"
 // HoneypotField is a field that people never see and bots fill in.
 const HoneypotField = "_gotcha"
 
+// The members each form reads; everything else in the object is ignored.
+var (
+	contactKeys  = []string{"name", "email", "organization", "topic", "message", HoneypotField}
+	waitlistKeys = []string{"email", "consent", "name", "association", "role", "size", HoneypotField}
+)
+
 // DecodeContact parses and validates a POST /contact body. honeypot reports a filled-in _gotcha field:
 // the caller answers 201 and stores nothing, whatever else is wrong, so that a bot learns nothing.
 func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
-	f, errs := parseObject(body)
+	var vals [6]jsonValue
+	f, errs := parseObject(body, contactKeys, vals[:])
 	if errs != nil {
 		return c, false, errs
 	}
@@ -89,12 +94,13 @@ func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
 		c.Topic = DefaultTopic
 	}
 	c.Message = f.text("message", true, MinMessage, MaxMessage)
-	return c, false, f.result()
+	return c, false, f.errs
 }
 
 // DecodeWaitlist parses and validates a POST /waitlist body; see DecodeContact for honeypot.
 func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
-	f, errs := parseObject(body)
+	var vals [7]jsonValue
+	f, errs := parseObject(body, waitlistKeys, vals[:])
 	if errs != nil {
 		return w, false, errs
 	}
@@ -107,26 +113,21 @@ func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
 	w.Association = f.text("association", false, 0, MaxAssociation)
 	w.Role = f.choice("role", func(v string) (string, bool) { return v, roles[v] })
 	w.Size = f.choice("size", func(v string) (string, bool) { s, ok := sizes[v]; return s, ok })
-	return w, false, f.result()
+	return w, false, f.errs
 }
 
-// fields is a decoded JSON object: raw values by exact key (unknown keys are ignored) and the errors
-// found so far.
+// fields are the members of one form's object and the errors found so far.
 type fields struct {
-	raw  map[string]json.RawMessage
+	keys []string
+	vals []jsonValue
 	errs Errors
 }
 
-func parseObject(body []byte) (*fields, Errors) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, Errors{BodyField: CodeInvalidJSON}
+func parseObject(body []byte, keys []string, vals []jsonValue) (fields, Errors) {
+	if err := readJSONObject(body, keys, vals); err != nil {
+		return fields{}, Errors{BodyField: CodeInvalidJSON}
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, Errors{BodyField: CodeInvalidJSON}
-	}
-	return &fields{raw: raw}, nil
+	return fields{keys: keys, vals: vals}, nil
 }
 
 func (f *fields) fail(name, code string) {
@@ -136,38 +137,35 @@ func (f *fields) fail(name, code string) {
 	f.errs[name] = code
 }
 
-func (f *fields) result() Errors { return f.errs }
-
-// value returns the raw JSON value of name, or nil when it is absent or null (both mean "not given").
-func (f *fields) value(name string) json.RawMessage {
-	v, ok := f.raw[name]
-	if !ok || string(v) == "null" {
-		return nil
+// value returns name's value; absent and null both mean "not given" (jsonAbsent).
+func (f *fields) value(name string) jsonValue {
+	for i, k := range f.keys {
+		if k == name {
+			if f.vals[i].kind == jsonNull {
+				return jsonValue{}
+			}
+			return f.vals[i]
+		}
 	}
-	return v
+	return jsonValue{}
 }
 
 // str reads a string field, trimmed. ok is false (and the error recorded) when it is not a string.
-func (f *fields) str(name string) (s string, given, ok bool) {
-	v := f.value(name)
-	if v == nil {
-		return "", false, true
+func (f *fields) str(name string) (s string, ok bool) {
+	switch v := f.value(name); v.kind {
+	case jsonAbsent:
+		return "", true
+	case jsonString:
+		return strings.TrimSpace(v.text()), true
 	}
-	if v[0] != '"' {
-		f.fail(name, CodeInvalidType)
-		return "", true, false
-	}
-	if err := json.Unmarshal(v, &s); err != nil {
-		f.fail(name, CodeInvalidType)
-		return "", true, false
-	}
-	return strings.TrimSpace(s), true, true
+	f.fail(name, CodeInvalidType)
+	return "", false
 }
 
 // text reads a free-text field and checks its length in code points. Optional fields that are empty
 // after trimming count as not given.
 func (f *fields) text(name string, required bool, minLen, maxLen int) string {
-	s, _, ok := f.str(name)
+	s, ok := f.str(name)
 	if !ok {
 		return ""
 	}
@@ -190,7 +188,7 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 
 // email reads a required e-mail address (see ValidEmail).
 func (f *fields) email(name string) string {
-	s, _, ok := f.str(name)
+	s, ok := f.str(name)
 	switch {
 	case !ok:
 	case s == "":
@@ -207,7 +205,7 @@ func (f *fields) email(name string) string {
 
 // choice reads an optional enumeration; canon maps an accepted spelling to the stored value.
 func (f *fields) choice(name string, canon func(string) (string, bool)) string {
-	s, _, ok := f.str(name)
+	s, ok := f.str(name)
 	if !ok || s == "" {
 		return ""
 	}
@@ -222,11 +220,11 @@ func (f *fields) choice(name string, canon func(string) (string, bool)) string {
 // consent must be the JSON literal true: false is refused, and so is the string "true", which is what a
 // form serialised without care sends and what a person did not necessarily tick.
 func (f *fields) consent(name string) {
-	switch v := f.value(name); {
-	case v == nil:
+	switch f.value(name).kind {
+	case jsonAbsent:
 		f.fail(name, CodeRequired)
-	case string(v) == "true":
-	case string(v) == "false":
+	case jsonTrue:
+	case jsonFalse:
 		f.fail(name, CodeMustBeTrue)
 	default:
 		f.fail(name, CodeInvalidType)
@@ -236,13 +234,11 @@ func (f *fields) consent(name string) {
 // honeypot reports whether the hidden field carries anything: a non-blank string or any other non-null,
 // non-false value.
 func (f *fields) honeypot() bool {
-	v := f.value(HoneypotField)
-	if v == nil || string(v) == "false" {
+	switch v := f.value(HoneypotField); v.kind {
+	case jsonAbsent, jsonFalse:
 		return false
-	}
-	if v[0] == '"' {
-		var s string
-		return json.Unmarshal(v, &s) != nil || strings.TrimSpace(s) != ""
+	case jsonString:
+		return strings.TrimSpace(v.text()) != ""
 	}
 	return true
 }

@@ -21,8 +21,6 @@ func body(kv ...any) string {
 	return string(b)
 }
 
-func raw(s string) json.RawMessage { return json.RawMessage(s) }
-
 // rep repeats a character that is two bytes in UTF-8, so that a byte count would fail every bound.
 func rep(n int) string { return strings.Repeat("é", n) }
 

@@ -235,6 +235,7 @@ func TestChart_ValuesSchemaRefusesMistakes(t *testing.T) {
 		{"memory that is not a quantity", []string{"resources.limits.memory=lots"}, "memory"},
 		{"FormsService name that is not a DNS label", []string{"formsService.name=My_Forms"}, "name"},
 		{"service account name missing when not created", []string{"serviceAccount.create=false"}, "serviceAccount.name is required"},
+		{"several managers without leader election", []string{"replicaCount=2", "leaderElection.enabled=false"}, "needs leaderElection.enabled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

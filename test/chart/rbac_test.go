@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/formsservice/formsservice/test/internal/cluster"
 	"github.com/formsservice/formsservice/test/internal/proc"
 	"github.com/formsservice/formsservice/test/internal/repo"
+	"github.com/formsservice/formsservice/test/internal/samples"
 )
 
 // managerLeaseName is cmd/manager's LeaderElectionID.
@@ -35,38 +35,26 @@ const managerLeaseName = "formsservice-operator.platform.formsservice.io"
 // Role and metrics roles apply), and reconciles the sample from config/samples. Any request the API server
 // forbids fails the test, as does a platform that is not built.
 func TestRBAC_ManagerRunsAsTheChartsServiceAccount(t *testing.T) {
-	samples, _ := filepath.Glob(repo.Path(t, "config", "samples", "*.yaml"))
-	if len(samples) == 0 {
-		t.Fatal("no FormsService sample in config/samples")
-	}
 	c := cluster.Start(t, prometheusOperatorCRDs(t))
 	ctx := context.Background()
 	fullname := releaseName + "-formsservice-operator"
 	im, metricsAddr := startChartOperator(t, c)
 
-	// The sample, applied as a platform team would, is reconciled into the whole platform.
+	// The sample, applied as a platform team would (its Secrets first), is reconciled into the platform.
 	var fsObjs []*unstructured.Unstructured
-	for _, f := range samples {
-		for _, obj := range readObjects(t, f) {
-			u := &unstructured.Unstructured{Object: obj}
-			if u.GetKind() == "Kustomization" {
-				continue
-			}
-			if u.GetNamespace() == "" {
-				u.SetNamespace("shop")
-			}
-			c.CreateNamespace(t, u.GetNamespace())
-			if err := c.Client.Create(ctx, u); err != nil {
-				t.Fatalf("%s: creating %s %s: %v", f, u.GetKind(), u.GetName(), err)
-			}
-			if u.GetKind() == "FormsService" {
-				fsObjs = append(fsObjs, u)
-				createReferencedSecrets(t, c, u)
+	for _, u := range samples.Load(t, "shop") {
+		c.CreateNamespace(t, u.GetNamespace())
+		if u.GetKind() == "FormsService" {
+			fsObjs = append(fsObjs, u)
+			for _, s := range samples.ReferencedSecrets(u) {
+				if err := c.Client.Create(ctx, s); err != nil {
+					t.Fatalf("Secret %s named by the sample: %v", s.Name, err)
+				}
 			}
 		}
-	}
-	if len(fsObjs) == 0 {
-		t.Fatal("config/samples holds no FormsService")
+		if err := c.Client.Create(ctx, u); err != nil {
+			t.Fatalf("creating %s %s from config/samples: %v", u.GetKind(), u.GetName(), err)
+		}
 	}
 	for _, fs := range fsObjs {
 		ns, name := fs.GetNamespace(), fs.GetName()
@@ -129,41 +117,6 @@ func TestRBAC_ForbiddenRequestsAreCaught(t *testing.T) {
 	cluster.Eventually(t, 30*time.Second, "a forbidden request is recorded", func() (bool, string) {
 		return len(im.Forbidden()) > 0, fmt.Sprintf("%d requests, none forbidden", im.Requests())
 	})
-}
-
-// createReferencedSecrets creates, as the platform team would before applying it, every Secret the
-// FormsService names in a *SecretRef ({name, key}), holding a placeholder value.
-func createReferencedSecrets(t *testing.T, c *cluster.Cluster, fs *unstructured.Unstructured) {
-	t.Helper()
-	secrets := map[string]map[string][]byte{}
-	var walk func(key string, v any)
-	walk = func(key string, v any) {
-		switch n := v.(type) {
-		case map[string]any:
-			name, _ := n["name"].(string)
-			k, _ := n["key"].(string)
-			if strings.HasSuffix(strings.ToLower(key), "secretref") && name != "" && k != "" {
-				if secrets[name] == nil {
-					secrets[name] = map[string][]byte{}
-				}
-				secrets[name][k] = []byte("placeholder-" + k)
-			}
-			for kk, vv := range n {
-				walk(kk, vv)
-			}
-		case []any:
-			for _, vv := range n {
-				walk(key, vv)
-			}
-		}
-	}
-	walk("spec", fs.Object["spec"])
-	for name, data := range secrets {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fs.GetNamespace(), Name: name}, Data: data}
-		if err := c.Client.Create(context.Background(), s); err != nil {
-			t.Fatalf("Secret %s named by the sample: %v", name, err)
-		}
-	}
 }
 
 // startChartOperator installs the chart with helm and runs the manager binary with the chart's arguments

@@ -182,17 +182,23 @@ func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL strin
 		text, _ := chromedp.Run(dctx, chromedp.Text("body"))
 		return loc + "\n" + text
 	}
-	err := chromedp.Do(bctx,
-		chromedp.Navigate(authURL),
-		chromedp.WaitVisible("#email"),
-		chromedp.SendKeys("#email", f.Email),
-		chromedp.SendKeys("#password", f.Password),
-		chromedp.Submit("#password"),
-		chromedp.WaitVisible("#done"),
-	)
-	if err != nil {
-		t.Fatalf("signing in with Chromium: %v\npage: %s", err, describe())
+	// The first action starts the browser, which lives as long as that action's context: no timeout on
+	// it. Each step gets its own bound below.
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
 	}
+	step := func(what string, timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(bctx, timeout)
+		defer scancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			t.Fatalf("%s: %v\nthe browser shows: %s", what, err, describe())
+		}
+	}
+	step("opening the hosted sign-in page", 30*time.Second, chromedp.Navigate(authURL), chromedp.WaitVisible("#email"))
+	step("submitting the sign-in form", 30*time.Second,
+		chromedp.SendKeys("#email", f.Email), chromedp.SendKeys("#password", f.Password), chromedp.Submit("#password"))
+	step("landing on the redirect URI", 30*time.Second, chromedp.WaitVisible("#done"))
 	return describe
 }
 

@@ -2,7 +2,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
+import { chromium, type BrowserContext, type Page, type Request, type Route } from 'playwright-core'
 import { expect } from 'vitest'
 import { artifacts, chromiumPath } from './paths'
 
@@ -35,6 +35,7 @@ export async function launch(): Promise<Browser> {
     ],
     viewport: { width: 1280, height: 900 },
   })
+  context.setDefaultTimeout(10_000)
   const errors: string[] = []
   const requests: Request[] = []
   const watch = (p: Page) => {
@@ -49,10 +50,10 @@ export async function launch(): Promise<Browser> {
   context.on('page', watch)
   const page = context.pages()[0] ?? (await context.newPage())
   // TEMP-WORKAROUND (remove): auth's CSRF check refuses the Origin: null that its own no-referrer policy causes
-  if (process.env.SDK_TEMP_ORIGIN_FIX) await context.route((u) => u.pathname === '/oauth2/authorize', (route) =>
-    route.request().method() === 'POST'
-      ? route.continue({ headers: { ...route.request().headers(), origin: new URL(route.request().url()).origin } })
-      : route.continue())
+  if (process.env.SDK_TEMP_ORIGIN_FIX) await context.route((u) => u.pathname === '/oauth2/authorize', async (route) => {
+    if (route.request().method() !== 'POST') return route.continue()
+    await route.fulfill({ response: await fetchRoute(route) })
+  })
   return {
     context,
     page,
@@ -119,3 +120,11 @@ export async function tokenRequest(devUrl: string, params: Record<string, string
 
 export const tokenPosts = (b: Browser) =>
   b.requests.filter((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/oauth2/token')
+
+/** Sends an intercepted request from Node as the browser would, without following redirects. */
+export function fetchRoute(route: Route) {
+  const headers = route.request().headers()
+  // TEMP-WORKAROUND (remove with the one in launch)
+  if (process.env.SDK_TEMP_ORIGIN_FIX) headers.origin = new URL(route.request().url()).origin
+  return route.fetch({ headers, maxRedirects: 0 })
+}

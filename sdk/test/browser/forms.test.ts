@@ -116,10 +116,17 @@ describe('a page at a disallowed origin', () => {
     await b.page.click('#waitlist-form button[type="submit"]')
     await expect.poll(() => status('waitlist-form').textContent()).toMatch(/^Refused/)
     expect(await status('waitlist-form').getAttribute('data-kind')).toBe('error')
-    // the browser sent the CORS preflight, and the service refused it
-    const preflight = b.requests.find((r) => r.method() === 'OPTIONS' && r.url() === devUrl + '/waitlist')
-    expect(preflight).toBeTruthy()
-    expect((await preflight!.response())?.status()).toBe(403)
+    // the browser's CORS check failed the request: the page never saw a response
+    const post = b.requests.find((r) => r.method() === 'POST' && r.url() === devUrl + '/waitlist')!
+    expect(post.failure()?.errorText).toBeTruthy()
+    expect(await post.response()).toBeNull()
+    // because the service refuses that origin's preflight
+    const preflight = await fetch(devUrl + '/waitlist', {
+      method: 'OPTIONS',
+      headers: { origin: otherUrl, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    })
+    expect(preflight.status).toBe(403)
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull()
 
     // the same request with that Origin, sent outside a browser: 403 {status:"error"}, nothing stored
     const direct = await fetch(devUrl + '/waitlist', {

@@ -2,7 +2,7 @@
 // built from this tree (auth, forms, health, the demo page) with short token lifetimes, and a second
 // tiny HTTP server on another origin serving a copy of the demo page that the forms service must refuse.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs'
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -16,6 +16,8 @@ declare module 'vitest' {
     devUrl: string
     /** Another origin serving a copy of the demo page; not an allowed origin of the forms service. */
     otherUrl: string
+    /** The dev server under http://localhost:<port>: the demo app on another origin than the issuer. */
+    localhostUrl: string
     /** The access token lifetime configured for the run, in seconds. */
     accessTokenSeconds: number
   }
@@ -114,38 +116,52 @@ export default async function setup(project: TestProject) {
     }
     if (!redisPort) throw new Error('could not start redis-server')
 
-    const config = join(work, 'config.yaml')
-    writeFileSync(
-      config,
-      [
-        '# browser tests: short access tokens so that refreshes happen within a test',
-        'auth:',
-        `  accessTokenLifetime: ${accessTokenSeconds}s`,
-        '',
-      ].join('\n'),
-    )
+    // The port is chosen first so that the configuration can also register the demo client and origin
+    // under http://localhost:<port>: an app on another origin than the provider (127.0.0.1:<port>).
     const logPath = join(repoRoot, 'artifacts', 'browser-tests-formsservice.log')
-    execFileSync('mkdir', ['-p', join(repoRoot, 'artifacts')])
+    mkdirSync(join(repoRoot, 'artifacts'), { recursive: true })
     const log = createWriteStream(logPath)
-    const dev = spawn(bin, ['dev', '-addr', '127.0.0.1:0', '-config', config], {
-      env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${redisPort}/0`, FORMSSERVICE_LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    procs.push(dev)
     let devUrl = ''
-    let output = ''
-    const onData = (d: Buffer) => {
-      log.write(d)
-      output += d.toString()
-      const m = /"msg":"dev server ready"[^\n]*"url":"([^"]+)"/.exec(output)
-      if (m) devUrl = m[1]
+    for (let attempt = 1; !devUrl; attempt++) {
+      const port = await freePort()
+      const config = join(work, 'config.yaml')
+      writeFileSync(
+        config,
+        [
+          '# browser tests: short access tokens so that refreshes happen within a test, and the demo app',
+          '# also on http://localhost:<port>, another origin than the issuer http://127.0.0.1:<port>',
+          'allowedOrigins:',
+          `  - http://localhost:${port}`,
+          'auth:',
+          `  accessTokenLifetime: ${accessTokenSeconds}s`,
+          '  clients:',
+          '    - clientID: demo',
+          `      redirectURIs: [http://127.0.0.1:${port}/demo/callback, http://localhost:${port}/demo/callback]`,
+          `      postLogoutRedirectURIs: [http://127.0.0.1:${port}/demo/, http://localhost:${port}/demo/]`,
+          '',
+        ].join('\n'),
+      )
+      const dev = spawn(bin, ['dev', '-addr', `127.0.0.1:${port}`, '-config', config], {
+        env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${redisPort}/0`, FORMSSERVICE_LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      procs.push(dev)
+      let output = ''
+      const onData = (d: Buffer) => {
+        log.write(d)
+        output += d.toString()
+        const m = /"msg":"dev server ready"[^\n]*"url":"([^"]+)"/.exec(output)
+        if (m) devUrl = m[1]
+      }
+      dev.stdout!.on('data', onData)
+      dev.stderr!.on('data', onData)
+      const exited = await until('formsservice dev to be ready', 60_000, () => (dev.exitCode !== null ? 'exited' : devUrl && 'ready'))
+      if (exited === 'exited') {
+        if (attempt >= 3 || !/address already in use/.test(output)) {
+          throw new Error(`formsservice dev exited (${dev.exitCode}):\n${output.slice(-3000)}`)
+        }
+      }
     }
-    dev.stdout!.on('data', onData)
-    dev.stderr!.on('data', onData)
-    await until('formsservice dev to be ready', 60_000, () => {
-      if (dev.exitCode !== null) throw new Error(`formsservice dev exited (${dev.exitCode}):\n${output.slice(-3000)}`)
-      return devUrl
-    })
     await until('the auth service', 30_000, async () => {
       const r = await fetch(devUrl + '/.well-known/openid-configuration').catch(() => undefined)
       return r?.ok
@@ -176,6 +192,7 @@ export default async function setup(project: TestProject) {
 
     project.provide('devUrl', devUrl)
     project.provide('otherUrl', otherUrl)
+    project.provide('localhostUrl', devUrl.replace('//127.0.0.1:', '//localhost:'))
     project.provide('accessTokenSeconds', accessTokenSeconds)
     console.log(`browser tests: formsservice dev at ${devUrl} (redis 127.0.0.1:${redisPort}), other origin ${otherUrl}, log ${logPath}`)
   } catch (e) {

@@ -6,6 +6,7 @@ import {
   type Browser,
   demoUser,
   expectState,
+  fetchRoute,
   launch,
   screenshot,
   signIn,
@@ -170,8 +171,11 @@ describe('sign-out', () => {
     const { page } = b
     await signIn(page, devUrl)
     const tokens = await storedTokens(page)
+    // the page is /demo/ before and after: wait for the new document the provider redirects back to
+    const landed = page.waitForResponse((r) => r.request().isNavigationRequest() && new URL(r.url()).pathname === '/demo/')
     await page.click('#sign-out')
-    await page.waitForURL((u) => u.pathname === '/demo/' && !u.search, { timeout: 10_000 })
+    await landed
+    await page.waitForLoadState('load')
     await expectState(page, 'signed-out')
     expect(await storedTokens(page)).toBeNull()
     // the id_token went in a POST body, never in a URL
@@ -194,21 +198,23 @@ describe('callbacks that are not the page’s own', () => {
     const { page } = b
     await page.goto(devUrl + '/demo/')
     await expectState(page, 'signed-out')
+    // an attacker in the middle changes the state of the provider's redirect back to the app
     let tampered = ''
     await page.route(
-      (u) => u.pathname === '/demo/callback' && u.searchParams.has('code'),
+      (u) => u.pathname === '/oauth2/authorize',
       async (route) => {
-        const u = new URL(route.request().url())
-        if (u.searchParams.get('state')?.endsWith('X')) return route.continue()
-        u.searchParams.set('state', u.searchParams.get('state') + 'X')
-        tampered = u.href
-        await route.fulfill({ status: 302, headers: { location: u.href } })
+        if (route.request().method() !== 'POST') return route.continue()
+        const response = await fetchRoute(route)
+        const back = new URL(response.headers().location)
+        back.searchParams.set('state', back.searchParams.get('state') + 'X')
+        tampered = back.href
+        await route.fulfill({ response, headers: { ...response.headers(), location: back.href } })
       },
     )
     await page.click('#sign-in')
     await submitHostedPage(page)
     await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('state_mismatch')
-    expect(tampered).toBeTruthy()
+    expect(new URL(tampered).searchParams.get('code')).toBeTruthy()
     expect(await authState(page)).toBe('signed-out')
     expect(tokenPosts(b)).toHaveLength(0)
     expect(page.url()).not.toContain('code=')
@@ -284,5 +290,46 @@ describe('denied sign-ins', () => {
     })
     await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('configuration_error')
     expect(await page.locator('#auth-error').textContent()).toMatch(/scope/i)
+  })
+})
+
+describe('an app on another origin than the provider', () => {
+  it('signs in, refreshes, calls userinfo and posts a form across origins, and signs out after the provider asks', async () => {
+    // http://localhost:<port>/demo/ is served by the dev server too, but its issuer is http://127.0.0.1:<port>:
+    // discovery, JWKS, token, userinfo and revoke are cross-origin (CORS), the hosted page another site.
+    const localhostUrl = inject('localhostUrl')
+    const { page } = b
+    await page.goto(localhostUrl + '/demo/')
+    expect(await page.getAttribute('html', 'data-auth-base')).toBe(devUrl)
+    await expectState(page, 'signed-out')
+    await page.click('#sign-in')
+    await submitHostedPage(page)
+    await expectState(page, 'signed-in')
+    expect(new URL(page.url()).origin).toBe(localhostUrl)
+
+    await waitForExpiry(page)
+    const before = (await storedTokens(page)).access
+    expect(await accessToken(page)).not.toBe(before)
+    await page.click('#call-userinfo')
+    await expect.poll(() => page.locator('#userinfo').textContent()).toContain('→ 200')
+
+    await page.fill('#waitlist-email', `cross+${Date.now()}@example.com`)
+    await page.check('#waitlist-consent')
+    await page.click('#waitlist-form button[type="submit"]')
+    await expect.poll(() => page.locator('#waitlist-form .form-status').getAttribute('data-kind')).toBe('ok')
+
+    // sign-out: the id_token stays out of the URL, so the provider asks before ending its session
+    const refresh = (await storedTokens(page)).refresh
+    await page.click('#sign-out')
+    await page.waitForURL((u) => u.origin === devUrl && u.pathname === '/oauth2/logout')
+    expect(page.url()).not.toContain('id_token_hint')
+    await page.click('form button[type="submit"]')
+    await page.waitForURL((u) => u.origin === localhostUrl && u.pathname === '/demo/')
+    await expectState(page, 'signed-out')
+    expect((await tokenRequest(devUrl, { grant_type: 'refresh_token', refresh_token: refresh })).status).toBe(400)
+    await page.click('#sign-in')
+    await page.waitForURL((u) => u.pathname === '/oauth2/authorize')
+    await expect(page.locator('#password').isVisible()).resolves.toBe(true) // the provider session ended
+    expect(b.errors).toEqual([])
   })
 })

@@ -34,6 +34,18 @@ describe('signOut', () => {
     }
   })
 
+  it('from another origin than the provider, goes there with client_id only (the provider asks the user)', async () => {
+    const w = await world({ href: 'http://localhost:3000/app/' })
+    w.provider.redirectUri = 'http://localhost:3000/callback'
+    const c = w.client({ redirectUri: 'http://localhost:3000/callback', postLogoutRedirectUri: 'http://localhost:3000/' })
+    await w.signIn(c)
+    await c.signOut()
+    expect(w.browser.firstTab.document.submitted).toHaveLength(0)
+    const logout = new URL(w.browser.location.assigned.at(-1)!)
+    expect(logout.origin + logout.pathname).toBe('http://127.0.0.1:8080/oauth2/logout')
+    expect(Object.fromEntries(logout.searchParams)).toEqual({ client_id: 'demo', post_logout_redirect_uri: 'http://localhost:3000/' })
+  })
+
   it('without an id_token, asks the provider with client_id only (it confirms with the user)', async () => {
     const w = await world()
     const c = w.client()

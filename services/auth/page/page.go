@@ -71,7 +71,10 @@ func (r *Renderer) headers(w http.ResponseWriter, formActions []string) {
 		prefixSpace(formActions)+"; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer browsers send "Origin: null" with the page's own
+	// form posts, and the CSRF check wants the real origin. Other sites (the client after the redirect)
+	// still get no Referer, so the authorization request's URL does not leak.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 }

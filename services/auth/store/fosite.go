@@ -89,6 +89,15 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
+	m := memoOf(ctx)
+	if m != nil {
+		m.mu.Lock()
+		r, hit := m.codes[sig]
+		m.mu.Unlock()
+		if hit {
+			return r, nil
+		}
+	}
 	v, revoked, err := s.get(ctx, family, key(family, "code", rest))
 	switch {
 	case err != nil:
@@ -96,9 +105,18 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 	case v == "":
 		return nil, fosite.ErrNotFound
 	case v == used || revoked:
+		if v == used && !revoked {
+			s.onReplay("code")
+		}
 		return familyOnly(family), fosite.ErrInvalidatedAuthorizeCode
 	}
-	return s.decode(ctx, v)
+	r, err := s.decode(ctx, v)
+	if err == nil && m != nil {
+		m.mu.Lock()
+		m.codes[sig] = r
+		m.mu.Unlock()
+	}
+	return r, err
 }
 
 // invalidateScript marks a code used exactly once. A second use (a replay racing the first exchange, or
@@ -121,10 +139,10 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.runMarker(ctx, invalidateScript, family, key(family, "code", rest))
+	return s.runMarker(ctx, invalidateScript, "code", family, key(family, "code", rest))
 }
 
-func (s *Store) runMarker(ctx context.Context, script *redis.Script, family, k string) error {
+func (s *Store) runMarker(ctx context.Context, script *redis.Script, kind, family, k string) error {
 	ms := strconv.FormatInt(s.markerTTL().Milliseconds(), 10)
 	res, err := script.Run(ctx, s.rdb, []string{k, revokedKey(family)}, ms).Text()
 	if err != nil {
@@ -135,9 +153,10 @@ func (s *Store) runMarker(ctx context.Context, script *redis.Script, family, k s
 		return nil
 	case "missing":
 		return fosite.ErrNotFound
-	default: // reused, revoked
-		return ErrReplay
+	case "reused":
+		s.onReplay(kind)
 	}
+	return ErrReplay // reused, or the family was revoked before
 }
 
 // --- PKCE and OpenID Connect sessions (keyed like the code) ---
@@ -147,14 +166,44 @@ func (s *Store) CreatePKCERequestSession(ctx context.Context, sig string, r fosi
 	return s.createBySig(ctx, "pkce", sig, r)
 }
 
-// GetPKCERequestSession returns the code challenge for a code.
+// GetPKCERequestSession returns the code challenge for a code. A challenge already checked means the
+// code is being presented a second time (possibly racing the first exchange): a replay, which revokes
+// the family.
 func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
-	return s.getBySig(ctx, "pkce", sig)
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil, fosite.ErrNotFound
+	}
+	v, revoked, err := s.get(ctx, family, key(family, "pkce", rest))
+	if err != nil {
+		return nil, err
+	}
+	if v == used {
+		if !revoked {
+			s.onReplay("code")
+		}
+		if err := s.RevokeFamily(ctx, family); err != nil {
+			return nil, err
+		}
+		return nil, fosite.ErrNotFound
+	}
+	if v == "" || revoked {
+		return nil, fosite.ErrNotFound
+	}
+	return s.decode(ctx, v)
 }
 
-// DeletePKCERequestSession removes it: a challenge is checked once, right or wrong.
+// DeletePKCERequestSession marks the challenge checked (right or wrong, it is checked once); the marker
+// keeps the code's expiry.
 func (s *Store) DeletePKCERequestSession(ctx context.Context, sig string) error {
-	return s.deleteBySig(ctx, "pkce", sig)
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil
+	}
+	if err := s.rdb.SetArgs(ctx, key(family, "pkce", rest), used, redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return unavailable(err)
+	}
+	return nil
 }
 
 // CreateOpenIDConnectSession stores the id_token request for a code. fosite passes the raw code here,
@@ -267,6 +316,9 @@ func (s *Store) GetRefreshTokenSession(ctx context.Context, sig string, _ fosite
 	case v == "":
 		return nil, fosite.ErrNotFound
 	case v == used || revoked:
+		if v == used && !revoked {
+			s.onReplay("refresh")
+		}
 		return familyOnly(family), fosite.ErrInactiveToken
 	}
 	return s.decode(ctx, v)
@@ -298,7 +350,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, _ string, sig string) er
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.runMarker(ctx, rotateScript, family, key(family, "rt", rest))
+	return s.runMarker(ctx, rotateScript, "refresh", family, key(family, "rt", rest))
 }
 
 // RevokeRefreshToken revokes the family (RFC 7009: revoking a refresh token revokes its grant).

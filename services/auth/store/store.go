@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ory/fosite"
@@ -50,6 +51,9 @@ type Options struct {
 	// NewSession returns an empty session of the provider's type to decode stored sessions into.
 	NewSession func() fosite.Session
 	Lifetimes  func() Lifetimes
+	// OnReplay, when set, is told each time a used code ("code") or a rotated refresh token ("refresh")
+	// is presented again, which revokes its family.
+	OnReplay func(kind string)
 }
 
 // Store implements the storage interfaces fosite's handlers need.
@@ -58,11 +62,16 @@ type Store struct {
 	client     func(ctx context.Context, id string) (fosite.Client, error)
 	newSession func() fosite.Session
 	lifetimes  func() Lifetimes
+	onReplay   func(kind string)
 }
 
 // New returns a Store.
 func New(o Options) *Store {
-	return &Store{rdb: o.Redis, client: o.Client, newSession: o.NewSession, lifetimes: o.Lifetimes}
+	s := &Store{rdb: o.Redis, client: o.Client, newSession: o.NewSession, lifetimes: o.Lifetimes, onReplay: o.OnReplay}
+	if s.onReplay == nil {
+		s.onReplay = func(string) {}
+	}
+	return s
 }
 
 // Marker values: an active record starts with 'A' followed by its JSON; a used code or rotated refresh
@@ -115,6 +124,27 @@ func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, 
 // markerTTL is how long revocation markers and used-token markers live: as long as any token of the
 // family can, plus a margin for requests in flight.
 func (s *Store) markerTTL() time.Duration { return s.lifetimes().Refresh + time.Hour }
+
+type memoKey struct{}
+
+// memo remembers the authorization code a token request read, so that fosite's second read of the same
+// code within one request (it reads it in HandleTokenEndpointRequest and again in
+// PopulateTokenEndpointResponse) costs no round trip and no decoding. It lives only as long as the
+// request; the code's single use is still decided by the store's atomic invalidation.
+type memo struct {
+	mu    sync.Mutex
+	codes map[string]fosite.Requester
+}
+
+// WithRequestMemo returns a context for one token request.
+func WithRequestMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, memoKey{}, &memo{codes: map[string]fosite.Requester{}})
+}
+
+func memoOf(ctx context.Context) *memo {
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	return m
+}
 
 // storedRequest is what a record holds: the request without its client (looked up by ID on read).
 type storedRequest struct {

@@ -37,36 +37,40 @@ func counterKey(kind, v string) string {
 	return "auth:throttle:" + kind + ":{" + hex.EncodeToString(h[:16]) + "}"
 }
 
-// Check returns how long to wait before trying again (0: go ahead).
-func (l *Limiter) Check(ctx context.Context, account, ip string, lim Limits) (time.Duration, error) {
+// Check returns how long to wait before trying again (0: go ahead) and whether the account has failures
+// on record (only then does a success need Reset).
+func (l *Limiter) Check(ctx context.Context, account, ip string, lim Limits) (wait time.Duration, accountFailed bool, err error) {
 	type counter struct {
-		limit int
-		get   *redis.StringCmd
-		ttl   *redis.DurationCmd
+		account bool
+		limit   int
+		get     *redis.StringCmd
+		ttl     *redis.DurationCmd
 	}
 	var cs []counter
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if lim.Account > 0 && account != "" {
 			k := counterKey("account", account)
-			cs = append(cs, counter{lim.Account, p.Get(ctx, k), p.PTTL(ctx, k)})
+			cs = append(cs, counter{true, lim.Account, p.Get(ctx, k), p.PTTL(ctx, k)})
 		}
 		if lim.IP > 0 && ip != "" {
 			k := counterKey("ip", ip)
-			cs = append(cs, counter{lim.IP, p.Get(ctx, k), p.PTTL(ctx, k)})
+			cs = append(cs, counter{false, lim.IP, p.Get(ctx, k), p.PTTL(ctx, k)})
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	var wait time.Duration
 	for _, c := range cs {
 		n, _ := c.get.Int()
+		if c.account && n > 0 {
+			accountFailed = true
+		}
 		if n >= c.limit {
 			wait = max(wait, c.ttl.Val())
 		}
 	}
-	return roundUp(wait), nil
+	return roundUp(wait), accountFailed, nil
 }
 
 var failScript = redis.NewScript(`

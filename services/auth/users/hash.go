@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -41,6 +42,9 @@ type Hasher struct {
 	params Params
 	slots  chan struct{}
 	dummy  string
+	// MaxWait bounds the wait for a free slot even when the caller's context has no deadline (a
+	// request's context may not): past it the caller gets ErrBusy, answered with "try again".
+	MaxWait time.Duration
 }
 
 // NewHasher returns a Hasher for new hashes with p; concurrency <= 0 means the number of usable CPUs.
@@ -51,7 +55,7 @@ func NewHasher(p Params, concurrency int) *Hasher {
 	if concurrency <= 0 {
 		concurrency = runtime.GOMAXPROCS(0)
 	}
-	h := &Hasher{params: p, slots: make(chan struct{}, concurrency)}
+	h := &Hasher{params: p, slots: make(chan struct{}, concurrency), MaxWait: 5 * time.Second}
 	// A hash of nothing anyone knows, verified when the e-mail is unknown so that the answer takes as
 	// long as for a known e-mail with a wrong password.
 	h.dummy = h.encode(p, make([]byte, saltLen), argon2.IDKey([]byte("no such user"), make([]byte, saltLen), p.Iterations, p.MemoryKiB, p.Parallelism, keyLen))
@@ -68,7 +72,16 @@ func (h *Hasher) acquire(ctx context.Context) error {
 	select {
 	case h.slots <- struct{}{}:
 		return nil
+	default:
+	}
+	timer := time.NewTimer(h.MaxWait)
+	defer timer.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return nil
 	case <-ctx.Done():
+		return ErrBusy
+	case <-timer.C:
 		return ErrBusy
 	}
 }

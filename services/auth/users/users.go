@@ -103,8 +103,7 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// claimScript points an e-mail at a new ID unless it points at a live user; an index left behind by a
-// crash between the two writes of Create (pointing at no user) is taken over.
+// claimScript replaces the index only if it still names the dead ID the caller saw.
 var claimScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur and cur ~= ARGV[2] then return 0 end
@@ -112,8 +111,9 @@ redis.call('SET', KEYS[1], ARGV[1])
 return 1
 `)
 
-// Create adds a user. The e-mail is claimed first, so two concurrent creations of one address make one
-// user.
+// Create adds a user. The record is written first under a new random ID, then the e-mail index is
+// claimed; so an index always points at a complete record, and of two concurrent creations of one
+// address exactly one claims it (the other removes its record and gets ErrEmailTaken).
 func (s *Store) Create(ctx context.Context, email, name, password string) (*User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
@@ -126,41 +126,60 @@ func (s *Store) Create(ctx context.Context, email, name, password string) (*User
 	if utf8.RuneCountInString(name) > MaxNameLen {
 		return nil, fmt.Errorf("name: at most %d characters", MaxNameLen)
 	}
+	if _, err := s.ByEmail(ctx, email); err == nil {
+		return nil, ErrEmailTaken // the common case, before spending a hash
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
 	hash, err := s.hasher.Hash(ctx, password)
 	if err != nil {
 		return nil, err
 	}
 	u := &User{ID: newID(), Email: email, Name: name, Hash: hash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
-	ok, err := s.rdb.SetNX(ctx, emailKey(email), u.ID, 0).Result()
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	if !ok {
-		// Taken, unless the index is an orphan.
-		cur, err := s.rdb.Get(ctx, emailKey(email)).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, unavailable(err)
-		}
-		n, err := s.rdb.Exists(ctx, userKey(cur)).Result()
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		if n == 1 {
-			return nil, ErrEmailTaken
-		}
-		claimed, err := claimScript.Run(ctx, s.rdb, []string{emailKey(email)}, u.ID, cur).Int()
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		if claimed == 0 {
-			return nil, ErrEmailTaken
-		}
-	}
 	if err := s.rdb.HSet(ctx, userKey(u.ID), "id", u.ID, "email", u.Email, "name", u.Name, "hash", u.Hash,
 		"created", strconv.FormatInt(u.CreatedAt.Unix(), 10)).Err(); err != nil {
 		return nil, unavailable(err)
 	}
+	claimed, err := s.claim(ctx, email, u.ID)
+	if err != nil || !claimed {
+		_ = s.rdb.Del(context.WithoutCancel(ctx), userKey(u.ID)).Err()
+		if err != nil {
+			return nil, err
+		}
+		return nil, ErrEmailTaken
+	}
 	return u, nil
+}
+
+// claim points the e-mail index at id unless it points at a live user. An index pointing at no record
+// (a user being deleted) is taken over, atomically against anyone else doing the same.
+func (s *Store) claim(ctx context.Context, email, id string) (bool, error) {
+	ok, err := s.rdb.SetNX(ctx, emailKey(email), id, 0).Result()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	if ok {
+		return true, nil
+	}
+	cur, err := s.rdb.Get(ctx, emailKey(email)).Result()
+	if errors.Is(err, redis.Nil) {
+		return s.claim(ctx, email, id) // deleted meanwhile
+	}
+	if err != nil {
+		return false, unavailable(err)
+	}
+	n, err := s.rdb.Exists(ctx, userKey(cur)).Result()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	if n == 1 {
+		return false, nil
+	}
+	took, err := claimScript.Run(ctx, s.rdb, []string{emailKey(email)}, id, cur).Int()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return took == 1, nil
 }
 
 // ByID returns the user with that ID.
@@ -296,6 +315,12 @@ func (s *Store) List(ctx context.Context, fn func(*User) error) error {
 			u, err := s.ByID(ctx, id)
 			if errors.Is(err, ErrNotFound) {
 				continue // deleted meanwhile
+			}
+			if err == nil {
+				// A record whose address does not name it back is half-created or half-deleted.
+				if owner, gerr := s.rdb.Get(ctx, emailKey(u.Email)).Result(); gerr != nil || owner != u.ID {
+					continue
+				}
 			}
 			if err != nil {
 				return err

@@ -178,6 +178,10 @@ func TestHasher_BoundedPool(t *testing.T) {
 	if _, err := h.Hash(ctx, "another password"); !errors.Is(err, users.ErrBusy) {
 		t.Fatalf("hash while the pool is full: %v, want ErrBusy", err)
 	}
+	h.MaxWait = time.Millisecond // a request context without a deadline is bounded too
+	if _, _, err := h.Verify(context.Background(), "$argon2id$v=19$m=64,t=1,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "x"); !errors.Is(err, users.ErrBusy) {
+		t.Fatalf("verify while the pool is full: %v, want ErrBusy", err)
+	}
 	<-done
 	enc, err := h.Hash(context.Background(), "a long password")
 	if err != nil {

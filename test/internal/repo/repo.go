@@ -56,6 +56,14 @@ func Run(t testing.TB, env []string, name string, args ...string) string {
 	return out
 }
 
+// Command prepares a command that runs from the repository root.
+func Command(t testing.TB, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = Root(t)
+	return cmd
+}
+
 // Output runs a command from the repository root and returns its combined output and error.
 func Output(t testing.TB, env []string, name string, args ...string) (string, error) {
 	t.Helper()

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// usersCmd runs `formsservice users ...` against a store, with stdin.
+func usersCmd(t *testing.T, redisURL, configFile, stdin string, args ...string) (string, error) {
+	t.Helper()
+	env := map[string]string{"REDIS_URL": redisURL, "FORMSSERVICE_CONFIG": configFile}
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), append([]string{"users"}, args...), func(k string) string { return env[k] },
+		strings.NewReader(stdin), &out, &errOut)
+	if err != nil && !errors.Is(err, errUsage) {
+		return out.String() + errOut.String(), err
+	}
+	return out.String() + errOut.String(), err
+}
+
+func TestUsersCommand_CreateListSetPasswordDelete(t *testing.T) {
+	srv := testredis.Start(t)
+	// A cheap hash keeps the test fast; the command reads the same configuration as the service.
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("auth:\n  passwordHash: {memoryKiB: 64, iterations: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := usersCmd(t, srv.URL(), cfg, "first password\n", "create", "-email", "Ada@Example.com", "-name", "Ada")
+	if err != nil || !strings.Contains(out, "created ada@example.com") {
+		t.Fatalf("create: %v %s", err, out)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "other password\n", "create", "-email", "ada@example.com"); err == nil {
+		t.Fatalf("duplicate create succeeded: %s", out)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "create", "-email", "grace@example.com"); err == nil || !strings.Contains(err.Error(), "stdin") {
+		t.Fatalf("create without a password: %v %s", err, out)
+	}
+	out, err = usersCmd(t, srv.URL(), cfg, "", "list")
+	if err != nil || !strings.Contains(out, "\tada@example.com\tAda\t") {
+		t.Fatalf("list: %v %q", err, out)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "second password\n", "set-password", "-email", "ada@example.com"); err != nil {
+		t.Fatalf("set-password: %v %s", err, out)
+	}
+	out, err = usersCmd(t, srv.URL(), cfg, "", "delete", "-email", "ADA@example.com")
+	if err != nil || !strings.Contains(out, "deleted ada@example.com") {
+		t.Fatalf("delete: %v %s", err, out)
+	}
+	if out, _ := usersCmd(t, srv.URL(), cfg, "", "list", "-json"); strings.Contains(out, "ada@") {
+		t.Fatalf("deleted user listed: %s", out)
+	}
+	if _, err := usersCmd(t, srv.URL(), cfg, "", "frobnicate"); !errors.Is(err, errUsage) {
+		t.Fatalf("unknown subcommand: %v", err)
+	}
+}
+
+func TestAuthCommand_WithoutSigningKey_Refuses(t *testing.T) {
+	srv := testredis.Start(t)
+	env := map[string]string{"REDIS_URL": srv.URL(), "FORMSSERVICE_PUBLIC_URL": "https://id.example.test"}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"auth", "-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "signingKeyFile") {
+		t.Fatalf("auth without a signing key: %v", err)
+	}
+}
+
+// lockedBuffer is written by the server's goroutines and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDevServer_DemoClientAndUserSignIn: `formsservice dev` has the demo client and the demo user of
+// DESIGN.md, on an ephemeral key, so that the SDK's browser tests can sign in with nothing configured.
+func TestDevServer_DemoClientAndUserSignIn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"dev", "-addr", "127.0.0.1:0"}, func(string) string { return "" }, strings.NewReader(""), io.Discard, logs)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	urlRe := regexp.MustCompile(`"msg":"dev server ready"[^\n]*"url":"(http://[^"]+)"`)
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(logs.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("dev server did not start:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "ephemeral signing key") {
+		t.Error("the dev server must say that it generated an ephemeral key")
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	verifier := oauth2.GenerateVerifier()
+	conf := &oauth2.Config{ClientID: config.DevClientID, RedirectURL: base + "/demo/callback", Scopes: []string{"openid", "email"},
+		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth2/authorize", TokenURL: base + "/oauth2/token", AuthStyle: oauth2.AuthStyleInParams}}
+	res, err := c.Get(conf.AuthCodeURL("state-dev-0001", oauth2.S256ChallengeOption(verifier)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	action := regexp.MustCompile(`<form method="post" action="([^"]+)">`).FindStringSubmatch(string(page))
+	csrf := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(string(page))
+	if res.StatusCode != http.StatusOK || action == nil || csrf == nil {
+		t.Fatalf("sign-in page: %d", res.StatusCode)
+	}
+	res, err = c.PostForm(base+html.UnescapeString(action[1]), url.Values{"csrf_token": {csrf[1]}, "action": {"signin"},
+		"email": {config.DevEmail}, "password": {config.DevPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, _ := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther || loc.Query().Get("code") == "" {
+		t.Fatalf("demo user sign-in: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	tok, err := conf.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil || tok.Extra("id_token") == nil {
+		t.Fatalf("exchange: %v", err)
+	}
+}

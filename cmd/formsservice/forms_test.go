@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+)
+
+// formsEnv is the environment the commands see: the store and the allowed origin.
+func formsEnv(redisURL string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "REDIS_URL":
+			return redisURL
+		case "FORMSSERVICE_ALLOWED_ORIGINS":
+			return "https://www.example.com"
+		}
+		return ""
+	}
+}
+
+// startFormsCommand runs `formsservice forms` as production does (its own process's run) and waits
+// for /readyz.
+func startFormsCommand(t *testing.T, redisURL string) string {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"forms", "-addr", addr}, formsEnv(redisURL), strings.NewReader(""), io.Discard, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("forms command: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("forms command did not stop")
+		}
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return url
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("forms command exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("forms service not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func formsPost(t *testing.T, url, path, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	req.Header.Set("Origin", "https://www.example.com")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func formsTool(t *testing.T, redisURL string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(t.Context(), args, formsEnv(redisURL), strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestFormsCommand_ServesAndExportAndForgetSeeWhatWasStored(t *testing.T) {
+	rs := testredis.Start(t)
+	url := startFormsCommand(t, rs.URL())
+	if code := formsPost(t, url, "/waitlist", `{"email":"Ada@Example.com","consent":true,"name":"Ada"}`); code != 201 {
+		t.Fatalf("waitlist: %d", code)
+	}
+	if code := formsPost(t, url, "/waitlist", `{"email":"bob@example.com","consent":true}`); code != 201 {
+		t.Fatalf("waitlist: %d", code)
+	}
+	if code := formsPost(t, url, "/contact", `{"name":"Ada","email":"ada@example.com","message":"Hello there, team."}`); code != 201 {
+		t.Fatalf("contact: %d", code)
+	}
+
+	out, _, err := formsTool(t, rs.URL(), "export", "waitlist", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 3 || rows[1][0] != "ada@example.com" || rows[2][0] != "bob@example.com" {
+		t.Fatalf("export waitlist csv: %v %v\n%s", rows, err, out)
+	}
+	out, _, err = formsTool(t, rs.URL(), "export", "--format", "jsonl", "contact")
+	if err != nil || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"message":"Hello there, team."`) {
+		t.Fatalf("export contact jsonl: %v\n%s", err, out)
+	}
+	file := filepath.Join(t.TempDir(), "out.jsonl")
+	if _, _, err := formsTool(t, rs.URL(), "export", "waitlist", "--format", "jsonl", "-o", file); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("export file: %v %v", fi, err)
+	}
+
+	out, _, err = formsTool(t, rs.URL(), "forget", "--email", "ADA@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "erased ada@example.com: 1 waitlist entry, 1 contact message (") {
+		t.Fatalf("forget said %q", out)
+	}
+	out, _, _ = formsTool(t, rs.URL(), "export", "waitlist", "--format", "jsonl")
+	if strings.Contains(out, "ada@") || !strings.Contains(out, "bob@example.com") {
+		t.Fatalf("after forget: %s", out)
+	}
+	out, _, _ = formsTool(t, rs.URL(), "forget", "--email", "ada@example.com")
+	if !strings.HasPrefix(out, "erased ada@example.com: 0 waitlist entries, 0 contact messages") {
+		t.Fatalf("second forget said %q", out)
+	}
+}
+
+func TestFormsTools_BadUsage_Refused(t *testing.T) {
+	rs := testredis.Start(t)
+	for _, args := range [][]string{
+		{"export"},
+		{"export", "users"},
+		{"export", "waitlist", "--format", "xml"},
+		{"export", "waitlist", "contact"},
+		{"forget"},
+		{"forget", "--email", "not-an-address"},
+	} {
+		if _, _, err := formsTool(t, rs.URL(), args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"export", "waitlist"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Fatalf("without a store: %v", err)
+	}
+}
+
+func TestDevServer_FormsWorkOnEmbeddedStoreWithoutRateLimit(t *testing.T) {
+	addr := "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"dev", "-addr", addr}, func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	url := "http://" + addr
+	post := func(path, origin, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return -1
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for post("/waitlist", url, `{"email":"dev@example.com","consent":true}`) != 201 {
+		if time.Now().After(deadline) {
+			t.Fatal("dev server did not accept a waitlist submission from its own origin")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := post("/waitlist", "http://localhost:8080", `{"email":"DEV@example.com","consent":true}`); code != 200 {
+		t.Fatalf("duplicate from the fixture origin: %d", code)
+	}
+	for i := range 70 { // above the production default of 60: the dev server has no rate limit
+		if code := post("/contact", url, `{"name":"Dev","email":"dev@example.com","message":"Message number `+strconv.Itoa(i)+`"}`); code != 201 {
+			t.Fatalf("contact %d: %d", i, code)
+		}
+	}
+	if code := post("/contact", "https://elsewhere.example", `{}`); code != 403 {
+		t.Fatalf("foreign origin: %d", code)
+	}
+}

@@ -1,0 +1,364 @@
+package forms
+
+import (
+	"errors"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A small, strict JSON reader for the forms' flat objects. It validates the whole document exactly as
+// encoding/json does (same grammar, same nesting limit, same decoding of escapes and of invalid UTF-8 —
+// FuzzJSONObject_AgreesWithEncodingJSON checks this), but without reflection or a map: the known fields
+// of one form are picked out in a single pass and only their strings are decoded. Unknown members are
+// validated and skipped. For duplicate keys the last one counts, as in encoding/json.
+
+// jsonKind is the type of a member's value.
+type jsonKind uint8
+
+const (
+	jsonAbsent jsonKind = iota
+	jsonNull
+	jsonTrue
+	jsonFalse
+	jsonNumber
+	jsonString
+	jsonObject
+	jsonArray
+)
+
+// jsonValue is one member's value: its kind and raw bytes (for a string, between the quotes).
+type jsonValue struct {
+	kind    jsonKind
+	raw     []byte
+	escaped bool // a string containing backslash escapes or bytes that need checking
+}
+
+// maxJSONDepth matches encoding/json's limit on nesting.
+const maxJSONDepth = 10000
+
+var errJSON = errors.New("invalid JSON")
+
+// readJSONObject reads body, which must be one JSON object, and stores the values of the members named in
+// keys into vals (same index). vals must have len(keys) elements.
+func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
+	p := jsonParser{b: body}
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '{' {
+		return errJSON
+	}
+	p.i++
+	p.ws()
+	if p.peek() == '}' {
+		p.i++
+	} else {
+		for {
+			p.ws()
+			if p.peek() != '"' {
+				return errJSON
+			}
+			key, keyEscaped, err := p.str()
+			if err != nil {
+				return err
+			}
+			p.ws()
+			if p.peek() != ':' {
+				return errJSON
+			}
+			p.i++
+			p.ws()
+			v, err := p.value(1)
+			if err != nil {
+				return err
+			}
+			var unescaped string
+			if keyEscaped {
+				unescaped = unquote(key)
+			}
+			for k, want := range keys {
+				if keyEscaped && unescaped == want || !keyEscaped && string(key) == want {
+					vals[k] = v
+				}
+			}
+			p.ws()
+			switch p.peek() {
+			case ',':
+				p.i++
+				continue
+			case '}':
+				p.i++
+			default:
+				return errJSON
+			}
+			break
+		}
+	}
+	p.ws()
+	if p.i != len(p.b) {
+		return errJSON
+	}
+	return nil
+}
+
+type jsonParser struct {
+	b []byte
+	i int
+}
+
+func (p *jsonParser) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+func (p *jsonParser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads any JSON value inside a container at nesting depth d (the top-level object is 1).
+func (p *jsonParser) value(d int) (jsonValue, error) {
+	start := p.i
+	switch c := p.peek(); {
+	case c == '"':
+		raw, esc, err := p.str()
+		return jsonValue{kind: jsonString, raw: raw, escaped: esc}, err
+	case c == '{':
+		err := p.container(d, '}', true)
+		return jsonValue{kind: jsonObject, raw: p.b[start:p.i]}, err
+	case c == '[':
+		err := p.container(d, ']', false)
+		return jsonValue{kind: jsonArray, raw: p.b[start:p.i]}, err
+	case c == 't':
+		return jsonValue{kind: jsonTrue}, p.literal("true")
+	case c == 'f':
+		return jsonValue{kind: jsonFalse}, p.literal("false")
+	case c == 'n':
+		return jsonValue{kind: jsonNull}, p.literal("null")
+	case c == '-' || ('0' <= c && c <= '9'):
+		err := p.number()
+		return jsonValue{kind: jsonNumber, raw: p.b[start:p.i]}, err
+	}
+	return jsonValue{}, errJSON
+}
+
+// container reads an object (members) or array (elements) nested inside depth d.
+func (p *jsonParser) container(d int, end byte, members bool) error {
+	d++
+	if d > maxJSONDepth {
+		return errJSON
+	}
+	p.i++
+	p.ws()
+	if p.peek() == end {
+		p.i++
+		return nil
+	}
+	for {
+		p.ws()
+		if members {
+			if p.peek() != '"' {
+				return errJSON
+			}
+			if _, _, err := p.str(); err != nil {
+				return err
+			}
+			p.ws()
+			if p.peek() != ':' {
+				return errJSON
+			}
+			p.i++
+			p.ws()
+		}
+		if _, err := p.value(d); err != nil {
+			return err
+		}
+		p.ws()
+		switch p.peek() {
+		case ',':
+			p.i++
+		case end:
+			p.i++
+			return nil
+		default:
+			return errJSON
+		}
+	}
+}
+
+func (p *jsonParser) literal(lit string) error {
+	if len(p.b)-p.i < len(lit) || string(p.b[p.i:p.i+len(lit)]) != lit {
+		return errJSON
+	}
+	p.i += len(lit)
+	return nil
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (p *jsonParser) number() error {
+	if p.peek() == '-' {
+		p.i++
+	}
+	switch c := p.peek(); {
+	case c == '0':
+		p.i++
+	case '1' <= c && c <= '9':
+		p.digits()
+	default:
+		return errJSON
+	}
+	if p.peek() == '.' {
+		p.i++
+		if !p.digits() {
+			return errJSON
+		}
+	}
+	if c := p.peek(); c == 'e' || c == 'E' {
+		p.i++
+		if c := p.peek(); c == '+' || c == '-' {
+			p.i++
+		}
+		if !p.digits() {
+			return errJSON
+		}
+	}
+	return nil
+}
+
+func (p *jsonParser) digits() bool {
+	start := p.i
+	for p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9' {
+		p.i++
+	}
+	return p.i > start
+}
+
+// str reads a string at p.i (the opening quote) and returns its raw content. escaped reports content
+// that needs unquote: escapes or non-ASCII bytes (which may be invalid UTF-8).
+func (p *jsonParser) str() (raw []byte, escaped bool, err error) {
+	p.i++
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			raw = p.b[start:p.i]
+			p.i++
+			return raw, escaped, nil
+		case c == '\\':
+			escaped = true
+			p.i++
+			switch p.peek() {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p.i++
+			case 'u':
+				p.i++
+				for range 4 {
+					if !isHex(p.peek()) {
+						return nil, false, errJSON
+					}
+					p.i++
+				}
+			default:
+				return nil, false, errJSON
+			}
+		case c < 0x20:
+			return nil, false, errJSON
+		default:
+			if c >= utf8.RuneSelf {
+				escaped = true
+			}
+			p.i++
+		}
+	}
+	return nil, false, errJSON
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// text returns a string value's Go string.
+func (v jsonValue) text() string {
+	if !v.escaped {
+		return string(v.raw)
+	}
+	return unquote(v.raw)
+}
+
+// unquote decodes validated string content like encoding/json: escapes, UTF-16 surrogate pairs, and
+// U+FFFD for lone surrogates and invalid UTF-8.
+func unquote(s []byte) string {
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			i++
+			switch s[i] {
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r := hex4(s[i+1 : i+5])
+				i += 5
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if dec := utf16.DecodeRune(r, hex4(s[i+2:i+6])); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, r)
+				continue
+			default: // " \ /
+				b = append(b, s[i])
+			}
+			i++
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return string(b)
+}
+
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}

@@ -1,0 +1,309 @@
+//go:build e2e
+
+// Package e2e_test is the kind end-to-end test that `make e2e-kind` (hack/e2e-kind.sh) runs against the
+// cluster it creates: it installs the chart with the image loaded into kind, applies config/samples,
+// waits for the FormsService to be Ready, and then runs the same checks as the local end-to-end test
+// (test/contract, test/signin) through port-forwards to the services' pods.
+//
+// It needs the build tag e2e and FORMSSERVICE_E2E_KUBECONFIG; `make test` only compiles it
+// (go vet -tags e2e ./test/...).
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/test/contract"
+	"github.com/formsservice/formsservice/test/internal/proc"
+	"github.com/formsservice/formsservice/test/internal/repo"
+	"github.com/formsservice/formsservice/test/internal/samples"
+	"github.com/formsservice/formsservice/test/signin"
+)
+
+const (
+	operatorNS = "formsservice-system"
+	appNS      = "acme"
+	e2eClient  = "e2e-kind"
+	e2eOrigin  = "http://e2e.acme.example"
+	email      = "ada@acme.example"
+	password   = "correct horse battery staple"
+)
+
+var formsServiceGVK = schema.GroupVersionKind{Group: "platform.formsservice.io", Version: "v1alpha1", Kind: "FormsService"}
+
+type kind struct {
+	cfg        *rest.Config
+	kubeconfig string
+	client     client.Client
+	clientset  *kubernetes.Clientset
+}
+
+func connect(t *testing.T) *kind {
+	kubeconfig := os.Getenv("FORMSSERVICE_E2E_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("FORMSSERVICE_E2E_KUBECONFIG is not set: run `make e2e-kind`, which creates a kind cluster (Docker needed) and sets it")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kind{cfg: cfg, kubeconfig: kubeconfig, client: c, clientset: cs}
+}
+
+func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
+	k := connect(t)
+	ctx := context.Background()
+	image := os.Getenv("FORMSSERVICE_E2E_IMAGE")
+	i := strings.LastIndex(image, ":")
+	if i < 0 {
+		t.Fatalf("FORMSSERVICE_E2E_IMAGE = %q, want repository:tag of the image loaded into kind", image)
+	}
+
+	// The chart, with the image kind already holds (never pulled).
+	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
+	repo.Run(t, []string{"KUBECONFIG=" + k.kubeconfig}, helm, "install", "formsservice-operator", "charts/formsservice-operator",
+		"--namespace", operatorNS, "--create-namespace", "--wait", "--timeout", "5m",
+		"--set", "image.repository="+image[:i], "--set", "image.tag="+image[i+1:], "--set", "image.pullPolicy=Never")
+
+	// The sample, as a platform team applies it: its Secrets first.
+	k.createNamespace(t, appNS)
+	var fs *unstructured.Unstructured
+	for _, u := range samples.Load(t, appNS) {
+		if u.GetKind() == "FormsService" {
+			fs = u
+			for _, s := range samples.ReferencedSecrets(u) {
+				if err := k.client.Create(ctx, s); err != nil {
+					t.Fatalf("Secret %s named by the sample: %v", s.Name, err)
+				}
+			}
+		}
+		if err := k.client.Create(ctx, u); err != nil {
+			t.Fatalf("applying %s %s from config/samples: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	name := fs.GetName()
+	k.waitReady(t, name, 6*time.Minute)
+
+	// Reach the services through port-forwards: the issuer becomes the forwarded address, and a client
+	// and an origin for this test are added, as a team adds its own app.
+	formsPort, authPort, healthPort := proc.FreePort(t), proc.FreePort(t), proc.FreePort(t)
+	issuer := fmt.Sprintf("http://127.0.0.1:%d", authPort)
+	callback := signin.NewCallback(t)
+	k.patchForTest(t, name, issuer, callback.RedirectURL)
+	k.waitReady(t, name, 6*time.Minute)
+	k.portForward(t, name, render.Forms, formsPort)
+	k.portForward(t, name, render.Auth, authPort)
+	k.portForward(t, name, render.Health, healthPort)
+	waitIssuer(t, issuer, 3*time.Minute) // the mounted ConfigMap reaches the pods within kubelet's sync period
+
+	k.execUsersCreate(t, name)
+
+	t.Run("forms contract", contract.Forms{BaseURL: fmt.Sprintf("http://127.0.0.1:%d", formsPort), Origin: e2eOrigin}.Check)
+	t.Run("sign-in with a real browser", func(t *testing.T) {
+		signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password}.Run(t)
+	})
+	t.Run("health", func(t *testing.T) {
+		contract.Health(t, fmt.Sprintf("http://127.0.0.1:%d", healthPort), "redis:responseTime", "forms:readiness", "auth:readiness")
+	})
+}
+
+func (k *kind) createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k.client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (k *kind) get(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(formsServiceGVK)
+	if err := k.client.Get(context.Background(), client.ObjectKey{Namespace: appNS, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// waitReady waits for Ready=True on the current generation.
+func (k *kind) waitReady(t *testing.T, name string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		u := k.get(t, name)
+		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		var conds []metav1.Condition
+		for _, r := range raw {
+			m, _ := r.(map[string]any)
+			conds = append(conds, metav1.Condition{Type: fmt.Sprint(m["type"]), Status: metav1.ConditionStatus(fmt.Sprint(m["status"])),
+				Reason: fmt.Sprint(m["reason"]), Message: fmt.Sprint(m["message"])})
+		}
+		if observed == u.GetGeneration() && meta.IsStatusConditionTrue(conds, "Ready") &&
+			!meta.IsStatusConditionTrue(conds, "Progressing") {
+			return
+		}
+		last = fmt.Sprintf("generation %d, observed %d, conditions %+v", u.GetGeneration(), observed, conds)
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("FormsService %s not Ready after %s: %s", name, timeout, last)
+}
+
+// patchForTest points the issuer at the port-forwarded auth service and registers the test's client
+// and origin, next to the sample's own.
+func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string) {
+	t.Helper()
+	u := k.get(t, name)
+	origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
+	clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
+	clients = append(clients, map[string]any{"clientID": e2eClient, "redirectURIs": []any{redirectURI}})
+	for field, v := range map[string]any{
+		"publicURL":      issuer,
+		"allowedOrigins": append(origins, e2eOrigin),
+		"oauthClients":   clients,
+	} {
+		if err := unstructured.SetNestedField(u.Object, v, "spec", field); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.client.Update(context.Background(), u); err != nil {
+		t.Fatalf("updating the FormsService for the test: %v", err)
+	}
+}
+
+// portForward forwards 127.0.0.1:localPort to the http port of a ready pod of the component.
+func (k *kind) portForward(t *testing.T, name, component string, localPort int) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(selector(name, component)).String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+				pod = p.Name
+			}
+		}
+	}
+	if pod == "" {
+		t.Fatalf("no ready %s pod", component)
+	}
+	transport, upgrader, err := spdy.RoundTripperFor(k.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pod).SubResource("portforward").URL()
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"},
+		[]string{fmt.Sprintf("%d:%d", localPort, render.HTTPPort)}, stop, ready, io.Discard, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := fw.ForwardPorts(); err != nil {
+			t.Logf("port-forward to %s ended: %v", pod, err)
+		}
+	}()
+	t.Cleanup(func() { close(stop) })
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("port-forward to %s not ready", pod)
+	}
+}
+
+// selector is the component's pod selector, as the operator sets it.
+func selector(name, component string) map[string]string {
+	return map[string]string{render.LabelName: "formsservice", render.LabelInstance: name, render.LabelComponent: component}
+}
+
+// execUsersCreate creates the test's account with `formsservice users create` inside an auth pod, as
+// the operator's documentation tells a platform team to.
+func (k *kind) execUsersCreate(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(selector(name, render.Auth)).String(),
+	})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("no auth pod: %v", err)
+	}
+	req := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pods.Items[0].Name).
+		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
+		Container: render.Auth,
+		Command:   []string{"/formsservice", "users", "create", "-config", render.ConfigPath, "-email", email, "-name", "Ada Lovelace"},
+		Stdin:     true, Stdout: true, Stderr: true,
+	}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{
+		Stdin: strings.NewReader(password + "\n"), Stdout: &out, Stderr: &out,
+	}); err != nil {
+		t.Fatalf("formsservice users create in %s: %v\n%s", pods.Items[0].Name, err, out.String())
+	}
+}
+
+// waitIssuer waits until discovery through the port-forward announces the expected issuer.
+func waitIssuer(t *testing.T, issuer string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	last := ""
+	for time.Now().Before(deadline) {
+		resp, err := hc.Get(issuer + "/.well-known/openid-configuration")
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+			resp.Body.Close()
+			if strings.Contains(string(b), `"issuer":"`+issuer+`"`) || strings.Contains(string(b), `"issuer": "`+issuer+`"`) {
+				return
+			}
+			last = string(b)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(3 * time.Second)
+	}
+	u, _ := url.Parse(issuer)
+	t.Fatalf("discovery at %s never announced issuer %s: %s", u.Host, issuer, last)
+}

@@ -1,0 +1,109 @@
+// Package local_test runs the whole platform the way a cluster runs it, on this machine: the forms, auth
+// and health services as three separate `formsservice` processes with one configuration file (the
+// format the operator renders into their ConfigMap) and a real redis-server. Then it runs the shared
+// end-to-end checks, which test/e2e runs against a kind cluster: the forms contract, a full sign-in
+// with headless Chromium, and GET /health.
+package local_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/test/contract"
+	"github.com/formsservice/formsservice/test/internal/proc"
+	"github.com/formsservice/formsservice/test/internal/repo"
+	"github.com/formsservice/formsservice/test/signin"
+)
+
+const (
+	origin   = "https://shop.example.com"
+	clientID = "shop-web"
+	email    = "ada@example.com"
+	password = "correct horse battery staple"
+)
+
+func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
+	exe := proc.Build(t, "./cmd/formsservice")
+	store := testredis.Start(t)
+	formsAddr, authAddr, healthAddr := proc.Addr(t), proc.Addr(t), proc.Addr(t)
+	callback := signin.NewCallback(t)
+	dir := t.TempDir()
+
+	cfg := map[string]any{
+		"publicURL":      "http://" + authAddr,
+		"allowedOrigins": []string{origin},
+		"redis":          map[string]any{"url": store.URL()},
+		"auth": map[string]any{
+			"signingKeyFile": writeSigningKey(t, dir),
+			"clients": []map[string]any{{
+				"clientID": clientID, "name": "Shop",
+				"redirectURIs": []string{callback.RedirectURL},
+				"scopes":       []string{"openid", "profile", "email", "offline_access"},
+			}},
+		},
+		"health": map[string]any{"formsURL": "http://" + formsAddr, "authURL": "http://" + authAddr},
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, addr := range map[string]string{"forms": formsAddr, "auth": authAddr, "health": healthAddr} {
+		proc.Start(t, nil, exe, name, "-addr", addr, "-config", cfgPath)
+	}
+	for _, addr := range []string{formsAddr, authAddr, healthAddr} {
+		contract.WaitReady(t, "http://"+addr+"/readyz", 30*time.Second)
+	}
+	createUser(t, exe, cfgPath)
+
+	t.Run("forms contract", contract.Forms{BaseURL: "http://" + formsAddr, Origin: origin}.Check)
+	t.Run("sign-in with a real browser", func(t *testing.T) {
+		signin.Flow{Issuer: "http://" + authAddr, ClientID: clientID, Callback: callback, Email: email, Password: password}.Run(t)
+	})
+	t.Run("health", func(t *testing.T) {
+		contract.Health(t, "http://"+healthAddr, "redis:responseTime", "forms:readiness", "auth:readiness")
+	})
+}
+
+// writeSigningKey writes a new EC P-256 key as PEM, as the operator's signing-key Secret holds it.
+func writeSigningKey(t *testing.T, dir string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "signing-key.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// createUser makes the account with the operator's tool, as the README tells a platform team to.
+func createUser(t *testing.T, exe, cfgPath string) {
+	t.Helper()
+	cmd := repo.Command(t, exe, "users", "create", "-config", cfgPath, "-email", email, "-name", "Ada Lovelace")
+	cmd.Stdin = strings.NewReader(password + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("formsservice users create: %v\n%s", err, out)
+	}
+}
