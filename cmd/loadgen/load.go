@@ -31,8 +31,36 @@ type loadResult struct {
 	requests   int
 	perSecond  float64
 	p50, p99   time.Duration
-	unexpected map[int]int // status -> count, for statuses other than want (-1: transport errors)
+	unexpected map[int]int     // status -> count, for statuses other than want (-1: transport errors)
+	latencies  []time.Duration // sorted
 }
+
+// merge combines runs of the same length into one result.
+func merge(rs []loadResult, each time.Duration) loadResult {
+	var all []time.Duration
+	m := loadResult{unexpected: map[int]int{}}
+	for _, r := range rs {
+		all = append(all, r.latencies...)
+		for k, v := range r.unexpected {
+			m.unexpected[k] += v
+		}
+	}
+	slices.Sort(all)
+	m.requests = len(all)
+	m.perSecond = float64(len(all)) / (each * time.Duration(len(rs))).Seconds()
+	m.p50, m.p99 = percentile(all, 50), percentile(all, 99)
+	return m
+}
+
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+// requestSeq numbers requests across every run of the process, so each carries a new address.
+var requestSeq atomic.Int64
 
 // runLoad drives spec.conns connections. In closed-loop mode each connection sends its next request as
 // soon as the previous answer arrived; in rate mode requests are scheduled at fixed intervals and
@@ -43,7 +71,6 @@ func runLoad(spec loadSpec) (loadResult, error) {
 		return loadResult{}, fmt.Errorf("load runs only against loopback addresses, not %q", spec.addr)
 	}
 	var (
-		seq       atomic.Int64
 		mu        sync.Mutex
 		latencies []time.Duration
 		statuses  = map[int]int{}
@@ -55,7 +82,7 @@ func runLoad(spec loadSpec) (loadResult, error) {
 	errc := make(chan error, spec.conns)
 	for w := range spec.conns {
 		wg.Go(func() {
-			lat, st, err := connLoop(spec, w, &seq, start, measureFrom, end)
+			lat, st, err := connLoop(spec, w, &requestSeq, start, measureFrom, end)
 			if err != nil {
 				errc <- err
 			}
@@ -73,12 +100,9 @@ func runLoad(spec loadSpec) (loadResult, error) {
 		return loadResult{}, err
 	}
 	slices.Sort(latencies)
-	res := loadResult{requests: len(latencies), unexpected: map[int]int{}}
+	res := loadResult{requests: len(latencies), unexpected: map[int]int{}, latencies: latencies}
 	res.perSecond = float64(len(latencies)) / spec.duration.Seconds()
-	if n := len(latencies); n > 0 {
-		res.p50 = latencies[n*50/100]
-		res.p99 = latencies[min(n-1, n*99/100)]
-	}
+	res.p50, res.p99 = percentile(latencies, 50), percentile(latencies, 99)
 	for code, n := range statuses {
 		if code != spec.want {
 			res.unexpected[code] = n

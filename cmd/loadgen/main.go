@@ -78,22 +78,28 @@ func run(args []string, stdout, stderr io.Writer) error {
 type benchFlags struct {
 	formsservice, redisServer string
 	duration, warmup          time.Duration
-	conns, rounds             int
+	conns, slices             int
 }
 
 const benchOrigin = "http://bench.localhost"
 
+// bench measures every target in short slices taken in turn (A B C D A B C D ...) rather than one long
+// run each, so that other work on a shared machine, which comes and goes over seconds, weighs on every
+// target alike. All servers run for the whole bench and idle while another is measured.
 func bench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var f benchFlags
 	fs.StringVar(&f.formsservice, "formsservice", "bin/formsservice", "the formsservice binary")
 	fs.StringVar(&f.redisServer, "redis-server", "", "redis-server binary (default: bin/redis-server, then PATH)")
-	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measured time per run")
-	fs.DurationVar(&f.warmup, "warmup", time.Second, "unmeasured time before each run")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per target and phase (peak, half peak)")
+	fs.IntVar(&f.slices, "slices", 8, "the measured time is split into this many slices, interleaved across targets")
+	fs.DurationVar(&f.warmup, "warmup", 250*time.Millisecond, "unmeasured time at the start of each slice")
 	fs.IntVar(&f.conns, "conns", 32, "concurrent connections")
-	fs.IntVar(&f.rounds, "rounds", 1, "repeat the whole comparison; the best peak of each target is kept")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if f.slices < 1 {
+		f.slices = 1
 	}
 	if f.redisServer == "" {
 		f.redisServer = "bin/redis-server"
@@ -115,8 +121,6 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopRedis()
 	redisURL := "redis://" + redisAddr + "/0"
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
 
 	cfgPath := filepath.Join(tmp, "forms.yaml")
 	// Rate limiting stays on (its counter runs in every request's script) with a limit the run never reaches.
@@ -128,78 +132,70 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-
-	targets := []target{
-		{name: "baseline: Fiber, JSON decode, 201", path: "/waitlist", kind: "waitlist",
-			start: func() (string, func(), error) { return startBaseline(self, "bare", redisURL) }},
-		{name: "baseline: same + one Redis SETNX", path: "/waitlist", kind: "waitlist",
-			start: func() (string, func(), error) { return startBaseline(self, "setnx", redisURL) }},
-		{name: "formsservice forms POST /waitlist", path: "/waitlist", kind: "waitlist", forms: true},
-		{name: "formsservice forms POST /contact", path: "/contact", kind: "contact", forms: true},
+	bareAddr, stopBare, err := startBaseline(self, "bare", redisURL)
+	if err != nil {
+		return err
 	}
-	startForms := func() (string, func(), error) { return startFormsService(f.formsservice, cfgPath, redisURL, tmp) }
-	for i := range targets {
-		if targets[i].forms {
-			targets[i].start = startForms
-		}
+	defer stopBare()
+	setnxAddr, stopSetnx, err := startBaseline(self, "setnx", redisURL)
+	if err != nil {
+		return err
 	}
+	defer stopSetnx()
+	formsAddr, stopForms, err := startFormsService(f.formsservice, cfgPath, redisURL, tmp)
+	if err != nil {
+		return err
+	}
+	defer stopForms()
 
-	fmt.Fprintf(stdout, "load: %d connections, %s warm-up + %s measured per run, %d round(s); redis-server %s on loopback\n",
-		f.conns, f.warmup, f.duration, f.rounds, redisAddr)
+	targets := []*target{
+		{name: "baseline: Fiber, JSON decode, 201", addr: bareAddr, path: "/waitlist", kind: "waitlist"},
+		{name: "baseline: same + one Redis SETNX", addr: setnxAddr, path: "/waitlist", kind: "waitlist"},
+		{name: "formsservice forms POST /waitlist", addr: formsAddr, path: "/waitlist", kind: "waitlist", forms: true},
+		{name: "formsservice forms POST /contact", addr: formsAddr, path: "/contact", kind: "contact", forms: true},
+	}
+	slice := f.duration / time.Duration(f.slices)
+	fmt.Fprintf(stdout, "load: %d connections; per target and phase %s measured in %d interleaved slices (+%s warm-up each); redis-server %s on loopback\n",
+		f.conns, f.duration, f.slices, f.warmup, redisAddr)
 	fmt.Fprintf(stdout, "machine: %d CPUs shared by load generator, servers and Redis; load average before: %s\n", runtime.NumCPU(), loadAverage())
-	for round := range f.rounds {
-		for i := range targets {
-			t := &targets[i]
-			if err := rdb.FlushAll(context.Background()).Err(); err != nil {
-				return err
-			}
-			addr, stop, err := t.start()
-			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
-			}
-			spec := loadSpec{addr: addr, path: t.path, kind: t.kind, origin: benchOrigin, conns: f.conns,
-				warmup: f.warmup, duration: f.duration, want: 201}
-			peak, err := runLoad(spec)
-			if err == nil {
-				spec.rate = peak.perSecond / 2
-				var half loadResult
-				half, err = runLoad(spec)
-				if round == 0 || peak.perSecond > t.peak.perSecond {
-					t.peak, t.half = peak, half
+
+	phase := func(name string, rate func(*target) float64, into func(*target) *loadResult) error {
+		var parts = make([][]loadResult, len(targets))
+		for i := range f.slices {
+			for k, t := range targets {
+				spec := loadSpec{addr: t.addr, path: t.path, kind: t.kind, origin: benchOrigin, conns: f.conns,
+					warmup: f.warmup, duration: slice, rate: rate(t), want: 201}
+				r, err := runLoad(spec)
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.name, err)
 				}
+				parts[k] = append(parts[k], r)
 			}
-			stop()
-			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
-			}
-			fmt.Fprintf(stderr, "  round %d: %-36s %8.0f req/s\n", round+1, t.name, peak.perSecond)
+			fmt.Fprintf(stderr, "  %s: slice %d/%d done\n", name, i+1, f.slices)
 		}
+		for k, t := range targets {
+			*into(t) = merge(parts[k], slice)
+		}
+		return nil
+	}
+	if err := phase("peak", func(*target) float64 { return 0 }, func(t *target) *loadResult { return &t.peak }); err != nil {
+		return err
+	}
+	if err := phase("half peak", func(t *target) float64 { return t.peak.perSecond / 2 }, func(t *target) *loadResult { return &t.half }); err != nil {
+		return err
 	}
 	report(stdout, targets)
 	fmt.Fprintf(stdout, "load average after: %s (other work on the machine shows up as noise, in the half-peak p99 most)\n", loadAverage())
 	return nil
 }
 
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 type target struct {
-	name, path, kind string
-	forms            bool
-	start            func() (addr string, stop func(), err error)
-	peak, half       loadResult
+	name, addr, path, kind string
+	forms                  bool
+	peak, half             loadResult
 }
 
-func report(w io.Writer, ts []target) {
+func report(w io.Writer, ts []*target) {
 	fmt.Fprintf(w, "\n%-36s %10s %9s %9s   %-28s %s\n", "target", "peak req/s", "p50", "p99", "at half peak (rate, p50, p99)", "vs SETNX")
 	setnx := ts[1].peak.perSecond
 	for _, t := range ts {
@@ -353,4 +349,16 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -187,9 +187,9 @@ func TestSignIn_CSRFMissingOrWrong_Refused(t *testing.T) {
 		return b.postForm(f.action, form, header...)
 	}
 	for name, res := range map[string]response{
-		"missing":      submit(""),
-		"wrong":        submit(base64.RawURLEncoding.EncodeToString(make([]byte, 32))),
-		"cross-origin": submit(f.fields.Get("csrf_token"), "Origin", "https://evil.example"),
+		"missing":       submit(""),
+		"wrong":         submit(base64.RawURLEncoding.EncodeToString(make([]byte, 32))),
+		"cross-origin":  submit(f.fields.Get("csrf_token"), "Origin", "https://evil.example"),
 		"opaque origin": submit(f.fields.Get("csrf_token"), "Origin", "null"),
 	} {
 		if res.StatusCode != http.StatusForbidden || res.Header.Get("Location") != "" || !strings.Contains(res.body, "expired") {

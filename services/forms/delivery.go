@@ -28,23 +28,23 @@ import (
 // before XACK sends again, with the same mail Message-ID.
 
 const (
-	readBatch       = 16
-	readBlock       = 2 * time.Second
-	pendingPage     = 100
-	pendingPages    = 10
-	idleConsumer    = 24 * time.Hour // a consumer with nothing pending and idle this long is removed
-	errorPause      = time.Second
-	deliveredTTL    = 30 * 24 * time.Hour
-	consumerSweep   = 10 * time.Minute
-	disabledRecheck = time.Second
+	readBatch        = 16
+	readBlock        = 2 * time.Second
+	pendingPage      = 100
+	pendingPages     = 10
+	idleConsumer     = 24 * time.Hour // a consumer with nothing pending and idle this long is removed
+	errorPause       = time.Second
+	deliveredTTL     = 30 * 24 * time.Hour
+	maintenanceEvery = 10 * time.Minute
+	disabledRecheck  = time.Second
 )
 
 // worker is the delivery loop of one replica.
 type worker struct {
-	s        *Service
-	targets  *deliveryTargets
-	groupOK  bool
-	lastSwep time.Time
+	s         *Service
+	targets   *deliveryTargets
+	groupOK   bool
+	lastSweep time.Time // of maintain
 }
 
 // deliveryTargets are the senders for one configuration, rebuilt when the configuration changes so that
@@ -58,6 +58,7 @@ type deliveryTargets struct {
 func (s *Service) Run(ctx context.Context) error {
 	w := &worker{s: s}
 	for ctx.Err() == nil {
+		w.maintain(ctx)
 		if err := w.pass(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("contact delivery: store error; retrying", "err", err)
 			sleep(ctx, errorPause)
@@ -85,10 +86,6 @@ func (w *worker) pass(ctx context.Context) error {
 	}
 	if err := w.retryDue(ctx, d); err != nil {
 		return w.storeErr(err)
-	}
-	if time.Since(w.lastSwep) > consumerSweep {
-		w.sweepConsumers(ctx)
-		w.lastSwep = time.Now()
 	}
 	streams, err := w.s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: deliveryGroup, Consumer: w.s.consumer, Streams: []string{contactStream, ">"},
@@ -268,6 +265,28 @@ func buildSenders(d config.Delivery) []notify.Sender {
 		out = append(out, notify.NewWebhook(d.Webhook.URL, nil))
 	}
 	return out
+}
+
+// maintain runs the housekeeping every few minutes (and on the first pass): erasing contact messages
+// past their retention, and forgetting consumers of replicas long gone. Every replica does it; both are
+// idempotent.
+func (w *worker) maintain(ctx context.Context) {
+	if !w.lastSweep.IsZero() && time.Since(w.lastSweep) < maintenanceEvery {
+		return
+	}
+	w.lastSweep = time.Now()
+	f := w.s.cfg.Current().Forms
+	if r := f.ContactRetention.D(); r > 0 {
+		n, err := trimContactMessages(ctx, w.s.rdb, r, f.Delivery.Enabled(), w.s.now())
+		if err != nil {
+			w.s.log.Warn("contact retention: trimming failed", "err", err)
+		} else if n > 0 {
+			w.s.log.Info("contact retention: erased old messages", "count", n, "retention", r.String())
+		}
+	}
+	if f.Delivery.Enabled() {
+		w.sweepConsumers(ctx)
+	}
 }
 
 // sweepConsumers removes consumers of replicas long gone that hold nothing, so the group's consumer

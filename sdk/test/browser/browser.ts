@@ -49,11 +49,6 @@ export async function launch(): Promise<Browser> {
   context.pages().forEach(watch)
   context.on('page', watch)
   const page = context.pages()[0] ?? (await context.newPage())
-  // TEMP-WORKAROUND (remove): auth's CSRF check refuses the Origin: null that its own no-referrer policy causes
-  if (process.env.SDK_TEMP_ORIGIN_FIX) await context.route((u) => u.pathname === '/oauth2/authorize', async (route) => {
-    if (route.request().method() !== 'POST') return route.continue()
-    await route.fulfill({ response: await fetchRoute(route) })
-  })
   return {
     context,
     page,
@@ -121,10 +116,7 @@ export async function tokenRequest(devUrl: string, params: Record<string, string
 export const tokenPosts = (b: Browser) =>
   b.requests.filter((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/oauth2/token')
 
-/** Sends an intercepted request from Node as the browser would, without following redirects. */
+/** Sends an intercepted request (with the browser's headers and cookies), without following redirects. */
 export function fetchRoute(route: Route) {
-  const headers = route.request().headers()
-  // TEMP-WORKAROUND (remove with the one in launch)
-  if (process.env.SDK_TEMP_ORIGIN_FIX) headers.origin = new URL(route.request().url()).origin
-  return route.fetch({ headers, maxRedirects: 0 })
+  return route.fetch({ maxRedirects: 0 })
 }

@@ -148,22 +148,20 @@ func memoOf(ctx context.Context) *memo {
 
 // storedRequest is what a record holds: the request without its client (looked up by ID on read).
 type storedRequest struct {
-	ID                string          `json:"id"`
-	RequestedAt       time.Time       `json:"at"`
-	ClientID          string          `json:"client"`
-	RequestedScope    []string        `json:"scope,omitempty"`
-	GrantedScope      []string        `json:"granted,omitempty"`
-	RequestedAudience []string        `json:"aud,omitempty"`
-	GrantedAudience   []string        `json:"grantedAud,omitempty"`
-	Form              url.Values      `json:"form,omitempty"`
-	Session           json.RawMessage `json:"session"`
+	ID                string     `json:"id"`
+	RequestedAt       time.Time  `json:"at"`
+	ClientID          string     `json:"client"`
+	RequestedScope    []string   `json:"scope,omitempty"`
+	GrantedScope      []string   `json:"granted,omitempty"`
+	RequestedAudience []string   `json:"aud,omitempty"`
+	GrantedAudience   []string   `json:"grantedAud,omitempty"`
+	Form              url.Values `json:"form,omitempty"`
+	// Session is the provider's session type; decode sets it to an empty one first, so that one pass
+	// of the decoder fills it (no RawMessage round trip).
+	Session fosite.Session `json:"session"`
 }
 
 func encode(r fosite.Requester) (string, error) {
-	sess, err := json.Marshal(r.GetSession())
-	if err != nil {
-		return "", err
-	}
 	b, err := json.Marshal(storedRequest{
 		ID:                r.GetID(),
 		RequestedAt:       r.GetRequestedAt(),
@@ -173,7 +171,7 @@ func encode(r fosite.Requester) (string, error) {
 		RequestedAudience: r.GetRequestedAudience(),
 		GrantedAudience:   r.GetGrantedAudience(),
 		Form:              r.GetRequestForm(),
-		Session:           sess,
+		Session:           r.GetSession(),
 	})
 	if err != nil {
 		return "", err
@@ -182,17 +180,14 @@ func encode(r fosite.Requester) (string, error) {
 }
 
 func (s *Store) decode(ctx context.Context, v string) (fosite.Requester, error) {
-	var sr storedRequest
+	sess := s.newSession()
+	sr := storedRequest{Session: sess}
 	if err := json.Unmarshal([]byte(v[len(active):]), &sr); err != nil {
 		return nil, fmt.Errorf("stored request: %w", err)
 	}
 	cl, err := s.client(ctx, sr.ClientID)
 	if err != nil {
 		return nil, fosite.ErrNotFound
-	}
-	sess := s.newSession()
-	if err := json.Unmarshal(sr.Session, sess); err != nil {
-		return nil, fmt.Errorf("stored session: %w", err)
 	}
 	form := sr.Form
 	if form == nil {

@@ -13,6 +13,9 @@ type Forms struct {
 	RateLimitPerMinute *int `json:"rateLimitPerMinute,omitempty"`
 	// Delivery sends stored contact messages to the operating team.
 	Delivery Delivery `json:"delivery,omitempty"`
+	// ContactRetention erases stored contact messages older than this (storage limitation), but never
+	// one still waiting for delivery. 0 (the default) keeps them until `formsservice forget` erases them.
+	ContactRetention Duration `json:"contactRetention,omitempty"`
 }
 
 // Delivery lists where contact messages go. Both may be set; neither means "store only" (the messages
@@ -92,6 +95,9 @@ func (f Forms) validate() []error {
 		if u, err := url.Parse(w.URL); w.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("forms.delivery.webhook: url must be an http(s) URL"))
 		}
+	}
+	if f.ContactRetention < 0 {
+		errs = append(errs, fmt.Errorf("forms.contactRetention: must not be negative"))
 	}
 	if d := f.Delivery; d.Timeout < 0 || d.RetryAfter < 0 || d.MaxRetryInterval < 0 {
 		errs = append(errs, fmt.Errorf("forms.delivery: durations must not be negative"))
