@@ -2,7 +2,7 @@
 // loopback against a real redis-server, drives each with keep-alive HTTP/1.1 connections for a bounded
 // time, and prints requests per second and p50/p99 latency side by side.
 //
-//	loadgen bench [-duration 5s] [-conns 32] [-rounds 1]   the whole comparison (hack/bench.sh)
+//	loadgen bench [-duration 10s] [-slices 8] [-conns 32]    the whole comparison (hack/bench.sh)
 //	loadgen baseline -mode bare|setnx -addr A [-redis URL]  one baseline server (bench starts these)
 //	loadgen run -addr A -path /waitlist [-rate N]             load one running server
 package main
@@ -65,6 +65,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
+		requestSeq.Store(time.Now().UnixNano() / 1000) // a new address range for each run
 		res, err := runLoad(spec)
 		if err != nil {
 			return err

@@ -392,7 +392,14 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 		ar.GrantAudience(ar.GetClient().GetID())
 	}
 	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
-	resp, err := rt.provider.NewAuthorizeResponse(r.Context(), ar, sess)
+	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step.
+	ctx, _ := s.store.BeginTX(r.Context())
+	resp, err := rt.provider.NewAuthorizeResponse(ctx, ar, sess)
+	if err == nil {
+		err = s.store.Commit(ctx)
+	} else {
+		_ = s.store.Rollback(ctx)
+	}
 	if err != nil {
 		s.authorizeError(w, r, rt, ar, err)
 		return

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -12,15 +13,80 @@ import (
 )
 
 // Session is what fosite carries from the sign-in to every token: the subject, the id_token claims and
-// the access token (RFC 9068) claims. It is stored as JSON with each code and token.
+// the access token (RFC 9068) claims. It is stored with each code and token, in the compact form of
+// storedSession: only what fosite does not recompute when it issues a token.
 type Session struct {
-	Subject   string                         `json:"sub"`
-	Username  string                         `json:"username,omitempty"`
-	ExpiresAt map[fosite.TokenType]time.Time `json:"exp,omitempty"`
-	IDClaims  *jwt.IDTokenClaims             `json:"idt"`
-	ATClaims  *jwt.JWTClaims                 `json:"at"`
-	IDHeaders *jwt.Headers                   `json:"-"`
-	ATHeaders *jwt.Headers                   `json:"-"`
+	Subject   string
+	Username  string
+	ExpiresAt map[fosite.TokenType]time.Time
+	IDClaims  *jwt.IDTokenClaims
+	ATClaims  *jwt.JWTClaims
+	IDHeaders *jwt.Headers
+	ATHeaders *jwt.Headers
+}
+
+// storedSession is a Session as stored. Times are Unix milliseconds. The id_token's iss, aud, iat, exp,
+// jti and hashes, and the access token's iss, aud, scope, iat, exp and jti are set afresh for every token.
+type storedSession struct {
+	Subject     string                     `json:"s"`
+	Username    string                     `json:"u,omitempty"`
+	ExpiresAt   map[fosite.TokenType]int64 `json:"e,omitempty"`
+	AuthTime    int64                      `json:"a,omitempty"`
+	RequestedAt int64                      `json:"r,omitempty"`
+	Nonce       string                     `json:"n,omitempty"`
+	IDExtra     map[string]any             `json:"i,omitempty"`
+	ATExtra     map[string]any             `json:"t,omitempty"`
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// MarshalJSON writes the stored form.
+func (s *Session) MarshalJSON() ([]byte, error) {
+	st := storedSession{Subject: s.Subject, Username: s.Username}
+	if len(s.ExpiresAt) > 0 {
+		st.ExpiresAt = make(map[fosite.TokenType]int64, len(s.ExpiresAt))
+		for k, v := range s.ExpiresAt {
+			st.ExpiresAt[k] = unixMilli(v)
+		}
+	}
+	if c := s.IDClaims; c != nil {
+		st.AuthTime, st.RequestedAt, st.Nonce, st.IDExtra = unixMilli(c.AuthTime), unixMilli(c.RequestedAt), c.Nonce, c.Extra
+	}
+	if c := s.ATClaims; c != nil {
+		st.ATExtra = c.Extra
+	}
+	return json.Marshal(st)
+}
+
+// UnmarshalJSON reads the stored form.
+func (s *Session) UnmarshalJSON(b []byte) error {
+	var st storedSession
+	if err := json.Unmarshal(b, &st); err != nil {
+		return err
+	}
+	*s = Session{Subject: st.Subject, Username: st.Username}
+	if len(st.ExpiresAt) > 0 {
+		s.ExpiresAt = make(map[fosite.TokenType]time.Time, len(st.ExpiresAt))
+		for k, v := range st.ExpiresAt {
+			s.ExpiresAt[k] = fromMilli(v)
+		}
+	}
+	s.IDClaims = &jwt.IDTokenClaims{Subject: st.Subject, AuthTime: fromMilli(st.AuthTime), RequestedAt: fromMilli(st.RequestedAt),
+		Nonce: st.Nonce, Extra: st.IDExtra}
+	s.ATClaims = &jwt.JWTClaims{Subject: st.Subject, Extra: st.ATExtra}
+	return nil
 }
 
 var (

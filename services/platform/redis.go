@@ -72,8 +72,20 @@ func NewRedis(c config.Redis, getenv func(string) string) (redis.UniversalClient
 	if len(opts.Addrs) == 0 {
 		return nil, fmt.Errorf("redis: no address configured")
 	}
+	if opts.MasterName == "" && (opts.IsClusterMode || len(opts.Addrs) > 1) {
+		// go-redis learns a new slot map from MOVED answers, or else every ClusterStateReloadInterval
+		// (default 60 s). A master that died answers nothing, so after its replica is promoted the client
+		// would keep dialling the dead address, and answering 502, for up to a minute. CLUSTER SLOTS is
+		// cheap: reload it every ClusterReloadInterval (test/reliability's failover test proves the bound).
+		co := opts.Cluster()
+		co.ClusterStateReloadInterval = ClusterReloadInterval
+		return redis.NewClusterClient(co), nil
+	}
 	return redis.NewUniversalClient(opts), nil
 }
+
+// ClusterReloadInterval bounds how long a Cluster client keeps an outdated slot map after a failover.
+const ClusterReloadInterval = time.Second
 
 // Embedded starts an in-process Redis-compatible server for the dev server, so that `make run` needs
 // nothing installed and still runs the same go-redis code path as production.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/ory/fosite"
@@ -67,19 +66,8 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, sig string, r fo
 	if err != nil {
 		return err
 	}
-	lt := s.lifetimes()
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if sub := r.GetSession().GetSubject(); sub != "" {
-			p.SAdd(ctx, subjectKey(sub), family)
-			p.Expire(ctx, subjectKey(sub), s.markerTTL())
-		}
-		p.Set(ctx, key(family, "code", rest), v, ttl(r, fosite.AuthorizeCode, lt.Code))
-		return nil
-	})
-	if err != nil {
-		return unavailable(err)
-	}
-	return nil
+	w := op{kind: "set", key: key(family, "code", rest), value: v, ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}
+	return s.write(ctx, family, w, "", r.GetSession().GetSubject())
 }
 
 // GetAuthorizeCodeSession returns the code's request; a used code answers ErrInvalidatedAuthorizeCode
@@ -119,44 +107,15 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 	return r, err
 }
 
-// invalidateScript marks a code used exactly once. A second use (a replay racing the first exchange, or
-// a code of a revoked family) revokes the family and fails.
-var invalidateScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return 'missing' end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'revoked' end
-if v == 'U' then
-  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
-  return 'reused'
-end
-redis.call('SET', KEYS[1], 'U', 'PX', ARGV[1])
-return 'ok'
-`)
-
-// InvalidateAuthorizeCodeSession marks the code used; only one caller ever succeeds.
+// InvalidateAuthorizeCodeSession marks the code used; of any number of concurrent callers exactly one
+// succeeds, the others are a replay that revokes the family. The marker lives as long as the family's
+// tokens can, so that a late replay is recognised too.
 func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) error {
 	family, rest, ok := Family(sig)
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.runMarker(ctx, invalidateScript, "code", family, key(family, "code", rest))
-}
-
-func (s *Store) runMarker(ctx context.Context, script *redis.Script, kind, family, k string) error {
-	ms := strconv.FormatInt(s.markerTTL().Milliseconds(), 10)
-	res, err := script.Run(ctx, s.rdb, []string{k, revokedKey(family)}, ms).Text()
-	if err != nil {
-		return unavailable(err)
-	}
-	switch res {
-	case "ok":
-		return nil
-	case "missing":
-		return fosite.ErrNotFound
-	case "reused":
-		s.onReplay(kind)
-	}
-	return ErrReplay // reused, or the family was revoked before
+	return s.write(ctx, family, op{kind: "claim", key: key(family, "code", rest), ttl: ms(s.markerTTL())}, "code", "")
 }
 
 // --- PKCE and OpenID Connect sessions (keyed like the code) ---
@@ -240,7 +199,7 @@ func (s *Store) createBySig(ctx context.Context, kind, sig string, r fosite.Requ
 	if err != nil {
 		return err
 	}
-	return s.set(ctx, key(family, kind, rest), v, ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))
+	return s.write(ctx, family, op{kind: "set", key: key(family, kind, rest), value: v, ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}, "", "")
 }
 
 func (s *Store) getBySig(ctx context.Context, kind, sig string) (fosite.Requester, error) {
@@ -263,7 +222,7 @@ func (s *Store) deleteBySig(ctx context.Context, kind, sig string) error {
 	if !ok {
 		return nil
 	}
-	return s.del(ctx, key(family, kind, rest))
+	return s.write(ctx, family, op{kind: "del", key: key(family, kind, rest)}, "", "")
 }
 
 // --- access tokens ---
@@ -292,7 +251,7 @@ func (s *Store) createToken(ctx context.Context, kind, sig string, r fosite.Requ
 	if err != nil {
 		return err
 	}
-	return s.set(ctx, key(family, kind, rest), v, ttl(r, tt, def))
+	return s.write(ctx, family, op{kind: "set", key: key(family, kind, rest), value: v, ttl: ms(ttl(r, tt, def))}, "", "")
 }
 
 // --- refresh tokens ---
@@ -329,37 +288,32 @@ func (s *Store) DeleteRefreshTokenSession(ctx context.Context, sig string) error
 	return s.deleteBySig(ctx, "rt", sig)
 }
 
-// rotateScript retires a refresh token exactly once. The marker keeps the token's own expiry, so that
-// presenting it again at any time it could have been used is detected as reuse.
-var rotateScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return 'missing' end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'revoked' end
-if v == 'U' then
-  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
-  return 'reused'
-end
-redis.call('SET', KEYS[1], 'U', 'KEEPTTL')
-return 'ok'
-`)
-
-// RotateRefreshToken retires the refresh token being exchanged. Two concurrent exchanges of the same
-// token: one succeeds, the other is reuse and revokes the family (the winner's new tokens included).
+// RotateRefreshToken retires the refresh token being exchanged; the marker keeps the token's own expiry,
+// so that presenting it again at any time it could have been used is detected as reuse. Two concurrent
+// exchanges of one token: one succeeds, the other is reuse and revokes the family (the winner's new
+// tokens included).
 func (s *Store) RotateRefreshToken(ctx context.Context, _ string, sig string) error {
 	family, rest, ok := Family(sig)
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.runMarker(ctx, rotateScript, "refresh", family, key(family, "rt", rest))
+	return s.write(ctx, family, op{kind: "claim", key: key(family, "rt", rest), ttl: "keep"}, "refresh", "")
 }
 
 // RevokeRefreshToken revokes the family (RFC 7009: revoking a refresh token revokes its grant).
 func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error {
-	return s.RevokeFamily(ctx, requestID)
+	return s.revoke(ctx, requestID)
 }
 
 // RevokeAccessToken revokes the family as well: fosite revokes by request ID, and every token of a
 // request shares it.
 func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
-	return s.RevokeFamily(ctx, requestID)
+	return s.revoke(ctx, requestID)
+}
+
+func (s *Store) revoke(ctx context.Context, family string) error {
+	if !validFamily(family) {
+		return nil
+	}
+	return s.write(ctx, family, op{kind: "revoke"}, "", "")
 }

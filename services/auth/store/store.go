@@ -4,9 +4,10 @@
 // Every token belongs to a family: the fosite request ID of the authorization that started it, shared by
 // the code, the tokens it is exchanged for and every refresh after them. The token strategy puts the
 // family ID in front of each signature ("family~signature"), and every key of a family carries it as a
-// hash tag, so that the few operations that must be atomic (use a code once, rotate a refresh token,
-// revoke a family) are single Lua scripts on one Redis Cluster slot. The scripts only read and write
-// keys; nothing in Go holds a lock or calls back into the store while a script runs.
+// hash tag, so that every step that must be atomic (exchange a code: use it once and store the tokens;
+// refresh: retire the token and store the new ones; revoke a family) is one Lua script on one Redis
+// Cluster slot (see tx.go). The scripts only read and write keys; nothing in Go holds a lock or calls
+// back into the store while a script runs.
 //
 // Revoking a family writes one marker that every read checks in the same script, so a token issued by a
 // request racing with the revocation is dead too. A used code or a rotated refresh token is replaced by a
@@ -241,20 +242,6 @@ func (s *Store) get(ctx context.Context, family, k string) (string, bool, error)
 	v, _ := res[0].(string)
 	revoked, _ := res[1].(int64)
 	return v, revoked == 1, nil
-}
-
-func (s *Store) set(ctx context.Context, k, v string, d time.Duration) error {
-	if err := s.rdb.Set(ctx, k, v, d).Err(); err != nil {
-		return unavailable(err)
-	}
-	return nil
-}
-
-func (s *Store) del(ctx context.Context, k string) error {
-	if err := s.rdb.Del(ctx, k).Err(); err != nil {
-		return unavailable(err)
-	}
-	return nil
 }
 
 // familyOnly is what fosite receives with ErrInvalidatedAuthorizeCode or ErrInactiveToken: it only reads

@@ -170,3 +170,40 @@ func TestStore_RedisDown_ErrUnavailable(t *testing.T) {
 		t.Fatalf("rotate with Redis down: %v", err)
 	}
 }
+
+// TestUnit_FailedClaimWritesNothing: a refresh whose token was already rotated writes none of its new
+// tokens, and revokes the family.
+func TestUnit_FailedClaimWritesNothing(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	family := uuid.NewString()
+	if err := s.CreateRefreshTokenSession(ctx, family+"~old", "", request(family)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RotateRefreshToken(ctx, family, family+"~old"); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := s.BeginTX(ctx)
+	_ = s.RotateRefreshToken(tx, family, family+"~old")
+	_ = s.CreateAccessTokenSession(tx, family+"~newat", request(family))
+	_ = s.CreateRefreshTokenSession(tx, family+"~newrt", family+"~newat", request(family))
+	if _, err := s.GetRefreshTokenSession(ctx, family+"~newrt", nil); !errors.Is(err, fosite.ErrNotFound) {
+		t.Fatalf("a buffered write is visible before the commit: %v", err)
+	}
+	if err := s.Commit(tx); !errors.Is(err, store.ErrReplay) {
+		t.Fatalf("commit of a reused token: %v", err)
+	}
+	if _, err := s.GetRefreshTokenSession(ctx, family+"~newrt", nil); !errors.Is(err, fosite.ErrNotFound) {
+		t.Fatalf("the failed unit wrote a refresh token: %v", err)
+	}
+	if revoked, _ := s.FamilyRevoked(ctx, family); !revoked {
+		t.Fatal("reuse must revoke the family")
+	}
+	// A unit may not mix families.
+	tx, _ = s.BeginTX(ctx)
+	_ = s.CreateAccessTokenSession(tx, uuid.NewString()+"~a", request(family))
+	_ = s.CreateAccessTokenSession(tx, uuid.NewString()+"~b", request(family))
+	if err := s.Commit(tx); err == nil {
+		t.Fatal("a unit spanning two families committed")
+	}
+}
