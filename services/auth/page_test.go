@@ -315,3 +315,19 @@ func TestAuthorize_FormPostRequest_AnsweredAsGet(t *testing.T) {
 		t.Fatalf("following it: %d", page.StatusCode)
 	}
 }
+
+func TestConfigReload_BrokenConfig_KeepsThePreviousOne(t *testing.T) {
+	p := startProvider(t, setup{})
+	next := *p.cfg
+	next.Auth.SelfSignup = true
+	next.Auth.Clients = append(append([]config.OAuthClient(nil), p.cfg.Auth.Clients...),
+		config.OAuthClient{ClientID: "broken", RedirectURIs: []string{"https://b.example/cb"}, SecretFile: "/nonexistent/secret"})
+	p.live.c.Store(&next)
+	page := newBrowser(t).get(p.authorizeURL("state-broken", oauth2.GenerateVerifier()))
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("existing client after a broken reload: %d", page.StatusCode)
+	}
+	if strings.Contains(page.body, "Create an account") {
+		t.Fatal("a setting of the configuration that could not be applied took effect")
+	}
+}

@@ -68,7 +68,8 @@ type Service struct {
 // runtime is everything derived from one version of the configuration; it is rebuilt when the
 // configuration is reloaded, so clients and lifetimes change without a restart.
 type runtime struct {
-	cfg      *config.Config
+	cfg      *config.Config // the configuration this runtime was built from
+	seen     *config.Config // the configuration in effect when it was last checked (differs after a failed reload)
 	issuer   string
 	basePath string // the issuer's path ("" at the root): the page's forms post below it
 	secure   bool   // the issuer is https: cookies get Secure and the __Host- prefix
@@ -154,23 +155,23 @@ func (s *Service) Store() *store.Store { return s.store }
 // that cannot be built (an unreadable client secret) is logged and the previous runtime kept.
 func (s *Service) rt() *runtime {
 	cfg := s.cfg.Current()
-	if rt := s.current.Load(); rt.cfg == cfg {
+	if rt := s.current.Load(); rt.seen == cfg {
 		return rt
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rt := s.current.Load()
-	if rt.cfg == cfg {
+	if rt.seen == cfg {
 		return rt
 	}
 	next, err := s.build(cfg)
 	if err != nil {
 		s.log.Error("auth configuration not applied; keeping the previous one", "err", err)
 		// Remember the failure for this config version so that it is not retried on every request.
-		failed := *rt
-		failed.cfg = cfg
-		s.current.Store(&failed)
-		return &failed
+		kept := *rt
+		kept.seen = cfg
+		s.current.Store(&kept)
+		return &kept
 	}
 	s.current.Store(next)
 	return next
@@ -197,7 +198,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: issuer: %w", err)
 	}
-	rt := &runtime{cfg: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
+	rt := &runtime{cfg: cfg, seen: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
 		clients: map[string]*client{}, origins: map[string]bool{}, proxies: platform.ParseProxyTrust(cfg.TrustedProxies)}
 	for _, c := range a.Clients {
 		cl, err := newClient(c)

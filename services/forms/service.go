@@ -87,7 +87,7 @@ func New(o Options) (*Service, error) {
 	return &Service{
 		cfg:          o.Config,
 		rdb:          o.Redis,
-		store:        &store{rdb: o.Redis},
+		store:        newStore(o.Redis),
 		log:          o.Logger,
 		m:            m,
 		now:          o.Now,

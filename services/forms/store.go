@@ -41,44 +41,65 @@ const (
 	idempotencyLifetime = 24 * time.Hour
 )
 
-// The rate limit is a fixed one-minute window per client per endpoint, started by the client's first
-// request: INCR, and PEXPIRE when the counter is new. A refused request gets the window's remaining
-// milliseconds, as a negative number (the answer's Retry-After). limit 0 turns it off.
+// The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
+// decided in turn and atomically: the rate limit, then the idempotency record, the uniqueness check and the
+// durable record. They answer one integer per submission: 1 stored, 2 duplicate, 3 replayed, or minus the
+// milliseconds left in the client's rate-limit window.
 //
-// The scripts take few arguments and answer a plain integer: on Redis, what a script costs is mostly
-// passing values into Lua and tables out of it, not the commands it runs.
+// The rate limit is a fixed one-minute window per client per endpoint, started by the client's first
+// request: INCR, and PEXPIRE when the counter is new. limit 0 turns it off.
 var rateLimitLua = `
-local limit = tonumber(ARGV[1])
-if limit > 0 then
-  local n = redis.call('INCR', KEYS[1])
-  if n == 1 then redis.call('PEXPIRE', KEYS[1], ` + strconv.FormatInt(rateWindow.Milliseconds(), 10) + `) end
-  if n > limit then
-    local ttl = redis.call('PTTL', KEYS[1])
-    if ttl < 1 then redis.call('PEXPIRE', KEYS[1], ` + strconv.FormatInt(rateWindow.Milliseconds(), 10) + `); ttl = ` + strconv.FormatInt(rateWindow.Milliseconds(), 10) + ` end
-    return -ttl
-  end
+local function rate(key, limit)
+  if limit <= 0 then return 0 end
+  local n = redis.call('INCR', key)
+  if n == 1 then redis.call('PEXPIRE', key, ` + ms(rateWindow) + `) end
+  if n <= limit then return 0 end
+  local ttl = redis.call('PTTL', key)
+  if ttl < 1 then redis.call('PEXPIRE', key, ` + ms(rateWindow) + `); ttl = ` + ms(rateWindow) + ` end
+  return -ttl
 end
+local out = {}
 `
 
-// waitlistScript: KEYS rate, entries, order; ARGV limit, canonical address, record.
-// Answers 1 stored, 2 duplicate, or -ms rate-limited.
+// waitlistScript: KEYS entries, order, then each submission's rate key; ARGV per submission: limit,
+// canonical address, record.
 var waitlistScript = redis.NewScript(rateLimitLua + `
-if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) == 0 then return 2 end
-redis.call('RPUSH', KEYS[3], ARGV[2])
-return 1
+for i = 1, #KEYS - 2 do
+  local r = rate(KEYS[i + 2], tonumber(ARGV[3*i - 2]))
+  if r == 0 then
+    if redis.call('HSETNX', KEYS[1], ARGV[3*i - 1], ARGV[3*i]) == 0 then
+      r = 2
+    else
+      redis.call('RPUSH', KEYS[2], ARGV[3*i - 1])
+      r = 1
+    end
+  end
+  out[i] = r
+end
+return out
 `)
 
-// contactScript: KEYS rate, idempotency, stream; ARGV limit, record, "1" when an Idempotency-Key was
-// sent. A replay answers like the first request and stores nothing. Answers 1 stored, 3 replayed, or
-// -ms rate-limited.
+// contactScript: KEYS stream, then each submission's rate key and idempotency key; ARGV per submission:
+// limit, record, "1" when an Idempotency-Key was sent. A replay stores nothing.
 var contactScript = redis.NewScript(rateLimitLua + `
-if ARGV[3] == '1' then
-  if redis.call('EXISTS', KEYS[2]) == 1 then return 3 end
+for i = 1, (#KEYS - 1) / 2 do
+  local r = rate(KEYS[2*i], tonumber(ARGV[3*i - 2]))
+  if r == 0 then
+    local keyed = ARGV[3*i] == '1'
+    if keyed and redis.call('EXISTS', KEYS[2*i + 1]) == 1 then
+      r = 3
+    else
+      local id = redis.call('XADD', KEYS[1], '*', 'm', ARGV[3*i - 1])
+      if keyed then redis.call('SET', KEYS[2*i + 1], id, 'PX', ` + ms(idempotencyLifetime) + `) end
+      r = 1
+    end
+  end
+  out[i] = r
 end
-local id = redis.call('XADD', KEYS[3], '*', 'm', ARGV[2])
-if ARGV[3] == '1' then redis.call('SET', KEYS[2], id, 'PX', ` + strconv.FormatInt(idempotencyLifetime.Milliseconds(), 10) + `) end
-return 1
+return out
 `)
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // outcome is what the store decided.
 type outcome int
@@ -96,9 +117,20 @@ type storeResult struct {
 	retryAfter time.Duration
 }
 
-// store runs the submission scripts. It holds no state besides the client.
+// store runs the submission scripts through one batcher per endpoint. Records are copied into the
+// operation (string(record)): a queued operation may outlive the handler that gave up waiting for it.
 type store struct {
-	rdb redis.UniversalClient
+	rdb      redis.UniversalClient
+	waitlist *batcher
+	contact  *batcher
+}
+
+func newStore(rdb redis.UniversalClient) *store {
+	return &store{
+		rdb:      rdb,
+		waitlist: newBatcher(rdb, waitlistScript, []string{waitlistEntries, waitlistOrder}),
+		contact:  newBatcher(rdb, contactScript, []string{contactStream}),
+	}
 }
 
 // rateKeyPart is the rate-limit identity of a client: its IPv4 address, or the /64 prefix of an IPv6
@@ -112,8 +144,7 @@ func rateKeyPart(ip netip.Addr) string {
 }
 
 func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte) (storeResult, error) {
-	keys := []string{waitlistRatePrefix + rateKeyPart(client), waitlistEntries, waitlistOrder}
-	n, err := waitlistScript.Run(ctx, s.rdb, keys, limit, canonical, record).Int64()
+	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + rateKeyPart(client)}, []any{limit, canonical, string(record)})
 	if err != nil {
 		return storeResult{}, err
 	}
@@ -121,12 +152,11 @@ func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, c
 }
 
 func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idempotencyKey string, record []byte) (storeResult, error) {
-	hasKey := "0"
+	keyed := "0"
 	if idempotencyKey != "" {
-		hasKey = "1"
+		keyed = "1"
 	}
-	keys := []string{contactRatePrefix + rateKeyPart(client), idempotencyRecordKey(idempotencyKey), contactStream}
-	n, err := contactScript.Run(ctx, s.rdb, keys, limit, record, hasKey).Int64()
+	n, err := s.contact.do(ctx, []string{contactRatePrefix + rateKeyPart(client), idempotencyRecordKey(idempotencyKey)}, []any{limit, string(record), keyed})
 	if err != nil {
 		return storeResult{}, err
 	}
@@ -167,3 +197,5 @@ func streamTime(id string) time.Time {
 	}
 	return time.UnixMilli(n)
 }
+
+var errShortAnswer = fmt.Errorf("script: fewer answers than submissions")

@@ -89,6 +89,7 @@ func NewApp(o AppOptions, services ...Service) *App {
 		a.log.Error("panic serving request", "route", c.Route().Path, "panic", fmt.Sprint(e))
 	}}))
 	a.Use(o.Metrics.middleware(a.routeLabel))
+	a.Use(rejectAmbiguousFraming)
 	a.Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	a.Get("/readyz", a.readyz)
 	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{})))

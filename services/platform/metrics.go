@@ -55,7 +55,7 @@ func (m *Metrics) middleware(label routeLabel) fiber.Handler {
 			code = statusOf(err)
 		}
 		service, route := label(c)
-		method := c.Method()
+		method := methodLabel(c.Method())
 		codeStr := strconv.Itoa(code)
 		m.requests.WithLabelValues(service, route, method, codeStr).Inc()
 		m.duration.WithLabelValues(service, route, method, codeStr).Observe(time.Since(start).Seconds())
@@ -69,3 +69,17 @@ func statusOf(err error) int {
 	}
 	return fiber.StatusInternalServerError
 }
+
+// methodLabel maps the request method onto constant strings: Fiber's c.Method() points into a buffer
+// that is reused for the next request, and an unknown method must not grow the label set.
+func methodLabel(m string) string {
+	for _, known := range knownMethods {
+		if m == known {
+			return known
+		}
+	}
+	return "OTHER"
+}
+
+var knownMethods = []string{fiber.MethodGet, fiber.MethodPost, fiber.MethodHead, fiber.MethodOptions,
+	fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete, fiber.MethodConnect, fiber.MethodTrace}
