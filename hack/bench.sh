@@ -39,3 +39,20 @@ go build -o bin/loadgen ./cmd/loadgen
 bin/loadgen bench -formsservice bin/formsservice -redis-server bin/redis-server \
   -duration "${BENCH_DURATION:-10s}" -slices "${BENCH_SLICES:-8}" -conns "${BENCH_CONNS:-32}"
 # --- end of the forms block
+
+# --- reliability: the report and the soak (issue 9). Forms, token (refresh_token grants) and health load
+# on the real processes (`formsservice forms`, `auth`, `health`, one redis-server, loopback) at several
+# concurrencies for a fixed time each: artifacts/bench/report.md (requests/s, p50/p99/p99.9, errors, CPU
+# per request, RSS of every process) and artifacts/bench/latency.svg (latency against load). About a
+# minute and a half: REPORT_DURATION (3s per point), REPORT_CONCURRENCY (1,4,16,64). Then the soak: mixed
+# traffic on all three services for SOAK_DURATION (5m); goroutines, open descriptors and RSS before and
+# after must stay flat (test/reliability's TestSoak, which `go test` runs for 15 s).
+echo "=== report: forms, token and health at several concurrencies (loopback) -> artifacts/bench/"
+go build -o bin/formsservice ./cmd/formsservice
+go build -o bin/loadgen ./cmd/loadgen
+bin/loadgen report -formsservice bin/formsservice -redis-server bin/redis-server -out artifacts/bench \
+  -duration "${REPORT_DURATION:-3s}" -concurrency "${REPORT_CONCURRENCY:-1,4,16,64}"
+echo "=== soak: mixed traffic for ${SOAK_DURATION:-5m}, goroutines / descriptors / RSS before and after"
+FORMSSERVICE_SOAK_DURATION="${SOAK_DURATION:-5m}" \
+  go test -count 1 -timeout 30m -run '^TestSoak_' -v ./test/reliability/ | grep -v -e '^=== RUN' -e '^PASS$' -e '^ok '
+# --- end of the reliability block

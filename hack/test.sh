@@ -43,6 +43,9 @@ go test -count=1 -timeout 30m ./...
 step "go test -race (services)"
 go test -count=1 -race -timeout 30m ./services/... ./internal/...
 
+step "fuzz: every fuzz target for ${FUZZTIME:-10s} on its seeds and checked-in corpus (hack/fuzz.sh)"
+hack/fuzz.sh
+
 step "browser SDK and demo page in headless Chromium against formsservice dev + redis-server (screenshots in artifacts/)"
 (cd sdk && npm run test:browser)
 

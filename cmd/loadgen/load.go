@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -24,6 +25,11 @@ type loadSpec struct {
 	duration time.Duration // measured
 	rate     float64       // requests per second in total; 0 = as fast as possible (closed loop)
 	want     int           // expected status code
+
+	// build, when set, writes connection conn's n-th request instead of a forms POST of kind; read, when
+	// set, is given each answer's status and body (a token client keeps its refresh token this way).
+	build func(dst []byte, conn int, n int64) []byte
+	read  func(conn int, status int, body []byte)
 }
 
 // loadResult summarises a run.
@@ -116,7 +122,7 @@ func connLoop(spec loadSpec, w int, seq *atomic.Int64, start, measureFrom, end t
 	statuses := map[int]int{}
 	var conn net.Conn
 	var br *bufio.Reader
-	var req []byte
+	var req, respBody []byte
 	var interval time.Duration
 	if spec.rate > 0 {
 		interval = time.Duration(float64(time.Second) * float64(spec.conns) / spec.rate)
@@ -141,9 +147,20 @@ func connLoop(spec loadSpec, w int, seq *atomic.Int64, start, measureFrom, end t
 			}
 			conn, br = c, bufio.NewReaderSize(c, 4096)
 		}
-		req = buildRequest(req[:0], spec, seq.Add(1))
+		if spec.build != nil {
+			req = spec.build(req[:0], w, seq.Add(1))
+		} else {
+			req = buildRequest(req[:0], spec, seq.Add(1))
+		}
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-		code, keep, err := roundTrip(conn, br, req)
+		var body *[]byte
+		if spec.read != nil {
+			body = &respBody
+		}
+		code, keep, err := roundTrip(conn, br, req, body)
+		if err == nil && spec.read != nil {
+			spec.read(w, code, respBody)
+		}
 		done := time.Now()
 		if err != nil {
 			conn.Close()
@@ -193,8 +210,9 @@ func buildRequest(dst []byte, spec loadSpec, n int64) []byte {
 
 var errBadResponse = errors.New("bad response")
 
-// roundTrip writes req and reads one response: status line, headers (Content-Length, Connection), body.
-func roundTrip(conn net.Conn, br *bufio.Reader, req []byte) (code int, keepAlive bool, err error) {
+// roundTrip writes req and reads one response: status line, headers (Content-Length, Connection), body
+// (into *body when body is not nil, else discarded).
+func roundTrip(conn net.Conn, br *bufio.Reader, req []byte, body *[]byte) (code int, keepAlive bool, err error) {
 	if _, err = conn.Write(req); err != nil {
 		return 0, false, err
 	}
@@ -230,7 +248,12 @@ func roundTrip(conn net.Conn, br *bufio.Reader, req []byte) (code int, keepAlive
 			keepAlive = false
 		}
 	}
-	if _, err = br.Discard(length); err != nil {
+	if body != nil {
+		*body = append((*body)[:0], make([]byte, length)...)
+		if _, err = io.ReadFull(br, *body); err != nil {
+			return 0, false, err
+		}
+	} else if _, err = br.Discard(length); err != nil {
 		return 0, false, err
 	}
 	return code, keepAlive, nil

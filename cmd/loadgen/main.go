@@ -5,6 +5,8 @@
 //	loadgen bench [-duration 10s] [-slices 8] [-conns 32]    the whole comparison (hack/bench.sh)
 //	loadgen baseline -mode bare|setnx -addr A [-redis URL]  one baseline server (bench starts these)
 //	loadgen run -addr A -path /waitlist [-rate N]             load one running server
+//	loadgen report [-duration 3s] [-concurrency 1,4,16,64]   forms, token and health at each concurrency:
+//	                                                          artifacts/bench/report.md and latency.svg
 package main
 
 import (
@@ -37,7 +39,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: loadgen bench|baseline [flags]")
+		return errors.New("usage: loadgen bench|report|baseline|run [flags]")
 	}
 	switch args[0] {
 	case "baseline":
@@ -51,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runBaseline(*mode, *addr, *redisURL)
 	case "bench":
 		return bench(args[1:], stdout, stderr)
+	case "report": // forms, token and health load at several concurrencies: report.md and latency.svg
+		return cmdReport(args[1:], stdout, stderr)
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		spec := loadSpec{want: 201}

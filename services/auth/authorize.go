@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,11 +128,15 @@ func (s *Service) checkClient(w http.ResponseWriter, rt *runtime, q url.Values) 
 	return fail("The return address of this request is not registered for the application.")
 }
 
-// checkAuthorizeParams enforces what fosite checks only later, or not as strictly: PKCE with S256 for
-// public clients (refused before the page is shown, not after the user signed in), no plain challenge,
-// and the query response mode only.
+// checkAuthorizeParams enforces what fosite checks only later, or not as strictly: every parameter at
+// most once (RFC 6749 3.1; fosite reads the first copy, and whatever sits in front of us may read
+// another), PKCE with S256 for public clients (refused before the page is shown, not after the user
+// signed in), no plain challenge, and the query response mode only.
 func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	f := ar.GetRequestForm()
+	if name, ok := repeatedParam(f); ok {
+		return fosite.ErrInvalidRequest.WithHintf("The parameter %s was sent more than once.", name)
+	}
 	challenge, method := f.Get("code_challenge"), f.Get("code_challenge_method")
 	switch {
 	case challenge == "" && method != "":
@@ -154,6 +159,21 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 		}
 	}
 	return nil
+}
+
+// repeatedParam names a parameter that appears more than once (in sorted order, so the answer is stable).
+func repeatedParam(v url.Values) (string, bool) {
+	var names []string
+	for k, vs := range v {
+		if len(vs) > 1 {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	slices.Sort(names)
+	return names[0], true
 }
 
 func isBase64URL(s string, n int) bool {

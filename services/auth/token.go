@@ -32,6 +32,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		rt.provider.WriteAccessError(ctx, w, ar, err)
 	}
 
+	if name, ok := repeatedParam(r.PostForm); ok { // RFC 6749 3.2: never more than once
+		fail(nil, fosite.ErrInvalidRequest.WithHintf("The parameter %s was sent more than once.", name))
+		return
+	}
 	ar, err := rt.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
 		fail(ar, err)

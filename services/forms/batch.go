@@ -11,9 +11,9 @@ import (
 // batcher stores submissions that arrive together with one script call: group commit. On Redis, a
 // script call costs several times a plain command before it does anything (arguments into Lua, results
 // out), so under load that fixed cost is shared instead of paid per submission. There is no waiting
-// for a batch to fill: a submission that finds fewer than maxInFlight calls running is sent at once,
-// alone if need be; only submissions that arrive while the calls are busy are gathered into the next
-// one. Each submission is still decided atomically and in order inside the script, its Redis work is
+// for a batch to fill: a submission that finds no call running is sent at once, alone if need be; only
+// submissions that arrive while a call is out are gathered into the next one, so latency stays one
+// round trip when idle and at most two under load. Each submission is still decided atomically and in order inside the script, its Redis work is
 // still one round trip, and a Cluster is no obstacle: all keys of one endpoint share a hash slot.
 type batcher struct {
 	rdb    redis.UniversalClient
@@ -26,8 +26,9 @@ type batcher struct {
 }
 
 const (
-	// maxInFlight calls per endpoint may run at once; more would only queue inside Redis.
-	maxInFlight = 2
+	// maxInFlight calls per endpoint run at once. One is enough, and measured best: Redis runs scripts
+	// one at a time anyway, and while a call is out the next batch gathers.
+	maxInFlight = 1
 	// maxBatch bounds one call's size (records are at most 16 KB each).
 	maxBatch = 64
 )

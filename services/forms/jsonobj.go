@@ -7,10 +7,13 @@ import (
 )
 
 // A small, strict JSON reader for the forms' flat objects. It validates the whole document exactly as
-// encoding/json does (same grammar, same nesting limit, same decoding of escapes and of invalid UTF-8 —
+// encoding/json does (same grammar, same nesting limit, same decoding of escapes and surrogates —
 // FuzzJSONObject_AgreesWithEncodingJSON checks this), but without reflection or a map: the known fields
 // of one form are picked out in a single pass and only their strings are decoded. Unknown members are
-// validated and skipped. For duplicate keys the last one counts, as in encoding/json.
+// validated and skipped. Two deliberate differences from encoding/json: a member the form reads may
+// appear only once (encoding/json keeps the last copy, a proxy or WAF in front may check the first: a
+// parameter-pollution hole), and the body must be valid UTF-8 (RFC 8259 8.1; encoding/json replaces
+// invalid bytes with U+FFFD, which would store something nobody sent). Both make the body invalid JSON.
 
 // jsonKind is the type of a member's value.
 type jsonKind uint8
@@ -38,9 +41,13 @@ const maxJSONDepth = 10000
 
 var errJSON = errors.New("invalid JSON")
 
-// readJSONObject reads body, which must be one JSON object, and stores the values of the members named in
-// keys into vals (same index). vals must have len(keys) elements.
+// readJSONObject reads body, which must be one JSON object in valid UTF-8, and stores the values of the
+// members named in keys into vals (same index), each of which may appear once. vals must have len(keys)
+// elements, all absent.
 func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
+	if !utf8.Valid(body) {
+		return errJSON
+	}
 	p := jsonParser{b: body}
 	p.ws()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
@@ -76,6 +83,9 @@ func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
 			}
 			for k, want := range keys {
 				if keyEscaped && unescaped == want || !keyEscaped && string(key) == want {
+					if vals[k].kind != jsonAbsent {
+						return errJSON // a repeated member
+					}
 					vals[k] = v
 				}
 			}

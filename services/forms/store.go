@@ -14,7 +14,7 @@ import (
 )
 
 // Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
-// submission's script touches one slot and runs on one Redis Cluster master in one round trip: the
+// script call (see batcher) touches one slot and runs on one Redis Cluster master in one round trip: the
 // per-IP rate-limit counter, the idempotency record, the uniqueness check and the durable record are
 // decided together and atomically. The price is that one endpoint's data lives on one master; forms
 // traffic is a few submissions per second and a waitlist of a million addresses is a few hundred MB, far
@@ -166,6 +166,9 @@ func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, id
 // idempotencyRecordKey stores a hash of the client's key: its length is then fixed, and the key, which
 // a client may have derived from the message, is not kept.
 func idempotencyRecordKey(key string) string {
+	if key == "" {
+		return contactIdemPrefix + "-" // never read or written: the script checks the flag first
+	}
 	sum := sha256.Sum256([]byte(key))
 	return contactIdemPrefix + hex.EncodeToString(sum[:])
 }

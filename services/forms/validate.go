@@ -163,7 +163,9 @@ func (f *fields) str(name string) (s string, ok bool) {
 }
 
 // text reads a free-text field and checks its length in code points. Optional fields that are empty
-// after trimming count as not given.
+// after trimming count as not given. Control characters are refused (invalid_type: not text): in a
+// single-line field any of them, in a multi-line one all but tab and line breaks. A NUL or a line break
+// in a name has no business there, and would reach a mail header, a CSV export or a terminal.
 func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 	s, ok := f.str(name)
 	if !ok {
@@ -175,6 +177,10 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 		}
 		return ""
 	}
+	if hasControl(s, name == "message") {
+		f.fail(name, CodeInvalidType)
+		return ""
+	}
 	switch n := utf8.RuneCountInString(s); {
 	case n > maxLen:
 		f.fail(name, CodeTooLong)
@@ -184,6 +190,21 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 		return s
 	}
 	return ""
+}
+
+// hasControl reports a C0 or C1 control character or DEL; multiLine allows tab, CR and LF.
+func hasControl(s string, multiLine bool) bool {
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			if !multiLine {
+				return true
+			}
+		case r < 0x20, r >= 0x7f && r <= 0x9f:
+			return true
+		}
+	}
+	return false
 }
 
 // email reads a required e-mail address (see ValidEmail).

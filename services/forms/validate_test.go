@@ -237,10 +237,3 @@ func TestDecode_Honeypot(t *testing.T) {
 		}
 	}
 }
-
-func TestDecode_DuplicateKeys_LastOneCounts(t *testing.T) {
-	_, _, errs := DecodeWaitlist([]byte(`{"email":"a@example.com","consent":false,"consent":true}`))
-	if errs != nil {
-		t.Fatalf("got %v", errs)
-	}
-}

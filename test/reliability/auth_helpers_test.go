@@ -146,7 +146,11 @@ func codeFromLocation(pg page, redirect string) (string, error) {
 		return "", &stepError{"sign-in", pg.status}
 	}
 	loc, _ := url.Parse(pg.location)
-	if e := loc.Query().Get("error"); e != "" {
+	switch e := loc.Query().Get("error"); e {
+	case "":
+	case "temporarily_unavailable": // the store failed: told to the client by redirect (RFC 6749 4.1.2.1)
+		return "", &stepError{"authorize (redirected with temporarily_unavailable)", http.StatusServiceUnavailable}
+	default:
 		return "", fmt.Errorf("authorize error %s", e)
 	}
 	return loc.Query().Get("code"), nil

@@ -3,6 +3,8 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,21 +142,35 @@ func masterOf(t *testing.T, cl *testredis.Cluster, key string) (*testredis.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) {
-			for _, n := range cl.Nodes {
-				if n.Addr() == s.Nodes[0].Addr {
-					return n, int(slot)
-				}
-			}
+	master := slotMaster(shards, int(slot))
+	for _, n := range cl.Nodes {
+		if n.Addr() == master {
+			return n, int(slot)
 		}
 	}
 	t.Fatalf("no master for slot %d", slot)
 	return nil, 0
+}
+
+// slotMaster is host:port of the healthy master serving slot, or "".
+func slotMaster(shards []redis.ClusterShard, slot int) string {
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start > int64(slot) || int64(slot) > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" && n.Health == "online" {
+					return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // waitPromotion polls a surviving node until the slot has a master other than the victim and the
@@ -174,14 +190,10 @@ func waitPromotion(t *testing.T, cl *testredis.Cluster, victim *testredis.Server
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		info, _ := c.ClusterInfo(ctx).Result()
-		slots, _ := c.ClusterSlots(ctx).Result()
+		shards, _ := c.ClusterShards(ctx).Result()
 		cancel()
-		if strings.Contains(info, "cluster_state:ok") {
-			for _, s := range slots {
-				if s.Start <= slot && slot <= s.End && s.Nodes[0].Addr != victim.Addr() {
-					return time.Now()
-				}
-			}
+		if m := slotMaster(shards, slot); strings.Contains(info, "cluster_state:ok") && m != "" && m != victim.Addr() {
+			return time.Now()
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -51,7 +50,6 @@ func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
 	forms := startProc(t, "forms", formsConfig(redisURLSection(rs.URL()), ""), nil)
 	auth := startAuth(t, redisURLSection(rs.URL()))
 	rdb := rs.Client()
-	ctx := context.Background()
 
 	// Slowloris first, in the background: it takes the read timeout to resolve.
 	slow := startSlowloris(t, forms.Addr)
@@ -120,7 +118,7 @@ func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
 		{name: "authorize: redirect_uri with an extra path", target: "auth", req: get(authorizeQuery(auth, auth.redirect+"/../evil")), status: 400, check: noRedirect},
 		{name: "authorize: unknown client", target: "auth", req: get("/oauth2/authorize?client_id=evil&response_type=code&redirect_uri=" + url.QueryEscape("https://evil.test/cb")), status: 400, check: noRedirect},
 		{name: "authorize: redirect_uri twice, registered first", target: "auth", req: get(authorizeQuery(auth, auth.redirect) + "&redirect_uri=" + url.QueryEscape("https://evil.test/cb")), status: 400, check: noRedirect},
-		{name: "authorize: state twice", target: "auth", req: get(authorizeQuery(auth, auth.redirect) + "&state=other-state-0123"), status: 400, check: noRedirect},
+		{name: "authorize: state twice", target: "auth", req: get(authorizeQuery(auth, auth.redirect) + "&state=other-state-0123"), status: 303, check: redirectsError(auth.redirect, "invalid_request")},
 		{name: "authorize: 20 KB state", target: "auth", req: get(authorizeQuery(auth, auth.redirect) + "&state=" + strings.Repeat("s", 20<<10)), status: 431},
 		{name: "token: grant_type twice", target: "auth", req: form("/oauth2/token", "grant_type=refresh_token&grant_type=authorization_code&refresh_token=x&client_id=app"), status: 400, check: oauthError("invalid_request")},
 		{name: "token: 100 KB body", target: "auth", req: form("/oauth2/token", "grant_type=refresh_token&client_id=app&refresh_token="+strings.Repeat("r", 100<<10)), status: 413},
@@ -131,7 +129,7 @@ func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
 		{name: "token preflight from null", target: "auth", req: []byte("OPTIONS /oauth2/token HTTP/1.1\r\nHost: x\r\nOrigin: null\r\nAccess-Control-Request-Method: POST\r\n\r\n"), status: 403, check: noCORS},
 	}
 
-	before := dbsize(t, rdb)
+	before := storeState(t, rdb)
 	for _, row := range rows {
 		addr := forms.Addr
 		if row.target == "auth" {
@@ -161,19 +159,18 @@ func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("took %s", elapsed))
 		}
 		stored := row.status == 201 && row.body == "" // a valid submission in the table stores one record
-		if now := dbsize(t, rdb); now != before && !stored {
-			problems = append(problems, fmt.Sprintf("the store changed: %d keys, was %d", now, before))
-			before = now
-		} else {
-			before = now
+		now := storeState(t, rdb)
+		if changes := storeChanges(before, now); len(changes) > 0 && !stored {
+			problems = append(problems, "the store changed: "+strings.Join(changes, ", "))
 		}
+		before = now
 		if len(problems) > 0 {
 			t.Errorf("%s: %s", row.name, strings.Join(problems, "; "))
 		} else {
 			t.Logf("%-55s → %s", row.name, describe(ans))
 		}
 	}
-	for _, p := range []*proc{forms.proc(), auth.proc} {
+	for _, p := range []*proc{forms, auth.proc} {
 		if p.Exited() {
 			t.Fatalf("formsservice %s died during the table", p.name)
 		}
@@ -184,10 +181,7 @@ func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
 		// probe of the slowloris check.
 		t.Errorf("%d waitlist entries stored, want 2", got)
 	}
-	_ = ctx
 }
-
-func (p *proc) proc() *proc { return p }
 
 func manyHeaders(n int) []string {
 	out := make([]string, n)
@@ -215,13 +209,61 @@ func authorizeQuery(a *authService, redirect string) string {
 	return "/oauth2/authorize?" + q.Encode()
 }
 
-func dbsize(t *testing.T, rdb *redis.Client) int64 {
+// storeState is every key of the store with its type and size (members of a hash, list, stream, set or
+// sorted set, or the length of a string): a new record anywhere changes it, whatever the key layout.
+func storeState(t *testing.T, rdb *redis.Client) map[string]int64 {
 	t.Helper()
-	n, err := rdb.DBSize(context.Background()).Result()
-	if err != nil {
+	ctx := context.Background()
+	out := map[string]int64{}
+	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		typ, err := rdb.Type(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		switch typ {
+		case "hash":
+			n, err = rdb.HLen(ctx, key).Result()
+		case "list":
+			n, err = rdb.LLen(ctx, key).Result()
+		case "stream":
+			n, err = rdb.XLen(ctx, key).Result()
+		case "set":
+			n, err = rdb.SCard(ctx, key).Result()
+		case "zset":
+			n, err = rdb.ZCard(ctx, key).Result()
+		case "string":
+			n, err = rdb.StrLen(ctx, key).Result()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[typ+" "+key] = n
+	}
+	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return out
+}
+
+// storeChanges lists what differs between two store states.
+func storeChanges(before, after map[string]int64) []string {
+	var out []string
+	for k, n := range after {
+		if m, ok := before[k]; !ok {
+			out = append(out, fmt.Sprintf("new %s (%d)", k, n))
+		} else if m != n {
+			out = append(out, fmt.Sprintf("%s: %d → %d", k, m, n))
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, "removed "+k)
+		}
+	}
+	return out
 }
 
 func describe(a rawAnswer) string {
@@ -243,6 +285,17 @@ func noRedirect(a rawAnswer) string {
 		return "redirected to " + loc
 	}
 	return ""
+}
+
+// redirectsError wants a redirect to the registered URI carrying error=code and no authorization code.
+func redirectsError(redirect, code string) func(rawAnswer) string {
+	return func(a rawAnswer) string {
+		loc, err := url.Parse(a.header.Get("Location"))
+		if err != nil || !strings.HasPrefix(loc.String(), redirect+"?") || loc.Query().Get("error") != code || loc.Query().Get("code") != "" {
+			return fmt.Sprintf("redirected to %q, want %s?error=%s without a code", a.header.Get("Location"), redirect, code)
+		}
+		return ""
+	}
 }
 
 func notSuccess(a rawAnswer) string {
@@ -374,5 +427,3 @@ func summarize(rs []string) string {
 	}
 	return sortedCounts(counts)
 }
-
-var _ = http.StatusOK

@@ -245,7 +245,6 @@ func metric(t testing.TB, base, name string) float64 {
 			}
 		}
 	}
-	_ = os.WriteFile("/tmp/metrics_dump.txt", body, 0o600)
 	t.Fatalf("%s has no sample %s (status %d):\n%s", base, name, res.StatusCode, tail(string(body), 1500))
 	return 0
 }

@@ -118,10 +118,15 @@ func (a Auth) validate() []error {
 			errs = append(errs, fmt.Errorf("auth.issuer %q: want an http(s) URL without query or fragment", a.Issuer))
 		}
 	}
-	for name, d := range map[string]Duration{"accessTokenLifetime": a.AccessTokenLifetime, "refreshTokenLifetime": a.RefreshTokenLifetime,
-		"codeLifetime": a.CodeLifetime, "idTokenLifetime": a.IDTokenLifetime, "sessionLifetime": a.SessionLifetime, "throttle.window": a.Throttle.Window} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", name))
+	// A slice, not a map: the messages come in the same order every time.
+	for _, d := range []struct {
+		name string
+		d    Duration
+	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
+		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime},
+		{"throttle.window", a.Throttle.Window}} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
 	}
 	if a.PasswordHash.MemoryKiB > 4<<20 {
