@@ -124,6 +124,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		defer mini.Close()
 		cfg.Redis.URL = "redis://" + mini.Addr()
 	}
+	redis.SetLogger(platform.RedisLogger{Log: log})
 	rdb, err := platform.NewRedis(cfg.Redis, env.getenv)
 	if err != nil {
 		return err

@@ -9,3 +9,7 @@ func (s *Service) Routes(r fiber.Router) {
 	r.Post("/waitlist", s.submitWaitlist)
 	r.Options("/waitlist", s.preflight)
 }
+
+// StreamedPaths tells the platform that these bodies are read here, through the 16 KB limit and after
+// the origin check, not buffered by the platform first.
+func (s *Service) StreamedPaths() []string { return []string{"/contact", "/waitlist"} }

@@ -52,6 +52,7 @@ type App struct {
 	services []Service
 	draining atomic.Bool
 	owners   map[string]string // "METHOD path" -> service name, written once at start-up
+	streamed map[string]bool   // paths whose service reads the body itself (BodyStreamer)
 }
 
 // NewApp builds the app and mounts services in order. In production one process serves one service; the
@@ -66,7 +67,14 @@ func NewApp(o AppOptions, services ...Service) *App {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	a := &App{log: o.Logger, services: services, owners: map[string]string{}}
+	a := &App{log: o.Logger, services: services, owners: map[string]string{}, streamed: map[string]bool{}}
+	for _, s := range services {
+		if bs, ok := s.(BodyStreamer); ok {
+			for _, p := range bs.StreamedPaths() {
+				a.streamed[streamedKey(p)] = true
+			}
+		}
+	}
 	a.App = fiber.New(fiber.Config{
 		DisableStartupMessage:   true,
 		BodyLimit:               o.BodyLimit,
@@ -90,6 +98,7 @@ func NewApp(o AppOptions, services ...Service) *App {
 	}}))
 	a.Use(o.Metrics.middleware(a.routeLabel))
 	a.Use(rejectAmbiguousFraming)
+	a.Use(a.boundBody(o.BodyLimit))
 	a.Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	a.Get("/readyz", a.readyz)
 	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{})))

@@ -102,3 +102,12 @@ func Embedded(log *slog.Logger) (*miniredis.Miniredis, error) {
 func PingRedis(ctx context.Context, rdb redis.UniversalClient) error {
 	return rdb.Ping(ctx).Err()
 }
+
+// RedisLogger routes go-redis's own messages (pool dial failures during an outage) into the JSON log
+// at warn level instead of plain text on stderr. Install it once per process with redis.SetLogger.
+type RedisLogger struct{ Log *slog.Logger }
+
+// Printf implements go-redis's logging interface.
+func (l RedisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.Log.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}

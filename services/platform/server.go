@@ -56,6 +56,9 @@ func (a *App) Serve(ctx context.Context, o ServeOptions) error {
 			a.log.Error("shutdown did not finish in time", "err", serr)
 			err = serr
 		}
+		// Shutdown of a server whose Listener call has not started yet does nothing, and it would then
+		// serve forever; closing the listener makes that call return at once.
+		_ = o.Listener.Close()
 		<-serveErr
 	}
 	stopBackground()

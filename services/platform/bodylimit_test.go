@@ -1,0 +1,148 @@
+package platform
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// bodyService answers with the length of the body it got; /raw is a streamed path it reads itself.
+type bodyService struct{}
+
+func (bodyService) Name() string                { return "body" }
+func (bodyService) Ready(context.Context) error { return nil }
+func (bodyService) StreamedPaths() []string     { return []string{"/raw"} }
+func (bodyService) Routes(r fiber.Router) {
+	r.Post("/len", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) })
+	r.Post("/ignore", func(c *fiber.Ctx) error { return c.SendString("ignored") })
+	r.Post("/raw", func(c *fiber.Ctx) error {
+		if c.Context().RequestBodyStream() == nil {
+			return c.SendString("buffered")
+		}
+		return c.SendString("streamed")
+	})
+	r.Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString("item " + c.Params("id")) })
+}
+
+func startBodyApp(t *testing.T, limit int) string {
+	t.Helper()
+	app := NewApp(AppOptions{Logger: quietLogger(), BodyLimit: limit}, bodyService{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = app.Serve(ctx, ServeOptions{Listener: ln}); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// rawExchange writes req on a fresh connection and returns every response read until the server closes
+// or goes quiet.
+func rawExchange(t *testing.T, addr, req string) []*http.Response {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	br := bufio.NewReader(conn)
+	var out []*http.Response
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return out
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(strings.NewReader(string(b)))
+		out = append(out, resp)
+	}
+}
+
+func body(r *http.Response) string { b, _ := io.ReadAll(r.Body); return string(b) }
+
+func TestBoundBody_LargerThanLimit_413JSONAndClose(t *testing.T) {
+	addr := startBodyApp(t, 1024)
+	big := strings.Repeat("a", 2048)
+	for name, req := range map[string]string{
+		"content-length": "POST /len HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n" + big,
+		"chunked":        "POST /len HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big),
+	} {
+		resps := rawExchange(t, addr, req)
+		if len(resps) != 1 {
+			t.Fatalf("%s: %d responses", name, len(resps))
+		}
+		r := resps[0]
+		if got := body(r); r.StatusCode != 413 || got != `{"status":"error"}` || !r.Close {
+			t.Errorf("%s: %d %q close=%v, want 413 JSON and Connection: close", name, r.StatusCode, got, r.Close)
+		}
+	}
+}
+
+func TestBoundBody_WithinLimit_HandlerGetsWholeBody(t *testing.T) {
+	addr := startBodyApp(t, 1024)
+	chunks := "200\r\n" + strings.Repeat("b", 512) + "\r\n1ff\r\n" + strings.Repeat("c", 511) + "\r\n0\r\n\r\n"
+	resps := rawExchange(t, addr, "POST /len HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+chunks+
+		"POST /len HTTP/1.1\r\nHost: x\r\nContent-Length: 1024\r\nConnection: close\r\n\r\n"+strings.Repeat("d", 1024))
+	if len(resps) != 2 || body(resps[0]) != "1023" || body(resps[1]) != "1024" {
+		t.Fatalf("responses: %d", len(resps))
+	}
+}
+
+// A handler that never reads its body must not leave the body's bytes to be parsed as the next request.
+func TestBoundBody_UnreadBodyIsNotParsedAsNextRequest(t *testing.T) {
+	addr := startBodyApp(t, 1024)
+	smuggled := "GET /items/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+	resps := rawExchange(t, addr, fmt.Sprintf("POST /ignore HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(smuggled), smuggled)+
+		"GET /items/real HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	var got []string
+	for _, r := range resps {
+		got = append(got, body(r))
+	}
+	if strings.Join(got, "|") != "ignored|item real" {
+		t.Fatalf("responses = %q, want [ignored, item real]", got)
+	}
+}
+
+func TestBoundBody_StreamedPathsAreLeftToTheService(t *testing.T) {
+	addr := startBodyApp(t, 1024)
+	for _, path := range []string{"/raw", "/RAW", "/raw/"} {
+		resps := rawExchange(t, addr, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+		if len(resps) != 1 || body(resps[0]) != "streamed" {
+			t.Errorf("%s: the platform buffered a streamed path's body", path)
+		}
+	}
+}
+
+// Cancelled before the listener goroutine runs: Serve must still return.
+func TestServe_CancelledBeforeStart_Returns(t *testing.T) {
+	app := NewApp(AppOptions{Logger: quietLogger()}, bodyService{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan struct{})
+	go func() { _ = app.Serve(ctx, ServeOptions{Listener: ln}); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after an early cancel")
+	}
+}
