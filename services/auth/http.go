@@ -56,6 +56,8 @@ func limitBody(c *fiber.Ctx, max int) error {
 				return fiber.ErrRequestEntityTooLarge
 			}
 			c.Request().SetBody(b)
+		} else if len(c.Request().Body()) > max { // the platform already read it, bounded by its own limit
+			return fiber.ErrRequestEntityTooLarge
 		}
 	}
 	return nil
