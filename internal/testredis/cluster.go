@@ -26,7 +26,10 @@ func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
 	var addrs []string
 	for range masters * (1 + replicas) {
 		n := Start(tb, Options{Args: []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1500",
-			"--cluster-config-file", "nodes.conf"}})
+			"--cluster-config-file", "nodes.conf",
+			// Replicas sync at once instead of after Redis' default 5 s delay, so that a test can kill a
+			// master right after start-up and see a failover.
+			"--repl-diskless-sync-delay", "0"}})
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr())
 	}
@@ -36,7 +39,37 @@ func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
 		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, tail(string(out), 2000))
 	}
 	c.WaitOK(30 * time.Second)
+	if replicas > 0 {
+		c.waitReplicasOnline(masters*replicas, 30*time.Second)
+	}
 	return c
+}
+
+// waitReplicasOnline waits until want replicas report their link to the master up and synced.
+func (c *Cluster) waitReplicasOnline(want int, within time.Duration) {
+	c.tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		online := 0
+		for _, n := range c.Nodes {
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			info, err := cl.Info(ctx, "replication").Result()
+			cancel()
+			cl.Close()
+			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
+				strings.Contains(info, "master_sync_in_progress:0") {
+				online++
+			}
+		}
+		if online >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("only %d of %d cluster replicas synced within %s", online, want, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Addrs lists every node's host:port (seed addresses for a ClusterClient).
