@@ -26,8 +26,32 @@ func TestStartCluster_MasterKilledAtOnce_ReplicaTakesOver(t *testing.T) {
 		t.Fatal("no master found")
 	}
 	victim.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for masters(c, victim) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("no replica took over within 20s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	c.WaitOK(20 * time.Second)
 	if err := c.Client().Set(context.Background(), "after-failover", "1", 0).Err(); err != nil {
 		t.Fatalf("write after failover: %v", err)
 	}
+}
+
+// masters counts the live nodes (all but skip) that say they are a master.
+func masters(c *Cluster, skip *Server) int {
+	n := 0
+	for _, node := range c.Nodes {
+		if node == skip {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: node.Addr(), MaxRetries: -1})
+		info, err := cl.Info(context.Background(), "replication").Result()
+		cl.Close()
+		if err == nil && strings.Contains(info, "role:master") {
+			n++
+		}
+	}
+	return n
 }
