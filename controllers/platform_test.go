@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -90,6 +91,18 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 		StringData: map[string]string{"password": redisPassword}}); err != nil {
 		t.Fatal(err)
 	}
+	// The team's chat webhook, on loopback; its URL reaches forms only through a Secret.
+	hooked := make(chan string, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooked <- r.URL.Path + " " + string(b)
+	}))
+	defer hook.Close()
+	hookURL := hook.URL + "/services/T000/B000/PLATFORMTEST"
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "chat-hook", Namespace: ns},
+		StringData: map[string]string{"url": hookURL + "\n"}}); err != nil {
+		t.Fatal(err)
+	}
 	const origin, redirect = "https://www.acme.example", "http://localhost:3000/callback"
 	fs := &v1alpha1.FormsService{
 		ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: ns},
@@ -103,7 +116,9 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 				Addresses:         []v1alpha1.HostPort{v1alpha1.HostPort(rs.Addr())},
 				PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "redis-auth", Key: "password"},
 			},
-			Forms: v1alpha1.FormsSpec{RateLimitPerMinute: ptr.To[int32](1000)},
+			Forms: v1alpha1.FormsSpec{RateLimitPerMinute: ptr.To[int32](1000), Delivery: &v1alpha1.DeliverySpec{
+				Webhook: &v1alpha1.WebhookDelivery{URLSecretRef: &v1alpha1.SecretKeySelector{Name: "chat-hook", Key: "url"}},
+			}},
 		},
 	}
 	if err := k8s.Create(ctx, fs); err != nil {
@@ -126,6 +141,10 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	}
 	writeSecret(t, secretsDir, "acme-signing-key", signingKey.Data)
 	writeSecret(t, secretsDir, "redis-auth", map[string][]byte{"password": []byte(redisPassword)})
+	writeSecret(t, secretsDir, "chat-hook", map[string][]byte{"url": []byte(hookURL + "\n")})
+	if strings.Contains(rendered.Data["forms.yaml"], hook.URL) {
+		t.Errorf("the webhook URL is in the ConfigMap:\n%s", rendered.Data["forms.yaml"])
+	}
 
 	dirs := map[string]string{}
 	procs := map[string]*exec.Cmd{}
@@ -165,6 +184,15 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	expectJSON(t, post(t, forms+"/contact", origin, `{"name":"Ada","email":"ada@example.com","message":"`+strings.Repeat("a", 17*1024)+`"}`), 413, `"status":"error"`)
 	if n, err := rdb.DBSize(ctx).Result(); err != nil || n == 0 {
 		t.Errorf("nothing stored in the FormsService's Redis: %d keys, %v", n, err)
+	}
+	// The stored contact message goes to the webhook whose URL forms read from the mounted Secret.
+	select {
+	case got := <-hooked:
+		if !strings.HasPrefix(got, "/services/T000/B000/PLATFORMTEST ") || !strings.Contains(got, "Hello from the platform test.") {
+			t.Errorf("webhook call: %.300s", got)
+		}
+	case <-time.After(15 * time.Second):
+		t.Error("the contact message never reached the webhook named by spec.forms.delivery.webhook.urlSecretRef")
 	}
 
 	// health: the whole platform, through the URLs the operator rendered.

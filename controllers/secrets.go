@@ -197,6 +197,12 @@ func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.
 		case len(sec.Data[ref.Key]) == 0:
 			problems = append(problems, problem{Reason: "SecretKeyMissing", Message: fmt.Sprintf(
 				"Secret %q named by %s has no key %q", ref.Secret, ref.Field, ref.Key)})
+		case ref.Check != nil:
+			// The service would refuse to start with this value: say so here rather than in a crash loop.
+			if err := ref.Check(sec.Data[ref.Key]); err != nil {
+				problems = append(problems, problem{Reason: "SecretValueInvalid", Message: fmt.Sprintf(
+					"Secret %q key %q named by %s: %v", ref.Secret, ref.Key, ref.Field, err)})
+			}
 		}
 	}
 	return digests, problems, nil

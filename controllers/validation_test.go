@@ -92,6 +92,12 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		}, "accessTokenLifetime must be between 1m and 24h"},
 		{"negative rate limit", func(fs *v1alpha1.FormsService) { fs.Spec.Forms.RateLimitPerMinute = ptr.To[int32](-1) },
 			"spec.forms.rateLimitPerMinute"},
+		{"webhook without an address", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{}}
+		}, "set webhook urlSecretRef (a Secret key holding the webhook URL) or url"},
+		{"webhook url that is not http(s)", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "hooks.slack.com/services/x"}}
+		}, "webhook url must be an http or https URL"},
 		{"name that is not a DNS label", func(fs *v1alpha1.FormsService) { fs.Name = "9lives" },
 			"name must start with a letter"},
 		{"name too long for the objects it prefixes", func(fs *v1alpha1.FormsService) { fs.Name = strings.Repeat("a", 41) },

@@ -338,11 +338,23 @@ type SMTPDelivery struct {
 }
 
 // WebhookDelivery posts each contact message as JSON (with a Slack-compatible "text" field).
+//
+// The address of an incoming webhook is a credential: whoever has it can post to the channel. Put it in
+// a Secret and name it with urlSecretRef; the operator mounts that key into the forms pods and the
+// address never appears in the FormsService or the ConfigMap. url, the address in plain text, still
+// works; when both are set, urlSecretRef is used.
+// +kubebuilder:validation:XValidation:rule="has(self.urlSecretRef) || has(self.url)",message="set webhook urlSecretRef (a Secret key holding the webhook URL) or url"
 type WebhookDelivery struct {
-	// URL receives the POST.
+	// URLSecretRef names the Secret key holding the webhook URL (an http or https URL; surrounding white
+	// space is ignored). Preferred over url. A changed Secret rolls the forms pods.
+	// +optional
+	URLSecretRef *SecretKeySelector `json:"urlSecretRef,omitempty"`
+	// URL receives the POST. It is stored in plain text in the FormsService and the rendered ConfigMap:
+	// prefer urlSecretRef. Ignored when urlSecretRef is set.
+	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@ ]+([/?][^ ]*)?$')",message="webhook url must be an http or https URL"
-	URL string `json:"url"`
+	URL string `json:"url,omitempty"`
 }
 
 // AuthSpec configures the OAuth 2.0 / OpenID Connect provider.

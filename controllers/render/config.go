@@ -104,7 +104,12 @@ func formsConfig(f v1alpha1.FormsSpec) config.Forms {
 			}
 		}
 		if w := d.Webhook; w != nil {
-			c.Delivery.Webhook = &config.Webhook{URL: w.URL}
+			// The Secret wins over the plain URL: the address is a credential and stays out of the ConfigMap.
+			if r := w.URLSecretRef; r != nil {
+				c.Delivery.Webhook = &config.Webhook{URLFile: SecretPath(r.Name, r.Key)}
+			} else {
+				c.Delivery.Webhook = &config.Webhook{URL: w.URL}
+			}
 		}
 	}
 	return c

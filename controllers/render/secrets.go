@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"slices"
 	"sort"
+	"strings"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // SecretRef is one key of a Secret that a service reads from a mounted file.
@@ -19,6 +21,9 @@ type SecretRef struct {
 	Components []string
 	// Owned marks the Secrets the operator creates itself (signing key, managed Redis password).
 	Owned bool
+	// Check, when set, is what the service would refuse in the key's value at start-up. Its error must
+	// not repeat the value.
+	Check func(value []byte) error
 }
 
 // SecretPath is where a Secret's key is mounted in a pod.
@@ -34,6 +39,11 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	if d := fs.Spec.Forms.Delivery; d != nil && d.SMTP != nil && d.SMTP.PasswordSecretRef != nil {
 		r := d.SMTP.PasswordSecretRef
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.smtp.passwordSecretRef", Components: []string{Forms}})
+	}
+	if d := fs.Spec.Forms.Delivery; d != nil && d.Webhook != nil && d.Webhook.URLSecretRef != nil {
+		r := d.Webhook.URLSecretRef
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.webhook.urlSecretRef", Components: []string{Forms},
+			Check: checkWebhookURL})
 	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {
@@ -98,4 +108,9 @@ func secretMounts(fs *v1alpha1.FormsService, component string) []secretMount {
 func secretVolumeName(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return "secret-" + hex.EncodeToString(sum[:6])
+}
+
+// checkWebhookURL is the forms service's start-up check of a webhook URL file (trimmed, http or https).
+func checkWebhookURL(value []byte) error {
+	return config.CheckWebhookURL(strings.TrimSpace(string(value)))
 }

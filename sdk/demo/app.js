@@ -117,8 +117,9 @@
         } catch (e) {
           history.replaceState(null, '', demoPath)
           // A reload or the back button replays an old response: harmless when the session exists.
+          // access_denied: the person pressed Cancel on the hosted page; they may change their mind.
           if (e.code === 'state_not_found' && (await auth.isAuthenticated())) showAuthError(null)
-          else showAuthError(e, e.code === 'state_not_found' || e.code === 'login_required')
+          else showAuthError(e, ['state_not_found', 'login_required', 'access_denied'].includes(e.code))
         }
       }
       await render()

@@ -6,7 +6,8 @@
  *   going on if `isAuthenticated()` is already true.
  * - `state_mismatch`: the response does not belong to the sign-in this tab started (tampered or forged).
  * - `missing_code`: the callback URL carries neither a code nor an error.
- * - `access_denied`: the user or the provider refused the sign-in.
+ * - `access_denied`: the user declined (the Cancel button of the hosted sign-in page) or the provider
+ *   refused the sign-in. Nothing is stored; offer to sign in again.
  * - `login_required`: the user must sign in (no session, `prompt: 'none'` without a provider session, or
  *   an expired session without a refresh token).
  * - `invalid_grant`: the provider refused the code or the refresh token (expired, revoked or reused);

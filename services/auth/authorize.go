@@ -82,11 +82,22 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, page.SignIn{Error: "This form has expired or was not sent from this page. Please try again."})
 		return
 	}
-	if r.PostForm.Get("action") == "signup" {
+	switch r.PostForm.Get("action") {
+	case "cancel":
+		s.decline(w, r, rt, ar)
+	case "signup":
 		s.signup(w, r, rt, cl, ar)
-		return
+	default:
+		s.signin(w, r, rt, cl, ar)
 	}
-	s.signin(w, r, rt, cl, ar)
+}
+
+// decline ends the authorization request the person chose not to sign in to: back to the client with
+// access_denied and the unchanged state (RFC 6749 4.1.2.1), so the app can tell a refusal from a failure.
+// It signs nobody in or out and counts against no throttle.
+func (s *Service) decline(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester) {
+	s.metrics.signins.WithLabelValues(signinCancelled).Inc()
+	rt.provider.WriteAuthorizeError(r.Context(), w, ar, fosite.ErrAccessDenied.WithHint("The user cancelled the sign-in."))
 }
 
 // queryOnly is the POST request as fosite must see it: the authorization request from the action URL's

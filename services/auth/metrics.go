@@ -24,6 +24,7 @@ const (
 	signinSignup         = "signup"
 	signinSignupRefused  = "signup_refused"
 	signinLoginRequired  = "login_required"
+	signinCancelled      = "cancelled"
 	signinError          = "error"
 )
 
@@ -31,7 +32,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_signins_total",
-			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, error.",
+			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), error.",
 		}, []string{"result"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_tokens_issued_total",

@@ -211,12 +211,12 @@ func TestSignup_WhenEnabled_CreatesAccountAndSignsIn(t *testing.T) {
 	b := newBrowser(t)
 	verifier := oauth2.GenerateVerifier()
 	page := b.get(p.authorizeURL("state-signup", verifier))
-	fs := forms(t, p.base, page.body)
-	if len(fs) != 2 || fs[1].fields.Get("action") != "signup" {
+	fs := forms(t, p.base, page.body) // sign in, cancel, sign up
+	if len(fs) != 3 || fs[2].fields.Get("action") != "signup" {
 		t.Fatalf("want a sign-up form, got %d forms", len(fs))
 	}
 	signup := func(name, email, password string) response {
-		f := fs[1]
+		f := fs[2]
 		f.fields.Set("name", name)
 		f.fields.Set("email", email)
 		f.fields.Set("password", password)
@@ -255,8 +255,10 @@ func TestSignup_WhenDisabled_Refused(t *testing.T) {
 	b := newBrowser(t)
 	page := b.get(p.authorizeURL("state-nosignup", oauth2.GenerateVerifier()))
 	f := forms(t, p.base, page.body)
-	if len(f) != 1 {
-		t.Fatalf("sign-up form shown while disabled")
+	for _, form := range f {
+		if form.fields.Get("action") == "signup" || strings.Contains(page.body, `name="name"`) {
+			t.Fatalf("sign-up form shown while disabled")
+		}
 	}
 	f[0].fields.Set("action", "signup")
 	f[0].fields.Set("email", "mallory@example.com")

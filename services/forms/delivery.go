@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -44,7 +46,8 @@ type worker struct {
 	s         *Service
 	targets   *deliveryTargets
 	groupOK   bool
-	lastSweep time.Time // of maintain
+	lastSweep time.Time      // of maintain
+	badCfg    *config.Config // the configuration whose targets failed last, logged once
 }
 
 // deliveryTargets are the senders for one configuration, rebuilt when the configuration changes so that
@@ -56,7 +59,7 @@ type deliveryTargets struct {
 
 // Run is the delivery worker; it returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
-	w := &worker{s: s}
+	w := &worker{s: s, targets: s.startTargets}
 	for ctx.Err() == nil {
 		w.maintain(ctx)
 		if err := w.pass(ctx); err != nil && ctx.Err() == nil {
@@ -76,7 +79,20 @@ func (w *worker) pass(ctx context.Context) error {
 		return nil
 	}
 	if w.targets == nil || w.targets.cfg != cfg {
-		w.targets = &deliveryTargets{cfg: cfg, senders: buildSenders(d)}
+		senders, err := buildSenders(d)
+		switch {
+		case err == nil:
+			w.targets = &deliveryTargets{cfg: cfg, senders: senders}
+		case w.targets == nil || len(w.targets.senders) == 0:
+			w.badTargets(cfg, err, "nothing is delivered until it is fixed")
+			sleep(ctx, disabledRecheck)
+			return nil
+		default:
+			// A reloaded configuration whose webhook file cannot be used: keep delivering to the last good
+			// targets (read again on every pass, so a fixed file is taken up).
+			w.badTargets(cfg, err, "delivering with the previous targets")
+			d = w.targets.cfg.Forms.Delivery
+		}
 	}
 	if !w.groupOK {
 		if err := ensureGroup(ctx, w.s.rdb); err != nil {
@@ -103,6 +119,15 @@ func (w *worker) pass(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// badTargets logs, once per configuration, that its delivery targets cannot be built.
+func (w *worker) badTargets(cfg *config.Config, err error, consequence string) {
+	if w.badCfg == cfg {
+		return
+	}
+	w.badCfg = cfg
+	w.s.log.Error("contact delivery: the configured targets cannot be used; "+consequence, "err", err)
 }
 
 // storeErr notes a lost consumer group (Redis restarted without its data) so the next pass recreates it.
@@ -256,15 +281,42 @@ func decodeStored(msg redis.XMessage) (notify.Message, bool) {
 	}, true
 }
 
-func buildSenders(d config.Delivery) []notify.Sender {
+// buildSenders makes the senders for d. It reads a webhook's urlFile, so that New can refuse to start
+// on a missing or wrong file (it runs at start-up) and a reload picks up the file a new configuration
+// names.
+func buildSenders(d config.Delivery) ([]notify.Sender, error) {
 	var out []notify.Sender
 	if d.SMTP != nil {
 		out = append(out, notify.NewSMTP(*d.SMTP))
 	}
 	if d.Webhook != nil {
-		out = append(out, notify.NewWebhook(d.Webhook.URL, nil))
+		u, err := webhookURL(*d.Webhook)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, notify.NewWebhook(u, nil))
 	}
-	return out
+	return out, nil
+}
+
+// webhookURL is the webhook's address: url, or the trimmed content of urlFile. Errors name the file,
+// never its content, which is a secret.
+func webhookURL(w config.Webhook) (string, error) {
+	if w.URLFile == "" {
+		return w.URL, nil
+	}
+	b, err := os.ReadFile(w.URLFile)
+	if err != nil {
+		return "", fmt.Errorf("forms.delivery.webhook.urlFile: cannot read the webhook URL: %w", err)
+	}
+	u := strings.TrimSpace(string(b))
+	if u == "" {
+		return "", fmt.Errorf("forms.delivery.webhook.urlFile: %s is empty; it must hold the webhook URL", w.URLFile)
+	}
+	if err := config.CheckWebhookURL(u); err != nil {
+		return "", fmt.Errorf("forms.delivery.webhook.urlFile: the content of %s %w", w.URLFile, err)
+	}
+	return u, nil
 }
 
 // maintain runs the housekeeping every few minutes (and on the first pass): erasing contact messages

@@ -48,6 +48,9 @@ type Service struct {
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
+	// startTargets are the delivery targets of the configuration at start-up, built (and a webhook's
+	// urlFile read) by New so that a missing or wrong file stops the service before it serves.
+	startTargets *deliveryTargets
 }
 
 // liveConfig is what the request path needs from the configuration, compiled once per configuration
@@ -80,11 +83,20 @@ func New(o Options) (*Service, error) {
 		host, _ := os.Hostname()
 		o.ConsumerName = host + "-" + randomHex(4)
 	}
+	var start *deliveryTargets
+	if cfg := o.Config.Current(); cfg != nil {
+		senders, err := buildSenders(cfg.Forms.Delivery)
+		if err != nil {
+			return nil, err
+		}
+		start = &deliveryTargets{cfg: cfg, senders: senders}
+	}
 	m, err := newMetrics(o.Registry)
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
+		startTargets: start,
 		cfg:          o.Config,
 		rdb:          o.Redis,
 		store:        newStore(o.Redis),

@@ -260,6 +260,70 @@ describe('denied sign-ins', () => {
     expect(tokenPosts(b)).toHaveLength(0)
   })
 
+  it('Cancel on the hosted page: handleRedirectCallback rejects with AuthError access_denied, and the demo shows it', async () => {
+    const { page } = b
+    const onAuthorize = (u: URL) => u.pathname === '/oauth2/authorize'
+    const cancel = () => page.getByRole('button', { name: 'Cancel' }).click()
+
+    // 1. The SDK on its own: the demo page without its app.js (Playwright cannot route the redirect to the
+    //    callback itself), so that the test calls signIn and handleRedirectCallback.
+    const appJs = (u: URL) => u.pathname === '/demo/app.js'
+    await page.route(appJs, (route) =>
+      route.fulfill({ contentType: 'text/javascript', headers: { 'cache-control': 'no-store' }, body: '' }),
+    )
+    const client = `new ServiceAuthClient({ baseUrl: document.documentElement.dataset.authBase, clientId: 'demo',
+      redirectUri: location.origin + '/demo/callback' })`
+    await page.goto(devUrl + '/demo/')
+    await page.waitForFunction(() => 'ServiceAuthClient' in window)
+    await page.evaluate(`${client}.signIn({ returnTo: '/demo/' })`)
+    await page.waitForURL(onAuthorize)
+    const sentState = new URL(page.url()).searchParams.get('state')
+    await cancel()
+    await page.waitForURL((u) => u.pathname === '/demo/callback')
+    const back = new URL(page.url()).searchParams
+    expect(back.get('error')).toBe('access_denied')
+    expect(back.get('state')).toBe(sentState) // unchanged
+    expect(back.get('code')).toBeNull()
+    expect(back.get('error_description')).toMatch(/cancelled/)
+    await page.waitForFunction(() => 'ServiceAuthClient' in window)
+    const err = await page.evaluate(`${client}.handleRedirectCallback().then(
+      () => null,
+      (e) => ({ name: e.name, isAuthError: e instanceof ServiceAuthClient.AuthError, code: e.code, error: e.error, description: e.description }),
+    )`)
+    expect(err).toEqual({
+      name: 'AuthError',
+      isAuthError: true,
+      code: 'access_denied',
+      error: 'access_denied',
+      description: back.get('error_description'),
+    })
+    expect(page.url()).not.toMatch(/error=|state=/) // the SDK cleared the response from the address bar
+    await page.unroute(appJs)
+
+    // 2. The demo page, as a person sees it: the error, and a way to change their mind.
+    await page.goto(devUrl + '/demo/')
+    await expectState(page, 'signed-out')
+    await page.click('#sign-in')
+    await page.waitForURL(onAuthorize)
+    await cancel()
+    await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('access_denied')
+    expect(await page.locator('#auth-error').textContent()).toMatch(/^access_denied: .*cancelled/)
+    expect(await page.locator('#auth-error button').textContent()).toBe('Sign in again')
+    expect(page.url()).toBe(devUrl + '/demo/')
+    expect(await authState(page)).toBe('signed-out')
+    expect(await page.locator('#session').isHidden()).toBe(true) // no empty session details beside the error
+    expect(tokenPosts(b)).toHaveLength(0)
+    expect(await storedTokens(page)).toBeNull()
+    await screenshot(page, 'demo-access-denied.png')
+
+    // Changing their mind: sign in again through the same page.
+    await page.click('#auth-error button')
+    await submitHostedPage(page)
+    await expectState(page, 'signed-in')
+    expect(await page.locator('#auth-error').isHidden()).toBe(true)
+    expect(b.errors).toEqual([])
+  })
+
   it('a wrong password keeps the user on the hosted page with one generic error', async () => {
     const { page } = b
     await page.goto(devUrl + '/demo/')

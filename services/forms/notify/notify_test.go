@@ -208,3 +208,27 @@ func TestWebhook_ErrorStatus_IsAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhook_Errors_DoNotRevealTheSecretPath(t *testing.T) {
+	// A Slack incoming-webhook URL's path is its credential; Go's HTTP errors quote the whole URL, and
+	// the delivery worker logs the error.
+	ln := httptest.NewServer(http.NotFoundHandler())
+	addr := ln.Listener.Addr().String()
+	ln.Close() // nothing listens there now: the dial fails
+	const secret = "T000/B000/XXXXsecretXXXX"
+	for name, address := range map[string]string{
+		"refused":  "http://" + addr + "/services/" + secret,
+		"bad port": "http://127.0.0.1:99999/services/" + secret,
+	} {
+		err := NewWebhook(address, nil).Send(ctx(t), testMessage())
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the error reveals the webhook path: %v", name, err)
+		}
+		if !strings.Contains(err.Error(), "http://") || !strings.Contains(err.Error(), "/…") {
+			t.Errorf("%s: the error should still name the scheme and host: %v", name, err)
+		}
+	}
+}

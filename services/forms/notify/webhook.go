@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -14,16 +16,40 @@ import (
 // incoming webhook shows it as is) and "contact" with the fields for anything that wants structure.
 type Webhook struct {
 	url    string
+	shown  string // what errors (and so logs) say instead of url: scheme and host only
 	client *http.Client
 }
 
-// NewWebhook returns a sender posting to url with client (nil: a client that does not follow
+// NewWebhook returns a sender posting to address with client (nil: a client that does not follow
 // redirects, since a redirect usually means a wrong URL and would resend the body elsewhere).
-func NewWebhook(url string, client *http.Client) *Webhook {
+func NewWebhook(address string, client *http.Client) *Webhook {
 	if client == nil {
 		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Webhook{url: url, client: client}
+	return &Webhook{url: address, shown: redactURL(address), client: client}
+}
+
+// redactURL keeps the scheme and host of a webhook address. The path of a Slack (or Mattermost, …)
+// incoming webhook is its credential, and Go's HTTP errors quote the whole URL.
+func redactURL(address string) string {
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" {
+		return "the webhook URL"
+	}
+	shown := u.Scheme + "://" + u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		shown += "/…"
+	}
+	return shown
+}
+
+// redact replaces the URL in a net/http error with its shown form.
+func (w *Webhook) redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("webhook %s %s: %w", ue.Op, w.shown, ue.Err)
+	}
+	return err
 }
 
 // Channel is "webhook".
@@ -43,13 +69,13 @@ func (w *Webhook) Send(ctx context.Context, m Message) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return w.redact(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "formsservice")
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return err
+		return w.redact(err)
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))

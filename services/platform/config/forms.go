@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -51,9 +53,15 @@ type SMTP struct {
 	Subject string `json:"subject,omitempty"`
 }
 
-// Webhook posts each contact message as JSON with a Slack-compatible "text" field.
+// Webhook posts each contact message as JSON with a Slack-compatible "text" field. Exactly one of URL
+// and URLFile is set. The address is a secret (anyone who has a Slack incoming-webhook URL can post to
+// the channel), so prefer URLFile: a file holding it, such as a mounted Kubernetes Secret.
 type Webhook struct {
-	URL string `json:"url"`
+	// URL is the incoming-webhook address, http or https.
+	URL string `json:"url,omitempty"`
+	// URLFile names a file whose content, with surrounding white space trimmed, is the address. The
+	// forms service reads it at start-up and refuses to start when it is missing or not an http(s) URL.
+	URLFile string `json:"urlFile,omitempty"`
 }
 
 // DefaultRateLimitPerMinute applies when the setting is absent.
@@ -92,9 +100,7 @@ func (f Forms) validate() []error {
 		errs = append(errs, fmt.Errorf("forms.delivery.smtp: addr, from and to are required"))
 	}
 	if w := f.Delivery.Webhook; w != nil {
-		if u, err := url.Parse(w.URL); w.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("forms.delivery.webhook: url must be an http(s) URL"))
-		}
+		errs = append(errs, w.validate()...)
 	}
 	if f.ContactRetention < 0 {
 		errs = append(errs, fmt.Errorf("forms.contactRetention: must not be negative"))
@@ -105,4 +111,33 @@ func (f Forms) validate() []error {
 		errs = append(errs, fmt.Errorf("forms.delivery.retryAfter (%s) must be at least twice timeout (%s), or a slow attempt is taken over and sent twice", d.RetryAfter.D(), d.Timeout.D()))
 	}
 	return errs
+}
+
+// validate checks the webhook's settings. Messages never repeat the URL: it is a secret.
+func (w Webhook) validate() []error {
+	switch {
+	case w.URL != "" && w.URLFile != "":
+		return []error{fmt.Errorf("forms.delivery.webhook: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)")}
+	case w.URL == "" && w.URLFile == "":
+		return []error{fmt.Errorf("forms.delivery.webhook: set url (the incoming-webhook address) or urlFile (a file holding it, such as a mounted Secret)")}
+	case w.URLFile != "":
+		if strings.TrimSpace(w.URLFile) != w.URLFile || strings.ContainsRune(w.URLFile, 0) {
+			return []error{fmt.Errorf("forms.delivery.webhook.urlFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.URLFile)}
+		}
+		return nil
+	}
+	if err := CheckWebhookURL(w.URL); err != nil {
+		return []error{fmt.Errorf("forms.delivery.webhook.url: %w", err)}
+	}
+	return nil
+}
+
+// CheckWebhookURL reports whether s is a usable webhook address: an absolute http or https URL with a
+// host. The error does not repeat s, which is a secret.
+func CheckWebhookURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an http(s) URL such as https://hooks.slack.com/services/…")
+	}
+	return nil
 }

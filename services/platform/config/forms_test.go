@@ -48,3 +48,37 @@ func TestForms_Validate(t *testing.T) {
 		}
 	}
 }
+
+func TestForms_WebhookURLOrURLFile(t *testing.T) {
+	const secret = "T000/B000/XXXXsecret"
+	cases := []struct {
+		doc  string
+		want string // "" = valid
+	}{
+		{"forms: {delivery: {webhook: {url: 'https://hooks.slack.com/services/" + secret + "'}}}", ""},
+		{"forms: {delivery: {webhook: {urlFile: /var/run/secrets/formsservice/hook/url}}}", ""},
+		{"forms: {delivery: {webhook: {urlFile: hook-url.txt}}}", ""}, // relative to the working directory
+		{"forms: {delivery: {webhook: {url: 'https://hooks.slack.com/services/" + secret + "', urlFile: /hook}}}", "set url or urlFile, not both"},
+		{"forms: {delivery: {webhook: {}}}", "set url (the incoming-webhook address) or urlFile"},
+		{"forms: {delivery: {webhook: {url: ''}}}", "set url (the incoming-webhook address) or urlFile"},
+		{"forms: {delivery: {webhook: {urlFile: '/hook '}}}", "forms.delivery.webhook.urlFile"},
+		{"forms: {delivery: {webhook: {url: 'ftp://x/" + secret + "'}}}", "forms.delivery.webhook.url: must be an http(s) URL"},
+		{"forms: {delivery: {webhook: {url: 'hooks.slack.com/services/" + secret + "'}}}", "forms.delivery.webhook.url: must be an http(s) URL"},
+		{"forms: {delivery: {webhook: {url_file: /hook}}}", "unknown field"}, // strict: a typo is refused
+	}
+	for _, tc := range cases {
+		c, err := Parse([]byte(tc.doc))
+		if err == nil {
+			c.ApplyDefaults()
+			err = c.Validate()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.doc, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error saying %q", tc.doc, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), secret):
+			t.Errorf("%s: the error repeats the secret URL: %v", tc.doc, err)
+		}
+	}
+}
