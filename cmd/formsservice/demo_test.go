@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/formsservice/formsservice/internal/testredis"
 )
@@ -24,25 +21,10 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 func TestDevServer_ServesTheDemoPageWithTheSDK(t *testing.T) {
-	addr := "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "-addr", addr}, func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	url := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
+	url := startCommand(t, "dev", func(string) string { return "" })
 	code, page := httpGet(t, url+"/demo/")
-	for code != 200 {
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /demo/: %d %s", code, page)
-		}
-		time.Sleep(50 * time.Millisecond)
-		code, page = httpGet(t, url+"/demo/")
+	if code != 200 {
+		t.Fatalf("GET /demo/: %d %s", code, page)
 	}
 	if !strings.Contains(page, `data-auth-base="`+url+`"`) {
 		t.Errorf("the page does not name the dev server's issuer %s", url)

@@ -124,7 +124,7 @@ func plural(n int, one, many string) string {
 
 // configFlag is the -config flag of the tools, defaulting like the services'.
 func configFlag(fs *flag.FlagSet, env *environment) *string {
-	return fs.String("config", firstNonEmpty(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG")),
+	return fs.String("config", defaultConfigPath(env),
 		"configuration file (YAML), as the services read it; REDIS_URL overrides its redis section")
 }
 

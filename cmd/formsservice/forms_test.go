@@ -33,21 +33,28 @@ func formsEnv(redisURL string) func(string) string {
 // for /readyz.
 func startFormsCommand(t *testing.T, redisURL string) string {
 	t.Helper()
+	return startCommand(t, "forms", formsEnv(redisURL))
+}
+
+// startCommand runs a serving command (forms, dev) on a free loopback port with getenv as its
+// environment, stops it when the test ends, and returns its base URL once /readyz answers 200.
+func startCommand(t *testing.T, name string, getenv func(string) string) string {
+	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"forms", "-addr", addr}, formsEnv(redisURL), strings.NewReader(""), io.Discard, io.Discard)
+		done <- run(ctx, []string{name, "-addr", addr}, getenv, strings.NewReader(""), io.Discard, io.Discard)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("forms command: %v", err)
+				t.Errorf("%s command: %v", name, err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Error("forms command did not stop")
+			t.Errorf("%s command did not stop", name)
 		}
 	})
 	url := "http://" + addr
@@ -62,11 +69,11 @@ func startFormsCommand(t *testing.T, redisURL string) string {
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("forms command exited: %v", err)
+			t.Fatalf("%s command exited: %v", name, err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("forms service not ready")
+			t.Fatalf("%s command not ready", name)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -164,17 +171,7 @@ func TestFormsTools_BadUsage_Refused(t *testing.T) {
 }
 
 func TestDevServer_FormsWorkOnEmbeddedStoreWithoutRateLimit(t *testing.T) {
-	addr := "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "-addr", addr}, func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	url := "http://" + addr
+	url := startCommand(t, "dev", func(string) string { return "" })
 	post := func(path, origin, body string) int {
 		req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
 		req.Header.Set("Origin", origin)
@@ -186,12 +183,8 @@ func TestDevServer_FormsWorkOnEmbeddedStoreWithoutRateLimit(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for post("/waitlist", url, `{"email":"dev@example.com","consent":true}`) != 201 {
-		if time.Now().After(deadline) {
-			t.Fatal("dev server did not accept a waitlist submission from its own origin")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if code := post("/waitlist", url, `{"email":"dev@example.com","consent":true}`); code != 201 {
+		t.Fatalf("dev server did not accept a waitlist submission from its own origin: %d", code)
 	}
 	if code := post("/waitlist", "http://localhost:8080", `{"email":"DEV@example.com","consent":true}`); code != 200 {
 		t.Fatalf("duplicate from the fixture origin: %d", code)

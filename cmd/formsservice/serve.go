@@ -53,7 +53,7 @@ func parseServeFlags(name string, env *environment, args []string, defaultAddr s
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	f := &serveFlags{}
-	fs.StringVar(&f.configPath, "config", firstNonEmpty(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG")), "configuration file (YAML); reloaded when it changes")
+	fs.StringVar(&f.configPath, "config", defaultConfigPath(env), "configuration file (YAML); reloaded when it changes")
 	fs.StringVar(&f.addr, "addr", firstNonEmpty(env.getenv("ADDR"), defaultAddr), "listen address")
 	fs.DurationVar(&f.drainDelay, "drain-delay", 0, "how long /readyz says draining before the listener closes on SIGTERM")
 	if err := fs.Parse(args); err != nil {
@@ -153,7 +153,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		}
 		services = append(services, page)
 	}
-	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics, TrustedProxies: cfg.TrustedProxies}, services...)
+	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, services...)
 	if dev {
 		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "user", config.DevEmail)
 	}
@@ -181,6 +181,11 @@ func displayAddr(addr string) string {
 		return "127.0.0.1:" + port
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// defaultConfigPath is the configuration file of every command when -config does not name one.
+func defaultConfigPath(env *environment) string {
+	return firstNonEmpty(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG"))
 }
 
 func firstNonEmpty(vs ...string) string {

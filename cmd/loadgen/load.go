@@ -58,11 +58,14 @@ func merge(rs []loadResult, each time.Duration) loadResult {
 	return m
 }
 
-func percentile(sorted []time.Duration, p int) time.Duration {
+// percentile is the p/100 quantile of sorted latencies, permille the p/1000 one.
+func percentile(sorted []time.Duration, p int) time.Duration { return permille(sorted, 10*p) }
+
+func permille(sorted []time.Duration, p int) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+	return sorted[min(len(sorted)-1, len(sorted)*p/1000)]
 }
 
 // requestSeq numbers requests across every run of the process, so each carries a new address.

@@ -88,6 +88,24 @@ type benchFlags struct {
 
 const benchOrigin = "http://bench.localhost"
 
+// benchFormsConfig is the forms service's configuration under load. Rate limiting stays on (its counter
+// runs in every request's script) with a limit the run never reaches.
+const benchFormsConfig = "logLevel: warn\nallowedOrigins: [\"" + benchOrigin + "\"]\nforms:\n  rateLimitPerMinute: 1000000000\n"
+
+// findRedisServer is the redis-server binary: the flag's value, else bin/redis-server, else PATH.
+func findRedisServer(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if _, err := os.Stat("bin/redis-server"); err == nil {
+		return "bin/redis-server", nil
+	}
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("redis-server not found: run `make deps-redis`")
+}
+
 // bench measures every target in short slices taken in turn (A B C D A B C D ...) rather than one long
 // run each, so that other work on a shared machine, which comes and goes over seconds, weighs on every
 // target alike. All servers run for the whole bench and idle while another is measured.
@@ -106,13 +124,9 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if f.slices < 1 {
 		f.slices = 1
 	}
-	if f.redisServer == "" {
-		f.redisServer = "bin/redis-server"
-		if _, err := os.Stat(f.redisServer); err != nil {
-			if f.redisServer, err = exec.LookPath("redis-server"); err != nil {
-				return errors.New("redis-server not found: run `make deps-redis`")
-			}
-		}
+	redisServer, err := findRedisServer(f.redisServer)
+	if err != nil {
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "formsservice-bench-")
 	if err != nil {
@@ -120,19 +134,13 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	redisAddr, stopRedis, err := startRedis(f.redisServer, tmp)
+	redisAddr, stopRedis, err := startRedis(redisServer, tmp)
 	if err != nil {
 		return err
 	}
 	defer stopRedis()
 	redisURL := "redis://" + redisAddr + "/0"
 
-	cfgPath := filepath.Join(tmp, "forms.yaml")
-	// Rate limiting stays on (its counter runs in every request's script) with a limit the run never reaches.
-	cfg := "logLevel: warn\nallowedOrigins: [\"" + benchOrigin + "\"]\nforms:\n  rateLimitPerMinute: 1000000000\n"
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -147,17 +155,17 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopSetnx()
-	formsAddr, stopForms, err := startFormsService(f.formsservice, cfgPath, redisURL, tmp)
+	forms, err := startService(f.formsservice, "forms", loopbackAddr(), writeFile(tmp, "forms.yaml", benchFormsConfig), redisURL, tmp)
 	if err != nil {
 		return err
 	}
-	defer stopForms()
+	defer forms.stop()
 
 	targets := []*target{
 		{name: "baseline: Fiber, JSON decode, 201", addr: bareAddr, path: "/waitlist", kind: "waitlist"},
 		{name: "baseline: same + one Redis SETNX", addr: setnxAddr, path: "/waitlist", kind: "waitlist"},
-		{name: "formsservice forms POST /waitlist", addr: formsAddr, path: "/waitlist", kind: "waitlist", forms: true},
-		{name: "formsservice forms POST /contact", addr: formsAddr, path: "/contact", kind: "contact", forms: true},
+		{name: "formsservice forms POST /waitlist", addr: forms.addr, path: "/waitlist", kind: "waitlist", forms: true},
+		{name: "formsservice forms POST /contact", addr: forms.addr, path: "/contact", kind: "contact", forms: true},
 	}
 	slice := f.duration / time.Duration(f.slices)
 	fmt.Fprintf(stdout, "load: %d connections; per target and phase %s measured in %d interleaved slices (+%s warm-up each); redis-server %s on loopback\n",
@@ -286,30 +294,35 @@ func startBaseline(self, mode, redisURL string) (string, func(), error) {
 	return addr, stop, nil
 }
 
-// startFormsService runs `formsservice forms` the way a Deployment does, and waits for /readyz.
-func startFormsService(bin, cfgPath, redisURL, dir string) (string, func(), error) {
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "forms", "-addr", addr, "-config", cfgPath)
+// service is a started process and where it listens.
+type service struct {
+	name string
+	addr string
+	pid  int
+	stop func()
+}
+
+// startService runs `formsservice <name>` the way a Deployment does, its log in dir, and waits for /readyz.
+func startService(bin, name, addr, cfgPath, redisURL, dir string) (*service, error) {
+	cmd := exec.Command(bin, name, "-addr", addr, "-config", cfgPath)
 	cmd.Env = append(os.Environ(), "REDIS_URL="+redisURL)
-	logf, err := os.Create(filepath.Join(dir, "forms.log"))
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	stop, err := startProcess(cmd)
 	if err != nil {
-		return "", nil, err
+		logf.Close()
+		return nil, err
 	}
-	if err := waitHTTP("http://"+addr+"/readyz", 15*time.Second); err != nil {
-		stop()
+	svc := &service{name: name, addr: addr, pid: cmd.Process.Pid, stop: func() { stop(); logf.Close() }}
+	if err := waitHTTP("http://"+addr+"/readyz", 20*time.Second); err != nil {
+		svc.stop()
 		log, _ := os.ReadFile(logf.Name())
-		return "", nil, fmt.Errorf("%w\n%s", err, log)
+		return nil, fmt.Errorf("formsservice %s: %w\n%s", name, err, log)
 	}
-	return addr, func() { stop(); logf.Close() }, nil
+	return svc, nil
 }
 
 // startProcess starts cmd and returns a function that stops exactly that process (SIGTERM, then SIGKILL).

@@ -59,14 +59,6 @@ type reportPoint struct {
 	cpuSecondsUsed float64
 }
 
-// service is a started process and where it listens.
-type service struct {
-	name string
-	addr string
-	pid  int
-	stop func()
-}
-
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	var f reportFlags
@@ -87,13 +79,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 		f.levels = append(f.levels, n)
 	}
-	if f.redisServer == "" {
-		f.redisServer = "bin/redis-server"
-		if _, err := os.Stat(f.redisServer); err != nil {
-			if f.redisServer, err = exec.LookPath("redis-server"); err != nil {
-				return errors.New("redis-server not found: run `make deps-redis`")
-			}
-		}
+	redisServer, err := findRedisServer(f.redisServer)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -104,7 +92,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	redisAddr, stopRedis, err := startRedis(f.redisServer, tmp)
+	redisAddr, stopRedis, err := startRedis(redisServer, tmp)
 	if err != nil {
 		return err
 	}
@@ -189,14 +177,6 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// permille is the p/1000 quantile of sorted latencies.
-func permille(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, len(sorted)*p/1000)]
-}
-
 // startReportServices runs forms, auth (with a user and a public client) and health on loopback.
 func startReportServices(bin, redisURL, dir string, stderr io.Writer) ([]*service, error) {
 	var out []*service
@@ -205,7 +185,6 @@ func startReportServices(bin, redisURL, dir string, stderr io.Writer) ([]*servic
 	if err := writeSigningKey(keyFile); err != nil {
 		return nil, err
 	}
-	formsCfg := "logLevel: warn\nallowedOrigins: [\"" + benchOrigin + "\"]\nforms:\n  rateLimitPerMinute: 1000000000\n"
 	authCfg := fmt.Sprintf(`publicURL: http://%s
 logLevel: warn
 redis: {url: %q}
@@ -225,23 +204,12 @@ auth:
 	if b, err := users.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("formsservice users create: %v\n%s", err, b)
 	}
-	for _, s := range []struct{ name, addr, cfg string }{{"forms", formsAddr, formsCfg}, {"auth", authAddr, authCfg}, {"health", healthAddr, healthCfg}} {
-		cmd := exec.Command(bin, s.name, "-addr", s.addr, "-config", writeFile(dir, s.name+".yaml", s.cfg))
-		cmd.Env = append(os.Environ(), "REDIS_URL="+redisURL)
-		logf, err := os.Create(filepath.Join(dir, s.name+".log"))
+	for _, s := range []struct{ name, addr, cfg string }{{"forms", formsAddr, benchFormsConfig}, {"auth", authAddr, authCfg}, {"health", healthAddr, healthCfg}} {
+		svc, err := startService(bin, s.name, s.addr, writeFile(dir, s.name+".yaml", s.cfg), redisURL, dir)
 		if err != nil {
 			return out, err
 		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		stop, err := startProcess(cmd)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, &service{name: s.name, addr: s.addr, pid: cmd.Process.Pid, stop: stop})
-		if err := waitHTTP("http://"+s.addr+"/readyz", 20*time.Second); err != nil {
-			log, _ := os.ReadFile(logf.Name())
-			return out, fmt.Errorf("formsservice %s: %w\n%s", s.name, err, log)
-		}
+		out = append(out, svc)
 	}
 	fmt.Fprintf(stderr, "  forms %s, auth %s, health %s, redis %s\n", formsAddr, authAddr, healthAddr, redisURL)
 	return out, nil

@@ -2,17 +2,27 @@ package auth
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/gofiber/fiber/v2"
 )
 
 // discovery is /.well-known/openid-configuration (OpenID Connect Discovery 1.0, RFC 8414). Browsers
-// fetch it from any origin, so it is served with Access-Control-Allow-Origin: *.
+// fetch it from any origin, so it is served with Access-Control-Allow-Origin: *. The document depends
+// only on the configuration: it is built with the runtime, not per request.
 func (s *Service) discovery(c *fiber.Ctx) error {
-	rt := s.rt()
-	iss := rt.issuer
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Send(s.rt().discovery)
+}
+
+// discoveryDoc is the discovery document for an issuer and its clients: the standard scopes first, then
+// any other scope a client has, sorted.
+func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 	scopes := map[string]bool{}
-	for _, cl := range rt.clients {
+	for _, cl := range clients {
 		for _, sc := range cl.Scopes {
 			scopes[sc] = true
 		}
@@ -24,10 +34,8 @@ func (s *Service) discovery(c *fiber.Ctx) error {
 			delete(scopes, sc)
 		}
 	}
-	for sc := range scopes {
-		list = append(list, sc)
-	}
-	doc := map[string]any{
+	list = append(list, slices.Sorted(maps.Keys(scopes))...)
+	return json.Marshal(map[string]any{
 		"issuer":                                         iss,
 		"authorization_endpoint":                         iss + "/oauth2/authorize",
 		"token_endpoint":                                 iss + "/oauth2/token",
@@ -52,15 +60,7 @@ func (s *Service) discovery(c *fiber.Ctx) error {
 		"request_uri_parameter_supported":                false,
 		"claims_parameter_supported":                     false,
 		"authorization_response_iss_parameter_supported": false,
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Send(b)
+	})
 }
 
 // jwksHandler is /.well-known/jwks.json: the current and the previous signing key.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/ory/fosite/token/jwt"
 
@@ -47,22 +48,18 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 		aud := audiences(tok.Claims["aud"])
 		if clientID == "" && len(aud) > 0 {
 			clientID = aud[0]
-		} else if clientID != "" && !contains(aud, clientID) {
+		} else if clientID != "" && !slices.Contains(aud, clientID) {
 			bad("The id_token_hint was not issued to this client.")
 			return
 		}
-		hintValid = true
 		// Someone else's id_token (an attacker's own) must not sign this browser out without asking.
-		if sub, _ := tok.Claims["sub"].(string); hintValid {
-			sess, _, err := s.signedIn(ctx, r, rt)
-			if err != nil {
-				s.pages.RenderError(w, http.StatusServiceUnavailable, page.Error{Title: "Try again", Message: "Signing out is briefly unavailable. Please try again in a moment."})
-				return
-			}
-			if sess != nil && sess.UserID != sub {
-				hintValid = false
-			}
+		sess, _, err := s.signedIn(ctx, r, rt)
+		if err != nil {
+			s.pages.RenderError(w, http.StatusServiceUnavailable, page.Error{Title: "Try again", Message: "Signing out is briefly unavailable. Please try again in a moment."})
+			return
 		}
+		sub, _ := tok.Claims["sub"].(string)
+		hintValid = sess == nil || sess.UserID == sub
 	}
 	redirect := f.Get("post_logout_redirect_uri")
 	if redirect != "" {
@@ -127,13 +124,4 @@ func audiences(v any) []string {
 		return out
 	}
 	return nil
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

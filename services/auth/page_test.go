@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -331,5 +332,33 @@ func TestConfigReload_BrokenConfig_KeepsThePreviousOne(t *testing.T) {
 	}
 	if strings.Contains(page.body, "Create an account") {
 		t.Fatal("a setting of the configuration that could not be applied took effect")
+	}
+}
+
+// The token store takes its lifetimes from the configuration in effect, like fosite does: after a reload
+// that could not be applied, a revoked grant's marker still lives as long as the grant's refresh tokens
+// can (the 30 days in effect), not as long as the configuration that was refused would say (1 hour).
+func TestConfigReload_BrokenConfig_StoreKeepsThePreviousLifetimes(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	tk, _ := p.fullSignIn(testEmail, testPassword)
+	next := *p.cfg
+	next.Auth.RefreshTokenLifetime = config.Duration(time.Hour)
+	next.Auth.Clients = append(append([]config.OAuthClient(nil), p.cfg.Auth.Clients...),
+		config.OAuthClient{ClientID: "broken", RedirectURIs: []string{"https://b.example/cb"}, SecretFile: "/nonexistent/secret"})
+	p.live.c.Store(&next)
+
+	res, err := http.PostForm(p.base+"/oauth2/revoke", url.Values{"token": {tk.RefreshToken}, "token_type_hint": {"refresh_token"}, "client_id": {clientID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %d", res.StatusCode)
+	}
+	family, _, _ := strings.Cut(tk.RefreshToken, "~")
+	ttl, err := p.rdb.PTTL(t.Context(), "auth:{"+family+"}:revoked").Result()
+	if err != nil || ttl < 30*24*time.Hour {
+		t.Fatalf("revocation marker lives %s (%v); want the lifetime in effect, 30 days and more", ttl, err)
 	}
 }

@@ -255,6 +255,39 @@ func TestSignIn_ThrottledAfterRepeatedFailures(t *testing.T) {
 	}
 }
 
+// Behind the ingress every request comes from the proxy: the per-address throttle counts the client's
+// address (the right-most X-Forwarded-For hop that is not a trusted proxy), so one client's failures
+// neither lock out everyone else nor escape the throttle with a forged left-most entry.
+func TestSignIn_ThrottlePerClientBehindTrustedProxy(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.TrustedProxies = []string{"127.0.0.1"}
+		c.Auth.Throttle = config.Throttle{AccountFailures: 100, IPFailures: 2, Window: config.Duration(time.Minute)}
+	}})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(p.authorizeURL("state-proxy", verifier))
+	signIn := func(xff, email, password string) response {
+		f := forms(t, p.base, page.body)[0]
+		f.fields.Set("email", email)
+		f.fields.Set("password", password)
+		return b.postForm(f.action, f.fields, "X-Forwarded-For", xff)
+	}
+	if res := signIn("203.0.113.7", "a@example.com", "wrong password"); res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("first failure: %d", res.StatusCode)
+	}
+	if res := signIn("203.0.113.7", "b@example.com", "wrong password"); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the client's address at its limit: %d", res.StatusCode)
+	}
+	if res := signIn("198.51.100.1, 203.0.113.7", testEmail, testPassword); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a forged left-most entry escaped the throttle: %d", res.StatusCode)
+	}
+	code, _ := codeFrom(t, signIn("203.0.113.9", testEmail, testPassword), p.redirect)
+	if tk := p.exchange(code, verifier); tk.status != http.StatusOK {
+		t.Fatalf("another client behind the proxy: exchange %d %s", tk.status, tk.Error)
+	}
+}
+
 func TestSignIn_WrongEmailOrPassword_SameGenericError(t *testing.T) {
 	p := startProvider(t, setup{})
 	p.user(testEmail, testPassword)

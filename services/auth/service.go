@@ -77,6 +77,8 @@ type runtime struct {
 	clients  map[string]*client
 	origins  map[string]bool // origins of every client's redirect URIs (CORS)
 	proxies  *platform.ProxyTrust
+	// discovery is the encoded /.well-known/openid-configuration document.
+	discovery []byte
 }
 
 // client is a registered client as fosite sees it, plus what the page and logout need.
@@ -122,7 +124,9 @@ func New(o Options) (*Service, error) {
 		Client:     s.getClient,
 		NewSession: newSession,
 		Lifetimes: func() store.Lifetimes {
-			a := s.cfg.Current().Auth
+			// The runtime's configuration, which fosite's lifetimes came from too (after a reload that
+			// could not be applied, the latest configuration is not the one in effect).
+			a := s.rt().cfg.Auth
 			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D()}
 		},
 		OnReplay: func(kind string) {
@@ -209,6 +213,9 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		for o := range cl.redirectOrigins {
 			rt.origins[o] = true
 		}
+	}
+	if rt.discovery, err = discoveryDoc(issuer, rt.clients); err != nil {
+		return nil, err
 	}
 	fc := &fosite.Config{
 		AccessTokenLifespan:            a.AccessTokenLifetime.D(),

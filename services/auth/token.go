@@ -147,6 +147,15 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+desc+`"`)
 		writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 	}
+	// fail answers a lookup that failed: 503 when the store could not answer, else an invalid token.
+	fail := func(err error) {
+		if isUnavailable(err) {
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
+			return
+		}
+		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
+	}
 	token := fosite.AccessTokenFromRequest(r)
 	if token == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+rt.issuer+`"`)
@@ -155,12 +164,7 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 	}
 	_, ar, err := rt.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
 	if err != nil {
-		if isUnavailable(err) {
-			w.Header().Set("Retry-After", "5")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
-			return
-		}
-		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
+		fail(err)
 		return
 	}
 	if !ar.GetGrantedScopes().Has("openid") {
@@ -169,12 +173,7 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := s.users.ByID(ctx, ar.GetSession().GetSubject())
 	if err != nil {
-		if isUnavailable(err) {
-			w.Header().Set("Retry-After", "5")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
-			return
-		}
-		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
+		fail(err)
 		return
 	}
 	claims := identityClaims(u, ar.GetGrantedScopes())

@@ -43,6 +43,9 @@ func asciiEmail(s string) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	if ascii == domain {
+		return s, true // the common case: nothing to convert, nothing to allocate
+	}
 	return local + "@" + ascii, true
 }
 
@@ -78,13 +81,14 @@ func isAtext(c byte) bool {
 }
 
 // asciiDomain returns the domain in ASCII, or false when it is not a host name one can send mail to.
-// Plain ASCII names take a fast path; anything else (including punycode labels, which must decode)
-// goes through IDNA.
+// Plain ASCII names take a fast path; anything else (including punycode labels in any case, which must
+// decode) goes through IDNA. The case matters: CanonicalEmail lower-cases first, so a label such as
+// "Xn--zz" that skipped IDNA here would be refused there, and the waitlist would have no key for it.
 func asciiDomain(d string) (string, bool) {
 	if len(d) == 0 || len(d) > 253*4 {
 		return "", false
 	}
-	needIDNA := strings.Contains(d, "xn--") || strings.Contains(d, "XN--")
+	needIDNA := strings.Contains(strings.ToLower(d), "xn--")
 	for i := 0; i < len(d) && !needIDNA; i++ {
 		if d[i] >= 0x80 {
 			needIDNA = true
@@ -109,8 +113,9 @@ func validHostname(d string) bool {
 	if len(d) > 253 || strings.Count(d, ".") < 1 {
 		return false
 	}
-	labels := strings.Split(d, ".")
-	for _, l := range labels {
+	var l string
+	for rest, more := d, true; more; {
+		l, rest, more = strings.Cut(rest, ".")
 		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
 			return false
 		}
@@ -121,6 +126,5 @@ func validHostname(d string) bool {
 			}
 		}
 	}
-	tld := labels[len(labels)-1]
-	return strings.Trim(tld, "0123456789") != ""
+	return strings.Trim(l, "0123456789") != "" // l is the top-level label
 }

@@ -50,6 +50,8 @@ func TestValidEmail(t *testing.T) {
 		strings.Repeat("a", 65) + "@example.com",
 		"a@" + strings.Repeat("b", 64) + ".com", // label over 63
 		"ada@xn--zz.com",                        // punycode that does not decode
+		"ada@Xn--zz.com",                        // the same in mixed case
+		"ada@xN--zz.com",                        //
 	}
 	for _, s := range valid {
 		if !ValidEmail(s) {
@@ -66,7 +68,7 @@ func TestValidEmail(t *testing.T) {
 func TestCanonicalEmail_SameAddressSameForm(t *testing.T) {
 	groups := [][]string{
 		{"Ada@Example.com", "ada@example.com", " ADA@EXAMPLE.COM "},
-		{"ada@bücher.de", "ADA@BÜCHER.DE", "ada@xn--bcher-kva.de"},
+		{"ada@bücher.de", "ADA@BÜCHER.DE", "ada@xn--bcher-kva.de", "ada@Xn--Bcher-kva.de"},
 	}
 	for _, g := range groups {
 		first, ok := CanonicalEmail(g[0])

@@ -110,12 +110,7 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
 	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record)
-	if err != nil {
-		s.logStoreError(ep, err)
-		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
-		return nil
-	}
-	s.replyStored(c, ep, res)
+	s.replyStored(c, ep, res, err)
 	return nil
 }
 
@@ -148,12 +143,7 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
 	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, key, bufs.record)
-	if err != nil {
-		s.logStoreError(ep, err)
-		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
-		return nil
-	}
-	s.replyStored(c, ep, res)
+	s.replyStored(c, ep, res, err)
 	return nil
 }
 
@@ -171,7 +161,13 @@ func checkIdempotencyKey(k string) string {
 	return ""
 }
 
-func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult) {
+// replyStored answers what the store decided, or 502 when it could not decide (err).
+func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult, err error) {
+	if err != nil {
+		s.logStoreError(ep, err)
+		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
+		return
+	}
 	switch res.outcome {
 	case duplicate:
 		s.reply(c, ep, resultDuplicate, fiber.StatusOK, bodyDuplicate)

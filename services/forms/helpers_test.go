@@ -66,6 +66,8 @@ type harness struct {
 type harnessOpts struct {
 	cfg     *config.Config
 	cluster *testredis.Cluster
+	// redis, when set, is shared with another harness: a second replica of the service.
+	redis *testredis.Server
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -76,9 +78,13 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h := &harness{t: t, src: &liveSource{}, reg: prometheus.NewRegistry()}
 	h.src.set(t, o.cfg)
 	rc := config.Redis{Timeout: config.Duration(time.Second)}
-	if o.cluster != nil {
+	switch {
+	case o.cluster != nil:
 		rc.Addrs, rc.Cluster = o.cluster.Addrs(), true
-	} else {
+	case o.redis != nil:
+		h.redis = o.redis
+		rc.URL = h.redis.URL()
+	default:
 		h.redis = testredis.Start(t)
 		rc.URL = h.redis.URL()
 	}

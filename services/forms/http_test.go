@@ -424,6 +424,20 @@ func TestForms_RateLimit_Returns429WithRetryAfter_PerEndpointAndClient(t *testin
 	h.post("/waitlist", `{"email":"w9@example.com","consent":true}`, "X-Forwarded-For", "10.9.9.9, 203.0.113.7").expect(t, 429, "error")
 }
 
+// The budget is per client across every replica: the counter lives in Redis, not in the process, so a
+// client that the load balancer spreads over two replicas gets the limit once, not twice.
+func TestForms_RateLimit_IsSharedAcrossReplicas(t *testing.T) {
+	cfg := testConfig()
+	cfg.Forms.RateLimitPerMinute = perMinute(3)
+	a := newHarness(t, harnessOpts{cfg: cfg})
+	b := newHarness(t, harnessOpts{cfg: cfg, redis: a.redis})
+	a.post("/waitlist", `{"email":"u1@example.com","consent":true}`).expect(t, 201, "created")
+	b.post("/waitlist", `{"email":"u2@example.com","consent":true}`).expect(t, 201, "created")
+	a.post("/waitlist", `{"email":"u3@example.com","consent":true}`).expect(t, 201, "created")
+	b.post("/waitlist", `{"email":"u4@example.com","consent":true}`).expect(t, 429, "error")
+	a.post("/waitlist", `{"email":"u5@example.com","consent":true}`).expect(t, 429, "error")
+}
+
 func TestForms_RateLimitZero_IsOff(t *testing.T) {
 	h := newHarness(t, harnessOpts{}) // testConfig: 0
 	for i := range 100 {

@@ -36,8 +36,6 @@ type Runner interface {
 type AppOptions struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
-	// TrustedProxies are believed when they send X-Forwarded-For (the ingress). Empty: none.
-	TrustedProxies []string
 	// BodyLimit is the largest request body the server reads at all (default 1 MiB). Endpoints with a
 	// smaller limit (the forms' 16 KB) enforce their own on the streamed body.
 	BodyLimit int
@@ -76,17 +74,19 @@ func NewApp(o AppOptions, services ...Service) *App {
 		}
 	}
 	a.App = fiber.New(fiber.Config{
-		DisableStartupMessage:   true,
-		BodyLimit:               o.BodyLimit,
-		StreamRequestBody:       true,
-		ReadTimeout:             o.ReadTimeout,
-		WriteTimeout:            o.ReadTimeout,
-		IdleTimeout:             60 * time.Second,
-		ReadBufferSize:          16 << 10, // room for large cookies; larger headers get 431
+		DisableStartupMessage: true,
+		BodyLimit:             o.BodyLimit,
+		StreamRequestBody:     true,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.ReadTimeout,
+		IdleTimeout:           60 * time.Second,
+		ReadBufferSize:        16 << 10, // room for large cookies; larger headers get 431
+		ErrorHandler:          a.handleError,
+
+		// Fiber believes no peer's X-Forwarded-* headers (c.IP, c.Protocol, c.Hostname). The client's
+		// address comes from ClientIP, which reads the live configuration's trustedProxies and takes the
+		// right-most untrusted hop; Fiber's c.IP would return the forgeable header as sent.
 		EnableTrustedProxyCheck: true,
-		TrustedProxies:          o.TrustedProxies,
-		ProxyHeader:             proxyHeader(o.TrustedProxies),
-		ErrorHandler:            a.handleError,
 
 		// fasthttp would otherwise parse a multipart body (spilling files to disk) before any handler or
 		// check runs, and answer a malformed one with 400 ahead of the forms' origin check;
@@ -116,13 +116,6 @@ func NewApp(o AppOptions, services ...Service) *App {
 		}
 	}
 	return a
-}
-
-func proxyHeader(trusted []string) string {
-	if len(trusted) == 0 {
-		return ""
-	}
-	return fiber.HeaderXForwardedFor
 }
 
 func (a *App) routeLabel(c *fiber.Ctx) (string, string) {

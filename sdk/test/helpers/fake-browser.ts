@@ -116,9 +116,9 @@ export interface Tab {
 const names = ['location', 'history', 'sessionStorage', 'localStorage', 'document', 'navigator', 'BroadcastChannel'] as const
 
 /**
- * Installs a fake browser window on globalThis. newTab() switches sessionStorage and document to a new
- * tab's (construct a client after it); localStorage, locks and the BroadcastChannel are shared by all
- * tabs, as in one browser profile. restore() closes every channel and removes the globals.
+ * Installs a fake browser window on globalThis. newTab() and duplicateTab() switch sessionStorage and
+ * document to a new tab's (construct a client after it); localStorage, locks and the BroadcastChannel are
+ * shared by all tabs, as in one browser profile. restore() closes every channel and removes the globals.
  */
 export function installBrowser(href = 'http://127.0.0.1:8080/demo/', opts: { locks?: boolean } = {}) {
   const g = globalThis as any
@@ -158,6 +158,12 @@ export function installBrowser(href = 'http://127.0.0.1:8080/demo/', opts: { loc
   define('navigator', opts.locks === false ? {} : { locks })
   define('BroadcastChannel', TrackedChannel)
   const first = newTab()
+  /** What a browser's "Duplicate tab" does: a new tab that starts with a copy of the tab's sessionStorage. */
+  const duplicateTab = (of: Tab = first): Tab => {
+    const tab = newTab()
+    for (const [k, v] of of.sessionStorage.items) tab.sessionStorage.setItem(k, v)
+    return tab
+  }
   return {
     location,
     localStorage,
@@ -165,6 +171,7 @@ export function installBrowser(href = 'http://127.0.0.1:8080/demo/', opts: { loc
     tabs,
     firstTab: first,
     newTab,
+    duplicateTab,
     /** Makes a tab current again (its sessionStorage and document), e.g. before constructing its client. */
     switchTo(tab: Tab) {
       define('sessionStorage', tab.sessionStorage)

@@ -83,8 +83,7 @@ describe('getAccessToken', () => {
     const a = w.client()
     await w.signIn(a)
     // a duplicated tab starts with a copy of sessionStorage: the same refresh token
-    const copy = w.browser.newTab()
-    for (const [k, v] of w.browser.firstTab.sessionStorage.items) copy.sessionStorage.setItem(k, v)
+    w.browser.duplicateTab()
     const b = w.client()
     const refreshedInB = vi.fn()
     b.on('tokenRefreshed', refreshedInB)
@@ -127,8 +126,7 @@ describe('getAccessToken', () => {
     w.provider.tokenDelay = 30
     const a = w.client()
     await w.signIn(a)
-    const copy = w.browser.newTab()
-    for (const [k, v] of w.browser.firstTab.sessionStorage.items) copy.sessionStorage.setItem(k, v)
+    w.browser.duplicateTab()
     vi.stubGlobal('BroadcastChannel', undefined) // b cannot hear a
     vi.stubGlobal('navigator', {})
     const b = w.client()

@@ -86,19 +86,7 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 			return r, nil
 		}
 	}
-	v, revoked, err := s.get(ctx, family, key(family, "code", rest))
-	switch {
-	case err != nil:
-		return nil, err
-	case v == "":
-		return nil, fosite.ErrNotFound
-	case v == used || revoked:
-		if v == used && !revoked {
-			s.onReplay("code")
-		}
-		return familyOnly(family), fosite.ErrInvalidatedAuthorizeCode
-	}
-	r, err := s.decode(ctx, v)
+	r, err := s.getSingleUse(ctx, family, key(family, "code", rest), "code", fosite.ErrInvalidatedAuthorizeCode)
 	if err == nil && m != nil {
 		m.mu.Lock()
 		m.codes[sig] = r
@@ -116,6 +104,25 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 		return fosite.ErrNotFound
 	}
 	return s.write(ctx, family, op{kind: "claim", key: key(family, "code", rest), ttl: ms(s.markerTTL())}, "code", "")
+}
+
+// getSingleUse reads the record of a code or a refresh token, which is used once. A used one, or any of
+// a revoked family, answers errUsed with a request carrying only the family ID, which makes fosite revoke
+// the family; presenting a used one again is a replay, reported as kind.
+func (s *Store) getSingleUse(ctx context.Context, family, k, kind string, errUsed error) (fosite.Requester, error) {
+	v, revoked, err := s.get(ctx, family, k)
+	switch {
+	case err != nil:
+		return nil, err
+	case v == "":
+		return nil, fosite.ErrNotFound
+	case v == used || revoked:
+		if v == used && !revoked {
+			s.onReplay(kind)
+		}
+		return familyOnly(family), errUsed
+	}
+	return s.decode(ctx, v)
 }
 
 // --- PKCE and OpenID Connect sessions (keyed like the code) ---
@@ -268,19 +275,7 @@ func (s *Store) GetRefreshTokenSession(ctx context.Context, sig string, _ fosite
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	v, revoked, err := s.get(ctx, family, key(family, "rt", rest))
-	switch {
-	case err != nil:
-		return nil, err
-	case v == "":
-		return nil, fosite.ErrNotFound
-	case v == used || revoked:
-		if v == used && !revoked {
-			s.onReplay("refresh")
-		}
-		return familyOnly(family), fosite.ErrInactiveToken
-	}
-	return s.decode(ctx, v)
+	return s.getSingleUse(ctx, family, key(family, "rt", rest), "refresh", fosite.ErrInactiveToken)
 }
 
 // DeleteRefreshTokenSession removes one refresh token.

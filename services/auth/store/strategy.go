@@ -45,6 +45,15 @@ func strip(token string) (string, string) {
 	return family, rest
 }
 
+// signature is "family~<the inner strategy's signature of the inner token>", or "" for a malformed token.
+func signature(ctx context.Context, token string, inner func(context.Context, string) string) string {
+	family, rest := strip(token)
+	if family == "" {
+		return ""
+	}
+	return family + "~" + inner(ctx, rest)
+}
+
 // GenerateAuthorizeCode issues a code of the request's family.
 func (s *Strategy) GenerateAuthorizeCode(ctx context.Context, r fosite.Requester) (string, string, error) {
 	tok, sig, err := s.JWT.GenerateAuthorizeCode(ctx, r)
@@ -53,11 +62,7 @@ func (s *Strategy) GenerateAuthorizeCode(ctx context.Context, r fosite.Requester
 
 // AuthorizeCodeSignature is "family~signature", or "" for a malformed code.
 func (s *Strategy) AuthorizeCodeSignature(ctx context.Context, token string) string {
-	family, rest := strip(token)
-	if family == "" {
-		return ""
-	}
-	return family + "~" + s.JWT.AuthorizeCodeSignature(ctx, rest)
+	return signature(ctx, token, s.JWT.AuthorizeCodeSignature)
 }
 
 // ValidateAuthorizeCode checks the HMAC and the expiry.
@@ -74,11 +79,7 @@ func (s *Strategy) GenerateRefreshToken(ctx context.Context, r fosite.Requester)
 
 // RefreshTokenSignature is "family~signature", or "" for a malformed token.
 func (s *Strategy) RefreshTokenSignature(ctx context.Context, token string) string {
-	family, rest := strip(token)
-	if family == "" {
-		return ""
-	}
-	return family + "~" + s.JWT.RefreshTokenSignature(ctx, rest)
+	return signature(ctx, token, s.JWT.RefreshTokenSignature)
 }
 
 // ValidateRefreshToken checks the HMAC and the expiry.

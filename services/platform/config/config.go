@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -126,6 +127,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("allowedOrigins: %w", err))
 		}
 	}
+	for _, p := range c.TrustedProxies {
+		if !validProxy(p) {
+			errs = append(errs, fmt.Errorf("trustedProxies: %q is not an IP address or CIDR", p))
+		}
+	}
 	if c.Redis.URL != "" && len(c.Redis.Addrs) > 0 {
 		errs = append(errs, errors.New("redis: set url or addrs, not both"))
 	}
@@ -133,6 +139,17 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Health.validate()...)
 	return errors.Join(errs...)
+}
+
+// validProxy accepts what platform.ParseProxyTrust reads: an address or a CIDR. An entry it would skip
+// must fail here, or the ingress would silently go untrusted and every client share its rate limit.
+func validProxy(s string) bool {
+	s = strings.TrimSpace(s)
+	if _, err := netip.ParsePrefix(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
 
 func splitList(s string) []string {

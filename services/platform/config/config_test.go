@@ -95,3 +95,30 @@ func TestMergeDevFixtures_AddsWithoutRemoving(t *testing.T) {
 		t.Errorf("publicURL = %q", c.PublicURL)
 	}
 }
+
+// platform.ParseProxyTrust skips an entry it cannot read; such an entry must stop the configuration
+// instead, or the ingress silently goes untrusted and all its clients share one rate limit.
+func TestValidate_TrustedProxiesMustBeAddressesOrCIDRs(t *testing.T) {
+	good := &Config{TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1", " 172.16.0.0/12 "}}
+	good.ApplyDefaults()
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid proxies refused: %v", err)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "10.0.0", "ingress.example", "10.0.0.0/8,10.1.0.0/16", ""} {
+		c := &Config{TrustedProxies: []string{bad}}
+		c.ApplyDefaults()
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "trustedProxies") {
+			t.Errorf("trustedProxies %q: %v, want an error naming trustedProxies", bad, err)
+		}
+	}
+}
+
+// The dev server turns rate limiting off unless the developer's file configures it.
+func TestMergeDevFixtures_KeepsAConfiguredRateLimit(t *testing.T) {
+	five := 5
+	c := &Config{Forms: Forms{RateLimitPerMinute: &five}}
+	MergeDevFixtures(c, "http://127.0.0.1:8080")
+	if got := c.Forms.RateLimit(); got != 5 {
+		t.Errorf("configured rate limit 5 became %d", got)
+	}
+}

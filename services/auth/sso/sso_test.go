@@ -1,0 +1,112 @@
+package sso_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/auth/sso"
+)
+
+// start returns a Store on a new redis-server, and a session created on it for user-1.
+func start(t *testing.T, ttl time.Duration) (*sso.Store, string, *redis.Client, *testredis.Server) {
+	t.Helper()
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	s := sso.New(rdb)
+	token, err := s.Create(context.Background(), "user-1", time.Unix(1_700_000_000, 0), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, token, rdb, srv
+}
+
+// A dump of Redis yields no usable cookie: neither the keys nor the values hold the cookie's value, and
+// what they do hold does not work as a cookie.
+func TestCreate_RedisHoldsOnlyTheCookiesHash(t *testing.T) {
+	s, token, rdb, _ := start(t, time.Hour)
+	ctx := context.Background()
+	if len(token) != 43 { // 256 random bits, base64url
+		t.Fatalf("cookie value %q: want 43 characters", token)
+	}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %v, %v: want one", keys, err)
+	}
+	v, _ := rdb.Get(ctx, keys[0]).Result()
+	if strings.Contains(keys[0], token) || strings.Contains(v, token) {
+		t.Fatalf("Redis holds the cookie value: %s = %s", keys[0], v)
+	}
+	stored := strings.TrimSuffix(strings.TrimPrefix(keys[0], "auth:sso:{"), "}")
+	if got, err := s.Get(ctx, stored); err != nil || got != nil {
+		t.Fatalf("what Redis holds worked as a cookie: %+v, %v", got, err)
+	}
+	got, err := s.Get(ctx, token)
+	if err != nil || got == nil || got.UserID != "user-1" || !got.AuthTime.Equal(time.Unix(1_700_000_000, 0)) {
+		t.Fatalf("Get: %+v, %v", got, err)
+	}
+}
+
+// A session ends with its lifetime in Redis too, not only in the browser's cookie: a copied cookie stops
+// working.
+func TestSession_EndsWithItsLifetime(t *testing.T) {
+	s, token, _, _ := start(t, 500*time.Millisecond)
+	ctx := context.Background()
+	if got, _ := s.Get(ctx, token); got == nil {
+		t.Fatal("a fresh session is missing")
+	}
+	time.Sleep(700 * time.Millisecond)
+	if got, err := s.Get(ctx, token); err != nil || got != nil {
+		t.Fatalf("after its lifetime: %+v, %v", got, err)
+	}
+}
+
+func TestDelete_EndsTheSession(t *testing.T) {
+	s, token, _, _ := start(t, time.Hour)
+	ctx := context.Background()
+	if err := s.Delete(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, token); err != nil || got != nil {
+		t.Fatalf("after Delete: %+v, %v", got, err)
+	}
+}
+
+// A cookie that names no session (empty, oversized, unknown, or a garbled record) is simply no session.
+func TestGet_NoSession(t *testing.T) {
+	s, token, rdb, _ := start(t, time.Hour)
+	ctx := context.Background()
+	keys, _ := rdb.Keys(ctx, "auth:sso:*").Result()
+	if len(keys) != 1 {
+		t.Fatalf("keys %v", keys)
+	}
+	rdb.Set(ctx, keys[0], "garbled", time.Hour)
+	for _, cookie := range []string{"", strings.Repeat("a", 129), "unknown", token} {
+		if got, err := s.Get(ctx, cookie); err != nil || got != nil {
+			t.Errorf("cookie %.20q: %+v, %v", cookie, got, err)
+		}
+	}
+}
+
+// A store that cannot answer is ErrUnavailable (the page answers 503), never "no session" (which would
+// ask a signed-in user to sign in again) and never a bare error.
+func TestStoreDown_ErrUnavailable(t *testing.T) {
+	s, token, _, srv := start(t, time.Hour)
+	ctx := context.Background()
+	srv.Stop()
+	if _, err := s.Get(ctx, token); !errors.Is(err, sso.ErrUnavailable) {
+		t.Errorf("Get: %v", err)
+	}
+	if _, err := s.Create(ctx, "user-1", time.Now(), time.Hour); !errors.Is(err, sso.ErrUnavailable) {
+		t.Errorf("Create: %v", err)
+	}
+	if err := s.Delete(ctx, token); !errors.Is(err, sso.ErrUnavailable) {
+		t.Errorf("Delete: %v", err)
+	}
+}
