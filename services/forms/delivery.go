@@ -13,6 +13,8 @@ import (
 
 	"github.com/formsservice/formsservice/services/forms/notify"
 	"github.com/formsservice/formsservice/services/platform/config"
+
+	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Delivery of contact messages. Every replica runs a worker; they share the consumer group deliveryGroup
@@ -267,16 +269,16 @@ func decodeStored(msg redis.XMessage) (notify.Message, bool) {
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Email == "" {
 		return notify.Message{}, false
 	}
-	email := rec.Email
-	if ascii, ok := asciiEmail(email); ok {
-		email = ascii // a mail header wants the ASCII domain
+	addr := rec.Email
+	if ascii, ok := email.ASCII(addr); ok {
+		addr = ascii // a mail header wants the ASCII domain
 	}
 	received := rec.ReceivedAt
 	if received.IsZero() {
 		received = streamTime(msg.ID)
 	}
 	return notify.Message{
-		ID: msg.ID, ReceivedAt: received, Name: rec.Name, Email: email, Organization: rec.Organization,
+		ID: msg.ID, ReceivedAt: received, Name: rec.Name, Email: addr, Organization: rec.Organization,
 		Topic: rec.Topic, Text: rec.Message, Origin: rec.Origin,
 	}, true
 }

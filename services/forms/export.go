@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Export formats.
@@ -122,7 +124,7 @@ type ForgetReport struct {
 // Forget erases an address (compared in its canonical form) from the waitlist and every stored contact
 // message, including messages still waiting for delivery. It is idempotent.
 func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
-	canonical, ok := CanonicalEmail(address)
+	canonical, ok := email.Canonical(address)
 	if !ok {
 		return ForgetReport{}, fmt.Errorf("%q is not a valid e-mail address", address)
 	}
@@ -137,7 +139,7 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 	rep.WaitlistEntries = int(n)
 
 	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec contactRecord) error {
-		if c, ok := CanonicalEmail(rec.Email); ok && c == canonical {
+		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
 			rep.ContactMessages = append(rep.ContactMessages, msg.ID)
 		}
 		return nil

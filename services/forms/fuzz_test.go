@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // The seed corpus lives in testdata/fuzz/<target>/ (checked in); `go test` runs it as regular tests,
@@ -46,7 +48,7 @@ func FuzzDecodeContact(f *testing.F) {
 		}
 		if n := runes(c.Name); n < 1 || n > MaxName || runes(c.Organization) > MaxOrganization ||
 			runes(c.Message) < MinMessage || runes(c.Message) > MaxMessage || !topics[c.Topic] ||
-			runes(c.Email) > MaxEmail || !ValidEmail(c.Email) {
+			runes(c.Email) > MaxEmail || !email.Valid(c.Email) {
 			t.Fatalf("accepted %+v", c)
 		}
 		// ...is stored as a record that reads back the same...
@@ -76,10 +78,10 @@ func FuzzDecodeWaitlist(f *testing.F) {
 		}
 		canonicalSizes := slices.Collect(maps.Values(sizes))
 		if runes(w.Name) > MaxName || runes(w.Association) > MaxAssociation || runes(w.Email) > MaxEmail ||
-			!ValidEmail(w.Email) || (w.Role != "" && !roles[w.Role]) || (w.Size != "" && !slices.Contains(canonicalSizes, w.Size)) {
+			!email.Valid(w.Email) || (w.Role != "" && !roles[w.Role]) || (w.Size != "" && !slices.Contains(canonicalSizes, w.Size)) {
 			t.Fatalf("accepted %+v", w)
 		}
-		if _, ok := CanonicalEmail(w.Email); !ok {
+		if _, ok := email.Canonical(w.Email); !ok {
 			t.Fatalf("accepted address %q has no canonical form", w.Email)
 		}
 		var rec waitlistRecord

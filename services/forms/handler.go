@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Answers with a fixed body are encoded once.
@@ -104,7 +105,7 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 		s.replyInvalid(c, ep, resultInvalid, errs)
 		return nil
 	}
-	canonical, _ := CanonicalEmail(entry.Email)
+	canonical, _ := email.Canonical(entry.Email)
 	now := s.now().UTC()
 	bufs.record = appendWaitlistRecord(bufs.record[:0], waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)

@@ -3,6 +3,8 @@ package forms
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Field limits from the spec (section 8), counted in Unicode code points after trimming.
@@ -216,7 +218,7 @@ func (f *fields) email(name string) string {
 		f.fail(name, CodeRequired)
 	case utf8.RuneCountInString(s) > MaxEmail:
 		f.fail(name, CodeTooLong)
-	case !ValidEmail(s):
+	case !email.Valid(s):
 		f.fail(name, CodeInvalidEmail)
 	default:
 		return s

@@ -13,10 +13,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Errors callers tell apart.
@@ -62,27 +63,15 @@ func emailKey(email string) string { return "auth:email:{" + email + "}" }
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
-// NormalizeEmail trims and lower-cases an address and checks its shape: no display name or spaces, a
-// local part of at most 64 and a whole of at most 254 characters, and a domain with a dot.
+// MaxEmailLen is the longest address (RFC 5321's path limit less the angle brackets).
+const MaxEmailLen = 254
+
+// NormalizeEmail gives the canonical form of an address under the platform's one e-mail rule (the same
+// the forms apply): trimmed, lower case, an internationalised domain in its ASCII form, so that
+// a@bücher.de and a@xn--bcher-kva.de are one account.
 func NormalizeEmail(s string) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(s))
-	if e == "" || len(e) > 254 || !utf8.ValidString(e) {
-		return "", ErrInvalidEmail
-	}
-	at := strings.LastIndexByte(e, '@')
-	if at < 1 || at > 64 || at == len(e)-1 {
-		return "", ErrInvalidEmail
-	}
-	domain := e[at+1:]
-	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
-		return "", ErrInvalidEmail
-	}
-	for _, r := range e {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '<' || r == '>' || r == '"' || r == ',' {
-			return "", ErrInvalidEmail
-		}
-	}
-	if strings.Count(e, "@") != 1 {
+	e, ok := email.Canonical(s)
+	if !ok || utf8.RuneCountInString(e) > MaxEmailLen {
 		return "", ErrInvalidEmail
 	}
 	return e, nil

@@ -134,7 +134,7 @@ func TestCreate_OrphanedEmailIndex_TakenOver(t *testing.T) {
 func TestCreate_Validation(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	for _, email := range []string{"", "plain", "a@b", "a b@example.com", "<a@example.com>", "a@@example.com", strings.Repeat("a", 65) + "@example.com", "a@example..com"} {
+	for _, email := range []string{"", "plain", "a@b", "a b@example.com", "<a@example.com>", "a@@example.com", strings.Repeat("a", 65) + "@example.com", "a@example..com", "a..b@example.com", ".a@example.com"} {
 		if _, err := s.Create(ctx, email, "", "a long password"); !errors.Is(err, users.ErrInvalidEmail) {
 			t.Errorf("%q: %v, want ErrInvalidEmail", email, err)
 		}
@@ -143,6 +143,22 @@ func TestCreate_Validation(t *testing.T) {
 		if _, err := s.Create(ctx, "ada@example.com", "", pw); !errors.Is(err, users.ErrWeakPassword) {
 			t.Errorf("password of %d: %v, want ErrWeakPassword", len(pw), err)
 		}
+	}
+}
+
+// The account store and the waitlist share one address rule: an internationalised domain and its ASCII
+// spelling are the same account.
+func TestCreate_IDNAndASCIISpellingsAreOneAccount(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, "Zoe@Bücher.de", "", "a long password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "zoe@xn--bcher-kva.de", "", "a long password"); !errors.Is(err, users.ErrEmailTaken) {
+		t.Fatalf("second spelling of one address: %v, want ErrEmailTaken", err)
+	}
+	if _, err := s.ByEmail(ctx, "ZOE@xn--bcher-kva.de"); err != nil {
+		t.Fatalf("sign-in spelling: %v", err)
 	}
 }
 

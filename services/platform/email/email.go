@@ -1,4 +1,7 @@
-package forms
+// Package email is the one e-mail address rule of the platform (DESIGN.md): what a form accepts and the
+// canonical form that uniqueness, sign-in and erasure compare. Forms and auth both use it, so that an
+// address means the same thing to the waitlist and to the account store.
+package email
 
 import (
 	"strings"
@@ -6,27 +9,27 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// MaxEmailLocal is the longest local part (RFC 5321 section 4.5.3.1.1).
-const MaxEmailLocal = 64
+// MaxLocal is the longest local part (RFC 5321 section 4.5.3.1.1).
+const MaxLocal = 64
 
 // emailDomains validates and converts internationalised domains to their ASCII (punycode) form, with
 // the checks a mail system applies: letters, digits and hyphens per label, DNS lengths, bidi rules.
 var emailDomains = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNSLength(true),
 	idna.StrictDomainName(true), idna.ValidateLabels(true), idna.CheckHyphens(true), idna.CheckJoiners(true))
 
-// ValidEmail reports whether s is an address a person can type into a form and receive mail at: a bare
+// Valid reports whether s is an address a person can type into a form and receive mail at: a bare
 // addr-spec (no display name, no comments, no quoted local part, no IP literal), no spaces, a dot-atom
 // local part of at most 64 characters, and a domain with at least two labels whose last is not all
 // digits. Internationalised domains are allowed. The caller checks the 254-character limit.
-func ValidEmail(s string) bool {
+func Valid(s string) bool {
 	_, ok := asciiEmail(s)
 	return ok
 }
 
-// CanonicalEmail is the form two spellings of one address share: lower case, with an internationalised
+// Canonical is the form two spellings of one address share: lower case, with an internationalised
 // domain in its ASCII form. Waitlist uniqueness and erasure requests compare it. ok is false for an
 // invalid address.
-func CanonicalEmail(s string) (string, bool) {
+func Canonical(s string) (string, bool) {
 	return asciiEmail(strings.ToLower(strings.TrimSpace(s)))
 }
 
@@ -51,7 +54,7 @@ func asciiEmail(s string) (string, bool) {
 
 // validLocal accepts RFC 5322 dot-atom text: atext characters separated by single dots.
 func validLocal(local string) bool {
-	if len(local) == 0 || len(local) > MaxEmailLocal || local[0] == '.' || local[len(local)-1] == '.' {
+	if len(local) == 0 || len(local) > MaxLocal || local[0] == '.' || local[len(local)-1] == '.' {
 		return false
 	}
 	prevDot := false
@@ -82,7 +85,7 @@ func isAtext(c byte) bool {
 
 // asciiDomain returns the domain in ASCII, or false when it is not a host name one can send mail to.
 // Plain ASCII names take a fast path; anything else (including punycode labels in any case, which must
-// decode) goes through IDNA. The case matters: CanonicalEmail lower-cases first, so a label such as
+// decode) goes through IDNA. The case matters: Canonical lower-cases first, so a label such as
 // "Xn--zz" that skipped IDNA here would be refused there, and the waitlist would have no key for it.
 func asciiDomain(d string) (string, bool) {
 	if len(d) == 0 || len(d) > 253*4 {
@@ -128,3 +131,7 @@ func validHostname(d string) bool {
 	}
 	return strings.Trim(l, "0123456789") != "" // l is the top-level label
 }
+
+// ASCII is s with an internationalised domain in its ASCII form and the case kept, as a mail header wants
+// it. ok is false for an invalid address.
+func ASCII(s string) (string, bool) { return asciiEmail(s) }

@@ -1,11 +1,11 @@
-package forms
+package email
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestValidEmail(t *testing.T) {
+func TestValid(t *testing.T) {
 	valid := []string{
 		"ada@example.com",
 		"Ada.Lovelace@Example.COM",
@@ -54,30 +54,30 @@ func TestValidEmail(t *testing.T) {
 		"ada@xN--zz.com",                        //
 	}
 	for _, s := range valid {
-		if !ValidEmail(s) {
-			t.Errorf("ValidEmail(%q) = false, want true", s)
+		if !Valid(s) {
+			t.Errorf("Valid(%q) = false, want true", s)
 		}
 	}
 	for _, s := range invalid {
-		if ValidEmail(s) {
-			t.Errorf("ValidEmail(%q) = true, want false", s)
+		if Valid(s) {
+			t.Errorf("Valid(%q) = true, want false", s)
 		}
 	}
 }
 
-func TestCanonicalEmail_SameAddressSameForm(t *testing.T) {
+func TestCanonical_SameAddressSameForm(t *testing.T) {
 	groups := [][]string{
 		{"Ada@Example.com", "ada@example.com", " ADA@EXAMPLE.COM "},
 		{"ada@bücher.de", "ADA@BÜCHER.DE", "ada@xn--bcher-kva.de", "ada@Xn--Bcher-kva.de"},
 	}
 	for _, g := range groups {
-		first, ok := CanonicalEmail(g[0])
+		first, ok := Canonical(g[0])
 		if !ok {
-			t.Fatalf("CanonicalEmail(%q) invalid", g[0])
+			t.Fatalf("Canonical(%q) invalid", g[0])
 		}
 		for _, s := range g[1:] {
-			if c, _ := CanonicalEmail(s); c != first {
-				t.Errorf("CanonicalEmail(%q) = %q, want %q", s, c, first)
+			if c, _ := Canonical(s); c != first {
+				t.Errorf("Canonical(%q) = %q, want %q", s, c, first)
 			}
 		}
 	}
