@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,45 +21,23 @@ import (
 )
 
 // maxBody bounds every request body the auth endpoints read: sign-in forms and token requests are small.
+// The platform enforces it before any handler runs (BodyLimit).
 const maxBody = 64 << 10
+
+// BodyLimit tells the platform the largest body an auth endpoint accepts.
+func (s *Service) BodyLimit() int { return maxBody }
 
 type ipKey struct{}
 
-// handle mounts a net/http handler (what fosite speaks) in Fiber: the body is bounded first, and the
-// client address (X-Forwarded-For believed only from the configured proxies, and only its right-most
-// untrusted hop, which a client cannot forge) travels in the request context.
+// handle mounts a net/http handler (what fosite speaks) in Fiber. The platform has already bounded the
+// body (BodyLimit); the client address (X-Forwarded-For believed only from the configured proxies, and
+// only its right-most untrusted hop, which a client cannot forge) travels in the request context.
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 	ah := adaptor.HTTPHandlerFunc(h)
 	return func(c *fiber.Ctx) error {
-		if err := limitBody(c, maxBody); err != nil {
-			return err
-		}
 		c.Locals(ipKey{}, platform.ClientIP(c, s.rt().proxies).String())
 		return ah(c)
 	}
-}
-
-// limitBody refuses a declared body over max with 413 and reads a chunked one up to max.
-func limitBody(c *fiber.Ctx, max int) error {
-	n := c.Request().Header.ContentLength()
-	if n > max {
-		return fiber.ErrRequestEntityTooLarge
-	}
-	if n == -1 { // chunked: read it here, bounded, before anything else does
-		if stream := c.Context().RequestBodyStream(); stream != nil {
-			b, err := io.ReadAll(io.LimitReader(stream, int64(max)+1))
-			if err != nil {
-				return fiber.ErrBadRequest
-			}
-			if len(b) > max {
-				return fiber.ErrRequestEntityTooLarge
-			}
-			c.Request().SetBody(b)
-		} else if len(c.Request().Body()) > max { // the platform already read it, bounded by its own limit
-			return fiber.ErrRequestEntityTooLarge
-		}
-	}
-	return nil
 }
 
 func clientIP(r *http.Request) string {

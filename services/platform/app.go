@@ -51,6 +51,7 @@ type App struct {
 	draining atomic.Bool
 	owners   map[string]string // "METHOD path" -> service name, written once at start-up
 	streamed map[string]bool   // paths whose service reads the body itself (BodyStreamer)
+	limits   map[string]int    // paths whose service wants a smaller body limit (BodyLimiter)
 }
 
 // NewApp builds the app and mounts services in order. In production one process serves one service; the
@@ -65,7 +66,8 @@ func NewApp(o AppOptions, services ...Service) *App {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	a := &App{log: o.Logger, services: services, owners: map[string]string{}, streamed: map[string]bool{}}
+	a := &App{log: o.Logger, services: services, owners: map[string]string{}, streamed: map[string]bool{},
+		limits: map[string]int{}}
 	for _, s := range services {
 		if bs, ok := s.(BodyStreamer); ok {
 			for _, p := range bs.StreamedPaths() {
@@ -115,6 +117,7 @@ func NewApp(o AppOptions, services ...Service) *App {
 			}
 		}
 	}
+	a.setPathLimits(services)
 	return a
 }
 

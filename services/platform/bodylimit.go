@@ -14,6 +14,33 @@ type BodyStreamer interface {
 	StreamedPaths() []string
 }
 
+// BodyLimiter is a Service whose request bodies are all smaller than the server's limit (auth's forms
+// and token requests: 64 KB). The platform enforces it on the service's static paths, with the same
+// JSON 413 and closed connection as the server limit.
+type BodyLimiter interface {
+	BodyLimit() int
+}
+
+// setPathLimits records each BodyLimiter's limit for the paths its routes were mounted at. Paths with
+// parameters cannot be matched before routing and keep the server limit.
+func (a *App) setPathLimits(services []Service) {
+	byName := map[string]Service{}
+	for _, s := range services {
+		byName[s.Name()] = s
+	}
+	for key, owner := range a.owners {
+		bl, ok := byName[owner].(BodyLimiter)
+		if !ok {
+			continue
+		}
+		_, path, _ := strings.Cut(key, " ")
+		p := streamedKey(path)
+		if n, seen := a.limits[p]; !seen || bl.BodyLimit() < n {
+			a.limits[p] = bl.BodyLimit()
+		}
+	}
+}
+
 // streamedKey normalises a path the way Fiber's default (case-insensitive, non-strict) routing matches.
 func streamedKey(path string) string {
 	if len(path) > 1 {
@@ -26,10 +53,15 @@ func streamedKey(path string) string {
 // body streaming on (which the forms need), fasthttp does not enforce BodyLimit itself, and c.Body()
 // would buffer whatever a client sends. A body that is refused or unreadable also closes the
 // connection, so that its unread tail is never parsed as the next request.
-func (a *App) boundBody(limit int) fiber.Handler {
+func (a *App) boundBody(serverLimit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if a.streamed[streamedKey(c.Path())] {
+		key := streamedKey(c.Path())
+		if a.streamed[key] {
 			return c.Next()
+		}
+		limit, ok := a.limits[key]
+		if !ok {
+			limit = serverLimit
 		}
 		req := c.Request()
 		if req.Header.ContentLength() > limit {

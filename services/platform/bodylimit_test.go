@@ -146,3 +146,41 @@ func TestServe_CancelledBeforeStart_Returns(t *testing.T) {
 		t.Fatal("Serve did not return after an early cancel")
 	}
 }
+
+// smallBodyService wants bodies of at most 100 bytes on its paths.
+type smallBodyService struct{}
+
+func (smallBodyService) Name() string                { return "small" }
+func (smallBodyService) Ready(context.Context) error { return nil }
+func (smallBodyService) BodyLimit() int              { return 100 }
+func (smallBodyService) Routes(r fiber.Router) {
+	r.Post("/small", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) })
+}
+
+func TestBoundBody_ServiceLimitAppliesToItsPathsOnly(t *testing.T) {
+	app := NewApp(AppOptions{Logger: quietLogger(), BodyLimit: 1024}, bodyService{}, smallBodyService{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = app.Serve(ctx, ServeOptions{Listener: ln}); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := ln.Addr().String()
+
+	payload := strings.Repeat("x", 200)
+	for name, req := range map[string]string{
+		"declared": "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n" + payload,
+		"chunked":  "POST /Small/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nc8\r\n" + payload + "\r\n0\r\n\r\n",
+	} {
+		resps := rawExchange(t, addr, req)
+		if len(resps) != 1 || resps[0].StatusCode != 413 || !resps[0].Close {
+			t.Errorf("%s: 200 bytes to a 100-byte service: %d responses, want one 413 closing the connection", name, len(resps))
+		}
+	}
+	resps := rawExchange(t, addr, "POST /len HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\nConnection: close\r\n\r\n"+payload)
+	if len(resps) != 1 || body(resps[0]) != "200" {
+		t.Error("another service's path took the small limit")
+	}
+}
