@@ -86,7 +86,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("users "+sub, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	configPath := fs.String("config", firstNonEmpty(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG")), "configuration file (YAML)")
+	configPath := fs.String("config", defaultConfigPath(env), "configuration file (YAML)")
 	email := fs.String("email", "", "e-mail address of the account")
 	name := fs.String("name", "", "display name (create)")
 	asJSON := fs.Bool("json", false, "print JSON lines (list)")
@@ -96,20 +96,12 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		}
 		return err
 	}
-	cfg, err := config.Load(*configPath, env.getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.Redis.Empty() {
-		return errors.New("no store configured: set redis in the configuration or REDIS_URL")
-	}
-	rdb, err := platform.NewRedis(cfg.Redis, env.getenv)
+	cfg, rdb, err := toolStore(*configPath, env)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	ph := cfg.Auth.PasswordHash
-	us := users.NewStore(rdb, users.NewHasher(users.Params{MemoryKiB: ph.MemoryKiB, Iterations: ph.Iterations, Parallelism: ph.Parallelism}, 1))
+	us := users.NewStore(rdb, users.NewHasher(users.ParamsFrom(cfg.Auth.PasswordHash), 1))
 	needEmail := func() error {
 		if *email == "" {
 			return fmt.Errorf("users %s: -email is required", sub)

@@ -50,7 +50,7 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprintf(env.stderr, "--format %q: want csv or jsonl\n", *format)
 		return errUsage
 	}
-	rdb, err := toolRedis(*configPath, env)
+	_, rdb, err := toolStore(*configPath, env)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func cmdForget(ctx context.Context, env *environment, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	rdb, err := toolRedis(*configPath, env)
+	_, rdb, err := toolStore(*configPath, env)
 	if err != nil {
 		return err
 	}
@@ -144,15 +144,16 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// toolRedis connects a one-shot tool to the store the services use. There is no embedded store here:
+// toolStore connects a one-shot tool to the store the services use. There is no embedded store here:
 // exporting the dev server's in-memory data would export nothing.
-func toolRedis(configPath string, env *environment) (redis.UniversalClient, error) {
+func toolStore(configPath string, env *environment) (*config.Config, redis.UniversalClient, error) {
 	cfg, err := config.Load(configPath, env.getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Redis.Empty() {
-		return nil, errors.New("no store configured: set redis in the configuration (-config) or REDIS_URL")
+		return nil, nil, errors.New("no store configured: set redis in the configuration (-config) or REDIS_URL")
 	}
-	return platform.NewRedis(cfg.Redis, env.getenv)
+	rdb, err := platform.NewRedis(cfg.Redis, env.getenv)
+	return cfg, rdb, err
 }

@@ -102,7 +102,7 @@ func New(o Options) (*Service, error) {
 	}
 	cfg := o.Config.Current()
 	ph := cfg.Auth.PasswordHash
-	hasher := users.NewHasher(users.Params{MemoryKiB: ph.MemoryKiB, Iterations: ph.Iterations, Parallelism: ph.Parallelism}, ph.Concurrency)
+	hasher := users.NewHasher(users.ParamsFrom(ph), ph.Concurrency)
 	s := &Service{
 		cfg:      o.Config,
 		rdb:      o.Redis,

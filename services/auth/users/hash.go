@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Params are argon2id parameters. The defaults are OWASP's minimum: 19 MiB, 2 passes, 1 lane.
@@ -19,6 +21,11 @@ type Params struct {
 	MemoryKiB   uint32
 	Iterations  uint32
 	Parallelism uint8
+}
+
+// ParamsFrom takes the configured parameters (config.PasswordHash, defaulted to OWASP's minimum there).
+func ParamsFrom(ph config.PasswordHash) Params {
+	return Params{MemoryKiB: ph.MemoryKiB, Iterations: ph.Iterations, Parallelism: ph.Parallelism}
 }
 
 // DefaultParams is OWASP's minimum recommendation for argon2id.
