@@ -340,11 +340,13 @@ func (r *FormsServiceReconciler) formsServicesForSecret(ctx context.Context, o c
 func CacheOptions(namespaces ...string) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})}
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:     owned,
-		&corev1.Service{}:       owned,
-		&appsv1.Deployment{}:    owned,
-		&appsv1.StatefulSet{}:   owned,
-		&networkingv1.Ingress{}: owned,
+		&corev1.ConfigMap{}:             owned,
+		&corev1.Service{}:               owned,
+		&appsv1.Deployment{}:            owned,
+		&appsv1.StatefulSet{}:           owned,
+		&networkingv1.Ingress{}:         owned,
+		&networkingv1.NetworkPolicy{}:   owned,
+		&policyv1.PodDisruptionBudget{}: owned,
 	}}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -18,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,39 +27,10 @@ import (
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
-
-// buildFormsservice builds the services' binary (the one the image runs) into a temporary folder.
-func buildFormsservice(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "formsservice")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/formsservice")
-	cmd.Dir = cluster.Root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/formsservice: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// lockedBuffer collects a process's output for the failure message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The whole platform: the operator renders the configuration from a FormsService; the real forms, auth
 // and health processes start with exactly that configuration (two mechanical substitutions, below) and a
@@ -69,7 +38,7 @@ func (l *lockedBuffer) String() string {
 // processes through the kubelet's way of updating a mounted ConfigMap, without a restart.
 func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	ctx := context.Background()
-	bin := buildFormsservice(t)
+	bin := testproc.Build(t, "./cmd/formsservice")
 
 	// A real Redis with a password, as an external Redis of the FormsService.
 	rs := testredis.Start(t)
@@ -147,30 +116,16 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	}
 
 	dirs := map[string]string{}
-	procs := map[string]*exec.Cmd{}
-	logs := map[string]*lockedBuffer{}
+	procs := map[string]*testproc.Process{}
 	for _, c := range render.Components {
 		dirs[c] = t.TempDir()
 		kubeletWrite(t, dirs[c], localize(rendered.Data[c+".yaml"]))
-		logs[c] = &lockedBuffer{}
 		cmd := exec.Command(bin, c, "-config", filepath.Join(dirs[c], "config.yaml"), "-addr", fmt.Sprintf("127.0.0.1:%d", ports[c]))
-		cmd.Stdout, cmd.Stderr = logs[c], logs[c]
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // nothing from the environment: the file is the configuration
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[c] = cmd
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		procs[c] = testproc.StartCmd(t, cmd)
 	}
-	defer func() {
-		if t.Failed() {
-			for c, l := range logs {
-				t.Logf("--- %s logs:\n%s", c, tail(l.String(), 3000))
-			}
-		}
-	}()
 	for _, c := range render.Components {
-		waitReady(t, base(c), procs[c])
+		procs[c].WaitReady(t, base(c)+"/readyz", 30*time.Second)
 	}
 
 	// forms: the spec's responses.
@@ -239,7 +194,7 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	// An edit of the resource reaches the running processes, without a restart.
 	pids := map[string]int{}
 	for c, p := range procs {
-		pids[c] = p.Process.Pid
+		pids[c] = p.Pid()
 	}
 	const shopOrigin, shopRedirect = "https://shop.example.org", "https://shop.example.org/cb"
 	if res := post(t, forms+"/waitlist", shopOrigin, `{"email":"x@example.com","consent":true}`); res.status != 403 {
@@ -266,7 +221,7 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 		return nil
 	})
 	for c, p := range procs {
-		if p.Process.Pid != pids[c] || p.ProcessState != nil {
+		if exited, _ := p.Exited(); exited || p.Pid() != pids[c] {
 			t.Errorf("%s restarted or exited", c)
 		}
 	}
@@ -302,21 +257,6 @@ func writeSecret(t *testing.T, dir, name string, data map[string][]byte) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func waitReady(t *testing.T, base string, p *exec.Cmd) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if res, err := http.Get(base + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s (%s) not ready within 30s", base, p.Args[1])
 }
 
 type httpResult struct {

@@ -20,6 +20,7 @@ import (
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/testcluster"
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 // The suite runs one real kube-apiserver and etcd and one operator manager for every test. The operator
@@ -89,6 +90,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	testproc.RemoveBuilds()
 	cancel()
 	if err := <-done; err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,35 +22,8 @@ import (
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/testcluster"
+	"github.com/formsservice/formsservice/internal/testproc"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer that the manager's logger and the test may use at the same time.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
@@ -126,7 +96,7 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 	sa := "system:serviceaccount:formsservice-system:" + dep.Spec.Template.Spec.ServiceAccountName
 	asOperator := rest.CopyConfig(cluster.Config)
 	asOperator.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
-	probes, metrics := freeAddr(t), freeAddr(t)
+	probes, metrics := testproc.Addr(t), testproc.Addr(t)
 	args := []string{"--leader-election-namespace=formsservice-system"}
 	for _, a := range ct.Args {
 		switch {
@@ -137,7 +107,7 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 		}
 		args = append(args, a)
 	}
-	logs := &syncBuffer{}
+	logs := &testproc.Buffer{}
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- run(mctx, args, func(k string) string { return env[k] }, logs, asOperator) }()

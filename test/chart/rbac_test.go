@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +21,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/test/internal/cluster"
-	"github.com/formsservice/formsservice/test/internal/proc"
 	"github.com/formsservice/formsservice/test/internal/repo"
 	"github.com/formsservice/formsservice/test/internal/samples"
 )
+
+// TestMain removes the manager binary the RBAC tests build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testproc.RemoveBuilds()
+	os.Exit(code)
+}
 
 // managerLeaseName is cmd/manager's LeaderElectionID.
 const managerLeaseName = "formsservice-operator.platform.formsservice.io"
@@ -108,12 +116,12 @@ func TestRBAC_ManagerRunsAsTheChartsServiceAccount(t *testing.T) {
 // TestRBAC_ForbiddenRequestsAreCaught is the control of the test above: a ServiceAccount with no role
 // at all must produce forbidden requests, or the proxy would prove nothing.
 func TestRBAC_ForbiddenRequestsAreCaught(t *testing.T) {
-	manager := proc.Build(t, "./cmd/manager")
+	manager := testproc.Build(t, "./cmd/manager")
 	c := cluster.Start(t, repo.Path(t, "config", "crd", "bases"))
 	c.CreateNamespace(t, releaseNS)
 	im := c.ImpersonateServiceAccount(t, releaseNS, "nobody")
-	proc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address="+proc.Addr(t))
+	testproc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address="+testproc.Addr(t))
 	cluster.Eventually(t, 30*time.Second, "a forbidden request is recorded", func() (bool, string) {
 		return len(im.Forbidden()) > 0, fmt.Sprintf("%d requests, none forbidden", im.Requests())
 	})
@@ -124,14 +132,14 @@ func TestRBAC_ForbiddenRequestsAreCaught(t *testing.T) {
 // Role). It returns the impersonating proxy and the manager's metrics address.
 func startChartOperator(t *testing.T, c *cluster.Cluster, helmArgs ...string) (*cluster.Impersonator, string) {
 	t.Helper()
-	manager := proc.Build(t, "./cmd/manager")
+	manager := testproc.Build(t, "./cmd/manager")
 	helmAt(t, c, append([]string{"install", releaseName, chartDir, "--namespace", releaseNS, "--create-namespace"}, helmArgs...)...)
 	c.WaitEstablished(t, formsServiceCRD)
 
 	fullname := releaseName + "-formsservice-operator"
 	im := c.ImpersonateServiceAccount(t, releaseNS, fullname)
 	args, metricsAddr := managerArgs(t, c, fullname)
-	mgr := proc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, args...)
+	mgr := testproc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, args...)
 	cluster.Eventually(t, 60*time.Second, "the manager holds the leader Lease", func() (bool, string) {
 		if exited, err := mgr.Exited(); exited {
 			t.Fatalf("the manager exited: %v\n%s", err, mgr.Output())
@@ -153,14 +161,14 @@ func managerArgs(t *testing.T, c *cluster.Cluster, fullname string) ([]string, s
 	if !exists(t, c, &dep, releaseNS, fullname) {
 		t.Fatal("the chart installed no manager Deployment")
 	}
-	metricsAddr := proc.Addr(t)
+	metricsAddr := testproc.Addr(t)
 	var args []string
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
 		switch {
 		case strings.HasPrefix(a, "--metrics-bind-address="):
 			a = "--metrics-bind-address=" + metricsAddr
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=" + proc.Addr(t)
+			a = "--health-probe-bind-address=" + testproc.Addr(t)
 		}
 		args = append(args, a)
 	}

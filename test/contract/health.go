@@ -51,25 +51,3 @@ func Health(t *testing.T, baseURL string, wantChecks ...string) map[string]any {
 	}
 	return body
 }
-
-// WaitReady polls baseURL+path until it answers 200, failing the test after timeout.
-func WaitReady(t *testing.T, url string, timeout time.Duration) {
-	t.Helper()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		resp, err := hc.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready after %s: %s", url, timeout, last)
-}

@@ -37,8 +37,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/test/contract"
-	"github.com/formsservice/formsservice/test/internal/proc"
 	"github.com/formsservice/formsservice/test/internal/repo"
 	"github.com/formsservice/formsservice/test/internal/samples"
 	"github.com/formsservice/formsservice/test/signin"
@@ -118,7 +118,7 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 
 	// Reach the services through port-forwards: the issuer becomes the forwarded address, and a client
 	// and an origin for this test are added, as a team adds its own app.
-	formsPort, authPort, healthPort := proc.FreePort(t), proc.FreePort(t), proc.FreePort(t)
+	formsPort, authPort, healthPort := testredis.FreePort(t), testredis.FreePort(t), testredis.FreePort(t)
 	issuer := fmt.Sprintf("http://127.0.0.1:%d", authPort)
 	callback := signin.NewCallback(t)
 	k.patchForTest(t, name, issuer, callback.RedirectURL)

@@ -6,11 +6,6 @@
 package local_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +14,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/test/contract"
-	"github.com/formsservice/formsservice/test/internal/proc"
 	"github.com/formsservice/formsservice/test/internal/repo"
 	"github.com/formsservice/formsservice/test/signin"
 )
@@ -33,10 +29,17 @@ const (
 	password = "correct horse battery staple"
 )
 
+// TestMain removes the formsservice binary the test builds.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testproc.RemoveBuilds()
+	os.Exit(code)
+}
+
 func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
-	exe := proc.Build(t, "./cmd/formsservice")
+	exe := testproc.Build(t, "./cmd/formsservice")
 	store := testredis.Start(t)
-	formsAddr, authAddr, healthAddr := proc.Addr(t), proc.Addr(t), proc.Addr(t)
+	formsAddr, authAddr, healthAddr := testproc.Addr(t), testproc.Addr(t), testproc.Addr(t)
 	callback := signin.NewCallback(t)
 	dir := t.TempDir()
 
@@ -63,11 +66,12 @@ func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	procs := map[string]*testproc.Process{}
 	for name, addr := range map[string]string{"forms": formsAddr, "auth": authAddr, "health": healthAddr} {
-		proc.Start(t, nil, exe, name, "-addr", addr, "-config", cfgPath)
+		procs[addr] = testproc.Start(t, nil, exe, name, "-addr", addr, "-config", cfgPath)
 	}
-	for _, addr := range []string{formsAddr, authAddr, healthAddr} {
-		contract.WaitReady(t, "http://"+addr+"/readyz", 30*time.Second)
+	for addr, p := range procs {
+		p.WaitReady(t, "http://"+addr+"/readyz", 30*time.Second)
 	}
 	createUser(t, exe, cfgPath)
 
@@ -83,16 +87,16 @@ func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
 // writeSigningKey writes a new EC P-256 key as PEM, as the operator's signing-key Secret holds it.
 func writeSigningKey(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ks, err := keys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	pemKey, err := keys.EncodePEM(ks.Current.Private)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "signing-key.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path, pemKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/services/auth/keys"
 )
 
@@ -48,7 +49,7 @@ func startAuth(t testing.TB, redisSection string) *authService {
 		t.Fatal(err)
 	}
 	keyFile := writeTemp(t, "signing.pem", string(pemKey))
-	addr := freeAddr(t)
+	addr := testproc.Addr(t)
 	base := "http://" + addr
 	cfg := fmt.Sprintf(`publicURL: %s
 logLevel: warn
@@ -66,7 +67,7 @@ redis:
 	cfgFile := writeTemp(t, "users.yaml", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "users", "create", "-email", authEmail, "-name", "Ada Lovelace", "-config", cfgFile)
+	cmd := exec.CommandContext(ctx, formsservice(t), "users", "create", "-email", authEmail, "-name", "Ada Lovelace", "-config", cfgFile)
 	cmd.Env = filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG")
 	cmd.Stdin = strings.NewReader(authPassword + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -106,7 +106,7 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 	if !recovered {
 		t.Fatal("the service did not recover within 10 s of the last Redis restart")
 	}
-	if forms.Exited() {
+	if exited, _ := forms.Exited(); exited {
 		t.Fatal("formsservice forms exited during the test")
 	}
 

@@ -86,7 +86,7 @@ func exported(t testing.TB, what, configYAML string) []map[string]any {
 	cfg := writeTemp(t, "export.yaml", configYAML)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "export", what, "--format", "jsonl", "-config", cfg)
+	cmd := exec.CommandContext(ctx, formsservice(t), "export", what, "--format", "jsonl", "-config", cfg)
 	cmd.Env = filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

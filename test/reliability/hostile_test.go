@@ -171,7 +171,7 @@ func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
 		}
 	}
 	for _, p := range []*proc{forms, auth.proc} {
-		if p.Exited() {
+		if exited, _ := p.Exited(); exited {
 			t.Fatalf("formsservice %s died during the table", p.name)
 		}
 	}

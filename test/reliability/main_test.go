@@ -1,11 +1,9 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,35 +11,22 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
-// binary is bin/formsservice built once for the whole suite by TestMain.
-var binary string
-
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
+	code := m.Run()
+	testproc.RemoveBuilds()
+	os.Exit(code)
 }
 
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "formsservice-reliability-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "formsservice")
-	cmd := exec.Command("go", "build", "-o", binary, "./cmd/formsservice")
-	cmd.Dir = repoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/formsservice: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+// formsservice is the binary under test, built once for the whole suite.
+func formsservice(t testing.TB) string {
+	t.Helper()
+	return testproc.Build(t, "./cmd/formsservice")
 }
 
 func repoRoot() string {
@@ -51,14 +36,10 @@ func repoRoot() string {
 
 // proc is one formsservice process on a loopback port.
 type proc struct {
-	t    testing.TB
+	*testproc.Process
 	name string
 	Base string // http://127.0.0.1:port
 	Addr string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
 }
 
 // startProc runs `formsservice <service> -config <file> -addr 127.0.0.1:<free port>` with the given
@@ -66,36 +47,19 @@ type proc struct {
 // test ends.
 func startProc(t testing.TB, service, configYAML string, extraArgs []string, env ...string) *proc {
 	t.Helper()
-	addr := freeAddr(t)
-	return startProcAt(t, service, addr, configYAML, extraArgs, env...)
+	return startProcAt(t, service, testproc.Addr(t), configYAML, extraArgs, env...)
 }
 
 func startProcAt(t testing.TB, service, addr, configYAML string, extraArgs []string, env ...string) *proc {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), service+".yaml")
-	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeTemp(t, service+".yaml", configYAML)
 	args := append([]string{service, "-config", cfg, "-addr", addr}, extraArgs...)
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(formsservice(t), args...)
 	// GOMAXPROCS=2: the machine the numbers are about; REDIS_URL must not leak in from the environment.
 	cmd.Env = append(filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG", "ADDR"), "GOMAXPROCS=2")
 	cmd.Env = append(cmd.Env, env...)
-	p := &proc{t: t, name: service, Base: "http://" + addr, Addr: addr, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("output of formsservice %s (%s):\n%s", service, addr, tail(p.out.String(), 4000))
-		}
-	})
-	if err := waitReady(p.Base, 20*time.Second, p.done); err != nil {
-		t.Fatalf("formsservice %s: %v\n%s", service, err, tail(p.out.String(), 4000))
-	}
+	p := &proc{Process: testproc.StartCmd(t, cmd), name: service, Base: "http://" + addr, Addr: addr}
+	p.WaitReady(t, p.Base+"/readyz", 20*time.Second)
 	return p
 }
 
@@ -111,96 +75,6 @@ next:
 		out = append(out, kv)
 	}
 	return out
-}
-
-// Pid is the process id.
-func (p *proc) Pid() int { return p.cmd.Process.Pid }
-
-// Kill stops the process at once (SIGKILL), as a crash or an OOM kill would.
-func (p *proc) Kill() { p.signal(syscall.SIGKILL, 10*time.Second) }
-
-// Term sends SIGTERM and waits up to within for the process to exit; it reports whether it did.
-func (p *proc) Term(within time.Duration) bool {
-	p.signal(syscall.SIGTERM, within)
-	return p.Exited()
-}
-
-func (p *proc) signal(sig syscall.Signal, within time.Duration) {
-	if p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(within):
-	}
-}
-
-// Exited reports whether the process has ended.
-func (p *proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Output is what the process has written so far.
-func (p *proc) Output() string { return p.out.String() }
-
-func waitReady(base string, within time.Duration, exited <-chan struct{}) error {
-	c := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(within)
-	for {
-		res, err := c.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before it was ready")
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("/readyz not 200 within %s (%v)", within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 4<<20 { // keep the last few MB of a chatty process
-		rest := s.b.Bytes()[s.b.Len()-(1<<20):]
-		s.b = *bytes.NewBuffer(append([]byte(nil), rest...))
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func tail(s string, n int) string {

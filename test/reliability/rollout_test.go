@@ -97,7 +97,7 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 	}
 
 	termAt := time.Now()
-	if err := forms.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := forms.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// During the drain delay the process says it is going away, and still serves.
@@ -112,7 +112,7 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 		slowAnswers[<-slowDone]++
 	}
 	select {
-	case <-forms.done:
+	case <-forms.Done():
 	case <-time.After(15 * time.Second):
 		t.Fatal("the process did not exit within 15 s of SIGTERM")
 	}
@@ -120,8 +120,8 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 
-	if forms.err != nil {
-		t.Errorf("exit: %v (want status 0)\n%s", forms.err, tail(forms.Output(), 2000))
+	if _, err := forms.Exited(); err != nil {
+		t.Errorf("exit: %v (want status 0)\n%s", err, tail(forms.Output(), 2000))
 	}
 	if slowAnswers["201"] != slow {
 		t.Errorf("requests in flight at SIGTERM: %v, want all %d answered 201", slowAnswers, slow)

@@ -1,6 +1,6 @@
 // Package cluster starts a real kube-apiserver and etcd (controller-runtime's envtest) for the tests in
-// test/, and gives them a client, a kubeconfig file for helm, and small waits. The binaries come from
-// KUBEBUILDER_ASSETS or bin/k8s/ (hack/envtest-assets.sh builds them; `make test` runs it).
+// test/, and gives them a client, a kubeconfig file for helm, and small waits. The binaries are found as
+// the operator's tests find them (testcluster.Assets: KUBEBUILDER_ASSETS or bin/k8s/).
 package cluster
 
 import (
@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/formsservice/formsservice/controllers/testcluster"
 	"github.com/formsservice/formsservice/test/internal/repo"
 )
 
@@ -52,8 +53,12 @@ func Start(t testing.TB, crdPaths ...string) *Cluster {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	assets, err := testcluster.Assets(repo.Root(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: repo.KubebuilderAssets(t),
+		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,

@@ -73,22 +73,3 @@ func Output(t testing.TB, env []string, name string, args ...string) (string, er
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
-
-// KubebuilderAssets is the folder holding kube-apiserver and etcd for envtest: $KUBEBUILDER_ASSETS, else
-// the folder hack/envtest-assets.sh caches under bin/k8s/. The test fails when neither has them.
-func KubebuilderAssets(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		matches, _ := filepath.Glob(Path(t, "bin", "k8s", "*", "kube-apiserver"))
-		if len(matches) > 0 {
-			dir = filepath.Dir(matches[len(matches)-1])
-		}
-	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); dir == "" || err != nil {
-			t.Fatalf("no %s for envtest (KUBEBUILDER_ASSETS=%q): `make test` builds it (hack/envtest-assets.sh)", bin, dir)
-		}
-	}
-	return dir
-}
