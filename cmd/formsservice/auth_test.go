@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 // usersCmd runs `formsservice users ...` against a store, with stdin.
@@ -82,29 +83,11 @@ func TestAuthCommand_WithoutSigningKey_Refuses(t *testing.T) {
 	}
 }
 
-// lockedBuffer is written by the server's goroutines and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDevServer_DemoClientAndUserSignIn: `formsservice dev` has the demo client and the demo user of
 // DESIGN.md, on an ephemeral key, so that the SDK's browser tests can sign in with nothing configured.
 func TestDevServer_DemoClientAndUserSignIn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &testproc.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"dev", "-addr", "127.0.0.1:0"}, func(string) string { return "" }, strings.NewReader(""), io.Discard, logs)

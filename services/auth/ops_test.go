@@ -1,12 +1,10 @@
 package auth_test
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,8 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 func TestMetrics_SignInsTokensAndLatency(t *testing.T) {
@@ -44,28 +44,10 @@ func TestMetrics_SignInsTokensAndLatency(t *testing.T) {
 	}
 }
 
-// safeBuffer collects log lines from the server's goroutines.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogs_NeverCarrySecrets runs every path at debug level, errors included, and looks for any token,
 // code, password or cookie value in the log.
 func TestLogs_NeverCarrySecrets(t *testing.T) {
-	logs := &safeBuffer{}
+	logs := &testproc.Buffer{}
 	p := startProvider(t, setup{logs: logs, mutate: func(c *config.Config) { c.Auth.SelfSignup = true }})
 	p.user(testEmail, testPassword)
 	b := newBrowser(t)

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -23,37 +22,25 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/formsservice/formsservice/config/monitoring"
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform"
 )
 
-// binary is bin/formsservice built from this tree by TestMain, so that the end-to-end tests run the real
-// `formsservice forms|auth|health` processes.
-var binary string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "formsservice-health-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "formsservice")
-	build := exec.Command("go", "build", "-o", binary, "github.com/formsservice/formsservice/cmd/formsservice")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building formsservice for the end-to-end tests:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testproc.RemoveBuilds()
 	os.Exit(code)
 }
+
+// formsservice is the binary built from this tree, so that the end-to-end tests run the real
+// `formsservice forms|auth|health` processes.
+func formsservice(t testing.TB) string { return testproc.Build(t, "./cmd/formsservice") }
 
 // offered reports whether the binary has the subcommand, so that a missing one fails with a clear message.
 func offered(t testing.TB, name string) bool {
 	t.Helper()
-	out, _ := exec.Command(binary, name, "-h").CombinedOutput()
+	out, _ := exec.Command(formsservice(t), name, "-h").CombinedOutput()
 	return !strings.Contains(string(out), "unknown command")
 }
 
@@ -70,7 +57,7 @@ type proc struct {
 func startProc(t testing.TB, name, cfg string) *proc {
 	t.Helper()
 	p := &proc{name: name}
-	p.cmd = exec.Command(binary, name, "-config", cfg, "-addr", "127.0.0.1:0")
+	p.cmd = exec.Command(formsservice(t), name, "-config", cfg, "-addr", "127.0.0.1:0")
 	p.cmd.Env = cleanEnv()
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := p.cmd.StderrPipe()
@@ -157,7 +144,8 @@ func writeConfig(t testing.TB, path string, c map[string]any) {
 	}
 }
 
-// signingKey writes a fresh EC P-256 key (PKCS #8 PEM) for the auth process.
+// signingKey writes a fresh EC P-256 key (PKCS #8 PEM, as the operator's Secret holds) for the auth
+// process. Written here rather than with auth's keys package: one service's tests do not import another.
 func signingKey(t testing.TB, dir string) string {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
