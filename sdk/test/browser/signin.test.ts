@@ -253,7 +253,9 @@ describe('denied sign-ins', () => {
     const { page } = b
     await page.goto(devUrl + '/demo/')
     await expectState(page, 'signed-out')
-    await page.evaluate(() => (window as any).auth.signIn({ prompt: 'none' }))
+    // signIn navigates away: start it without awaiting it here, or the page's context may be gone
+    // before evaluate's answer arrives.
+    await page.evaluate(() => { void (window as any).auth.signIn({ prompt: 'none' }) })
     await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('login_required')
     expect(await page.locator('#auth-error button').textContent()).toBe('Sign in again')
     expect(await authState(page)).toBe('signed-out')
@@ -275,7 +277,7 @@ describe('denied sign-ins', () => {
       redirectUri: location.origin + '/demo/callback' })`
     await page.goto(devUrl + '/demo/')
     await page.waitForFunction(() => 'ServiceAuthClient' in window)
-    await page.evaluate(`${client}.signIn({ returnTo: '/demo/' })`)
+    await page.evaluate(`void ${client}.signIn({ returnTo: '/demo/' })`) // navigates: not awaited
     await page.waitForURL(onAuthorize)
     const sentState = new URL(page.url()).searchParams.get('state')
     await cancel()
@@ -350,7 +352,7 @@ describe('denied sign-ins', () => {
         redirectUri: location.origin + '/demo/callback',
         scope: 'openid admin:everything',
       })
-      return c.signIn({ returnTo: '/demo/' })
+      void c.signIn({ returnTo: '/demo/' }) // navigates: not awaited, or evaluate may lose its context
     })
     await expect.poll(() => page.locator('#auth-error').getAttribute('data-code'), { timeout: 10_000 }).toBe('configuration_error')
     expect(await page.locator('#auth-error').textContent()).toMatch(/scope/i)
