@@ -6,9 +6,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
+	"unicode"
 
 	"sigs.k8s.io/yaml"
 )
@@ -58,7 +61,63 @@ func Parse(data []byte) (*Config, error) {
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	// A double-quoted YAML string can spell any code point ("\x7f"). No setting needs a control
+	// character, and YAML cannot write some of them back, so the operator could not render what a
+	// service had read: refuse them here, by name, instead.
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := checkText(doc, ""); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	return &c, nil
+}
+
+// checkText walks a decoded document and refuses any key or string holding a control character other
+// than tab, newline and carriage return, or a Unicode noncharacter.
+func checkText(v any, path string) error {
+	switch v := v.(type) {
+	case string:
+		if r, bad := firstBadRune(v); bad {
+			return fmt.Errorf("%s: a value holds the control character %U", pathOrRoot(path), r)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) { // sorted: the same document, the same message
+			e := v[k]
+			if r, bad := firstBadRune(k); bad {
+				return fmt.Errorf("%s: a key holds the control character %U", pathOrRoot(path), r)
+			}
+			if err := checkText(e, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := checkText(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func firstBadRune(s string) (rune, bool) {
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+		case unicode.IsControl(r), r == 0xFFFE, r == 0xFFFF:
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+func pathOrRoot(path string) string {
+	if path == "" {
+		return "the document"
+	}
+	return strings.TrimPrefix(path, ".")
 }
 
 // Load reads path (empty path: an empty config), then applies the environment (getenv) and defaults,

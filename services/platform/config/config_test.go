@@ -122,3 +122,22 @@ func TestMergeDevFixtures_KeepsAConfiguredRateLimit(t *testing.T) {
 		t.Errorf("configured rate limit 5 became %d", got)
 	}
 }
+
+func TestParse_RefusesControlCharactersByPath(t *testing.T) {
+	for doc, want := range map[string]string{
+		`publicURL: "\x7f"`:                          `publicURL: a value holds the control character U+007F`,
+		`allowedOrigins: [ok, "\u0080"]`:             `allowedOrigins[1]: a value holds the control character U+0080`,
+		`auth: {clients: [{name: "Web\x01App"}]}`:    `auth.clients[0].name: a value holds the control character U+0001`,
+		`health: {checks: {"x\x1b": {timeout: 1s}}}`: `health.checks: a key holds the control character U+001B`,
+		`health: {checks: {"\uFFFF": {}}}`:           `health.checks: a key holds the control character U+FFFF`,
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%s) = %v, want an error containing %q", doc, err, want)
+		}
+	}
+	// Tabs and line breaks are text, not control: a folded description keeps loading.
+	if _, err := Parse([]byte("auth: {clients: [{clientID: web, name: \"Web\\tApp\\n\"}]}")); err != nil {
+		t.Fatalf("a tab and a newline were refused: %v", err)
+	}
+}
