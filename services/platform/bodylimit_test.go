@@ -33,9 +33,10 @@ func (bodyService) Routes(r fiber.Router) {
 	r.Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString("item " + c.Params("id")) })
 }
 
-func startBodyApp(t *testing.T, limit int) string {
+// startBodyApp serves bodyService plus extra under a server-wide body limit and returns its address.
+func startBodyApp(t *testing.T, limit int, extra ...Service) string {
 	t.Helper()
-	app := NewApp(AppOptions{Logger: quietLogger(), BodyLimit: limit}, bodyService{})
+	app := NewApp(AppOptions{Logger: quietLogger(), BodyLimit: limit}, append([]Service{bodyService{}}, extra...)...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -158,16 +159,7 @@ func (smallBodyService) Routes(r fiber.Router) {
 }
 
 func TestBoundBody_ServiceLimitAppliesToItsPathsOnly(t *testing.T) {
-	app := NewApp(AppOptions{Logger: quietLogger(), BodyLimit: 1024}, bodyService{}, smallBodyService{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = app.Serve(ctx, ServeOptions{Listener: ln}); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	addr := ln.Addr().String()
+	addr := startBodyApp(t, 1024, smallBodyService{})
 
 	payload := strings.Repeat("x", 200)
 	for name, req := range map[string]string{
