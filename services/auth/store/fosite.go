@@ -107,10 +107,13 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 }
 
 // getSingleUse reads the record of a code or a refresh token, which is used once. A used one, or any of
-// a revoked family, answers errUsed with a request carrying only the family ID, which makes fosite revoke
-// the family; presenting a used one again is a replay, reported as kind.
+// a revoked family, answers errUsed with a request carrying only the family ID; presenting a used one
+// again is a replay, reported as kind. The read revokes the family in the same script that detects the
+// replay: fosite answers invalid_grant for a replayed code even when its own revocation call fails, so a
+// revocation left to fosite could be lost to a Redis failure between the two steps while the client was
+// told the replay had been dealt with.
 func (s *Store) getSingleUse(ctx context.Context, family, k, kind string, errUsed error) (fosite.Requester, error) {
-	v, revoked, err := s.get(ctx, family, k)
+	v, revoked, err := s.getRevokingReplay(ctx, family, k)
 	switch {
 	case err != nil:
 		return nil, err
@@ -140,16 +143,13 @@ func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	v, revoked, err := s.get(ctx, family, key(family, "pkce", rest))
+	v, revoked, err := s.getRevokingReplay(ctx, family, key(family, "pkce", rest))
 	if err != nil {
 		return nil, err
 	}
 	if v == used {
 		if !revoked {
 			s.onReplay("code")
-		}
-		if err := s.RevokeFamily(ctx, family); err != nil {
-			return nil, err
 		}
 		return nil, fosite.ErrNotFound
 	}

@@ -229,7 +229,12 @@ return {v, redis.call('EXISTS', KEYS[2])}
 
 // get returns the raw record (nil when missing) and whether the family is revoked.
 func (s *Store) get(ctx context.Context, family, k string) (string, bool, error) {
-	res, err := getScript.Run(ctx, s.rdb, []string{k, revokedKey(family)}).Slice()
+	return s.runGet(ctx, getScript, []string{k, revokedKey(family)})
+}
+
+// runGet runs a script that answers a record and its family's revocation flag, or nil when missing.
+func (s *Store) runGet(ctx context.Context, script *redis.Script, keys []string, args ...any) (string, bool, error) {
+	res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
@@ -242,6 +247,22 @@ func (s *Store) get(ctx context.Context, family, k string) (string, bool, error)
 	v, _ := res[0].(string)
 	revoked, _ := res[1].(int64)
 	return v, revoked == 1, nil
+}
+
+// getRevokingScript is getScript for a single-use record: finding the used marker of a family that is
+// not revoked yet revokes it (ARGV[1] is the marker's TTL). revoked reports the state before the call, so
+// that a replay is counted once.
+var getRevokingScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+local revoked = redis.call('EXISTS', KEYS[2])
+if v == 'U' and revoked == 0 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[1]) end
+return {v, revoked}
+`)
+
+// getRevokingReplay is get for a code or refresh token: a used one revokes its family in the same step.
+func (s *Store) getRevokingReplay(ctx context.Context, family, k string) (string, bool, error) {
+	return s.runGet(ctx, getRevokingScript, []string{k, revokedKey(family)}, ms(s.markerTTL()))
 }
 
 // familyOnly is what fosite receives with ErrInvalidatedAuthorizeCode or ErrInactiveToken: it only reads

@@ -32,7 +32,9 @@ func (s *session) GetUsername() string                       { return "" }
 func (s *session) GetSubject() string                        { return s.Sub }
 func (s *session) Clone() fosite.Session                     { c := *s; return &c }
 
-func newStore(t *testing.T) *store.Store {
+func newStore(t *testing.T) *store.Store { return newStoreWith(t, nil) }
+
+func newStoreWith(t *testing.T, onReplay func(kind string)) *store.Store {
 	srv := testredis.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -49,6 +51,7 @@ func newStore(t *testing.T) *store.Store {
 		Lifetimes: func() store.Lifetimes {
 			return store.Lifetimes{Code: time.Minute, Access: time.Minute, Refresh: time.Hour}
 		},
+		OnReplay: onReplay,
 	})
 }
 
@@ -205,5 +208,73 @@ func TestUnit_FailedClaimWritesNothing(t *testing.T) {
 	_ = s.CreateAccessTokenSession(tx, uuid.NewString()+"~b", request(family))
 	if err := s.Commit(tx); err == nil {
 		t.Fatal("a unit spanning two families committed")
+	}
+}
+
+// TestReplayRead_RevokesFamilyItself proves that the read which detects a replayed code or refresh token
+// has revoked the family by the time it answers: fosite answers invalid_grant for a replayed code even
+// when its own follow-up revocation fails, so the store must not depend on that call.
+func TestReplayRead_RevokesFamilyItself(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		create  func(s *store.Store, family, sig string) error
+		retire  func(s *store.Store, family, sig string) error
+		read    func(s *store.Store, sig string) (fosite.Requester, error)
+		errUsed error
+	}{
+		{
+			name: "code",
+			create: func(s *store.Store, family, sig string) error {
+				return s.CreateAuthorizeCodeSession(ctx, sig, request(family))
+			},
+			retire: func(s *store.Store, _, sig string) error { return s.InvalidateAuthorizeCodeSession(ctx, sig) },
+			read: func(s *store.Store, sig string) (fosite.Requester, error) {
+				return s.GetAuthorizeCodeSession(ctx, sig, nil)
+			},
+			errUsed: fosite.ErrInvalidatedAuthorizeCode,
+		},
+		{
+			name: "refresh token",
+			create: func(s *store.Store, family, sig string) error {
+				return s.CreateRefreshTokenSession(ctx, sig, "", request(family))
+			},
+			retire: func(s *store.Store, family, sig string) error { return s.RotateRefreshToken(ctx, family, sig) },
+			read: func(s *store.Store, sig string) (fosite.Requester, error) {
+				return s.GetRefreshTokenSession(ctx, sig, nil)
+			},
+			errUsed: fosite.ErrInactiveToken,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var replays []string
+			s := newStoreWith(t, func(kind string) { replays = append(replays, kind) })
+			family := uuid.NewString()
+			sig := family + "~sig"
+			if err := tc.create(s, family, sig); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tc.read(s, sig); err != nil {
+				t.Fatalf("first read: %v", err)
+			}
+			if err := tc.retire(s, family, sig); err != nil {
+				t.Fatal(err)
+			}
+			if revoked, err := s.FamilyRevoked(ctx, family); err != nil || revoked {
+				t.Fatalf("revoked after a normal use: %v %v", revoked, err)
+			}
+			for range 2 {
+				r, err := tc.read(s, sig)
+				if !errors.Is(err, tc.errUsed) || r == nil || r.GetID() != family {
+					t.Fatalf("replayed read: %v %v, want %v with the family", r, err, tc.errUsed)
+				}
+			}
+			if revoked, err := s.FamilyRevoked(ctx, family); err != nil || !revoked {
+				t.Fatalf("family revoked after the replayed read (no other call): %v %v, want true", revoked, err)
+			}
+			if len(replays) != 1 {
+				t.Errorf("replays reported %v, want one (the second read meets a revoked family)", replays)
+			}
+		})
 	}
 }
