@@ -17,6 +17,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
+	mail "github.com/formsservice/formsservice/services/platform/email"
 )
 
 // authorize is /oauth2/authorize. GET validates the authorization request, then either answers at once
@@ -278,7 +279,11 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		email = email[:254]
 	}
 	password := r.PostForm.Get("password")
-	account := strings.ToLower(email)
+	// One budget per account, whichever spelling of it is typed (an IDN domain or its punycode).
+	account, ok := mail.Canonical(email)
+	if !ok {
+		account = strings.ToLower(email)
+	}
 	ip := clientIP(r)
 	lim := s.limits(rt)
 	again := func(wait time.Duration) string {

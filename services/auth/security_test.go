@@ -255,6 +255,28 @@ func TestSignIn_ThrottledAfterRepeatedFailures(t *testing.T) {
 	}
 }
 
+// The account budget belongs to the account, not to one spelling of it: failures typed with an IDN
+// domain, its punycode form and other letter case all count against the same account.
+func TestSignIn_ThrottleCountsEverySpellingOfAnAccount(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.Throttle = config.Throttle{AccountFailures: 3, IPFailures: 100, Window: config.Duration(time.Minute)}
+	}})
+	p.user("ada@bücher.example", testPassword)
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-spellings", oauth2.GenerateVerifier()))
+	var res response
+	for _, spelling := range []string{"ada@bücher.example", "ADA@xn--bcher-kva.example", "Ada@BÜCHER.example"} {
+		res = b.signIn(p.base, page.body, spelling, "wrong password")
+		page = res
+	}
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("third failure over three spellings of one account: %d, want 429\n%.300s", res.StatusCode, res.body)
+	}
+	if res = b.signIn(p.base, page.body, "ada@xn--bcher-kva.example", testPassword); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the right password under a fourth spelling while throttled: %d, want 429", res.StatusCode)
+	}
+}
+
 // Behind the ingress every request comes from the proxy: the per-address throttle counts the client's
 // address (the right-most X-Forwarded-For hop that is not a trusted proxy), so one client's failures
 // neither lock out everyone else nor escape the throttle with a forged left-most entry.
