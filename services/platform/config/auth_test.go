@@ -1,0 +1,45 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// Redirect URIs follow the OAuth 2.0 Security BCP (RFC 9700 4.1) and RFC 8252 7.3: https anywhere,
+// plain http only for loopback and localhost, never a fragment, user info, a relative URL or another
+// scheme. A refused one is named in the error.
+func TestValidateRedirectURI_HTTPOnlyForLoopback(t *testing.T) {
+	for _, ok := range []string{
+		"https://app.example/callback",
+		"https://app.example:8443/cb?x=1",
+		"http://localhost:3000/callback",
+		"http://127.0.0.1:8080/demo/callback",
+		"http://[::1]:8080/cb",
+		"http://dev.localhost/cb",
+	} {
+		if err := validateRedirectURI(ok); err != nil {
+			t.Errorf("%s: refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"http://app.example/callback",      // plain http off loopback
+		"http://localhost.evil.example/cb", // looks like localhost, is not
+		"http://127.0.0.1.nip.io/cb",
+		"http://10.0.0.1/cb",
+		"https://app.example/cb#frag",
+		"https://user:pw@app.example/cb",
+		"/relative/callback",
+		"javascript:alert(1)",
+		"custom.scheme:/cb",
+		"ftp://app.example/cb",
+	} {
+		err := validateRedirectURI(bad)
+		if err == nil {
+			t.Errorf("%s: accepted", bad)
+			continue
+		}
+		if !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: the error does not name it: %v", bad, err)
+		}
+	}
+}
