@@ -43,11 +43,12 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck.
+lint: $(BIN)/staticcheck ## gofmt, go vet, staticcheck and a tidy go.mod.
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 
 $(BIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -69,7 +70,9 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD (config/crd/bases) and RBAC rol
 	hack/chart-sync.sh  # the Helm chart carries copies of the CRD and the RBAC rules
 
 .PHONY: verify-generated
-verify-generated: ## Regenerate and fail when the deepcopy code, CRD or RBAC on disk was stale.
+verify-generated: ## Regenerate and fail when the deepcopy code, CRD, RBAC or the chart's copies of them were stale.
+	@# The chart's copies first: `make manifests` below rewrites them from config/, which would hide a stale one.
+	@hack/chart-sync.sh --check
 	@snap=$$(mktemp -d); trap 'rm -rf "$$snap"' EXIT; \
 	  cp -r api config/crd config/rbac "$$snap"/; \
 	  $(MAKE) --no-print-directory generate manifests >/dev/null; \
