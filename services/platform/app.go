@@ -99,6 +99,7 @@ func NewApp(o AppOptions, services ...Service) *App {
 		a.log.Error("panic serving request", "route", c.Route().Path, "panic", fmt.Sprint(e))
 	}}))
 	a.Use(o.Metrics.middleware(a.routeLabel))
+	a.Use(a.closeWhileDraining)
 	a.Use(rejectAmbiguousFraming)
 	a.Use(a.boundBody(o.BodyLimit))
 	a.Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") })
@@ -119,6 +120,18 @@ func NewApp(o AppOptions, services ...Service) *App {
 	}
 	a.setPathLimits(services)
 	return a
+}
+
+// closeWhileDraining answers with Connection: close once a shutdown has begun (checked when the
+// handler is done, so requests already in flight are included): keep-alive clients then open their next
+// connection to another replica, instead of sending a request down a connection that the server is about
+// to close, which a client cannot safely retry for a POST.
+func (a *App) closeWhileDraining(c *fiber.Ctx) error {
+	err := c.Next()
+	if a.draining.Load() {
+		c.Context().SetConnectionClose()
+	}
+	return err
 }
 
 func (a *App) routeLabel(c *fiber.Ctx) (string, string) {

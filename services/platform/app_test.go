@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -134,17 +135,18 @@ func TestServe_ShutdownFinishesRequestsInFlight(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		result <- string(b)
+		// Answered after the drain began: the client is told not to reuse the connection.
+		result <- fmt.Sprintf("%s (connection close: %t)", b, resp.Close)
 	}()
 	<-svc.started
 	cancel() // what SIGTERM does through signal.NotifyContext
 
 	time.Sleep(100 * time.Millisecond) // inside the drain delay
-	if resp, err := http.Get(base + "/readyz"); err != nil || resp.StatusCode != 503 {
-		t.Errorf("readyz while draining: %v %v", resp, err)
+	if resp, err := http.Get(base + "/readyz"); err != nil || resp.StatusCode != 503 || !resp.Close {
+		t.Errorf("readyz while draining: %v %v (want 503 with Connection: close)", resp, err)
 	}
 	close(svc.release)
-	if got := <-result; got != "finished" {
+	if got := <-result; got != "finished (connection close: true)" {
 		t.Fatalf("request in flight: %q", got)
 	}
 	select {
