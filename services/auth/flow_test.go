@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -80,8 +82,22 @@ func TestFlow_AuthorizationCodePKCE_RefreshRevokeUserinfo(t *testing.T) {
 		JTI      string `json:"jti"`
 	}
 	_ = at.Claims(&atClaims)
-	if at.Subject != sub || atClaims.ClientID != clientID || !strings.Contains(atClaims.Scope, "openid") || atClaims.JTI == "" || len(at.Audience) == 0 {
-		t.Fatalf("access token claims: sub %q aud %v %+v", at.Subject, at.Audience, atClaims)
+	if at.Subject != sub || atClaims.ClientID != clientID || !strings.Contains(atClaims.Scope, "openid") || atClaims.JTI == "" ||
+		len(at.Audience) == 0 || at.IssuedAt.IsZero() || at.Issuer != p.base {
+		t.Fatalf("access token claims: iss %q sub %q aud %v iat %v %+v", at.Issuer, at.Subject, at.Audience, at.IssuedAt, atClaims)
+	}
+	// RFC 9068 2.1: the header says what the token is (typ at+jwt), so that it cannot pass as an id_token,
+	// and names its key for verification after a rotation.
+	var atHeader struct {
+		Typ string `json:"typ"`
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+	}
+	if hdr, err := base64.RawURLEncoding.DecodeString(strings.Split(tok.AccessToken, ".")[0]); err != nil || json.Unmarshal(hdr, &atHeader) != nil {
+		t.Fatalf("access token header: %v", err)
+	}
+	if atHeader.Typ != "at+jwt" || atHeader.Alg != "ES256" || atHeader.Kid == "" {
+		t.Fatalf("access token header: %+v, want typ at+jwt, alg ES256 and a kid", atHeader)
 	}
 
 	// userinfo

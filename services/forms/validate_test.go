@@ -154,6 +154,7 @@ func TestDecodeWaitlist_FieldRules(t *testing.T) {
 		{"email 254", with("email", emailOfLength(254)), nil},
 		{"email 255", with("email", emailOfLength(255)), Errors{"email": CodeTooLong}},
 		{"email with display name", with("email", "Ada <ada@example.com>"), Errors{"email": CodeInvalidEmail}},
+		{"name 119", with("name", rep(119)), nil},
 		{"name 120", with("name", rep(120)), nil},
 		{"name 121", with("name", rep(121)), Errors{"name": CodeTooLong}},
 		{"name blank is absent", with("name", " "), nil},
