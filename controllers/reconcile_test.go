@@ -339,6 +339,7 @@ func TestFormsService_OriginChangeReachesTheRunningConfigWithoutARestart(t *test
 		}
 		return nil
 	})
+	eventually(t, func() error { return hasEvent(ns, "acme", "Updated", "ConfigMap acme-config") })
 	// ...and the pods are not rolled: the pod templates did not change.
 	if after := restartHashes(t, ns); fmt.Sprint(after) != fmt.Sprint(hashBefore) {
 		t.Errorf("an origin/client change rolled the pods: restart hashes %v -> %v", hashBefore, after)
@@ -448,6 +449,8 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 	if err := k8s.Get(ctx, key(ns, "acme-forms"), &policyv1.PodDisruptionBudget{}); err != nil {
 		t.Errorf("forms (2 replicas) lost its disruption budget: %v", err)
 	}
+	// Each removal is an Event on the FormsService, as each creation and change is.
+	eventually(t, func() error { return hasEvent(ns, "acme", "Deleted", "StatefulSet acme-redis") })
 
 	// Deleting the resource: the reconciler leaves the rest to the garbage collector.
 	if err := k8s.Delete(ctx, fs); err != nil {

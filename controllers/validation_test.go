@@ -42,8 +42,10 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 			"an origin is scheme://host[:port]"},
 		{"wildcard over a top-level domain", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://*.com"} },
 			"an origin is scheme://host[:port]"},
-		{"a bare star", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"*"} },
+		{"a bare star (too short to be an origin)", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"*"} },
 			"spec.allowedOrigins[0]"},
+		{"a star for the whole host", func(fs *v1alpha1.FormsService) { fs.Spec.AllowedOrigins = []v1alpha1.Origin{"https://*"} },
+			"an origin is scheme://host[:port]"},
 		{"redirect URI over http", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web", "http://app.example.com/cb")}
 		}, "a redirect URI must use https (http is allowed only for localhost, 127.0.0.1 and [::1])"},
