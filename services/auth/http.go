@@ -30,12 +30,13 @@ func (s *Service) BodyLimit() int { return maxBody }
 type ipKey struct{}
 
 // handle mounts a net/http handler (what fosite speaks) in Fiber. The platform has already bounded the
-// body (BodyLimit); the client address (X-Forwarded-For believed only from the configured proxies, and
-// only its right-most untrusted hop, which a client cannot forge) travels in the request context.
+// body (BodyLimit); the client's identity for the sign-in throttle (its address, or its IPv6 /64, with
+// X-Forwarded-For believed only from the configured proxies, and only its right-most untrusted hop, which
+// a client cannot forge) travels in the request context.
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 	ah := adaptor.HTTPHandlerFunc(h)
 	return func(c *fiber.Ctx) error {
-		c.Locals(ipKey{}, platform.ClientIP(c, s.rt().proxies).String())
+		c.Locals(ipKey{}, platform.ClientKey(platform.ClientIP(c, s.rt().proxies)))
 		return ah(c)
 	}
 }

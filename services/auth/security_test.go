@@ -310,6 +310,34 @@ func TestSignIn_ThrottlePerClientBehindTrustedProxy(t *testing.T) {
 	}
 }
 
+// An IPv6 client usually holds a whole /64: the per-address budget is the /64's, so that a client cannot
+// spread its guesses over addresses of its own prefix, while another prefix keeps its own budget.
+func TestSignIn_ThrottlePerIPv6Prefix(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.TrustedProxies = []string{"127.0.0.1"}
+		c.Auth.Throttle = config.Throttle{AccountFailures: 100, IPFailures: 2, Window: config.Duration(time.Minute)}
+	}})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(p.authorizeURL("state-ipv6", verifier))
+	signIn := func(xff, email, password string) response {
+		f := forms(t, p.base, page.body)[0]
+		f.fields.Set("email", email)
+		f.fields.Set("password", password)
+		return b.postForm(f.action, f.fields, "X-Forwarded-For", xff)
+	}
+	signIn("2001:db8:1:2::1", "a@example.com", "wrong password")
+	signIn("2001:db8:1:2:ffff:ffff:ffff:fffe", "b@example.com", "wrong password")
+	if res := signIn("2001:db8:1:2:abcd::9", testEmail, testPassword); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third address of the same /64 after two failures: %d, want 429", res.StatusCode)
+	}
+	code, _ := codeFrom(t, signIn("2001:db8:1:3::1", testEmail, testPassword), p.redirect)
+	if tk := p.exchange(code, verifier); tk.status != http.StatusOK {
+		t.Fatalf("a client of another /64: exchange %d %s", tk.status, tk.Error)
+	}
+}
+
 func TestSignIn_WrongEmailOrPassword_SameGenericError(t *testing.T) {
 	p := startProvider(t, setup{})
 	p.user(testEmail, testPassword)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform"
 )
 
 // Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
@@ -133,18 +135,8 @@ func newStore(rdb redis.UniversalClient) *store {
 	}
 }
 
-// rateKeyPart is the rate-limit identity of a client: its IPv4 address, or the /64 prefix of an IPv6
-// address (one subscriber usually holds a whole /64, so counting single IPv6 addresses counts nothing).
-func rateKeyPart(ip netip.Addr) string {
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
-}
-
 func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte) (storeResult, error) {
-	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + rateKeyPart(client)}, []any{limit, canonical, string(record)})
+	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + platform.ClientKey(client)}, []any{limit, canonical, string(record)})
 	if err != nil {
 		return storeResult{}, err
 	}
@@ -156,7 +148,7 @@ func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, id
 	if idempotencyKey != "" {
 		keyed = "1"
 	}
-	n, err := s.contact.do(ctx, []string{contactRatePrefix + rateKeyPart(client), idempotencyRecordKey(idempotencyKey)}, []any{limit, string(record), keyed})
+	n, err := s.contact.do(ctx, []string{contactRatePrefix + platform.ClientKey(client), idempotencyRecordKey(idempotencyKey)}, []any{limit, string(record), keyed})
 	if err != nil {
 		return storeResult{}, err
 	}

@@ -80,3 +80,14 @@ func peerAddr(c *fiber.Ctx) netip.Addr {
 	}
 	return netip.IPv4Unspecified()
 }
+
+// ClientKey is the identity of a client for rate limits and throttles: its IPv4 address, or the /64
+// prefix of an IPv6 address (one subscriber usually holds a whole /64, so counting single IPv6
+// addresses would let one client spread its requests over 2^64 budgets).
+func ClientKey(ip netip.Addr) string {
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -62,6 +63,20 @@ func TestClientIP_TrustedProxy_TakesRightMostUntrustedHop(t *testing.T) {
 	for xff, want := range cases {
 		if got := clientIPFor(t, url, xff); got != want {
 			t.Errorf("X-Forwarded-For %q: got %s, want %s", xff, got, want)
+		}
+	}
+}
+
+func TestClientKey_IPv4AsIsIPv6ByPrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.9":                      "203.0.113.9",
+		"2001:db8:1:2::1":                  "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff:ffff:ffff:fffe": "2001:db8:1:2::/64",
+		"2001:db8:1:3::1":                  "2001:db8:1:3::/64",
+		"::1":                              "::/64",
+	} {
+		if got := ClientKey(netip.MustParseAddr(in)); got != want {
+			t.Errorf("ClientKey(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
