@@ -15,6 +15,8 @@ export interface Browser {
   errors: string[]
   /** Requests of every page of the context. */
   requests: Request[]
+  /** Every console message of every page of the context ("type: text"). */
+  console: string[]
   close(): Promise<void>
 }
 
@@ -38,9 +40,11 @@ export async function launch(): Promise<Browser> {
   context.setDefaultTimeout(10_000)
   const errors: string[] = []
   const requests: Request[] = []
+  const consoleLines: string[] = []
   const watch = (p: Page) => {
     p.on('pageerror', (e) => errors.push(`pageerror on ${p.url()}: ${e.message}`))
     p.on('console', (m) => {
+      consoleLines.push(`${m.type()}: ${m.text()}`)
       // the hosted page has no favicon; that 404 is Chromium's request, not the page's
       if (m.type() === 'error' && !m.location().url.endsWith('/favicon.ico')) errors.push(`console on ${p.url()}: ${m.text()} (${m.location().url})`)
     })
@@ -54,6 +58,7 @@ export async function launch(): Promise<Browser> {
     page,
     errors,
     requests,
+    console: consoleLines,
     async close() {
       await context.close()
       rmSync(profile, { recursive: true, force: true })

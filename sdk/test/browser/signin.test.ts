@@ -1,4 +1,6 @@
 // Sign-in with the SDK through the real hosted page, in real Chromium, against the real auth service.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest'
 import {
   accessToken,
@@ -16,6 +18,7 @@ import {
   tokenRequest,
   waitForExpiry,
 } from './browser'
+import { artifacts } from './paths'
 
 const devUrl = inject('devUrl')
 let b: Browser
@@ -62,6 +65,13 @@ describe('sign-in through the hosted page', () => {
     expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(tokens.access)
     for (const r of b.requests) {
       for (const t of [tokens.access, tokens.refresh, tokens.idToken]) expect(r.url()).not.toContain(t)
+    }
+    // nor in a log: the page's console (the SDK writes none) or the provider's log of this run
+    const serverLog = readFileSync(join(artifacts, 'browser-tests-formsservice.log'), 'utf8')
+    expect(serverLog.length).toBeGreaterThan(0)
+    for (const t of [tokens.access, tokens.refresh, tokens.idToken]) {
+      expect(b.console.join('\n')).not.toContain(t)
+      expect(serverLog).not.toContain(t)
     }
     expect(b.errors).toEqual([])
   })
