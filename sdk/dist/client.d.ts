@@ -78,7 +78,7 @@ export interface AuthEvents {
     tokenRefreshed: {
         expiresAt: number;
     };
-    /** An operation failed; every error the client throws is emitted here too (once). */
+    /** An operation failed; every error the client throws is emitted here too (once), except `login_required` from `getAccessToken()` while simply signed out. */
     error: AuthError;
 }
 export type { User };

@@ -84,7 +84,7 @@ export interface AuthEvents {
   signedOut: undefined
   /** New tokens arrived, refreshed here or in another tab. */
   tokenRefreshed: { expiresAt: number }
-  /** An operation failed; every error the client throws is emitted here too (once). */
+  /** An operation failed; every error the client throws is emitted here too (once), except `login_required` from `getAccessToken()` while simply signed out. */
   error: AuthError
 }
 
