@@ -277,24 +277,32 @@ func TestSignIn_ThrottleCountsEverySpellingOfAnAccount(t *testing.T) {
 	}
 }
 
-// Behind the ingress every request comes from the proxy: the per-address throttle counts the client's
-// address (the right-most X-Forwarded-For hop that is not a trusted proxy), so one client's failures
-// neither lock out everyone else nor escape the throttle with a forged left-most entry.
-func TestSignIn_ThrottlePerClientBehindTrustedProxy(t *testing.T) {
-	p := startProvider(t, setup{mutate: func(c *config.Config) {
+// behindProxy starts a provider behind a trusted proxy (127.0.0.1) that allows two failed sign-ins per
+// client address, opens the sign-in page, and returns a function that submits it as the proxy would, with
+// the given X-Forwarded-For, and the verifier of the page's authorization request.
+func behindProxy(t *testing.T) (p *provider, signIn func(xff, email, password string) response, verifier string) {
+	p = startProvider(t, setup{mutate: func(c *config.Config) {
 		c.TrustedProxies = []string{"127.0.0.1"}
 		c.Auth.Throttle = config.Throttle{AccountFailures: 100, IPFailures: 2, Window: config.Duration(time.Minute)}
 	}})
 	p.user(testEmail, testPassword)
 	b := newBrowser(t)
-	verifier := oauth2.GenerateVerifier()
+	verifier = oauth2.GenerateVerifier()
 	page := b.get(p.authorizeURL("state-proxy", verifier))
-	signIn := func(xff, email, password string) response {
+	signIn = func(xff, email, password string) response {
 		f := forms(t, p.base, page.body)[0]
 		f.fields.Set("email", email)
 		f.fields.Set("password", password)
 		return b.postForm(f.action, f.fields, "X-Forwarded-For", xff)
 	}
+	return p, signIn, verifier
+}
+
+// Behind the ingress every request comes from the proxy: the per-address throttle counts the client's
+// address (the right-most X-Forwarded-For hop that is not a trusted proxy), so one client's failures
+// neither lock out everyone else nor escape the throttle with a forged left-most entry.
+func TestSignIn_ThrottlePerClientBehindTrustedProxy(t *testing.T) {
+	p, signIn, verifier := behindProxy(t)
 	if res := signIn("203.0.113.7", "a@example.com", "wrong password"); res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("first failure: %d", res.StatusCode)
 	}
@@ -313,20 +321,7 @@ func TestSignIn_ThrottlePerClientBehindTrustedProxy(t *testing.T) {
 // An IPv6 client usually holds a whole /64: the per-address budget is the /64's, so that a client cannot
 // spread its guesses over addresses of its own prefix, while another prefix keeps its own budget.
 func TestSignIn_ThrottlePerIPv6Prefix(t *testing.T) {
-	p := startProvider(t, setup{mutate: func(c *config.Config) {
-		c.TrustedProxies = []string{"127.0.0.1"}
-		c.Auth.Throttle = config.Throttle{AccountFailures: 100, IPFailures: 2, Window: config.Duration(time.Minute)}
-	}})
-	p.user(testEmail, testPassword)
-	b := newBrowser(t)
-	verifier := oauth2.GenerateVerifier()
-	page := b.get(p.authorizeURL("state-ipv6", verifier))
-	signIn := func(xff, email, password string) response {
-		f := forms(t, p.base, page.body)[0]
-		f.fields.Set("email", email)
-		f.fields.Set("password", password)
-		return b.postForm(f.action, f.fields, "X-Forwarded-For", xff)
-	}
+	p, signIn, verifier := behindProxy(t)
 	signIn("2001:db8:1:2::1", "a@example.com", "wrong password")
 	signIn("2001:db8:1:2:ffff:ffff:ffff:fffe", "b@example.com", "wrong password")
 	if res := signIn("2001:db8:1:2:abcd::9", testEmail, testPassword); res.StatusCode != http.StatusTooManyRequests {
