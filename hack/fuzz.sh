@@ -11,10 +11,22 @@ while IFS= read -r file; do
   for name in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
     echo "--- fuzz $name ($dir, $fuzztime)"
     log="$(mktemp)"
+    corpus="$dir/testdata/fuzz/$name"
+    before="$(ls "$corpus" 2>/dev/null || true)"
     if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$dir" >"$log" 2>&1; then
+      # Go's fuzz coordinator (up to go1.26) can report a bare "context deadline exceeded" when the
+      # -fuzztime deadline races a worker under CPU load (golang/go#75804): the whole time was fuzzed
+      # and no failing input was written. Anything else, or a new input in the corpus, is a failure.
+      if grep -q '^    context deadline exceeded$' "$log" && [[ "$(ls "$corpus" 2>/dev/null || true)" == "$before" ]] \
+        && ! grep -qE '_test\.go:[0-9]+:|panic:|Failing input written' "$log"; then
+        echo "ok (the fuzz coordinator's deadline race, golang/go#75804: no failing input) $name"
+        rm -f "$log"
+        targets=$((targets + 1))
+        continue
+      fi
       grep -v '^fuzz: elapsed' "$log" | tail -60
       rm -f "$log"
-      echo "FAIL: fuzz target $name in $dir (the failing input is under $dir/testdata/fuzz/$name/)"
+      echo "FAIL: fuzz target $name in $dir (the failing input is under $corpus/)"
       exit 1
     fi
     tail -1 "$log"
