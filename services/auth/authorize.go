@@ -284,7 +284,7 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	if !ok {
 		account = strings.ToLower(email)
 	}
-	ip := clientIP(r)
+	ip := clientKey(r)
 	lim := s.limits(rt)
 	again := func(wait time.Duration) string {
 		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
@@ -337,7 +337,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, d)
 		return
 	}
-	ip := clientIP(r)
+	ip := clientKey(r)
 	lim := s.limits(rt)
 	if wait, _, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
 		s.unavailablePage(w, r, rt, cl, "", err)

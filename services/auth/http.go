@@ -27,7 +27,7 @@ const maxBody = 64 << 10
 // BodyLimit tells the platform the largest body an auth endpoint accepts.
 func (s *Service) BodyLimit() int { return maxBody }
 
-type ipKey struct{}
+type clientKeyCtx struct{}
 
 // handle mounts a net/http handler (what fosite speaks) in Fiber. The platform has already bounded the
 // body (BodyLimit); the client's identity for the sign-in throttle (its address, or its IPv6 /64, with
@@ -36,14 +36,15 @@ type ipKey struct{}
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 	ah := adaptor.HTTPHandlerFunc(h)
 	return func(c *fiber.Ctx) error {
-		c.Locals(ipKey{}, platform.ClientKey(platform.ClientIP(c, s.rt().proxies)))
+		c.Locals(clientKeyCtx{}, platform.ClientKey(platform.ClientIP(c, s.rt().proxies)))
 		return ah(c)
 	}
 }
 
-func clientIP(r *http.Request) string {
-	ip, _ := r.Context().Value(ipKey{}).(string)
-	return ip
+// clientKey is the client's identity for the per-address sign-in throttle (platform.ClientKey).
+func clientKey(r *http.Request) string {
+	k, _ := r.Context().Value(clientKeyCtx{}).(string)
+	return k
 }
 
 // Cookie names: under https the __Host- prefix pins the cookie to this exact host and path /.
