@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http/httputil"
 	"slices"
 	"strconv"
 	"sync"
@@ -213,8 +214,9 @@ func buildRequest(dst []byte, spec loadSpec, n int64) []byte {
 
 var errBadResponse = errors.New("bad response")
 
-// roundTrip writes req and reads one response: status line, headers (Content-Length, Connection), body
-// (into *body when body is not nil, else discarded).
+// roundTrip writes req and reads one response: status line, headers (Content-Length, Transfer-Encoding,
+// Connection), body (into *body when body is not nil, else discarded). A chunked body is decoded: a
+// server may chunk any answer that outgrows its write buffer (net/http does past 2 KiB).
 func roundTrip(conn net.Conn, br *bufio.Reader, req []byte, body *[]byte) (code int, keepAlive bool, err error) {
 	if _, err = conn.Write(req); err != nil {
 		return 0, false, err
@@ -230,7 +232,7 @@ func roundTrip(conn net.Conn, br *bufio.Reader, req []byte, body *[]byte) (code 
 	if err != nil {
 		return 0, false, errBadResponse
 	}
-	length, keepAlive := 0, true
+	length, keepAlive, chunked := 0, true, false
 	for {
 		line, err = br.ReadSlice('\n')
 		if err != nil {
@@ -247,9 +249,14 @@ func roundTrip(conn net.Conn, br *bufio.Reader, req []byte, body *[]byte) (code 
 		switch {
 		case bytes.EqualFold(k, []byte("Content-Length")):
 			length, _ = strconv.Atoi(string(v))
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")) && bytes.EqualFold(v, []byte("chunked")):
+			chunked = true
 		case bytes.EqualFold(k, []byte("Connection")) && bytes.EqualFold(v, []byte("close")):
 			keepAlive = false
 		}
+	}
+	if chunked {
+		return code, keepAlive, readChunked(br, body)
 	}
 	if body != nil {
 		*body = append((*body)[:0], make([]byte, length)...)
@@ -260,4 +267,30 @@ func roundTrip(conn net.Conn, br *bufio.Reader, req []byte, body *[]byte) (code 
 		return 0, false, err
 	}
 	return code, keepAlive, nil
+}
+
+// readChunked reads a chunked body and its trailer, into *body when body is not nil.
+func readChunked(br *bufio.Reader, body *[]byte) error {
+	var dst io.Writer = io.Discard
+	var buf *bytes.Buffer
+	if body != nil {
+		buf = bytes.NewBuffer((*body)[:0])
+		dst = buf
+	}
+	if _, err := io.Copy(dst, httputil.NewChunkedReader(br)); err != nil {
+		return err
+	}
+	for { // trailer fields, then the empty line that ends the message
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+	}
+	if buf != nil {
+		*body = buf.Bytes()
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +14,8 @@ import (
 )
 
 // The token load keeps one refresh token per connection: each request carries the token the previous
-// answer on that connection returned.
+// answer on that connection returned. The tokens start near 2 KiB, so the answers soon outgrow
+// net/http's buffer and come chunked, as a real server's may.
 func TestRunLoad_BuildAndRead_CarryStatePerConnection(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -32,7 +34,9 @@ func TestRunLoad_BuildAndRead_CarryStatePerConnection(t *testing.T) {
 		fmt.Fprintf(w, `{"refresh_token":"%s+"}`, tok)
 	}))
 	defer srv.Close()
-	chains := &tokenChains{tokens: []string{"a", "b", "c"}}
+	pad := strings.Repeat("-", 2000)
+	start := []string{"a" + pad, "b" + pad, "c" + pad}
+	chains := &tokenChains{tokens: slices.Clone(start)}
 	res, err := runLoad(loadSpec{addr: strings.TrimPrefix(srv.URL, "http://"), conns: 3, want: 200,
 		warmup: 20 * time.Millisecond, duration: 200 * time.Millisecond, build: chains.request, read: chains.answer})
 	if err != nil {
@@ -42,8 +46,8 @@ func TestRunLoad_BuildAndRead_CarryStatePerConnection(t *testing.T) {
 		t.Fatalf("%d requests, unexpected answers %v (a token was sent twice)", res.requests, res.unexpected)
 	}
 	for i, tok := range chains.tokens {
-		if !strings.HasPrefix(tok, string(rune('a'+i))+"++") {
-			t.Errorf("chain %d ended at %q, want it rotated several times", i, tok)
+		if !strings.HasPrefix(tok, start[i]+"+++") {
+			t.Errorf("chain %d ended at %q, want it rotated several times", i, strings.TrimPrefix(tok, pad))
 		}
 	}
 }
