@@ -27,9 +27,12 @@ import (
 // delivery count) and claims (XCLAIM with min-idle, an atomic test-and-take, so two replicas never take
 // the same message) those idle for longer than their backoff: RetryAfter × 2^(deliveries−1), capped at
 // MaxRetryInterval. This is XAUTOCLAIM's mechanism with a per-message wait, which XAUTOCLAIM's single
-// min-idle cannot express. RetryAfter exceeds an attempt's timeout (config validation), so a live worker
-// is never robbed of a message mid-attempt. Delivery is at least once: a crash after sending and
-// before XACK sends again, with the same mail Message-ID.
+// min-idle cannot express. RetryAfter is at least twice an attempt's timeout (config validation), and a
+// worker renews its hold on all the unfinished messages of a batch (keep) before an attempt that does
+// not start right after the last renewal; so a live worker is never robbed of a message it still means
+// to send, however many messages its batch holds or however slow the targets before them were.
+// Delivery is at least once: a crash after sending and before XACK sends again, with the same mail
+// Message-ID.
 
 const (
 	readBatch        = 16
@@ -116,8 +119,10 @@ func (w *worker) pass(ctx context.Context) error {
 		return w.storeErr(err)
 	}
 	for _, st := range streams {
-		for _, msg := range st.Messages {
-			w.deliver(ctx, d, msg, false)
+		h := newHold(st.Messages)
+		for i, msg := range st.Messages {
+			h.current = i
+			w.deliver(ctx, d, msg, false, h)
 		}
 	}
 	return nil
@@ -180,7 +185,7 @@ func (w *worker) retryDue(ctx context.Context, d config.Delivery) error {
 				return err
 			}
 			for _, msg := range msgs {
-				w.deliver(ctx, d, msg, true)
+				w.deliver(ctx, d, msg, true, newHold([]redis.XMessage{msg}))
 			}
 			if ctx.Err() != nil {
 				return nil
@@ -203,9 +208,68 @@ func backoff(n int64, d config.Delivery) time.Duration {
 	return min(wait, d.MaxRetryInterval.D())
 }
 
+// hold is a worker's claim on the messages of one read (or one claim) that it has not finished yet.
+// Their idle time in the pending list is what another replica takes as "abandoned", so it is renewed
+// for all of them together before an attempt that does not start right after the last renewal.
+type hold struct {
+	ids     []string        // the messages read together, in order
+	current int             // ids[current:] are not finished yet
+	at      time.Time       // when they were read, claimed or last renewed
+	lost    map[string]bool // taken over by another replica (or acknowledged elsewhere): not to be sent
+}
+
+func newHold(msgs []redis.XMessage) *hold {
+	h := &hold{at: time.Now(), lost: map[string]bool{}}
+	for _, m := range msgs {
+		h.ids = append(h.ids, m.ID)
+	}
+	return h
+}
+
+// renewHoldScript resets the idle time of each pending message that this consumer still holds (XCLAIM
+// with JUSTID leaves the delivery count, and so the backoff, alone), and answers the IDs it no longer
+// holds.
+var renewHoldScript = redis.NewScript(`
+local lost = {}
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  if #redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1, ARGV[2]) == 0 then
+    lost[#lost + 1] = id
+  else
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id, 'JUSTID')
+  end
+end
+return lost`)
+
+// keep reports whether this worker still holds message id, renewing the hold on every unfinished
+// message once it is Timeout/2 old: an attempt then ends well inside RetryAfter (at least 2 × Timeout),
+// however many messages came before it in the batch and however slow their targets were.
+func (w *worker) keep(ctx context.Context, d config.Delivery, h *hold, id string) bool {
+	if time.Since(h.at) >= d.Timeout.D()/2 {
+		args := []any{deliveryGroup, w.s.consumer}
+		for _, r := range h.ids[h.current:] {
+			if !h.lost[r] {
+				args = append(args, r)
+			}
+		}
+		lost, err := renewHoldScript.Run(ctx, w.s.rdb, []string{contactStream}, args...).StringSlice()
+		if err != nil {
+			w.s.log.Warn("contact delivery: could not renew the hold on messages; leaving them pending", "err", err)
+			return false
+		}
+		for _, l := range lost {
+			h.lost[l] = true
+			w.s.log.Info("contact delivery: another replica took a message over; not sending it twice", "id", l)
+		}
+		h.at = time.Now()
+	}
+	return !h.lost[id]
+}
+
 // deliver sends msg to every channel that has not taken it yet and acknowledges it when all have. A
-// failure leaves it pending for retryDue. retry says whether channels may already have taken it.
-func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, retry bool) {
+// failure leaves it pending for retryDue. retry says whether channels may already have taken it; h is
+// the worker's hold on it and on the messages read with it.
+func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, retry bool, h *hold) {
 	s := w.s
 	m, ok := decodeStored(msg)
 	if !ok {
@@ -227,6 +291,9 @@ func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		ch := snd.Channel()
 		if done[ch] != "" {
 			continue
+		}
+		if !w.keep(ctx, d, h, msg.ID) {
+			return // taken over, acknowledged elsewhere, or the store is failing: not ours to send now
 		}
 		s.m.deliveryAttempts.WithLabelValues(ch).Inc()
 		actx, cancel := context.WithTimeout(ctx, d.Timeout.D())

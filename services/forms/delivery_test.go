@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/forms/internal/smtptest"
@@ -20,13 +21,14 @@ import (
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// Short delivery timings for tests: an attempt gets 250 ms, a failed or abandoned message is retried
-// after 500 ms, then 1 s.
+// Short delivery timings for tests: an attempt gets 500 ms (room for a loaded CI machine: an attempt
+// that times out after the receiver took the message sends it twice), a failed or abandoned message is
+// retried after 1 s, then 2 s.
 func fastDelivery(smtpAddr, webhookURL string) config.Delivery {
 	d := config.Delivery{
-		Timeout:          config.Duration(250 * time.Millisecond),
-		RetryAfter:       config.Duration(500 * time.Millisecond),
-		MaxRetryInterval: config.Duration(time.Second),
+		Timeout:          config.Duration(500 * time.Millisecond),
+		RetryAfter:       config.Duration(time.Second),
+		MaxRetryInterval: config.Duration(2 * time.Second),
 	}
 	if smtpAddr != "" {
 		d.SMTP = &config.SMTP{Addr: smtpAddr, From: "forms@example.net", To: []string{"team@example.net"}}
@@ -161,12 +163,12 @@ func TestDelivery_FailingWebhook_IsRetriedWithBackoffWithoutResendingMail(t *tes
 	if len(calls) != 3 {
 		t.Fatalf("%d webhook calls, want 3", len(calls))
 	}
-	// Backoff: the first retry after ~RetryAfter (500 ms), the second after twice that.
-	if d := calls[1].Sub(calls[0]); d < 450*time.Millisecond {
-		t.Errorf("first retry after %s, want >= 500ms", d)
+	// Backoff: the first retry after ~RetryAfter (1 s), the second after twice that.
+	if d := calls[1].Sub(calls[0]); d < 950*time.Millisecond {
+		t.Errorf("first retry after %s, want >= 1s", d)
 	}
-	if d := calls[2].Sub(calls[1]); d < 950*time.Millisecond {
-		t.Errorf("second retry after %s, want >= 1s", d)
+	if d := calls[2].Sub(calls[1]); d < 1950*time.Millisecond {
+		t.Errorf("second retry after %s, want >= 2s", d)
 	}
 	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 	if n := len(mailSrv.Mails()); n != 1 {
@@ -267,9 +269,40 @@ func TestDelivery_TwoReplicas_DeliverEachMessageOnce(t *testing.T) {
 	}
 	mailSrv.Wait(t, 20, 10*time.Second)
 	waitFor(t, 2*time.Second, "the acknowledgements", func() bool { return pendingCount(t, h.rdb) == 0 })
-	time.Sleep(700 * time.Millisecond) // longer than RetryAfter: nothing is sent again
+	time.Sleep(1200 * time.Millisecond) // longer than RetryAfter: nothing is sent again
 	if n := len(mailSrv.Mails()); n != 20 {
 		t.Fatalf("%d mails for 20 messages", n)
+	}
+}
+
+// A worker that reads a batch from a slow relay holds every message of it until it is sent: another
+// replica does not take the later ones over as abandoned (which would mail them twice), even though the
+// batch takes several times RetryAfter.
+func TestDelivery_SlowRelayBatch_NotTakenOverWhileItsWorkerIsSending(t *testing.T) {
+	h := newHarness(t, harnessOpts{}) // no worker: the messages wait in the stream
+	const n = 10
+	for range n {
+		h.post("/contact", validContact).expect(t, 201, "created")
+	}
+	mailSrv := smtptest.Start(t, smtptest.Options{Delay: 300 * time.Millisecond})
+	d := fastDelivery(mailSrv.Addr, "")
+	d.Timeout = config.Duration(time.Second)
+	d.RetryAfter = config.Duration(2 * time.Second) // the batch takes n × 300ms = 3s
+	startWorker(t, h.rdb, d, "reader")
+	waitFor(t, 5*time.Second, "the first worker to read the batch", func() bool {
+		p, err := h.rdb.XPending(t.Context(), contactStream, deliveryGroup).Result() // NOGROUP until it starts
+		return err == nil && p.Count == n
+	})
+	second := startWorker(t, h.rdb, d, "idle-replica")
+
+	mailSrv.Wait(t, n, 15*time.Second)
+	waitFor(t, 5*time.Second, "the acknowledgements", func() bool { return pendingCount(t, h.rdb) == 0 })
+	time.Sleep(2500 * time.Millisecond) // past RetryAfter: a wrongly taken-over message would be sent now
+	if got := len(mailSrv.Mails()); got != n {
+		t.Fatalf("%d mails for %d messages: a message was taken over while its worker was sending it", got, n)
+	}
+	if c := testutil.ToFloat64(second.svc.m.deliveryAttempts.WithLabelValues("smtp")); c != 0 {
+		t.Fatalf("the idle replica made %v attempts", c)
 	}
 }
 

@@ -40,7 +40,7 @@ func TestHealth_AllUp_Answers200PassInHealthJSON(t *testing.T) {
 		if c["status"] != "pass" || c["componentType"] != typ || c["observedUnit"] != "ms" {
 			t.Errorf("%s: %v", name, c)
 		}
-		if v, ok := c["observedValue"].(float64); !ok || v < 0 || v > 250 {
+		if v, ok := c["observedValue"].(float64); !ok || v < 0 || v > float64(roomyWarnAfter.Milliseconds()) {
 			t.Errorf("%s: observedValue %v, want milliseconds under the warn threshold", name, c["observedValue"])
 		}
 		if _, ok := c["output"]; ok {
@@ -107,7 +107,9 @@ func TestHealth_RedisSlowed_WarnThenFailByThreshold(t *testing.T) {
 		t.Fatalf("before: %s", r.Raw)
 	}
 
-	r := whileSleeping(t, rs, 400*time.Millisecond, srv.URL)
+	// whileSleeping asks at least 100ms into the sleep, so the check waits at most 550ms (under the
+	// 700ms timeout), and more than warnAfter unless the machine adds over 400ms.
+	r := whileSleeping(t, rs, 650*time.Millisecond, srv.URL)
 	c := r.check(t, "redis:responseTime")
 	if r.Code != 200 || r.Body.Status != Warn || c["status"] != "warn" {
 		t.Fatalf("slow store: got %d %s, want 200 warn", r.Code, r.Raw)
@@ -136,34 +138,34 @@ func TestHealth_RedisSlowed_WarnThenFailByThreshold(t *testing.T) {
 func whileSleeping(t *testing.T, rs *testredis.Server, d time.Duration, base string) reply {
 	t.Helper()
 	cl := rs.Client()
-	started := make(chan struct{})
+	// The probe's connection is open before the sleep starts, so a slow dial is never read as "blocked".
+	probe := redis.NewClient(&redis.Options{Addr: rs.Addr(), MaxRetries: -1, PoolSize: 1, ContextTimeoutEnabled: true})
+	defer probe.Close()
+	if err := probe.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		close(started)
 		ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
 		defer cancel()
 		if err := cl.Do(ctx, "DEBUG", "SLEEP", d.Seconds()).Err(); err != nil {
 			t.Errorf("DEBUG SLEEP: %v", err)
 		}
 	}()
-	<-started
-	waitUntilBlocked(t, rs)
-	r := getHealth(t, base)
-	wg.Wait()
-	return r
+	defer wg.Wait() // also when waitUntilBlocked fails: the goroutine must not outlive the test
+	waitUntilBlocked(t, probe)
+	return getHealth(t, base)
 }
 
-// waitUntilBlocked returns once the server stops answering (DEBUG SLEEP has reached it): a PING on a
-// fresh connection gets no answer within 30ms.
-func waitUntilBlocked(t *testing.T, rs *testredis.Server) {
+// waitUntilBlocked returns once the server stops answering (DEBUG SLEEP has reached it): a PING on
+// probe's open connection gets no answer within 100ms.
+func waitUntilBlocked(t *testing.T, probe *redis.Client) {
 	t.Helper()
-	probe := redis.NewClient(&redis.Options{Addr: rs.Addr(), MaxRetries: -1, PoolSize: 1, ReadTimeout: 30 * time.Millisecond, ContextTimeoutEnabled: true})
-	defer probe.Close()
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		err := probe.Ping(ctx).Err()
 		cancel()
 		if err != nil {

@@ -403,13 +403,14 @@ func (s *slowloris) record(i int, a rawAnswer, after time.Duration) {
 	s.results = append(s.results, fmt.Sprintf("%s:%s@%.1fs", kind, describe(a), after.Seconds()))
 }
 
-// wait checks, while the slow connections are still open, that an ordinary request is served at once,
+// wait checks, while the slow connections are still open, that an ordinary request is served at once
+// (well inside the read timeout that frees the slow ones; 2 s leaves room for a loaded CI machine),
 // then waits for all of them to be cut off.
 func (s *slowloris) wait(t *testing.T, forms *proc) {
 	t.Helper()
 	fc := newFormsClient(forms.Base, 1)
 	defer fc.close()
-	if a := fc.post("/waitlist", waitlistBody("during-slowloris@example.com")); a.status != 201 || a.elapsed > time.Second {
+	if a := fc.post("/waitlist", waitlistBody("during-slowloris@example.com")); a.status != 201 || a.elapsed > 2*time.Second {
 		t.Errorf("an ordinary request during the slowloris: %d after %s", a.status, a.elapsed)
 	}
 	s.wg.Wait()

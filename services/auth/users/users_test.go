@@ -181,27 +181,41 @@ func TestList_EveryUser(t *testing.T) {
 func TestHasher_BoundedPool(t *testing.T) {
 	slow := users.Params{MemoryKiB: 4 << 10, Iterations: 8, Parallelism: 1}
 	h := users.NewHasher(slow, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = h.Hash(context.Background(), "a long password")
-	}()
-	for h.InUse() == 0 { // wait until the goroutine holds the only slot
-		time.Sleep(time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	release := h.HoldSlot() // the only slot is taken, as by a hash in progress
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := h.Hash(ctx, "another password"); !errors.Is(err, users.ErrBusy) {
 		t.Fatalf("hash while the pool is full: %v, want ErrBusy", err)
 	}
-	h.MaxWait = time.Millisecond // a request context without a deadline is bounded too
+	h.MaxWait = 20 * time.Millisecond // a request context without a deadline is bounded too
 	if _, _, err := h.Verify(context.Background(), "$argon2id$v=19$m=64,t=1,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "x"); !errors.Is(err, users.ErrBusy) {
 		t.Fatalf("verify while the pool is full: %v, want ErrBusy", err)
 	}
-	<-done
-	enc, err := h.Hash(context.Background(), "a long password")
+
+	// A caller that can wait gets the slot once it is freed.
+	h.MaxWait = 10 * time.Second
+	type hashed struct {
+		enc string
+		err error
+	}
+	waiting := make(chan hashed, 1)
+	go func() {
+		enc, err := h.Hash(context.Background(), "a long password")
+		waiting <- hashed{enc, err}
+	}()
+	select {
+	case r := <-waiting:
+		t.Fatalf("a hash ran while the pool was full: %v", r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	r := <-waiting
+	enc, err := r.enc, r.err
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h.InUse() != 0 {
+		t.Fatalf("%d slots still in use after every hash returned", h.InUse())
 	}
 	if ok, rehash, err := h.Verify(context.Background(), enc, "a long password"); !ok || rehash || err != nil {
 		t.Fatalf("verify: %v %v %v", ok, rehash, err)

@@ -44,6 +44,7 @@ type Server struct {
 	received chan struct{}
 	user     string
 	password string
+	delay    time.Duration
 }
 
 // Options configure Start.
@@ -52,12 +53,14 @@ type Options struct {
 	TLS bool
 	// User and Password require AUTH PLAIN with these credentials.
 	User, Password string
+	// Delay is how long every DATA takes before it is accepted: a slow relay.
+	Delay time.Duration
 }
 
 // Start runs a server until the test ends.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
-	s := &Server{received: make(chan struct{}, 1000), user: o.User, password: o.Password}
+	s := &Server{received: make(chan struct{}, 1000), user: o.User, password: o.Password, delay: o.Delay}
 	srv := smtp.NewServer(backend{s})
 	srv.Domain = "localhost"
 	srv.ReadTimeout = 10 * time.Second
@@ -198,8 +201,11 @@ func (se *session) Data(r io.Reader) error {
 		<-ch
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "stalled"}
 	}
+	s.mu.Unlock()
+	time.Sleep(s.delay)
 	m := se.mail
 	m.Data = string(b)
+	s.mu.Lock()
 	s.mails = append(s.mails, m)
 	s.mu.Unlock()
 	s.received <- struct{}{}
