@@ -124,7 +124,8 @@ func TestServe_ShutdownFinishesRequestsInFlight(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- app.Serve(ctx, ServeOptions{Listener: ln, DrainDelay: 300 * time.Millisecond}) }()
+	// The drain delay is long enough for a loaded machine to ask /readyz inside it.
+	go func() { served <- app.Serve(ctx, ServeOptions{Listener: ln, DrainDelay: 2 * time.Second}) }()
 
 	result := make(chan string, 1)
 	go func() {
@@ -141,9 +142,18 @@ func TestServe_ShutdownFinishesRequestsInFlight(t *testing.T) {
 	<-svc.started
 	cancel() // what SIGTERM does through signal.NotifyContext
 
-	time.Sleep(100 * time.Millisecond) // inside the drain delay
-	if resp, err := http.Get(base + "/readyz"); err != nil || resp.StatusCode != 503 || !resp.Close {
+	// Inside the drain delay, readiness turns to 503 (once Serve has seen the cancellation).
+	var resp *http.Response
+	for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if resp, err = http.Get(base + "/readyz"); err != nil || resp.StatusCode == 503 {
+			break
+		}
+		resp.Body.Close()
+	}
+	if err != nil || resp.StatusCode != 503 || !resp.Close {
 		t.Errorf("readyz while draining: %v %v (want 503 with Connection: close)", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	close(svc.release)
 	if got := <-result; got != "finished (connection close: true)" {

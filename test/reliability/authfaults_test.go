@@ -183,6 +183,8 @@ func TestAuthFaults_RedisKilledDuringFlows_NoTokenForUsedCodeRevokedFamilyOrWron
 			}
 		})
 	}
+	// A t.Fatal below (a restart that fails) must not leave the workers logging after the test ended.
+	t.Cleanup(func() { stop.Store(true); wg.Wait() })
 	for range kills {
 		time.Sleep(1500 * time.Millisecond)
 		rs.Kill()

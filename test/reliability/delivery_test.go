@@ -127,10 +127,15 @@ func TestDelivery_WorkerKilledMidDelivery_EveryMessageDeliveredAtLeastOnce(t *te
 
 	// Replica 1 dies while the webhook holds its 10th delivery; replica 2 dies at the 30th; Redis is
 	// killed and restarted between the two; replica 3 finishes the work.
+	// The holds are set before any replica starts: a fast worker cannot pass a delivery before its hold.
 	kills := []int{10, 30}
+	reached, release := make([]<-chan struct{}, len(kills)), make([]chan struct{}, len(kills))
+	for i, at := range kills {
+		reached[i], release[i] = sink.holdDelivery(at)
+	}
 	replica := startProc(t, "forms", cfg, nil)
 	for i, at := range kills {
-		reached, release := sink.holdDelivery(at)
+		reached, release := reached[i], release[i]
 		select {
 		case <-reached:
 		case <-time.After(30 * time.Second):

@@ -30,15 +30,17 @@ type Store struct {
 	load    func() (*Config, error)
 	log     *slog.Logger
 	changed chan struct{}
+	loaded  fileStamp // of the file NewStore read: Watch reloads at once if it changed since
 }
 
 // NewStore loads the configuration once with load (which reads path) and returns a Store serving it.
 func NewStore(path string, load func() (*Config, error), log *slog.Logger) (*Store, error) {
+	stamp := stampOf(path) // before reading: a write during the load shows as a change
 	c, err := load()
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, load: load, log: log, changed: make(chan struct{}, 1)}
+	s := &Store{path: path, load: load, log: log, changed: make(chan struct{}, 1), loaded: stamp}
 	s.cur.Store(c)
 	return s, nil
 }
@@ -82,8 +84,12 @@ func (s *Store) Watch(ctx context.Context) error {
 	if err := w.Add(filepath.Dir(s.path)); err != nil {
 		return err
 	}
-	lastMod := modTime(s.path)
+	// A change between NewStore's read and this watch has no event of its own: compare stamps.
+	last := stampOf(s.path)
 	var debounce <-chan time.Time
+	if !last.same(s.loaded) {
+		debounce = time.After(0)
+	}
 	poll := time.NewTicker(10 * time.Second) // belt and braces for filesystems without inotify
 	defer poll.Stop()
 	for {
@@ -101,21 +107,30 @@ func (s *Store) Watch(ctx context.Context) error {
 			}
 			s.log.Warn("config watch error", "err", err)
 		case <-poll.C:
-			if m := modTime(s.path); !m.Equal(lastMod) {
+			if st := stampOf(s.path); !st.same(last) {
 				debounce = time.After(0)
 			}
 		case <-debounce:
 			debounce = nil
-			lastMod = modTime(s.path)
+			last = stampOf(s.path)
 			_ = s.Reload()
 		}
 	}
 }
 
-func modTime(path string) time.Time {
+// fileStamp tells versions of the configuration file apart; the size too, since two writes within one
+// tick of a coarse filesystem clock share a modification time.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func (a fileStamp) same(b fileStamp) bool { return a.mod.Equal(b.mod) && a.size == b.size }
+
+func stampOf(path string) fileStamp {
 	fi, err := os.Stat(path) // follows the ..data symlink
 	if err != nil {
-		return time.Time{}
+		return fileStamp{}
 	}
-	return fi.ModTime()
+	return fileStamp{fi.ModTime(), fi.Size()}
 }
