@@ -5,6 +5,7 @@ package testredis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -175,11 +176,21 @@ func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
 // Resume continues a paused server.
 func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
-// FreePort returns a loopback TCP port that was free a moment ago, below 55535 so that port+10000 (the
-// cluster bus) is valid too.
+// FreePort returns a loopback TCP port that was free a moment ago, and whose port+10000 (a cluster bus)
+// is free too. Both lie below the kernel's ephemeral range when it leaves room: the thousands of
+// outgoing connections that parallel load tests open take their source ports from that range, and one
+// of them could otherwise take the port between this check and the server's bind.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	for range 100 {
+	if lo, hi := 10000, ephemeralLow()-10000; hi-lo >= 1000 {
+		for range 1000 {
+			port := lo + rand.IntN(hi-lo)
+			if portFree(port) && portFree(port+10000) {
+				return port
+			}
+		}
+	}
+	for range 100 { // no room below the ephemeral range: ask the kernel
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatalf("free port: %v", err)
@@ -192,6 +203,19 @@ func FreePort(tb testing.TB) int {
 	}
 	tb.Fatal("no free port")
 	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default when unknown).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				return n
+			}
+		}
+	}
+	return 32768
 }
 
 func portFree(port int) bool {
