@@ -216,6 +216,7 @@ type hold struct {
 	current int             // ids[current:] are not finished yet
 	at      time.Time       // when they were read, claimed or last renewed
 	lost    map[string]bool // taken over by another replica (or acknowledged elsewhere): not to be sent
+	failed  bool            // a renewal failed (the store is failing): the rest stay pending for retryDue
 }
 
 func newHold(msgs []redis.XMessage) *hold {
@@ -245,6 +246,9 @@ return lost`)
 // message once it is Timeout/2 old: an attempt then ends well inside RetryAfter (at least 2 × Timeout),
 // however many messages came before it in the batch and however slow their targets were.
 func (w *worker) keep(ctx context.Context, d config.Delivery, h *hold, id string) bool {
+	if h.failed {
+		return false // asked once and logged once per batch
+	}
 	if time.Since(h.at) >= d.Timeout.D()/2 {
 		args := []any{deliveryGroup, w.s.consumer}
 		for _, r := range h.ids[h.current:] {
@@ -255,6 +259,7 @@ func (w *worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 		lost, err := renewHoldScript.Run(ctx, w.s.rdb, []string{contactStream}, args...).StringSlice()
 		if err != nil {
 			w.s.log.Warn("contact delivery: could not renew the hold on messages; leaving them pending", "err", err)
+			h.failed = true
 			return false
 		}
 		for _, l := range lost {

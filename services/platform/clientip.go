@@ -85,6 +85,7 @@ func peerAddr(c *fiber.Ctx) netip.Addr {
 // prefix of an IPv6 address (one subscriber usually holds a whole /64, so counting single IPv6
 // addresses would let one client spread its requests over 2^64 budgets).
 func ClientKey(ip netip.Addr) string {
+	ip = ip.Unmap() // an IPv4 client seen through an IPv6 socket is still counted by its own address
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)
 		return p.String()

@@ -70,6 +70,7 @@ func TestClientIP_TrustedProxy_TakesRightMostUntrustedHop(t *testing.T) {
 func TestClientKey_IPv4AsIsIPv6ByPrefix(t *testing.T) {
 	for in, want := range map[string]string{
 		"203.0.113.9":                      "203.0.113.9",
+		"::ffff:203.0.113.9":               "203.0.113.9",
 		"2001:db8:1:2::1":                  "2001:db8:1:2::/64",
 		"2001:db8:1:2:ffff:ffff:ffff:fffe": "2001:db8:1:2::/64",
 		"2001:db8:1:3::1":                  "2001:db8:1:3::/64",
