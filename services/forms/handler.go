@@ -9,7 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
@@ -82,7 +82,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	return submission{
 		body:   body,
 		origin: string(origin),
-		client: platform.ClientIP(c, lc.proxies),
+		client: clientip.Addr(c, lc.proxies),
 		live:   lc,
 	}, true
 }

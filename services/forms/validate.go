@@ -7,17 +7,17 @@ import (
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
-// Field limits from the spec (section 8), counted in Unicode code points after trimming.
+// Field limits of the forms (docs/forms.md), counted in Unicode code points after trimming.
 const (
 	MaxName         = 120
-	MaxEmail        = 254
+	MaxEmail        = email.MaxLen
 	MaxOrganization = 160
 	MaxAssociation  = 160
 	MinMessage      = 10
 	MaxMessage      = 4000
 )
 
-// Error codes of the 400 body, a closed set (DESIGN.md).
+// Error codes of the 400 body, a closed set (docs/forms.md).
 const (
 	CodeRequired      = "required"
 	CodeInvalidType   = "invalid_type"
@@ -88,14 +88,14 @@ func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
 	if f.honeypot() {
 		return c, true, nil
 	}
-	c.Name = f.text("name", true, 0, MaxName)
+	c.Name = f.text("name", true, 0, MaxName, singleLine)
 	c.Email = f.email("email")
-	c.Organization = f.text("organization", false, 0, MaxOrganization)
+	c.Organization = f.text("organization", false, 0, MaxOrganization, singleLine)
 	c.Topic = f.choice("topic", func(v string) (string, bool) { return v, topics[v] })
 	if c.Topic == "" {
 		c.Topic = DefaultTopic
 	}
-	c.Message = f.text("message", true, MinMessage, MaxMessage)
+	c.Message = f.text("message", true, MinMessage, MaxMessage, multiLine)
 	return c, false, f.errs
 }
 
@@ -111,8 +111,8 @@ func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
 	}
 	w.Email = strings.ToLower(f.email("email"))
 	f.consent("consent")
-	w.Name = f.text("name", false, 0, MaxName)
-	w.Association = f.text("association", false, 0, MaxAssociation)
+	w.Name = f.text("name", false, 0, MaxName, singleLine)
+	w.Association = f.text("association", false, 0, MaxAssociation, singleLine)
 	w.Role = f.choice("role", func(v string) (string, bool) { return v, roles[v] })
 	w.Size = f.choice("size", func(v string) (string, bool) { s, ok := sizes[v]; return s, ok })
 	return w, false, f.errs
@@ -168,7 +168,7 @@ func (f *fields) str(name string) (s string, ok bool) {
 // after trimming count as not given. Control characters are refused (invalid_type: not text): in a
 // single-line field any of them, in a multi-line one all but tab and line breaks. A NUL or a line break
 // in a name has no business there, and would reach a mail header, a CSV export or a terminal.
-func (f *fields) text(name string, required bool, minLen, maxLen int) string {
+func (f *fields) text(name string, required bool, minLen, maxLen int, shape textShape) string {
 	s, ok := f.str(name)
 	if !ok {
 		return ""
@@ -179,7 +179,7 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 		}
 		return ""
 	}
-	if hasControl(s, name == "message") {
+	if hasControl(s, shape == multiLine) {
 		f.fail(name, CodeInvalidType)
 		return ""
 	}
@@ -194,12 +194,20 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 	return ""
 }
 
-// hasControl reports a C0 or C1 control character or DEL; multiLine allows tab, CR and LF.
-func hasControl(s string, multiLine bool) bool {
+// textShape says whether a free-text field may span lines (a message) or not (a name).
+type textShape bool
+
+const (
+	singleLine textShape = false
+	multiLine  textShape = true
+)
+
+// hasControl reports a C0 or C1 control character or DEL; lineBreaksAllowed allows tab, CR and LF.
+func hasControl(s string, lineBreaksAllowed bool) bool {
 	for _, r := range s {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
-			if !multiLine {
+			if !lineBreaksAllowed {
 				return true
 			}
 		case r < 0x20, r >= 0x7f && r <= 0x9f:

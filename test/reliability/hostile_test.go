@@ -15,7 +15,7 @@ import (
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
-// serverReadTimeout is the platform's bound on reading one request (platform.AppOptions.ReadTimeout).
+// serverReadTimeout is the platform's bound on reading one request (server.Options.ReadTimeout).
 const serverReadTimeout = 10 * time.Second
 
 // hostileRow is one hostile request and the answer the spec (and DESIGN.md) gives it.
