@@ -22,7 +22,7 @@ import (
 
 // buildAuth builds the OAuth 2.0 / OpenID Connect provider. The signing key comes from
 // auth.signingKeyFile (a mounted Secret); only the dev server may run without one, on an ephemeral key.
-// The dev server also has the fixture user of DESIGN.md.
+// The dev server also has the fixture user of docs/architecture.md (D5).
 func buildAuth(d deps) (server.Service, error) {
 	cfg := d.Config.Current()
 	var ks *keys.Set

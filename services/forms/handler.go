@@ -48,7 +48,7 @@ type submission struct {
 	live   *liveConfig
 }
 
-// admit runs the shared checks in the order DESIGN.md fixes — origin (403), size (413), content type
+// admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
 // (415) — and reads the body. When it returns false the answer has been written.
 func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool) {
 	lc := s.live()

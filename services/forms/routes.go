@@ -3,7 +3,7 @@ package forms
 import "github.com/formsservice/formsservice/services/platform/server"
 
 // Routes declares the whole surface of the forms service, at the paths the ingress sends to it. Both
-// submissions read their own body (StreamedBody): through the spec's 16 KB limit, and only after the
+// submissions read their own body (StreamedBody): through the 16 KB limit (MaxBodyBytes), and only after the
 // origin check, so that a foreign page gets its 403 without the server reading its upload first.
 // Every route is counted in formsservice_http_requests_total{service="forms",route=...}; the forms' own
 // metrics are in metrics.go.

@@ -17,7 +17,7 @@ const (
 	MaxMessage      = 4000
 )
 
-// Error codes of the 400 body, a closed set (docs/forms.md).
+// Error codes of the 400 body, a closed set (docs/architecture.md, D4).
 const (
 	CodeRequired      = "required"
 	CodeInvalidType   = "invalid_type"
@@ -35,7 +35,7 @@ const BodyField = "_body"
 // Errors maps a field name to an error code; it is exactly the "errors" object of the 400 answer.
 type Errors map[string]string
 
-// Contact is a validated contact message (spec 2.1).
+// Contact is a validated contact message (docs/forms.md, POST /contact).
 type Contact struct {
 	Name         string `json:"name"`
 	Email        string `json:"email"`
@@ -44,7 +44,7 @@ type Contact struct {
 	Message      string `json:"message"`
 }
 
-// WaitlistEntry is a validated waitlist submission (spec 2.2). Email is in lower case; consent is true by
+// WaitlistEntry is a validated waitlist submission (docs/forms.md, POST /waitlist). Email is in lower case; consent is true by
 // construction.
 type WaitlistEntry struct {
 	Email       string `json:"email"`
@@ -54,8 +54,9 @@ type WaitlistEntry struct {
 	Size        string `json:"size,omitempty"`
 }
 
-// Topics, roles and sizes are the spec's enumerations. Sizes are keyed by every accepted spelling (the
-// spec's en dash and the hyphen-minus a keyboard types) and map to the canonical, stored form.
+// Topics, roles and sizes are the documented enumerations (docs/forms.md). Sizes are keyed by every
+// accepted spelling (the documented en dash and the hyphen-minus a keyboard types) and map to the
+// canonical, stored form.
 var (
 	topics = map[string]bool{"general": true, "sales": true, "support": true, "partnership": true, "press": true}
 	roles  = map[string]bool{"admin": true, "officer": true, "member": true, "other": true}

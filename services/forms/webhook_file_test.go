@@ -65,7 +65,7 @@ func TestNew_WebhookURLFileUnusable_RefusesToStart(t *testing.T) {
 		want          string
 	}{
 		{"missing", "", false, "cannot read the webhook URL"},
-		{"empty", " \n", true, "cannot read the webhook URL: secret file "+filepath.Join(dir, "empty")+" is empty"},
+		{"empty", " \n", true, "cannot read the webhook URL: secret file " + filepath.Join(dir, "empty") + " is empty"},
 		{"not a URL", "hooks.slack.com/services/" + secret + "\n", true, "must be an http(s) URL"},
 		{"another scheme", "ftp://hooks.slack.com/services/" + secret, true, "must be an http(s) URL"},
 	}

@@ -63,7 +63,6 @@ func emailKey(email string) string { return "auth:email:{" + email + "}" }
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
-
 // NormalizeEmail gives the canonical form of an address under the platform's one e-mail rule (the same
 // the forms apply): trimmed, lower case, an internationalised domain in its ASCII form, so that
 // a@bücher.de and a@xn--bcher-kva.de are one account.

@@ -1,4 +1,4 @@
-// Package email is the one e-mail address rule of the platform (DESIGN.md): what a form accepts and the
+// Package email is the one e-mail address rule of the platform (docs/architecture.md, D3): what a form accepts and the
 // canonical form that uniqueness, sign-in and erasure compare. Forms and auth both use it, so that an
 // address means the same thing to the waitlist and to the account store.
 package email
