@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -57,7 +58,7 @@ func parseServeFlags(name string, env *environment, args []string, defaultAddr s
 	fs.SetOutput(env.stderr)
 	f := &serveFlags{}
 	fs.StringVar(&f.configPath, "config", defaultConfigPath(env), "configuration file (YAML); reloaded when it changes")
-	fs.StringVar(&f.addr, "addr", firstNonEmpty(env.getenv("ADDR"), defaultAddr), "listen address")
+	fs.StringVar(&f.addr, "addr", cmp.Or(env.getenv("ADDR"), defaultAddr), "listen address")
 	fs.DurationVar(&f.drainDelay, "drain-delay", 0, "how long /readyz says draining before the listener closes on SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -188,14 +189,5 @@ func displayAddr(addr string) string {
 
 // defaultConfigPath is the configuration file of every command when -config does not name one.
 func defaultConfigPath(env *environment) string {
-	return firstNonEmpty(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG"))
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	return cmp.Or(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG"))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,7 +21,7 @@ func latencySVG(targets []*reportTarget, each time.Duration) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, t := range targets {
 		for _, p := range t.points {
-			if !containsInt(levels, p.conns) {
+			if !slices.Contains(levels, p.conns) {
 				levels = append(levels, p.conns)
 			}
 			for _, d := range []time.Duration{p.res.p50, p.res.p99, p.p999} {
@@ -37,7 +38,7 @@ func latencySVG(targets []*reportTarget, each time.Duration) string {
 	if yHi == yLo {
 		yHi++
 	}
-	xLo, xHi := math.Log2(float64(minInt(levels))), math.Log2(float64(maxInt(levels)))
+	xLo, xHi := math.Log2(float64(slices.Min(levels))), math.Log2(float64(slices.Max(levels)))
 	if xHi == xLo {
 		xHi++
 	}
@@ -135,29 +136,4 @@ func trimFloat(v float64) string {
 	s := fmt.Sprintf("%.3f", v)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-func minInt(xs []int) int {
-	m := xs[0]
-	for _, x := range xs {
-		m = min(m, x)
-	}
-	return m
-}
-
-func maxInt(xs []int) int {
-	m := xs[0]
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }

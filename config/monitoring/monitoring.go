@@ -7,12 +7,17 @@ package monitoring
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -277,7 +282,8 @@ func labelValuesSelector(q string) (string, bool) {
 
 // ---- PrometheusRule ----
 
-// PrometheusRule is the Prometheus Operator's object, read strictly: an unknown key is an error.
+// PrometheusRule is the Prometheus Operator's object. Its envelope is read strictly here; its groups are
+// read and checked by Prometheus' own rule-file parser (rulefmt), as Prometheus loads them.
 type PrometheusRule struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -287,40 +293,49 @@ type PrometheusRule struct {
 		Labels      map[string]string `json:"labels,omitempty"`
 		Annotations map[string]string `json:"annotations,omitempty"`
 	} `json:"metadata"`
-	Spec struct {
-		Groups []RuleGroup `json:"groups"`
-	} `json:"spec"`
+	Spec rulefmt.RuleGroups `json:"-"`
 }
 
-// RuleGroup is a Prometheus rule group.
-type RuleGroup struct {
-	Name     string `json:"name"`
-	Interval string `json:"interval,omitempty"`
-	Limit    int    `json:"limit,omitempty"`
-	Rules    []Rule `json:"rules"`
-}
-
-// Rule is an alerting rule (Alert) or a recording rule (Record).
-type Rule struct {
-	Alert         string            `json:"alert,omitempty"`
-	Record        string            `json:"record,omitempty"`
-	Expr          string            `json:"expr"`
-	For           string            `json:"for,omitempty"`
-	KeepFiringFor string            `json:"keep_firing_for,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Annotations   map[string]string `json:"annotations,omitempty"`
-}
-
-// Name is the alert's or the recorded series' name.
-func (r Rule) Name() string { return r.Alert + r.Record }
-
-// ParseRules reads a PrometheusRule strictly.
+// ParseRules reads a PrometheusRule: the envelope strictly (an unknown key is an error) and spec with
+// rulefmt.Parse, which refuses unknown keys, bad durations, expressions that do not parse, invalid names
+// and annotation templates that do not parse, each error naming its group and rule.
 func ParseRules(b []byte) (*PrometheusRule, error) {
-	var pr PrometheusRule
-	if err := yaml.UnmarshalStrict(b, &pr); err != nil {
+	var envelope struct {
+		PrometheusRule `json:",inline"`
+		Spec           any `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict(b, &envelope); err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
+	pr := envelope.PrometheusRule
+	spec, err := RuleFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	groups, errs := rulefmt.Parse(spec, false, model.LegacyValidation, promql, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("rules: spec (line:column counted from spec.groups): %w", errors.Join(errs...))
+	}
+	pr.Spec = *groups
 	return &pr, nil
+}
+
+// RuleFile returns the spec of a PrometheusRule document as a plain Prometheus rule file (groups:), what
+// Prometheus and promtool read, in the order and with the comments of the source.
+func RuleFile(prometheusRule []byte) ([]byte, error) {
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(prometheusRule, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Content) == 1 && doc.Content[0].Kind == yamlv3.MappingNode {
+		top := doc.Content[0].Content
+		for i := 0; i+1 < len(top); i += 2 {
+			if top[i].Value == "spec" {
+				return yamlv3.Marshal(top[i+1])
+			}
+		}
+	}
+	return nil, errors.New("no spec")
 }
 
 // Queries returns every rule's expression.
@@ -328,8 +343,11 @@ func (pr *PrometheusRule) Queries() []Query {
 	var out []Query
 	for _, g := range pr.Spec.Groups {
 		for _, r := range g.Rules {
-			out = append(out, Query{Where: "rule " + g.Name + "/" + r.Name(), Expr: r.Expr})
+			out = append(out, Query{Where: "rule " + g.Name + "/" + ruleName(r), Expr: r.Expr})
 		}
 	}
 	return out
 }
+
+// ruleName is the alert's or the recorded series' name.
+func ruleName(r rulefmt.Rule) string { return r.Alert + r.Record }

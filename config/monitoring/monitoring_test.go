@@ -127,19 +127,20 @@ func serviceSource(t *testing.T) string {
 	return b.String()
 }
 
-// Each broken variant must be refused with a message naming the problem: the checks can fail.
+// Each broken variant must be refused with a message naming the problem, by rulefmt (ParseRules) or by
+// the house rules (Validate): the checks can fail.
 func TestRulesValidate_RefusesBrokenRules(t *testing.T) {
 	good := string(RulesFile)
 	cases := []struct{ name, from, to, want string }{
-		{"unbalanced parenthesis", "min by (namespace) (formsservice_health_status) == 0", "min by (namespace) (formsservice_health_status == 0", "does not parse"},
-		{"unknown function", "histogram_quantile(0.99,", "histogram_quantil(0.99,", "does not parse"},
+		{"unbalanced parenthesis", "min by (namespace) (formsservice_health_status) == 0", "min by (namespace) (formsservice_health_status == 0", "could not parse expression"},
+		{"unknown function", "histogram_quantile(0.99,", "histogram_quantil(0.99,", `unknown function with name "histogram_quantil"`},
 		{"range vector", "min by (namespace) (formsservice_health_status) == 0", "formsservice_health_status[5m]", "want an instant vector"},
-		{"misspelt key", "expr: min by (namespace) (formsservice_health_status) == 0", "exp: min by (namespace) (formsservice_health_status) == 0", "unknown field"},
-		{"bad duration", "for: 2m", "for: 2 minutes", "for:"},
+		{"misspelt key", "expr: min by (namespace) (formsservice_health_status) == 0", "exp: min by (namespace) (formsservice_health_status) == 0", "field exp not found"},
+		{"bad duration", "for: 2m", "for: 2 minutes", `duration "2 minutes"`},
 		{"no for", "          for: 15m\n", "", "needs a for"},
 		{"bad severity", "severity: warning", "severity: page-me", "severity"},
 		{"label the expression drops", "GET /health in namespace {{ $labels.namespace }}", "GET /health in namespace {{ $labels.pod }}", "$labels.pod"},
-		{"broken template", "{{ $value | humanizePercentage }}", "{{ $value | humanizePercentage }", "annotation description"},
+		{"broken template", "{{ $value | humanizePercentage }}", "{{ $value | humanizePercentage }", `annotation "description"`},
 		{"unknown template function", "{{ $value | humanizePercentage }}", "{{ $value | humanisePercentage }}", "humanisePercentage"},
 		{"duplicate alert", "alert: FormsServiceHealthDegraded", "alert: FormsServiceHealthFailing", "duplicate alert"},
 		{"wrong kind", "kind: PrometheusRule", "kind: ConfigMap", "PrometheusRule"},

@@ -4,28 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
-	"text/template"
 
-	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-var (
-	ruleName  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
-	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	labelRef  = regexp.MustCompile(`\$labels\.(\w+)`)
-)
+var labelRef = regexp.MustCompile(`\$labels\.(\w+)`)
 
 // Severities are the values the severity label may take (what Alertmanager routes on).
 var Severities = []string{"critical", "warning", "info"}
 
-// Validate checks what promtool check rules checks, and a little more that a platform team relies on:
-// the object is a PrometheusRule; groups and rules are named, unique and non-empty; each rule is an
-// alert or a record; every expression parses and yields a vector; durations parse; alerts carry a
-// severity, a summary and a description; annotation templates parse and execute; and every
-// $labels.X an annotation uses is a label the expression keeps.
+// Validate checks the house rules that neither rulefmt (run by ParseRules: syntax, names, durations,
+// expressions, templates) nor promtool check: the object is a PrometheusRule with a name; there is at
+// least one group and no group is empty; alert names are unique in the file; every expression yields an
+// instant vector (Prometheus would only fail at evaluation time); alerts have a for: duration, a known
+// severity, a summary and a description; and every $labels.X an annotation uses is a label the
+// expression keeps (otherwise it renders empty in the page).
 func (pr *PrometheusRule) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -38,24 +35,13 @@ func (pr *PrometheusRule) Validate() error {
 	if len(pr.Spec.Groups) == 0 {
 		add("spec.groups is empty")
 	}
-	groups, alerts := map[string]bool{}, map[string]bool{}
+	alerts := map[string]bool{}
 	for _, g := range pr.Spec.Groups {
-		if g.Name == "" {
-			add("a group has no name")
-		} else if groups[g.Name] {
-			add("group %q: duplicate name", g.Name)
-		}
-		groups[g.Name] = true
-		if g.Interval != "" {
-			if _, err := model.ParseDuration(g.Interval); err != nil {
-				add("group %q: interval: %v", g.Name, err)
-			}
-		}
 		if len(g.Rules) == 0 {
 			add("group %q: no rules", g.Name)
 		}
 		for i, r := range g.Rules {
-			where := fmt.Sprintf("group %q rule %d (%s)", g.Name, i, r.Name())
+			where := fmt.Sprintf("group %q rule %d (%s)", g.Name, i+1, ruleName(r))
 			for _, err := range validateRule(r) {
 				add("%s: %v", where, err)
 			}
@@ -70,50 +56,24 @@ func (pr *PrometheusRule) Validate() error {
 	return errors.Join(errs...)
 }
 
-func validateRule(r Rule) []error {
+// validateRule checks one rule that rulefmt has already accepted.
+func validateRule(r rulefmt.Rule) []error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	switch {
-	case r.Alert != "" && r.Record != "":
-		add("both alert and record are set")
-	case r.Alert == "" && r.Record == "":
-		add("neither alert nor record is set")
-	case !ruleName.MatchString(r.Name()):
-		add("name %q is not a valid metric or alert name", r.Name())
+	expr, err := ParseExpr(r.Expr)
+	if err != nil {
+		return append(errs, fmt.Errorf("expr does not parse: %w", err))
 	}
-	var expr parser.Expr
-	if strings.TrimSpace(r.Expr) == "" {
-		add("expr is empty")
-	} else if e, err := ParseExpr(r.Expr); err != nil {
-		add("expr does not parse: %v", err)
-	} else if e.Type() != parser.ValueTypeVector {
-		add("expr yields a %s, want an instant vector", e.Type())
-	} else {
-		expr = e
-	}
-	for key, d := range map[string]string{"for": r.For, "keep_firing_for": r.KeepFiringFor} {
-		if d == "" {
-			continue
-		}
-		if _, err := model.ParseDuration(d); err != nil {
-			add("%s: %v", key, err)
-		}
-	}
-	for name := range r.Labels {
-		if !labelName.MatchString(name) {
-			add("label name %q is not valid", name)
-		}
+	if expr.Type() != parser.ValueTypeVector {
+		add("expr yields a %s, want an instant vector", expr.Type())
 	}
 	if r.Record != "" {
-		if r.For != "" || len(r.Annotations) > 0 {
-			add("a recording rule takes no for or annotations")
-		}
 		return errs
 	}
-	if r.For == "" {
+	if r.For == 0 {
 		add("an alert needs a for: duration, so that one bad scrape does not page anyone")
 	}
-	if sev := r.Labels["severity"]; !contains(Severities, sev) {
+	if sev := r.Labels["severity"]; !slices.Contains(Severities, sev) {
 		add("severity %q: want one of %s", sev, strings.Join(Severities, ", "))
 	}
 	for _, key := range []string{"summary", "description"} {
@@ -122,13 +82,10 @@ func validateRule(r Rule) []error {
 		}
 	}
 	kept, known := outputLabels(expr)
+	if !known {
+		return errs
+	}
 	for key, text := range r.Annotations {
-		if err := checkTemplate(text); err != nil {
-			add("annotation %s: %v", key, err)
-		}
-		if !known {
-			continue
-		}
 		for _, m := range labelRef.FindAllStringSubmatch(text, -1) {
 			if !kept[m[1]] {
 				add("annotation %s uses $labels.%s, which the expression does not keep (it keeps %s)", key, m[1], setString(kept))
@@ -137,44 +94,6 @@ func validateRule(r Rule) []error {
 	}
 	return errs
 }
-
-// templateFuncs stand in for Prometheus' template functions so that an annotation parses and runs as
-// Prometheus would run it; an unknown function is an error.
-var templateFuncs = template.FuncMap{
-	"humanize":           func(any) string { return "1" },
-	"humanize1024":       func(any) string { return "1" },
-	"humanizeDuration":   func(any) string { return "1s" },
-	"humanizePercentage": func(any) string { return "1%" },
-	"humanizeTimestamp":  func(any) string { return "t" },
-	"toTime":             func(any) string { return "t" },
-	"title":              strings.ToTitle,
-	"toUpper":            strings.ToUpper,
-	"toLower":            strings.ToLower,
-	"reReplaceAll":       func(_, _, s string) string { return s },
-	"match":              func(_, _ string) bool { return true },
-	"stripPort":          func(s string) string { return s },
-	"stripDomain":        func(s string) string { return s },
-	"externalURL":        func() string { return "http://prometheus" },
-	"pathPrefix":         func() string { return "" },
-}
-
-// checkTemplate parses and executes an annotation the way Prometheus expands it.
-func checkTemplate(text string) error {
-	const defs = "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$value := .Value}}"
-	t, err := template.New("annotation").Option("missingkey=zero").Funcs(templateFuncs).Parse(defs + text)
-	if err != nil {
-		return err
-	}
-	data := struct {
-		Labels, ExternalLabels map[string]string
-		Value                  float64
-	}{map[string]string{}, map[string]string{}, 0.5}
-	return t.Execute(discard{}, data)
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // outputLabels says which labels an expression's result keeps, when that is known from its shape:
 // an aggregation "by" keeps its grouping, histogram_quantile drops le, a comparison with a number or an
@@ -233,15 +152,6 @@ func setString(s map[string]bool) string {
 	return strings.Join(names, ", ")
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // panelTypes are the Grafana panel types the dashboard may use (all built in).
 var panelTypes = []string{"row", "stat", "timeseries", "state-timeline", "table", "gauge", "bargauge", "text"}
 
@@ -286,7 +196,7 @@ func (d *Dashboard) Validate() error {
 		if p.Title == "" {
 			add("%s: no title", where)
 		}
-		if !contains(panelTypes, p.Type) {
+		if !slices.Contains(panelTypes, p.Type) {
 			add("%s: type %q is not one of %s", where, p.Type, strings.Join(panelTypes, ", "))
 		}
 		g := p.GridPos
