@@ -18,7 +18,8 @@ import (
 type batcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-	fixed  []string // keys every call passes first
+	fixed  []string // keys every call passes after its run key
+	runKey string   // prefix of a call's run key, which makes the call idempotent (see store.go)
 
 	mu      sync.Mutex
 	queue   []*storeOp
@@ -46,8 +47,8 @@ type opResult struct {
 	err error
 }
 
-func newBatcher(rdb redis.UniversalClient, script *redis.Script, fixed []string) *batcher {
-	return &batcher{rdb: rdb, script: script, fixed: fixed}
+func newBatcher(rdb redis.UniversalClient, script *redis.Script, fixed []string, runKey string) *batcher {
+	return &batcher{rdb: rdb, script: script, fixed: fixed, runKey: runKey}
 }
 
 // do queues one submission (its own keys and arguments, in the script's per-submission layout) and
@@ -112,7 +113,9 @@ func (b *batcher) run(batch []*storeOp) {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(2 * time.Second)
 	}
-	keys := append(make([]string, 0, len(b.fixed)+len(live)*len(live[0].keys)), b.fixed...)
+	keys := make([]string, 0, 1+len(b.fixed)+len(live)*len(live[0].keys))
+	keys = append(keys, b.runKey+randomHex(16))
+	keys = append(keys, b.fixed...)
 	args := make([]any, 0, len(live)*len(live[0].args))
 	for _, op := range live {
 		keys = append(keys, op.keys...)

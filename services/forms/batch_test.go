@@ -84,7 +84,7 @@ func TestBatcher_RateLimitHoldsWithinABatch(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			r, err := st.addContact(t.Context(), client, 5, "", []byte(`{"n":`+strconv.Itoa(i)+`}`))
+			r, err := st.addContact(t.Context(), client, 5, idempotency{}, []byte(`{"n":`+strconv.Itoa(i)+`}`))
 			if err != nil {
 				t.Error(err)
 				return

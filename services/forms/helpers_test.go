@@ -61,6 +61,7 @@ type harness struct {
 	reg   *prometheus.Registry
 	rdb   redis.UniversalClient
 	redis *testredis.Server
+	proxy *testredis.Proxy // between the service and redis, when harnessOpts.proxy
 }
 
 type harnessOpts struct {
@@ -68,6 +69,8 @@ type harnessOpts struct {
 	cluster *testredis.Cluster
 	// redis, when set, is shared with another harness: a second replica of the service.
 	redis *testredis.Server
+	// proxy puts a testredis.Proxy between the service and its redis-server.
+	proxy bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -87,6 +90,10 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	default:
 		h.redis = testredis.Start(t)
 		rc.URL = h.redis.URL()
+	}
+	if o.proxy && h.redis != nil {
+		h.proxy = testredis.StartProxy(t, h.redis.Addr())
+		rc.URL = h.proxy.URL()
 	}
 	rdb, err := platform.NewRedis(rc, nil)
 	if err != nil {

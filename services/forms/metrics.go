@@ -24,22 +24,23 @@ func (e endpoint) String() string {
 type result int
 
 const (
-	resultCreated     result = iota // 201, stored
-	resultDuplicate                 // 200, waitlist address already there
-	resultReplayed                  // 201, Idempotency-Key seen before; nothing stored
-	resultHoneypot                  // 201, bot; nothing stored
-	resultInvalid                   // 400
-	resultForbidden                 // 403 origin
-	resultTooLarge                  // 413
-	resultUnsupported               // 415
-	resultRateLimited               // 429
-	resultStoreError                // 502
-	resultBadRequest                // 408/400: the body could not be read
+	resultCreated             result = iota // 201, stored
+	resultDuplicate                         // 200, waitlist address already there
+	resultReplayed                          // 201, Idempotency-Key seen before; nothing stored
+	resultHoneypot                          // 201, bot; nothing stored
+	resultInvalid                           // 400
+	resultForbidden                         // 403 origin
+	resultTooLarge                          // 413
+	resultUnsupported                       // 415
+	resultRateLimited                       // 429
+	resultStoreError                        // 502
+	resultBadRequest                        // 408/400: the body could not be read
+	resultIdempotencyConflict               // 422: an Idempotency-Key reused with another message
 	numResults
 )
 
 var resultNames = [numResults]string{"created", "duplicate", "replayed", "honeypot", "invalid", "forbidden",
-	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable"}
+	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable", "idempotency_conflict"}
 
 // metrics are the forms service's own collectors. Counters for the hot path are resolved once, so that
 // counting a submission is one atomic add.
@@ -56,7 +57,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	subs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_submissions_total",
-		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable).",
+		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable, idempotency_conflict).",
 	}, []string{"endpoint", "result"})
 	honeypot := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_honeypot_hits_total",
