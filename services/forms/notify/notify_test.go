@@ -143,6 +143,20 @@ func TestSMTP_TemporaryFailure_IsAnError(t *testing.T) {
 	}
 }
 
+func TestSMTP_RelayAcceptedDataButQuitFailed_IsDelivered(t *testing.T) {
+	// The relay's answer to DATA is what takes responsibility for the mail (RFC 5321 4.1.1.4); a broken
+	// QUIT afterwards must not count as a failure, or the worker mails the message again.
+	srv := smtptest.Start(t, smtptest.Options{})
+	srv.DropNextQuit(1)
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}})
+	if err := s.Send(ctx(t), testMessage()); err != nil {
+		t.Fatalf("accepted at DATA, then QUIT failed: %v", err)
+	}
+	if n := len(srv.Mails()); n != 1 {
+		t.Fatalf("%d mails accepted", n)
+	}
+}
+
 func TestSMTP_StalledRelay_GivesUpAtDeadline(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
 	srv.StallNext(1)
