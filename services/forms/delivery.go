@@ -368,7 +368,17 @@ func buildSenders(d config.Delivery) ([]notify.Sender, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, notify.NewWebhook(u, nil))
+		wh := notify.NewWebhook(u, nil)
+		if f := d.Webhook.SecretFile; f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: cannot read the signing secret: %w", err)
+			}
+			if wh, err = wh.WithSecret(strings.TrimSpace(string(b))); err != nil {
+				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: %s: %w", f, err)
+			}
+		}
+		out = append(out, wh)
 	}
 	return out, nil
 }

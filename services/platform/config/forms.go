@@ -62,6 +62,10 @@ type Webhook struct {
 	// URLFile names a file whose content, with surrounding white space trimmed, is the address. The
 	// forms service reads it at start-up and refuses to start when it is missing or not an http(s) URL.
 	URLFile string `json:"urlFile,omitempty"`
+	// SecretFile names a file (a mounted Secret) holding the Standard Webhooks signing secret,
+	// "whsec_" + base64 of 24 to 64 random bytes. When set, every call carries webhook-signature; a
+	// missing or malformed file stops the service at start-up, like URLFile.
+	SecretFile string `json:"secretFile,omitempty"`
 }
 
 // DefaultRateLimitPerMinute applies when the setting is absent.
@@ -120,6 +124,8 @@ func (w Webhook) validate() []error {
 		return []error{fmt.Errorf("forms.delivery.webhook: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)")}
 	case w.URL == "" && w.URLFile == "":
 		return []error{fmt.Errorf("forms.delivery.webhook: set url (the incoming-webhook address) or urlFile (a file holding it, such as a mounted Secret)")}
+	case w.SecretFile != "" && (strings.TrimSpace(w.SecretFile) != w.SecretFile || strings.ContainsRune(w.SecretFile, 0)):
+		return []error{fmt.Errorf("forms.delivery.webhook.secretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.SecretFile)}
 	case w.URLFile != "":
 		if strings.TrimSpace(w.URLFile) != w.URLFile || strings.ContainsRune(w.URLFile, 0) {
 			return []error{fmt.Errorf("forms.delivery.webhook.urlFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.URLFile)}
