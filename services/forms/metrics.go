@@ -52,6 +52,8 @@ type metrics struct {
 	deliveryFailures *prometheus.CounterVec
 	deliveryLag      prometheus.Histogram
 	deliveryPending  prometheus.Gauge
+	deadLetters      *prometheus.CounterVec
+	deadLetterCount  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -81,8 +83,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "formsservice_forms_delivery_pending",
 			Help: "Contact messages read by a delivery worker and not yet delivered (waiting for a retry).",
 		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formsservice_forms_delivery_dead_letters_total",
+			Help: "Contact messages given up on (maxAttempts or maxAge reached) and moved to the dead letters, by the channel that failed last.",
+		}, []string{"channel"}),
+		deadLetterCount: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "formsservice_forms_delivery_dead_letters",
+			Help: "Contact messages in the dead letters, waiting for `formsservice deliveries retry` or `drop`.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{subs, honeypot, m.deliveryAttempts, m.deliveryFailures, m.deliveryLag, m.deliveryPending} {
+	for _, c := range []prometheus.Collector{subs, honeypot, m.deliveryAttempts, m.deliveryFailures, m.deliveryLag, m.deliveryPending, m.deadLetters, m.deadLetterCount} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -96,6 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, ch := range []string{"smtp", "webhook"} {
 		m.deliveryAttempts.WithLabelValues(ch)
 		m.deliveryFailures.WithLabelValues(ch)
+		m.deadLetters.WithLabelValues(ch)
 	}
 	return m, nil
 }

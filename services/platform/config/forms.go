@@ -33,6 +33,12 @@ type Delivery struct {
 	// Defaults 30s and 15m.
 	RetryAfter       Duration `json:"retryAfter,omitempty"`
 	MaxRetryInterval Duration `json:"maxRetryInterval,omitempty"`
+	// MaxAttempts and MaxAge end the retries: a message that fails its MaxAttempts-th attempt, or any
+	// attempt once it is older than MaxAge, becomes a dead letter (`formsservice deliveries`), no longer
+	// retried and no longer holding retention back. Defaults 20 attempts (about four hours of retries at
+	// the default intervals) and 72h.
+	MaxAttempts int      `json:"maxAttempts,omitempty"`
+	MaxAge      Duration `json:"maxAge,omitempty"`
 }
 
 // Enabled reports whether any delivery target is configured.
@@ -68,6 +74,12 @@ type Webhook struct {
 	SecretFile string `json:"secretFile,omitempty"`
 }
 
+// Defaults of the end of delivery.
+const (
+	DefaultMaxAttempts = 20
+	DefaultMaxAge      = 72 * time.Hour
+)
+
 // DefaultRateLimitPerMinute applies when the setting is absent.
 const DefaultRateLimitPerMinute = 60
 
@@ -90,6 +102,12 @@ func (f *Forms) applyDefaults() {
 	if d.MaxRetryInterval == 0 {
 		d.MaxRetryInterval = Duration(15 * time.Minute)
 	}
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
+	if d.MaxAge == 0 {
+		d.MaxAge = Duration(DefaultMaxAge)
+	}
 	if d.SMTP != nil && d.SMTP.Subject == "" {
 		d.SMTP.Subject = "[contact]"
 	}
@@ -109,7 +127,10 @@ func (f Forms) validate() []error {
 	if f.ContactRetention < 0 {
 		errs = append(errs, fmt.Errorf("forms.contactRetention: must not be negative"))
 	}
-	if d := f.Delivery; d.Timeout < 0 || d.RetryAfter < 0 || d.MaxRetryInterval < 0 {
+	if f.Delivery.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("forms.delivery.maxAttempts: must not be negative"))
+	}
+	if d := f.Delivery; d.Timeout < 0 || d.RetryAfter < 0 || d.MaxRetryInterval < 0 || d.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("forms.delivery: durations must not be negative"))
 	} else if d.RetryAfter != 0 && d.Timeout != 0 && d.RetryAfter < 2*d.Timeout {
 		errs = append(errs, fmt.Errorf("forms.delivery.retryAfter (%s) must be at least twice timeout (%s), or a slow attempt is taken over and sent twice", d.RetryAfter.D(), d.Timeout.D()))
