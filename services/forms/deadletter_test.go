@@ -65,8 +65,9 @@ func TestDelivery_FailedMessageOlderThanMaxAge_BecomesDeadLetterAtOnce(t *testin
 	wh.fail.Store(1 << 20)
 	cfg := testConfig()
 	cfg.Forms.Delivery = fastDelivery("", wh.URL)
-	cfg.Forms.Delivery.MaxAge = config.Duration(time.Millisecond) // every message is older than that by its first attempt
-	h := newHarness(t, harnessOpts{cfg: cfg})
+	cfg.Forms.Delivery.MaxAge = config.Duration(time.Hour)
+	// The service's clock runs two hours ahead: every message is older than maxAge at its first attempt.
+	h := newHarness(t, harnessOpts{cfg: cfg, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 	h.post("/contact", validContact).expect(t, 201, "created")
 	waitFor(t, 5*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
 	if n := len(wh.callTimes()); n != 1 {

@@ -15,10 +15,11 @@ import (
 
 // Answers with a fixed body are encoded once.
 var (
-	bodyCreated   = []byte(`{"status":"created"}`)
-	bodyDuplicate = []byte(`{"status":"duplicate"}`)
-	bodyError     = []byte(`{"status":"error"}`)
-	bodyKeyReused = []byte(`{"status":"error","error":"idempotency_key_reused"}`)
+	bodyCreated     = []byte(`{"status":"created"}`)
+	bodyDuplicate   = []byte(`{"status":"duplicate"}`)
+	bodyError       = []byte(`{"status":"error"}`)
+	bodyKeyReused   = []byte(`{"status":"error","error":"idempotency_key_reused"}`)
+	bodyKeyInFlight = []byte(`{"status":"error","error":"idempotency_key_in_flight"}`)
 )
 
 // IdempotencyKeyHeader lets a client retry POST /contact safely for 24 hours. A key belongs to the
@@ -113,7 +114,7 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	bufs.record = appendWaitlistRecord(bufs.record[:0], waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record)
+	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -152,7 +153,7 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	bufs.record = appendContactRecord(bufs.record[:0], contactRecord{Contact: msg, ReceivedAt: s.now().UTC(), Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record)
+	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -186,6 +187,10 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult, err er
 	case keyReused:
 		// The IETF Idempotency-Key draft's answer to a key reused with another payload.
 		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusUnprocessableEntity, bodyKeyReused)
+	case inFlight:
+		// The draft's answer to a retry while the first request is still being processed.
+		c.Response().Header.Set(fiber.HeaderRetryAfter, "1")
+		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusConflict, bodyKeyInFlight)
 	case rateLimited:
 		secs := int((res.retryAfter + time.Second - 1) / time.Second)
 		c.Response().Header.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(secs, 1)))

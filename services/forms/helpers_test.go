@@ -71,6 +71,8 @@ type harnessOpts struct {
 	redis *testredis.Server
 	// proxy puts a testredis.Proxy between the service and its redis-server.
 	proxy bool
+	// now is the service's clock (default time.Now).
+	now func() time.Time
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -105,7 +107,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registry: h.reg, ConsumerName: "test-" + randomHex(3)})
+	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registry: h.reg, ConsumerName: "test-" + randomHex(3), Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
@@ -45,6 +46,10 @@ const (
 	// again within the store timeout (1.5 s), so a minute is ample.
 	runLifetime = time.Minute
 	runPrefix   = ":run:" // fs:{waitlist}:run:<call id>, fs:{contact}:run:<call id>
+	// inFlightLifetime bounds the in-flight state of an Idempotency-Key when the process holding it dies
+	// before settling it; a live request settles it within the store timeout (1.5 s).
+	inFlightLifetime  = 5 * time.Second
+	contactBusySuffix = ":busy" // fs:{contact}:idem:<hash>:busy
 )
 
 // The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
@@ -86,7 +91,7 @@ if earlier then return cjson.decode(earlier) end
 
 // waitlistScript: KEYS run, entries, order, then each submission's rate key; ARGV per submission: limit,
 // canonical address, record.
-var waitlistScript = redis.NewScript(firstRun + rateLimitLua + `
+var waitlistLua = firstRun + rateLimitLua + `
 for i = 1, #KEYS - 3 do
   local r = rate(KEYS[i + 3], tonumber(ARGV[3*i - 2]))
   if r == 0 then
@@ -100,31 +105,53 @@ for i = 1, #KEYS - 3 do
   out[i] = r
 end
 return remember(KEYS[1], out)
-`)
+`
 
-// contactScript: KEYS run, stream, then each submission's rate key and idempotency key; ARGV
-// per submission: limit, record, and the hash of the message when an Idempotency-Key was sent (else
-// ""). The idempotency record holds that hash: the same key with the same message replays (stores
-// nothing), with another message it is refused.
-var contactScript = redis.NewScript(firstRun + rateLimitLua + `
-for i = 1, (#KEYS - 2) / 2 do
-  local r = rate(KEYS[2*i + 1], tonumber(ARGV[3*i - 2]))
+// contactScript: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
+// key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
+// (else ""), and "1" when the answer will wait for durability (machine or primary). The idempotency
+// record holds that hash: the same key with the same message replays (stores nothing), with another
+// message it is refused (4). While the request that stored it still waits for durability, its in-flight
+// key (value: the run key) is set, and the same key is answered "in flight" (5); the call's settle
+// script removes it once the answer is decided.
+var contactLua = firstRun + rateLimitLua + `
+for i = 1, (#KEYS - 2) / 3 do
+  local r = rate(KEYS[3*i], tonumber(ARGV[4*i - 3]))
   if r == 0 then
-    local hash = ARGV[3*i]
+    local hash = ARGV[4*i - 1]
     local seen = false
-    if hash ~= '' then seen = redis.call('GET', KEYS[2*i + 2]) end
+    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 1]) end
     if seen then
-      if seen == hash then r = 3 else r = 4 end
+      if seen ~= hash then r = 4
+      elseif redis.call('EXISTS', KEYS[3*i + 2]) == 1 then r = 5
+      else r = 3 end
     else
-      redis.call('XADD', KEYS[2], '*', 'm', ARGV[3*i - 1])
-      if hash ~= '' then redis.call('SET', KEYS[2*i + 2], hash, 'PX', ` + ms(idempotencyLifetime) + `) end
+      redis.call('XADD', KEYS[2], '*', 'm', ARGV[4*i - 2])
+      if hash ~= '' then
+        redis.call('SET', KEYS[3*i + 1], hash, 'PX', ` + ms(idempotencyLifetime) + `)
+        if ARGV[4*i] == '1' then redis.call('SET', KEYS[3*i + 2], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
+      end
       r = 1
     end
   end
   out[i] = r
 end
 return remember(KEYS[1], out)
-`)
+`
+
+// settleScript ends the in-flight state that this call (ARGV[1], its run key) set: KEYS are in-flight
+// keys; one set by another call is left alone.
+const settleLua = `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return 0`
+
+var (
+	waitlistScript = redis.NewScript(waitlistLua)
+	contactScript  = redis.NewScript(contactLua)
+	settleScript   = redis.NewScript(settleLua)
+)
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
@@ -137,6 +164,7 @@ const (
 	replayed
 	rateLimited
 	keyReused // an Idempotency-Key sent before with another message
+	inFlight  // an Idempotency-Key whose first request is still waiting for its answer
 )
 
 // storeResult is one submission's outcome; retryAfter is set for rateLimited.
@@ -156,13 +184,13 @@ type store struct {
 func newStore(rdb redis.UniversalClient) *store {
 	return &store{
 		rdb:      rdb,
-		waitlist: newBatcher(rdb, waitlistScript, []string{waitlistEntries, waitlistOrder}, "fs:{waitlist}"+runPrefix),
-		contact:  newBatcher(rdb, contactScript, []string{contactStream}, "fs:{contact}"+runPrefix),
+		waitlist: newBatcher(rdb, waitlistLua, []string{waitlistEntries, waitlistOrder}, "fs:{waitlist}"+runPrefix),
+		contact:  newBatcher(rdb, contactLua, []string{contactStream}, "fs:{contact}"+runPrefix),
 	}
 }
 
-func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte) (storeResult, error) {
-	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + platform.ClientKey(client)}, []any{limit, canonical, string(record)})
+func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, level config.Durability) (storeResult, error) {
+	n, err := s.waitlist.do(ctx, storeOp{keys: []string{waitlistRatePrefix + platform.ClientKey(client)}, args: []any{limit, canonical, string(record)}, level: level})
 	if err != nil {
 		return storeResult{}, err
 	}
@@ -176,13 +204,20 @@ type idempotency struct {
 	message     []byte // what the key is bound to: the validated message, not the bytes of the body
 }
 
-func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idem idempotency, record []byte) (storeResult, error) {
-	hash := ""
+func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idem idempotency, record []byte, level config.Durability) (storeResult, error) {
+	op := storeOp{level: level}
+	hash, waits, idemKey := "", "0", idempotencyRecordKey(idem.origin, idem.key)
 	if idem.key != "" {
 		sum := sha256.Sum256(idem.message)
 		hash = hex.EncodeToString(sum[:])
+		if level != config.DurabilityProcess {
+			waits = "1"
+			op.settle = idemKey + contactBusySuffix
+		}
 	}
-	n, err := s.contact.do(ctx, []string{contactRatePrefix + platform.ClientKey(client), idempotencyRecordKey(idem.origin, idem.key)}, []any{limit, string(record), hash})
+	op.keys = []string{contactRatePrefix + platform.ClientKey(client), idemKey, idemKey + contactBusySuffix}
+	op.args = []any{limit, string(record), hash, waits}
+	n, err := s.contact.do(ctx, op)
 	if err != nil {
 		return storeResult{}, err
 	}
@@ -215,6 +250,8 @@ func scriptResult(n int64) (storeResult, error) {
 		return storeResult{outcome: replayed}, nil
 	case n == 4:
 		return storeResult{outcome: keyReused}, nil
+	case n == 5:
+		return storeResult{outcome: inFlight}, nil
 	}
 	return storeResult{}, fmt.Errorf("script: unexpected answer %d", n)
 }

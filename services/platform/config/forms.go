@@ -18,7 +18,26 @@ type Forms struct {
 	// ContactRetention erases stored contact messages older than this (storage limitation), but never
 	// one still waiting for delivery. 0 (the default) keeps them until `formsservice forget` erases them.
 	ContactRetention Duration `json:"contactRetention,omitempty"`
+	// Durability is what a 201 (and a 200 duplicate) survives; see the Durability constants. Default
+	// "process".
+	Durability Durability `json:"durability,omitempty"`
 }
+
+// Durability names what an acknowledged submission survives.
+type Durability string
+
+const (
+	// DurabilityProcess: the write is in the Redis primary's memory and its append-only file (written,
+	// fsynced by Redis's own appendfsync policy). It survives the Redis process; a crash of the machine
+	// loses what was not yet fsynced (up to a second with appendfsync everysec).
+	DurabilityProcess Durability = "process"
+	// DurabilityMachine: the answer waits until the primary fsynced its append-only file (WAITAOF 1 0,
+	// Redis 7.2 or later). Concurrent submissions share one fsync. It survives a crash of the machine.
+	DurabilityMachine Durability = "machine"
+	// DurabilityPrimary: the answer waits until a replica has the write (WAIT 1). It survives the loss of
+	// the primary, and so a failover.
+	DurabilityPrimary Durability = "primary"
+)
 
 // Delivery lists where contact messages go. Both may be set; neither means "store only" (the messages
 // stay in Redis for `formsservice export contact`, and are delivered once a target is configured).
@@ -92,6 +111,9 @@ func (f Forms) RateLimit() int {
 }
 
 func (f *Forms) applyDefaults() {
+	if f.Durability == "" {
+		f.Durability = DurabilityProcess
+	}
 	d := &f.Delivery
 	if d.Timeout == 0 {
 		d.Timeout = Duration(10 * time.Second)
@@ -123,6 +145,11 @@ func (f Forms) validate() []error {
 	}
 	if w := f.Delivery.Webhook; w != nil {
 		errs = append(errs, w.validate()...)
+	}
+	switch f.Durability {
+	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary:
+	default:
+		errs = append(errs, fmt.Errorf("forms.durability: %q: want process, machine or primary", f.Durability))
 	}
 	if f.ContactRetention < 0 {
 		errs = append(errs, fmt.Errorf("forms.contactRetention: must not be negative"))
