@@ -21,6 +21,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/prometheus/prometheus v0.314.0
 	github.com/redis/go-redis/v9 v9.22.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/valyala/fasthttp v1.51.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/crypto v0.58.0

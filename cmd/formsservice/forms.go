@@ -84,7 +84,7 @@ func cmdForget(ctx context.Context, env *environment, args []string) error {
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, "usage: formsservice forget --email ADDRESS [-config file]")
-		fmt.Fprintln(env.stderr, "\nErases the address from the waitlist and every stored contact message (a GDPR erasure")
+		fmt.Fprintln(env.stderr, "\nErases the address from the waitlist, every stored contact message and the dead letters (a GDPR erasure")
 		fmt.Fprintln(env.stderr, "request) and says what it removed. The address is compared in lower case.")
 		fs.PrintDefaults()
 	}
@@ -112,6 +112,9 @@ func cmdForget(ctx context.Context, env *environment, args []string) error {
 		len(rep.ContactMessages), plural(len(rep.ContactMessages), "message", "messages"))
 	if len(rep.ContactMessages) > 0 {
 		fmt.Fprintf(env.stdout, " (%s)", strings.Join(rep.ContactMessages, ", "))
+	}
+	if rep.DeadLetters > 0 {
+		fmt.Fprintf(env.stdout, ", %d dead %s", rep.DeadLetters, plural(rep.DeadLetters, "letter", "letters"))
 	}
 	fmt.Fprintln(env.stdout)
 	return nil

@@ -5,6 +5,7 @@
 //	formsservice users ...           manage sign-in accounts
 //	formsservice export ...          write stored submissions as CSV or JSON lines
 //	formsservice forget ...          erase an e-mail address (GDPR erasure request)
+//	formsservice deliveries ...      list, retry or drop contact messages whose delivery was given up
 package main
 
 import (
@@ -40,6 +41,7 @@ commands:
   users      manage sign-in accounts (create, set-password, delete, list)
   export     write stored submissions (waitlist|contact) as csv or jsonl
   forget     erase an e-mail address from every store
+  deliveries list, retry or drop contact messages whose delivery was given up
 
 Run "formsservice <command> -h" for the command's flags.
 `
@@ -78,10 +80,11 @@ type command func(ctx context.Context, env *environment, args []string) error
 // their own and are listed here.
 func commands() map[string]command {
 	cs := map[string]command{
-		"dev":    cmdDev,
-		"export": cmdExport,
-		"forget": cmdForget,
-		"users":  cmdUsers,
+		"dev":        cmdDev,
+		"export":     cmdExport,
+		"forget":     cmdForget,
+		"users":      cmdUsers,
+		"deliveries": cmdDeliveries,
 	}
 	for name := range serviceBuilders {
 		cs[name] = func(ctx context.Context, env *environment, args []string) error {

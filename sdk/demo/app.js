@@ -188,7 +188,11 @@
   }
 
   for (const form of document.querySelectorAll('form[data-path]')) {
+    // One Idempotency-Key per message: sending the same message again after a failure (a 502, a lost
+    // connection) reuses it, so the service stores the message once however often it is retried; a
+    // changed message gets a new key (the service answers 422 to a key reused with another message).
     let idempotencyKey = newKey()
+    let keyedPayload = null
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault()
       clearErrors(form)
@@ -197,11 +201,14 @@
       setStatus(form, 'pending', 'Sending…')
       try {
         let res
+        const payload = JSON.stringify(body(form))
+        if (keyedPayload !== null && payload !== keyedPayload) idempotencyKey = newKey()
+        keyedPayload = payload
         try {
           res = await fetch(formsBase + form.dataset.path, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-            body: JSON.stringify(body(form)),
+            body: payload,
           })
         } catch {
           // A refused CORS preflight looks like a network failure to a page: it cannot tell them apart.
@@ -213,6 +220,7 @@
           setStatus(form, 'ok', form.id === 'waitlist-form' ? 'You are on the waitlist. Thank you!' : 'Thank you! Your message was sent.')
           form.reset()
           idempotencyKey = newKey()
+          keyedPayload = null
         } else if (res.status === 200 && data.status === 'duplicate') {
           setStatus(form, 'ok', 'This address is already on the waitlist.')
         } else if (res.status === 400 && data.errors) {
@@ -221,6 +229,8 @@
           setStatus(form, 'error', 'Refused: this origin may not post to the forms service.')
         } else if (res.status === 413) {
           setStatus(form, 'error', 'The submission is too large.')
+        } else if (res.status === 409) {
+          setStatus(form, 'error', 'This message is still being saved; please try again in a moment.')
         } else if (res.status === 429) {
           setStatus(form, 'error', 'Too many submissions; please try again in a minute.')
         } else {

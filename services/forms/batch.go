@@ -2,10 +2,14 @@ package forms
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // batcher stores submissions that arrive together with one script call: group commit. On Redis, a
@@ -18,11 +22,16 @@ import (
 type batcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-	fixed  []string // keys every call passes first
+	src    string   // the script's source, for SCRIPT LOAD
+	fixed  []string // keys every call passes after its run key
+	runKey string   // prefix of a call's run key, which makes the call idempotent (see store.go)
 
 	mu      sync.Mutex
 	queue   []*storeOp
 	running int // calls in flight (each run by a lead goroutine)
+	// loaded says the scripts are known to be in the store's script cache (runAndWait cannot fall back
+	// from EVALSHA to EVAL inside its pipeline without waiting twice).
+	loaded atomic.Bool
 }
 
 const (
@@ -33,12 +42,16 @@ const (
 	maxBatch = 64
 )
 
-// storeOp is one submission waiting for its answer.
+// storeOp is one submission waiting for its answer: its keys and arguments in the script's
+// per-submission layout, the durability its answer waits for, and the in-flight key (if any) that the
+// call settles once the answer is decided.
 type storeOp struct {
-	ctx  context.Context
-	keys []string
-	args []any
-	done chan opResult
+	ctx    context.Context
+	keys   []string
+	args   []any
+	level  config.Durability
+	settle string
+	done   chan opResult
 }
 
 type opResult struct {
@@ -46,14 +59,14 @@ type opResult struct {
 	err error
 }
 
-func newBatcher(rdb redis.UniversalClient, script *redis.Script, fixed []string) *batcher {
-	return &batcher{rdb: rdb, script: script, fixed: fixed}
+func newBatcher(rdb redis.UniversalClient, src string, fixed []string, runKey string) *batcher {
+	return &batcher{rdb: rdb, script: redis.NewScript(src), src: src, fixed: fixed, runKey: runKey}
 }
 
-// do queues one submission (its own keys and arguments, in the script's per-submission layout) and
-// waits for its answer or for ctx to end.
-func (b *batcher) do(ctx context.Context, keys []string, args []any) (int64, error) {
-	op := &storeOp{ctx: ctx, keys: keys, args: args, done: make(chan opResult, 1)}
+// do queues one submission and waits for its answer or for ctx to end.
+func (b *batcher) do(ctx context.Context, o storeOp) (int64, error) {
+	op := &o
+	op.ctx, op.done = ctx, make(chan opResult, 1)
 	b.mu.Lock()
 	b.queue = append(b.queue, op)
 	lead := b.running < maxInFlight
@@ -96,6 +109,8 @@ func (b *batcher) lead() {
 func (b *batcher) run(batch []*storeOp) {
 	live := batch[:0]
 	var deadline time.Time
+	level := config.DurabilityProcess
+	var settle []string
 	for _, op := range batch {
 		if err := op.ctx.Err(); err != nil {
 			op.done <- opResult{err: err}
@@ -103,6 +118,10 @@ func (b *batcher) run(batch []*storeOp) {
 		}
 		if d, ok := op.ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 			deadline = d
+		}
+		level = stronger(level, op.level)
+		if op.settle != "" {
+			settle = append(settle, op.settle)
 		}
 		live = append(live, op)
 	}
@@ -112,14 +131,23 @@ func (b *batcher) run(batch []*storeOp) {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(2 * time.Second)
 	}
-	keys := append(make([]string, 0, len(b.fixed)+len(live)*len(live[0].keys)), b.fixed...)
+	keys := make([]string, 0, 1+len(b.fixed)+len(live)*len(live[0].keys))
+	keys = append(keys, b.runKey+randomHex(16))
+	keys = append(keys, b.fixed...)
 	args := make([]any, 0, len(live)*len(live[0].args))
 	for _, op := range live {
 		keys = append(keys, op.keys...)
 		args = append(args, op.args...)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	res, err := b.script.Run(ctx, b.rdb, keys, args...).Int64Slice()
+	var res []int64
+	var err error
+	durable := true
+	if level == config.DurabilityProcess {
+		res, err = b.script.Run(ctx, b.rdb, keys, args...).Int64Slice()
+	} else {
+		res, durable, err = b.runAndWait(ctx, level, keys, args, settle)
+	}
 	cancel()
 	for i, op := range live {
 		switch {
@@ -127,8 +155,103 @@ func (b *batcher) run(batch []*storeOp) {
 			op.done <- opResult{err: err}
 		case i >= len(res):
 			op.done <- opResult{err: errShortAnswer}
+		case !durable && res[i] >= 1 && res[i] <= 3:
+			// Stored, or found stored (duplicate, replay), but not yet as durable as promised: the client
+			// is told to retry, and a retry with its Idempotency-Key gets the first answer.
+			op.done <- opResult{err: errNotDurable{level}}
 		default:
 			op.done <- opResult{n: res[i]}
 		}
 	}
+}
+
+// waitMargin is left of a call's deadline after the durability wait, for the answer to come back.
+const waitMargin = 100 * time.Millisecond
+
+// runAndWait makes the script call and then waits, on the same connection, until the write is as
+// durable as level asks: WAITAOF 1 0 (the primary fsynced its append-only file) or WAIT 1 (a replica
+// acknowledged it). Both wait for every earlier write of the connection, so a duplicate or a replay
+// (whose script wrote its run key) is also answered only once what it found is durable; and one wait
+// covers every submission of the call: group commit. Then the call settles the in-flight keys it set.
+// The whole pipeline may be sent twice by the client: each part is idempotent.
+func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys []string, args []any, settle []string) ([]int64, bool, error) {
+	c, err := primaryFor(ctx, b.rdb, keys[1])
+	if err != nil {
+		return nil, false, err
+	}
+	// The wait ends before the call's deadline and before the client's read timeout, so that its answer
+	// (acknowledged or not) is read rather than lost to a timeout.
+	deadline, _ := ctx.Deadline()
+	budget := time.Until(deadline)
+	if rt := c.Options().ReadTimeout; rt > 0 {
+		budget = min(budget, rt)
+	}
+	waitMS := max(budget-waitMargin, time.Millisecond).Milliseconds()
+	pipe := c.Pipeline()
+	if !b.loaded.Load() {
+		pipe.ScriptLoad(ctx, b.src)
+		pipe.ScriptLoad(ctx, settleLua)
+	}
+	stored := pipe.EvalSha(ctx, b.script.Hash(), keys, args...)
+	var wait *redis.Cmd
+	if level == config.DurabilityMachine {
+		wait = pipe.Do(ctx, "waitaof", 1, 0, waitMS)
+	} else {
+		wait = pipe.Do(ctx, "wait", 1, waitMS)
+	}
+	if len(settle) > 0 {
+		pipe.EvalSha(ctx, settleScript.Hash(), settle, keys[0])
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	res, err := stored.Int64Slice()
+	if err != nil {
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			b.loaded.Store(false) // a restarted Redis: the next call loads the scripts again
+		}
+		return nil, false, err
+	}
+	b.loaded.Store(true)
+	if err := wait.Err(); err != nil {
+		return nil, false, fmt.Errorf("durability %s: %w", level, err)
+	}
+	return res, acknowledged(level, wait), nil
+}
+
+// acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).
+func acknowledged(level config.Durability, wait *redis.Cmd) bool {
+	if level == config.DurabilityMachine {
+		v, err := wait.Int64Slice()
+		return err == nil && len(v) == 2 && v[0] >= 1
+	}
+	n, err := wait.Int64()
+	return err == nil && n >= 1
+}
+
+// primaryFor is the client whose connections reach the primary that holds key: the wait must follow
+// the write on the same connection. A Cluster client sends a keyless command to any node, so the
+// shard's master is asked for directly.
+func primaryFor(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	case *redis.Client:
+		return c, nil
+	}
+	return nil, fmt.Errorf("forms.durability machine and primary need a single Redis, Sentinel or Cluster client, not %T", rdb)
+}
+
+// stronger is the stricter of two durability levels.
+func stronger(a, b config.Durability) config.Durability {
+	rank := map[config.Durability]int{config.DurabilityProcess: 0, config.DurabilityMachine: 1, config.DurabilityPrimary: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// errNotDurable: the write was made but not acknowledged at the level asked for within the bound.
+type errNotDurable struct{ level config.Durability }
+
+func (e errNotDurable) Error() string {
+	return "the write was not acknowledged at durability " + string(e.level) + " in time"
 }

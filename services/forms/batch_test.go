@@ -52,7 +52,7 @@ func TestBatcher_ConcurrentSubmissionsShareCallsAndGetTheirOwnAnswers(t *testing
 		wg.Go(func() {
 			<-start
 			email := fmt.Sprintf("u%d@example.com", i%200) // every address twice
-			r, err := st.addWaitlist(t.Context(), client, 0, email, []byte(`{"email":"`+email+`"}`))
+			r, err := st.addWaitlist(t.Context(), client, 0, email, []byte(`{"email":"`+email+`"}`), config.DurabilityProcess)
 			if err != nil {
 				t.Error(err)
 				return
@@ -85,7 +85,7 @@ func TestBatcher_RateLimitHoldsWithinABatch(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			r, err := st.addContact(t.Context(), client, 5, "", []byte(`{"n":`+strconv.Itoa(i)+`}`))
+			r, err := st.addContact(t.Context(), client, 5, idempotency{}, []byte(`{"n":`+strconv.Itoa(i)+`}`), config.DurabilityProcess)
 			if err != nil {
 				t.Error(err)
 				return
@@ -108,11 +108,11 @@ func TestBatcher_CallerThatGaveUp_StoresNothing(t *testing.T) {
 	st, _ := testStore(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := st.addWaitlist(ctx, netip.MustParseAddr("192.0.2.1"), 0, "late@example.com", []byte(`{}`)); err == nil {
+	if _, err := st.addWaitlist(ctx, netip.MustParseAddr("192.0.2.1"), 0, "late@example.com", []byte(`{}`), config.DurabilityProcess); err == nil {
 		t.Fatal("no error for a cancelled request")
 	}
 	// The queue drains (a later submission is answered) without storing the abandoned one.
-	if r, err := st.addWaitlist(t.Context(), netip.MustParseAddr("192.0.2.1"), 0, "next@example.com", []byte(`{}`)); err != nil || r.outcome != stored {
+	if r, err := st.addWaitlist(t.Context(), netip.MustParseAddr("192.0.2.1"), 0, "next@example.com", []byte(`{}`), config.DurabilityProcess); err != nil || r.outcome != stored {
 		t.Fatalf("%v %v", r, err)
 	}
 	if st.rdb.HExists(t.Context(), waitlistEntries, "late@example.com").Val() {

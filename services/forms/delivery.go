@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -122,7 +123,7 @@ func (w *worker) pass(ctx context.Context) error {
 		h := newHold(st.Messages)
 		for i, msg := range st.Messages {
 			h.current = i
-			w.deliver(ctx, d, msg, false, h)
+			w.deliver(ctx, d, msg, 1, h)
 		}
 	}
 	return nil
@@ -163,6 +164,11 @@ func (w *worker) retryDue(ctx context.Context, d config.Delivery) error {
 	} else {
 		return err
 	}
+	if n, err := rdb.XLen(ctx, deadStream).Result(); err == nil {
+		w.s.m.deadLetterCount.Set(float64(n))
+	} else {
+		return err
+	}
 	start := "-"
 	for range pendingPages {
 		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -185,7 +191,8 @@ func (w *worker) retryDue(ctx context.Context, d config.Delivery) error {
 				return err
 			}
 			for _, msg := range msgs {
-				w.deliver(ctx, d, msg, true, newHold([]redis.XMessage{msg}))
+				// XCLAIM counted this delivery: it is attempt RetryCount+1.
+				w.deliver(ctx, d, msg, p.RetryCount+1, newHold([]redis.XMessage{msg}))
 			}
 			if ctx.Err() != nil {
 				return nil
@@ -197,6 +204,12 @@ func (w *worker) retryDue(ctx context.Context, d config.Delivery) error {
 		start = "(" + pend[len(pend)-1].ID
 	}
 	return nil
+}
+
+// lastAttempt reports whether a failed attempt ends delivery: the maxAttempts-th, or one of a message
+// older than maxAge (zero, before defaults are applied, means no limit).
+func lastAttempt(d config.Delivery, attempt int64, age time.Duration) bool {
+	return (d.MaxAttempts > 0 && attempt >= int64(d.MaxAttempts)) || (d.MaxAge > 0 && age >= d.MaxAge.D())
 }
 
 // backoff is the idle time after which a message delivered n times is tried again.
@@ -272,9 +285,11 @@ func (w *worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 }
 
 // deliver sends msg to every channel that has not taken it yet and acknowledges it when all have. A
-// failure leaves it pending for retryDue. retry says whether channels may already have taken it; h is
-// the worker's hold on it and on the messages read with it.
-func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, retry bool, h *hold) {
+// failure leaves it pending for retryDue, or makes it a dead letter when it was the last attempt (the
+// maxAttempts-th, or one after maxAge). attempt counts from 1 (a retry: channels may already have taken
+// it); h is the worker's hold on it and on the messages read with it.
+func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, attempt int64, h *hold) {
+	retry := attempt > 1
 	s := w.s
 	m, ok := decodeStored(msg)
 	if !ok {
@@ -291,7 +306,8 @@ func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 			return // the store is failing; the message stays pending
 		}
 	}
-	failed := false
+	var failure error
+	var failedCh string
 	for _, snd := range senders {
 		ch := snd.Channel()
 		if done[ch] != "" {
@@ -305,9 +321,9 @@ func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		err := snd.Send(actx, m)
 		cancel()
 		if err != nil {
-			failed = true
+			failure, failedCh = err, ch
 			s.m.deliveryFailures.WithLabelValues(ch).Inc()
-			s.log.Warn("contact delivery failed; will retry", "id", msg.ID, "channel", ch, "err", err)
+			s.log.Warn("contact delivery failed", "id", msg.ID, "channel", ch, "attempt", attempt, "err", err)
 			continue
 		}
 		if len(senders) > 1 {
@@ -317,7 +333,11 @@ func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 			_, _ = pipe.Exec(ctx)
 		}
 	}
-	if failed {
+	if failure != nil {
+		if lastAttempt(d, attempt, s.now().Sub(streamTime(msg.ID))) {
+			record, _ := msg.Values[contactRecordField].(string)
+			w.deadLetter(ctx, msg.ID, record, failedCh, attempt, failure)
+		}
 		return
 	}
 	pipe := s.rdb.TxPipeline()
@@ -368,7 +388,17 @@ func buildSenders(d config.Delivery) ([]notify.Sender, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, notify.NewWebhook(u, nil))
+		wh := notify.NewWebhook(u, nil)
+		if f := d.Webhook.SecretFile; f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: cannot read the signing secret: %w", err)
+			}
+			if wh, err = wh.WithSecret(strings.TrimSpace(string(b))); err != nil {
+				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: %s: %w", f, err)
+			}
+		}
+		out = append(out, wh)
 	}
 	return out, nil
 }

@@ -46,15 +46,20 @@ type hook struct {
 	calls []time.Time
 	got   []notify.WebhookPayload
 	fail  atomic.Int32
+	// every call's headers and body, failed ones included
+	headers []http.Header
+	bodies  [][]byte
 }
 
 func startHook(t *testing.T) *hook {
 	h := &hook{}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p notify.WebhookPayload
-		_ = json.NewDecoder(r.Body).Decode(&p)
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &p)
 		h.mu.Lock()
 		h.calls = append(h.calls, time.Now())
+		h.headers, h.bodies = append(h.headers, r.Header.Clone()), append(h.bodies, body)
 		h.mu.Unlock()
 		if h.fail.Add(-1) >= 0 {
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)

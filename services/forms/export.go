@@ -119,10 +119,11 @@ type ForgetReport struct {
 	Email           string   `json:"email"`
 	WaitlistEntries int      `json:"waitlist_entries"`
 	ContactMessages []string `json:"contact_messages"` // stream IDs of the erased messages
+	DeadLetters     int      `json:"dead_letters"`     // dead letters (copies of undeliverable messages) erased
 }
 
 // Forget erases an address (compared in its canonical form) from the waitlist and every stored contact
-// message, including messages still waiting for delivery. It is idempotent.
+// message, including messages still waiting for delivery and dead letters. It is idempotent.
 func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
 	canonical, ok := email.Canonical(address)
 	if !ok {
@@ -160,6 +161,22 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 		// Drop them from the delivery group's pending list too; no group yet is fine.
 		if err := rdb.XAck(ctx, contactStream, deliveryGroup, ids...).Err(); err != nil && !strings.Contains(err.Error(), "NOGROUP") {
 			return rep, err
+		}
+	}
+	dead, err := ListDeadLetters(ctx, rdb)
+	if err != nil {
+		return rep, err
+	}
+	for _, d := range dead {
+		var rec contactRecord
+		if json.Unmarshal([]byte(d.record), &rec) != nil {
+			continue
+		}
+		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
+			if err := rdb.XDel(ctx, deadStream, d.Entry).Err(); err != nil {
+				return rep, err
+			}
+			rep.DeadLetters++
 		}
 	}
 	return rep, nil

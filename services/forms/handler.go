@@ -15,12 +15,16 @@ import (
 
 // Answers with a fixed body are encoded once.
 var (
-	bodyCreated   = []byte(`{"status":"created"}`)
-	bodyDuplicate = []byte(`{"status":"duplicate"}`)
-	bodyError     = []byte(`{"status":"error"}`)
+	bodyCreated     = []byte(`{"status":"created"}`)
+	bodyDuplicate   = []byte(`{"status":"duplicate"}`)
+	bodyError       = []byte(`{"status":"error"}`)
+	bodyKeyReused   = []byte(`{"status":"error","error":"idempotency_key_reused"}`)
+	bodyKeyInFlight = []byte(`{"status":"error","error":"idempotency_key_in_flight"}`)
 )
 
-// IdempotencyKeyHeader lets a client retry POST /contact safely for 24 hours.
+// IdempotencyKeyHeader lets a client retry POST /contact safely for 24 hours. A key belongs to the
+// origin that sent it and to the message it first came with: the same key with another message is
+// answered 422.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // MaxIdempotencyKey bounds the header; a UUID is 36 characters.
@@ -110,7 +114,7 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	bufs.record = appendWaitlistRecord(bufs.record[:0], waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record)
+	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -130,20 +134,26 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 		return nil
 	}
 	key := string(c.Request().Header.Peek(IdempotencyKeyHeader))
-	if code := checkIdempotencyKey(key); code != "" {
-		if errs == nil {
-			errs = Errors{}
+	if code := checkIdempotencyKey(key); code != "" || errs != nil {
+		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
+		// field errors when there are some, so that a client fixes both at once.
+		var headerErrs Errors
+		if code != "" {
+			headerErrs = Errors{IdempotencyKeyHeader: code}
 		}
-		errs[IdempotencyKeyHeader] = code
-	}
-	if errs != nil {
-		s.replyInvalid(c, ep, resultInvalid, errs)
+		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
 		return nil
+	}
+	idem := idempotency{origin: sub.origin, key: key}
+	if key != "" {
+		// The key is bound to the validated message, so a retry that encodes it differently (white
+		// space, field order, an ignored field) is still the same request.
+		idem.message, _ = json.Marshal(msg) // strings always encode
 	}
 	bufs.record = appendContactRecord(bufs.record[:0], contactRecord{Contact: msg, ReceivedAt: s.now().UTC(), Origin: sub.origin})
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, key, bufs.record)
+	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -174,6 +184,13 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult, err er
 		s.reply(c, ep, resultDuplicate, fiber.StatusOK, bodyDuplicate)
 	case replayed:
 		s.reply(c, ep, resultReplayed, fiber.StatusCreated, bodyCreated)
+	case keyReused:
+		// The IETF Idempotency-Key draft's answer to a key reused with another payload.
+		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusUnprocessableEntity, bodyKeyReused)
+	case inFlight:
+		// The draft's answer to a retry while the first request is still being processed.
+		c.Response().Header.Set(fiber.HeaderRetryAfter, "1")
+		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusConflict, bodyKeyInFlight)
 	case rateLimited:
 		secs := int((res.retryAfter + time.Second - 1) / time.Second)
 		c.Response().Header.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(secs, 1)))
@@ -193,10 +210,20 @@ func (s *Service) reply(c *fiber.Ctx, ep endpoint, r result, status int, body []
 type invalidBody struct {
 	Status string `json:"status"`
 	Errors Errors `json:"errors"`
+	// Headers holds errors of request headers (Idempotency-Key), which are not fields of the body.
+	Headers Errors `json:"headers,omitempty"`
 }
 
 func (s *Service) replyInvalid(c *fiber.Ctx, ep endpoint, r result, errs Errors) {
-	b, _ := json.Marshal(invalidBody{Status: "invalid", Errors: errs}) // strings always encode
+	s.replyInvalidWith(c, ep, r, errs, nil)
+}
+
+// replyInvalidWith answers 400 with field errors (errs, possibly none) and header errors.
+func (s *Service) replyInvalidWith(c *fiber.Ctx, ep endpoint, r result, errs, headers Errors) {
+	if errs == nil {
+		errs = Errors{}
+	}
+	b, _ := json.Marshal(invalidBody{Status: "invalid", Errors: errs, Headers: headers}) // strings always encode
 	s.reply(c, ep, r, fiber.StatusBadRequest, b)
 }
 

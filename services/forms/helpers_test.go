@@ -63,6 +63,7 @@ type harness struct {
 	reg   *prometheus.Registry
 	rdb   redis.UniversalClient
 	redis *testredis.Server
+	proxy *testredis.Proxy // between the service and redis, when harnessOpts.proxy
 }
 
 type harnessOpts struct {
@@ -70,6 +71,10 @@ type harnessOpts struct {
 	cluster *testredis.Cluster
 	// redis, when set, is shared with another harness: a second replica of the service.
 	redis *testredis.Server
+	// proxy puts a testredis.Proxy between the service and its redis-server.
+	proxy bool
+	// now is the service's clock (default time.Now).
+	now func() time.Time
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -90,6 +95,10 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		h.redis = testredis.Start(t)
 		rc.URL = h.redis.URL()
 	}
+	if o.proxy && h.redis != nil {
+		h.proxy = testredis.StartProxy(t, h.redis.Addr())
+		rc.URL = h.proxy.URL()
+	}
 	rdb, err := redisclient.New(rc, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +109,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg, ConsumerName: "test-" + randomHex(3)})
+	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg, ConsumerName: "test-" + randomHex(3), Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

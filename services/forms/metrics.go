@@ -24,22 +24,23 @@ func (e endpoint) String() string {
 type result int
 
 const (
-	resultCreated     result = iota // 201, stored
-	resultDuplicate                 // 200, waitlist address already there
-	resultReplayed                  // 201, Idempotency-Key seen before; nothing stored
-	resultHoneypot                  // 201, bot; nothing stored
-	resultInvalid                   // 400
-	resultForbidden                 // 403 origin
-	resultTooLarge                  // 413
-	resultUnsupported               // 415
-	resultRateLimited               // 429
-	resultStoreError                // 502
-	resultBadRequest                // 408/400: the body could not be read
+	resultCreated             result = iota // 201, stored
+	resultDuplicate                         // 200, waitlist address already there
+	resultReplayed                          // 201, Idempotency-Key seen before; nothing stored
+	resultHoneypot                          // 201, bot; nothing stored
+	resultInvalid                           // 400
+	resultForbidden                         // 403 origin
+	resultTooLarge                          // 413
+	resultUnsupported                       // 415
+	resultRateLimited                       // 429
+	resultStoreError                        // 502
+	resultBadRequest                        // 408/400: the body could not be read
+	resultIdempotencyConflict               // 422: an Idempotency-Key reused with another message
 	numResults
 )
 
 var resultNames = [numResults]string{"created", "duplicate", "replayed", "honeypot", "invalid", "forbidden",
-	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable"}
+	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable", "idempotency_conflict"}
 
 // metrics are the forms service's own collectors. Counters for the hot path are resolved once, so that
 // counting a submission is one atomic add.
@@ -51,12 +52,14 @@ type metrics struct {
 	deliveryFailures *prometheus.CounterVec
 	deliveryLag      prometheus.Histogram
 	deliveryPending  prometheus.Gauge
+	deadLetters      *prometheus.CounterVec
+	deadLetterCount  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	subs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_submissions_total",
-		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable).",
+		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable, idempotency_conflict).",
 	}, []string{"endpoint", "result"})
 	honeypot := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_honeypot_hits_total",
@@ -80,8 +83,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "formsservice_forms_delivery_pending",
 			Help: "Contact messages read by a delivery worker and not yet delivered (waiting for a retry).",
 		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formsservice_forms_delivery_dead_letters_total",
+			Help: "Contact messages given up on (maxAttempts or maxAge reached) and moved to the dead letters, by the channel that failed last.",
+		}, []string{"channel"}),
+		deadLetterCount: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "formsservice_forms_delivery_dead_letters",
+			Help: "Contact messages in the dead letters, waiting for `formsservice deliveries retry` or `drop`.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{subs, honeypot, m.deliveryAttempts, m.deliveryFailures, m.deliveryLag, m.deliveryPending} {
+	for _, c := range []prometheus.Collector{subs, honeypot, m.deliveryAttempts, m.deliveryFailures, m.deliveryLag, m.deliveryPending, m.deadLetters, m.deadLetterCount} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -95,6 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, ch := range []string{"smtp", "webhook"} {
 		m.deliveryAttempts.WithLabelValues(ch)
 		m.deliveryFailures.WithLabelValues(ch)
+		m.deadLetters.WithLabelValues(ch)
 	}
 	return m, nil
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// trimContactMessages erases contact messages stored before now−retention. When delivery is on it never
-// erases a message still waiting for it: the cut stops at the oldest pending message and at the first
-// message the delivery group has not read yet. It returns how many messages it erased.
+// trimContactMessages erases contact messages stored before now−retention, and dead letters that died
+// before then. When delivery is on it never erases a message still waiting for it: the cut stops at the
+// oldest pending message and at the first message the delivery group has not read yet. A message whose
+// delivery was given up is no longer pending (it moved to the dead letters), so it holds nothing back.
+// It returns how many entries it erased.
 func trimContactMessages(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
 	cutoff := now.Add(-retention).UnixMilli()
 	minID := strconv.FormatInt(cutoff, 10) + "-0"
@@ -42,7 +44,14 @@ func trimContactMessages(ctx context.Context, rdb redis.UniversalClient, retenti
 			minID = sum.Lower
 		}
 	}
-	return rdb.XTrimMinID(ctx, contactStream, minID).Result()
+	n, err := rdb.XTrimMinID(ctx, contactStream, minID).Result()
+	if err != nil {
+		return n, err
+	}
+	// Dead letters keep their own copy of the message; they go after retention too, counted from when
+	// delivery was given up, so an operator has the whole retention period to look at them.
+	dead, err := rdb.XTrimMinID(ctx, deadStream, strconv.FormatInt(cutoff, 10)+"-0").Result()
+	return n + dead, err
 }
 
 func isNoSuchKey(err error) bool { return strings.Contains(err.Error(), "no such key") }

@@ -7,6 +7,7 @@ package forms
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -112,8 +113,25 @@ func New(o Options) (*Service, error) {
 // Name labels metrics and logs.
 func (s *Service) Name() string { return "forms" }
 
-// Ready reports whether the store answers.
-func (s *Service) Ready(ctx context.Context) error { return redisclient.Ping(ctx, s.rdb) }
+// Ready reports whether the store answers, and can keep the durability promise configured: at
+// "machine" it must fsync on demand (WAITAOF, Redis 7.2 or later, with appendonly yes), or every
+// submission would be answered 502.
+func (s *Service) Ready(ctx context.Context) error {
+	if err := redisclient.Ping(ctx, s.rdb); err != nil {
+		return err
+	}
+	if s.cfg.Current().Forms.Durability != config.DurabilityMachine {
+		return nil
+	}
+	c, err := primaryFor(ctx, s.rdb, contactStream)
+	if err != nil {
+		return err
+	}
+	if err := c.Do(ctx, "waitaof", 1, 0, 1).Err(); err != nil {
+		return fmt.Errorf("forms.durability machine needs WAITAOF (Redis 7.2 or later, appendonly yes): %w", err)
+	}
+	return nil
+}
 
 // live returns the compiled form of the current configuration.
 func (s *Service) live() *liveConfig {

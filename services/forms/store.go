@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/clientip"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
@@ -40,12 +42,27 @@ const (
 	contactRecordField  = "m"
 	rateWindow          = time.Minute
 	idempotencyLifetime = 24 * time.Hour
+	// runLifetime keeps a script call's answer for a second run of the same call: go-redis sends it
+	// again within the store timeout (1.5 s), so a minute is ample.
+	runLifetime = time.Minute
+	runPrefix   = ":run:" // fs:{waitlist}:run:<call id>, fs:{contact}:run:<call id>
+	// inFlightLifetime bounds the in-flight state of an Idempotency-Key when the process holding it dies
+	// before settling it; a live request settles it within the store timeout (1.5 s).
+	inFlightLifetime  = 5 * time.Second
+	contactBusySuffix = ":busy" // fs:{contact}:idem:<hash>:busy
 )
 
 // The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
 // decided in turn and atomically: the rate limit, then the idempotency record, the uniqueness check and the
-// durable record. They answer one integer per submission: 1 stored, 2 duplicate, 3 replayed, or minus the
-// milliseconds left in the client's rate-limit window.
+// durable record. They answer one integer per submission: 1 stored, 2 duplicate, 3 replayed, 4 an
+// Idempotency-Key reused with another message, or minus the milliseconds left in the client's rate-limit
+// window.
+//
+// A script call is idempotent: it carries a run key (KEYS[1], unique per call) under which its
+// first run leaves its answer for runLifetime, and a second run of the same call answers that instead of
+// deciding again. go-redis sends a command again when its answer does not come within the read timeout
+// although the server may have run it; without the run key a slow Redis would store a contact message
+// twice, or answer a first sign-up "duplicate".
 //
 // The rate limit is a fixed one-minute window per client per endpoint, started by the client's first
 // request: INCR, and PEXPIRE when the counter is new. limit 0 turns it off.
@@ -59,46 +76,82 @@ local function rate(key, limit)
   if ttl < 1 then redis.call('PEXPIRE', key, ` + ms(rateWindow) + `); ttl = ` + ms(rateWindow) + ` end
   return -ttl
 end
+local function remember(key, out)
+  redis.call('SET', key, cjson.encode(out), 'PX', ` + ms(runLifetime) + `)
+  return out
+end
 local out = {}
 `
 
-// waitlistScript: KEYS entries, order, then each submission's rate key; ARGV per submission: limit,
+// firstRun answers a call's earlier answer when this is a second run of it; KEYS[1] is the run key.
+const firstRun = `
+local earlier = redis.call('GET', KEYS[1])
+if earlier then return cjson.decode(earlier) end
+`
+
+// waitlistScript: KEYS run, entries, order, then each submission's rate key; ARGV per submission: limit,
 // canonical address, record.
-var waitlistScript = redis.NewScript(rateLimitLua + `
-for i = 1, #KEYS - 2 do
-  local r = rate(KEYS[i + 2], tonumber(ARGV[3*i - 2]))
+var waitlistLua = firstRun + rateLimitLua + `
+for i = 1, #KEYS - 3 do
+  local r = rate(KEYS[i + 3], tonumber(ARGV[3*i - 2]))
   if r == 0 then
-    if redis.call('HSETNX', KEYS[1], ARGV[3*i - 1], ARGV[3*i]) == 0 then
+    if redis.call('HSETNX', KEYS[2], ARGV[3*i - 1], ARGV[3*i]) == 0 then
       r = 2
     else
-      redis.call('RPUSH', KEYS[2], ARGV[3*i - 1])
+      redis.call('RPUSH', KEYS[3], ARGV[3*i - 1])
       r = 1
     end
   end
   out[i] = r
 end
-return out
-`)
+return remember(KEYS[1], out)
+`
 
-// contactScript: KEYS stream, then each submission's rate key and idempotency key; ARGV per submission:
-// limit, record, "1" when an Idempotency-Key was sent. A replay stores nothing.
-var contactScript = redis.NewScript(rateLimitLua + `
-for i = 1, (#KEYS - 1) / 2 do
-  local r = rate(KEYS[2*i], tonumber(ARGV[3*i - 2]))
+// contactScript: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
+// key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
+// (else ""), and "1" when the answer will wait for durability (machine or primary). The idempotency
+// record holds that hash: the same key with the same message replays (stores nothing), with another
+// message it is refused (4). While the request that stored it still waits for durability, its in-flight
+// key (value: the run key) is set, and the same key is answered "in flight" (5); the call's settle
+// script removes it once the answer is decided.
+var contactLua = firstRun + rateLimitLua + `
+for i = 1, (#KEYS - 2) / 3 do
+  local r = rate(KEYS[3*i], tonumber(ARGV[4*i - 3]))
   if r == 0 then
-    local keyed = ARGV[3*i] == '1'
-    if keyed and redis.call('EXISTS', KEYS[2*i + 1]) == 1 then
-      r = 3
+    local hash = ARGV[4*i - 1]
+    local seen = false
+    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 1]) end
+    if seen then
+      if seen ~= hash then r = 4
+      elseif redis.call('EXISTS', KEYS[3*i + 2]) == 1 then r = 5
+      else r = 3 end
     else
-      local id = redis.call('XADD', KEYS[1], '*', 'm', ARGV[3*i - 1])
-      if keyed then redis.call('SET', KEYS[2*i + 1], id, 'PX', ` + ms(idempotencyLifetime) + `) end
+      redis.call('XADD', KEYS[2], '*', 'm', ARGV[4*i - 2])
+      if hash ~= '' then
+        redis.call('SET', KEYS[3*i + 1], hash, 'PX', ` + ms(idempotencyLifetime) + `)
+        if ARGV[4*i] == '1' then redis.call('SET', KEYS[3*i + 2], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
+      end
       r = 1
     end
   end
   out[i] = r
 end
-return out
-`)
+return remember(KEYS[1], out)
+`
+
+// settleScript ends the in-flight state that this call (ARGV[1], its run key) set: KEYS are in-flight
+// keys; one set by another call is left alone.
+const settleLua = `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return 0`
+
+var (
+	waitlistScript = redis.NewScript(waitlistLua)
+	contactScript  = redis.NewScript(contactLua)
+	settleScript   = redis.NewScript(settleLua)
+)
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
@@ -110,6 +163,8 @@ const (
 	duplicate
 	replayed
 	rateLimited
+	keyReused // an Idempotency-Key sent before with another message
+	inFlight  // an Idempotency-Key whose first request is still waiting for its answer
 )
 
 // storeResult is one submission's outcome; retryAfter is set for rateLimited.
@@ -129,39 +184,58 @@ type store struct {
 func newStore(rdb redis.UniversalClient) *store {
 	return &store{
 		rdb:      rdb,
-		waitlist: newBatcher(rdb, waitlistScript, []string{waitlistEntries, waitlistOrder}),
-		contact:  newBatcher(rdb, contactScript, []string{contactStream}),
+		waitlist: newBatcher(rdb, waitlistLua, []string{waitlistEntries, waitlistOrder}, "fs:{waitlist}"+runPrefix),
+		contact:  newBatcher(rdb, contactLua, []string{contactStream}, "fs:{contact}"+runPrefix),
 	}
 }
 
-func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte) (storeResult, error) {
-	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + clientip.Key(client)}, []any{limit, canonical, string(record)})
+func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, level config.Durability) (storeResult, error) {
+	n, err := s.waitlist.do(ctx, storeOp{keys: []string{waitlistRatePrefix + clientip.Key(client)}, args: []any{limit, canonical, string(record)}, level: level})
 	if err != nil {
 		return storeResult{}, err
 	}
 	return scriptResult(n)
 }
 
-func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idempotencyKey string, record []byte) (storeResult, error) {
-	keyed := "0"
-	if idempotencyKey != "" {
-		keyed = "1"
+// idempotency is a contact submission's Idempotency-Key, scoped to the origin that sent it and bound
+// to the message it carried. The zero value means "no key".
+type idempotency struct {
+	origin, key string
+	message     []byte // what the key is bound to: the validated message, not the bytes of the body
+}
+
+func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idem idempotency, record []byte, level config.Durability) (storeResult, error) {
+	op := storeOp{level: level}
+	hash, waits, idemKey := "", "0", idempotencyRecordKey(idem.origin, idem.key)
+	if idem.key != "" {
+		sum := sha256.Sum256(idem.message)
+		hash = hex.EncodeToString(sum[:])
+		if level != config.DurabilityProcess {
+			waits = "1"
+			op.settle = idemKey + contactBusySuffix
+		}
 	}
-	n, err := s.contact.do(ctx, []string{contactRatePrefix + clientip.Key(client), idempotencyRecordKey(idempotencyKey)}, []any{limit, string(record), keyed})
+	op.keys = []string{contactRatePrefix + clientip.Key(client), idemKey, idemKey + contactBusySuffix}
+	op.args = []any{limit, string(record), hash, waits}
+	n, err := s.contact.do(ctx, op)
 	if err != nil {
 		return storeResult{}, err
 	}
 	return scriptResult(n)
 }
 
-// idempotencyRecordKey stores a hash of the client's key: its length is then fixed, and the key, which
-// a client may have derived from the message, is not kept.
-func idempotencyRecordKey(key string) string {
+// idempotencyRecordKey is where a key's record lives: a hash of the origin and the key. Keys are the
+// client's to choose, so two sites (origins) that happen to pick the same key are two keys; the length
+// is fixed; and a key, which a client may have derived from the message, is not kept.
+func idempotencyRecordKey(origin, key string) string {
 	if key == "" {
-		return contactIdemPrefix + "-" // never read or written: the script checks the flag first
+		return contactIdemPrefix + "-" // never read or written: the script checks the hash first
 	}
-	sum := sha256.Sum256([]byte(key))
-	return contactIdemPrefix + hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write([]byte(origin))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return contactIdemPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
 func scriptResult(n int64) (storeResult, error) {
@@ -174,6 +248,10 @@ func scriptResult(n int64) (storeResult, error) {
 		return storeResult{outcome: duplicate}, nil
 	case n == 3:
 		return storeResult{outcome: replayed}, nil
+	case n == 4:
+		return storeResult{outcome: keyReused}, nil
+	case n == 5:
+		return storeResult{outcome: inFlight}, nil
 	}
 	return storeResult{}, fmt.Errorf("script: unexpected answer %d", n)
 }

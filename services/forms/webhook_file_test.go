@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -118,4 +119,59 @@ func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *
 		t.Fatalf("%d messages at the previous webhook after the fix, want 2", n)
 	}
 	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+}
+
+func TestDelivery_SignedWebhook_SameIDOnEveryRetry_VerifiesWithTheSecretFile(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	wh := startHook(t)
+	wh.fail.Store(1)
+	path := filepath.Join(t.TempDir(), "secret")
+	writeURLFile(t, path, secret+"\n")
+	cfg := testConfig()
+	cfg.Forms.Delivery = fastDelivery("", wh.URL)
+	cfg.Forms.Delivery.Webhook.SecretFile = path
+	h := newHarness(t, harnessOpts{cfg: cfg})
+
+	h.post("/contact", validContact).expect(t, 201, "created")
+	waitFor(t, 10*time.Second, "the webhook after one failure", func() bool { return len(wh.delivered()) == 1 })
+	id := h.rdb.XRange(t.Context(), contactStream, "-", "+").Val()[0].ID
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	if len(wh.headers) != 2 {
+		t.Fatalf("%d calls, want 2", len(wh.headers))
+	}
+	for i, hdr := range wh.headers {
+		if got := hdr.Get("webhook-id"); got != id {
+			t.Errorf("call %d: webhook-id %q, want %q on every attempt", i, got, id)
+		}
+		if err := verifier.Verify(wh.bodies[i], hdr); err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+}
+
+func TestNew_WebhookSecretFileUnusable_RefusesToStart(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: testredis.Start(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	writeURLFile(t, bad, "whsec_c2hvcnQ=") // "short"
+	for name, file := range map[string]string{"missing": filepath.Join(dir, "nothing"), "malformed": bad} {
+		src := &liveSource{}
+		cfg := testConfig()
+		cfg.Forms.Delivery = fastDelivery("", "http://127.0.0.1:1/hook")
+		cfg.Forms.Delivery.Webhook.SecretFile = file
+		src.set(t, cfg)
+		_, err := New(Options{Config: src, Redis: rdb, Registerer: prometheus.NewRegistry()})
+		if err == nil || !strings.Contains(err.Error(), "secretFile") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "c2hvcnQ") {
+			t.Errorf("%s: the error quotes the secret: %v", name, err)
+		}
+	}
 }

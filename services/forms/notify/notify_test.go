@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"mime"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/formsservice/formsservice/services/forms/internal/smtptest"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -143,6 +146,20 @@ func TestSMTP_TemporaryFailure_IsAnError(t *testing.T) {
 	}
 }
 
+func TestSMTP_RelayAcceptedDataButQuitFailed_IsDelivered(t *testing.T) {
+	// The relay's answer to DATA is what takes responsibility for the mail (RFC 5321 4.1.1.4); a broken
+	// QUIT afterwards must not count as a failure, or the worker mails the message again.
+	srv := smtptest.Start(t, smtptest.Options{})
+	srv.DropNextQuit(1)
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}})
+	if err := s.Send(ctx(t), testMessage()); err != nil {
+		t.Fatalf("accepted at DATA, then QUIT failed: %v", err)
+	}
+	if n := len(srv.Mails()); n != 1 {
+		t.Fatalf("%d mails accepted", n)
+	}
+}
+
 func TestSMTP_StalledRelay_GivesUpAtDeadline(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
 	srv.StallNext(1)
@@ -229,6 +246,70 @@ func TestWebhook_Errors_DoNotRevealTheSecretPath(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "http://") || !strings.Contains(err.Error(), "/…") {
 			t.Errorf("%s: the error should still name the scheme and host: %v", name, err)
+		}
+	}
+}
+
+// testSecret is a Standard Webhooks secret: whsec_ + base64 of 32 bytes.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestWebhook_StandardWebhooks_StableIDAndSignatureTheReferenceLibraryVerifies(t *testing.T) {
+	var got []http.Header
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got, bodies = append(got, r.Header.Clone()), append(bodies, b)
+	}))
+	defer srv.Close()
+	wh, err := NewWebhook(srv.URL, nil).WithSecret(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a retry of the same message
+		if err := wh.Send(ctx(t), testMessage()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verifier, err := standardwebhooks.NewWebhook(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range got {
+		if id := h.Get("webhook-id"); id != testMessage().ID {
+			t.Errorf("call %d: webhook-id %q, want the message's stream ID %q (the same on every retry)", i, id, testMessage().ID)
+		}
+		if err := verifier.Verify(bodies[i], h); err != nil {
+			t.Errorf("call %d: the reference library refuses the signature: %v", i, err)
+		}
+	}
+	other, _ := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	if other.Verify(bodies[0], got[0]) == nil {
+		t.Error("another secret verified the call")
+	}
+	if verifier.Verify(append([]byte(" "), bodies[0]...), got[0]) == nil {
+		t.Error("a changed body verified")
+	}
+}
+
+func TestWebhook_WithoutSecret_StillCarriesIDAndTimestamp(t *testing.T) {
+	var h http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h = r.Header.Clone() }))
+	defer srv.Close()
+	if err := NewWebhook(srv.URL, nil).Send(ctx(t), testMessage()); err != nil {
+		t.Fatal(err)
+	}
+	if h.Get("webhook-id") != testMessage().ID || h.Get("webhook-timestamp") == "" || h.Get("webhook-signature") != "" {
+		t.Fatalf("headers %v", h)
+	}
+}
+
+func TestWebhook_BadSecret_IsRefusedWithoutQuotingIt(t *testing.T) {
+	for _, bad := range []string{"whsec_not base64!", "whsec_" + base64.StdEncoding.EncodeToString([]byte("short")), ""} {
+		_, err := NewWebhook("http://127.0.0.1/", nil).WithSecret(bad)
+		if err == nil {
+			t.Errorf("%q accepted", bad)
+		} else if bad != "" && strings.Contains(err.Error(), bad) {
+			t.Errorf("the error quotes the secret: %v", err)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func NewSMTP(cfg config.SMTP) *SMTP { return &SMTP{cfg: cfg} }
 func (s *SMTP) Channel() string { return "smtp" }
 
 // Send runs one SMTP transaction: EHLO, STARTTLS when configured, AUTH PLAIN when configured, MAIL,
-// RCPT per recipient, DATA. Every step is bounded by ctx's deadline.
+// RCPT per recipient, DATA, QUIT. Every step is bounded by ctx's deadline; the answer to DATA decides.
 func (s *SMTP) Send(ctx context.Context, m Message) error {
 	host, _, err := net.SplitHostPort(s.cfg.Addr)
 	if err != nil {
@@ -90,7 +90,11 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 	if err := c.SendMail(bareAddress(s.cfg.From), to, bytes.NewReader(msg)); err != nil {
 		return err
 	}
-	return c.Quit()
+	// The relay's 250 to DATA took responsibility for the mail (RFC 5321 4.1.1.4): it is delivered. A
+	// QUIT that fails afterwards (a dropped connection) changes nothing, and calling it a failure would
+	// mail the message again.
+	_ = c.Quit()
+	return nil
 }
 
 // render writes the RFC 5322 message. Everything the sender typed is either encoded (the subject, as an

@@ -3,21 +3,34 @@ package notify
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // Webhook posts each message as JSON: "text" in Slack's mrkdwn (so a Slack, Mattermost or Rocket.Chat
 // incoming webhook shows it as is) and "contact" with the fields for anything that wants structure.
+//
+// Every call carries the Standard Webhooks headers (standardwebhooks.com): webhook-id, the message's
+// stream ID, the same on every retry so that a receiver can drop a message it already has;
+// webhook-timestamp, the attempt's time in Unix seconds; and, when a secret is set (WithSecret),
+// webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>", so that a receiver can tell our calls
+// from anyone else's and refuse replays of old ones.
 type Webhook struct {
 	url    string
 	shown  string // what errors (and so logs) say instead of url: scheme and host only
 	client *http.Client
+	signer *standardwebhooks.Webhook // nil: calls are not signed
+	now    func() time.Time
 }
 
 // NewWebhook returns a sender posting to address with client (nil: a client that does not follow
@@ -26,7 +39,29 @@ func NewWebhook(address string, client *http.Client) *Webhook {
 	if client == nil {
 		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Webhook{url: address, shown: redactURL(address), client: client}
+	return &Webhook{url: address, shown: redactURL(address), client: client, now: time.Now}
+}
+
+// WithSecret signs every call with secret, in the Standard Webhooks form: "whsec_" followed by the
+// base64 of 24 to 64 random bytes (`echo whsec_$(openssl rand -base64 32)`). The error never repeats the
+// secret.
+func (w *Webhook) WithSecret(secret string) (*Webhook, error) {
+	signer, err := NewWebhookSigner(secret)
+	if err != nil {
+		return nil, err
+	}
+	w.signer = signer
+	return w, nil
+}
+
+// NewWebhookSigner checks a Standard Webhooks secret and returns its signer.
+func NewWebhookSigner(secret string) (*standardwebhooks.Webhook, error) {
+	key := strings.TrimPrefix(secret, "whsec_")
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if err != nil || len(raw) < 24 || len(raw) > 64 {
+		return nil, errors.New(`the webhook secret must be "whsec_" and the base64 of 24 to 64 random bytes`)
+	}
+	return standardwebhooks.NewWebhookRaw(raw)
 }
 
 // redactURL keeps the scheme and host of a webhook address. The path of a Slack (or Mattermost, …)
@@ -73,6 +108,16 @@ func (w *Webhook) Send(ctx context.Context, m Message) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "formsservice")
+	at := w.now()
+	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	if w.signer != nil {
+		sig, err := w.signer.Sign(m.ID, at, body)
+		if err != nil {
+			return err
+		}
+		req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return w.redact(err)

@@ -18,7 +18,26 @@ type Forms struct {
 	// ContactRetention erases stored contact messages older than this (storage limitation), but never
 	// one still waiting for delivery. 0 (the default) keeps them until `formsservice forget` erases them.
 	ContactRetention Duration `json:"contactRetention,omitempty"`
+	// Durability is what a 201 (and a 200 duplicate) survives; see the Durability constants. Default
+	// "process".
+	Durability Durability `json:"durability,omitempty"`
 }
+
+// Durability names what an acknowledged submission survives.
+type Durability string
+
+const (
+	// DurabilityProcess: the write is in the Redis primary's memory and its append-only file (written,
+	// fsynced by Redis's own appendfsync policy). It survives the Redis process; a crash of the machine
+	// loses what was not yet fsynced (up to a second with appendfsync everysec).
+	DurabilityProcess Durability = "process"
+	// DurabilityMachine: the answer waits until the primary fsynced its append-only file (WAITAOF 1 0,
+	// Redis 7.2 or later). Concurrent submissions share one fsync. It survives a crash of the machine.
+	DurabilityMachine Durability = "machine"
+	// DurabilityPrimary: the answer waits until a replica has the write (WAIT 1). It survives the loss of
+	// the primary, and so a failover.
+	DurabilityPrimary Durability = "primary"
+)
 
 // Delivery lists where contact messages go. Both may be set; neither means "store only" (the messages
 // stay in Redis for `formsservice export contact`, and are delivered once a target is configured).
@@ -33,6 +52,12 @@ type Delivery struct {
 	// Defaults 30s and 15m.
 	RetryAfter       Duration `json:"retryAfter,omitempty"`
 	MaxRetryInterval Duration `json:"maxRetryInterval,omitempty"`
+	// MaxAttempts and MaxAge end the retries: a message that fails its MaxAttempts-th attempt, or any
+	// attempt once it is older than MaxAge, becomes a dead letter (`formsservice deliveries`), no longer
+	// retried and no longer holding retention back. Defaults 20 attempts (about four hours of retries at
+	// the default intervals) and 72h.
+	MaxAttempts int      `json:"maxAttempts,omitempty"`
+	MaxAge      Duration `json:"maxAge,omitempty"`
 }
 
 // Enabled reports whether any delivery target is configured.
@@ -62,7 +87,17 @@ type Webhook struct {
 	// URLFile names a file whose content, with surrounding white space trimmed, is the address. The
 	// forms service reads it at start-up and refuses to start when it is missing or not an http(s) URL.
 	URLFile string `json:"urlFile,omitempty"`
+	// SecretFile names a file (a mounted Secret) holding the Standard Webhooks signing secret,
+	// "whsec_" + base64 of 24 to 64 random bytes. When set, every call carries webhook-signature; a
+	// missing or malformed file stops the service at start-up, like URLFile.
+	SecretFile string `json:"secretFile,omitempty"`
 }
+
+// Defaults of the end of delivery.
+const (
+	DefaultMaxAttempts = 20
+	DefaultMaxAge      = 72 * time.Hour
+)
 
 // DefaultRateLimitPerMinute applies when the setting is absent.
 const DefaultRateLimitPerMinute = 60
@@ -76,6 +111,9 @@ func (f Forms) RateLimit() int {
 }
 
 func (f *Forms) applyDefaults() {
+	if f.Durability == "" {
+		f.Durability = DurabilityProcess
+	}
 	d := &f.Delivery
 	if d.Timeout == 0 {
 		d.Timeout = Duration(10 * time.Second)
@@ -85,6 +123,12 @@ func (f *Forms) applyDefaults() {
 	}
 	if d.MaxRetryInterval == 0 {
 		d.MaxRetryInterval = Duration(15 * time.Minute)
+	}
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
+	if d.MaxAge == 0 {
+		d.MaxAge = Duration(DefaultMaxAge)
 	}
 	if d.SMTP != nil && d.SMTP.Subject == "" {
 		d.SMTP.Subject = "[contact]"
@@ -102,10 +146,18 @@ func (f Forms) validate() []error {
 	if w := f.Delivery.Webhook; w != nil {
 		errs = append(errs, w.validate()...)
 	}
+	switch f.Durability {
+	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary:
+	default:
+		errs = append(errs, fmt.Errorf("forms.durability: %q: want process, machine or primary", f.Durability))
+	}
 	if f.ContactRetention < 0 {
 		errs = append(errs, fmt.Errorf("forms.contactRetention: must not be negative"))
 	}
-	if d := f.Delivery; d.Timeout < 0 || d.RetryAfter < 0 || d.MaxRetryInterval < 0 {
+	if f.Delivery.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("forms.delivery.maxAttempts: must not be negative"))
+	}
+	if d := f.Delivery; d.Timeout < 0 || d.RetryAfter < 0 || d.MaxRetryInterval < 0 || d.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("forms.delivery: durations must not be negative"))
 	} else if d.RetryAfter != 0 && d.Timeout != 0 && d.RetryAfter < 2*d.Timeout {
 		errs = append(errs, fmt.Errorf("forms.delivery.retryAfter (%s) must be at least twice timeout (%s), or a slow attempt is taken over and sent twice", d.RetryAfter.D(), d.Timeout.D()))
@@ -120,6 +172,8 @@ func (w Webhook) validate() []error {
 		return []error{fmt.Errorf("forms.delivery.webhook: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)")}
 	case w.URL == "" && w.URLFile == "":
 		return []error{fmt.Errorf("forms.delivery.webhook: set url (the incoming-webhook address) or urlFile (a file holding it, such as a mounted Secret)")}
+	case w.SecretFile != "" && (strings.TrimSpace(w.SecretFile) != w.SecretFile || strings.ContainsRune(w.SecretFile, 0)):
+		return []error{fmt.Errorf("forms.delivery.webhook.secretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.SecretFile)}
 	case w.URLFile != "":
 		if strings.TrimSpace(w.URLFile) != w.URLFile || strings.ContainsRune(w.URLFile, 0) {
 			return []error{fmt.Errorf("forms.delivery.webhook.urlFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.URLFile)}

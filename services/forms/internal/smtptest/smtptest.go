@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ type Server struct {
 	user     string
 	password string
 	delay    time.Duration
+	dropQuit int
 }
 
 // Options configure Start.
@@ -76,7 +78,7 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 	s.Addr = ln.Addr().String()
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(quitDropper{ln, s}) }()
 	t.Cleanup(func() {
 		s.Release()
 		_ = srv.Close()
@@ -89,6 +91,50 @@ func (s *Server) FailNext(n int) {
 	s.mu.Lock()
 	s.failNext = n
 	s.mu.Unlock()
+}
+
+// DropNextQuit makes the next n sessions end at QUIT with a closed connection instead of "221 Bye": the
+// relay had accepted the message at DATA, and the connection broke afterwards.
+func (s *Server) DropNextQuit(n int) {
+	s.mu.Lock()
+	s.dropQuit = n
+	s.mu.Unlock()
+}
+
+// quitDropper hands out connections that break on QUIT when DropNextQuit asked for it (plain text only).
+type quitDropper struct {
+	net.Listener
+	s *Server
+}
+
+func (l quitDropper) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &quitDropConn{Conn: c, s: l.s}, nil
+}
+
+type quitDropConn struct {
+	net.Conn
+	s *Server
+}
+
+func (c *quitDropConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n >= 4 && strings.EqualFold(string(p[:4]), "QUIT") {
+		c.s.mu.Lock()
+		drop := c.s.dropQuit > 0
+		if drop {
+			c.s.dropQuit--
+		}
+		c.s.mu.Unlock()
+		if drop {
+			c.Conn.Close()
+			return 0, io.EOF
+		}
+	}
+	return n, err
 }
 
 // StallNext makes the next n transactions hang at DATA until Release.

@@ -1,0 +1,150 @@
+package forms
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// startReplicated starts a primary and one replica of it, and waits until the replica is in sync.
+func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
+	t.Helper()
+	// The replica syncs at once instead of after Redis' default 5 s delay.
+	primary = testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	_, port, _ := strings.Cut(primary.Addr(), ":")
+	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
+	waitFor(t, 15*time.Second, "the replica to sync", func() bool {
+		info := replica.Client().Info(t.Context(), "replication").Val()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	return primary, replica
+}
+
+func primaryLevelConfig() *config.Config {
+	cfg := testConfig()
+	cfg.Forms.Durability = config.DurabilityPrimary
+	return cfg
+}
+
+func TestContact_PrimaryLevel_201OnlyOnceAReplicaHasIt(t *testing.T) {
+	primary, replica := startReplicated(t)
+	h := newHarness(t, harnessOpts{cfg: primaryLevelConfig(), redis: primary})
+	rc := replica.Client()
+
+	h.post("/contact", validContact, "Idempotency-Key", "k-1").expect(t, 201, "created")
+	if n := rc.XLen(t.Context(), contactStream).Val(); n != 1 {
+		t.Fatalf("the replica has %d messages right after the 201, want 1", n)
+	}
+
+	// A replica that does not answer: the primary has the write, but the promise cannot be kept in time.
+	replica.Pause()
+	start := time.Now()
+	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1), "Idempotency-Key", "k-2").expect(t, 502, "error")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("502 after %s, want within the 2 s bound", d)
+	}
+	h.post("/waitlist", validWaitlist).expect(t, 502, "error")
+	replica.Resume()
+
+	// The client's retry with its key gets the first answer once it holds, and stores nothing new.
+	waitFor(t, 5*time.Second, "the retry to be acknowledged", func() bool {
+		return h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1), "Idempotency-Key", "k-2").code == 201
+	})
+	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 2 {
+		t.Fatalf("%d messages stored, want 2", n)
+	}
+	if n := rc.XLen(t.Context(), contactStream).Val(); n != 2 {
+		t.Fatalf("the replica has %d messages, want 2", n)
+	}
+	// The sign-up made while the replica was frozen was kept; its retry is told so, once it is safe.
+	h.post("/waitlist", validWaitlist).expect(t, 200, "duplicate")
+}
+
+func TestContact_PrimaryLevel_SameKeyOnAnotherReplicaWhileTheFirstWaits_Returns409(t *testing.T) {
+	primary, replica := startReplicated(t)
+	first := newHarness(t, harnessOpts{cfg: primaryLevelConfig(), redis: primary})
+	second := newHarness(t, harnessOpts{cfg: primaryLevelConfig(), redis: primary}) // another pod
+	replica.Pause()
+	defer replica.Resume()
+
+	// A double click that the load balancer sends to two pods: the first request stored the message and
+	// waits for the frozen replica; the second finds it in flight.
+	var firstAnswer answer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		firstAnswer = first.post("/contact", validContact, "Idempotency-Key", "double-click")
+	}()
+	pc := primary.Client()
+	waitFor(t, 5*time.Second, "the first request to wait for the replica", func() bool {
+		return strings.Contains(pc.Info(t.Context(), "clients").Val(), "blocked_clients:1")
+	})
+	a := second.post("/contact", validContact, "Idempotency-Key", "double-click")
+	a.expect(t, 409, "error")
+	if !strings.Contains(a.raw, "idempotency_key_in_flight") || a.header.Get("Retry-After") != "1" {
+		t.Fatalf("409: %s %v", a.raw, a.header)
+	}
+	<-done
+	firstAnswer.expect(t, 502, "error")
+
+	replica.Resume()
+	waitFor(t, 5*time.Second, "the retry to be acknowledged", func() bool {
+		return second.post("/contact", validContact, "Idempotency-Key", "double-click").code == 201
+	})
+	if n := first.rdb.XLen(t.Context(), contactStream).Val(); n != 1 {
+		t.Fatalf("%d messages stored, want 1", n)
+	}
+}
+
+func TestForms_MachineLevelOnAStoreThatCannotFsyncOnDemand_IsNotReady(t *testing.T) {
+	cfg := testConfig()
+	cfg.Forms.Durability = config.DurabilityMachine
+	h := newHarness(t, harnessOpts{cfg: cfg}) // appendonly no (and before Redis 7.2, no WAITAOF at all)
+	err := h.svc.Ready(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "WAITAOF") {
+		t.Fatalf("Ready: %v", err)
+	}
+	h.post("/waitlist", validWaitlist).expect(t, 502, "error") // never a 201 that breaks the promise
+}
+
+// TestContact_MachineLevel_201AfterTheAppendOnlyFileIsFsynced runs at the production settings of the
+// machine level: appendfsync everysec, and WAITAOF after every write. It needs Redis 7.2 or later.
+func TestContact_MachineLevel_201AfterTheAppendOnlyFileIsFsynced(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "everysec"}})
+	if v := redisVersion(t, rs); v < 70200 {
+		t.Skipf("redis-server %d.%d has no WAITAOF (Redis 7.2+); the machine level is checked by TestForms_MachineLevelOnAStoreThatCannotFsyncOnDemand_IsNotReady here", v/10000, v/100%100)
+	}
+	cfg := testConfig()
+	cfg.Forms.Durability = config.DurabilityMachine
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
+	if err := h.svc.Ready(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		h.post("/contact", validContact, "Idempotency-Key", "m-"+strconv.Itoa(i)).expect(t, 201, "created")
+	}
+	rs.Kill()
+	rs.Restart()
+	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 20 {
+		t.Fatalf("%d messages after a kill, want 20", n)
+	}
+}
+
+// redisVersion is the server's version as major*10000 + minor*100 + patch.
+func redisVersion(t *testing.T, rs *testredis.Server) int {
+	t.Helper()
+	info := rs.Client().Info(t.Context(), "server").Val()
+	_, rest, _ := strings.Cut(info, "redis_version:")
+	v, _, _ := strings.Cut(rest, "\r\n")
+	parts := strings.SplitN(v, ".", 3)
+	n := 0
+	for _, p := range parts {
+		d, _ := strconv.Atoi(p)
+		n = n*100 + d
+	}
+	return n
+}
