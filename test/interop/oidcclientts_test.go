@@ -44,15 +44,19 @@ func TestOIDCClientTS(t *testing.T) {
 	b.signIn()
 	b.waitFor(origin + "/callback")
 	user := b.evalJSON(`um.signinRedirectCallback().then(u => ({sub: u.profile.sub, email: u.profile.email,
-		name: u.profile.name, nonce: !!u.profile.nonce, access: u.access_token, refresh: u.refresh_token,
-		id: u.id_token, scope: u.scope, state: u.state}))`)
-	if user["email"] != email || user["name"] != userName || user["refresh"] == "" || user["id"] == "" || user["state"] != "x" {
+		name: u.profile.name, access: u.access_token, refresh: u.refresh_token,
+		id: u.id_token, scope: u.scope, state: u.state, userinfo: fetched.filter(f => f.endsWith("/oauth2/userinfo")).length}))`)
+	if user["email"] != email || user["name"] != userName || user["refresh"] == "" || user["id"] == "" || user["state"] != "x" ||
+		user["userinfo"] != 1.0 {
 		t.Fatalf("signed-in user: %v", user)
 	}
 
 	// Refresh with rotation (signinSilent uses the refresh token when there is one).
-	rotated := b.evalJSON(`um.signinSilent().then(u => ({sub: u.profile.sub, access: u.access_token, refresh: u.refresh_token}))`)
-	if rotated["sub"] != user["sub"] || rotated["refresh"] == user["refresh"] || rotated["access"] == user["access"] {
+	// The library checks the new ID token against the old (sub, auth_time) and calls userinfo again.
+	rotated := b.evalJSON(`um.signinSilent().then(u => ({sub: u.profile.sub, access: u.access_token, refresh: u.refresh_token,
+		userinfo: fetched.filter(f => f.endsWith("/oauth2/userinfo")).length, token: fetched.filter(f => f.endsWith("/oauth2/token")).length}))`)
+	if rotated["sub"] != user["sub"] || rotated["refresh"] == user["refresh"] || rotated["access"] == user["access"] ||
+		rotated["userinfo"] != 2.0 || rotated["token"] != 2.0 {
 		t.Fatalf("after signinSilent: %v, before: %v", rotated, user)
 	}
 
@@ -110,7 +114,9 @@ func serveSPA(t *testing.T, l net.Listener, settings map[string]any) {
 		t.Fatal(err)
 	}
 	js, _ := json.Marshal(settings)
+	// window.fetched lists the URLs the library fetched on this page, to show which endpoints it called.
 	pageHTML := `<!doctype html><meta charset=utf-8><title>app</title>
+<script>window.fetched = []; const f = window.fetch; window.fetch = (u, o) => { fetched.push(String(u)); return f(u, o); };</script>
 <script src="/oidc-client-ts.min.js"></script>
 <script>window.um = new oidc.UserManager(` + string(js) + `);</script>
 <p id=app>app</p>`
