@@ -90,7 +90,14 @@ step('revocation');
 await client.tokenRevocation(config, rotated.refresh_token, { token_type_hint: 'refresh_token' });
 await rejects(client.refreshTokenGrant(config, rotated.refresh_token), 'invalid_grant', 'the revoked refresh token');
 await rejects(client.refreshTokenGrant(config, tokens.refresh_token), 'invalid_grant', 'the rotated-away refresh token');
-await assert.rejects(client.fetchUserInfo(config, rotated.access_token, claims.sub), 'an access token of a revoked grant');
+// Userinfo refuses the revoked grant's access token with an RFC 6750 challenge the library parses.
+await assert.rejects(client.fetchUserInfo(config, rotated.access_token, claims.sub), (err) => {
+  assert.equal(err.code, 'OAUTH_WWW_AUTHENTICATE_CHALLENGE', `userinfo with a revoked access token: ${err}`);
+  assert.equal(err.status, 401);
+  assert.equal(err.cause[0].scheme, 'bearer');
+  assert.equal(err.cause[0].parameters.error, 'invalid_token');
+  return true;
+});
 
 step('RP-initiated logout');
 const end = client.buildEndSessionUrl(config, {
