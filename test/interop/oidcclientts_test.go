@@ -29,11 +29,12 @@ func TestOIDCClientTS(t *testing.T) {
 	origin := "http://" + app.Addr().String()
 	p := startProvider(t, config.OAuthClient{
 		ClientID: "spa", Name: "Single-page app",
-		RedirectURIs: []string{origin + "/callback"}, PostLogoutRedirectURIs: []string{origin + "/signed-out"},
+		RedirectURIs: []string{origin + "/callback", origin + "/silent"}, PostLogoutRedirectURIs: []string{origin + "/signed-out"},
 	})
 	serveSPA(t, app, map[string]any{
 		"authority": p.Issuer, "client_id": "spa",
 		"redirect_uri": origin + "/callback", "post_logout_redirect_uri": origin + "/signed-out",
+		"silent_redirect_uri": origin + "/silent",
 		"scope": "openid profile email offline_access", "loadUserInfo": true,
 	})
 	b := newChromium(t)
@@ -58,6 +59,13 @@ func TestOIDCClientTS(t *testing.T) {
 	if rotated["sub"] != user["sub"] || rotated["refresh"] == user["refresh"] || rotated["access"] == user["access"] ||
 		rotated["userinfo"] != 2.0 || rotated["token"] != 2.0 {
 		t.Fatalf("after signinSilent: %v, before: %v", rotated, user)
+	}
+
+	// Silent sign-in in a hidden iframe (prompt=none), the way an app without a refresh token renews:
+	// the provider answers at once with a code for the signed-in browser.
+	silent := b.evalJSON(`um.signinSilent({forceIframeAuth: true}).then(u => ({sub: u.profile.sub, access: u.access_token}))`)
+	if silent["sub"] != user["sub"] || silent["access"] == rotated["access"] || silent["access"] == "" {
+		t.Fatalf("after a silent sign-in in an iframe: %v", silent)
 	}
 
 	// Revocation of both tokens (RFC 7009); then the revoked refresh token, put back in the store as an
@@ -105,8 +113,8 @@ func TestOIDCClientTS(t *testing.T) {
 	}
 }
 
-// serveSPA serves the single-page app on its own origin: one page (at /, /callback and /signed-out)
-// that loads the oidc-client-ts bundle and makes a UserManager with settings.
+// serveSPA serves the single-page app on its own origin: one page (at /, /callback, /silent for the
+// iframe and /signed-out) that loads the oidc-client-ts bundle and makes a UserManager with settings.
 func serveSPA(t *testing.T, l net.Listener, settings map[string]any) {
 	t.Helper()
 	bundle, err := os.ReadFile(filepath.Join("node_modules", "oidc-client-ts", "dist", "browser", "oidc-client-ts.min.js"))
@@ -118,14 +126,15 @@ func serveSPA(t *testing.T, l net.Listener, settings map[string]any) {
 	pageHTML := `<!doctype html><meta charset=utf-8><title>app</title>
 <script>window.fetched = []; const f = window.fetch; window.fetch = (u, o) => { fetched.push(String(u)); return f(u, o); };</script>
 <script src="/oidc-client-ts.min.js"></script>
-<script>window.um = new oidc.UserManager(` + string(js) + `);</script>
+<script>window.um = new oidc.UserManager(` + string(js) + `);
+if (location.pathname === "/silent") um.signinSilentCallback();</script>
 <p id=app>app</p>`
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/oidc-client-ts.min.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			w.Write(bundle)
-		case "/", "/callback", "/signed-out":
+		case "/", "/callback", "/silent", "/signed-out":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Write([]byte(pageHTML))
 		default:
