@@ -35,7 +35,7 @@ func TestOIDCClientTS(t *testing.T) {
 		"authority": p.Issuer, "client_id": "spa",
 		"redirect_uri": origin + "/callback", "post_logout_redirect_uri": origin + "/signed-out",
 		"silent_redirect_uri": origin + "/silent",
-		"scope": "openid profile email offline_access", "loadUserInfo": true,
+		"scope":               "openid profile email offline_access", "loadUserInfo": true,
 	})
 	b := newChromium(t)
 
