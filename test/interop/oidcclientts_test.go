@@ -32,10 +32,13 @@ func TestOIDCClientTS(t *testing.T) {
 		RedirectURIs: []string{origin + "/callback", origin + "/silent"}, PostLogoutRedirectURIs: []string{origin + "/signed-out"},
 	})
 	serveSPA(t, app, map[string]any{
-		"authority": p.Issuer, "client_id": "spa",
-		"redirect_uri": origin + "/callback", "post_logout_redirect_uri": origin + "/signed-out",
-		"silent_redirect_uri": origin + "/silent",
-		"scope":               "openid profile email offline_access", "loadUserInfo": true,
+		"authority":                p.Issuer,
+		"client_id":                "spa",
+		"redirect_uri":             origin + "/callback",
+		"silent_redirect_uri":      origin + "/silent",
+		"post_logout_redirect_uri": origin + "/signed-out",
+		"scope":                    "openid profile email offline_access",
+		"loadUserInfo":             true,
 	})
 	b := newChromium(t)
 
