@@ -28,8 +28,9 @@ import (
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/logging"
 )
 
 // createAndWait creates fs and waits until the operator has created its Deployments.
@@ -302,9 +303,9 @@ func TestFormsService_OriginChangeReachesTheRunningConfigWithoutARestart(t *test
 	// A service process's view of its mounted configuration, reloading as the real services do.
 	dir := t.TempDir()
 	kubeletWrite(t, dir, cm.Data["forms.yaml"])
-	store, err := config.NewStore(filepath.Join(dir, "config.yaml"), func() (*config.Config, error) {
+	store, err := config.NewWatcher(filepath.Join(dir, "config.yaml"), func() (*config.Config, error) {
 		return config.Load(filepath.Join(dir, "config.yaml"), func(string) string { return "" })
-	}, platform.NewLogger(os.Stderr, "error"))
+	}, logging.New(os.Stderr, "error"))
 	if err != nil {
 		t.Fatal(err)
 	}

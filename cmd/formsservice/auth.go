@@ -15,14 +15,15 @@ import (
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/users"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // buildAuth builds the OAuth 2.0 / OpenID Connect provider. The signing key comes from
 // auth.signingKeyFile (a mounted Secret); only the dev server may run without one, on an ephemeral key.
-// The dev server also has the fixture user of DESIGN.md.
-func buildAuth(d deps) (platform.Service, error) {
+// The dev server also has the fixture user of docs/architecture.md (D5).
+func buildAuth(d deps) (server.Service, error) {
 	cfg := d.Config.Current()
 	var ks *keys.Set
 	var err error
@@ -40,7 +41,7 @@ func buildAuth(d deps) (platform.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registry: d.Metrics.Registry, Keys: ks})
+	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks})
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func TestAuthCommand_WithoutSigningKey_Refuses(t *testing.T) {
 }
 
 // TestDevServer_DemoClientAndUserSignIn: `formsservice dev` has the demo client and the demo user of
-// DESIGN.md, on an ephemeral key, so that the SDK's browser tests can sign in with nothing configured.
+// docs/architecture.md (D5), on an ephemeral key, so that the SDK's browser tests can sign in with nothing configured.
 func TestDevServer_DemoClientAndUserSignIn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testproc.Buffer{}

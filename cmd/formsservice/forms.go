@@ -11,17 +11,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/forms"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // buildForms constructs the forms service (POST /contact, POST /waitlist and the delivery worker).
-func buildForms(d deps) (platform.Service, error) {
+func buildForms(d deps) (server.Service, error) {
 	return forms.New(forms.Options{
-		Config:   d.Config,
-		Redis:    d.Redis,
-		Logger:   d.Logger.With("component", "forms"),
-		Registry: d.Metrics.Registry,
+		Config:     d.Config,
+		Redis:      d.Redis,
+		Logger:     d.Logger.With("component", "forms"),
+		Registerer: d.Metrics.Registry,
 	})
 }
 
@@ -154,6 +156,6 @@ func toolStore(configPath string, env *environment) (*config.Config, redis.Unive
 	if cfg.Redis.Empty() {
 		return nil, nil, errors.New("no store configured: set redis in the configuration (-config) or REDIS_URL")
 	}
-	rdb, err := platform.NewRedis(cfg.Redis, env.getenv)
+	rdb, err := redisclient.New(cfg.Redis, env.getenv)
 	return cfg, rdb, err
 }

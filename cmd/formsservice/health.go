@@ -4,8 +4,9 @@ import (
 	"runtime/debug"
 
 	"github.com/formsservice/formsservice/services/health"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise the build's VCS revision.
@@ -13,8 +14,8 @@ var version string
 
 // buildHealth: in production the forms and auth services are asked over HTTP at the configured URLs;
 // the dev server checks the services it runs in-process.
-func buildHealth(d deps) (platform.Service, error) {
-	var peers []platform.Service
+func buildHealth(d deps) (server.Service, error) {
+	var peers []server.Service
 	if d.Dev {
 		peers = d.Peers
 	}

@@ -14,8 +14,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/demo"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/logging"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // deps is everything a service constructor may use; constructors take nothing from globals.
@@ -23,18 +26,18 @@ type deps struct {
 	Config  config.Source
 	Redis   redis.UniversalClient
 	Logger  *slog.Logger
-	Metrics *platform.Metrics
+	Metrics *server.Metrics
 	Getenv  func(string) string
 	// Dev is true in the all-in-one dev server.
 	Dev bool
 	// Peers are the services built before this one in the same process (the dev server's health
 	// service checks them directly instead of over HTTP).
-	Peers []platform.Service
+	Peers []server.Service
 }
 
 // serviceBuilders constructs each service by name; each builder lives in the service's own file here.
 // devOrder is the order the dev server mounts them in (health last: it checks the others).
-var serviceBuilders = map[string]func(d deps) (platform.Service, error){
+var serviceBuilders = map[string]func(d deps) (server.Service, error){
 	"forms":  buildForms,
 	"auth":   buildAuth,
 	"health": buildHealth,
@@ -87,7 +90,7 @@ func cmdDev(ctx context.Context, env *environment, args []string) error {
 	return serve(ctx, env, f, names, true)
 }
 
-// serve loads the configuration, connects the store, builds the named services on one app and serves
+// serve loads the configuration, connects Redis, builds the named services on one app and serves
 // until ctx ends.
 func serve(ctx context.Context, env *environment, f *serveFlags, names []string, dev bool) error {
 	if env.getenv("GOGC") == "" {
@@ -106,34 +109,34 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	if err != nil {
 		return err
 	}
-	log := platform.NewLogger(env.stderr, first.LogLevel).With("service", strings.Join(names, "+"))
-	store, err := config.NewStore(f.configPath, load, log)
+	log := logging.New(env.stderr, first.LogLevel).With("service", strings.Join(names, "+"))
+	watcher, err := config.NewWatcher(f.configPath, load, log)
 	if err != nil {
 		return err
 	}
-	cfg := store.Current()
+	cfg := watcher.Current()
 
 	if cfg.Redis.Empty() {
 		if !dev {
 			return errors.New("no store configured: set redis in the configuration or REDIS_URL")
 		}
-		mini, err := platform.Embedded(log)
+		mini, err := startEmbeddedRedis(log)
 		if err != nil {
 			return err
 		}
 		defer mini.Close()
 		cfg.Redis.URL = "redis://" + mini.Addr()
 	}
-	redis.SetLogger(platform.RedisLogger{Log: log})
-	rdb, err := platform.NewRedis(cfg.Redis, env.getenv)
+	redis.SetLogger(redisclient.Logger{Log: log})
+	rdb, err := redisclient.New(cfg.Redis, env.getenv)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 
-	metrics := platform.NewMetrics()
-	d := deps{Config: store, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
-	var services []platform.Service
+	metrics := server.NewMetrics()
+	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
+	var services []server.Service
 	for _, n := range names {
 		build, ok := serviceBuilders[n]
 		if !ok {
@@ -147,20 +150,20 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		services = append(services, s)
 	}
 	if dev {
-		page, err := demo.New(store) // /demo/: the SDK's demo page, dev server only
+		page, err := demo.New(watcher) // /demo/: the SDK's demo page, dev server only
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		services = append(services, page)
 	}
-	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, services...)
+	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev {
 		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "user", config.DevEmail)
 	}
-	return app.Serve(ctx, platform.ServeOptions{
+	return app.Serve(ctx, server.ServeOptions{
 		Listener:   ln,
 		DrainDelay: f.drainDelay,
-		Background: []func(context.Context) error{store.Watch},
+		Background: []func(context.Context) error{watcher.Watch},
 	})
 }
 

@@ -275,8 +275,8 @@ func (s *Service) limits(rt *runtime) throttle.Limits {
 func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester) {
 	ctx := r.Context()
 	email := strings.TrimSpace(r.PostForm.Get("email"))
-	if len(email) > 254 {
-		email = email[:254]
+	if len(email) > mail.MaxLen {
+		email = email[:mail.MaxLen]
 	}
 	password := r.PostForm.Get("password")
 	// One budget per account, whichever spelling of it is typed (an IDN domain or its punycode).
@@ -329,7 +329,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	email := strings.TrimSpace(r.PostForm.Get("email"))
 	password := r.PostForm.Get("password")
-	d := page.SignIn{SignupOpen: true, SignupName: truncate(name, 120), SignupEmail: truncate(email, 254), Fields: map[string]string{}}
+	d := page.SignIn{SignupOpen: true, SignupName: truncate(name, 120), SignupEmail: truncate(email, mail.MaxLen), Fields: map[string]string{}}
 	if !rt.cfg.Auth.SelfSignup {
 		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
 		d.SignupOpen = false

@@ -23,8 +23,10 @@ import (
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/keys"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/logging"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 const (
@@ -101,23 +103,23 @@ func startProvider(t testing.TB, s setup) *provider {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if s.logs != nil {
-		log = platform.NewLogger(s.logs, "debug")
+		log = logging.New(s.logs, "debug")
 	} else if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	metrics := platform.NewMetrics()
+	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registry: metrics.Registry})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, svc)
+	app := server.New(server.Options{Logger: log, Metrics: metrics}, svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
+		_ = app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
 	}()
 	p := &provider{t: t, base: base, redirect: base + "/cb", svc: svc, rdb: s.rdb, cfg: cfg, keys: s.keys, live: src}
 	p.stop = func() { cancel(); <-done }

@@ -17,26 +17,23 @@ import (
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
-	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/clientip"
 )
 
-// maxBody bounds every request body the auth endpoints read: sign-in forms and token requests are small.
-// The platform enforces it before any handler runs (BodyLimit).
+// maxBody bounds every request body the auth endpoints read (declared on each route in routes.go; the
+// server enforces it before any handler runs).
 const maxBody = 64 << 10
-
-// BodyLimit tells the platform the largest body an auth endpoint accepts.
-func (s *Service) BodyLimit() int { return maxBody }
 
 type clientKeyCtx struct{}
 
 // handle mounts a net/http handler (what fosite speaks) in Fiber. The platform has already bounded the
-// body (BodyLimit); the client's identity for the sign-in throttle (its address, or its IPv6 /64, with
+// body (maxBody); the client's identity for the sign-in throttle (its address, or its IPv6 /64, with
 // X-Forwarded-For believed only from the configured proxies, and only its right-most untrusted hop, which
 // a client cannot forge) travels in the request context.
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 	ah := adaptor.HTTPHandlerFunc(asNetHTTP(h))
 	return func(c *fiber.Ctx) error {
-		c.Locals(clientKeyCtx{}, platform.ClientKey(platform.ClientIP(c, s.rt().proxies)))
+		c.Locals(clientKeyCtx{}, clientip.Key(clientip.Addr(c, s.rt().proxies)))
 		return ah(c)
 	}
 }
@@ -67,7 +64,7 @@ func (b *bodyWatcher) Write(p []byte) (int, error) {
 	return b.ResponseWriter.Write(p)
 }
 
-// clientKey is the client's identity for the per-address sign-in throttle (platform.ClientKey).
+// clientKey is the client's identity for the per-address sign-in throttle (clientip.Key).
 func clientKey(r *http.Request) string {
 	k, _ := r.Context().Value(clientKeyCtx{}).(string)
 	return k

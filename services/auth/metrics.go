@@ -1,9 +1,8 @@
 package auth
 
 import (
+	"github.com/formsservice/formsservice/services/platform/server"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/formsservice/formsservice/services/platform"
 )
 
 // metrics are the auth service's own; request counts and latency per route come from the platform.
@@ -41,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		tokenLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "formsservice_auth_token_duration_seconds",
 			Help:    "Token endpoint latency by grant type and outcome (ok or the OAuth error code).",
-			Buckets: platform.LatencyBuckets,
+			Buckets: server.LatencyBuckets,
 		}, []string{"grant_type", "outcome"}),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_family_revocations_total",

@@ -1,28 +1,37 @@
 package auth
 
-import "github.com/gofiber/fiber/v2"
+import "github.com/formsservice/formsservice/services/platform/server"
 
-// Routes mounts every endpoint of the provider, at the paths the ingress routes to it.
-func (s *Service) Routes(r fiber.Router) {
-	r.Get("/.well-known/openid-configuration", s.discovery)
-	r.Get("/.well-known/jwks.json", s.jwksHandler)
-
-	r.Get("/oauth2/authorize", s.handle(s.authorize))  // the hosted sign-in page
-	r.Post("/oauth2/authorize", s.handle(s.authorize)) // its form
-
+// Routes declares every endpoint of the provider, at the paths the ingress routes to it. Every auth
+// endpoint reads at most maxBody (64 KB): sign-in forms and token requests are small. Each is counted
+// in formsservice_http_requests_total{service="auth",route=...}; the provider's own metrics are in
+// metrics.go.
+func (s *Service) Routes() []server.Route {
 	tokenCORS := s.cors("POST")
-	r.Options("/oauth2/token", tokenCORS)
-	r.Post("/oauth2/token", tokenCORS, s.handle(s.token))
-	r.Options("/oauth2/revoke", tokenCORS)
-	r.Post("/oauth2/revoke", tokenCORS, s.handle(s.revoke))
-
 	userinfoCORS := s.cors("GET, POST")
-	r.Options("/oauth2/userinfo", userinfoCORS)
-	r.Get("/oauth2/userinfo", userinfoCORS, s.handle(s.userinfo))
-	r.Post("/oauth2/userinfo", userinfoCORS, s.handle(s.userinfo))
+	routes := []server.Route{
+		server.Get("/.well-known/openid-configuration", s.discovery),
+		server.Get("/.well-known/jwks.json", s.jwksHandler),
 
-	r.Post("/oauth2/introspect", s.handle(s.introspect)) // resource servers only: no CORS
+		server.Get("/oauth2/authorize", s.handle(s.authorize)),  // the hosted sign-in page
+		server.Post("/oauth2/authorize", s.handle(s.authorize)), // its form
 
-	r.Get("/oauth2/logout", s.handle(s.logout))
-	r.Post("/oauth2/logout", s.handle(s.logout))
+		server.Preflight("/oauth2/token", tokenCORS),
+		server.Post("/oauth2/token", tokenCORS, s.handle(s.token)),
+		server.Preflight("/oauth2/revoke", tokenCORS),
+		server.Post("/oauth2/revoke", tokenCORS, s.handle(s.revoke)),
+
+		server.Preflight("/oauth2/userinfo", userinfoCORS),
+		server.Get("/oauth2/userinfo", userinfoCORS, s.handle(s.userinfo)),
+		server.Post("/oauth2/userinfo", userinfoCORS, s.handle(s.userinfo)),
+
+		server.Post("/oauth2/introspect", s.handle(s.introspect)), // resource servers only: no CORS
+
+		server.Get("/oauth2/logout", s.handle(s.logout)),
+		server.Post("/oauth2/logout", s.handle(s.logout)),
+	}
+	for i := range routes {
+		routes[i] = routes[i].Limit(maxBody)
+	}
+	return routes
 }

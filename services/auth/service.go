@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,8 +30,10 @@ import (
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
-	"github.com/formsservice/formsservice/services/platform"
+
+	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
 // Options are the service's dependencies.
@@ -40,8 +41,8 @@ type Options struct {
 	Config config.Source
 	Redis  redis.UniversalClient
 	Logger *slog.Logger
-	// Registry receives the service's metrics (nil: a private one).
-	Registry prometheus.Registerer
+	// Registerer receives the service's metrics (nil: a private one).
+	Registerer prometheus.Registerer
 	// Keys sign every token; see keys.Load and keys.Generate.
 	Keys *keys.Set
 }
@@ -76,7 +77,7 @@ type runtime struct {
 	provider fosite.OAuth2Provider
 	clients  map[string]*client
 	origins  map[string]bool // origins of every client's redirect URIs (CORS)
-	proxies  *platform.ProxyTrust
+	proxies  *clientip.Proxies
 	// discovery is the encoded /.well-known/openid-configuration document.
 	discovery []byte
 }
@@ -97,8 +98,8 @@ func New(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
 	}
 	cfg := o.Config.Current()
 	ph := cfg.Auth.PasswordHash
@@ -116,7 +117,7 @@ func New(o Options) (*Service, error) {
 		jwks:     o.Keys.JWKS(),
 	}
 	var err error
-	if s.metrics, err = newMetrics(o.Registry); err != nil {
+	if s.metrics, err = newMetrics(o.Registerer); err != nil {
 		return nil, err
 	}
 	s.store = store.New(store.Options{
@@ -143,10 +144,10 @@ func New(o Options) (*Service, error) {
 	return s, nil
 }
 
-// Name implements platform.Service.
+// Name implements server.Service.
 func (s *Service) Name() string { return "auth" }
 
-// Ready implements platform.Service: the store answers.
+// Ready implements server.Service: the store answers.
 func (s *Service) Ready(ctx context.Context) error { return s.store.Ready(ctx) }
 
 // Users returns the user store (the dev server creates its fixture user through it).
@@ -203,7 +204,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		return nil, fmt.Errorf("auth: issuer: %w", err)
 	}
 	rt := &runtime{cfg: cfg, seen: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
-		clients: map[string]*client{}, origins: map[string]bool{}, proxies: platform.ParseProxyTrust(cfg.TrustedProxies)}
+		clients: map[string]*client{}, origins: map[string]bool{}, proxies: clientip.ParseProxies(cfg.TrustedProxies)}
 	for _, c := range a.Clients {
 		cl, err := newClient(c)
 		if err != nil {
@@ -273,11 +274,10 @@ func newClient(c config.OAuthClient) (*client, error) {
 		Public:        c.SecretFile == "",
 	}
 	if c.SecretFile != "" {
-		b, err := os.ReadFile(c.SecretFile)
+		secret, err := secretfile.Read(c.SecretFile)
 		if err != nil {
-			return nil, fmt.Errorf("auth.clients[%s]: secret: %w", c.ClientID, err)
+			return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
 		}
-		secret := strings.TrimSpace(string(b))
 		if len(secret) < 16 {
 			return nil, fmt.Errorf("auth.clients[%s]: secret: at least 16 characters", c.ClientID)
 		}

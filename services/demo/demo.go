@@ -16,7 +16,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// Service is the demo page as a platform.Service named "demo".
+// Service is the demo page as a server.Service named "demo".
 type Service struct {
 	cfg    config.Source
 	page   []byte
@@ -55,22 +55,19 @@ func New(cfg config.Source) (*Service, error) {
 	return s, nil
 }
 
-// Name implements platform.Service.
+// Name implements server.Service.
 func (s *Service) Name() string { return "demo" }
 
-// Ready implements platform.Service: the page is in the binary.
+// Ready implements server.Service: the page is in the binary.
 func (s *Service) Ready(context.Context) error { return nil }
 
-// Routes implements platform.Service.
-func (s *Service) Routes(r fiber.Router) {
-	r.Get("/demo/", func(c *fiber.Ctx) error {
-		if c.Path() == "/demo" { // routing is not strict: the page's relative URLs need the slash
-			return c.Redirect("/demo/", fiber.StatusFound)
-		}
-		return s.servePage(c)
-	})
-	r.Get("/demo/callback", s.servePage) // the OAuth redirect URI: the page completes the sign-in
-	r.Get("/demo/:file", s.serveAsset)
+// servePageWithSlash answers /demo/, and sends /demo there: routing is not strict, and the page's
+// relative URLs need the slash.
+func (s *Service) servePageWithSlash(c *fiber.Ctx) error {
+	if c.Path() == "/demo" {
+		return c.Redirect("/demo/", fiber.StatusFound)
+	}
+	return s.servePage(c)
 }
 
 // servePage answers the page with the issuer filled in, so that it also works when opened on another host

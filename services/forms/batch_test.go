@@ -10,14 +10,15 @@ import (
 	"testing"
 
 	"github.com/formsservice/formsservice/internal/testredis"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
 
 func testStore(t *testing.T) (*store, *testredis.Server) {
 	t.Helper()
 	srv := testredis.Start(t)
-	rdb, err := platform.NewRedis(config.Redis{URL: srv.URL()}, nil)
+	rdb, err := redisclient.New(config.Redis{URL: srv.URL()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

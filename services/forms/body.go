@@ -11,8 +11,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// MaxBodyBytes is the spec's 16 KB body limit (16 × 1024 bytes), counted on the bytes received: the
-// declared Content-Length, and for chunked bodies the decoded bytes as they arrive.
+// MaxBodyBytes is the documented 16 KB body limit (docs/forms.md; 16 × 1024 bytes), counted on the bytes
+// received: the declared Content-Length, and for chunked bodies the decoded bytes as they arrive.
 const MaxBodyBytes = 16 << 10
 
 // drainLimit is how much of a refused body is read and thrown away so that the connection can stay open

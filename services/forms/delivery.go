@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/forms/notify"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/secretfile"
 
 	"github.com/formsservice/formsservice/services/platform/email"
 )
@@ -379,13 +379,9 @@ func webhookURL(w config.Webhook) (string, error) {
 	if w.URLFile == "" {
 		return w.URL, nil
 	}
-	b, err := os.ReadFile(w.URLFile)
+	u, err := secretfile.Read(w.URLFile)
 	if err != nil {
 		return "", fmt.Errorf("forms.delivery.webhook.urlFile: cannot read the webhook URL: %w", err)
-	}
-	u := strings.TrimSpace(string(b))
-	if u == "" {
-		return "", fmt.Errorf("forms.delivery.webhook.urlFile: %s is empty; it must hold the webhook URL", w.URLFile)
 	}
 	if err := config.CheckWebhookURL(u); err != nil {
 		return "", fmt.Errorf("forms.delivery.webhook.urlFile: the content of %s %w", w.URLFile, err)

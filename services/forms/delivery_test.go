@@ -95,7 +95,7 @@ func startWorker(t *testing.T, rdb redis.UniversalClient, d config.Delivery, nam
 	cfg.Forms.Delivery = d
 	src.set(t, cfg)
 	reg := prometheus.NewRegistry()
-	svc, err := New(Options{Config: src, Redis: rdb, Registry: reg, ConsumerName: name})
+	svc, err := New(Options{Config: src, Redis: rdb, Registerer: reg, ConsumerName: name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
@@ -48,7 +48,7 @@ type submission struct {
 	live   *liveConfig
 }
 
-// admit runs the shared checks in the order DESIGN.md fixes — origin (403), size (413), content type
+// admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
 // (415) — and reads the body. When it returns false the answer has been written.
 func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool) {
 	lc := s.live()
@@ -82,7 +82,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	return submission{
 		body:   body,
 		origin: string(origin),
-		client: platform.ClientIP(c, lc.proxies),
+		client: clientip.Addr(c, lc.proxies),
 		live:   lc,
 	}, true
 }

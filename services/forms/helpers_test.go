@@ -18,8 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testredis"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 const testOrigin = "https://www.example.com"
@@ -88,7 +90,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		h.redis = testredis.Start(t)
 		rc.URL = h.redis.URL()
 	}
-	rdb, err := platform.NewRedis(rc, nil)
+	rdb, err := redisclient.New(rc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +100,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registry: h.reg, ConsumerName: "test-" + randomHex(3)})
+	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg, ConsumerName: "test-" + randomHex(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := platform.NewMetrics()
-	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, h.svc)
+	metrics := server.NewMetrics()
+	app := server.New(server.Options{Logger: log, Metrics: metrics}, h.svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +114,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h.url = "http://" + h.addr
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second}) }()
+	go func() { done <- app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second}) }()
 	// Wait until the server answers: shutting down a Fiber app whose listener has not started yet would
 	// leave it serving forever.
 	waitFor(t, 5*time.Second, "the app to listen", func() bool {

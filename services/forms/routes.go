@@ -1,15 +1,17 @@
 package forms
 
-import "github.com/gofiber/fiber/v2"
+import "github.com/formsservice/formsservice/services/platform/server"
 
-// Routes mounts the whole surface of the forms service. The paths are where the ingress sends them.
-func (s *Service) Routes(r fiber.Router) {
-	r.Post("/contact", s.submitContact)
-	r.Options("/contact", s.preflight)
-	r.Post("/waitlist", s.submitWaitlist)
-	r.Options("/waitlist", s.preflight)
+// Routes declares the whole surface of the forms service, at the paths the ingress sends to it. Both
+// submissions read their own body (StreamedBody): through the 16 KB limit (MaxBodyBytes), and only after the
+// origin check, so that a foreign page gets its 403 without the server reading its upload first.
+// Every route is counted in formsservice_http_requests_total{service="forms",route=...}; the forms' own
+// metrics are in metrics.go.
+func (s *Service) Routes() []server.Route {
+	return []server.Route{
+		server.Post("/contact", s.submitContact).StreamedBody(MaxBodyBytes),
+		server.Preflight("/contact", s.preflight),
+		server.Post("/waitlist", s.submitWaitlist).StreamedBody(MaxBodyBytes),
+		server.Preflight("/waitlist", s.preflight),
+	}
 }
-
-// StreamedPaths tells the platform that these bodies are read here, through the 16 KB limit and after
-// the origin check, not buffered by the platform first.
-func (s *Service) StreamedPaths() []string { return []string{"/contact", "/waitlist"} }

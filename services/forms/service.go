@@ -15,8 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
 
 // Options are the service's dependencies; New takes nothing from globals.
@@ -24,8 +25,8 @@ type Options struct {
 	Config config.Source
 	Redis  redis.UniversalClient
 	Logger *slog.Logger
-	// Registry receives the service's metrics (the process's shared registry).
-	Registry prometheus.Registerer
+	// Registerer receives the service's metrics (the process's shared registry).
+	Registerer prometheus.Registerer
 	// ConsumerName names this replica's delivery consumer; default hostname-pid.
 	ConsumerName string
 	// StoreTimeout bounds one submission's Redis work, so that a slow or dead store answers 502 in under
@@ -35,7 +36,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Service implements platform.Service and platform.Runner (the delivery worker).
+// Service implements server.Service and server.Runner (the delivery worker).
 type Service struct {
 	cfg          config.Source
 	rdb          redis.UniversalClient
@@ -58,7 +59,7 @@ type Service struct {
 type liveConfig struct {
 	cfg       *config.Config
 	origins   *originMatcher
-	proxies   *platform.ProxyTrust
+	proxies   *clientip.Proxies
 	rateLimit int
 }
 
@@ -70,8 +71,8 @@ func New(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
 	}
 	if o.StoreTimeout == 0 {
 		o.StoreTimeout = 1500 * time.Millisecond
@@ -91,7 +92,7 @@ func New(o Options) (*Service, error) {
 		}
 		start = &deliveryTargets{cfg: cfg, senders: senders}
 	}
-	m, err := newMetrics(o.Registry)
+	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func New(o Options) (*Service, error) {
 func (s *Service) Name() string { return "forms" }
 
 // Ready reports whether the store answers.
-func (s *Service) Ready(ctx context.Context) error { return platform.PingRedis(ctx, s.rdb) }
+func (s *Service) Ready(ctx context.Context) error { return redisclient.Ping(ctx, s.rdb) }
 
 // live returns the compiled form of the current configuration.
 func (s *Service) live() *liveConfig {
@@ -123,7 +124,7 @@ func (s *Service) live() *liveConfig {
 	lc := &liveConfig{
 		cfg:       cfg,
 		origins:   newOriginMatcher(cfg.AllowedOrigins),
-		proxies:   platform.ParseProxyTrust(cfg.TrustedProxies),
+		proxies:   clientip.ParseProxies(cfg.TrustedProxies),
 		rateLimit: cfg.Forms.RateLimit(),
 	}
 	s.compiled.Store(lc)

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/formsservice/formsservice/services/platform"
 )
 
 // Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
@@ -136,7 +135,7 @@ func newStore(rdb redis.UniversalClient) *store {
 }
 
 func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte) (storeResult, error) {
-	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + platform.ClientKey(client)}, []any{limit, canonical, string(record)})
+	n, err := s.waitlist.do(ctx, []string{waitlistRatePrefix + clientip.Key(client)}, []any{limit, canonical, string(record)})
 	if err != nil {
 		return storeResult{}, err
 	}
@@ -148,7 +147,7 @@ func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, id
 	if idempotencyKey != "" {
 		keyed = "1"
 	}
-	n, err := s.contact.do(ctx, []string{contactRatePrefix + platform.ClientKey(client), idempotencyRecordKey(idempotencyKey)}, []any{limit, string(record), keyed})
+	n, err := s.contact.do(ctx, []string{contactRatePrefix + clientip.Key(client), idempotencyRecordKey(idempotencyKey)}, []any{limit, string(record), keyed})
 	if err != nil {
 		return storeResult{}, err
 	}

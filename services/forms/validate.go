@@ -7,17 +7,17 @@ import (
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
-// Field limits from the spec (section 8), counted in Unicode code points after trimming.
+// Field limits of the forms (docs/forms.md), counted in Unicode code points after trimming.
 const (
 	MaxName         = 120
-	MaxEmail        = 254
+	MaxEmail        = email.MaxLen
 	MaxOrganization = 160
 	MaxAssociation  = 160
 	MinMessage      = 10
 	MaxMessage      = 4000
 )
 
-// Error codes of the 400 body, a closed set (DESIGN.md).
+// Error codes of the 400 body, a closed set (docs/architecture.md, D4).
 const (
 	CodeRequired      = "required"
 	CodeInvalidType   = "invalid_type"
@@ -35,7 +35,7 @@ const BodyField = "_body"
 // Errors maps a field name to an error code; it is exactly the "errors" object of the 400 answer.
 type Errors map[string]string
 
-// Contact is a validated contact message (spec 2.1).
+// Contact is a validated contact message (docs/forms.md, POST /contact).
 type Contact struct {
 	Name         string `json:"name"`
 	Email        string `json:"email"`
@@ -44,7 +44,7 @@ type Contact struct {
 	Message      string `json:"message"`
 }
 
-// WaitlistEntry is a validated waitlist submission (spec 2.2). Email is in lower case; consent is true by
+// WaitlistEntry is a validated waitlist submission (docs/forms.md, POST /waitlist). Email is in lower case; consent is true by
 // construction.
 type WaitlistEntry struct {
 	Email       string `json:"email"`
@@ -54,8 +54,9 @@ type WaitlistEntry struct {
 	Size        string `json:"size,omitempty"`
 }
 
-// Topics, roles and sizes are the spec's enumerations. Sizes are keyed by every accepted spelling (the
-// spec's en dash and the hyphen-minus a keyboard types) and map to the canonical, stored form.
+// Topics, roles and sizes are the documented enumerations (docs/forms.md). Sizes are keyed by every
+// accepted spelling (the documented en dash and the hyphen-minus a keyboard types) and map to the
+// canonical, stored form.
 var (
 	topics = map[string]bool{"general": true, "sales": true, "support": true, "partnership": true, "press": true}
 	roles  = map[string]bool{"admin": true, "officer": true, "member": true, "other": true}
@@ -88,14 +89,14 @@ func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
 	if f.honeypot() {
 		return c, true, nil
 	}
-	c.Name = f.text("name", true, 0, MaxName)
+	c.Name = f.text("name", true, 0, MaxName, singleLine)
 	c.Email = f.email("email")
-	c.Organization = f.text("organization", false, 0, MaxOrganization)
+	c.Organization = f.text("organization", false, 0, MaxOrganization, singleLine)
 	c.Topic = f.choice("topic", func(v string) (string, bool) { return v, topics[v] })
 	if c.Topic == "" {
 		c.Topic = DefaultTopic
 	}
-	c.Message = f.text("message", true, MinMessage, MaxMessage)
+	c.Message = f.text("message", true, MinMessage, MaxMessage, multiLine)
 	return c, false, f.errs
 }
 
@@ -111,8 +112,8 @@ func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
 	}
 	w.Email = strings.ToLower(f.email("email"))
 	f.consent("consent")
-	w.Name = f.text("name", false, 0, MaxName)
-	w.Association = f.text("association", false, 0, MaxAssociation)
+	w.Name = f.text("name", false, 0, MaxName, singleLine)
+	w.Association = f.text("association", false, 0, MaxAssociation, singleLine)
 	w.Role = f.choice("role", func(v string) (string, bool) { return v, roles[v] })
 	w.Size = f.choice("size", func(v string) (string, bool) { s, ok := sizes[v]; return s, ok })
 	return w, false, f.errs
@@ -168,7 +169,7 @@ func (f *fields) str(name string) (s string, ok bool) {
 // after trimming count as not given. Control characters are refused (invalid_type: not text): in a
 // single-line field any of them, in a multi-line one all but tab and line breaks. A NUL or a line break
 // in a name has no business there, and would reach a mail header, a CSV export or a terminal.
-func (f *fields) text(name string, required bool, minLen, maxLen int) string {
+func (f *fields) text(name string, required bool, minLen, maxLen int, shape textShape) string {
 	s, ok := f.str(name)
 	if !ok {
 		return ""
@@ -179,7 +180,7 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 		}
 		return ""
 	}
-	if hasControl(s, name == "message") {
+	if hasControl(s, shape == multiLine) {
 		f.fail(name, CodeInvalidType)
 		return ""
 	}
@@ -194,12 +195,20 @@ func (f *fields) text(name string, required bool, minLen, maxLen int) string {
 	return ""
 }
 
-// hasControl reports a C0 or C1 control character or DEL; multiLine allows tab, CR and LF.
-func hasControl(s string, multiLine bool) bool {
+// textShape says whether a free-text field may span lines (a message) or not (a name).
+type textShape bool
+
+const (
+	singleLine textShape = false
+	multiLine  textShape = true
+)
+
+// hasControl reports a C0 or C1 control character or DEL; lineBreaksAllowed allows tab, CR and LF.
+func hasControl(s string, lineBreaksAllowed bool) bool {
 	for _, r := range s {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
-			if !multiLine {
+			if !lineBreaksAllowed {
 				return true
 			}
 		case r < 0x20, r >= 0x7f && r <= 0x9f:

@@ -65,7 +65,7 @@ func TestNew_WebhookURLFileUnusable_RefusesToStart(t *testing.T) {
 		want          string
 	}{
 		{"missing", "", false, "cannot read the webhook URL"},
-		{"empty", " \n", true, "is empty; it must hold the webhook URL"},
+		{"empty", " \n", true, "cannot read the webhook URL: secret file " + filepath.Join(dir, "empty") + " is empty"},
 		{"not a URL", "hooks.slack.com/services/" + secret + "\n", true, "must be an http(s) URL"},
 		{"another scheme", "ftp://hooks.slack.com/services/" + secret, true, "must be an http(s) URL"},
 	}
@@ -78,7 +78,7 @@ func TestNew_WebhookURLFileUnusable_RefusesToStart(t *testing.T) {
 		cfg := testConfig()
 		cfg.Forms.Delivery = urlFileDelivery(path)
 		src.set(t, cfg)
-		_, err := New(Options{Config: src, Redis: rdb, Registry: prometheus.NewRegistry()})
+		_, err := New(Options{Config: src, Redis: rdb, Registerer: prometheus.NewRegistry()})
 		if err == nil {
 			t.Errorf("%s: New accepted an unusable urlFile", tc.name)
 			continue

@@ -11,9 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/server"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/formsservice/formsservice/services/platform"
 )
 
 // Check measures one component. Name is the body's key, component:measurement.
@@ -134,7 +133,7 @@ func newHTTPClient() *http.Client {
 }
 
 // peerReadiness checks a service in the same process (the dev server) through its Ready method.
-func peerReadiness(s platform.Service) Check {
+func peerReadiness(s server.Service) Check {
 	return Check{Name: s.Name() + ":readiness", ComponentType: "component", Run: func(ctx context.Context) (any, string, error) {
 		if err := s.Ready(ctx); err != nil {
 			if isTimeout(err) {

@@ -24,7 +24,7 @@ import (
 	"github.com/formsservice/formsservice/config/monitoring"
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
-	"github.com/formsservice/formsservice/services/platform"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 func TestMain(m *testing.M) {
@@ -396,8 +396,8 @@ func assertRequestMetrics(t *testing.T, service string, fams map[string]*dto.Met
 				bounds = append(bounds, b.GetUpperBound())
 			}
 		}
-		if !slices.Equal(bounds, platform.LatencyBuckets) {
-			t.Errorf("%s: buckets %v, want the shared %v", service, bounds, platform.LatencyBuckets)
+		if !slices.Equal(bounds, server.LatencyBuckets) {
+			t.Errorf("%s: buckets %v, want the shared %v", service, bounds, server.LatencyBuckets)
 		}
 	}
 }

@@ -16,19 +16,21 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testredis"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
-// server is a health service on a real loopback listener, behind the platform's app (metrics, probes).
-type server struct {
+// healthServer is a health service on a real loopback listener, behind the platform's app (metrics, probes).
+type healthServer struct {
 	URL     string
 	svc     *Service
-	metrics *platform.Metrics
+	metrics *server.Metrics
 }
 
 // startHealth serves a health service built from cfg (defaults applied) and the given options.
-func startHealth(t testing.TB, cfg *config.Config, o Options) *server {
+func startHealth(t testing.TB, cfg *config.Config, o Options) *healthServer {
 	t.Helper()
 	// A test that sets no thresholds is not about them: roomy ones keep a loaded CI machine from
 	// turning a healthy check into warn (CI once measured a loopback PING at 112ms).
@@ -39,7 +41,7 @@ func startHealth(t testing.TB, cfg *config.Config, o Options) *server {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	m := platform.NewMetrics()
+	m := server.NewMetrics()
 	o.Config = config.Static{C: cfg}
 	o.Registerer = m.Registry
 	if o.Logger == nil {
@@ -49,7 +51,7 @@ func startHealth(t testing.TB, cfg *config.Config, o Options) *server {
 	if err != nil {
 		t.Fatalf("health.New: %v", err)
 	}
-	app := platform.NewApp(platform.AppOptions{Logger: o.Logger, Metrics: m}, svc)
+	app := server.New(server.Options{Logger: o.Logger, Metrics: m}, svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -57,11 +59,11 @@ func startHealth(t testing.TB, cfg *config.Config, o Options) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		_ = app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
+		_ = app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return &server{URL: "http://" + ln.Addr().String(), svc: svc, metrics: m}
+	return &healthServer{URL: "http://" + ln.Addr().String(), svc: svc, metrics: m}
 }
 
 // testWriter sends the service's log lines to t.Log, so a failing test shows what the service said.
@@ -72,10 +74,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// redisClient connects to a test server the way the services do (platform.NewRedis, short timeouts).
+// redisClient connects to a test server the way the services do (redisclient.New, short timeouts).
 func redisClient(t testing.TB, url string) redis.UniversalClient {
 	t.Helper()
-	rdb, err := platform.NewRedis(config.Redis{URL: url, Timeout: config.Duration(time.Second)}, nil)
+	rdb, err := redisclient.New(config.Redis{URL: url, Timeout: config.Duration(time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-
 	"github.com/formsservice/formsservice/internal/testredis"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // peer is an in-process service as the dev server hands it to health (d.Peers).
@@ -21,7 +20,7 @@ type peer struct {
 }
 
 func (p peer) Name() string                    { return p.name }
-func (p peer) Routes(fiber.Router)             {}
+func (p peer) Routes() []server.Route          { return nil }
 func (p peer) Ready(ctx context.Context) error { return p.ready(ctx) }
 
 // The dev server checks whatever services it runs through their Ready method, each under its name.
@@ -30,7 +29,7 @@ func TestHealth_DevPeers_CheckedInProcessByName(t *testing.T) {
 	ok := func(context.Context) error { return nil }
 	broken := func(context.Context) error { return errors.New("dial tcp 10.0.0.1:6379: secret internals") }
 	srv := startHealth(t, &config.Config{Health: config.Health{FormsURL: "http://127.0.0.1:1", CacheFor: ms(time.Millisecond)}},
-		Options{Redis: redisClient(t, rs.URL()), Peers: []platform.Service{peer{"forms", ok}, peer{"auth", broken}, peer{"extra", ok}}})
+		Options{Redis: redisClient(t, rs.URL()), Peers: []server.Service{peer{"forms", ok}, peer{"auth", broken}, peer{"extra", ok}}})
 	r := getHealth(t, srv.URL)
 	if r.Code != 503 || len(r.checkMap) != 4 {
 		t.Fatalf("got %d %s, want 503 with redis, forms, auth and extra", r.Code, r.Raw)
@@ -54,7 +53,7 @@ func TestHealth_PeerIgnoringItsContext_BoundedAndNotRestarted(t *testing.T) {
 	calls := make(chan struct{}, 10)
 	stuck := func(context.Context) error { calls <- struct{}{}; <-release; return nil }
 	srv := startHealth(t, &config.Config{Health: config.Health{Timeout: ms(300 * time.Millisecond), WarnAfter: ms(100 * time.Millisecond), CacheFor: ms(time.Millisecond)}},
-		Options{Peers: []platform.Service{peer{"forms", stuck}}})
+		Options{Peers: []server.Service{peer{"forms", stuck}}})
 
 	r := getHealth(t, srv.URL)
 	if r.Code != 503 || r.check(t, "forms:readiness")["output"] != "no answer within 300ms" || r.Took > 700*time.Millisecond {
@@ -71,7 +70,7 @@ func TestHealth_PeerIgnoringItsContext_BoundedAndNotRestarted(t *testing.T) {
 
 func TestHealth_PeerThatPanics_FailsTheCheckNotTheProcess(t *testing.T) {
 	boom := func(context.Context) error { panic("boom") }
-	srv := startHealth(t, &config.Config{}, Options{Peers: []platform.Service{peer{"auth", boom}}})
+	srv := startHealth(t, &config.Config{}, Options{Peers: []server.Service{peer{"auth", boom}}})
 	r := getHealth(t, srv.URL)
 	if r.Code != 503 || r.check(t, "auth:readiness")["output"] != "check failed" {
 		t.Fatalf("got %d %s", r.Code, r.Raw)

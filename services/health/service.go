@@ -18,8 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/formsservice/formsservice/services/platform"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // ContentType is the media type of the body (draft-inadvisable-health-check).
@@ -34,7 +34,7 @@ type Options struct {
 	RedisMode RedisMode
 	// Peers are services in the same process (the dev server). When set they are checked through their
 	// Ready method instead of over HTTP at FormsURL and AuthURL.
-	Peers []platform.Service
+	Peers []server.Service
 	// Version goes into the body's "version".
 	Version string
 	Logger  *slog.Logger
@@ -94,11 +94,6 @@ func New(o Options) (*Service, error) {
 
 // Name labels the service's metrics and logs.
 func (s *Service) Name() string { return "health" }
-
-// Routes mounts GET /health. It needs no authentication and shows no secrets.
-func (s *Service) Routes(r fiber.Router) {
-	r.Get("/health", s.handleHealth)
-}
 
 // Ready is always nil: the health service can report whatever state the platform is in, and taking it
 // out of rotation when the store fails would hide exactly the answer people need.

@@ -13,14 +13,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testredis"
-	"github.com/formsservice/formsservice/services/platform"
+
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
 
 // For a Redis Cluster the body reports what the client sees: every shard's PING and cluster_state.
 func TestHealth_RedisCluster_ReportsClusterStateAndFailsWhenAShardIsLost(t *testing.T) {
 	cl := testredis.StartCluster(t, 3, 0)
-	rdb, err := platform.NewRedis(config.Redis{Addrs: cl.Addrs(), Cluster: true, Timeout: ms(time.Second)}, nil)
+	rdb, err := redisclient.New(config.Redis{Addrs: cl.Addrs(), Cluster: true, Timeout: ms(time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestHealth_RedisCluster_ReportsClusterStateAndFailsWhenAShardIsLost(t *test
 func TestHealth_RedisSentinel_ReportsTheMastersRole(t *testing.T) {
 	master := testredis.Start(t)
 	sentinel := startSentinel(t, master.Addr())
-	rdb, err := platform.NewRedis(config.Redis{Addrs: []string{sentinel}, MasterName: "mymaster", Timeout: ms(time.Second)}, nil)
+	rdb, err := redisclient.New(config.Redis{Addrs: []string{sentinel}, MasterName: "mymaster", Timeout: ms(time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package contract holds the end-to-end checks of the platform's public interface (shared/spec and
-// DESIGN.md) that every way of running it must pass: the local processes (test/local) and a kind
+// Package contract holds the end-to-end checks of the platform's public interface (docs/forms.md,
+// docs/auth.md, docs/health.md; docs/architecture.md D7) that every way of running it must pass: the local processes (test/local) and a kind
 // cluster (test/e2e) run the same checks against their own addresses.
 package contract
 

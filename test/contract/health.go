@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Health checks GET /health (the IETF health-check format, DESIGN.md) at baseURL and returns the body.
+// Health checks GET /health (the IETF health-check format, docs/architecture.md D6) at baseURL and returns the body.
 // wantChecks are keys that must be reported, e.g. "redis:responseTime".
 func Health(t *testing.T, baseURL string, wantChecks ...string) map[string]any {
 	t.Helper()

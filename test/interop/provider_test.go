@@ -23,8 +23,8 @@ import (
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/keys"
-	"github.com/formsservice/formsservice/services/platform"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 const (
@@ -85,17 +85,17 @@ func startProvider(t *testing.T, clients ...config.OAuthClient) *provider {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	metrics := platform.NewMetrics()
-	svc, err := auth.New(auth.Options{Config: config.Static{C: cfg}, Redis: rdb, Logger: log, Keys: ks, Registry: metrics.Registry})
+	metrics := server.NewMetrics()
+	svc, err := auth.New(auth.Options{Config: config.Static{C: cfg}, Redis: rdb, Logger: log, Keys: ks, Registerer: metrics.Registry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := platform.NewApp(platform.AppOptions{Logger: log, Metrics: metrics}, svc)
+	app := server.New(server.Options{Logger: log, Metrics: metrics}, svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = app.Serve(ctx, platform.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
+		_ = app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	if _, err := svc.Users().Create(context.Background(), email, userName, password); err != nil {

@@ -15,10 +15,10 @@ import (
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
-// serverReadTimeout is the platform's bound on reading one request (platform.AppOptions.ReadTimeout).
+// serverReadTimeout is the platform's bound on reading one request (server.Options.ReadTimeout).
 const serverReadTimeout = 10 * time.Second
 
-// hostileRow is one hostile request and the answer the spec (and DESIGN.md) gives it.
+// hostileRow is one hostile request and the answer docs/forms.md and docs/auth.md give it.
 type hostileRow struct {
 	name   string
 	target string // "forms" or "auth"

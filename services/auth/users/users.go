@@ -63,15 +63,12 @@ func emailKey(email string) string { return "auth:email:{" + email + "}" }
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
-// MaxEmailLen is the longest address (RFC 5321's path limit less the angle brackets).
-const MaxEmailLen = 254
-
 // NormalizeEmail gives the canonical form of an address under the platform's one e-mail rule (the same
 // the forms apply): trimmed, lower case, an internationalised domain in its ASCII form, so that
 // a@bücher.de and a@xn--bcher-kva.de are one account.
 func NormalizeEmail(s string) (string, error) {
 	e, ok := email.Canonical(s)
-	if !ok || utf8.RuneCountInString(e) > MaxEmailLen {
+	if !ok || utf8.RuneCountInString(e) > email.MaxLen {
 		return "", ErrInvalidEmail
 	}
 	return e, nil

@@ -10,7 +10,6 @@ import (
 	"mime/quotedprintable"
 	"net"
 	"net/mail"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
 // SMTP sends each message as a plain-text mail through a relay, with Reply-To set to the sender so the
@@ -168,9 +168,9 @@ func readSecret(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(path)
+	p, err := secretfile.Read(path)
 	if err != nil {
-		return "", fmt.Errorf("smtp password file: %w", err)
+		return "", fmt.Errorf("smtp password: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return p, nil
 }

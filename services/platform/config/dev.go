@@ -2,7 +2,7 @@ package config
 
 import "slices"
 
-// Dev-server fixtures, always the same so that docs and tests can rely on them (see DESIGN.md).
+// Dev-server fixtures, always the same so that docs and tests can rely on them (docs/architecture.md, D5).
 const (
 	DevClientID = "demo"
 	DevEmail    = "demo@example.com"

@@ -1,4 +1,4 @@
-// Package email is the one e-mail address rule of the platform (DESIGN.md): what a form accepts and the
+// Package email is the one e-mail address rule of the platform (docs/architecture.md, D3): what a form accepts and the
 // canonical form that uniqueness, sign-in and erasure compare. Forms and auth both use it, so that an
 // address means the same thing to the waitlist and to the account store.
 package email
@@ -12,6 +12,10 @@ import (
 // MaxLocal is the longest local part (RFC 5321 section 4.5.3.1.1).
 const MaxLocal = 64
 
+// MaxLen is the longest address in characters: RFC 5321's 256-octet path limit less the angle brackets.
+// Every form and the sign-in page hold an address to it.
+const MaxLen = 254
+
 // emailDomains validates and converts internationalised domains to their ASCII (punycode) form, with
 // the checks a mail system applies: letters, digits and hyphens per label, DNS lengths, bidi rules.
 var emailDomains = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNSLength(true),
@@ -20,7 +24,7 @@ var emailDomains = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNS
 // Valid reports whether s is an address a person can type into a form and receive mail at: a bare
 // addr-spec (no display name, no comments, no quoted local part, no IP literal), no spaces, a dot-atom
 // local part of at most 64 characters, and a domain with at least two labels whose last is not all
-// digits. Internationalised domains are allowed. The caller checks the 254-character limit.
+// digits. Internationalised domains are allowed. The caller checks MaxLen.
 func Valid(s string) bool {
 	_, ok := asciiEmail(s)
 	return ok

@@ -1,4 +1,4 @@
-package platform
+package clientip
 
 import (
 	"io"
@@ -12,9 +12,9 @@ import (
 
 func serveClientIP(t *testing.T, trusted []string) string {
 	t.Helper()
-	trust := ParseProxyTrust(trusted)
+	trust := ParseProxies(trusted)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(ClientIP(c, trust).String()) })
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(Addr(c, trust).String()) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +76,8 @@ func TestClientKey_IPv4AsIsIPv6ByPrefix(t *testing.T) {
 		"2001:db8:1:3::1":                  "2001:db8:1:3::/64",
 		"::1":                              "::/64",
 	} {
-		if got := ClientKey(netip.MustParseAddr(in)); got != want {
-			t.Errorf("ClientKey(%s) = %s, want %s", in, got, want)
+		if got := Key(netip.MustParseAddr(in)); got != want {
+			t.Errorf("Key(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

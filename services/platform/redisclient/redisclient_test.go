@@ -1,4 +1,4 @@
-package platform
+package redisclient
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 
 // A store that accepts connections but never answers must not hang a request: the command fails within
 // the configured timeout, and the client works again once the store is back.
-func TestNewRedis_PausedStoreFailsWithinTimeoutAndRecovers(t *testing.T) {
+func TestNew_PausedStoreFailsWithinTimeoutAndRecovers(t *testing.T) {
 	srv := testredis.Start(t)
-	rdb, err := NewRedis(config.Redis{URL: srv.URL(), Timeout: config.Duration(300 * time.Millisecond)}, nil)
+	rdb, err := New(config.Redis{URL: srv.URL(), Timeout: config.Duration(300 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,9 @@ func TestNewRedis_PausedStoreFailsWithinTimeoutAndRecovers(t *testing.T) {
 	}
 }
 
-func TestNewRedis_StoppedStoreFailsFastAndRecoversAfterRestart(t *testing.T) {
+func TestNew_StoppedStoreFailsFastAndRecoversAfterRestart(t *testing.T) {
 	srv := testredis.Start(t)
-	rdb, err := NewRedis(config.Redis{URL: srv.URL()}, nil)
+	rdb, err := New(config.Redis{URL: srv.URL()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func TestNewRedis_StoppedStoreFailsFastAndRecoversAfterRestart(t *testing.T) {
 	}
 }
 
-func TestNewRedis_ClusterMode(t *testing.T) {
+func TestNew_ClusterMode(t *testing.T) {
 	cl := testredis.StartCluster(t, 3, 0)
-	rdb, err := NewRedis(config.Redis{Addrs: cl.Addrs(), Cluster: true}, nil)
+	rdb, err := New(config.Redis{Addrs: cl.Addrs(), Cluster: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

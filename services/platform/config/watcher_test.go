@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-func newWatchedStore(t *testing.T, path string) *Store {
+func newWatcher(t *testing.T, path string) *Watcher {
 	t.Helper()
-	s, err := NewStore(path, func() (*Config, error) { return Load(path, nil) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := NewWatcher(path, func() (*Config, error) { return Load(path, nil) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func newWatchedStore(t *testing.T, path string) *Store {
 
 // waitOrigins waits until the store serves exactly the origins want. It polls rather than trusting the
 // first reload: a slow test can be seen half-way through writing, and that reload serves the old file.
-func waitOrigins(t *testing.T, s *Store, within time.Duration, want ...string) {
+func waitOrigins(t *testing.T, s *Watcher, within time.Duration, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -43,20 +43,20 @@ func waitOrigins(t *testing.T, s *Store, within time.Duration, want ...string) {
 	}
 }
 
-func TestStore_ReloadsWhenTheFileIsRewritten(t *testing.T) {
+func TestWatcher_ReloadsWhenTheFileIsRewritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	write(t, path, "allowedOrigins: [https://a.example]\n")
-	s := newWatchedStore(t, path)
+	s := newWatcher(t, path)
 	write(t, path, "allowedOrigins: [https://bb.example]\n") // another size: see fileStamp
 	waitOrigins(t, s, 5*time.Second, "https://bb.example")
 }
 
 // A file rewritten after the first read but before the watch began has no event of its own; it is
 // still taken up at once, not at the next 10 s poll.
-func TestStore_ChangeBeforeTheWatchStarted_IsTakenUp(t *testing.T) {
+func TestWatcher_ChangeBeforeTheWatchStarted_IsTakenUp(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	write(t, path, "allowedOrigins: [https://a.example]\n")
-	s, err := NewStore(path, func() (*Config, error) { return Load(path, nil) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := NewWatcher(path, func() (*Config, error) { return Load(path, nil) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +69,12 @@ func TestStore_ChangeBeforeTheWatchStarted_IsTakenUp(t *testing.T) {
 }
 
 // Kubernetes updates a mounted ConfigMap by pointing the ..data symlink at a new directory.
-func TestStore_ReloadsOnConfigMapSymlinkSwap(t *testing.T) {
+func TestWatcher_ReloadsOnConfigMapSymlinkSwap(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "..v1", "config.yaml"), "allowedOrigins: [https://a.example]\n")
 	must(t, os.Symlink("..v1", filepath.Join(dir, "..data")))
 	must(t, os.Symlink(filepath.Join("..data", "config.yaml"), filepath.Join(dir, "config.yaml")))
-	s := newWatchedStore(t, filepath.Join(dir, "config.yaml"))
+	s := newWatcher(t, filepath.Join(dir, "config.yaml"))
 
 	write(t, filepath.Join(dir, "..v2", "config.yaml"), "allowedOrigins: [https://cc.example]\n")
 	must(t, os.Symlink("..v2", filepath.Join(dir, "..data_tmp")))
@@ -82,10 +82,10 @@ func TestStore_ReloadsOnConfigMapSymlinkSwap(t *testing.T) {
 	waitOrigins(t, s, 5*time.Second, "https://cc.example")
 }
 
-func TestStore_KeepsLastGoodConfigWhenTheFileBreaks(t *testing.T) {
+func TestWatcher_KeepsLastGoodConfigWhenTheFileBreaks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	write(t, path, "allowedOrigins: [https://a.example]\n")
-	s, err := NewStore(path, func() (*Config, error) { return Load(path, nil) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := NewWatcher(path, func() (*Config, error) { return Load(path, nil) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	must(t, err)
 	write(t, path, "allowedOrigins: [not an origin]\n")
 	if err := s.Reload(); err == nil {

@@ -1,4 +1,4 @@
-package platform
+package server
 
 import (
 	"context"
@@ -32,15 +32,17 @@ func newEchoService() *echoService {
 }
 
 func (s *echoService) Name() string { return "echo" }
-func (s *echoService) Routes(r fiber.Router) {
-	r.Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString(c.Params("id")) })
-	r.Get("/slow", func(c *fiber.Ctx) error {
-		s.started <- struct{}{}
-		<-s.release
-		return c.SendString("finished")
-	})
-	r.Get("/boom", func(c *fiber.Ctx) error { panic("boom") })
-	r.Get("/fail", func(c *fiber.Ctx) error { return errors.New("secret internal detail") })
+func (s *echoService) Routes() []Route {
+	return []Route{
+		Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString(c.Params("id")) }),
+		Get("/slow", func(c *fiber.Ctx) error {
+			s.started <- struct{}{}
+			<-s.release
+			return c.SendString("finished")
+		}),
+		Get("/boom", func(c *fiber.Ctx) error { panic("boom") }),
+		Get("/fail", func(c *fiber.Ctx) error { return errors.New("secret internal detail") }),
+	}
 }
 func (s *echoService) Ready(context.Context) error {
 	if !s.ready.Load() {
@@ -54,7 +56,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 func TestApp_MetricsUseRouteTemplatesNotRawPaths(t *testing.T) {
 	m := NewMetrics()
-	app := NewApp(AppOptions{Logger: quietLogger(), Metrics: m}, newEchoService())
+	app := New(Options{Logger: quietLogger(), Metrics: m}, newEchoService())
 	for _, p := range []string{"/items/1", "/items/2", "/nope/ada@example.com"} {
 		resp, err := app.Test(httptestRequest(p))
 		if err != nil {
@@ -84,7 +86,7 @@ func TestApp_MetricsUseRouteTemplatesNotRawPaths(t *testing.T) {
 }
 
 func TestApp_PanicAndErrorsAnswerJSONWithoutInternals(t *testing.T) {
-	app := NewApp(AppOptions{Logger: quietLogger()}, newEchoService())
+	app := New(Options{Logger: quietLogger()}, newEchoService())
 	for _, p := range []string{"/boom", "/fail"} {
 		resp, err := app.Test(httptestRequest(p))
 		if err != nil {
@@ -100,7 +102,7 @@ func TestApp_PanicAndErrorsAnswerJSONWithoutInternals(t *testing.T) {
 
 func TestApp_ReadyzFollowsServiceReadiness(t *testing.T) {
 	svc := newEchoService()
-	app := NewApp(AppOptions{Logger: quietLogger()}, svc)
+	app := New(Options{Logger: quietLogger()}, svc)
 	if code := status(t, app, "/readyz"); code != 200 {
 		t.Fatalf("ready service: %d", code)
 	}
@@ -116,7 +118,7 @@ func TestApp_ReadyzFollowsServiceReadiness(t *testing.T) {
 // SIGTERM during a request: the request finishes, readiness turns to 503 first, and Serve returns.
 func TestServe_ShutdownFinishesRequestsInFlight(t *testing.T) {
 	svc := newEchoService()
-	app := NewApp(AppOptions{Logger: quietLogger()}, svc)
+	app := New(Options{Logger: quietLogger()}, svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -188,4 +190,33 @@ func status(t *testing.T, app *App, path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Two services that declare the same method and path are a wiring mistake: New refuses at start-up
+// instead of letting whichever mounted first answer.
+func TestNew_DuplicateRouteDeclaration_Panics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "GET /items/:id declared by both echo and echo") {
+			t.Fatalf("recover() = %v, want a panic naming the route and both services", r)
+		}
+	}()
+	New(Options{Logger: quietLogger()}, newEchoService(), newEchoService())
+}
+
+// A body rule is applied before routing, by exact path; a pattern route cannot carry one.
+func TestNew_BodyRuleOnPatternRoute_Panics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil {
+			t.Fatal("a body limit on /items/:id was accepted")
+		}
+	}()
+	New(Options{Logger: quietLogger()}, patternLimitService{})
+}
+
+type patternLimitService struct{}
+
+func (patternLimitService) Name() string                { return "pattern" }
+func (patternLimitService) Ready(context.Context) error { return nil }
+func (patternLimitService) Routes() []Route {
+	return []Route{Post("/items/:id", func(c *fiber.Ctx) error { return nil }).Limit(10)}
 }

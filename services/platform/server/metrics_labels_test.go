@@ -1,4 +1,4 @@
-package platform
+package server
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 // keep-alive connection overwrites; a label kept by Prometheus must not change under it, or /metrics
 // ends up with two series with the same labels and answers 500.
 func TestMetrics_LabelsSurviveTheNextRequestOnTheConnection(t *testing.T) {
-	app := NewApp(AppOptions{Logger: quietLogger()}, newEchoService(), &countingService{hits: make(chan string, 100)})
+	app := New(Options{Logger: quietLogger()}, newEchoService(), &countingService{hits: make(chan string, 100)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

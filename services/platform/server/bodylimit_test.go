@@ -1,4 +1,4 @@
-package platform
+package server
 
 import (
 	"bufio"
@@ -20,23 +20,24 @@ type bodyService struct{}
 
 func (bodyService) Name() string                { return "body" }
 func (bodyService) Ready(context.Context) error { return nil }
-func (bodyService) StreamedPaths() []string     { return []string{"/raw"} }
-func (bodyService) Routes(r fiber.Router) {
-	r.Post("/len", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) })
-	r.Post("/ignore", func(c *fiber.Ctx) error { return c.SendString("ignored") })
-	r.Post("/raw", func(c *fiber.Ctx) error {
-		if c.Context().RequestBodyStream() == nil {
-			return c.SendString("buffered")
-		}
-		return c.SendString("streamed")
-	})
-	r.Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString("item " + c.Params("id")) })
+func (bodyService) Routes() []Route {
+	return []Route{
+		Post("/len", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) }),
+		Post("/ignore", func(c *fiber.Ctx) error { return c.SendString("ignored") }),
+		Post("/raw", func(c *fiber.Ctx) error {
+			if c.Context().RequestBodyStream() == nil {
+				return c.SendString("buffered")
+			}
+			return c.SendString("streamed")
+		}).StreamedBody(16),
+		Get("/items/:id", func(c *fiber.Ctx) error { return c.SendString("item " + c.Params("id")) }),
+	}
 }
 
 // startBodyApp serves bodyService plus extra under a server-wide body limit and returns its address.
 func startBodyApp(t *testing.T, limit int, extra ...Service) string {
 	t.Helper()
-	app := NewApp(AppOptions{Logger: quietLogger(), BodyLimit: limit}, append([]Service{bodyService{}}, extra...)...)
+	app := New(Options{Logger: quietLogger(), BodyLimit: limit}, append([]Service{bodyService{}}, extra...)...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestBoundBody_StreamedPathsAreLeftToTheService(t *testing.T) {
 
 // Cancelled before the listener goroutine runs: Serve must still return.
 func TestServe_CancelledBeforeStart_Returns(t *testing.T) {
-	app := NewApp(AppOptions{Logger: quietLogger()}, bodyService{})
+	app := New(Options{Logger: quietLogger()}, bodyService{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -153,9 +154,10 @@ type smallBodyService struct{}
 
 func (smallBodyService) Name() string                { return "small" }
 func (smallBodyService) Ready(context.Context) error { return nil }
-func (smallBodyService) BodyLimit() int              { return 100 }
-func (smallBodyService) Routes(r fiber.Router) {
-	r.Post("/small", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) })
+func (smallBodyService) Routes() []Route {
+	return []Route{
+		Post("/small", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) }).Limit(100),
+	}
 }
 
 func TestBoundBody_ServiceLimitAppliesToItsPathsOnly(t *testing.T) {

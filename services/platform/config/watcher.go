@@ -23,37 +23,37 @@ type Static struct{ C *Config }
 // Current returns the configuration.
 func (s Static) Current() *Config { return s.C }
 
-// Store holds the live configuration and reloads it when its file changes.
-type Store struct {
+// Watcher holds the live configuration and reloads it when its file changes.
+type Watcher struct {
 	cur     atomic.Pointer[Config]
 	path    string
 	load    func() (*Config, error)
 	log     *slog.Logger
 	changed chan struct{}
-	loaded  fileStamp // of the file NewStore read: Watch reloads at once if it changed since
+	loaded  fileStamp // of the file NewWatcher read: Watch reloads at once if it changed since
 }
 
-// NewStore loads the configuration once with load (which reads path) and returns a Store serving it.
-func NewStore(path string, load func() (*Config, error), log *slog.Logger) (*Store, error) {
+// NewWatcher loads the configuration once with load (which reads path) and returns a Watcher serving it.
+func NewWatcher(path string, load func() (*Config, error), log *slog.Logger) (*Watcher, error) {
 	stamp := stampOf(path) // before reading: a write during the load shows as a change
 	c, err := load()
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, load: load, log: log, changed: make(chan struct{}, 1), loaded: stamp}
+	s := &Watcher{path: path, load: load, log: log, changed: make(chan struct{}, 1), loaded: stamp}
 	s.cur.Store(c)
 	return s, nil
 }
 
 // Current returns the configuration in effect.
-func (s *Store) Current() *Config { return s.cur.Load() }
+func (s *Watcher) Current() *Config { return s.cur.Load() }
 
 // Reloaded is signalled (without blocking) after each successful reload; tests wait on it.
-func (s *Store) Reloaded() <-chan struct{} { return s.changed }
+func (s *Watcher) Reloaded() <-chan struct{} { return s.changed }
 
 // Reload reads the file again. A file that no longer parses or validates is logged and ignored: the
 // service keeps its last good configuration rather than failing open or crashing.
-func (s *Store) Reload() error {
+func (s *Watcher) Reload() error {
 	c, err := s.load()
 	if err != nil {
 		s.log.Error("config reload failed; keeping the previous configuration", "path", s.path, "err", err)
@@ -71,7 +71,7 @@ func (s *Store) Reload() error {
 // Watch reloads the file whenever it changes until ctx ends. It watches the directory, not the file,
 // because Kubernetes updates a mounted ConfigMap by swapping a symlink (..data), which a watch on the
 // old file would never see. Events are debounced so that one update reloads once.
-func (s *Store) Watch(ctx context.Context) error {
+func (s *Watcher) Watch(ctx context.Context) error {
 	if s.path == "" {
 		<-ctx.Done()
 		return nil
@@ -84,7 +84,7 @@ func (s *Store) Watch(ctx context.Context) error {
 	if err := w.Add(filepath.Dir(s.path)); err != nil {
 		return err
 	}
-	// A change between NewStore's read and this watch has no event of its own: compare stamps.
+	// A change between NewWatcher's read and this watch has no event of its own: compare stamps.
 	last := stampOf(s.path)
 	var debounce <-chan time.Time
 	if !last.same(s.loaded) {

@@ -1,4 +1,6 @@
-package platform
+// Package clientip tells who sent a request: the client address behind trusted proxies, and the key
+// that rate limits and throttles count it by.
+package clientip
 
 import (
 	"bytes"
@@ -9,16 +11,16 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// ProxyTrust says which peers' X-Forwarded-For is believed. Build it once per configuration (ParseProxyTrust)
-// and call ClientIP per request.
-type ProxyTrust struct {
+// Proxies says which peers' X-Forwarded-For is believed. Build it once per configuration (ParseProxies)
+// and call Addr per request.
+type Proxies struct {
 	prefixes []netip.Prefix
 }
 
-// ParseProxyTrust reads addresses and CIDRs (the configuration's trustedProxies); entries that do not
+// ParseProxies reads addresses and CIDRs (the configuration's trustedProxies); entries that do not
 // parse are skipped (the configuration validates them).
-func ParseProxyTrust(list []string) *ProxyTrust {
-	t := &ProxyTrust{}
+func ParseProxies(list []string) *Proxies {
+	t := &Proxies{}
 	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if p, err := netip.ParsePrefix(s); err == nil {
@@ -31,7 +33,7 @@ func ParseProxyTrust(list []string) *ProxyTrust {
 	return t
 }
 
-func (t *ProxyTrust) trusted(a netip.Addr) bool {
+func (t *Proxies) trusted(a netip.Addr) bool {
 	if t == nil {
 		return false
 	}
@@ -43,10 +45,10 @@ func (t *ProxyTrust) trusted(a netip.Addr) bool {
 	return false
 }
 
-// ClientIP is the address of the client that sent the request. When the peer is a trusted proxy, it is the
+// Addr is the address of the client that sent the request. When the peer is a trusted proxy, it is the
 // right-most X-Forwarded-For entry that is not itself a trusted proxy: entries to the left of it were
 // written by the client and can be forged (Fiber's own c.IP() returns the raw header in that case).
-func ClientIP(c *fiber.Ctx, t *ProxyTrust) netip.Addr {
+func Addr(c *fiber.Ctx, t *Proxies) netip.Addr {
 	peer := peerAddr(c)
 	if !t.trusted(peer) {
 		return peer
@@ -81,10 +83,10 @@ func peerAddr(c *fiber.Ctx) netip.Addr {
 	return netip.IPv4Unspecified()
 }
 
-// ClientKey is the identity of a client for rate limits and throttles: its IPv4 address, or the /64
+// Key is the identity of a client for rate limits and throttles: its IPv4 address, or the /64
 // prefix of an IPv6 address (one subscriber usually holds a whole /64, so counting single IPv6
 // addresses would let one client spread its requests over 2^64 budgets).
-func ClientKey(ip netip.Addr) string {
+func Key(ip netip.Addr) string {
 	ip = ip.Unmap() // an IPv4 client seen through an IPv6 socket is still counted by its own address
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)

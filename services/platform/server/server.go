@@ -1,6 +1,7 @@
-// Package platform is what every formsservice service shares: the Fiber app with metrics, probes and
-// error handling, the Redis client, logging, and the server lifecycle with graceful shutdown.
-package platform
+// Package server is the HTTP server every formsservice service runs in: it mounts the routes each service
+// declares (with their body limits), and adds request metrics, probes, error handling, protection against
+// ambiguous framing, and the lifecycle with graceful shutdown.
+package server
 
 import (
 	"context"
@@ -17,12 +18,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Service is one of forms, auth or health as the platform runs it.
+// Service is one of forms, auth, health (or the dev server's demo page) as the server runs it.
 type Service interface {
 	// Name labels metrics and logs: "forms", "auth", "health".
 	Name() string
-	// Routes mounts the service's endpoints at the paths the ingress routes to it.
-	Routes(r fiber.Router)
+	// Routes declares every endpoint of the service, at the paths the ingress routes to it: the whole
+	// surface of a service in its routes.go.
+	Routes() []Route
 	// Ready reports whether the service can serve (its store answers); /readyz calls it.
 	Ready(ctx context.Context) error
 }
@@ -32,12 +34,12 @@ type Runner interface {
 	Run(ctx context.Context) error
 }
 
-// AppOptions configures NewApp.
-type AppOptions struct {
+// Options configures New.
+type Options struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
-	// BodyLimit is the largest request body the server reads at all (default 1 MiB). Endpoints with a
-	// smaller limit (the forms' 16 KB) enforce their own on the streamed body.
+	// BodyLimit is the largest request body the server reads for a route that declares none (default
+	// 1 MiB).
 	BodyLimit int
 	// ReadTimeout bounds reading one request, headers and body, against slowloris clients (default 10s).
 	ReadTimeout time.Duration
@@ -49,14 +51,14 @@ type App struct {
 	log      *slog.Logger
 	services []Service
 	draining atomic.Bool
-	owners   map[string]string // "METHOD path" -> service name, written once at start-up
-	streamed map[string]bool   // paths whose service reads the body itself (BodyStreamer)
-	limits   map[string]int    // paths whose service wants a smaller body limit (BodyLimiter)
+	owners   map[string]string // "METHOD path" -> service name, from the declarations, written once
+	bodies   map[string]Route  // "METHOD path" (as the router matches it) -> its body rules
 }
 
-// NewApp builds the app and mounts services in order. In production one process serves one service; the
-// dev server mounts them all on one address, as the ingress routes them.
-func NewApp(o AppOptions, services ...Service) *App {
+// New builds the app and mounts the services' routes in order. In production one process serves one
+// service; the dev server mounts them all on one address, as the ingress routes them. Two declarations
+// of one method and path are a programming error and panic here, at start-up.
+func New(o Options, services ...Service) *App {
 	if o.BodyLimit == 0 {
 		o.BodyLimit = 1 << 20
 	}
@@ -66,15 +68,7 @@ func NewApp(o AppOptions, services ...Service) *App {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	a := &App{log: o.Logger, services: services, owners: map[string]string{}, streamed: map[string]bool{},
-		limits: map[string]int{}}
-	for _, s := range services {
-		if bs, ok := s.(BodyStreamer); ok {
-			for _, p := range bs.StreamedPaths() {
-				a.streamed[streamedKey(p)] = true
-			}
-		}
-	}
+	a := &App{log: o.Logger, services: services, owners: map[string]string{}, bodies: map[string]Route{}}
 	a.App = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		BodyLimit:             o.BodyLimit,
@@ -102,23 +96,10 @@ func NewApp(o AppOptions, services ...Service) *App {
 	a.Use(a.closeWhileDraining)
 	a.Use(rejectAmbiguousFraming)
 	a.Use(a.boundBody(o.BodyLimit))
-	a.Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	a.Get("/readyz", a.readyz)
-	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{})))
-	known := map[string]bool{}
-	for _, r := range a.GetRoutes(true) {
-		known[r.Method+" "+r.Path] = true
-	}
+	a.mount("platform", a.probeRoutes(o.Metrics))
 	for _, s := range services {
-		s.Routes(a.App)
-		for _, r := range a.GetRoutes(true) {
-			if key := r.Method + " " + r.Path; !known[key] {
-				known[key] = true
-				a.owners[key] = s.Name()
-			}
-		}
+		a.mount(s.Name(), s.Routes())
 	}
-	a.setPathLimits(services)
 	return a
 }
 
@@ -134,14 +115,49 @@ func (a *App) closeWhileDraining(c *fiber.Ctx) error {
 	return err
 }
 
+// probeRoutes are the server's own endpoints, declared like a service's.
+func (a *App) probeRoutes(m *Metrics) []Route {
+	return []Route{
+		Get("/livez", func(c *fiber.Ctx) error { return c.SendString("ok") }),
+		Get("/readyz", a.readyz),
+		Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))),
+	}
+}
+
+// mount registers routes for the service called owner and records what the middleware needs to know of
+// each before routing: its owner (metric labels), its body limit and whether its handler reads the body.
+func (a *App) mount(owner string, routes []Route) {
+	for _, r := range routes {
+		methods := []string{r.Method}
+		if r.Method == fiber.MethodGet {
+			methods = append(methods, fiber.MethodHead) // Fiber answers HEAD for every GET route
+		}
+		for _, m := range methods {
+			key := m + " " + r.Path
+			if prev, dup := a.owners[key]; dup {
+				panic(fmt.Sprintf("server: %s declared by both %s and %s", key, prev, owner))
+			}
+			a.owners[key] = owner
+		}
+		if r.BodyLimit > 0 || r.Streamed {
+			if strings.ContainsAny(r.Path, ":*") {
+				// The limit is applied before routing, by exact path; a pattern cannot be matched there.
+				panic(fmt.Sprintf("server: %s %s: a body rule needs a path without parameters", r.Method, r.Path))
+			}
+			a.bodies[bodyKey(r.Method, r.Path)] = r
+		}
+		if r.Method == fiber.MethodGet {
+			a.Get(r.Path, r.Handlers...)
+		} else {
+			a.Add(r.Method, r.Path, r.Handlers...)
+		}
+	}
+}
+
 func (a *App) routeLabel(c *fiber.Ctx) (string, string) {
 	r := c.Route()
 	if owner, ok := a.owners[r.Method+" "+r.Path]; ok {
 		return owner, r.Path
-	}
-	switch r.Path {
-	case "/livez", "/readyz", "/metrics":
-		return "platform", r.Path
 	}
 	return "platform", "unmatched"
 }

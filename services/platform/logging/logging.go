@@ -1,4 +1,5 @@
-package platform
+// Package logging builds the JSON logger every command writes with.
+package logging
 
 import (
 	"io"
@@ -6,9 +7,9 @@ import (
 	"strings"
 )
 
-// NewLogger writes JSON lines at level (debug, info, warn, error). Secrets never go through it: callers
+// New writes JSON lines at level (debug, info, warn, error). Secrets never go through it: callers
 // log identifiers and counts, never tokens, codes, passwords or cookies.
-func NewLogger(w io.Writer, level string) *slog.Logger {
+func New(w io.Writer, level string) *slog.Logger {
 	var lv slog.Level
 	switch strings.ToLower(level) {
 	case "debug":

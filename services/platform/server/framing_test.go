@@ -1,4 +1,4 @@
-package platform
+package server
 
 import (
 	"bufio"
@@ -17,18 +17,18 @@ import (
 type countingService struct{ hits chan string }
 
 func (s *countingService) Name() string { return "count" }
-func (s *countingService) Routes(r fiber.Router) {
-	r.Post("/submit", func(c *fiber.Ctx) error {
+func (s *countingService) Routes() []Route {
+	return []Route{Post("/submit", func(c *fiber.Ctx) error {
 		body := c.Body()
 		s.hits <- string(body)
 		return c.SendStatus(fiber.StatusCreated)
-	})
+	})}
 }
 func (s *countingService) Ready(context.Context) error { return nil }
 
 func TestApp_ContentLengthAndTransferEncoding_Refused400AndConnectionClosed(t *testing.T) {
 	svc := &countingService{hits: make(chan string, 10)}
-	app := NewApp(AppOptions{Logger: quietLogger()}, svc)
+	app := New(Options{Logger: quietLogger()}, svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

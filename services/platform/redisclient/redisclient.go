@@ -1,35 +1,35 @@
-package platform
+// Package redisclient builds the one go-redis UniversalClient every service uses, with the timeouts and
+// retries that turn a slow or dead store into a prompt error.
+package redisclient
 
 import (
 	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
-// NewRedis builds the one go-redis UniversalClient every service uses: a single server (URL), Sentinel
+// New builds the one go-redis UniversalClient every service uses: a single server (URL), Sentinel
 // (Addrs + MasterName) or Cluster (Addrs + Cluster). Timeouts are short and retries few, so that a slow or
 // dead store turns into a prompt error (502) instead of a hung request.
-func NewRedis(c config.Redis, getenv func(string) string) (redis.UniversalClient, error) {
+func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, error) {
 	timeout := c.Timeout.D()
 	if timeout <= 0 {
 		timeout = time.Second
 	}
 	password := ""
 	if c.PasswordFile != "" {
-		b, err := os.ReadFile(c.PasswordFile)
+		p, err := secretfile.Read(c.PasswordFile)
 		if err != nil {
-			return nil, fmt.Errorf("redis password file: %w", err)
+			return nil, fmt.Errorf("redis password: %w", err)
 		}
-		password = strings.TrimSpace(string(b))
+		password = p
 	}
 	if getenv != nil && getenv("REDIS_PASSWORD") != "" {
 		password = getenv("REDIS_PASSWORD")
@@ -87,27 +87,16 @@ func NewRedis(c config.Redis, getenv func(string) string) (redis.UniversalClient
 // ClusterReloadInterval bounds how long a Cluster client keeps an outdated slot map after a failover.
 const ClusterReloadInterval = time.Second
 
-// Embedded starts an in-process Redis-compatible server for the dev server, so that `make run` needs
-// nothing installed and still runs the same go-redis code path as production.
-func Embedded(log *slog.Logger) (*miniredis.Miniredis, error) {
-	m := miniredis.NewMiniRedis()
-	if err := m.StartAddr("127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("embedded store: %w", err)
-	}
-	log.Warn("using the embedded in-memory store: data is lost on exit (set REDIS_URL to keep it)", "addr", m.Addr())
-	return m, nil
-}
-
-// PingRedis answers whether the store answers within ctx; the readiness probes use it.
-func PingRedis(ctx context.Context, rdb redis.UniversalClient) error {
+// Ping answers whether the store answers within ctx; the readiness probes use it.
+func Ping(ctx context.Context, rdb redis.UniversalClient) error {
 	return rdb.Ping(ctx).Err()
 }
 
-// RedisLogger routes go-redis's own messages (pool dial failures during an outage) into the JSON log
+// Logger routes go-redis's own messages (pool dial failures during an outage) into the JSON log
 // at warn level instead of plain text on stderr. Install it once per process with redis.SetLogger.
-type RedisLogger struct{ Log *slog.Logger }
+type Logger struct{ Log *slog.Logger }
 
 // Printf implements go-redis's logging interface.
-func (l RedisLogger) Printf(ctx context.Context, format string, v ...any) {
+func (l Logger) Printf(ctx context.Context, format string, v ...any) {
 	l.Log.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }

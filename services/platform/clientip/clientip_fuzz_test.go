@@ -1,4 +1,4 @@
-package platform
+package clientip
 
 import (
 	"net"
@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// FuzzClientIP holds ClientIP to its promise for any X-Forwarded-For a client can send: behind a trusted
+// FuzzClientIP holds Addr to its promise for any X-Forwarded-For a client can send: behind a trusted
 // proxy the answer is the peer or an address that stands in the header and is not itself trusted (a
 // forged entry can only name an address, never make us believe a trusted one or skip the hops we trust);
 // from an untrusted peer the header is ignored.
@@ -24,7 +24,7 @@ func FuzzClientIP(f *testing.F) {
 		f.Add(seed, false)
 	}
 	app := fiber.New()
-	trust := ParseProxyTrust([]string{"127.0.0.1", "10.0.0.0/8", "2001:db8:ffff::/48"})
+	trust := ParseProxies([]string{"127.0.0.1", "10.0.0.0/8", "2001:db8:ffff::/48"})
 	f.Fuzz(func(t *testing.T, xff string, fromProxy bool) {
 		peer := &net.TCPAddr{IP: net.ParseIP("198.51.100.77"), Port: 40000}
 		if fromProxy {
@@ -37,7 +37,7 @@ func FuzzClientIP(f *testing.F) {
 		c := app.AcquireCtx(&fctx)
 		defer app.ReleaseCtx(c)
 
-		got := ClientIP(c, trust)
+		got := Addr(c, trust)
 		peerAddr, _ := netip.AddrFromSlice(peer.IP)
 		peerAddr = peerAddr.Unmap()
 		if got == peerAddr {

@@ -1,0 +1,38 @@
+package server
+
+import "github.com/gofiber/fiber/v2"
+
+// Route is one endpoint and every fact the server needs about it, declared once in the owning service's
+// routes.go: method, path, handlers, and how much of a request body the server reads for it.
+type Route struct {
+	Method string
+	Path   string
+	// Handlers answer the request, in order (middleware such as CORS first).
+	Handlers []fiber.Handler
+	// BodyLimit is the largest request body in bytes; 0 means the server's limit (Options.BodyLimit).
+	BodyLimit int
+	// Streamed means the handler reads the body itself, through BodyLimit, after its own earlier checks
+	// (the forms answer a foreign origin with 403 before reading a byte). The server leaves it unread.
+	Streamed bool
+}
+
+// Get declares a GET route (Fiber also answers HEAD for it).
+func Get(path string, h ...fiber.Handler) Route {
+	return Route{Method: fiber.MethodGet, Path: path, Handlers: h}
+}
+
+// Post declares a POST route.
+func Post(path string, h ...fiber.Handler) Route {
+	return Route{Method: fiber.MethodPost, Path: path, Handlers: h}
+}
+
+// Preflight declares an OPTIONS route: a CORS preflight.
+func Preflight(path string, h ...fiber.Handler) Route {
+	return Route{Method: fiber.MethodOptions, Path: path, Handlers: h}
+}
+
+// Limit returns the route with a body limit smaller than the server's.
+func (r Route) Limit(bytes int) Route { r.BodyLimit = bytes; return r }
+
+// StreamedBody returns the route with its body left for the handler to read, through limit.
+func (r Route) StreamedBody(limit int) Route { r.BodyLimit, r.Streamed = limit, true; return r }
