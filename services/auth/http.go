@@ -31,11 +31,37 @@ type clientKeyCtx struct{}
 // X-Forwarded-For believed only from the configured proxies, and only its right-most untrusted hop, which
 // a client cannot forge) travels in the request context.
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
-	ah := adaptor.HTTPHandlerFunc(h)
+	ah := adaptor.HTTPHandlerFunc(asNetHTTP(h))
 	return func(c *fiber.Ctx) error {
 		c.Locals(clientKeyCtx{}, clientip.Key(clientip.Addr(c, s.rt().proxies)))
 		return ah(c)
 	}
+}
+
+// asNetHTTP makes an answer without a body carry no Content-Type, as on net/http (which only sniffs
+// a type from a body) and as fosite expects: the adaptor would sniff "text/plain" from an empty body,
+// and strict clients refuse that on, say, a revocation's 200 (oidc-client-ts throws on any present
+// Content-Type that is not JSON). A nil value keeps the adaptor from adding one (net/http's convention
+// for suppressing an automatic header).
+func asNetHTTP(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cw := &bodyWatcher{ResponseWriter: w}
+		h(cw, r)
+		if _, typed := w.Header()["Content-Type"]; !typed && !cw.wrote {
+			w.Header()["Content-Type"] = nil
+		}
+	}
+}
+
+// bodyWatcher notes whether a handler wrote any body.
+type bodyWatcher struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (b *bodyWatcher) Write(p []byte) (int, error) {
+	b.wrote = b.wrote || len(p) > 0
+	return b.ResponseWriter.Write(p)
 }
 
 // clientKey is the client's identity for the per-address sign-in throttle (clientip.Key).
