@@ -24,7 +24,7 @@ import (
 // (a signed-in browser, or prompt=none) or shows the sign-in page; POST is the page's form. The
 // authorization request itself always travels in the query string, on the GET and in the form's action
 // URL, so that fosite sees exactly the same request both times and nothing is kept between them.
-func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := s.rt()
 	ctx := r.Context()
 	areq := r
@@ -87,9 +87,9 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 	case "cancel":
 		s.decline(w, r, rt, ar)
 	case "signup":
-		s.signup(w, r, rt, cl, ar)
+		s.signup(w, r, rt, cl, ar, clientKey)
 	default:
-		s.signin(w, r, rt, cl, ar)
+		s.signin(w, r, rt, cl, ar, clientKey)
 	}
 }
 
@@ -272,7 +272,7 @@ func (s *Service) limits(rt *runtime) throttle.Limits {
 
 // signin checks the e-mail and password (throttled per account and per address), starts the sign-in
 // session and answers the authorization request.
-func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester) {
+func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, ip string) {
 	ctx := r.Context()
 	email := strings.TrimSpace(r.PostForm.Get("email"))
 	if len(email) > mail.MaxLen {
@@ -284,7 +284,6 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	if !ok {
 		account = strings.ToLower(email)
 	}
-	ip := clientKey(r)
 	lim := s.limits(rt)
 	again := func(wait time.Duration) string {
 		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
@@ -324,7 +323,7 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 }
 
 // signup creates an account (when the configuration allows it) and signs it in.
-func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester) {
+func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, ip string) {
 	ctx := r.Context()
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	email := strings.TrimSpace(r.PostForm.Get("email"))
@@ -337,7 +336,6 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, d)
 		return
 	}
-	ip := clientKey(r)
 	lim := s.limits(rt)
 	if wait, _, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
 		s.unavailablePage(w, r, rt, cl, "", err)

@@ -24,17 +24,25 @@ import (
 // server enforces it before any handler runs).
 const maxBody = 64 << 10
 
-type clientKeyCtx struct{}
-
-// handle mounts a net/http handler (what fosite speaks) in Fiber. The platform has already bounded the
-// body (maxBody); the client's identity for the sign-in throttle (its address, or its IPv6 /64, with
-// X-Forwarded-For believed only from the configured proxies, and only its right-most untrusted hop, which
-// a client cannot forge) travels in the request context.
+// handle mounts a net/http handler (what fosite speaks) in Fiber. The server has already bounded the
+// body (maxBody, declared in routes.go).
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
-	ah := adaptor.HTTPHandlerFunc(asNetHTTP(h))
+	return adaptor.HTTPHandlerFunc(asNetHTTP(h))
+}
+
+// clientHandler is a net/http handler that also counts the client: clientKey is its clientip.Key (its
+// address, or its IPv6 /64, with X-Forwarded-For believed only from the configured proxies, and only its
+// right-most untrusted hop, which a client cannot forge).
+type clientHandler func(w http.ResponseWriter, r *http.Request, clientKey string)
+
+// handleClient mounts a clientHandler: the client's key is read from the connection here, where Fiber
+// has it, and passed on as an argument.
+func (s *Service) handleClient(h clientHandler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		c.Locals(clientKeyCtx{}, clientip.Key(clientip.Addr(c, s.rt().proxies)))
-		return ah(c)
+		client := clientip.Key(clientip.Addr(c, s.rt().proxies))
+		return adaptor.HTTPHandlerFunc(asNetHTTP(func(w http.ResponseWriter, r *http.Request) {
+			h(w, r, client)
+		}))(c)
 	}
 }
 
@@ -64,11 +72,6 @@ func (b *bodyWatcher) Write(p []byte) (int, error) {
 	return b.ResponseWriter.Write(p)
 }
 
-// clientKey is the client's identity for the per-address sign-in throttle (clientip.Key).
-func clientKey(r *http.Request) string {
-	k, _ := r.Context().Value(clientKeyCtx{}).(string)
-	return k
-}
 
 // Cookie names: under https the __Host- prefix pins the cookie to this exact host and path /.
 func cookieName(rt *runtime, base string) string {

@@ -13,8 +13,8 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/.well-known/openid-configuration", s.discovery),
 		server.Get("/.well-known/jwks.json", s.jwksHandler),
 
-		server.Get("/oauth2/authorize", s.handle(s.authorize)),  // the hosted sign-in page
-		server.Post("/oauth2/authorize", s.handle(s.authorize)), // its form
+		server.Get("/oauth2/authorize", s.handleClient(s.authorize)),  // the hosted sign-in page
+		server.Post("/oauth2/authorize", s.handleClient(s.authorize)), // its form
 
 		server.Preflight("/oauth2/token", tokenCORS),
 		server.Post("/oauth2/token", tokenCORS, s.handle(s.token)),
