@@ -85,11 +85,18 @@ func TestOAuth2Proxy(t *testing.T) {
 		}
 	})
 	t.Run("foreign redirect URI", func(t *testing.T) {
-		// Reached under another name, oauth2-proxy derives another redirect URI from the Host header:
-		// the provider shows its error page instead of sending a code there.
+		// Reached under another name, oauth2-proxy derives another redirect URI from the Host header
+		// (no --redirect-url): the provider shows its error page instead of sending a code there. The
+		// name is only a Host header: the connection stays on loopback.
 		foreign := newBrowser(t)
-		_, pg := foreign.visit(strings.Replace(proxy, "127.0.0.1", "localhost", 1)+"/", "")
-		if pg.Status != http.StatusBadRequest || !strings.HasPrefix(pg.URL.String(), p.Issuer+"/oauth2/authorize") {
+		req, _ := http.NewRequest(http.MethodGet, proxy+"/", nil)
+		req.Host = "dashboard.example"
+		start := foreign.do(req)
+		loc := start.Header.Get("Location")
+		if !strings.HasPrefix(loc, p.Issuer+"/oauth2/authorize?") || !strings.Contains(loc, url.QueryEscape("http://dashboard.example/oauth2/callback")) {
+			t.Fatalf("oauth2-proxy under another name answered %d Location %q", start.Status, loc)
+		}
+		if _, pg := foreign.visit(loc, ""); pg.Status != http.StatusBadRequest || !strings.HasPrefix(pg.URL.String(), p.Issuer+"/oauth2/authorize") {
 			t.Fatalf("a foreign redirect URI ended at %s with %d, want the provider's 400 page", pg.URL, pg.Status)
 		}
 	})

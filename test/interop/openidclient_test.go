@@ -2,12 +2,14 @@ package interop_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -44,7 +46,10 @@ func nodeWith(t *testing.T, pkg string) string {
 // runNodeRP runs a relying-party script and answers its requests to visit a URL with the browser.
 func runNodeRP(t *testing.T, b *browser, node, script string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(node, append([]string{script}, args...)...)
+	// A script that hangs (waiting for an answer that never comes) is killed rather than holding the run.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdin, _ := cmd.StdinPipe()
@@ -88,6 +93,6 @@ func runNodeRP(t *testing.T, b *browser, node, script string, args ...string) {
 		if len(steps) > 0 {
 			last = steps[len(steps)-1]
 		}
-		t.Fatalf("%s failed at %q: %v\n%s", script, last, err, stderr.String())
+		t.Fatalf("%s failed at %q: %v (%v)\n%s", script, last, err, ctx.Err(), stderr.String())
 	}
 }
