@@ -21,9 +21,10 @@ step "container image without Docker (make image; its test opens the tarball)"
 make --no-print-directory image
 export FORMSSERVICE_IMAGE_TAR="$PWD/bin/formsservice-image.tar"
 
-step "chart tools (helm, kubeconform, offline schemas) and Chromium for the end-to-end tests"
+step "chart tools (helm, kubeconform, offline schemas), Chromium, and the relying parties of test/interop"
 hack/install-chart-tools.sh
 hack/install-chromium.sh
+hack/install-interop.sh
 
 step "helm chart (lint, copies of config/, values table)"
 make --no-print-directory helm-lint
