@@ -22,7 +22,7 @@ import (
 type batcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-	src    string // the script's source, for SCRIPT LOAD
+	src    string   // the script's source, for SCRIPT LOAD
 	fixed  []string // keys every call passes after its run key
 	runKey string   // prefix of a call's run key, which makes the call idempotent (see store.go)
 
