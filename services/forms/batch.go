@@ -32,6 +32,7 @@ type batcher struct {
 	// loaded says the scripts are known to be in the store's script cache (runAndWait cannot fall back
 	// from EVALSHA to EVAL inside its pipeline without waiting twice).
 	loaded atomic.Bool
+	fsync  fsyncProbe
 }
 
 const (
@@ -194,9 +195,12 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 	}
 	stored := pipe.EvalSha(ctx, b.script.Hash(), keys, args...)
 	var wait *redis.Cmd
-	if level == config.DurabilityMachine {
+	switch {
+	case level == config.DurabilityMachine && b.fsync.always(ctx, c):
+		// The primary fsyncs before it answers (appendfsync always): the script's answer is the proof.
+	case level == config.DurabilityMachine:
 		wait = pipe.Do(ctx, "waitaof", 1, 0, waitMS)
-	} else {
+	default:
 		wait = pipe.Do(ctx, "wait", 1, waitMS)
 	}
 	if len(settle) > 0 {
@@ -211,10 +215,50 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 		return nil, false, err
 	}
 	b.loaded.Store(true)
+	if wait == nil {
+		return res, true, nil
+	}
 	if err := wait.Err(); err != nil {
+		b.fsync.forget() // the store may have changed (restarted with another configuration)
 		return nil, false, fmt.Errorf("durability %s: %w", level, err)
 	}
 	return res, acknowledged(level, wait), nil
+}
+
+// fsyncProbe remembers, for a minute, whether the primary runs appendfsync always: it then fsyncs the
+// append-only file before it answers any write, once per event-loop turn for every client's writes
+// together (group commit), so the machine level needs no WAITAOF — which Redis before 7.2 lacks, and
+// which with appendfsync everysec waits for the next once-a-second fsync.
+type fsyncProbe struct {
+	mu     sync.Mutex
+	asked  time.Time
+	answer bool
+}
+
+const fsyncProbeEvery = time.Minute
+
+func (p *fsyncProbe) always(ctx context.Context, c *redis.Client) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.asked.IsZero() && time.Since(p.asked) < fsyncProbeEvery {
+		return p.answer
+	}
+	p.answer = appendfsyncAlways(ctx, c)
+	p.asked = time.Now()
+	return p.answer
+}
+
+func (p *fsyncProbe) forget() {
+	p.mu.Lock()
+	p.asked = time.Time{}
+	p.mu.Unlock()
+}
+
+// appendfsyncAlways asks the store whether it has the append-only file on with appendfsync always. A
+// store that does not say (CONFIG disabled, as on some managed services) is taken to not.
+func appendfsyncAlways(ctx context.Context, c *redis.Client) bool {
+	cfg, err := c.ConfigGet(ctx, "append*").Result()
+	return err == nil && cfg["appendonly"] == "yes" && cfg["appendfsync"] == "always"
 }
 
 // acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).
