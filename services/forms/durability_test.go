@@ -19,10 +19,16 @@ func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
 	primary = testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	_, port, _ := strings.Cut(primary.Addr(), ":")
 	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
-	waitFor(t, 15*time.Second, "the replica to sync", func() bool {
-		info := replica.Client().Info(t.Context(), "replication").Val()
-		return strings.Contains(info, "master_link_status:up")
+	pc := primary.Client()
+	waitFor(t, 15*time.Second, "the replica to sync and acknowledge writes", func() bool {
+		if !strings.Contains(replica.Client().Info(t.Context(), "replication").Val(), "master_link_status:up") {
+			return false
+		}
+		pc.Set(t.Context(), "probe", "1", 0)
+		n, err := pc.Do(t.Context(), "wait", 1, 100).Int()
+		return err == nil && n == 1
 	})
+	pc.Del(t.Context(), "probe")
 	return primary, replica
 }
 
