@@ -41,6 +41,10 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 	switch component {
 	case Forms:
 		c.Forms = formsConfig(s.Forms)
+		if ManagedRedis(fs) {
+			// The Redis the operator runs fsyncs before it answers: a 201 survives a crash of its node.
+			c.Forms.Durability = config.DurabilityMachine
+		}
 	case Auth:
 		c.Auth = authConfig(fs, in)
 	case Health:

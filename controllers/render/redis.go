@@ -23,15 +23,17 @@ const (
 	redisSecretDir = "/etc/redis-secret"
 )
 
-// redisConf is the managed Redis's configuration: append-only persistence fsynced every second, no
-// eviction (a full store refuses writes instead of dropping waitlist entries), and the password from the
-// mounted Secret.
+// redisConf is the managed Redis's configuration: append-only persistence fsynced before Redis answers
+// a write (appendfsync always: one fsync per event-loop turn covers the writes of every client together,
+// group commit), which is what the forms service's "machine" durability — the managed Redis's default —
+// promises; no eviction (a full store refuses writes instead of dropping waitlist entries); and the
+// password from the mounted Secret.
 var redisConf = fmt.Sprintf(`# Rendered by the formsservice operator.
 port %d
 bind * -::*
 dir /data
 appendonly yes
-appendfsync everysec
+appendfsync always
 maxmemory-policy noeviction
 include %s/%s
 `, RedisPort, redisSecretDir, RedisRequirePassKey)

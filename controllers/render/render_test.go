@@ -64,6 +64,9 @@ func TestServiceConfig(t *testing.T) {
 		{"sentinel redis", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"s:26379"}, Mode: v1alpha1.RedisSentinel, MasterName: "mymaster"}
 		}, in, Forms, func(t *testing.T, c *config.Config) {
+			if c.Forms.Durability != "" {
+				t.Errorf("durability %q for a Redis the operator does not run, want the service's default", c.Forms.Durability)
+			}
 			if c.Redis.MasterName != "mymaster" || c.Redis.Cluster {
 				t.Errorf("redis = %+v", c.Redis)
 			}
@@ -76,6 +79,9 @@ func TestServiceConfig(t *testing.T) {
 				Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example/x"},
 			}
 		}, in, Forms, func(t *testing.T, c *config.Config) {
+			if c.Forms.Durability != config.DurabilityMachine {
+				t.Errorf("durability %q with the managed Redis, want machine", c.Forms.Durability)
+			}
 			if c.Forms.RateLimit() != 0 {
 				t.Errorf("rate limit %d, want 0 (off)", c.Forms.RateLimit())
 			}
@@ -353,7 +359,7 @@ func TestRedis(t *testing.T) {
 		s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
 		t.Errorf("overrides: %+v", s.Spec)
 	}
-	for _, want := range []string{"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
+	for _, want := range []string{"appendonly yes", "appendfsync always", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
 		if !strings.Contains(RedisConfigMap(fs).Data["redis.conf"], want) {
 			t.Errorf("redis.conf lacks %q", want)
 		}
