@@ -2,6 +2,7 @@ package forms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -243,9 +244,11 @@ func (p *fsyncProbe) always(ctx context.Context, c *redis.Client) bool {
 	if !p.asked.IsZero() && time.Since(p.asked) < fsyncProbeEvery {
 		return p.answer
 	}
-	p.answer = appendfsyncAlways(ctx, c)
-	p.asked = time.Now()
-	return p.answer
+	always, err := appendfsyncAlways(ctx, c)
+	if err == nil { // a store that did not answer (restarting) is asked again on the next call
+		p.answer, p.asked = always, time.Now()
+	}
+	return always
 }
 
 func (p *fsyncProbe) forget() {
@@ -255,10 +258,18 @@ func (p *fsyncProbe) forget() {
 }
 
 // appendfsyncAlways asks the store whether it has the append-only file on with appendfsync always. A
-// store that does not say (CONFIG disabled, as on some managed services) is taken to not.
-func appendfsyncAlways(ctx context.Context, c *redis.Client) bool {
+// store that refuses to say (CONFIG disabled, as on some managed services) is taken to not; err is set
+// only when the store did not answer at all.
+func appendfsyncAlways(ctx context.Context, c *redis.Client) (bool, error) {
 	cfg, err := c.ConfigGet(ctx, "append*").Result()
-	return err == nil && cfg["appendonly"] == "yes" && cfg["appendfsync"] == "always"
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return false, nil // an answer: "not allowed"
+	}
+	if err != nil {
+		return false, err
+	}
+	return cfg["appendonly"] == "yes" && cfg["appendfsync"] == "always", nil
 }
 
 // acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).

@@ -126,8 +126,8 @@ func (s *Service) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if appendfsyncAlways(ctx, c) {
-		return nil
+	if always, err := appendfsyncAlways(ctx, c); err != nil || always {
+		return err
 	}
 	if err := c.Do(ctx, "waitaof", 1, 0, 1).Err(); err != nil {
 		return fmt.Errorf("forms.durability machine needs a store with appendonly yes and either appendfsync always or WAITAOF (Redis 7.2 or later): %w", err)
