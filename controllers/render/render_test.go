@@ -96,6 +96,23 @@ func TestServiceConfig(t *testing.T) {
 				t.Errorf("forms got the auth section: %+v", c.Auth)
 			}
 		}},
+		{"forms gets the data policy: durability, retention, delivery limits, webhook signing secret", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example/x"}}
+			fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{
+				Durability: "primary", ContactRetention: &metav1.Duration{Duration: 90 * 24 * time.Hour},
+				DeliveryMaxAttempts: ptr.To[int32](5), DeliveryMaxAge: &metav1.Duration{Duration: 6 * time.Hour},
+				WebhookSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"},
+			}
+		}, in, Forms, func(t *testing.T, c *config.Config) {
+			f := c.Forms
+			if f.Durability != config.DurabilityPrimary || f.ContactRetention.D() != 90*24*time.Hour ||
+				f.Delivery.MaxAttempts != 5 || f.Delivery.MaxAge.D() != 6*time.Hour {
+				t.Errorf("forms = %+v", f)
+			}
+			if f.Delivery.Webhook == nil || f.Delivery.Webhook.SecretFile != SecretsDir+"/hook/secret" {
+				t.Errorf("webhook = %+v", f.Delivery.Webhook)
+			}
+		}},
 		{"auth gets clients, keys and lifetimes", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients[0].SecretRef = &v1alpha1.SecretKeySelector{Name: "web-client", Key: "secret"}
 			fs.Spec.OAuthClients[0].Scopes = []v1alpha1.Scope{"openid"}
