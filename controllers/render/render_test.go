@@ -388,6 +388,29 @@ func TestRedis(t *testing.T) {
 	}
 }
 
+func TestRedis_MaxmemoryFromTheMemoryLimit_AndAConfigChangeRollsThePod(t *testing.T) {
+	fs := base()
+	in := Inputs{}
+	conf := RedisConfigMap(fs).Data["redis.conf"]
+	if !strings.Contains(conf, "maxmemory 402653184\n") { // 3/4 of the default 512Mi
+		t.Fatalf("redis.conf without maxmemory from the default limit:\n%s", conf)
+	}
+	before := RedisStatefulSet(fs, in).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Resources: &corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}
+	if conf := RedisConfigMap(fs).Data["redis.conf"]; !strings.Contains(conf, "maxmemory 805306368\n") {
+		t.Fatalf("redis.conf for a 1Gi limit:\n%s", conf)
+	}
+	after := RedisStatefulSet(fs, in).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	if before == "" || before == after {
+		t.Fatalf("config hash %q -> %q: a changed redis.conf must roll the Redis pod", before, after)
+	}
+	fs.Spec.Redis.Managed.Resources = &corev1.ResourceRequirements{} // no limit: Redis may use what the node has
+	if conf := RedisConfigMap(fs).Data["redis.conf"]; strings.Contains(conf, "\nmaxmemory ") {
+		t.Fatalf("maxmemory without a limit:\n%s", conf)
+	}
+}
+
 func TestReferencedSecretNames(t *testing.T) {
 	fs := base()
 	fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"r:6379"}, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "shared", Key: "redis"}}
