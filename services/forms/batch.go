@@ -297,8 +297,16 @@ func primaryFor(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 
 // stronger is the stricter of two durability levels.
 func stronger(a, b config.Durability) config.Durability {
-	rank := map[config.Durability]int{config.DurabilityProcess: 0, config.DurabilityMachine: 1, config.DurabilityPrimary: 2}
-	if rank[b] > rank[a] {
+	rank := func(l config.Durability) int {
+		switch l {
+		case config.DurabilityPrimary:
+			return 2
+		case config.DurabilityMachine:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
 		return b
 	}
 	return a
