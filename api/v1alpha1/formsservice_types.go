@@ -298,6 +298,41 @@ type FormsSpec struct {
 	// it messages are only stored (read them with `formsservice export contact`).
 	// +optional
 	Delivery *DeliverySpec `json:"delivery,omitempty"`
+	// DataPolicy says what the forms service promises about the data it takes: how durable an
+	// acknowledgement is, how long a contact message's delivery is tried, how long messages are kept,
+	// and how webhook calls are signed.
+	// +optional
+	DataPolicy *FormsDataPolicy `json:"dataPolicy,omitempty"`
+}
+
+// FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing
+// settings (docs/forms.md).
+type FormsDataPolicy struct {
+	// Durability is what a 201 survives: process (the Redis process: memory and append-only file),
+	// machine (a crash of the Redis machine: fsync before the answer) or primary (the loss of the
+	// primary: a replica acknowledged the write). Default machine with the managed Redis, process
+	// otherwise.
+	// +optional
+	// +kubebuilder:validation:Enum=process;machine;primary
+	Durability string `json:"durability,omitempty"`
+	// ContactRetention erases contact messages (and dead letters) older than this, never one still
+	// waiting for delivery. Unset keeps them until `formsservice forget` erases them.
+	// +optional
+	ContactRetention *metav1.Duration `json:"contactRetention,omitempty"`
+	// DeliveryMaxAttempts ends the retries of a contact message: after this many failed attempts it
+	// becomes a dead letter (`formsservice deliveries`). Default 20.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	DeliveryMaxAttempts *int32 `json:"deliveryMaxAttempts,omitempty"`
+	// DeliveryMaxAge makes a contact message that fails an attempt once it is this old a dead letter.
+	// Default 72h.
+	// +optional
+	DeliveryMaxAge *metav1.Duration `json:"deliveryMaxAge,omitempty"`
+	// WebhookSigningSecretRef names the Secret key holding the Standard Webhooks signing secret
+	// ("whsec_" + base64 of 24 to 64 random bytes); webhook calls then carry webhook-signature.
+	// +optional
+	WebhookSigningSecretRef *SecretKeySelector `json:"webhookSigningSecretRef,omitempty"`
 }
 
 // DeliverySpec lists where contact messages go.

@@ -84,6 +84,7 @@ type benchFlags struct {
 	formsservice, redisServer string
 	duration, warmup          time.Duration
 	conns, slices             int
+	levels                    bool
 }
 
 const benchOrigin = "http://bench.localhost"
@@ -118,6 +119,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.slices, "slices", 8, "the measured time is split into this many slices, interleaved across targets")
 	fs.DurationVar(&f.warmup, "warmup", 250*time.Millisecond, "unmeasured time at the start of each slice")
 	fs.IntVar(&f.conns, "conns", 32, "concurrent connections")
+	fs.BoolVar(&f.levels, "levels", true, "also measure POST /contact at durability machine (appendfsync always) and primary (WAIT 1, one replica)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -166,6 +168,14 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		{name: "baseline: same + one Redis SETNX", addr: setnxAddr, path: "/waitlist", kind: "waitlist"},
 		{name: "formsservice forms POST /waitlist", addr: forms.addr, path: "/waitlist", kind: "waitlist", forms: true},
 		{name: "formsservice forms POST /contact", addr: forms.addr, path: "/contact", kind: "contact", forms: true},
+	}
+	if f.levels {
+		more, stop, err := durabilityTargets(f.formsservice, redisServer, tmp)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		targets = append(targets, more...)
 	}
 	slice := f.duration / time.Duration(f.slices)
 	fmt.Fprintf(stdout, "load: %d connections; per target and phase %s measured in %d interleaved slices (+%s warm-up each); redis-server %s on loopback\n",
@@ -243,15 +253,79 @@ func yes(b bool) string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
-// startRedis runs a redis-server without persistence on a free loopback port.
-func startRedis(bin, dir string) (string, func(), error) {
+// durabilityTargets starts a forms service at each durability level beyond process, each on its own
+// Redis at that level's production settings: machine on appendonly yes + appendfsync always (the managed
+// Redis), primary on a Redis with one replica. The process level is the default forms target's.
+func durabilityTargets(formsBin, redisBin, tmp string) ([]*target, func(), error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	fail := func(err error) ([]*target, func(), error) { stop(); return nil, nil, err }
+	dir := func(name string) string {
+		d := filepath.Join(tmp, name)
+		_ = os.MkdirAll(d, 0o700)
+		return d
+	}
+	machineAddr, s, err := startRedis(redisBin, dir("machine-redis"), "--appendonly", "yes", "--appendfsync", "always")
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, s)
+	primaryAddr, s, err := startRedis(redisBin, dir("primary-redis"), "--repl-diskless-sync-delay", "0")
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, s)
+	host, port, _ := net.SplitHostPort(primaryAddr)
+	_, s, err = startRedis(redisBin, dir("replica-redis"), "--replicaof", host, port)
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, s)
+	if err := waitReplica(primaryAddr, 20*time.Second); err != nil {
+		return fail(err)
+	}
+	var out []*target
+	for _, l := range []struct{ level, addr string }{{"machine", machineAddr}, {"primary", primaryAddr}} {
+		d := dir("forms-" + l.level)
+		svc, err := startService(formsBin, "forms", loopbackAddr(), writeFile(d, "forms.yaml", benchFormsConfig+"  durability: "+l.level+"\n"),
+			"redis://"+l.addr+"/0", d)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, svc.stop)
+		out = append(out, &target{name: "forms POST /contact at " + l.level, addr: svc.addr, path: "/contact", kind: "contact", forms: true})
+	}
+	return out, stop, nil
+}
+
+// waitReplica waits until a write on the primary at addr is acknowledged by a replica (WAIT 1).
+func waitReplica(addr string, within time.Duration) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	ctx := context.Background()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c.Set(ctx, "bench:probe", "1", 0)
+		if n, err := c.Do(ctx, "wait", 1, 100).Int(); err == nil && n == 1 {
+			return nil
+		}
+	}
+	return errors.New("the bench replica did not acknowledge a write")
+}
+
+// startRedis runs a redis-server without persistence on a free loopback port; extra arguments override.
+func startRedis(bin, dir string, extra ...string) (string, func(), error) {
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	cmd := exec.Command(bin, args...)
 	stop, err := startProcess(cmd)
 	if err != nil {
 		return "", nil, err

@@ -41,6 +41,11 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 	switch component {
 	case Forms:
 		c.Forms = formsConfig(s.Forms)
+		if ManagedRedis(fs) {
+			// The Redis the operator runs fsyncs before it answers: a 201 survives a crash of its node.
+			c.Forms.Durability = config.DurabilityMachine
+		}
+		formsDataPolicy(&c.Forms, s.Forms.DataPolicy)
 	case Auth:
 		c.Auth = authConfig(fs, in)
 	case Health:
@@ -113,6 +118,24 @@ func formsConfig(f v1alpha1.FormsSpec) config.Forms {
 		}
 	}
 	return c
+}
+
+// formsDataPolicy applies spec.forms.dataPolicy; what it leaves unset keeps the defaults.
+func formsDataPolicy(c *config.Forms, p *v1alpha1.FormsDataPolicy) {
+	if p == nil {
+		return
+	}
+	if p.Durability != "" {
+		c.Durability = config.Durability(p.Durability)
+	}
+	c.ContactRetention = duration(p.ContactRetention)
+	if p.DeliveryMaxAttempts != nil {
+		c.Delivery.MaxAttempts = int(*p.DeliveryMaxAttempts)
+	}
+	c.Delivery.MaxAge = duration(p.DeliveryMaxAge)
+	if r := p.WebhookSigningSecretRef; r != nil && c.Delivery.Webhook != nil {
+		c.Delivery.Webhook.SecretFile = SecretPath(r.Name, r.Key)
+	}
 }
 
 func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,15 +25,17 @@ const (
 	redisSecretDir = "/etc/redis-secret"
 )
 
-// redisConf is the managed Redis's configuration: append-only persistence fsynced every second, no
-// eviction (a full store refuses writes instead of dropping waitlist entries), and the password from the
-// mounted Secret.
+// redisConf is the managed Redis's configuration: append-only persistence fsynced before Redis answers
+// a write (appendfsync always: one fsync per event-loop turn covers the writes of every client together,
+// group commit), which is what the forms service's "machine" durability — the managed Redis's default —
+// promises; no eviction (a full store refuses writes instead of dropping waitlist entries); and the
+// password from the mounted Secret.
 var redisConf = fmt.Sprintf(`# Rendered by the formsservice operator.
 port %d
 bind * -::*
 dir /data
 appendonly yes
-appendfsync everysec
+appendfsync always
 maxmemory-policy noeviction
 include %s/%s
 `, RedisPort, redisSecretDir, RedisRequirePassKey)
@@ -41,8 +45,43 @@ func RedisConfigMap(fs *v1alpha1.FormsService) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(fs, NamesOf(fs).RedisConfigMap, Redis),
-		Data:       map[string]string{"redis.conf": redisConf},
+		Data:       map[string]string{"redis.conf": redisConfFor(fs)},
 	}
+}
+
+// redisConfFor is redisConf with maxmemory derived from the container's memory limit: three quarters of
+// it, leaving the rest for client buffers, replication and the copy-on-write of an append-only file
+// rewrite. A full Redis then refuses writes (the services answer 502, visibly, and the
+// FormsServiceStoreErrors alert fires) instead of being OOM-killed by the kernel.
+func redisConfFor(fs *v1alpha1.FormsService) string {
+	limit, ok := redisResources(fs).Limits[corev1.ResourceMemory]
+	if !ok || limit.Value() <= 0 {
+		return redisConf
+	}
+	return redisConf + fmt.Sprintf("maxmemory %d\n", limit.Value()/4*3)
+}
+
+// redisResources are the managed Redis container's resources: the spec's, or the defaults.
+func redisResources(fs *v1alpha1.FormsService) corev1.ResourceRequirements {
+	if m := fs.Spec.Redis.Managed; m != nil && m.Resources != nil {
+		return *m.Resources
+	}
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("50m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
+// RedisConfigHashAnnotation on the Redis pod template carries a digest of redis.conf: Redis reads it
+// only at start-up, so a changed configuration rolls the pod.
+const RedisConfigHashAnnotation = "platform.formsservice.io/redis-config-hash"
+
+func redisConfHash(fs *v1alpha1.FormsService) string {
+	sum := sha256.Sum256([]byte(redisConfFor(fs)))
+	return hex.EncodeToString(sum[:8])
 }
 
 // RedisService is the managed Redis's ClusterIP Service (and the StatefulSet's governing Service).
@@ -76,16 +115,7 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1.StatefulSet 
 	if m.StorageSize != nil {
 		size = *m.StorageSize
 	}
-	resources := corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("50m"),
-			corev1.ResourceMemory: resource.MustParse("64Mi"),
-		},
-		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
-	}
-	if m.Resources != nil {
-		resources = *m.Resources
-	}
+	resources := redisResources(fs)
 	n := NamesOf(fs)
 	exec := func(period, failures int32, script string) *corev1.Probe {
 		return &corev1.Probe{
@@ -131,7 +161,7 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1.StatefulSet 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      Labels(fs, Redis),
-					Annotations: map[string]string{RestartHashAnnotation: in.SecretDigests[n.RedisPassword]},
+					Annotations: map[string]string{RestartHashAnnotation: in.SecretDigests[n.RedisPassword], RedisConfigHashAnnotation: redisConfHash(fs)},
 				},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{container},

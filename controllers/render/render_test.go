@@ -64,6 +64,9 @@ func TestServiceConfig(t *testing.T) {
 		{"sentinel redis", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"s:26379"}, Mode: v1alpha1.RedisSentinel, MasterName: "mymaster"}
 		}, in, Forms, func(t *testing.T, c *config.Config) {
+			if c.Forms.Durability != "" {
+				t.Errorf("durability %q for a Redis the operator does not run, want the service's default", c.Forms.Durability)
+			}
 			if c.Redis.MasterName != "mymaster" || c.Redis.Cluster {
 				t.Errorf("redis = %+v", c.Redis)
 			}
@@ -76,6 +79,9 @@ func TestServiceConfig(t *testing.T) {
 				Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example/x"},
 			}
 		}, in, Forms, func(t *testing.T, c *config.Config) {
+			if c.Forms.Durability != config.DurabilityMachine {
+				t.Errorf("durability %q with the managed Redis, want machine", c.Forms.Durability)
+			}
 			if c.Forms.RateLimit() != 0 {
 				t.Errorf("rate limit %d, want 0 (off)", c.Forms.RateLimit())
 			}
@@ -88,6 +94,23 @@ func TestServiceConfig(t *testing.T) {
 			}
 			if len(c.Auth.Clients) != 0 || c.Auth.SigningKeyFile != "" {
 				t.Errorf("forms got the auth section: %+v", c.Auth)
+			}
+		}},
+		{"forms gets the data policy: durability, retention, delivery limits, webhook signing secret", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example/x"}}
+			fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{
+				Durability: "primary", ContactRetention: &metav1.Duration{Duration: 90 * 24 * time.Hour},
+				DeliveryMaxAttempts: ptr.To[int32](5), DeliveryMaxAge: &metav1.Duration{Duration: 6 * time.Hour},
+				WebhookSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"},
+			}
+		}, in, Forms, func(t *testing.T, c *config.Config) {
+			f := c.Forms
+			if f.Durability != config.DurabilityPrimary || f.ContactRetention.D() != 90*24*time.Hour ||
+				f.Delivery.MaxAttempts != 5 || f.Delivery.MaxAge.D() != 6*time.Hour {
+				t.Errorf("forms = %+v", f)
+			}
+			if f.Delivery.Webhook == nil || f.Delivery.Webhook.SecretFile != SecretsDir+"/hook/secret" {
+				t.Errorf("webhook = %+v", f.Delivery.Webhook)
 			}
 		}},
 		{"auth gets clients, keys and lifetimes", func(fs *v1alpha1.FormsService) {
@@ -353,7 +376,7 @@ func TestRedis(t *testing.T) {
 		s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
 		t.Errorf("overrides: %+v", s.Spec)
 	}
-	for _, want := range []string{"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
+	for _, want := range []string{"appendonly yes", "appendfsync always", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
 		if !strings.Contains(RedisConfigMap(fs).Data["redis.conf"], want) {
 			t.Errorf("redis.conf lacks %q", want)
 		}
@@ -362,6 +385,29 @@ func TestRedis(t *testing.T) {
 		if e.Value != "" {
 			t.Errorf("a literal value in the Redis environment: %s", e.Name)
 		}
+	}
+}
+
+func TestRedis_MaxmemoryFromTheMemoryLimit_AndAConfigChangeRollsThePod(t *testing.T) {
+	fs := base()
+	in := Inputs{}
+	conf := RedisConfigMap(fs).Data["redis.conf"]
+	if !strings.Contains(conf, "maxmemory 402653184\n") { // 3/4 of the default 512Mi
+		t.Fatalf("redis.conf without maxmemory from the default limit:\n%s", conf)
+	}
+	before := RedisStatefulSet(fs, in).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Resources: &corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}
+	if conf := RedisConfigMap(fs).Data["redis.conf"]; !strings.Contains(conf, "maxmemory 805306368\n") {
+		t.Fatalf("redis.conf for a 1Gi limit:\n%s", conf)
+	}
+	after := RedisStatefulSet(fs, in).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	if before == "" || before == after {
+		t.Fatalf("config hash %q -> %q: a changed redis.conf must roll the Redis pod", before, after)
+	}
+	fs.Spec.Redis.Managed.Resources = &corev1.ResourceRequirements{} // no limit: Redis may use what the node has
+	if conf := RedisConfigMap(fs).Data["redis.conf"]; strings.Contains(conf, "\nmaxmemory ") {
+		t.Fatalf("maxmemory without a limit:\n%s", conf)
 	}
 }
 

@@ -45,6 +45,13 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.webhook.urlSecretRef", Components: []string{Forms},
 			Check: checkWebhookURL})
 	}
+	if p := fs.Spec.Forms.DataPolicy; p != nil && p.WebhookSigningSecretRef != nil {
+		if d := fs.Spec.Forms.Delivery; d != nil && d.Webhook != nil {
+			r := p.WebhookSigningSecretRef
+			refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.dataPolicy.webhookSigningSecretRef", Components: []string{Forms},
+				Check: checkWebhookSecret})
+		}
+	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {
 			refs = append(refs, SecretRef{Secret: c.SecretRef.Name, Key: c.SecretRef.Key, Field: "spec.oauthClients[" + c.ClientID + "].secretRef", Components: []string{Auth}})
@@ -108,6 +115,11 @@ func secretMounts(fs *v1alpha1.FormsService, component string) []secretMount {
 func secretVolumeName(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return "secret-" + hex.EncodeToString(sum[:6])
+}
+
+// checkWebhookSecret is the forms service's start-up check of a webhook signing secret file (trimmed).
+func checkWebhookSecret(value []byte) error {
+	return config.CheckWebhookSecret(strings.TrimSpace(string(value)))
 }
 
 // checkWebhookURL is the forms service's start-up check of a webhook URL file (trimmed, http or https).

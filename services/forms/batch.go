@@ -2,6 +2,7 @@ package forms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type batcher struct {
 	// loaded says the scripts are known to be in the store's script cache (runAndWait cannot fall back
 	// from EVALSHA to EVAL inside its pipeline without waiting twice).
 	loaded atomic.Bool
+	fsync  fsyncProbe
 }
 
 const (
@@ -194,9 +196,12 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 	}
 	stored := pipe.EvalSha(ctx, b.script.Hash(), keys, args...)
 	var wait *redis.Cmd
-	if level == config.DurabilityMachine {
+	switch {
+	case level == config.DurabilityMachine && b.fsync.always(ctx, c):
+		// The primary fsyncs before it answers (appendfsync always): the script's answer is the proof.
+	case level == config.DurabilityMachine:
 		wait = pipe.Do(ctx, "waitaof", 1, 0, waitMS)
-	} else {
+	default:
 		wait = pipe.Do(ctx, "wait", 1, waitMS)
 	}
 	if len(settle) > 0 {
@@ -211,10 +216,60 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 		return nil, false, err
 	}
 	b.loaded.Store(true)
+	if wait == nil {
+		return res, true, nil
+	}
 	if err := wait.Err(); err != nil {
+		b.fsync.forget() // the store may have changed (restarted with another configuration)
 		return nil, false, fmt.Errorf("durability %s: %w", level, err)
 	}
 	return res, acknowledged(level, wait), nil
+}
+
+// fsyncProbe remembers, for a minute, whether the primary runs appendfsync always: it then fsyncs the
+// append-only file before it answers any write, once per event-loop turn for every client's writes
+// together (group commit), so the machine level needs no WAITAOF — which Redis before 7.2 lacks, and
+// which with appendfsync everysec waits for the next once-a-second fsync.
+type fsyncProbe struct {
+	mu     sync.Mutex
+	asked  time.Time
+	answer bool
+}
+
+const fsyncProbeEvery = time.Minute
+
+func (p *fsyncProbe) always(ctx context.Context, c *redis.Client) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.asked.IsZero() && time.Since(p.asked) < fsyncProbeEvery {
+		return p.answer
+	}
+	always, err := appendfsyncAlways(ctx, c)
+	if err == nil { // a store that did not answer (restarting) is asked again on the next call
+		p.answer, p.asked = always, time.Now()
+	}
+	return always
+}
+
+func (p *fsyncProbe) forget() {
+	p.mu.Lock()
+	p.asked = time.Time{}
+	p.mu.Unlock()
+}
+
+// appendfsyncAlways asks the store whether it has the append-only file on with appendfsync always. A
+// store that refuses to say (CONFIG disabled, as on some managed services) is taken to not; err is set
+// only when the store did not answer at all.
+func appendfsyncAlways(ctx context.Context, c *redis.Client) (bool, error) {
+	cfg, err := c.ConfigGet(ctx, "append*").Result()
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return false, nil // an answer: "not allowed"
+	}
+	if err != nil {
+		return false, err
+	}
+	return cfg["appendonly"] == "yes" && cfg["appendfsync"] == "always", nil
 }
 
 // acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).
@@ -242,8 +297,16 @@ func primaryFor(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 
 // stronger is the stricter of two durability levels.
 func stronger(a, b config.Durability) config.Durability {
-	rank := map[config.Durability]int{config.DurabilityProcess: 0, config.DurabilityMachine: 1, config.DurabilityPrimary: 2}
-	if rank[b] > rank[a] {
+	rank := func(l config.Durability) int {
+		switch l {
+		case config.DurabilityPrimary:
+			return 2
+		case config.DurabilityMachine:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
 		return b
 	}
 	return a

@@ -114,8 +114,8 @@ func New(o Options) (*Service, error) {
 func (s *Service) Name() string { return "forms" }
 
 // Ready reports whether the store answers, and can keep the durability promise configured: at
-// "machine" it must fsync on demand (WAITAOF, Redis 7.2 or later, with appendonly yes), or every
-// submission would be answered 502.
+// "machine" it must fsync before answering (appendfsync always) or on demand (WAITAOF, Redis 7.2 or
+// later, appendonly yes), or every submission would be answered 502.
 func (s *Service) Ready(ctx context.Context) error {
 	if err := redisclient.Ping(ctx, s.rdb); err != nil {
 		return err
@@ -127,8 +127,11 @@ func (s *Service) Ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if always, err := appendfsyncAlways(ctx, c); err != nil || always {
+		return err
+	}
 	if err := c.Do(ctx, "waitaof", 1, 0, 1).Err(); err != nil {
-		return fmt.Errorf("forms.durability machine needs WAITAOF (Redis 7.2 or later, appendonly yes): %w", err)
+		return fmt.Errorf("forms.durability machine needs a store with appendonly yes and either appendfsync always or WAITAOF (Redis 7.2 or later): %w", err)
 	}
 	return nil
 }

@@ -55,8 +55,8 @@ const (
 // The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
 // decided in turn and atomically: the rate limit, then the idempotency record, the uniqueness check and the
 // durable record. They answer one integer per submission: 1 stored, 2 duplicate, 3 replayed, 4 an
-// Idempotency-Key reused with another message, or minus the milliseconds left in the client's rate-limit
-// window.
+// Idempotency-Key reused with another message, 5 an Idempotency-Key whose first request still waits for
+// its durability, or minus the milliseconds left in the client's rate-limit window.
 //
 // A script call is idempotent: it carries a run key (KEYS[1], unique per call) under which its
 // first run leaves its answer for runLifetime, and a second run of the same call answers that instead of

@@ -35,10 +35,34 @@ type timedAnswer struct {
 // (201, or 502 only between the kill and the replica's promotion), never 500, never hang, and be back
 // to 201 without a restart.
 func TestCluster_MasterKilledUnderLoad_502OnlyWithoutMaster_ThenRecovers(t *testing.T) {
+	lost := clusterFailover(t, false)
+	// Redis replicates asynchronously: at the default durability a write acknowledged by the old master
+	// in its last moment may not have reached the replica. Such losses are counted (they are Redis's,
+	// documented in docs/security.md); durability primary removes them (the next test).
+	t.Logf("acknowledged writes missing after failover (asynchronous replication): %d", lost)
+}
+
+// TestCluster_MasterKilledUnderLoad_PrimaryDurability_NoAcknowledgedWriteLost is the same failover with
+// forms.durability primary: every 201 waited for a replica's WAIT acknowledgement, so none of them is
+// missing on the promoted replica. The killed master comes back as the new master's replica; until it
+// has synced, the slot's writes cannot be acknowledged and answer 502.
+func TestCluster_MasterKilledUnderLoad_PrimaryDurability_NoAcknowledgedWriteLost(t *testing.T) {
+	if lost := clusterFailover(t, true); lost != 0 {
+		t.Fatalf("%d acknowledged writes missing after failover at durability primary, want 0", lost)
+	}
+}
+
+// clusterFailover runs the failover under load and returns how many acknowledged submissions are
+// missing afterwards.
+func clusterFailover(t *testing.T, primary bool) int {
 	const workers = 6
 	cl := testredis.StartCluster(t, 3, 1)
 	waitReplicasInSync(t, cl, 30*time.Second)
-	cfg := formsConfig(redisClusterSection(cl.Addrs()), "")
+	extra := ""
+	if primary {
+		extra = "  durability: primary\n"
+	}
+	cfg := formsConfig(redisClusterSection(cl.Addrs()), extra)
 	forms := startProc(t, "forms", cfg, nil)
 	fc := newFormsClient(forms.Base, workers)
 	defer fc.close()
@@ -74,6 +98,22 @@ func TestCluster_MasterKilledUnderLoad_502OnlyWithoutMaster_ThenRecovers(t *test
 	killedAt := time.Now()
 	victim.Kill()
 	promotedAt := waitPromotion(t, cl, victim, slot, 30*time.Second)
+	writableAt := promotedAt
+	if primary {
+		// The new master has no replica: bring the old one back as its replica.
+		victim.Restart()
+		vc := victim.Client()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			info, err := vc.Info(context.Background(), "replication").Result()
+			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the old master did not come back as a synced replica:\n%s", info)
+			}
+		}
+		writableAt = time.Now()
+	}
 	time.Sleep(reconnectSlack + 1500*time.Millisecond) // load on the new master
 	stop.Store(true)
 	wg.Wait()
@@ -96,9 +136,10 @@ func TestCluster_MasterKilledUnderLoad_502OnlyWithoutMaster_ThenRecovers(t *test
 			if end.After(lastFailure) {
 				lastFailure = end
 			}
-			if end.Before(killedAt) || a.started.After(promotedAt.Add(reconnectSlack)) {
-				t.Errorf("%s got 502 at %s, outside the window without a master (kill at 0, promotion at %s)",
-					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond))
+			if end.Before(killedAt) || a.started.After(writableAt.Add(reconnectSlack)) {
+				t.Errorf("%s got 502 at %s, outside the window without a master (kill at 0, promotion at %s, writable at %s)",
+					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
+					writableAt.Sub(killedAt).Round(time.Millisecond))
 			}
 		default:
 			t.Errorf("%s: status %d %s (want 201 or 502)", a.kind, a.ans.status, a.ans.body)
@@ -109,8 +150,7 @@ func TestCluster_MasterKilledUnderLoad_502OnlyWithoutMaster_ThenRecovers(t *test
 		t.Errorf("after the failover: %d %s", a.status, a.body)
 	}
 
-	// Redis replicates asynchronously: a write acknowledged by the old master in its last moment may not
-	// have reached the replica. Count such losses (they are Redis's, documented in docs/security.md).
+	// Acknowledged submissions missing after the failover.
 	waitlist := countBy(exported(t, "waitlist", cfg), "email")
 	contact := countBy(exported(t, "contact", cfg), "message")
 	lost := 0
@@ -124,14 +164,14 @@ func TestCluster_MasterKilledUnderLoad_502OnlyWithoutMaster_ThenRecovers(t *test
 	}
 	t.Logf("%d submissions by %d workers; master %s SIGKILLed, replica promoted after %s; last 502 at %s after the kill",
 		len(answers), workers, victim.Addr(), promotedAt.Sub(killedAt).Round(time.Millisecond), lastFailure.Sub(killedAt).Round(time.Millisecond))
-	t.Logf("answers: %s; slowest %s; acknowledged writes missing after failover (asynchronous replication): %d",
-		sortedCounts(counts), slowest.Round(time.Millisecond), lost)
+	t.Logf("answers: %s; slowest %s", sortedCounts(counts), slowest.Round(time.Millisecond))
 	if counts["waitlist 201"] < 50 {
 		t.Errorf("too little load got through: %v", counts)
 	}
 	if counts["waitlist 502"] == 0 {
 		t.Error("no waitlist submission failed while its slot had no master: the kill did not hit the load")
 	}
+	return lost
 }
 
 // masterOf finds the node serving key's slot.

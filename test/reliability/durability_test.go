@@ -36,8 +36,10 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 		workers = 8
 		kills   = 3
 	)
+	// The managed Redis's production settings: appendfsync always, and the forms service at durability
+	// machine (it checks the setting and answers only after the fsync).
 	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
-	cfg := formsConfig(redisURLSection(rs.URL()), "")
+	cfg := formsConfig(redisURLSection(rs.URL()), "  durability: machine\n")
 	forms := startProc(t, "forms", cfg, nil)
 	fc := newFormsClient(forms.Base, workers)
 	defer fc.close()

@@ -3,7 +3,6 @@ package notify
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Webhook posts each message as JSON: "text" in Slack's mrkdwn (so a Slack, Mattermost or Rocket.Chat
@@ -56,12 +57,10 @@ func (w *Webhook) WithSecret(secret string) (*Webhook, error) {
 
 // NewWebhookSigner checks a Standard Webhooks secret and returns its signer.
 func NewWebhookSigner(secret string) (*standardwebhooks.Webhook, error) {
-	key := strings.TrimPrefix(secret, "whsec_")
-	raw, err := base64.StdEncoding.DecodeString(key)
-	if err != nil || len(raw) < 24 || len(raw) > 64 {
-		return nil, errors.New(`the webhook secret must be "whsec_" and the base64 of 24 to 64 random bytes`)
+	if err := config.CheckWebhookSecret(secret); err != nil {
+		return nil, err
 	}
-	return standardwebhooks.NewWebhookRaw(raw)
+	return standardwebhooks.NewWebhook(secret)
 }
 
 // redactURL keeps the scheme and host of a webhook address. The path of a Slack (or Mattermost, …)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -192,6 +193,16 @@ func CheckWebhookURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("must be an http(s) URL such as https://hooks.slack.com/services/…")
+	}
+	return nil
+}
+
+// CheckWebhookSecret reports whether s is a Standard Webhooks signing secret: "whsec_" (optional) and
+// the base64 of 24 to 64 bytes. The error does not repeat s.
+func CheckWebhookSecret(s string) error {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+	if err != nil || len(raw) < 24 || len(raw) > 64 {
+		return errors.New(`the webhook secret must be "whsec_" and the base64 of 24 to 64 random bytes`)
 	}
 	return nil
 }

@@ -36,6 +36,10 @@ func TestForms_Validate(t *testing.T) {
 		"forms: {delivery: {webhook: {url: 'ftp://x'}}}":                                    "webhook",
 		"forms: {delivery: {webhook: {url: '/relative'}}}":                                  "webhook",
 		"forms: {delivery: {webhook: {url: 'https://h/x'}, timeout: 10s, retryAfter: 15s}}": "retryAfter",
+		"forms: {durability: disk}":                                                         "forms.durability",
+		"forms: {delivery: {maxAttempts: -1}}":                                              "maxAttempts",
+		"forms: {delivery: {maxAge: -1h}}":                                                  "durations must not be negative",
+		"forms: {delivery: {webhook: {url: 'https://h/x', secretFile: ' /s'}}}":             "secretFile",
 	}
 	for doc, want := range cases {
 		c, err := Parse([]byte(doc))
