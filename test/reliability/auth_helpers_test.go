@@ -65,9 +65,10 @@ redis:
       postLogoutRedirectURIs: [%s/bye]
 `, issuer, origin, redisSection, keyFile, authClientID, app, app)
 	cfgFile := writeTemp(t, "users.yaml", cfg)
+	bin := formsservice(t) // built before the command's time starts: a cold build takes longer than the command may
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, formsservice(t), "users", "create", "-email", authEmail, "-name", "Ada Lovelace", "-config", cfgFile)
+	cmd := exec.CommandContext(ctx, bin, "users", "create", "-email", authEmail, "-name", "Ada Lovelace", "-config", cfgFile)
 	cmd.Env = filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG")
 	cmd.Stdin = strings.NewReader(authPassword + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
