@@ -138,11 +138,11 @@ func TestCache_ReusedForCacheFor_SharedByConcurrentRequests(t *testing.T) {
 			t.Fatalf("50 concurrent requests ran the check %d times, want 1", n)
 		}
 		// The round started 100ms ago; it is as old as its start.
-		time.Sleep(2*time.Second - 100*time.Millisecond - time.Nanosecond)
+		time.Sleep(2*time.Second - 100*time.Millisecond - time.Nanosecond) // fake time: the bubble's clock
 		if svc.current() != snaps[0] || forms.calls.Load() != 1 {
 			t.Fatal("a round younger than cacheFor was not reused")
 		}
-		time.Sleep(time.Nanosecond)
+		time.Sleep(time.Nanosecond) // fake time: exactly cacheFor now
 		if svc.current() == snaps[0] || forms.calls.Load() != 2 {
 			t.Fatal("a round as old as cacheFor was reused")
 		}
