@@ -368,7 +368,7 @@ func startSlowloris(t *testing.T, addr string) *slowloris {
 				case a := <-answered:
 					s.record(i, a, time.Since(start))
 					return
-				case <-time.After(300 * time.Millisecond):
+				case <-time.After(300 * time.Millisecond): // the slow client's pace: the behaviour under test
 				}
 				if _, err := conn.Write([]byte{b}); err != nil {
 					s.record(i, <-answered, time.Since(start))
