@@ -113,7 +113,7 @@ func TestHealth_RedisStalled_FailsAtTheTimeout(t *testing.T) {
 	if r.Code != 503 || c["status"] != "fail" || c["output"] != "no answer within 700ms" {
 		t.Fatalf("stalled store: got %d %s, want 503 fail \"no answer within 700ms\"", r.Code, r.Raw)
 	}
-	if r.Took > 700*time.Millisecond+2*time.Second {
+	if r.Took > 700*time.Millisecond+loadSlack {
 		t.Errorf("GET /health took %s with a 700ms timeout", r.Took)
 	}
 	srv.waitFor(t, 10*time.Second, "recovery to pass once the sleep ends", func(r reply) bool { return r.Code == 200 && r.Body.Status == Pass })
@@ -181,7 +181,7 @@ func TestHealth_DependencyAcceptsAndNeverAnswers_AnswersWithinBound(t *testing.T
 	if r.status(t, "redis:responseTime") != Pass || r.status(t, "auth:readiness") != Pass {
 		t.Errorf("other checks: %s", r.Raw)
 	}
-	if r.Took > timeout+300*time.Millisecond {
+	if r.Took > timeout+loadSlack {
 		t.Errorf("GET /health took %s with a %s timeout", r.Took, timeout)
 	}
 
@@ -191,7 +191,7 @@ func TestHealth_DependencyAcceptsAndNeverAnswers_AnswersWithinBound(t *testing.T
 	if r.Code != 503 || r.check(t, "redis:responseTime")["output"] != "no answer within 500ms" {
 		t.Fatalf("paused store: got %d %s", r.Code, r.Raw)
 	}
-	if r.Took > timeout+300*time.Millisecond {
+	if r.Took > timeout+loadSlack {
 		t.Errorf("GET /health took %s with a %s timeout and a paused store", r.Took, timeout)
 	}
 }
@@ -204,7 +204,9 @@ func TestHealth_PerCheckLimits_OverrideTheSection(t *testing.T) {
 		Checks:  map[string]config.CheckLimits{"forms:readiness": {WarnAfter: ms(50 * time.Millisecond), Timeout: ms(200 * time.Millisecond)}}}},
 		Options{})
 	r := getHealth(t, srv.URL)
-	if r.check(t, "forms:readiness")["output"] != "no answer within 200ms" || r.Took > time.Second {
+	// The output names the timeout that applied; the time alone could not tell 200ms from 2s on a loaded
+	// machine.
+	if r.check(t, "forms:readiness")["output"] != "no answer within 200ms" {
 		t.Fatalf("got %s after %s, want forms failing at its own 200ms timeout", r.Raw, r.Took)
 	}
 }

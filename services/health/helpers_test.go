@@ -289,5 +289,10 @@ func pingCalls(t testing.TB, r *testredis.Server) int {
 
 func ms(d time.Duration) config.Duration { return config.Duration(d) }
 
+// loadSlack is what a loaded machine (two shared cores, the race detector) may add to a request's time.
+// An upper bound of timeout+loadSlack still tells an answer bounded by the timeout from one that waits
+// for a dependency that never answers (that one waits for the client's 30 s).
+const loadSlack = 2 * time.Second
+
 // roomyWarnAfter is startHealth's warn threshold for tests that set none.
 const roomyWarnAfter = time.Second
