@@ -82,8 +82,9 @@ type Server struct {
 	sock     string // with Options.Unix
 	dir      string
 	opts     Options
-	conf     string // a configuration file, first argument (Sentinel mode)
-	sentinel string // its content, written afresh before each start (Sentinel rewrites it)
+	conf     string   // a configuration file, first argument (Sentinel mode)
+	sentinel string   // its content, written afresh before each start (Sentinel rewrites it)
+	ready    []string // log lines that say the server accepts connections
 	cmd      *exec.Cmd
 	done     chan struct{}
 	log      *logWatch
@@ -106,8 +107,17 @@ func Start(tb testing.TB, opts ...Options) *Server {
 	s := &Server{tb: tb, bin: Binary(tb), dir: tb.TempDir(), opts: o}
 	if o.Unix {
 		s.sock = filepath.Join(s.dir, "redis.sock")
+		if len(s.sock) > 100 { // a socket path has room for 107 bytes; a long test name takes them
+			dir, err := os.MkdirTemp("", "redis")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { os.RemoveAll(dir) })
+			s.sock = filepath.Join(dir, "redis.sock")
+		}
 	}
-	s.startRetrying("Ready to accept connections", "ready to accept connections at")
+	s.ready = []string{"Ready to accept connections", "ready to accept connections at"}
+	s.startRetrying()
 	return s
 }
 
@@ -123,20 +133,21 @@ func StartSentinel(tb testing.TB, masterName string, master *Server) *Server {
 	s.sentinel = "sentinel monitor " + masterName + " 127.0.0.1 " + strconv.Itoa(master.port) + " 1\n" +
 		// A Sentinel test asks what Sentinel hands out; it must not start failovers on its own.
 		"sentinel down-after-milliseconds " + masterName + " 60000\n"
-	s.startRetrying("+monitor master " + masterName)
+	s.ready = []string{"+monitor master " + masterName}
+	s.startRetrying()
 	return s
 }
 
 // startRetrying starts the server, on another TCP port each time redis-server reports its port (or its
 // cluster bus port, port+10000) taken.
-func (s *Server) startRetrying(ready ...string) {
+func (s *Server) startRetrying() {
 	s.tb.Helper()
 	s.tb.Cleanup(func() { s.Kill() })
 	for attempt := 1; ; attempt++ {
 		if s.sock == "" {
 			s.port = pickPort(s.tb)
 		}
-		err := s.start(ready...)
+		err := s.start()
 		if err == nil {
 			return
 		}
@@ -207,7 +218,7 @@ func (s *Server) args() []string {
 }
 
 // start runs the process and waits until its log has a ready line, or it exits.
-func (s *Server) start(ready ...string) error {
+func (s *Server) start() error {
 	if s.conf != "" {
 		if err := os.WriteFile(s.conf, []byte(s.sentinel), 0o600); err != nil {
 			return err
@@ -220,7 +231,7 @@ func (s *Server) start(ready ...string) error {
 		return err
 	}
 	cmd.Stderr = cmd.Stdout
-	lw := newLogWatch(ready)
+	lw := newLogWatch(s.ready)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -256,7 +267,7 @@ func (s *Server) Log() string { return s.log.String() }
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Kill()
-	if err := s.start("Ready to accept connections", "ready to accept connections at"); err != nil {
+	if err := s.start(); err != nil {
 		s.tb.Fatalf("restart redis-server: %v", err)
 	}
 }

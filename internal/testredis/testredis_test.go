@@ -96,3 +96,28 @@ func TestStartSentinel_AnswersForItsMaster(t *testing.T) {
 		t.Fatalf("master by name: %v %v, want port %d", got, err, master.port)
 	}
 }
+
+// A Sentinel restarted comes back monitoring its master (its ready line is its own, not a server's).
+func TestStartSentinel_Restart(t *testing.T) {
+	master := Start(t)
+	sn := StartSentinel(t, "mymaster", master)
+	sn.Restart()
+	c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr()})
+	defer c.Close()
+	if _, err := c.GetMasterAddrByName(context.Background(), "mymaster").Result(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A test whose name is too long for a socket path in its temporary directory still gets a socket.
+func TestStart_Unix_LongTestName_ShortSocketPath(t *testing.T) {
+	t.Run(strings.Repeat("a-long-subtest-name-", 6), func(t *testing.T) {
+		s := Start(t, Options{Unix: true})
+		if len(s.Addr()) > 100 {
+			t.Fatalf("socket path of %d bytes: %s", len(s.Addr()), s.Addr())
+		}
+		if err := s.Client().Ping(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
