@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +36,7 @@ func eventually(t *testing.T, what string, f func() error) {
 		if err = f(); err == nil {
 			return
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // poll interval of a bounded wait
 	}
 	t.Fatalf("%s: %v", what, err)
 }
@@ -96,17 +99,18 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 	sa := "system:serviceaccount:formsservice-system:" + dep.Spec.Template.Spec.ServiceAccountName
 	asOperator := rest.CopyConfig(cluster.Config)
 	asOperator.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
-	probes, metrics := testproc.Addr(t), testproc.Addr(t)
+	// Both servers bind port 0: the kernel picks free ports, and the test learns them afterwards.
 	args := []string{"--leader-election-namespace=formsservice-system"}
 	for _, a := range ct.Args {
 		switch {
 		case strings.HasPrefix(a, "--health-probe-bind-address"):
-			a = "--health-probe-bind-address=" + probes
+			a = "--health-probe-bind-address=127.0.0.1:0"
 		case strings.HasPrefix(a, "--metrics-bind-address"):
-			a = "--metrics-bind-address=" + metrics
+			a = "--metrics-bind-address=127.0.0.1:0"
 		}
 		args = append(args, a)
 	}
+	listenersBefore := ownListeners(t)
 	logs := &testproc.Buffer{}
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -121,6 +125,7 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 		}
 	}()
 
+	probes, metrics := managerAddrs(t, logs, listenersBefore)
 	for _, p := range []string{"/healthz", "/readyz"} {
 		eventually(t, p, func() error {
 			resp, err := http.Get("http://" + probes + p)
@@ -208,4 +213,74 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 	if err := asOp.List(ctx, &corev1.PodList{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing Pods as the operator: %v, want Forbidden", err)
 	}
+}
+
+// managerAddrs waits until the manager has opened its servers and returns their addresses. The probe
+// server logs the address it listens on ("starting server", name "health probe"); the metrics server logs
+// only the address it was given (port 0) once it listens, so its port is the one other new listening
+// socket of this process.
+func managerAddrs(t *testing.T, logs *testproc.Buffer, before map[string]bool) (probes, metrics string) {
+	t.Helper()
+	eventually(t, "the manager's probe and metrics servers listening", func() error {
+		probes = ""
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var l struct{ Msg, Name, Addr string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "starting server" && l.Name == "health probe" {
+				probes = l.Addr
+			}
+		}
+		if probes == "" || !strings.Contains(logs.String(), "Serving metrics server") {
+			return fmt.Errorf("not yet")
+		}
+		var added []string
+		for a := range ownListeners(t) {
+			if !before[a] && a != probes {
+				added = append(added, a)
+			}
+		}
+		if len(added) != 1 {
+			return fmt.Errorf("new listening sockets besides the probes' %s: %v, want the metrics server's alone", probes, added)
+		}
+		metrics = added[0]
+		return nil
+	})
+	return probes, metrics
+}
+
+// ownListeners lists the IPv4 loopback addresses this process listens on: the kernel's TCP table
+// (/proc/self/net/tcp) joined with this process's descriptors by socket inode.
+func ownListeners(t *testing.T) map[string]bool {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	table, err := os.ReadFile("/proc/self/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
+			continue
+		}
+		ip, port, ok := strings.Cut(f[1], ":")
+		if !ok || ip != "0100007F" { // 127.0.0.1, in the kernel's byte order
+			continue
+		}
+		p, err := strconv.ParseUint(port, 16, 16)
+		if err != nil {
+			continue
+		}
+		out["127.0.0.1:"+strconv.FormatUint(p, 10)] = true
+	}
+	return out
 }

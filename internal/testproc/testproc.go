@@ -6,6 +6,7 @@ package testproc
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -69,7 +70,9 @@ func moduleRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Addr is 127.0.0.1:<a loopback port that was free a moment ago>.
+// Addr is 127.0.0.1:<a loopback port that was free a moment ago>. Another process can take that port
+// before the process under test binds it: prefer "127.0.0.1:0" and WaitListening, which reads the
+// address the process reports.
 func Addr(t testing.TB) string {
 	t.Helper()
 	return "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
@@ -77,11 +80,12 @@ func Addr(t testing.TB) string {
 
 // Process is a running command.
 type Process struct {
-	cmd  *exec.Cmd
-	name string
-	out  *Buffer
-	done chan struct{}
-	err  error
+	cmd       *exec.Cmd
+	name      string
+	out       *Buffer
+	listening chan string // the first address the process logged as "listening"
+	done      chan struct{}
+	err       error
 }
 
 // Start runs exe with args, with the test's environment plus env, until the test ends.
@@ -101,8 +105,9 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 		name += " " + cmd.Args[1]
 	}
 	// A chatty process keeps its last few MB.
-	p := &Process{cmd: cmd, name: name, out: &Buffer{Max: 4 << 20}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
+	p := &Process{cmd: cmd, name: name, out: &Buffer{Max: 4 << 20}, listening: make(chan string, 1), done: make(chan struct{})}
+	w := &listenWatch{out: p.out, found: p.listening}
+	cmd.Stdout, cmd.Stderr = w, w // one writer: exec calls it from one goroutine at a time
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +119,24 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 		}
 	})
 	return p
+}
+
+// WaitListening waits until the process logs the address it listens on, as the services do once their
+// listener is open (a JSON log line {"msg":"listening","addr":"127.0.0.1:41234"}), and returns it. Start
+// a service with -addr 127.0.0.1:0: the kernel picks a free port and the process reports it, so no port
+// is guessed. Fails with the process's output when it exits first or the time runs out.
+func (p *Process) WaitListening(t testing.TB, within time.Duration) string {
+	t.Helper()
+	select {
+	case addr := <-p.listening:
+		p.listening <- addr // for a later call
+		return addr
+	case <-p.done:
+		t.Fatalf("%s exited (%v) before it reported a listening address\n%s", p.name, p.err, tail(p.Output(), 4000))
+	case <-time.After(within):
+		t.Fatalf("%s reported no listening address within %s\n%s", p.name, within, tail(p.Output(), 4000))
+	}
+	return ""
 }
 
 // WaitReady polls url (a /readyz) until it answers 200, failing the test with the process's output
@@ -137,7 +160,7 @@ func (p *Process) WaitReady(t testing.TB, url string, within time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %s not 200 within %s (%v)\n%s", p.name, url, within, err, tail(p.Output(), 4000))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
 	}
 }
 
@@ -211,6 +234,40 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// listenWatch passes a process's output on to out and picks the first "listening" line out of it.
+type listenWatch struct {
+	out     *Buffer
+	found   chan string
+	partial []byte
+	done    bool
+}
+
+func (w *listenWatch) Write(b []byte) (int, error) {
+	n, err := w.out.Write(b)
+	if w.done {
+		return n, err
+	}
+	w.partial = append(w.partial, b...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := w.partial[:i]
+		w.partial = w.partial[i+1:]
+		var l struct{ Msg, Addr string }
+		if bytes.Contains(line, []byte(`"listening"`)) && json.Unmarshal(line, &l) == nil && l.Msg == "listening" && l.Addr != "" {
+			w.found <- l.Addr
+			w.done, w.partial = true, nil
+			break
+		}
+	}
+	if len(w.partial) > 64<<10 { // a line this long is no log line of ours
+		w.partial = nil
+	}
+	return n, err
 }
 
 // tail is the last n bytes of s.

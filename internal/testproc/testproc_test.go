@@ -45,7 +45,7 @@ func TestWaitReady_AProcessThatExitsFailsAtOnceWithItsOutput(t *testing.T) {
 	start := time.Now()
 	msg := fatal(t, func(tb testing.TB) {
 		p := StartCmd(tb, exec.Command("sh", "-c", "echo config is broken >&2; exit 3"))
-		p.WaitReady(tb, "http://"+Addr(t)+"/readyz", 30*time.Second)
+		p.WaitReady(tb, "http://127.0.0.1:0/readyz", 30*time.Second) // never dialled: the process exits first
 	})
 	if !strings.Contains(msg, "exited (exit status 3)") || !strings.Contains(msg, "config is broken") {
 		t.Errorf("failure message %q: want the exit status and the process's output", msg)
@@ -79,5 +79,27 @@ func TestBuffer_KeepsTheLastPartPastItsBound(t *testing.T) {
 	s := b.String()
 	if len(s) > 200 || !strings.HasSuffix(s, "line 49\n") || strings.Contains(s, "line 00") {
 		t.Errorf("bounded buffer holds %d bytes:\n%s", len(s), s)
+	}
+}
+
+// The address comes from the process's own "listening" line, however its output is split into writes.
+func TestWaitListening_ReturnsTheReportedAddress(t *testing.T) {
+	script := `printf '{"level":"INFO","msg":"starting"}\n{"level":"INFO","msg":"liste'; sleep 0.1; ` +
+		`printf 'ning","service":"forms","addr":"127.0.0.1:41234"}\n'; exec sleep 60`
+	p := StartCmd(t, exec.Command("sh", "-c", script))
+	if got := p.WaitListening(t, 10*time.Second); got != "127.0.0.1:41234" {
+		t.Fatalf("got %q", got)
+	}
+	if got := p.WaitListening(t, time.Second); got != "127.0.0.1:41234" {
+		t.Fatalf("second call: %q", got)
+	}
+}
+
+func TestWaitListening_AProcessThatExitsFailsAtOnceWithItsOutput(t *testing.T) {
+	msg := fatal(t, func(tb testing.TB) {
+		StartCmd(tb, exec.Command("sh", "-c", `echo '{"msg":"listen: address already in use"}' >&2; exit 1`)).WaitListening(tb, time.Minute)
+	})
+	if !strings.Contains(msg, "exited") || !strings.Contains(msg, "address already in use") {
+		t.Errorf("failure message %q", msg)
 	}
 }

@@ -68,7 +68,7 @@ func (c *Cluster) waitReplicasOnline(want int, within time.Duration) {
 		if time.Now().After(deadline) {
 			c.tb.Fatalf("only %d of %d cluster replicas synced within %s", online, want, within)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
 	}
 }
 
@@ -116,6 +116,6 @@ func (c *Cluster) WaitOK(within time.Duration) {
 		if time.Now().After(deadline) {
 			c.tb.Fatalf("redis cluster not ok within %s", within)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
 	}
 }

@@ -31,7 +31,7 @@ func TestStartCluster_MasterKilledAtOnce_ReplicaTakesOver(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no replica took over within 20s")
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
 	}
 	c.WaitOK(20 * time.Second)
 	if err := c.Client().Set(context.Background(), "after-failover", "1", 0).Err(); err != nil {

@@ -3,16 +3,21 @@
 package testredis
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,22 +64,40 @@ func isExec(p string) bool {
 type Options struct {
 	// AppendOnly turns on the append-only file with appendfsync always (durability tests).
 	AppendOnly bool
+	// Unix serves on a Unix socket in the test's directory and on no TCP port at all: Addr is the
+	// socket's path (go-redis dials a path starting with "/" over the unix network) and URL a unix://
+	// URL. No port can be taken by anyone else, not even across a Restart. Prefer it wherever nothing
+	// needs TCP; a Cluster, a Sentinel's master and the operator's rendered host:port addresses do.
+	Unix bool
 	// Args are extra redis-server arguments.
 	Args []string
 }
 
-// Server is one redis-server process on a loopback port, stopped when the test ends.
+// Server is one redis-server process, on a loopback TCP port or a Unix socket, stopped when the test
+// ends.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	port int
-	dir  string
-	opts Options
-	cmd  *exec.Cmd
-	done chan struct{}
+	tb       testing.TB
+	bin      string
+	port     int    // TCP; 0 with Options.Unix
+	sock     string // with Options.Unix
+	dir      string
+	opts     Options
+	conf     string   // a configuration file, first argument (Sentinel mode)
+	sentinel string   // its content, written afresh before each start (Sentinel rewrites it)
+	ready    []string // log lines that say the server accepts connections
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      *logWatch
 }
 
-// Start runs a redis-server on a free loopback port and waits until it answers PING.
+// Start runs a redis-server and returns once the server itself has said it accepts connections, and a
+// PING on its address has been answered.
+//
+// redis-server cannot listen on TCP port 0 and report the port it got, so a TCP server takes a port
+// that was free a moment ago (FreePort) and, when another process bound it in between, redis-server's
+// own "Address already in use" ends the attempt and the next one takes another port. Start never pings
+// a port before the process has reported it bound, so it cannot mistake another test's server for its
+// own.
 func Start(tb testing.TB, opts ...Options) *Server {
 	tb.Helper()
 	var o Options
@@ -82,25 +105,86 @@ func Start(tb testing.TB, opts ...Options) *Server {
 		o = opts[0]
 	}
 	s := &Server{tb: tb, bin: Binary(tb), dir: tb.TempDir(), opts: o}
-	for attempt := 0; ; attempt++ {
-		s.port = FreePort(tb)
-		err := s.start()
-		if err == nil {
-			break
-		}
-		if attempt == 4 {
-			tb.Fatalf("redis-server did not start: %v", err)
+	if o.Unix {
+		s.sock = filepath.Join(s.dir, "redis.sock")
+		if len(s.sock) > 100 { // a socket path has room for 107 bytes; a long test name takes them
+			dir, err := os.MkdirTemp("", "redis")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { os.RemoveAll(dir) })
+			s.sock = filepath.Join(dir, "redis.sock")
 		}
 	}
-	tb.Cleanup(func() { s.Kill() })
+	s.ready = []string{"Ready to accept connections", "ready to accept connections at"}
+	s.startRetrying()
 	return s
 }
 
-// Addr is host:port.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+// StartSentinel runs redis-server in Sentinel mode on a loopback TCP port, monitoring master (a
+// TCP server) as masterName with quorum 1, and returns once it has said so.
+func StartSentinel(tb testing.TB, masterName string, master *Server) *Server {
+	tb.Helper()
+	if master.port == 0 {
+		tb.Fatal("testredis: a Sentinel monitors a master on TCP; start the master without Options.Unix")
+	}
+	s := &Server{tb: tb, bin: Binary(tb), dir: tb.TempDir()}
+	s.conf = filepath.Join(s.dir, "sentinel.conf")
+	s.sentinel = "sentinel monitor " + masterName + " 127.0.0.1 " + strconv.Itoa(master.port) + " 1\n" +
+		// A Sentinel test asks what Sentinel hands out; it must not start failovers on its own.
+		"sentinel down-after-milliseconds " + masterName + " 60000\n"
+	s.ready = []string{"+monitor master " + masterName}
+	s.startRetrying()
+	return s
+}
 
-// URL is redis://host:port/0.
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+// startRetrying starts the server, on another TCP port each time redis-server reports its port (or its
+// cluster bus port, port+10000) taken.
+func (s *Server) startRetrying() {
+	s.tb.Helper()
+	s.tb.Cleanup(func() { s.Kill() })
+	for attempt := 1; ; attempt++ {
+		if s.sock == "" {
+			s.port = pickPort(s.tb)
+		}
+		err := s.start()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 20 {
+			s.tb.Fatalf("redis-server did not start (attempt %d): %v", attempt, err)
+		}
+	}
+}
+
+// pickPort is FreePort; a test of the retry replaces it.
+var pickPort = FreePort
+
+// errPortTaken is redis-server's exit because its port was bound by another process.
+var errPortTaken = errors.New("port taken")
+
+// Addr is host:port on TCP, or the socket's path with Options.Unix.
+func (s *Server) Addr() string {
+	if s.sock != "" {
+		return s.sock
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// URL is redis://host:port/0, or unix:///path?db=0 with Options.Unix.
+func (s *Server) URL() string {
+	if s.sock != "" {
+		return "unix://" + s.sock + "?db=0"
+	}
+	return "redis://" + s.Addr() + "/0"
+}
+
+// URLWithPassword is URL with a password in it.
+func (s *Server) URLWithPassword(password string) string {
+	u := s.URL()
+	scheme, rest, _ := strings.Cut(u, "://")
+	return scheme + "://:" + url.QueryEscape(password) + "@" + rest
+}
 
 // Client returns a go-redis client for assertions, closed when the test ends.
 func (s *Server) Client() *redis.Client {
@@ -110,33 +194,76 @@ func (s *Server) Client() *redis.Client {
 }
 
 func (s *Server) args() []string {
-	a := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir, "--save", "",
-		"--logfile", filepath.Join(s.dir, "redis.log")}
-	if s.opts.AppendOnly {
-		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	var a []string
+	if s.conf != "" {
+		a = append(a, s.conf, "--sentinel")
+	}
+	if s.sock != "" {
+		a = append(a, "--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700")
 	} else {
-		a = append(a, "--appendonly", "no")
+		a = append(a, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1")
+	}
+	// The log goes to stdout, where start reads it: readiness and the reason of a failed start come
+	// from the server itself.
+	a = append(a, "--dir", s.dir, "--logfile", "")
+	if s.conf == "" {
+		a = append(a, "--save", "")
+		if s.opts.AppendOnly {
+			a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+		} else {
+			a = append(a, "--appendonly", "no")
+		}
 	}
 	return append(a, s.opts.Args...)
 }
 
+// start runs the process and waits until its log has a ready line, or it exits.
 func (s *Server) start() error {
+	if s.conf != "" {
+		if err := os.WriteFile(s.conf, []byte(s.sentinel), 0o600); err != nil {
+			return err
+		}
+	}
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	lw := newLogWatch(s.ready)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
-	if err := waitPing(s.Addr(), 5*time.Second, s.done); err != nil {
+	s.cmd, s.done, s.log = cmd, make(chan struct{}), lw
+	scanned := make(chan struct{})
+	go func() { lw.scan(stdout); close(scanned) }()
+	go func(done chan struct{}) { <-scanned; _ = cmd.Wait(); close(done) }(s.done)
+
+	select {
+	case <-lw.ready:
+	case <-s.done:
+		if lw.contains("Address already in use") {
+			return fmt.Errorf("%w: %s", errPortTaken, tail(lw.String(), 300))
+		}
+		return fmt.Errorf("redis-server exited (%v); log: %s", cmd.ProcessState, tail(lw.String(), 600))
+	case <-time.After(30 * time.Second):
 		s.Kill()
-		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-		return fmt.Errorf("%w; log: %s", err, tail(string(log), 600))
+		return fmt.Errorf("no ready line from redis-server within 30s; log: %s", tail(lw.String(), 600))
+	}
+	if err := waitPing(s.Addr(), 10*time.Second, s.done); err != nil {
+		s.Kill()
+		return fmt.Errorf("%w; log: %s", err, tail(lw.String(), 600))
 	}
 	return nil
 }
 
-// Restart starts the server again on the same port (and the same data directory).
+// Log is what the server wrote to its log so far (the current run's last 64 KiB).
+func (s *Server) Log() string { return s.log.String() }
+
+// Restart starts the server again at the same address (and the same data directory). On TCP the port
+// may have been taken in between by another process: then the test fails with redis-server's reason.
+// Options.Unix cannot meet that.
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Kill()
@@ -144,6 +271,9 @@ func (s *Server) Restart() {
 		s.tb.Fatalf("restart redis-server: %v", err)
 	}
 }
+
+// Done is closed when the current process has exited.
+func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Stop shuts the server down gracefully (SIGTERM) and waits for it to exit.
 func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
@@ -176,8 +306,61 @@ func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
 // Resume continues a paused server.
 func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
+// logWatch keeps the last 64 KiB of a server's log and closes ready at the first line holding one of
+// the ready markers.
+type logWatch struct {
+	markers []string
+	ready   chan struct{}
+
+	mu   sync.Mutex
+	buf  []byte
+	seen bool
+}
+
+func newLogWatch(markers []string) *logWatch {
+	return &logWatch{markers: markers, ready: make(chan struct{})}
+}
+
+func (w *logWatch) scan(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		w.mu.Lock()
+		w.buf = append(w.buf, line...)
+		w.buf = append(w.buf, '\n')
+		if len(w.buf) > 64<<10 {
+			w.buf = append([]byte(nil), w.buf[len(w.buf)-48<<10:]...)
+		}
+		if !w.seen {
+			for _, m := range w.markers {
+				if strings.Contains(line, m) {
+					w.seen = true
+					close(w.ready)
+					break
+				}
+			}
+		}
+		w.mu.Unlock()
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (w *logWatch) String() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
+
+func (w *logWatch) contains(s string) bool { return strings.Contains(w.String(), s) }
+
 // FreePort returns a loopback TCP port that was free a moment ago, and whose port+10000 (a cluster bus)
-// is free too. Both lie below the kernel's ephemeral range when it leaves room: the thousands of
+// is free too. It exists for redis-server, which cannot bind port 0 and report its port: Start retries
+// with another port when redis-server reports the port taken. Anything that can bind port 0 should.
+// Both lie below the kernel's ephemeral range when it leaves room: the thousands of
 // outgoing connections that parallel load tests open take their source ports from that range, and one
 // of them could otherwise take the port between this check and the server's bind.
 func FreePort(tb testing.TB) int {
@@ -227,12 +410,14 @@ func portFree(port int) bool {
 	return true
 }
 
+// waitPing asks a server that has logged that it is ready for a PING: the answer proves the address
+// reaches it. It retries only a failed attempt, within a bounded time.
 func waitPing(addr string, within time.Duration, exited <-chan struct{}) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(within)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
@@ -246,7 +431,7 @@ func waitPing(addr string, within time.Duration, exited <-chan struct{}) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no PING answer from %s within %s: %v", addr, within, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // poll interval of a bounded retry
 	}
 }
 

@@ -27,6 +27,52 @@ type healthServer struct {
 	URL     string
 	svc     *Service
 	metrics *server.Metrics
+	clock   *manualClock
+}
+
+// manualClock is the result cache's clock in these tests: it stands still unless the test moves it, so
+// whether a request reuses the cached round is the test's decision, not the machine's speed.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// expire makes the cached round stale: the next request runs the checks again.
+func (s *healthServer) expire() { s.clock.Advance(24 * time.Hour) }
+
+// fresh is GET /health answered by a new round of checks.
+func (s *healthServer) fresh(t testing.TB) reply {
+	t.Helper()
+	s.expire()
+	return getHealth(t, s.URL)
+}
+
+// waitFor asks for fresh rounds until cond holds, or fails after within.
+func (s *healthServer) waitFor(t testing.TB, within time.Duration, what string, cond func(reply) bool) reply {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := s.fresh(t)
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s; last answer %d %s", what, within, r.Code, r.Raw)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
 }
 
 // startHealth serves a health service built from cfg (defaults applied) and the given options.
@@ -42,6 +88,8 @@ func startHealth(t testing.TB, cfg *config.Config, o Options) *healthServer {
 		t.Fatalf("config: %v", err)
 	}
 	m := server.NewMetrics()
+	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	o.Clock = clock.Now
 	o.Config = config.Static{C: cfg}
 	o.Registerer = m.Registry
 	if o.Logger == nil {
@@ -63,7 +111,7 @@ func startHealth(t testing.TB, cfg *config.Config, o Options) *healthServer {
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return &healthServer{URL: "http://" + ln.Addr().String(), svc: svc, metrics: m}
+	return &healthServer{URL: "http://" + ln.Addr().String(), svc: svc, metrics: m, clock: clock}
 }
 
 // testWriter sends the service's log lines to t.Log, so a failing test shows what the service said.
@@ -74,7 +122,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// redisClient connects to a test server the way the services do (redisclient.New, short timeouts).
+// redisClient connects to a test server the way the services do (platform.NewRedis, short timeouts).
 func redisClient(t testing.TB, url string) redis.UniversalClient {
 	t.Helper()
 	rdb, err := redisclient.New(config.Redis{URL: url, Timeout: config.Duration(time.Second)}, nil)
@@ -138,7 +186,8 @@ func getHealth(t testing.TB, base string) reply {
 	return r
 }
 
-// waitFor polls GET /health until cond holds, or fails after within.
+// waitFor polls GET /health of a health process (its own clock: set a short cacheFor) until cond
+// holds, or fails after within.
 func waitFor(t testing.TB, base string, within time.Duration, what string, cond func(reply) bool) reply {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -150,7 +199,7 @@ func waitFor(t testing.TB, base string, within time.Duration, what string, cond 
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not reached within %s; last answer %d %s", what, within, r.Code, r.Raw)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
 	}
 }
 
@@ -241,6 +290,11 @@ func pingCalls(t testing.TB, r *testredis.Server) int {
 }
 
 func ms(d time.Duration) config.Duration { return config.Duration(d) }
+
+// loadSlack is what a loaded machine (two shared cores, the race detector) may add to a request's time.
+// An upper bound of timeout+loadSlack still tells an answer bounded by the timeout from one that waits
+// for a dependency that never answers (that one waits for the client's 30 s).
+const loadSlack = 2 * time.Second
 
 // roomyWarnAfter is startHealth's warn threshold for tests that set none.
 const roomyWarnAfter = time.Second

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -56,9 +55,9 @@ func gaugesByCheck(t *testing.T, fams map[string]*dto.MetricFamily, name string)
 }
 
 func TestMetrics_CheckStatusAndDuration_FollowTheChecks(t *testing.T) {
-	rs := testredis.Start(t)
+	rs := testredis.Start(t, testredis.Options{Unix: true})
 	forms, auth := startReadyz(t), startReadyz(t)
-	srv := startHealth(t, &config.Config{Health: config.Health{FormsURL: forms.URL, AuthURL: auth.URL, CacheFor: ms(time.Millisecond)}},
+	srv := startHealth(t, &config.Config{Health: config.Health{FormsURL: forms.URL, AuthURL: auth.URL}},
 		Options{Redis: redisClient(t, rs.URL())})
 
 	fams := scrape(t, srv.URL)
@@ -83,7 +82,7 @@ func TestMetrics_CheckStatusAndDuration_FollowTheChecks(t *testing.T) {
 
 	auth.set(http.StatusServiceUnavailable)
 	rs.Stop()
-	time.Sleep(5 * time.Millisecond)
+	srv.expire()
 	fams = scrape(t, srv.URL)
 	status = gaugesByCheck(t, fams, "formsservice_health_check_status")
 	if status["redis:responseTime"] != 0 || status["auth:readiness"] != 0 || status["forms:readiness"] != 1 {

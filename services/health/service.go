@@ -42,6 +42,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// HTTPClient asks the services' /readyz; nil builds one without proxy or redirects.
 	HTTPClient *http.Client
+	// Clock tells the age of the cached round against health.cacheFor; nil is time.Now. Tests move their
+	// own clock past cacheFor instead of waiting for it.
+	Clock func() time.Time
 }
 
 // Service is the health service.
@@ -49,7 +52,8 @@ type Service struct {
 	o      Options
 	log    *slog.Logger
 	client *http.Client
-	fixed  []Check // the store's and the in-process peers' checks; the HTTP ones follow the config
+	now    func() time.Time // the cache's clock
+	fixed  []Check          // the store's and the in-process peers' checks; the HTTP ones follow the config
 
 	group singleflight.Group
 	last  atomic.Pointer[snapshot]
@@ -60,7 +64,7 @@ type Service struct {
 
 // snapshot is one round of checks, with the body encoded once for every request that reuses it.
 type snapshot struct {
-	at     time.Time // when the round started: its results are as old as that
+	at     time.Time // when the round started (on the cache's clock): its results are as old as that
 	code   int
 	body   []byte
 	status Status
@@ -69,7 +73,10 @@ type snapshot struct {
 
 // New builds the service and registers its metrics.
 func New(o Options) (*Service, error) {
-	s := &Service{o: o, log: o.Logger, client: o.HTTPClient, running: map[string]bool{}}
+	s := &Service{o: o, log: o.Logger, client: o.HTTPClient, now: o.Clock, running: map[string]bool{}}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -110,12 +117,12 @@ func (s *Service) handleHealth(c *fiber.Ctx) error {
 // health.cacheFor. Concurrent callers share one round (a scrape storm does one set of checks).
 func (s *Service) current() *snapshot {
 	cfg := s.o.Config.Current().Health
-	if snap := s.last.Load(); snap != nil && time.Since(snap.at) < cfg.CacheFor.D() {
+	if snap := s.last.Load(); snap != nil && s.now().Sub(snap.at) < cfg.CacheFor.D() {
 		return snap
 	}
 	v, _, _ := s.group.Do("round", func() (any, error) {
 		// A caller that arrived just after another round finished takes that round.
-		if snap := s.last.Load(); snap != nil && time.Since(snap.at) < cfg.CacheFor.D() {
+		if snap := s.last.Load(); snap != nil && s.now().Sub(snap.at) < cfg.CacheFor.D() {
 			return snap, nil
 		}
 		snap := s.round(s.o.Config.Current().Health)
@@ -144,7 +151,7 @@ func (s *Service) checks(cfg config.Health) []Check {
 // round runs every check concurrently. Each returns by its own timeout, so the round takes at most the
 // longest timeout however the dependencies behave.
 func (s *Service) round(cfg config.Health) *snapshot {
-	start := time.Now()
+	at := s.now()
 	checks := s.checks(cfg)
 	outs := make([]CheckOut, len(checks))
 	var wg sync.WaitGroup
@@ -170,7 +177,7 @@ func (s *Service) round(cfg config.Health) *snapshot {
 	if resp.Status == Fail {
 		code = http.StatusServiceUnavailable
 	}
-	return &snapshot{at: start, code: code, body: body, status: resp.Status, checks: results}
+	return &snapshot{at: at, code: code, body: body, status: resp.Status, checks: results}
 }
 
 type outcome struct {

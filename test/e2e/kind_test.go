@@ -14,10 +14,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/controllers/render"
-	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/test/contract"
 	"github.com/formsservice/formsservice/test/internal/repo"
 	"github.com/formsservice/formsservice/test/internal/samples"
@@ -116,27 +117,75 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	name := fs.GetName()
 	k.waitReady(t, name, 6*time.Minute)
 
-	// Reach the services through port-forwards: the issuer becomes the forwarded address, and a client
-	// and an origin for this test are added, as a team adds its own app.
-	formsPort, authPort, healthPort := testredis.FreePort(t), testredis.FreePort(t), testredis.FreePort(t)
-	issuer := fmt.Sprintf("http://127.0.0.1:%d", authPort)
+	// Reach the services through port-forwards on ports the kernel picks. The issuer must be known before
+	// the patch that sets it (which rolls the auth pods), so it is a relay the test listens on at once and
+	// that leads to the auth pod's port-forward once that exists. A client and an origin for this test are
+	// added, as a team adds its own app.
+	authRelay := newRelay(t)
+	issuer := "http://" + authRelay.addr
 	callback := signin.NewCallback(t)
 	k.patchForTest(t, name, issuer, callback.RedirectURL)
 	k.waitReady(t, name, 6*time.Minute)
-	k.portForward(t, name, render.Forms, formsPort)
-	k.portForward(t, name, render.Auth, authPort)
-	k.portForward(t, name, render.Health, healthPort)
+	forms := k.portForward(t, name, render.Forms)
+	authRelay.to(k.portForward(t, name, render.Auth))
+	health := k.portForward(t, name, render.Health)
 	waitIssuer(t, issuer, 3*time.Minute) // the mounted ConfigMap reaches the pods within kubelet's sync period
 
 	k.execUsersCreate(t, name)
 
-	t.Run("forms contract", contract.Forms{BaseURL: fmt.Sprintf("http://127.0.0.1:%d", formsPort), Origin: e2eOrigin}.Check)
+	t.Run("forms contract", contract.Forms{BaseURL: "http://" + forms, Origin: e2eOrigin}.Check)
 	t.Run("sign-in with a real browser", func(t *testing.T) {
 		signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password}.Run(t)
 	})
 	t.Run("health", func(t *testing.T) {
-		contract.Health(t, fmt.Sprintf("http://127.0.0.1:%d", healthPort), "redis:responseTime", "forms:readiness", "auth:readiness")
+		contract.Health(t, "http://"+health, "redis:responseTime", "forms:readiness", "auth:readiness")
 	})
+}
+
+// relay is a loopback listener on a port the kernel picked, whose connections are copied to a target
+// set later; a connection before then is closed.
+type relay struct {
+	addr   string
+	target atomic.Pointer[string]
+}
+
+func newRelay(t *testing.T) *relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	r := &relay{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go r.serve(c)
+		}
+	}()
+	return r
+}
+
+func (r *relay) to(target string) { r.target.Store(&target) }
+
+func (r *relay) serve(c net.Conn) {
+	defer c.Close()
+	target := r.target.Load()
+	if target == nil {
+		return
+	}
+	up, err := net.Dial("tcp", *target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done // either side closing ends both
 }
 
 func (k *kind) createNamespace(t *testing.T, name string) {
@@ -177,7 +226,7 @@ func (k *kind) waitReady(t *testing.T, name string, timeout time.Duration) {
 			return
 		}
 		last = fmt.Sprintf("generation %d, observed %d, conditions %+v", u.GetGeneration(), observed, conds)
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // poll interval of a bounded wait
 	}
 	t.Fatalf("FormsService %s not Ready after %s: %s", name, timeout, last)
 }
@@ -204,8 +253,9 @@ func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string) {
 	}
 }
 
-// portForward forwards 127.0.0.1:localPort to the http port of a ready pod of the component.
-func (k *kind) portForward(t *testing.T, name, component string, localPort int) {
+// portForward forwards a loopback port the kernel picks to the http port of a ready pod of the
+// component, and returns its address.
+func (k *kind) portForward(t *testing.T, name, component string) string {
 	t.Helper()
 	ctx := context.Background()
 	pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
@@ -233,7 +283,7 @@ func (k *kind) portForward(t *testing.T, name, component string, localPort int) 
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	stop, ready := make(chan struct{}), make(chan struct{})
 	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"},
-		[]string{fmt.Sprintf("%d:%d", localPort, render.HTTPPort)}, stop, ready, io.Discard, os.Stderr)
+		[]string{fmt.Sprintf("0:%d", render.HTTPPort)}, stop, ready, io.Discard, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +298,11 @@ func (k *kind) portForward(t *testing.T, name, component string, localPort int) 
 	case <-time.After(30 * time.Second):
 		t.Fatalf("port-forward to %s not ready", pod)
 	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) != 1 {
+		t.Fatalf("port-forward to %s: ports %v %v", pod, ports, err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local)
 }
 
 // selector is the component's pod selector, as the operator sets it.
@@ -302,7 +357,7 @@ func waitIssuer(t *testing.T, issuer string, timeout time.Duration) {
 		} else {
 			last = err.Error()
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(3 * time.Second) // poll interval of a bounded wait
 	}
 	u, _ := url.Parse(issuer)
 	t.Fatalf("discovery at %s never announced issuer %s: %s", u.Host, issuer, last)

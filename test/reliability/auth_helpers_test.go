@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/services/auth/keys"
 )
 
@@ -49,8 +48,9 @@ func startAuth(t testing.TB, redisSection string) *authService {
 		t.Fatal(err)
 	}
 	keyFile := writeTemp(t, "signing.pem", string(pemKey))
-	addr := testproc.Addr(t)
-	base := "http://" + addr
+	// The process listens on a port the kernel picks, known only once it runs: the issuer and the client's
+	// redirect URIs are names, not that address (the suite follows no redirect, it reads Location).
+	const issuer, app = "http://auth.localhost", "http://app.localhost"
 	cfg := fmt.Sprintf(`publicURL: %s
 logLevel: warn
 allowedOrigins: ["%s"]
@@ -63,18 +63,19 @@ redis:
     - clientID: %s
       redirectURIs: [%s/cb]
       postLogoutRedirectURIs: [%s/bye]
-`, base, origin, redisSection, keyFile, authClientID, base, base)
+`, issuer, origin, redisSection, keyFile, authClientID, app, app)
 	cfgFile := writeTemp(t, "users.yaml", cfg)
+	bin := formsservice(t) // built before the command's time starts: a cold build takes longer than the command may
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, formsservice(t), "users", "create", "-email", authEmail, "-name", "Ada Lovelace", "-config", cfgFile)
+	cmd := exec.CommandContext(ctx, bin, "users", "create", "-email", authEmail, "-name", "Ada Lovelace", "-config", cfgFile)
 	cmd.Env = filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG")
 	cmd.Stdin = strings.NewReader(authPassword + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("formsservice users create: %v\n%s", err, out)
 	}
-	p := startProcAt(t, "auth", addr, cfg, nil)
-	return &authService{proc: p, redirect: base + "/cb", config: cfg}
+	p := startProc(t, "auth", cfg, nil)
+	return &authService{proc: p, redirect: app + "/cb", config: cfg}
 }
 
 // browser is an HTTP client with a cookie jar that stops at redirects, so each step can be inspected.

@@ -20,7 +20,7 @@ import (
 // revokes what it issued, a reused refresh token revokes its family, a revoked family stays revoked, and
 // a live refresh token keeps working across the restarts.
 func TestAuthFaults_RedisRestartedBetweenSteps_UsedCodeRevokedFamilyWrongVerifierStayRefused(t *testing.T) {
-	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
+	rs := testredis.Start(t, testredis.Options{AppendOnly: true, Unix: true})
 	a := startAuth(t, redisURLSection(rs.URL()))
 	restart := func() {
 		rs.Kill()
@@ -110,7 +110,8 @@ type tokenEvent struct {
 
 // TestAuthFaults_RedisKilledDuringFlows_NoTokenForUsedCodeRevokedFamilyOrWrongVerifier runs sign-ins,
 // exchanges, refresh chains, replays, reuses and wrong verifiers from several clients at once while Redis
-// is SIGKILLed and restarted every 1.5 s, so that deaths land inside requests. Whatever the timing:
+// is SIGKILLed and restarted 4 times, each time once the flows have had tokens since the last restart,
+// and held down until a request has failed on it, so that deaths land inside requests. Whatever the timing:
 // no credential yields tokens twice, a wrong verifier never yields tokens, a family in which a reuse was
 // detected yields nothing afterwards, no answer is a 500, and the service recovers without restart.
 func TestAuthFaults_RedisKilledDuringFlows_NoTokenForUsedCodeRevokedFamilyOrWrongVerifier(t *testing.T) {
@@ -118,7 +119,7 @@ func TestAuthFaults_RedisKilledDuringFlows_NoTokenForUsedCodeRevokedFamilyOrWron
 		workers = 6
 		kills   = 4
 	)
-	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
+	rs := testredis.Start(t, testredis.Options{AppendOnly: true, Unix: true})
 	a := startAuth(t, redisURLSection(rs.URL()))
 
 	var (
@@ -154,7 +155,7 @@ func TestAuthFaults_RedisKilledDuringFlows_NoTokenForUsedCodeRevokedFamilyOrWron
 					} else if se == nil {
 						t.Errorf("sign-in: %v", err)
 					}
-					time.Sleep(50 * time.Millisecond)
+					time.Sleep(50 * time.Millisecond) // a client's pause before it tries again
 					continue
 				}
 				fam := int(families.Add(1))
@@ -185,19 +186,42 @@ func TestAuthFaults_RedisKilledDuringFlows_NoTokenForUsedCodeRevokedFamilyOrWron
 	}
 	// A t.Fatal below (a restart that fails) must not leave the workers logging after the test ended.
 	t.Cleanup(func() { stop.Store(true); wg.Wait() })
-	for range kills {
-		time.Sleep(1500 * time.Millisecond)
+	// issuedSoFar counts token answers 200; failedSoFar the requests Redis's absence failed; reuseSeen
+	// whether a replay or reuse has been refused yet.
+	tally := func() (issuedSoFar, failedSoFar int, reuseSeen bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range events {
+			switch {
+			case ev.ans.status == 200:
+				issuedSoFar++
+			case ev.ans.status == 503:
+				failedSoFar++
+			case ev.reuse && ev.ans.status == 400 && ev.ans.Error == "invalid_grant":
+				reuseSeen = true
+			}
+		}
+		return issuedSoFar, failedSoFar + int(pageErrs.Load()), reuseSeen
+	}
+	for i := range kills {
+		from, _, _ := tally()
+		waitUntil(t, 30*time.Second, fmt.Sprintf("5 tokens issued before kill %d", i+1), func() bool { n, _, _ := tally(); return n >= from+5 })
+		_, failedBefore, _ := tally()
 		rs.Kill()
-		time.Sleep(300 * time.Millisecond)
+		waitUntil(t, 30*time.Second, "a request failed while Redis was dead", func() bool { _, f, _ := tally(); return f > failedBefore })
 		rs.Restart()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	from, _, _ := tally()
+	waitUntil(t, 60*time.Second, "flows recovered after the last restart (10 tokens) and a reuse refused", func() bool {
+		n, _, reused := tally()
+		return n >= from+10 && reused
+	})
 	stop.Store(true)
 	wg.Wait()
 
 	// The service recovered by itself: a whole flow works.
 	var recovered bool
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !recovered; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !recovered; time.Sleep(200 * time.Millisecond) { // a bounded poll
 		v := oauth2.GenerateVerifier()
 		if code, err := a.code(newBrowser(), v); err == nil {
 			recovered = a.exchange(code, v).status == 200

@@ -140,7 +140,7 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 			if e.status != 503 || stop.Load() {
 				return tk, start
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // the client's pause before it tries again
 		}
 	}
 	for w := range workers {
@@ -161,7 +161,7 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 				}
 				record(e)
 				if err != nil {
-					time.Sleep(50 * time.Millisecond)
+					time.Sleep(50 * time.Millisecond) // the client's pause before it tries again
 					continue
 				}
 				tk, issued := present("exchange", "code:"+code, start, func() tokenAnswer { return a.exchange(code, v) })
@@ -205,16 +205,45 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 			mu.Lock()
 			answers = append(answers, h)
 			mu.Unlock()
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // a scraper's interval, shortened
 		}
 	})
 
-	time.Sleep(1500 * time.Millisecond)
+	// A t.Fatal below must not leave the workers running after the test ended.
+	t.Cleanup(func() { stop.Store(true); wg.Wait() })
+	// issuedSince counts exchanges and refreshes that gave tokens, started at from or later.
+	issuedSince := func(from time.Time) (exchanges, refreshes int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range events {
+			if e.status == 200 && !e.started.Before(from) {
+				switch e.kind {
+				case "exchange":
+					exchanges++
+				case "refresh":
+					refreshes++
+				}
+			}
+		}
+		return exchanges, refreshes
+	}
+	waitUntil(t, 30*time.Second, "10 exchanges and 10 refreshes before the kill", func() bool {
+		e, r := issuedSince(time.Time{})
+		return e >= 10 && r >= 10
+	})
 	killedAt := time.Now()
 	victim.Kill()
 	promotedAt := waitPromotion(t, cl, victim, slot, 30*time.Second)
 	windowEnd := promotedAt.Add(reconnectSlack)
-	time.Sleep(reconnectSlack + 1500*time.Millisecond) // load on the new master
+	// Load on the new master: requests started after the window may answer 200 only.
+	waitUntil(t, 60*time.Second, "10 exchanges and 10 refreshes after the window without a master, 20 of each in all", func() bool {
+		if !time.Now().After(windowEnd) {
+			return false
+		}
+		e, r := issuedSince(windowEnd)
+		eAll, rAll := issuedSince(time.Time{})
+		return e >= 10 && r >= 10 && eAll >= 20 && rAll >= 20
+	})
 	stop.Store(true)
 	wg.Wait()
 	since := func(at time.Time) time.Duration { return at.Sub(killedAt).Round(time.Millisecond) }
@@ -334,7 +363,7 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 	}
 	var healthy healthAnswer
 	var recoveredAt time.Time
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) { // a bounded poll
 		if healthy = getHealth(); healthy.status == 200 && healthy.body == "pass" {
 			recoveredAt = time.Now()
 			break
@@ -402,7 +431,7 @@ func waitReplicated(t *testing.T, cl *testredis.Cluster, within time.Duration) {
 			if time.Now().After(deadline) {
 				t.Fatalf("replica %s at offset %d, its master at %d, after %s", n.Addr(), off, target[m["master_port"]], within)
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
 		}
 	}
 }

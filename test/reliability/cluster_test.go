@@ -94,7 +94,20 @@ func clusterFailover(t *testing.T, primary bool) int {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// A t.Fatal below must not leave the workers running after the test ended.
+	t.Cleanup(func() { stop.Store(true); wg.Wait() })
+	stored := func(from time.Time) int { // waitlist answers 201 to requests started at from or later
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range answers {
+			if a.kind == "waitlist" && a.ans.status == 201 && !a.started.Before(from) {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil(t, 30*time.Second, "25 waitlist submissions stored before the kill", func() bool { return stored(time.Time{}) >= 25 })
 	killedAt := time.Now()
 	victim.Kill()
 	promotedAt := waitPromotion(t, cl, victim, slot, 30*time.Second)
@@ -103,18 +116,17 @@ func clusterFailover(t *testing.T, primary bool) int {
 		// The new master has no replica: bring the old one back as its replica.
 		victim.Restart()
 		vc := victim.Client()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		waitUntil(t, 30*time.Second, "the old master back as a synced replica", func() bool {
 			info, err := vc.Info(context.Background(), "replication").Result()
-			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the old master did not come back as a synced replica:\n%s", info)
-			}
-		}
+			return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up")
+		})
 		writableAt = time.Now()
 	}
-	time.Sleep(reconnectSlack + 1500*time.Millisecond) // load on the new master
+	// Load on the new master: requests started after the window may answer 201 only.
+	windowEnd := writableAt.Add(reconnectSlack)
+	waitUntil(t, 30*time.Second, "25 waitlist submissions stored after the window without a master", func() bool {
+		return time.Now().After(windowEnd) && stored(windowEnd) >= 25
+	})
 	stop.Store(true)
 	wg.Wait()
 
@@ -136,7 +148,7 @@ func clusterFailover(t *testing.T, primary bool) int {
 			if end.After(lastFailure) {
 				lastFailure = end
 			}
-			if end.Before(killedAt) || a.started.After(writableAt.Add(reconnectSlack)) {
+			if end.Before(killedAt) || a.started.After(windowEnd) {
 				t.Errorf("%s got 502 at %s, outside the window without a master (kill at 0, promotion at %s, writable at %s)",
 					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
 					writableAt.Sub(killedAt).Round(time.Millisecond))
@@ -236,7 +248,7 @@ func waitPromotion(t *testing.T, cl *testredis.Cluster, victim *testredis.Server
 		if m := slotMaster(shards, slot); strings.Contains(info, "cluster_state:ok") && m != "" && m != victim.Addr() {
 			return time.Now()
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
 	}
 	t.Fatalf("no replica took over slot %d within %s", slot, within)
 	return time.Time{}
@@ -260,7 +272,7 @@ func waitReplicasInSync(t *testing.T, cl *testredis.Cluster, within time.Duratio
 				c.Close()
 				t.Fatalf("replica %s not in sync with its master within %s:\n%s", n.Addr(), within, info)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
 		}
 		c.Close()
 	}

@@ -75,7 +75,7 @@ func (s *webhookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "held while its sender died", http.StatusServiceUnavailable)
 		return
 	}
-	time.Sleep(s.respDelay)
+	time.Sleep(s.respDelay) // a slow relay, so that a kill can land while deliveries are in flight
 	s.mu.Lock()
 	s.got[p.Contact.ID]++
 	s.mu.Unlock()
@@ -100,7 +100,7 @@ func (s *webhookSink) snapshot() (map[string]int, int) {
 // counted.
 func TestDelivery_WorkerKilledMidDelivery_EveryMessageDeliveredAtLeastOnce(t *testing.T) {
 	const messages = 60
-	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
+	rs := testredis.Start(t, testredis.Options{AppendOnly: true, Unix: true})
 	sink := newWebhookSink(t, 40*time.Millisecond)
 	// A short retry schedule so that a replica takes over a dead one's messages within seconds.
 	delivery := fmt.Sprintf("  delivery:\n    webhook: {url: %q}\n    timeout: 1s\n    retryAfter: 2s\n    maxRetryInterval: 4s\n", sink.URL)
@@ -167,7 +167,7 @@ func TestDelivery_WorkerKilledMidDelivery_EveryMessageDeliveredAtLeastOnce(t *te
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d stored messages never delivered within 45 s (deliveries so far: %d)", missing, messages, total)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // poll interval of a bounded wait
 	}
 	dups := 0
 	for id, n := range got {

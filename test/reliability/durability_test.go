@@ -28,7 +28,8 @@ type submission struct {
 
 // TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost runs waitlist and contact submissions
 // against `formsservice forms` on a redis-server with appendonly yes + appendfsync always, while Redis
-// is killed with SIGKILL and restarted three times, then frozen (SIGSTOP) for 2.5 s. Every 201 must be in the export afterwards, repeated
+// is killed with SIGKILL and restarted three times, then frozen (SIGSTOP) until requests have timed out
+// on it. Each fault comes after the load has had answers, and lasts until a request has failed on it. Every 201 must be in the export afterwards, repeated
 // addresses stay one entry, every failure is a 502 within the bound (never a 500, never a hang), retries
 // with the same Idempotency-Key store a message exactly once, and the service recovers without restart.
 func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing.T) {
@@ -38,7 +39,7 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 	)
 	// The managed Redis's production settings: appendfsync always, and the forms service at durability
 	// machine (it checks the setting and answers only after the fsync).
-	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
+	rs := testredis.Start(t, testredis.Options{AppendOnly: true, Unix: true})
 	cfg := formsConfig(redisURLSection(rs.URL()), "  durability: machine\n")
 	forms := startProc(t, "forms", cfg, nil)
 	fc := newFormsClient(forms.Base, workers)
@@ -51,10 +52,29 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 		wg      sync.WaitGroup
 		outages []time.Duration
 	)
+	var acked, failed atomic.Int64 // answers 201/200, and 502
 	record := func(s submission) {
 		mu.Lock()
 		subs = append(subs, s)
 		mu.Unlock()
+		switch s.ans.status {
+		case 200, 201:
+			acked.Add(1)
+		case 502:
+			failed.Add(1)
+		}
+	}
+	// loadAnswered waits until n more submissions have been acknowledged; outageFelt until one more has
+	// failed: a fault is only worth injecting into, and holding over, a load that is running.
+	loadAnswered := func(n int64, what string) {
+		t.Helper()
+		from := acked.Load()
+		waitUntil(t, 30*time.Second, fmt.Sprintf("%d submissions acknowledged %s", n, what), func() bool { return acked.Load() >= from+n })
+	}
+	outageFelt := func(what string) {
+		t.Helper()
+		from := failed.Load()
+		waitUntil(t, 30*time.Second, "a submission failed "+what, func() bool { return failed.Load() > from })
 	}
 	for w := range workers {
 		wg.Go(func() {
@@ -81,26 +101,30 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 			}
 		})
 	}
-	for range kills {
-		time.Sleep(1200 * time.Millisecond)
+	// A t.Fatal below must not leave the workers running after the test ended.
+	t.Cleanup(func() { stop.Store(true); wg.Wait() })
+	for i := range kills {
+		loadAnswered(30, fmt.Sprintf("before kill %d", i+1))
 		down := time.Now()
 		rs.Kill()
-		time.Sleep(400 * time.Millisecond)
-		rs.Restart() // same port, same directory: the append-only file is replayed
+		outageFelt("while Redis was dead")
+		rs.Restart() // same socket, same directory: the append-only file is replayed
 		outages = append(outages, time.Since(down))
 	}
 	// A store that hangs instead of dying (SIGSTOP): requests must still end in 502 within the bound.
-	time.Sleep(800 * time.Millisecond)
+	loadAnswered(30, "before the freeze")
 	rs.Pause()
-	time.Sleep(2500 * time.Millisecond)
+	frozen := time.Now()
+	outageFelt("while Redis was frozen")
 	rs.Resume()
-	time.Sleep(1200 * time.Millisecond) // load continues on the recovered store
+	frozenFor := time.Since(frozen)
+	loadAnswered(60, "after the freeze") // load continues on the recovered store
 	stop.Store(true)
 	wg.Wait()
 
 	// Recovery without restarting the service: a fresh submission is stored.
 	recovered := false
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // a bounded poll
 		if a := fc.post("/waitlist", waitlistBody(fmt.Sprintf("after-%d@example.com", time.Now().UnixNano()))); a.status == 201 {
 			recovered = true
 			break
@@ -173,8 +197,8 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 			t.Errorf("%s %q is stored %d times", s.kind, s.key, stored)
 		}
 	}
-	t.Logf("%d submissions by %d workers over %d SIGKILL/restart cycles of redis-server (appendfsync always; outages %v) and one 2.5 s SIGSTOP",
-		len(subs), workers, kills, outages)
+	t.Logf("%d submissions by %d workers over %d SIGKILL/restart cycles of redis-server (appendfsync always; outages %v) and one SIGSTOP of %s",
+		len(subs), workers, kills, outages, frozenFor.Round(time.Millisecond))
 	t.Logf("answers: %v; contact retries with their Idempotency-Key: %d", sortedCounts(counts), len(retried))
 	t.Logf("stored afterwards: %d waitlist entries, %d contact messages; acknowledged but lost: %d; stored twice: %d",
 		len(waitlist), len(contact), lost, dupEntries)

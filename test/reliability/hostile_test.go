@@ -46,7 +46,7 @@ func contactJSON(name, email, message string) string {
 // slowloris connections dribble headers and bodies: those are cut off by the server's read timeout, and
 // ordinary requests keep being served meanwhile.
 func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
-	rs := testredis.Start(t)
+	rs := testredis.Start(t, testredis.Options{Unix: true})
 	forms := startProc(t, "forms", formsConfig(redisURLSection(rs.URL()), ""), nil)
 	auth := startAuth(t, redisURLSection(rs.URL()))
 	rdb := rs.Client()
@@ -368,7 +368,7 @@ func startSlowloris(t *testing.T, addr string) *slowloris {
 				case a := <-answered:
 					s.record(i, a, time.Since(start))
 					return
-				case <-time.After(300 * time.Millisecond):
+				case <-time.After(300 * time.Millisecond): // the slow client's pace: the behaviour under test
 				}
 				if _, err := conn.Write([]byte{b}); err != nil {
 					s.record(i, <-answered, time.Since(start))

@@ -42,25 +42,36 @@ type proc struct {
 	Addr string
 }
 
-// startProc runs `formsservice <service> -config <file> -addr 127.0.0.1:<free port>` with the given
-// configuration (YAML) and extra environment, and waits until /readyz answers 200. It is killed when the
-// test ends.
+// startProc runs `formsservice <service> -config <file> -addr 127.0.0.1:0` with the given configuration
+// (YAML) and extra environment, reads the address the kernel gave it from its "listening" log line, and
+// waits until /readyz answers 200. It is killed when the test ends.
 func startProc(t testing.TB, service, configYAML string, extraArgs []string, env ...string) *proc {
 	t.Helper()
-	return startProcAt(t, service, testproc.Addr(t), configYAML, extraArgs, env...)
-}
-
-func startProcAt(t testing.TB, service, addr, configYAML string, extraArgs []string, env ...string) *proc {
-	t.Helper()
 	cfg := writeTemp(t, service+".yaml", configYAML)
-	args := append([]string{service, "-config", cfg, "-addr", addr}, extraArgs...)
+	args := append([]string{service, "-config", cfg, "-addr", "127.0.0.1:0"}, extraArgs...)
 	cmd := exec.Command(formsservice(t), args...)
 	// GOMAXPROCS=2: the machine the numbers are about; REDIS_URL must not leak in from the environment.
-	cmd.Env = append(filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG", "ADDR"), "GOMAXPROCS=2")
+	// The "listening" line that reports the address is logged at info, whatever level the file asks for.
+	cmd.Env = append(filteredEnv("REDIS_URL", "FORMSSERVICE_CONFIG", "CONFIG", "ADDR"), "GOMAXPROCS=2", "FORMSSERVICE_LOG_LEVEL=info")
 	cmd.Env = append(cmd.Env, env...)
-	p := &proc{Process: testproc.StartCmd(t, cmd), name: service, Base: "http://" + addr, Addr: addr}
+	p := &proc{Process: testproc.StartCmd(t, cmd), name: service}
+	p.Addr = p.WaitListening(t, 20*time.Second)
+	p.Base = "http://" + p.Addr
 	p.WaitReady(t, p.Base+"/readyz", 20*time.Second)
 	return p
+}
+
+// waitUntil polls cond until it holds, and fails the test naming what when it does not within the bound.
+// It stands for "the load has done enough", "the outage has been felt", in place of a fixed sleep.
+func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
+	}
 }
 
 func filteredEnv(drop ...string) []string {

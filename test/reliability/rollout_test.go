@@ -19,14 +19,14 @@ import (
 // TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost sends SIGTERM to `formsservice forms
 // -drain-delay 1s` while 8 clients submit continuously and 6 slow requests are half-way through sending
 // their bodies. During the delay /readyz answers 503 while requests are still served; then the listener
-// closes and requests in flight finish. Every request either got its answer or was never processed: the
+// closes, the slow requests send the rest of their bodies, and requests in flight finish. Every request either got its answer or was never processed: the
 // stored entries are exactly the 201s, the slow requests all got 201, and the process exits 0.
 func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 	const (
 		workers = 8
 		slow    = 6
 	)
-	rs := testredis.Start(t)
+	rs := testredis.Start(t, testredis.Options{Unix: true})
 	cfg := formsConfig(redisURLSection(rs.URL()), "")
 	forms := startProc(t, "forms", cfg, []string{"-drain-delay", "1s"})
 
@@ -62,8 +62,13 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 		})
 	}
 
-	time.Sleep(1500 * time.Millisecond)
-	// Slow requests: headers and half the body now, the rest after SIGTERM.
+	waitUntil(t, 30*time.Second, "50 submissions answered 201 before SIGTERM", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(created) >= 50
+	})
+	// Slow requests: headers and half the body now, the rest once the listener is closed.
+	listenerClosed := make(chan struct{})
 	slowDone := make(chan string, slow)
 	var slowConns []net.Conn
 	for i := range slow {
@@ -80,7 +85,7 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 		}
 		slowConns = append(slowConns, conn)
 		go func(rest []byte) {
-			time.Sleep(1500 * time.Millisecond) // past the drain delay: the listener is closed by then
+			<-listenerClosed
 			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 			if _, err := conn.Write(rest); err != nil {
 				slowDone <- "write: " + err.Error()
@@ -100,12 +105,24 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 	if err := forms.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// During the drain delay the process says it is going away, and still serves.
-	time.Sleep(300 * time.Millisecond)
-	if res, err := http.Get(forms.Base + "/readyz"); err != nil || res.StatusCode != 503 {
-		t.Errorf("/readyz during the drain delay: %v %v, want 503", res, err)
-	} else {
+	// During the drain delay the process says it is going away, and still serves: /readyz turns 503
+	// before the listener closes. Then a dial is refused, and the slow requests send the rest.
+	readyz := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	saw503, lastReadyz := false, ""
+	waitUntil(t, 15*time.Second, "the listener closed after SIGTERM", func() bool {
+		res, err := readyz.Get(forms.Base + "/readyz")
+		if err != nil {
+			lastReadyz = err.Error()
+			return errorKind(err) == "connection refused"
+		}
 		res.Body.Close()
+		lastReadyz = res.Status
+		saw503 = saw503 || res.StatusCode == 503
+		return false
+	})
+	close(listenerClosed)
+	if !saw503 {
+		t.Errorf("/readyz never answered 503 during the drain delay (last: %s)", lastReadyz)
 	}
 	slowAnswers := map[string]int{}
 	for range slow {

@@ -3,7 +3,6 @@ package reliability
 import (
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"sync"
@@ -32,18 +31,53 @@ type footprint struct {
 	rssKiB          int
 }
 
-// measure takes the least of a few readings: the scrape itself can start short-lived work (the health
-// service runs a round of checks when its cached one is stale), and a leak is what stays in every reading.
+// measure reads a process's goroutines, open descriptors and RSS.
 func measure(t *testing.T, p *proc) footprint {
-	f := footprint{goroutines: math.Inf(1), fds: math.Inf(1), rssKiB: rssKiB(p.Pid())}
-	for i := range 3 {
-		if i > 0 {
-			time.Sleep(300 * time.Millisecond)
+	return footprint{goroutines: metric(t, p.Base, "go_goroutines"), fds: metric(t, p.Base, "process_open_fds"), rssKiB: rssKiB(p.Pid())}
+}
+
+// settled reads a process's footprint once it has stopped moving: the same goroutines and descriptors
+// in three readings in a row (closed connections finish closing on the server side; a scrape can start
+// short-lived work, such as the health service's round of checks when its cached one is stale).
+func settled(t *testing.T, p *proc) footprint {
+	t.Helper()
+	var last footprint
+	same := 0
+	waitUntil(t, 30*time.Second, p.name+"'s goroutines and descriptors settled", func() bool {
+		f := measure(t, p)
+		if f.goroutines == last.goroutines && f.fds == last.fds {
+			same++
+		} else {
+			same = 0
 		}
-		f.goroutines = math.Min(f.goroutines, metric(t, p.Base, "go_goroutines"))
-		f.fds = math.Min(f.fds, metric(t, p.Base, "process_open_fds"))
-	}
-	return f
+		last = f
+		return same >= 2
+	})
+	return last
+}
+
+// settledNear is settled, but it returns as soon as the process is back within margin of before: a
+// process that keeps a few more goroutines for a while is not waited on for stillness. A leak never
+// comes back, and is measured as it stands once settled.
+func settledNear(t *testing.T, p *proc, before footprint, margin float64) footprint {
+	t.Helper()
+	var last footprint
+	same := 0
+	waitUntil(t, 30*time.Second, p.name+"'s goroutines and descriptors settled", func() bool {
+		f := measure(t, p)
+		if f.goroutines <= before.goroutines+margin && f.fds <= before.fds+margin {
+			last = f
+			return true
+		}
+		if f.goroutines == last.goroutines && f.fds == last.fds {
+			same++
+		} else {
+			same = 0
+		}
+		last = f
+		return same >= 5
+	})
+	return last
 }
 
 // TestSoak_MixedTraffic_NoGoroutineOrConnectionLeak drives forms (waitlist and contact), auth (refresh
@@ -53,7 +87,7 @@ func measure(t *testing.T, p *proc) footprint {
 // to where they were; RSS is sampled through the soak and must stay flat.
 func TestSoak_MixedTraffic_NoGoroutineOrConnectionLeak(t *testing.T) {
 	duration := soakDuration(t)
-	rs := testredis.Start(t)
+	rs := testredis.Start(t, testredis.Options{Unix: true})
 	forms := startProc(t, "forms", formsConfig(redisURLSection(rs.URL()), ""), nil)
 	auth := startAuth(t, redisURLSection(rs.URL()))
 	// A soak looks for leaks, not latency: generous check timeouts keep a CPU-starved machine (the soak's
@@ -123,27 +157,21 @@ func TestSoak_MixedTraffic_NoGoroutineOrConnectionLeak(t *testing.T) {
 					res.Body.Close()
 				}
 				count("health", ok, fmt.Sprint(err))
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // a scraper's interval, shortened
 			}
 		})
-		time.Sleep(d)
+		time.Sleep(d) // the soak's length: the behaviour under test
 		stop.Store(true)
 		wg.Wait()
 		fc.close()
 		healthClient.CloseIdleConnections()
 		tokenClient.CloseIdleConnections()
 	}
-	settle := func() map[*proc]footprint {
-		time.Sleep(1500 * time.Millisecond) // closed connections finish closing on the server side
-		out := map[*proc]footprint{}
-		for _, p := range procs {
-			out[p] = measure(t, p)
-		}
-		return out
-	}
-
 	phase(3 * time.Second) // warm-up: pools and caches reach their working size
-	before := settle()
+	before := map[*proc]footprint{}
+	for _, p := range procs {
+		before[p] = settled(t, p)
+	}
 	start := time.Now()
 	samples := map[*proc][]int{}
 	sampler := make(chan struct{})
@@ -153,12 +181,15 @@ func TestSoak_MixedTraffic_NoGoroutineOrConnectionLeak(t *testing.T) {
 			for _, p := range procs {
 				samples[p] = append(samples[p], rssKiB(p.Pid()))
 			}
-			time.Sleep(duration / 10)
+			time.Sleep(duration / 10) // ten samples over the soak
 		}
 	}()
 	phase(duration)
 	<-sampler
-	after := settle()
+	after := map[*proc]footprint{}
+	for _, p := range procs {
+		after[p] = settledNear(t, p, before[p], 5)
+	}
 
 	total := int64(0)
 	perKind := map[string]int{}
