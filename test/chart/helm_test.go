@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	apiyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -52,7 +53,31 @@ func render(t testing.TB, valuesFiles []string, apiVersions []string, extra ...s
 	for _, v := range apiVersions {
 		args = append(args, "--api-versions", v)
 	}
-	return helm(t, nil, append(args, extra...)...)
+	args = append(args, extra...)
+	key := strings.Join(args, "\x00")
+	renderCache.mu.Lock()
+	r, ok := renderCache.m[key]
+	if !ok {
+		r = &rendered{}
+		renderCache.m[key] = r
+	}
+	renderCache.mu.Unlock()
+	r.once.Do(func() { r.out, r.err = helm(t, nil, args...) })
+	return r.out, r.err
+}
+
+// renderCache holds each `helm template` output once per test binary: rendering is deterministic (no
+// cluster is asked), and the tests render the same values many times over (about 1 s each on a busy
+// machine).
+var renderCache = struct {
+	mu sync.Mutex
+	m  map[string]*rendered
+}{m: map[string]*rendered{}}
+
+type rendered struct {
+	once sync.Once
+	out  string
+	err  error
 }
 
 func mustRender(t testing.TB, valuesFiles []string, apiVersions []string, extra ...string) string {

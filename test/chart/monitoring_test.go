@@ -59,13 +59,11 @@ func noForbidden(t *testing.T, im *cluster.Impersonator) {
 	}
 }
 
-// TestServiceMonitors_FollowTheFormsServiceWhenThePrometheusOperatorIsInstalled runs the manager as the
-// chart's ServiceAccount in a cluster with the Prometheus Operator's CRDs: the FormsService's
-// ServiceMonitors are created, select the services' metrics ports, come back when deleted, and go away
-// when turned off.
-func TestServiceMonitors_FollowTheFormsServiceWhenThePrometheusOperatorIsInstalled(t *testing.T) {
-	c := cluster.Start(t, prometheusOperatorCRDs(t))
-	im, _ := startChartOperator(t, c)
+// serviceMonitorsFollowTheFormsService runs with the manager as the chart's ServiceAccount in a cluster
+// with the Prometheus Operator's CRDs (TestRBAC_ManagerRunsAsTheChartsServiceAccount starts both): the
+// FormsService's ServiceMonitors are created, select the services' metrics ports, come back when deleted,
+// and go away when turned off.
+func serviceMonitorsFollowTheFormsService(t *testing.T, c *cluster.Cluster, im *cluster.Impersonator) {
 	ctx := context.Background()
 	c.CreateNamespace(t, "shop")
 	fs := monitoredFormsService("shop")
@@ -151,6 +149,7 @@ func TestServiceMonitors_FollowTheFormsServiceWhenThePrometheusOperatorIsInstall
 // does not serve them: the platform is built all the same, nothing is Degraded, and the Monitored
 // condition tells what is missing.
 func TestServiceMonitors_PlatformRunsWithoutThePrometheusOperator(t *testing.T) {
+	t.Parallel()
 	c := cluster.Start(t)
 	im, _ := startChartOperator(t, c)
 	ctx := context.Background()

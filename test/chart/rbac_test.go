@@ -23,7 +23,6 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/test/internal/cluster"
-	"github.com/formsservice/formsservice/test/internal/repo"
 	"github.com/formsservice/formsservice/test/internal/samples"
 )
 
@@ -42,11 +41,26 @@ const managerLeaseName = "formsservice-operator.platform.formsservice.io"
 // chart's ServiceAccount (every request impersonates it, so only the chart's ClusterRole, leader-election
 // Role and metrics roles apply), and reconciles the sample from config/samples. Any request the API server
 // forbids fails the test, as does a platform that is not built.
+//
+// One cluster and one manager serve this test and the ServiceMonitor one (monitoring_test.go): they
+// reconcile different FormsServices, and any forbidden request fails both.
 func TestRBAC_ManagerRunsAsTheChartsServiceAccount(t *testing.T) {
+	t.Parallel()
 	c := cluster.Start(t, prometheusOperatorCRDs(t))
+	im, metricsAddr := startChartOperator(t, c)
+	t.Run("reconciles the sample", func(t *testing.T) {
+		t.Parallel()
+		reconcilesTheSample(t, c, im, metricsAddr)
+	})
+	t.Run("ServiceMonitors follow the FormsService", func(t *testing.T) {
+		t.Parallel()
+		serviceMonitorsFollowTheFormsService(t, c, im)
+	})
+}
+
+func reconcilesTheSample(t *testing.T, c *cluster.Cluster, im *cluster.Impersonator, metricsAddr string) {
 	ctx := context.Background()
 	fullname := releaseName + "-formsservice-operator"
-	im, metricsAddr := startChartOperator(t, c)
 
 	// The sample, applied as a platform team would (its Secrets first), is reconciled into the platform.
 	var fsObjs []*unstructured.Unstructured
@@ -111,20 +125,6 @@ func TestRBAC_ManagerRunsAsTheChartsServiceAccount(t *testing.T) {
 		t.Fatal("no request went through the impersonating proxy")
 	}
 	t.Logf("%d requests as system:serviceaccount:%s:%s, none forbidden", im.Requests(), releaseNS, fullname)
-}
-
-// TestRBAC_ForbiddenRequestsAreCaught is the control of the test above: a ServiceAccount with no role
-// at all must produce forbidden requests, or the proxy would prove nothing.
-func TestRBAC_ForbiddenRequestsAreCaught(t *testing.T) {
-	manager := testproc.Build(t, "./cmd/manager")
-	c := cluster.Start(t, repo.Path(t, "config", "crd", "bases"))
-	c.CreateNamespace(t, releaseNS)
-	im := c.ImpersonateServiceAccount(t, releaseNS, "nobody")
-	testproc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address="+testproc.Addr(t))
-	cluster.Eventually(t, 30*time.Second, "a forbidden request is recorded", func() (bool, string) {
-		return len(im.Forbidden()) > 0, fmt.Sprintf("%d requests, none forbidden", im.Requests())
-	})
 }
 
 // startChartOperator installs the chart with helm and runs the manager binary with the chart's arguments
