@@ -258,9 +258,6 @@ func (s *Server) start() error {
 	return nil
 }
 
-// Log is what the server wrote to its log so far (the current run's last 64 KiB).
-func (s *Server) Log() string { return s.log.String() }
-
 // Restart starts the server again at the same address (and the same data directory). On TCP the port
 // may have been taken in between by another process: then the test fails with redis-server's reason.
 // Options.Unix cannot meet that.
