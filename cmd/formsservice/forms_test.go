@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
@@ -36,15 +37,16 @@ func startFormsCommand(t *testing.T, redisURL string) string {
 	return startCommand(t, "forms", formsEnv(redisURL))
 }
 
-// startCommand runs a serving command (forms, dev) on a free loopback port with getenv as its
+// startCommand runs a serving command (forms, dev) on a loopback port the kernel picks, with getenv as its
 // environment, stops it when the test ends, and returns its base URL once /readyz answers 200.
 func startCommand(t *testing.T, name string, getenv func(string) string) string {
 	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
+	logs := &testproc.Buffer{Max: 1 << 20}
+	logWriter, listening := testproc.WatchListening(logs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{name, "-addr", addr}, getenv, strings.NewReader(""), io.Discard, io.Discard)
+		done <- run(ctx, []string{name, "-addr", "127.0.0.1:0"}, getenv, strings.NewReader(""), io.Discard, logWriter)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -57,6 +59,14 @@ func startCommand(t *testing.T, name string, getenv func(string) string) string 
 			t.Errorf("%s command did not stop", name)
 		}
 	})
+	var addr string
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("%s command exited before listening: %v\n%s", name, err, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s command reported no listening address\n%s", name, logs.String())
+	}
 	url := "http://" + addr
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -75,7 +85,7 @@ func startCommand(t *testing.T, name string, getenv func(string) string) string 
 		if time.Now().After(deadline) {
 			t.Fatalf("%s command not ready", name)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait for readiness (Redis reachable)
 	}
 }
 

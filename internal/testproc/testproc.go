@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -234,6 +235,14 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WatchListening is for a server run in the test's own process (a command's run function) on port 0:
+// the returned writer keeps its log in out and sends the address of its first "listening" line on the
+// channel.
+func WatchListening(out *Buffer) (io.Writer, <-chan string) {
+	found := make(chan string, 1)
+	return &listenWatch{out: out, found: found}, found
 }
 
 // listenWatch passes a process's output on to out and picks the first "listening" line out of it.
