@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -202,4 +203,49 @@ func panel(d map[string]any, i int) map[string]any { return d["panels"].([]any)[
 
 func target(d map[string]any, i int) map[string]any {
 	return panel(d, i)["targets"].([]any)[0].(map[string]any)
+}
+
+// TestShippedRules_PromtoolUnitTests runs `promtool test rules` on testdata/prometheus-rules.test.yaml:
+// every alert fires on the series it watches, after its for: duration, with the labels and expanded
+// annotations a page shows, and stays quiet where it must. promtool reads plain rule files, so the
+// PrometheusRule's spec is written beside a copy of the tests.
+func TestShippedRules_PromtoolUnitTests(t *testing.T) {
+	promtool := filepath.Join("..", "..", "bin", "promtool")
+	if _, err := os.Stat(promtool); err != nil {
+		t.Fatalf("%s is missing: `make test` builds it (hack/install-chart-tools.sh)", promtool)
+	}
+	promtool, _ = filepath.Abs(promtool)
+	tests, err := os.ReadFile(filepath.Join("testdata", "prometheus-rules.test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every alert has a test that expects it to fire.
+	pr, err := ParseRules(RulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range pr.Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" && !strings.Contains(string(tests), "alertname: "+r.Alert+"\n        exp_alerts:\n          - ") {
+				t.Errorf("testdata/prometheus-rules.test.yaml has no test in which %s fires", r.Alert)
+			}
+		}
+	}
+	groups, err := RuleFile(RulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"prometheus-rules.groups.yaml": groups, "prometheus-rules.test.yaml": tests} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "test", "rules", "prometheus-rules.test.yaml")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
 }

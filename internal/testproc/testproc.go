@@ -46,9 +46,11 @@ func Build(t testing.TB, pkg string) string {
 		buildDir = dir
 	}
 	exe := filepath.Join(buildDir, filepath.Base(pkg))
+	// Same build settings as `go test` (no CGO_ENABLED=0): the binary then reuses the packages the test
+	// binaries compiled. With CGO_ENABLED=0, 586 of cmd/manager's 1092 packages (everything that imports
+	// net) were compiled a second time on a cold cache.
 	cmd := exec.Command("go", "build", "-o", exe, pkg)
 	cmd.Dir = moduleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
