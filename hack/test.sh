@@ -21,7 +21,7 @@ step "container image without Docker (make image; its test opens the tarball)"
 make --no-print-directory image
 export FORMSSERVICE_IMAGE_TAR="$PWD/bin/formsservice-image.tar"
 
-step "chart tools (helm, kubeconform, offline schemas), Chromium, and the relying parties of test/interop"
+step "chart and monitoring tools (helm, helm-docs, promtool, Prometheus Operator CRDs), Chromium, and the relying parties of test/interop"
 hack/install-chart-tools.sh
 hack/install-chromium.sh
 hack/install-interop.sh
