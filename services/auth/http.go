@@ -72,7 +72,6 @@ func (b *bodyWatcher) Write(p []byte) (int, error) {
 	return b.ResponseWriter.Write(p)
 }
 
-
 // Cookie names: under https the __Host- prefix pins the cookie to this exact host and path /.
 func cookieName(rt *runtime, base string) string {
 	if rt.secure {
