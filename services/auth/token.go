@@ -156,15 +156,26 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 		}
 		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
 	}
+	if r.URL.Query().Has("access_token") {
+		// RFC 9700 4.3.2 / RFC 6750 2.3: a token in the URL leaks into logs, history and Referer.
+		deny(http.StatusBadRequest, "invalid_request", "Send the access token in the Authorization header, not in the URL.")
+		return
+	}
 	token := fosite.AccessTokenFromRequest(r)
 	if token == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+rt.issuer+`"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token", "error_description": "An access token is required."})
 		return
 	}
-	_, ar, err := rt.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
+	// fosite's introspection tries every token kind (the hint only orders them): only an access token is
+	// a bearer credential (RFC 6750, RFC 9700 4.14), never a refresh token or an ID token.
+	use, ar, err := rt.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
 	if err != nil {
 		fail(err)
+		return
+	}
+	if use != fosite.AccessToken {
+		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
 		return
 	}
 	if !ar.GetGrantedScopes().Has("openid") {
