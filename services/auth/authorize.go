@@ -290,12 +290,14 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
 	}
 
-	wait, hadFailures, err := s.throttle.Check(ctx, account, ip, lim)
+	// The attempt is counted before the password is hashed, so that a burst of parallel guesses on any
+	// number of replicas gets no more password checks than the limit; the outcome settles it.
+	res, wait, err := s.throttle.Reserve(ctx, account, ip, lim)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	if wait > 0 {
+	if res == nil {
 		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, page.SignIn{Email: email, Error: again(wait)})
@@ -306,19 +308,18 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	case errors.Is(err, users.ErrBadCredentials):
 		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
 		msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
-		if wait, ferr := s.throttle.Fail(ctx, account, ip, lim); ferr == nil && wait > 0 {
+		if wait := res.Failed(); wait > 0 {
 			msg, status = msg+" "+again(wait), http.StatusTooManyRequests
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		}
 		s.renderSignIn(w, r, rt, cl, status, page.SignIn{Email: email, Error: msg})
 		return
 	case err != nil:
+		res.Release(context.WithoutCancel(ctx))
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	if hadFailures {
-		_ = s.throttle.Reset(ctx, account)
-	}
+	_ = res.Succeeded(ctx)
 	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
 	s.startSession(w, r, rt, cl, ar, u)
 }
