@@ -65,7 +65,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
 				s.metrics.signins.WithLabelValues(signinSession).Inc()
-				s.issueCode(w, r, rt, ar, user, sess.AuthTime)
+				s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie))
 				return
 			}
 		}
@@ -142,7 +142,7 @@ func (s *Service) checkClient(w http.ResponseWriter, rt *runtime, q url.Values) 
 
 // checkAuthorizeParams enforces what fosite checks only later, or not as strictly: every parameter at
 // most once (RFC 6749 3.1; fosite reads the first copy, and whatever sits in front of us may read
-// another), PKCE with S256 for public clients (refused before the page is shown, not after the user
+// another), PKCE with S256 for every client (refused before the page is shown, not after the user
 // signed in), no plain challenge, and the query response mode only.
 func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	f := ar.GetRequestForm()
@@ -153,12 +153,17 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	switch {
 	case challenge == "" && method != "":
 		return fosite.ErrInvalidRequest.WithHint("code_challenge_method was sent without code_challenge.")
-	case challenge == "" && cl.IsPublic():
-		return fosite.ErrInvalidRequest.WithHint("This client must use PKCE: send code_challenge with code_challenge_method=S256.")
+	case challenge == "":
+		return fosite.ErrInvalidRequest.WithHint("PKCE is required: send code_challenge with code_challenge_method=S256.")
 	case challenge != "" && method != "S256":
 		return fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256; plain is not allowed.")
 	case challenge != "" && !isBase64URL(challenge, 43):
 		return fosite.ErrInvalidRequest.WithHint("code_challenge must be the base64url-encoded SHA-256 of the code_verifier (43 characters).")
+	}
+	for _, p := range strings.Fields(f.Get("prompt")) {
+		if !slices.Contains(supportedPrompts, p) {
+			return fosite.ErrInvalidRequest.WithHintf("prompt=%s is not supported; the supported values are none and login.", p)
+		}
 	}
 	switch m := ar.GetResponseMode(); m {
 	case fosite.ResponseModeDefault, fosite.ResponseModeQuery:
@@ -247,7 +252,7 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 	if err != nil || sess == nil {
 		return nil, nil, err
 	}
-	u, err := s.users.ByID(ctx, sess.UserID)
+	u, err := s.activeUser(ctx, sess.UserID)
 	if errors.Is(err, users.ErrNotFound) {
 		return nil, nil, nil
 	}
@@ -255,6 +260,16 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 		return nil, nil, err
 	}
 	return sess, u, nil
+}
+
+// activeUser is the user with that ID, or ErrNotFound when it was deleted or is disabled: neither may
+// use a session or a token any more.
+func (s *Service) activeUser(ctx context.Context, id string) (*users.User, error) {
+	u, err := s.users.ByID(ctx, id)
+	if err == nil && u.Disabled {
+		return nil, users.ErrNotFound
+	}
+	return u, err
 }
 
 func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, status int, d page.SignIn) {
@@ -412,12 +427,18 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 		return
 	}
 	setCookie(w, rt, sessionCookie, token, lifetime)
-	s.issueCode(w, r, rt, ar, u, now)
+	s.issueCode(w, r, rt, ar, u, now, token)
 }
 
 // issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
 // the authorization code.
-func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time) {
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string) {
+	// The grant is remembered with the sign-in session first, so that logging out of this session
+	// revokes it: a grant the session does not know of is never issued.
+	if err := s.sessions.AddFamily(r.Context(), session, ar.GetID()); err != nil {
+		s.authorizeError(w, r, rt, ar, err)
+		return
+	}
 	for _, scope := range ar.GetRequestedScopes() {
 		ar.GrantScope(scope)
 	}

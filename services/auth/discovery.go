@@ -12,6 +12,7 @@ import (
 // fetch it from any origin, so it is served with Access-Control-Allow-Origin: *. The document depends
 // only on the configuration: it is built with the runtime, not per request.
 func (s *Service) discovery(c *fiber.Ctx) error {
+	s.hsts(c, s.rt())
 	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
@@ -52,9 +53,9 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 		"id_token_signing_alg_values_supported":          []string{"ES256"},
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_basic", "client_secret_post"},
-		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
+		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic"},
 		"code_challenge_methods_supported":               []string{"S256"},
-		"prompt_values_supported":                        []string{"none", "login", "consent", "select_account"},
+		"prompt_values_supported":                        supportedPrompts,
 		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name"},
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
@@ -65,6 +66,7 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 
 // jwksHandler is /.well-known/jwks.json: the current and the previous signing key.
 func (s *Service) jwksHandler(c *fiber.Ctx) error {
+	s.hsts(c, s.rt())
 	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	c.Set(fiber.HeaderContentType, "application/jwk-set+json")

@@ -36,8 +36,18 @@ type clientKeyCtx struct{}
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 	ah := adaptor.HTTPHandlerFunc(h)
 	return func(c *fiber.Ctx) error {
-		c.Locals(clientKeyCtx{}, platform.ClientKey(platform.ClientIP(c, s.rt().proxies)))
+		rt := s.rt()
+		s.hsts(c, rt)
+		c.Locals(clientKeyCtx{}, platform.ClientKey(platform.ClientIP(c, rt.proxies)))
 		return ah(c)
+	}
+}
+
+// hsts tells browsers to reach an https issuer over https only (RFC 6797), on every answer of the
+// provider: a first plain-http visit cannot be downgraded afterwards.
+func (s *Service) hsts(c *fiber.Ctx, rt *runtime) {
+	if rt.secure {
+		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
 	}
 }
 

@@ -92,10 +92,23 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if token := readCookie(r, rt, sessionCookie); token != "" {
-		if err := s.sessions.Delete(ctx, token); err != nil {
+		// Logout ends the sign-in session and revokes every grant started in it: the applications signed
+		// in through this session can no longer refresh.
+		// Revoked before the session ends, so that a failure leaves the list for the retry.
+		families, err := s.sessions.Families(ctx, token)
+		if err == nil {
+			err = s.store.RevokeFamilies(ctx, families)
+		}
+		if err == nil {
+			_, err = s.sessions.End(ctx, token)
+		}
+		if err != nil {
 			s.log.Warn("logout: session store unavailable", "err", err)
 			s.pages.RenderError(w, http.StatusServiceUnavailable, page.Error{Title: "Try again", Message: "Signing out is briefly unavailable. Please try again in a moment."})
 			return
+		}
+		if len(families) > 0 {
+			s.metrics.revocations.WithLabelValues("logout").Add(float64(len(families)))
 		}
 	}
 	setCookie(w, rt, sessionCookie, "", -1)

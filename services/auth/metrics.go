@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"grant_type", "outcome"}),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_family_revocations_total",
-			Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted.",
+			Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted (deleted or disabled, seen at a refresh), family_expired (absolute lifetime), logout (started in the session that logged out).",
 		}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.signins, m.tokens, m.tokenLatency, m.revocations} {

@@ -63,11 +63,20 @@ func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester
 	if !ok {
 		return fosite.ErrServerError.WithDebug("unexpected session type")
 	}
-	u, err := s.users.ByID(ctx, sess.Subject)
+	// The absolute lifetime of a grant counts from the sign-in that started it (the session's auth_time,
+	// carried by every refresh), however often it was refreshed since (ASVS 3.3.4).
+	if life := s.rt().cfg.Auth.FamilyLifetime.D(); life > 0 {
+		if at := sess.IDTokenClaims().AuthTime; !at.IsZero() && time.Since(at) > life {
+			_ = s.store.RevokeFamily(ctx, ar.GetID())
+			s.metrics.revocations.WithLabelValues("family_expired").Inc()
+			return fosite.ErrInvalidGrant.WithHint("This grant has reached its absolute lifetime; sign in again.")
+		}
+	}
+	u, err := s.activeUser(ctx, sess.Subject)
 	if errors.Is(err, users.ErrNotFound) {
 		_ = s.store.RevokeFamily(ctx, ar.GetID())
 		s.metrics.revocations.WithLabelValues("user_deleted").Inc()
-		return fosite.ErrInvalidGrant.WithHint("The user of this grant no longer exists.")
+		return fosite.ErrInvalidGrant.WithHint("The user of this grant no longer exists or is disabled.")
 	}
 	if err != nil {
 		return err
@@ -112,11 +121,20 @@ func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
 	rt.provider.WriteRevocationResponse(r.Context(), w, err)
 }
 
-// introspect is /oauth2/introspect (RFC 7662) for resource servers (a confidential client, or a bearer
-// access token). A token of a user who no longer exists is inactive.
+// introspect is /oauth2/introspect (RFC 7662) for resource servers (a confidential client). A token of a user who no longer exists is inactive.
 func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 	rt := s.rt()
 	ctx := r.Context()
+	// Only a resource server may introspect: a confidential client authenticated with HTTP Basic (fosite
+	// checks the secret). fosite would also take any access token as the caller's credential (a bearer
+	// header, or access_token in the form), which would let every user's app probe every token.
+	_ = r.ParseForm()
+	id, _, basic := r.BasicAuth()
+	if cl, ok := rt.clients[id]; !basic || !ok || cl.IsPublic() || r.Form.Has("access_token") {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+rt.issuer+`"`)
+		rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrRequestUnauthorized.WithHint("Introspection needs a confidential client's credentials (HTTP Basic)."))
+		return
+	}
 	resp, err := rt.provider.NewIntrospectionRequest(ctx, r, newSession())
 	if err != nil {
 		if isUnavailable(err) {
@@ -126,7 +144,7 @@ func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.IsActive() {
-		if _, err := s.users.ByID(ctx, resp.GetAccessRequester().GetSession().GetSubject()); err != nil {
+		if _, err := s.activeUser(ctx, resp.GetAccessRequester().GetSession().GetSubject()); err != nil {
 			if isUnavailable(err) {
 				rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
 				return
@@ -182,7 +200,7 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 		deny(http.StatusForbidden, "insufficient_scope", "The access token lacks the openid scope.")
 		return
 	}
-	u, err := s.users.ByID(ctx, ar.GetSession().GetSubject())
+	u, err := s.activeUser(ctx, ar.GetSession().GetSubject())
 	if err != nil {
 		fail(err)
 		return

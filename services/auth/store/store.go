@@ -41,7 +41,14 @@ var ErrReplay = errors.New("token reused or revoked")
 // Lifetimes are read from the live configuration on every write.
 type Lifetimes struct {
 	Code, Access, Refresh time.Duration
+	// Family is the absolute lifetime of a family from its first sign-in, however often it is refreshed
+	// (0: the refresh lifetime).
+	Family time.Duration
 }
+
+// MaxFamiliesPerSubject bounds a user's index of families: beyond it the oldest families are revoked,
+// so the index (and what revoking a user costs) never depends on how often the user signs in.
+const MaxFamiliesPerSubject = 256
 
 // Options configure a Store.
 type Options struct {
@@ -111,7 +118,12 @@ func validFamily(f string) bool {
 // Key layout. {family} is the hash tag: a family's keys share one Redis Cluster slot.
 func key(family, kind, id string) string { return "auth:{" + family + "}:" + kind + ":" + id }
 func revokedKey(family string) string    { return "auth:{" + family + "}:revoked" }
-func subjectKey(subject string) string   { return "auth:subject:{" + subject + "}:families" }
+
+// subjectKey is the user's families, a sorted set scored by each family's end (Unix ms): pruned by expiry.
+func subjectKey(subject string) string { return "auth:subject:{" + subject + "}:grants" }
+
+// legacySubjectKey is the unbounded set earlier versions kept; still read when revoking a user.
+func legacySubjectKey(subject string) string { return "auth:subject:{" + subject + "}:families" }
 
 // hashed is used where fosite hands the store a raw secret (the OIDC session is keyed by the code
 // itself): the key holds its SHA-256, never the code.
@@ -122,9 +134,22 @@ func hashed(s string) string {
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
-// markerTTL is how long revocation markers and used-token markers live: as long as any token of the
-// family can, plus a margin for requests in flight.
-func (s *Store) markerTTL() time.Duration { return s.lifetimes().Refresh + time.Hour }
+// markerTTL is how long revocation markers and used-token markers live: never shorter than the longest
+// lifetime configured (so lowering one lifetime cannot let a marker expire before the tokens it
+// revokes), plus a margin for requests in flight.
+func (s *Store) markerTTL() time.Duration {
+	l := s.lifetimes()
+	return max(l.Refresh, l.Family, l.Access, l.Code) + time.Hour
+}
+
+// familyTTL is how long a family can live at most.
+func (s *Store) familyTTL() time.Duration {
+	l := s.lifetimes()
+	if l.Family > 0 {
+		return l.Family
+	}
+	return l.Refresh
+}
 
 type memoKey struct{}
 
@@ -283,29 +308,54 @@ func (s *Store) RevokeFamily(ctx context.Context, family string) error {
 	return nil
 }
 
-// RevokeSubject revokes every family issued to subject (a deleted user).
+// RevokeFamilies revokes several families at once (a sign-in session's, at logout).
+func (s *Store) RevokeFamilies(ctx context.Context, families []string) error {
+	if len(families) == 0 {
+		return nil
+	}
+	marker := s.markerTTL()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, f := range families {
+			if validFamily(f) {
+				p.Set(ctx, revokedKey(f), "1", marker)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// RevokeSubject revokes every family issued to subject (a deleted, disabled or signed-out user, or a
+// changed password).
 func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) {
-	families, err := s.rdb.SMembers(ctx, subjectKey(subject)).Result()
+	families, err := s.rdb.ZRange(ctx, subjectKey(subject), 0, -1).Result()
 	if err != nil {
 		return 0, unavailable(err)
 	}
-	if len(families) > 0 {
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, f := range families {
-				if validFamily(f) {
-					p.Set(ctx, revokedKey(f), "1", s.markerTTL())
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, unavailable(err)
-		}
+	legacy, err := s.rdb.SMembers(ctx, legacySubjectKey(subject)).Result()
+	if err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return 0, unavailable(err)
 	}
-	if err := s.rdb.Del(ctx, subjectKey(subject)).Err(); err != nil {
+	families = append(families, legacy...)
+	if err := s.RevokeFamilies(ctx, families); err != nil {
+		return 0, err
+	}
+	if err := s.rdb.Del(ctx, subjectKey(subject), legacySubjectKey(subject)).Err(); err != nil {
 		return 0, unavailable(err)
 	}
 	return len(families), nil
+}
+
+// SubjectFamilies is how many families the user's index holds (tests and diagnostics).
+func (s *Store) SubjectFamilies(ctx context.Context, subject string) (int64, error) {
+	n, err := s.rdb.ZCard(ctx, subjectKey(subject)).Result()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
 }
 
 // FamilyRevoked reports whether the family is revoked (tests and diagnostics).

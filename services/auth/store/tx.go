@@ -161,12 +161,20 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		args = append(args, w.kind, w.value, w.ttl)
 	}
 	var res *redis.Cmd
+	var sizes []*redis.IntCmd
+	now := time.Now()
+	end := now.Add(s.familyTTL())
 	run := func() error {
+		sizes = sizes[:0]
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			res = commitScript.EvalSha(ctx, p, keys, args...)
 			for _, sub := range u.subjects {
-				p.SAdd(ctx, subjectKey(sub), u.family)
-				p.Expire(ctx, subjectKey(sub), marker)
+				// The user's index: scored by the family's end, pruned of ended families on every write.
+				k := subjectKey(sub)
+				p.ZAdd(ctx, k, redis.Z{Score: float64(end.UnixMilli()), Member: u.family})
+				p.ZRemRangeByScore(ctx, k, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
+				sizes = append(sizes, p.ZCard(ctx, k))
+				p.PExpire(ctx, k, marker)
 			}
 			return nil
 		})
@@ -181,6 +189,11 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	if err != nil {
 		return unavailable(err)
 	}
+	for i, n := range sizes {
+		if n.Val() > MaxFamiliesPerSubject {
+			s.trimSubject(ctx, u.subjects[i], n.Val()-MaxFamiliesPerSubject)
+		}
+	}
 	switch v, _ := res.Text(); v {
 	case "ok":
 		return nil
@@ -190,4 +203,20 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		s.onReplay(u.claim)
 	}
 	return ErrReplay // reused, or the family was revoked before
+}
+
+// trimSubject revokes the user's oldest families beyond MaxFamiliesPerSubject, so that the index stays
+// bounded and no family escapes it (a family not in the index could not be revoked with its user).
+func (s *Store) trimSubject(ctx context.Context, subject string, n int64) {
+	popped, err := s.rdb.ZPopMin(ctx, subjectKey(subject), n).Result()
+	if err != nil {
+		return
+	}
+	families := make([]string, 0, len(popped))
+	for _, z := range popped {
+		if f, ok := z.Member.(string); ok {
+			families = append(families, f)
+		}
+	}
+	_ = s.RevokeFamilies(context.WithoutCancel(ctx), families)
 }

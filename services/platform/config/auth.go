@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -23,6 +25,10 @@ type Auth struct {
 	CodeLifetime         Duration `json:"codeLifetime,omitempty"`
 	IDTokenLifetime      Duration `json:"idTokenLifetime,omitempty"`
 	SessionLifetime      Duration `json:"sessionLifetime,omitempty"`
+	// FamilyLifetime is the absolute lifetime of a grant (a refresh-token family) from the sign-in that
+	// started it, however often it is refreshed; refreshTokenLifetime is the idle lifetime beside it.
+	// Default 720h (30 days).
+	FamilyLifetime Duration `json:"familyLifetime,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
 	// PasswordHash tunes argon2id; the defaults are OWASP's minimum (19 MiB, 2 passes, 1 lane).
@@ -82,6 +88,7 @@ func (a *Auth) applyDefaults(c *Config) {
 	setDuration(&a.CodeLifetime, 60*time.Second)
 	setDuration(&a.IDTokenLifetime, time.Hour)
 	setDuration(&a.SessionLifetime, 24*time.Hour)
+	setDuration(&a.FamilyLifetime, 30*24*time.Hour)
 	if a.PasswordHash.MemoryKiB == 0 {
 		a.PasswordHash.MemoryKiB = DefaultArgon2MemoryKiB
 	}
@@ -116,6 +123,9 @@ func (a Auth) validate() []error {
 	if a.Issuer != "" {
 		if u, err := url.Parse(a.Issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			errs = append(errs, fmt.Errorf("auth.issuer %q: want an http(s) URL without query or fragment", a.Issuer))
+		} else if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			// Under http cookies lose Secure and __Host-, and every token travels in clear text.
+			errs = append(errs, fmt.Errorf("auth.issuer %q: must be https (http only for localhost and loopback addresses)", a.Issuer))
 		}
 	}
 	// A slice, not a map: the messages come in the same order every time.
@@ -123,7 +133,7 @@ func (a Auth) validate() []error {
 		name string
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
-		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime},
+		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
 		{"throttle.window", a.Throttle.Window}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
@@ -170,11 +180,19 @@ func validateRedirectURI(r string) error {
 	case "https":
 		return nil
 	case "http":
-		h := u.Hostname()
-		if h == "localhost" || h == "127.0.0.1" || h == "::1" || len(h) > 10 && h[len(h)-10:] == ".localhost" {
+		if loopbackHost(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("redirect URI %q: http is allowed only for localhost and loopback addresses", r)
 	}
 	return fmt.Errorf("redirect URI %q: scheme must be https (or http for localhost)", r)
+}
+
+// loopbackHost: localhost, a *.localhost name, or a loopback address (127.0.0.0/8, ::1).
+func loopbackHost(h string) bool {
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
