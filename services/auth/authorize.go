@@ -27,6 +27,9 @@ import (
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 	rt := s.rt()
 	ctx := r.Context()
+	if !s.rateAllowed(w, r, rt, "authorize-ip", clientKey(r), rt.cfg.Auth.RateLimit.PerIP) {
+		return
+	}
 	areq := r
 	if r.Method == http.MethodPost {
 		if err := r.ParseForm(); err != nil {
@@ -262,6 +265,31 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 	return sess, u, nil
 }
 
+// rateAllowed counts a request against a rate limit (auth.rateLimit, shared by the replicas) and, over
+// it, answers 429 with Retry-After: the page for authorize, an OAuth error for token. The limit fails
+// open when Redis does not answer: it protects availability, and every step behind it answers 503 then
+// (or, like a new browser's sign-in page, needs no store).
+func (s *Service) rateAllowed(w http.ResponseWriter, r *http.Request, rt *runtime, kind, who string, limit int) bool {
+	wait, err := s.throttle.Allow(r.Context(), kind, who, limit, rt.cfg.Auth.RateLimit.Window.D())
+	if err != nil {
+		s.log.Warn("rate limit: store unavailable; not applied", "err", err)
+		return true
+	}
+	if wait == 0 {
+		return true
+	}
+	msg := fmt.Sprintf("Too many requests. Try again in %d s.", int(wait/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+	s.metrics.rateLimited.WithLabelValues(kind).Inc()
+	if strings.HasPrefix(kind, "token") {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "temporarily_unavailable", "error_description": msg})
+	} else {
+		s.pages.RenderError(w, http.StatusTooManyRequests, page.Error{Title: "Try again later", Message: msg})
+	}
+	return false
+}
+
 // activeUser is the user with that ID, or ErrNotFound when it was deleted or is disabled: neither may
 // use a session or a token any more.
 func (s *Service) activeUser(ctx context.Context, id string) (*users.User, error) {
@@ -433,6 +461,9 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 // issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
 // the authorization code.
 func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string) {
+	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
+		return
+	}
 	// The grant is remembered with the sign-in session first, so that logging out of this session
 	// revokes it: a grant the session does not know of is never issued.
 	if err := s.sessions.AddFamily(r.Context(), session, ar.GetID()); err != nil {

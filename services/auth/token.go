@@ -32,6 +32,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		rt.provider.WriteAccessError(ctx, w, ar, err)
 	}
 
+	if !s.rateAllowed(w, r, rt, "token-ip", clientKey(r), rt.cfg.Auth.RateLimit.PerIP) {
+		outcome = "rate_limited"
+		return
+	}
 	if name, ok := repeatedParam(r.PostForm); ok { // RFC 6749 3.2: never more than once
 		fail(nil, fosite.ErrInvalidRequest.WithHintf("The parameter %s was sent more than once.", name))
 		return
@@ -39,6 +43,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	ar, err := rt.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
 		fail(ar, err)
+		return
+	}
+	if !s.rateAllowed(w, r, rt, "token-user", ar.GetSession().GetSubject(), rt.cfg.Auth.RateLimit.PerUser) {
+		outcome = "rate_limited"
 		return
 	}
 	if ar.GetGrantTypes().ExactOne("refresh_token") {

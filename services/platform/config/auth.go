@@ -35,6 +35,17 @@ type Auth struct {
 	PasswordHash PasswordHash `json:"passwordHash,omitempty"`
 	// Throttle bounds failed sign-ins per account and per client IP.
 	Throttle Throttle `json:"throttle,omitempty"`
+	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
+	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
+}
+
+// AuthRateLimit bounds /oauth2/authorize and /oauth2/token, each on its own budget, per client address
+// (PerIP) and per user (PerUser: the signed-in user at authorize, the grant's user at token) within
+// Window; beyond it the answer is 429 with Retry-After. Defaults 1200, 300 and 1m (20 and 5 a second).
+type AuthRateLimit struct {
+	PerIP   int      `json:"perIP,omitempty"`
+	PerUser int      `json:"perUser,omitempty"`
+	Window  Duration `json:"window,omitempty"`
 }
 
 // PasswordHash holds the argon2id parameters for new hashes (existing hashes keep theirs and are
@@ -105,6 +116,13 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.Throttle.IPFailures = 50
 	}
 	setDuration(&a.Throttle.Window, 15*time.Minute)
+	if a.RateLimit.PerIP == 0 {
+		a.RateLimit.PerIP = 1200
+	}
+	if a.RateLimit.PerUser == 0 {
+		a.RateLimit.PerUser = 300
+	}
+	setDuration(&a.RateLimit.Window, time.Minute)
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -134,7 +152,7 @@ func (a Auth) validate() []error {
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
-		{"throttle.window", a.Throttle.Window}} {
+		{"throttle.window", a.Throttle.Window}, {"rateLimit.window", a.RateLimit.Window}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
@@ -142,7 +160,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	seen := map[string]bool{}
