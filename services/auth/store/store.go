@@ -119,6 +119,21 @@ func validFamily(f string) bool {
 func key(family, kind, id string) string { return "auth:{" + family + "}:" + kind + ":" + id }
 func revokedKey(family string) string    { return "auth:{" + family + "}:revoked" }
 
+// currentKey is a family's one record of a kind: its code ("code"), its current access token ("at") and
+// its current refresh token ("rt"). A family has one code, and a refresh replaces both tokens, so a
+// family holds a fixed number of keys however often it is refreshed. The value is "signature\n"
+// followed by the record ('A' + JSON) or the used marker 'U'.
+func currentKey(family, kind string) string { return "auth:{" + family + "}:" + kind }
+
+// rotatedKey lists the family's last MaxRotated rotated refresh-token signatures (newest first): a
+// reused one revokes the family. An older one is no longer recognised as reuse; it is refused as unknown.
+func rotatedKey(family string) string { return "auth:{" + family + "}:rotated" }
+
+// MaxRotated is how many rotated refresh tokens per family are remembered for reuse detection.
+const MaxRotated = 32
+
+func current(sig, record string) string { return sig + "\n" + record }
+
 // subjectKey is the user's families, a sorted set scored by each family's end (Unix ms): pruned by expiry.
 func subjectKey(subject string) string { return "auth:subject:{" + subject + "}:grants" }
 
@@ -272,6 +287,37 @@ func (s *Store) runGet(ctx context.Context, script *redis.Script, keys []string,
 	v, _ := res[0].(string)
 	revoked, _ := res[1].(int64)
 	return v, revoked == 1, nil
+}
+
+// currentScript reads a family's current record of a kind if it is the one named by ARGV[1], with the
+// family's revocation flag. KEYS: the record, the revocation marker, and for refresh tokens the rotated
+// list, where a match reads as the used marker 'U'. With ARGV[3] = '1', finding 'U' on a family not yet
+// revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token.
+var currentScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local state = false
+if v then
+  local nl = string.find(v, '\n', 1, true)
+  if nl and string.sub(v, 1, nl - 1) == ARGV[1] then state = string.sub(v, nl + 1) end
+end
+if not state and KEYS[3] and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
+if not state then return false end
+local revoked = redis.call('EXISTS', KEYS[2])
+if state == 'U' and revoked == 0 and ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+return {state, revoked}
+`)
+
+// getCurrent reads the family's record of kind named by sig (see currentScript).
+func (s *Store) getCurrent(ctx context.Context, family, kind, sig string, revokeOnUsed bool) (string, bool, error) {
+	keys := []string{currentKey(family, kind), revokedKey(family)}
+	if kind == "rt" {
+		keys = append(keys, rotatedKey(family))
+	}
+	flag := "0"
+	if revokeOnUsed {
+		flag = "1"
+	}
+	return s.runGet(ctx, currentScript, keys, sig, ms(s.markerTTL()), flag)
 }
 
 // getRevokingScript is getScript for a single-use record: finding the used marker of a family that is
