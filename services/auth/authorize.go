@@ -168,6 +168,11 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 			return fosite.ErrInvalidRequest.WithHintf("prompt=%s is not supported; the supported values are none and login.", p)
 		}
 	}
+	for _, res := range f["resource"] { // RFC 8707 2: only the client's configured APIs
+		if !slices.Contains(cl.GetAudience(), res) {
+			return errInvalidTarget.WithHintf("The resource %q is not an API this client may request tokens for.", res)
+		}
+	}
 	switch m := ar.GetResponseMode(); m {
 	case fosite.ResponseModeDefault, fosite.ResponseModeQuery:
 	default:
@@ -181,11 +186,14 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	return nil
 }
 
+// errInvalidTarget is RFC 8707's error for a resource the client may not ask for.
+var errInvalidTarget = &fosite.RFC6749Error{ErrorField: "invalid_target", DescriptionField: "The requested resource is invalid, missing, unknown, or malformed.", CodeField: http.StatusBadRequest}
+
 // repeatedParam names a parameter that appears more than once (in sorted order, so the answer is stable).
 func repeatedParam(v url.Values) (string, bool) {
 	var names []string
 	for k, vs := range v {
-		if len(vs) > 1 {
+		if len(vs) > 1 && k != "resource" && k != "audience" { // RFC 8707: one resource parameter per API
 			names = append(names, k)
 		}
 	}
@@ -473,12 +481,15 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 	for _, scope := range ar.GetRequestedScopes() {
 		ar.GrantScope(scope)
 	}
-	if aud := ar.GetRequestedAudience(); len(aud) > 0 {
-		for _, a := range aud {
-			ar.GrantAudience(a)
-		}
-	} else {
-		ar.GrantAudience(ar.GetClient().GetID())
+	// The access token is for the APIs requested (audience, checked by fosite against the client's, or
+	// RFC 8707 resource, checked in checkAuthorizeParams), else for every API of the client (its
+	// configured audiences; the client ID when it has none).
+	requested := append(slices.Clone(ar.GetRequestedAudience()), ar.GetRequestForm()["resource"]...)
+	if len(requested) == 0 {
+		requested = ar.GetClient().GetAudience()
+	}
+	for _, a := range requested {
+		ar.GrantAudience(a)
 	}
 	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
 	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,6 +278,9 @@ func newClient(c config.OAuthClient) (*client, error) {
 		Scopes:        c.Scopes,
 		Audience:      []string{c.ClientID},
 		Public:        c.SecretFile == "",
+	}
+	if len(c.Audiences) > 0 {
+		dc.Audience = slices.Clone(c.Audiences) // the APIs its access tokens may be for
 	}
 	if c.SecretFile != "" {
 		b, err := os.ReadFile(c.SecretFile)

@@ -10,9 +10,10 @@
 // back into the store while a script runs.
 //
 // Revoking a family writes one marker that every read checks in the same script, so a token issued by a
-// request racing with the revocation is dead too. A used code or a rotated refresh token is replaced by a
-// one-byte marker that lives as long as the token would have, so that presenting it again is recognised
-// as a replay and revokes the family.
+// request racing with the revocation is dead too. A family holds one record of each kind (its code, its
+// current access token, its current refresh token), so its keys do not grow with refreshes: a used code
+// keeps a used marker, a rotated refresh token's signature joins a short per-family list, and presenting
+// either again is recognised as a replay and revokes the family.
 package store
 
 import (

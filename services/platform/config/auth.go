@@ -81,6 +81,11 @@ type OAuthClient struct {
 	SecretFile string `json:"secretFile,omitempty"`
 	// Name is shown on the sign-in page ("Sign in to continue to Name"); default: the client ID.
 	Name string `json:"name,omitempty"`
+	// Audiences are the APIs (resource servers, each named by an absolute URI) this client's access
+	// tokens may be for: the access token's aud. A request may narrow them with RFC 8707 resource (or
+	// audience) parameters; without one, the token is for all of them. Empty: the aud is the client ID,
+	// as for a client that calls no API of its own.
+	Audiences []string `json:"audiences,omitempty"`
 }
 
 // Defaults of the auth section, also used by tools that build an Auth by hand.
@@ -175,6 +180,11 @@ func (a Auth) validate() []error {
 		seen[cl.ClientID] = true
 		if len(cl.RedirectURIs) == 0 {
 			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
+		}
+		for _, a := range cl.Audiences {
+			if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+				errs = append(errs, fmt.Errorf("auth.clients[%s].audiences: %q: want an absolute URI without fragment (RFC 8707)", cl.ClientID, a))
+			}
 		}
 		for _, list := range [][]string{cl.RedirectURIs, cl.PostLogoutRedirectURIs} {
 			for _, r := range list {

@@ -59,3 +59,21 @@ func TestValidate_IssuerHTTPSExceptLoopback(t *testing.T) {
 		}
 	}
 }
+
+// A client's audiences name APIs as RFC 8707 resource indicators: absolute URIs without a fragment.
+func TestValidate_ClientAudiencesAreAbsoluteURIs(t *testing.T) {
+	client := func(aud ...string) Auth {
+		return Auth{Clients: []OAuthClient{{ClientID: "app", RedirectURIs: []string{"https://app.example/cb"}, Audiences: aud}}}
+	}
+	if errs := client("https://api.example/orders", "urn:x:y").validate(); len(errs) != 1 {
+		t.Errorf("urn without host: %v, want one error", errs)
+	}
+	if errs := client("https://api.example/orders").validate(); len(errs) != 0 {
+		t.Errorf("an https API: %v", errs)
+	}
+	for _, bad := range []string{"orders", "/orders", "https://api.example/orders#x", ""} {
+		if errs := client(bad).validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "audiences") {
+			t.Errorf("%q: %v", bad, errs)
+		}
+	}
+}
