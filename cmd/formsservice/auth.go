@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/keys"
-	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/users"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -68,10 +69,14 @@ func ensureDevUser(us *users.Store) error {
 	return err
 }
 
-const usersUsage = `usage: formsservice users <create|set-password|delete|list> [flags]
+const usersUsage = `usage: formsservice users <create|set-password|signout|disable|enable|delete|list> [flags]
 
   create -email ADDRESS [-name NAME]   create an account; the password is read from stdin (one line)
-  set-password -email ADDRESS          replace the password, read from stdin (one line)
+  set-password -email ADDRESS          replace the password, read from stdin (one line), and sign the
+                                       user out everywhere (every sign-in session and grant ends)
+  signout -email ADDRESS               sign the user out everywhere
+  disable -email ADDRESS               refuse the account's sign-ins and sign it out everywhere
+  enable -email ADDRESS                allow a disabled account to sign in again
   delete -email ADDRESS                delete the account and revoke every token issued to it
   list [-json]                         print every account (id, e-mail, name, created)
 
@@ -136,7 +141,35 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "password set for %s\n", u.Email)
+		grants, sessions, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
+		if err != nil {
+			return fmt.Errorf("password set for %s, but signing it out everywhere failed (run `users signout`): %w", u.Email, err)
+		}
+		fmt.Fprintf(env.stdout, "password set for %s; ended %d sign-in session(s), revoked %d grant(s)\n", u.Email, sessions, grants)
+	case "signout", "disable", "enable":
+		if err := needEmail(); err != nil {
+			return err
+		}
+		u, err := us.ByEmail(ctx, *email)
+		if sub != "signout" {
+			u, err = us.SetDisabled(ctx, *email, sub == "disable")
+		}
+		if err != nil {
+			return err
+		}
+		if sub == "enable" {
+			fmt.Fprintf(env.stdout, "enabled %s\n", u.Email)
+			return nil
+		}
+		grants, sessions, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
+		if err != nil {
+			return err
+		}
+		verb := "signed out"
+		if sub == "disable" {
+			verb = "disabled and signed out"
+		}
+		fmt.Fprintf(env.stdout, "%s %s; ended %d sign-in session(s), revoked %d grant(s)\n", verb, u.Email, sessions, grants)
 	case "delete":
 		if err := needEmail(); err != nil {
 			return err
@@ -145,10 +178,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		tokens := store.New(store.Options{Redis: rdb, Lifetimes: func() store.Lifetimes {
-			return store.Lifetimes{Refresh: cfg.Auth.RefreshTokenLifetime.D()}
-		}})
-		n, err := tokens.RevokeSubject(ctx, u.ID)
+		n, _, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
 		if err != nil {
 			return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", u.Email, err)
 		}
@@ -167,6 +197,11 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		return errUsage
 	}
 	return nil
+}
+
+// signOutEverywhere revokes every grant and ends every sign-in session of the user.
+func signOutEverywhere(ctx context.Context, rdb redis.UniversalClient, cfg *config.Config, userID string) (grants, sessions int, err error) {
+	return auth.SignOutEverywhere(ctx, rdb, cfg.Auth, userID)
 }
 
 // readPassword reads one line from stdin, so that the password never appears in argv or shell history.

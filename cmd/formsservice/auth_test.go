@@ -37,7 +37,7 @@ func usersCmd(t *testing.T, redisURL, configFile, stdin string, args ...string) 
 	return out.String() + errOut.String(), err
 }
 
-func TestUsersCommand_CreateListSetPasswordDelete(t *testing.T) {
+func TestUsersCommand_CreateListSetPasswordSignoutDisableDelete(t *testing.T) {
 	srv := testredis.Start(t)
 	// A cheap hash keeps the test fast; the command reads the same configuration as the service.
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
@@ -58,8 +58,18 @@ func TestUsersCommand_CreateListSetPasswordDelete(t *testing.T) {
 	if err != nil || !strings.Contains(out, "\tada@example.com\tAda\t") {
 		t.Fatalf("list: %v %q", err, out)
 	}
-	if out, err := usersCmd(t, srv.URL(), cfg, "second password\n", "set-password", "-email", "ada@example.com"); err != nil {
+	if out, err := usersCmd(t, srv.URL(), cfg, "second password\n", "set-password", "-email", "ada@example.com"); err != nil ||
+		!strings.Contains(out, "ended 0 sign-in session(s), revoked 0 grant(s)") {
 		t.Fatalf("set-password: %v %s", err, out)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "signout", "-email", "ada@example.com"); err != nil || !strings.Contains(out, "signed out ada@example.com") {
+		t.Fatalf("signout: %v %s", err, out)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "disable", "-email", "ada@example.com"); err != nil || !strings.Contains(out, "disabled and signed out ada@example.com") {
+		t.Fatalf("disable: %v %s", err, out)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "enable", "-email", "ada@example.com"); err != nil || !strings.Contains(out, "enabled ada@example.com") {
+		t.Fatalf("enable: %v %s", err, out)
 	}
 	out, err = usersCmd(t, srv.URL(), cfg, "", "delete", "-email", "ADA@example.com")
 	if err != nil || !strings.Contains(out, "deleted ada@example.com") {

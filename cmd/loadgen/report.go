@@ -194,6 +194,7 @@ auth:
   # chains, the measured token requests hash no password.
   passwordHash: {memoryKiB: 64, iterations: 1, parallelism: 1}
   throttle: {accountFailures: 1000000, ipFailures: 1000000}
+  rateLimit: {perIP: 1000000000, perUser: 1000000000} # load from one address and few users
   clients:
     - clientID: bench
       redirectURIs: [http://%s/cb]

@@ -27,6 +27,9 @@ import (
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := s.rt()
 	ctx := r.Context()
+	if !s.rateAllowed(w, r, rt, "authorize-ip", clientKey, rt.cfg.Auth.RateLimit.PerIP) {
+		return
+	}
 	areq := r
 	if r.Method == http.MethodPost {
 		if err := r.ParseForm(); err != nil {
@@ -65,7 +68,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
 				s.metrics.signins.WithLabelValues(signinSession).Inc()
-				s.issueCode(w, r, rt, ar, user, sess.AuthTime)
+				s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie))
 				return
 			}
 		}
@@ -142,7 +145,7 @@ func (s *Service) checkClient(w http.ResponseWriter, rt *runtime, q url.Values) 
 
 // checkAuthorizeParams enforces what fosite checks only later, or not as strictly: every parameter at
 // most once (RFC 6749 3.1; fosite reads the first copy, and whatever sits in front of us may read
-// another), PKCE with S256 for public clients (refused before the page is shown, not after the user
+// another), PKCE with S256 for every client (refused before the page is shown, not after the user
 // signed in), no plain challenge, and the query response mode only.
 func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	f := ar.GetRequestForm()
@@ -153,12 +156,22 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	switch {
 	case challenge == "" && method != "":
 		return fosite.ErrInvalidRequest.WithHint("code_challenge_method was sent without code_challenge.")
-	case challenge == "" && cl.IsPublic():
-		return fosite.ErrInvalidRequest.WithHint("This client must use PKCE: send code_challenge with code_challenge_method=S256.")
+	case challenge == "":
+		return fosite.ErrInvalidRequest.WithHint("PKCE is required: send code_challenge with code_challenge_method=S256.")
 	case challenge != "" && method != "S256":
 		return fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256; plain is not allowed.")
 	case challenge != "" && !isBase64URL(challenge, 43):
 		return fosite.ErrInvalidRequest.WithHint("code_challenge must be the base64url-encoded SHA-256 of the code_verifier (43 characters).")
+	}
+	for _, p := range strings.Fields(f.Get("prompt")) {
+		if !slices.Contains(supportedPrompts, p) {
+			return fosite.ErrInvalidRequest.WithHintf("prompt=%s is not supported; the supported values are none and login.", p)
+		}
+	}
+	for _, res := range f["resource"] { // RFC 8707 2: only the client's configured APIs
+		if !slices.Contains(cl.GetAudience(), res) {
+			return errInvalidTarget.WithHintf("The resource %q is not an API this client may request tokens for.", res)
+		}
 	}
 	switch m := ar.GetResponseMode(); m {
 	case fosite.ResponseModeDefault, fosite.ResponseModeQuery:
@@ -173,11 +186,14 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	return nil
 }
 
+// errInvalidTarget is RFC 8707's error for a resource the client may not ask for.
+var errInvalidTarget = &fosite.RFC6749Error{ErrorField: "invalid_target", DescriptionField: "The requested resource is invalid, missing, unknown, or malformed.", CodeField: http.StatusBadRequest}
+
 // repeatedParam names a parameter that appears more than once (in sorted order, so the answer is stable).
 func repeatedParam(v url.Values) (string, bool) {
 	var names []string
 	for k, vs := range v {
-		if len(vs) > 1 {
+		if len(vs) > 1 && k != "resource" && k != "audience" { // RFC 8707: one resource parameter per API
 			names = append(names, k)
 		}
 	}
@@ -247,7 +263,7 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 	if err != nil || sess == nil {
 		return nil, nil, err
 	}
-	u, err := s.users.ByID(ctx, sess.UserID)
+	u, err := s.activeUser(ctx, sess.UserID)
 	if errors.Is(err, users.ErrNotFound) {
 		return nil, nil, nil
 	}
@@ -255,6 +271,41 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 		return nil, nil, err
 	}
 	return sess, u, nil
+}
+
+// rateAllowed counts a request against a rate limit (auth.rateLimit, shared by the replicas) and, over
+// it, answers 429 with Retry-After: the page for authorize, an OAuth error for token. The limit fails
+// open when Redis does not answer: it protects availability, and every step behind it answers 503 then
+// (or, like a new browser's sign-in page, needs no store).
+func (s *Service) rateAllowed(w http.ResponseWriter, r *http.Request, rt *runtime, kind, who string, limit int) bool {
+	wait, err := s.throttle.Allow(r.Context(), kind, who, limit, rt.cfg.Auth.RateLimit.Window.D())
+	if err != nil {
+		s.log.Warn("rate limit: store unavailable; not applied", "err", err)
+		return true
+	}
+	if wait == 0 {
+		return true
+	}
+	msg := fmt.Sprintf("Too many requests. Try again in %d s.", int(wait/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+	s.metrics.rateLimited.WithLabelValues(kind).Inc()
+	if strings.HasPrefix(kind, "token") {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "temporarily_unavailable", "error_description": msg})
+	} else {
+		s.pages.RenderError(w, http.StatusTooManyRequests, page.Error{Title: "Try again later", Message: msg})
+	}
+	return false
+}
+
+// activeUser is the user with that ID, or ErrNotFound when it was deleted or is disabled: neither may
+// use a session or a token any more.
+func (s *Service) activeUser(ctx context.Context, id string) (*users.User, error) {
+	u, err := s.users.ByID(ctx, id)
+	if err == nil && u.Disabled {
+		return nil, users.ErrNotFound
+	}
+	return u, err
 }
 
 func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, status int, d page.SignIn) {
@@ -289,12 +340,14 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
 	}
 
-	wait, hadFailures, err := s.throttle.Check(ctx, account, ip, lim)
+	// The attempt is counted before the password is hashed, so that a burst of parallel guesses on any
+	// number of replicas gets no more password checks than the limit; the outcome settles it.
+	res, wait, err := s.throttle.Reserve(ctx, account, ip, lim)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	if wait > 0 {
+	if res == nil {
 		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, page.SignIn{Email: email, Error: again(wait)})
@@ -305,19 +358,18 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	case errors.Is(err, users.ErrBadCredentials):
 		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
 		msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
-		if wait, ferr := s.throttle.Fail(ctx, account, ip, lim); ferr == nil && wait > 0 {
+		if wait := res.Failed(); wait > 0 {
 			msg, status = msg+" "+again(wait), http.StatusTooManyRequests
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		}
 		s.renderSignIn(w, r, rt, cl, status, page.SignIn{Email: email, Error: msg})
 		return
 	case err != nil:
+		res.Release(context.WithoutCancel(ctx))
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	if hadFailures {
-		_ = s.throttle.Reset(ctx, account)
-	}
+	_ = res.Succeeded(ctx)
 	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
 	s.startSession(w, r, rt, cl, ar, u)
 }
@@ -409,21 +461,33 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 		return
 	}
 	setCookie(w, rt, sessionCookie, token, lifetime)
-	s.issueCode(w, r, rt, ar, u, now)
+	s.issueCode(w, r, rt, ar, u, now, token)
 }
 
 // issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
 // the authorization code.
-func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time) {
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string) {
+	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
+		return
+	}
+	// The grant is remembered with the sign-in session first, so that logging out of this session
+	// revokes it: a grant the session does not know of is never issued.
+	if err := s.sessions.AddFamily(r.Context(), session, ar.GetID()); err != nil {
+		s.authorizeError(w, r, rt, ar, err)
+		return
+	}
 	for _, scope := range ar.GetRequestedScopes() {
 		ar.GrantScope(scope)
 	}
-	if aud := ar.GetRequestedAudience(); len(aud) > 0 {
-		for _, a := range aud {
-			ar.GrantAudience(a)
-		}
-	} else {
-		ar.GrantAudience(ar.GetClient().GetID())
+	// The access token is for the APIs requested (audience, checked by fosite against the client's, or
+	// RFC 8707 resource, checked in checkAuthorizeParams), else for every API of the client (its
+	// configured audiences; the client ID when it has none).
+	requested := append(slices.Clone(ar.GetRequestedAudience()), ar.GetRequestForm()["resource"]...)
+	if len(requested) == 0 {
+		requested = ar.GetClient().GetAudience()
+	}
+	for _, a := range requested {
+		ar.GrantAudience(a)
 	}
 	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
 	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step.

@@ -72,6 +72,16 @@ func (b *bodyWatcher) Write(p []byte) (int, error) {
 	return b.ResponseWriter.Write(p)
 }
 
+// hsts tells browsers to reach an https issuer over https only (RFC 6797), on every answer of the
+// provider (routes.go puts it first on each route): a first plain-http visit cannot be downgraded
+// afterwards.
+func (s *Service) hsts(c *fiber.Ctx) error {
+	if s.rt().secure {
+		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
+	}
+	return c.Next()
+}
+
 // Cookie names: under https the __Host- prefix pins the cookie to this exact host and path /.
 func cookieName(rt *runtime, base string) string {
 	if rt.secure {

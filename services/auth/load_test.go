@@ -74,6 +74,7 @@ auth:
   # BENCH ONLY: a deliberately cheap argon2id setting, so that the run measures the provider.
   passwordHash: {memoryKiB: %d, iterations: %d, parallelism: %d}
   throttle: {accountFailures: 1000000, ipFailures: 1000000}
+  rateLimit: {perIP: 1000000000, perUser: 1000000000} # load from one address and few users
   clients:
     - clientID: bench
       redirectURIs: [%s/cb]

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/ory/fosite/token/jwt"
 
@@ -38,6 +39,10 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 		tok, err := s.signer.Decode(ctx, hint)
 		var ve *jwt.ValidationError
 		if err != nil && !(errors.As(err, &ve) && ve.Errors == jwt.ValidationErrorExpired) {
+			bad("The id_token_hint is not an ID token issued here.")
+			return
+		}
+		if !isIDToken(tok) {
 			bad("The id_token_hint is not an ID token issued here.")
 			return
 		}
@@ -87,10 +92,23 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if token := readCookie(r, rt, sessionCookie); token != "" {
-		if err := s.sessions.Delete(ctx, token); err != nil {
+		// Logout ends the sign-in session and revokes every grant started in it: the applications signed
+		// in through this session can no longer refresh.
+		// Revoked before the session ends, so that a failure leaves the list for the retry.
+		families, err := s.sessions.Families(ctx, token)
+		if err == nil {
+			err = s.store.RevokeFamilies(ctx, families)
+		}
+		if err == nil {
+			_, err = s.sessions.End(ctx, token)
+		}
+		if err != nil {
 			s.log.Warn("logout: session store unavailable", "err", err)
 			s.pages.RenderError(w, http.StatusServiceUnavailable, page.Error{Title: "Try again", Message: "Signing out is briefly unavailable. Please try again in a moment."})
 			return
+		}
+		if len(families) > 0 {
+			s.metrics.revocations.WithLabelValues("logout").Add(float64(len(families)))
 		}
 	}
 	setCookie(w, rt, sessionCookie, "", -1)
@@ -106,6 +124,22 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// isIDToken tells an ID token from the other JWTs this provider signs with the same key: access tokens
+// carry the RFC 9068 type at+jwt (fosite's default for ID tokens is JWT) and the client_id and scope
+// claims, which an ID token never has.
+func isIDToken(tok *jwt.Token) bool {
+	if typ, _ := tok.Header["typ"].(string); typ != "" && !strings.EqualFold(typ, "JWT") {
+		return false
+	}
+	for _, c := range []string{"client_id", "scp", "scope"} {
+		if _, ok := tok.Claims[c]; ok {
+			return false
+		}
+	}
+	sub, _ := tok.Claims["sub"].(string)
+	return sub != "" && len(audiences(tok.Claims["aud"])) > 0
 }
 
 func audiences(v any) []string {

@@ -11,6 +11,7 @@ type metrics struct {
 	tokens       *prometheus.CounterVec
 	tokenLatency *prometheus.HistogramVec
 	revocations  *prometheus.CounterVec
+	rateLimited  *prometheus.CounterVec
 }
 
 // Sign-in results (a closed set, so the label stays bounded).
@@ -44,10 +45,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"grant_type", "outcome"}),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_family_revocations_total",
-			Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted.",
+			Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted (deleted or disabled, seen at a refresh), family_expired (absolute lifetime), logout (started in the session that logged out).",
 		}, []string{"reason"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formsservice_auth_rate_limited_total",
+			Help: "Requests refused by auth.rateLimit (429), by limit: authorize-ip, authorize-user, token-ip, token-user.",
+		}, []string{"limit"}),
 	}
-	for _, c := range []prometheus.Collector{m.signins, m.tokens, m.tokenLatency, m.revocations} {
+	for _, c := range []prometheus.Collector{m.signins, m.tokens, m.tokenLatency, m.revocations, m.rateLimited} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,9 +1,13 @@
 package auth
 
-import "github.com/formsservice/formsservice/services/platform/server"
+import (
+	"github.com/formsservice/formsservice/services/platform/server"
+	"github.com/gofiber/fiber/v2"
+)
 
 // Routes declares every endpoint of the provider, at the paths the ingress routes to it. Every auth
-// endpoint reads at most maxBody (64 KB): sign-in forms and token requests are small. Each is counted
+// endpoint reads at most maxBody (64 KB): sign-in forms and token requests are small; and every answer
+// carries Strict-Transport-Security when the issuer is https. Each is counted
 // in formsservice_http_requests_total{service="auth",route=...}; the provider's own metrics are in
 // metrics.go.
 func (s *Service) Routes() []server.Route {
@@ -17,7 +21,7 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/oauth2/authorize", s.handleClient(s.authorize)), // its form
 
 		server.Preflight("/oauth2/token", tokenCORS),
-		server.Post("/oauth2/token", tokenCORS, s.handle(s.token)),
+		server.Post("/oauth2/token", tokenCORS, s.handleClient(s.token)),
 		server.Preflight("/oauth2/revoke", tokenCORS),
 		server.Post("/oauth2/revoke", tokenCORS, s.handle(s.revoke)),
 
@@ -30,8 +34,9 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/oauth2/logout", s.handle(s.logout)),
 		server.Post("/oauth2/logout", s.handle(s.logout)),
 	}
-	for i := range routes {
-		routes[i] = routes[i].Limit(maxBody)
+	for i, r := range routes {
+		r.Handlers = append([]fiber.Handler{s.hsts}, r.Handlers...)
+		routes[i] = r.Limit(maxBody)
 	}
 	return routes
 }

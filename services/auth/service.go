@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,7 +129,8 @@ func New(o Options) (*Service, error) {
 			// The runtime's configuration, which fosite's lifetimes came from too (after a reload that
 			// could not be applied, the latest configuration is not the one in effect).
 			a := s.rt().cfg.Auth
-			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D()}
+			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(),
+				Family: a.FamilyLifetime.D()}
 		},
 		OnReplay: func(kind string) {
 			reason := map[string]string{"code": "code_replay", "refresh": "refresh_reuse"}[kind]
@@ -228,9 +230,9 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		TokenURL:                       issuer + "/oauth2/token",
 		ScopeStrategy:                  fosite.ExactScopeStrategy,
 		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
-		EnforcePKCEForPublicClients:    true,
+		EnforcePKCE:                    true, // every client, confidential ones too (RFC 9700 2.1.1)
 		EnablePKCEPlainChallengeMethod: false,
-		AllowedPromptValues:            []string{"login", "none", "consent", "select_account"},
+		AllowedPromptValues:            supportedPrompts,
 		RefreshTokenScopes:             []string{"offline_access"},
 		MinParameterEntropy:            fosite.MinParameterEntropy,
 		JWTScopeClaimKey:               jwt.JWTScopeFieldString,
@@ -261,6 +263,11 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 	return rt, nil
 }
 
+// supportedPrompts are the prompt values the provider honours: none (never shows the page) and login
+// (always shows it). consent and select_account are refused (there is no consent screen and a browser
+// holds one session), and discovery lists only these.
+var supportedPrompts = []string{"none", "login"}
+
 // newClient turns a configured client into a fosite client. A client with a secret file is
 // confidential; the secret is kept as its SHA-256 only.
 func newClient(c config.OAuthClient) (*client, error) {
@@ -272,6 +279,9 @@ func newClient(c config.OAuthClient) (*client, error) {
 		Scopes:        c.Scopes,
 		Audience:      []string{c.ClientID},
 		Public:        c.SecretFile == "",
+	}
+	if len(c.Audiences) > 0 {
+		dc.Audience = slices.Clone(c.Audiences) // the APIs its access tokens may be for
 	}
 	if c.SecretFile != "" {
 		secret, err := secretfile.Read(c.SecretFile)

@@ -14,7 +14,7 @@ import (
 )
 
 // token is /oauth2/token: the authorization_code (with PKCE) and refresh_token grants.
-func (s *Service) token(w http.ResponseWriter, r *http.Request) {
+func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string) {
 	start := time.Now()
 	rt := s.rt()
 	ctx := store.WithRequestMemo(r.Context())
@@ -32,6 +32,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		rt.provider.WriteAccessError(ctx, w, ar, err)
 	}
 
+	if !s.rateAllowed(w, r, rt, "token-ip", clientKey, rt.cfg.Auth.RateLimit.PerIP) {
+		outcome = "rate_limited"
+		return
+	}
 	if name, ok := repeatedParam(r.PostForm); ok { // RFC 6749 3.2: never more than once
 		fail(nil, fosite.ErrInvalidRequest.WithHintf("The parameter %s was sent more than once.", name))
 		return
@@ -39,6 +43,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	ar, err := rt.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
 		fail(ar, err)
+		return
+	}
+	if !s.rateAllowed(w, r, rt, "token-user", ar.GetSession().GetSubject(), rt.cfg.Auth.RateLimit.PerUser) {
+		outcome = "rate_limited"
 		return
 	}
 	if ar.GetGrantTypes().ExactOne("refresh_token") {
@@ -63,11 +71,20 @@ func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester
 	if !ok {
 		return fosite.ErrServerError.WithDebug("unexpected session type")
 	}
-	u, err := s.users.ByID(ctx, sess.Subject)
+	// The absolute lifetime of a grant counts from the sign-in that started it (the session's auth_time,
+	// carried by every refresh), however often it was refreshed since (ASVS 3.3.4).
+	if life := s.rt().cfg.Auth.FamilyLifetime.D(); life > 0 {
+		if at := sess.IDTokenClaims().AuthTime; !at.IsZero() && time.Since(at) > life {
+			_ = s.store.RevokeFamily(ctx, ar.GetID())
+			s.metrics.revocations.WithLabelValues("family_expired").Inc()
+			return fosite.ErrInvalidGrant.WithHint("This grant has reached its absolute lifetime; sign in again.")
+		}
+	}
+	u, err := s.activeUser(ctx, sess.Subject)
 	if errors.Is(err, users.ErrNotFound) {
 		_ = s.store.RevokeFamily(ctx, ar.GetID())
 		s.metrics.revocations.WithLabelValues("user_deleted").Inc()
-		return fosite.ErrInvalidGrant.WithHint("The user of this grant no longer exists.")
+		return fosite.ErrInvalidGrant.WithHint("The user of this grant no longer exists or is disabled.")
 	}
 	if err != nil {
 		return err
@@ -112,11 +129,20 @@ func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
 	rt.provider.WriteRevocationResponse(r.Context(), w, err)
 }
 
-// introspect is /oauth2/introspect (RFC 7662) for resource servers (a confidential client, or a bearer
-// access token). A token of a user who no longer exists is inactive.
+// introspect is /oauth2/introspect (RFC 7662) for resource servers (a confidential client). A token of a user who no longer exists is inactive.
 func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 	rt := s.rt()
 	ctx := r.Context()
+	// Only a resource server may introspect: a confidential client authenticated with HTTP Basic (fosite
+	// checks the secret). fosite would also take any access token as the caller's credential (a bearer
+	// header, or access_token in the form), which would let every user's app probe every token.
+	_ = r.ParseForm()
+	id, _, basic := r.BasicAuth()
+	if cl, ok := rt.clients[id]; !basic || !ok || cl.IsPublic() || r.Form.Has("access_token") {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+rt.issuer+`"`)
+		rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrRequestUnauthorized.WithHint("Introspection needs a confidential client's credentials (HTTP Basic)."))
+		return
+	}
 	resp, err := rt.provider.NewIntrospectionRequest(ctx, r, newSession())
 	if err != nil {
 		if isUnavailable(err) {
@@ -126,7 +152,7 @@ func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.IsActive() {
-		if _, err := s.users.ByID(ctx, resp.GetAccessRequester().GetSession().GetSubject()); err != nil {
+		if _, err := s.activeUser(ctx, resp.GetAccessRequester().GetSession().GetSubject()); err != nil {
 			if isUnavailable(err) {
 				rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
 				return
@@ -156,22 +182,33 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 		}
 		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
 	}
+	if r.URL.Query().Has("access_token") {
+		// RFC 9700 4.3.2 / RFC 6750 2.3: a token in the URL leaks into logs, history and Referer.
+		deny(http.StatusBadRequest, "invalid_request", "Send the access token in the Authorization header, not in the URL.")
+		return
+	}
 	token := fosite.AccessTokenFromRequest(r)
 	if token == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+rt.issuer+`"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token", "error_description": "An access token is required."})
 		return
 	}
-	_, ar, err := rt.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
+	// fosite's introspection tries every token kind (the hint only orders them): only an access token is
+	// a bearer credential (RFC 6750, RFC 9700 4.14), never a refresh token or an ID token.
+	use, ar, err := rt.provider.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
 	if err != nil {
 		fail(err)
+		return
+	}
+	if use != fosite.AccessToken {
+		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
 		return
 	}
 	if !ar.GetGrantedScopes().Has("openid") {
 		deny(http.StatusForbidden, "insufficient_scope", "The access token lacks the openid scope.")
 		return
 	}
-	u, err := s.users.ByID(ctx, ar.GetSession().GetSubject())
+	u, err := s.activeUser(ctx, ar.GetSession().GetSubject())
 	if err != nil {
 		fail(err)
 		return

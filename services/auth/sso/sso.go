@@ -32,10 +32,26 @@ type Store struct{ rdb redis.UniversalClient }
 // New returns a Store.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
-func sessionKey(token string) string {
+// Bounds that do not depend on how a user behaves: sessions per user (beyond it the oldest ends) and
+// families remembered per session (for logout).
+const (
+	MaxSessionsPerUser    = 64
+	MaxFamiliesPerSession = 256
+)
+
+func sessionID(token string) string {
 	h := sha256.Sum256([]byte(token))
-	return "auth:sso:{" + base64.RawURLEncoding.EncodeToString(h[:]) + "}"
+	return base64.RawURLEncoding.EncodeToString(h[:])
 }
+
+func sessionKey(token string) string { return keyOf(sessionID(token)) }
+func keyOf(id string) string         { return "auth:sso:{" + id + "}" }
+
+// familiesKey lists the token families started in a session (same slot as the session).
+func familiesKey(id string) string { return "auth:sso:{" + id + "}:families" }
+
+// userKey is the user's sessions, a sorted set of session IDs scored by their end (Unix ms).
+func userKey(userID string) string { return "auth:sso-user:{" + userID + "}" }
 
 // Create starts a session and returns the cookie value.
 func (s *Store) Create(ctx context.Context, userID string, authTime time.Time, ttl time.Duration) (string, error) {
@@ -45,10 +61,117 @@ func (s *Store) Create(ctx context.Context, userID string, authTime time.Time, t
 	}
 	token := base64.RawURLEncoding.EncodeToString(b)
 	v := userID + "|" + strconv.FormatInt(authTime.Unix(), 10)
-	if err := s.rdb.Set(ctx, sessionKey(token), v, ttl).Err(); err != nil {
+	id := sessionID(token)
+	now := time.Now()
+	var size *redis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, keyOf(id), v, ttl)
+		uk := userKey(userID)
+		p.ZAdd(ctx, uk, redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: id})
+		p.ZRemRangeByScore(ctx, uk, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
+		size = p.ZCard(ctx, uk)
+		p.PExpire(ctx, uk, ttl)
+		return nil
+	})
+	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	if n := size.Val(); n > MaxSessionsPerUser {
+		// The oldest sessions end: the index stays bounded and no session escapes "sign out everywhere".
+		if old, err := s.rdb.ZPopMin(ctx, userKey(userID), n-MaxSessionsPerUser).Result(); err == nil {
+			for _, z := range old {
+				if oid, ok := z.Member.(string); ok {
+					s.rdb.Del(ctx, keyOf(oid), familiesKey(oid))
+				}
+			}
+		}
+	}
 	return token, nil
+}
+
+var addFamilyScript = redis.NewScript(`
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+if redis.call('SCARD', KEYS[2]) > tonumber(ARGV[2]) then redis.call('SPOP', KEYS[2]) end
+redis.call('PEXPIRE', KEYS[2], ttl)
+return 1
+`)
+
+// AddFamily records that a token family was started in the session, so that logout revokes it. The
+// list lives as long as the session and holds at most MaxFamiliesPerSession.
+func (s *Store) AddFamily(ctx context.Context, token, family string) error {
+	if token == "" || len(token) > 128 {
+		return nil
+	}
+	id := sessionID(token)
+	if err := addFamilyScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id)}, family, MaxFamiliesPerSession).Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Families lists the token families started in a session.
+func (s *Store) Families(ctx context.Context, token string) ([]string, error) {
+	if token == "" || len(token) > 128 {
+		return nil, nil
+	}
+	fams, err := s.rdb.SMembers(ctx, familiesKey(sessionID(token))).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return fams, nil
+}
+
+var endScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local fams = redis.call('SMEMBERS', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+return {v or '', fams}
+`)
+
+// End ends a session and returns the token families started in it.
+func (s *Store) End(ctx context.Context, token string) ([]string, error) {
+	if token == "" || len(token) > 128 {
+		return nil, nil
+	}
+	id := sessionID(token)
+	res, err := endScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id)}).Slice()
+	if err != nil || len(res) != 2 {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	v, _ := res[0].(string)
+	if uid, _, ok := strings.Cut(v, "|"); ok {
+		_ = s.rdb.ZRem(ctx, userKey(uid), id).Err()
+	}
+	var families []string
+	if list, ok := res[1].([]any); ok {
+		for _, f := range list {
+			if fs, ok := f.(string); ok {
+				families = append(families, fs)
+			}
+		}
+	}
+	return families, nil
+}
+
+// EndUser ends every session of a user ("sign out everywhere") and returns how many there were.
+func (s *Store) EndUser(ctx context.Context, userID string) (int, error) {
+	ids, err := s.rdb.ZRange(ctx, userKey(userID), 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			p.Del(ctx, keyOf(id), familiesKey(id))
+		}
+		p.Del(ctx, userKey(userID))
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return len(ids), nil
 }
 
 // Get returns the session for a cookie value, or nil when there is none.
@@ -73,11 +196,6 @@ func (s *Store) Get(ctx context.Context, token string) (*Session, error) {
 
 // Delete ends a session.
 func (s *Store) Delete(ctx context.Context, token string) error {
-	if token == "" || len(token) > 128 {
-		return nil
-	}
-	if err := s.rdb.Del(ctx, sessionKey(token)).Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	return nil
+	_, err := s.End(ctx, token)
+	return err
 }

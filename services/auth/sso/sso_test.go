@@ -35,7 +35,7 @@ func TestCreate_RedisHoldsOnlyTheCookiesHash(t *testing.T) {
 	if len(token) != 43 { // 256 random bits, base64url
 		t.Fatalf("cookie value %q: want 43 characters", token)
 	}
-	keys, err := rdb.Keys(ctx, "*").Result()
+	keys, err := rdb.Keys(ctx, "auth:sso:{*").Result() // the session (the user's index holds its ID too)
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("keys %v, %v: want one", keys, err)
 	}

@@ -66,7 +66,7 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, sig string, r fo
 	if err != nil {
 		return err
 	}
-	w := op{kind: "set", key: key(family, "code", rest), value: v, ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}
+	w := op{kind: "set", key: currentKey(family, "code"), value: current(rest, v), ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}
 	return s.write(ctx, family, w, "", r.GetSession().GetSubject())
 }
 
@@ -86,7 +86,7 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 			return r, nil
 		}
 	}
-	r, err := s.getSingleUse(ctx, family, key(family, "code", rest), "code", fosite.ErrInvalidatedAuthorizeCode)
+	r, err := s.getSingleUse(ctx, family, "code", rest, "code", fosite.ErrInvalidatedAuthorizeCode)
 	if err == nil && m != nil {
 		m.mu.Lock()
 		m.codes[sig] = r
@@ -103,7 +103,7 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.write(ctx, family, op{kind: "claim", key: key(family, "code", rest), ttl: ms(s.markerTTL())}, "code", "")
+	return s.write(ctx, family, op{kind: "claim", key: currentKey(family, "code"), value: rest, ttl: ms(s.markerTTL())}, "code", "")
 }
 
 // getSingleUse reads the record of a code or a refresh token, which is used once. A used one, or any of
@@ -112,8 +112,8 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 // replay: fosite answers invalid_grant for a replayed code even when its own revocation call fails, so a
 // revocation left to fosite could be lost to a Redis failure between the two steps while the client was
 // told the replay had been dealt with.
-func (s *Store) getSingleUse(ctx context.Context, family, k, kind string, errUsed error) (fosite.Requester, error) {
-	v, revoked, err := s.getRevokingReplay(ctx, family, k)
+func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string, errUsed error) (fosite.Requester, error) {
+	v, revoked, err := s.getCurrent(ctx, family, slot, sig, true)
 	switch {
 	case err != nil:
 		return nil, err
@@ -241,12 +241,23 @@ func (s *Store) CreateAccessTokenSession(ctx context.Context, sig string, r fosi
 
 // GetAccessTokenSession returns an access token's request; a revoked family reads as not found.
 func (s *Store) GetAccessTokenSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
-	return s.getBySig(ctx, "at", sig)
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil, fosite.ErrNotFound
+	}
+	v, revoked, err := s.getCurrent(ctx, family, "at", rest, false)
+	if err != nil {
+		return nil, err
+	}
+	if v == "" || v == used || revoked {
+		return nil, fosite.ErrNotFound
+	}
+	return s.decode(ctx, v)
 }
 
 // DeleteAccessTokenSession removes one access token.
 func (s *Store) DeleteAccessTokenSession(ctx context.Context, sig string) error {
-	return s.deleteBySig(ctx, "at", sig)
+	return s.deleteCurrent(ctx, "at", sig)
 }
 
 func (s *Store) createToken(ctx context.Context, kind, sig string, r fosite.Requester, tt fosite.TokenType, def time.Duration) error {
@@ -258,7 +269,7 @@ func (s *Store) createToken(ctx context.Context, kind, sig string, r fosite.Requ
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, family, op{kind: "set", key: key(family, kind, rest), value: v, ttl: ms(ttl(r, tt, def))}, "", "")
+	return s.write(ctx, family, op{kind: "set", key: currentKey(family, kind), value: current(rest, v), ttl: ms(ttl(r, tt, def))}, "", "")
 }
 
 // --- refresh tokens ---
@@ -275,12 +286,12 @@ func (s *Store) GetRefreshTokenSession(ctx context.Context, sig string, _ fosite
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	return s.getSingleUse(ctx, family, key(family, "rt", rest), "refresh", fosite.ErrInactiveToken)
+	return s.getSingleUse(ctx, family, "rt", rest, "refresh", fosite.ErrInactiveToken)
 }
 
 // DeleteRefreshTokenSession removes one refresh token.
 func (s *Store) DeleteRefreshTokenSession(ctx context.Context, sig string) error {
-	return s.deleteBySig(ctx, "rt", sig)
+	return s.deleteCurrent(ctx, "rt", sig)
 }
 
 // RotateRefreshToken retires the refresh token being exchanged; the marker keeps the token's own expiry,
@@ -292,7 +303,11 @@ func (s *Store) RotateRefreshToken(ctx context.Context, _ string, sig string) er
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.write(ctx, family, op{kind: "claim", key: key(family, "rt", rest), ttl: "keep"}, "refresh", "")
+	// The family's one refresh record goes; the token's signature joins the family's short list of
+	// rotated ones, which is what recognises its reuse.
+	return s.writeAll(ctx, family, "refresh",
+		op{kind: "claim", key: currentKey(family, "rt"), value: rest, ttl: "del"},
+		op{kind: "rotated", key: rotatedKey(family), value: rest})
 }
 
 // RevokeRefreshToken revokes the family (RFC 7009: revoking a refresh token revokes its grant).
@@ -311,4 +326,13 @@ func (s *Store) revoke(ctx context.Context, family string) error {
 		return nil
 	}
 	return s.write(ctx, family, op{kind: "revoke"}, "", "")
+}
+
+// deleteCurrent removes a family's current access or refresh token if it is the one named.
+func (s *Store) deleteCurrent(ctx context.Context, kind, sig string) error {
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil
+	}
+	return s.write(ctx, family, op{kind: "del", key: currentKey(family, kind), value: rest}, "", "")
 }

@@ -10,9 +10,10 @@
 // back into the store while a script runs.
 //
 // Revoking a family writes one marker that every read checks in the same script, so a token issued by a
-// request racing with the revocation is dead too. A used code or a rotated refresh token is replaced by a
-// one-byte marker that lives as long as the token would have, so that presenting it again is recognised
-// as a replay and revokes the family.
+// request racing with the revocation is dead too. A family holds one record of each kind (its code, its
+// current access token, its current refresh token), so its keys do not grow with refreshes: a used code
+// keeps a used marker, a rotated refresh token's signature joins a short per-family list, and presenting
+// either again is recognised as a replay and revokes the family.
 package store
 
 import (
@@ -41,7 +42,14 @@ var ErrReplay = errors.New("token reused or revoked")
 // Lifetimes are read from the live configuration on every write.
 type Lifetimes struct {
 	Code, Access, Refresh time.Duration
+	// Family is the absolute lifetime of a family from its first sign-in, however often it is refreshed
+	// (0: the refresh lifetime).
+	Family time.Duration
 }
+
+// MaxFamiliesPerSubject bounds a user's index of families: beyond it the oldest families are revoked,
+// so the index (and what revoking a user costs) never depends on how often the user signs in.
+const MaxFamiliesPerSubject = 256
 
 // Options configure a Store.
 type Options struct {
@@ -111,7 +119,27 @@ func validFamily(f string) bool {
 // Key layout. {family} is the hash tag: a family's keys share one Redis Cluster slot.
 func key(family, kind, id string) string { return "auth:{" + family + "}:" + kind + ":" + id }
 func revokedKey(family string) string    { return "auth:{" + family + "}:revoked" }
-func subjectKey(subject string) string   { return "auth:subject:{" + subject + "}:families" }
+
+// currentKey is a family's one record of a kind: its code ("code"), its current access token ("at") and
+// its current refresh token ("rt"). A family has one code, and a refresh replaces both tokens, so a
+// family holds a fixed number of keys however often it is refreshed. The value is "signature\n"
+// followed by the record ('A' + JSON) or the used marker 'U'.
+func currentKey(family, kind string) string { return "auth:{" + family + "}:" + kind }
+
+// rotatedKey lists the family's last MaxRotated rotated refresh-token signatures (newest first): a
+// reused one revokes the family. An older one is no longer recognised as reuse; it is refused as unknown.
+func rotatedKey(family string) string { return "auth:{" + family + "}:rotated" }
+
+// MaxRotated is how many rotated refresh tokens per family are remembered for reuse detection.
+const MaxRotated = 32
+
+func current(sig, record string) string { return sig + "\n" + record }
+
+// subjectKey is the user's families, a sorted set scored by each family's end (Unix ms): pruned by expiry.
+func subjectKey(subject string) string { return "auth:subject:{" + subject + "}:grants" }
+
+// legacySubjectKey is the unbounded set earlier versions kept; still read when revoking a user.
+func legacySubjectKey(subject string) string { return "auth:subject:{" + subject + "}:families" }
 
 // hashed is used where fosite hands the store a raw secret (the OIDC session is keyed by the code
 // itself): the key holds its SHA-256, never the code.
@@ -122,9 +150,22 @@ func hashed(s string) string {
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
-// markerTTL is how long revocation markers and used-token markers live: as long as any token of the
-// family can, plus a margin for requests in flight.
-func (s *Store) markerTTL() time.Duration { return s.lifetimes().Refresh + time.Hour }
+// markerTTL is how long revocation markers and used-token markers live: never shorter than the longest
+// lifetime configured (so lowering one lifetime cannot let a marker expire before the tokens it
+// revokes), plus a margin for requests in flight.
+func (s *Store) markerTTL() time.Duration {
+	l := s.lifetimes()
+	return max(l.Refresh, l.Family, l.Access, l.Code) + time.Hour
+}
+
+// familyTTL is how long a family can live at most.
+func (s *Store) familyTTL() time.Duration {
+	l := s.lifetimes()
+	if l.Family > 0 {
+		return l.Family
+	}
+	return l.Refresh
+}
 
 type memoKey struct{}
 
@@ -249,6 +290,37 @@ func (s *Store) runGet(ctx context.Context, script *redis.Script, keys []string,
 	return v, revoked == 1, nil
 }
 
+// currentScript reads a family's current record of a kind if it is the one named by ARGV[1], with the
+// family's revocation flag. KEYS: the record, the revocation marker, and for refresh tokens the rotated
+// list, where a match reads as the used marker 'U'. With ARGV[3] = '1', finding 'U' on a family not yet
+// revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token.
+var currentScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local state = false
+if v then
+  local nl = string.find(v, '\n', 1, true)
+  if nl and string.sub(v, 1, nl - 1) == ARGV[1] then state = string.sub(v, nl + 1) end
+end
+if not state and KEYS[3] and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
+if not state then return false end
+local revoked = redis.call('EXISTS', KEYS[2])
+if state == 'U' and revoked == 0 and ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+return {state, revoked}
+`)
+
+// getCurrent reads the family's record of kind named by sig (see currentScript).
+func (s *Store) getCurrent(ctx context.Context, family, kind, sig string, revokeOnUsed bool) (string, bool, error) {
+	keys := []string{currentKey(family, kind), revokedKey(family)}
+	if kind == "rt" {
+		keys = append(keys, rotatedKey(family))
+	}
+	flag := "0"
+	if revokeOnUsed {
+		flag = "1"
+	}
+	return s.runGet(ctx, currentScript, keys, sig, ms(s.markerTTL()), flag)
+}
+
 // getRevokingScript is getScript for a single-use record: finding the used marker of a family that is
 // not revoked yet revokes it (ARGV[1] is the marker's TTL). revoked reports the state before the call, so
 // that a replay is counted once.
@@ -283,29 +355,54 @@ func (s *Store) RevokeFamily(ctx context.Context, family string) error {
 	return nil
 }
 
-// RevokeSubject revokes every family issued to subject (a deleted user).
+// RevokeFamilies revokes several families at once (a sign-in session's, at logout).
+func (s *Store) RevokeFamilies(ctx context.Context, families []string) error {
+	if len(families) == 0 {
+		return nil
+	}
+	marker := s.markerTTL()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, f := range families {
+			if validFamily(f) {
+				p.Set(ctx, revokedKey(f), "1", marker)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// RevokeSubject revokes every family issued to subject (a deleted, disabled or signed-out user, or a
+// changed password).
 func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) {
-	families, err := s.rdb.SMembers(ctx, subjectKey(subject)).Result()
+	families, err := s.rdb.ZRange(ctx, subjectKey(subject), 0, -1).Result()
 	if err != nil {
 		return 0, unavailable(err)
 	}
-	if len(families) > 0 {
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, f := range families {
-				if validFamily(f) {
-					p.Set(ctx, revokedKey(f), "1", s.markerTTL())
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, unavailable(err)
-		}
+	legacy, err := s.rdb.SMembers(ctx, legacySubjectKey(subject)).Result()
+	if err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return 0, unavailable(err)
 	}
-	if err := s.rdb.Del(ctx, subjectKey(subject)).Err(); err != nil {
+	families = append(families, legacy...)
+	if err := s.RevokeFamilies(ctx, families); err != nil {
+		return 0, err
+	}
+	if err := s.rdb.Del(ctx, subjectKey(subject), legacySubjectKey(subject)).Err(); err != nil {
 		return 0, unavailable(err)
 	}
 	return len(families), nil
+}
+
+// SubjectFamilies is how many families the user's index holds (tests and diagnostics).
+func (s *Store) SubjectFamilies(ctx context.Context, subject string) (int64, error) {
+	n, err := s.rdb.ZCard(ctx, subjectKey(subject)).Result()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
 }
 
 // FamilyRevoked reports whether the family is revoked (tests and diagnostics).

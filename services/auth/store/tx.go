@@ -72,6 +72,32 @@ func (s *Store) Rollback(ctx context.Context) error {
 
 func (u *unit) reset() { u.family, u.ops, u.claim, u.subjects, u.err = "", nil, "", nil, nil }
 
+// writeAll adds several writes of one family to the unit in ctx (or applies them at once, as one unit).
+func (s *Store) writeAll(ctx context.Context, family, claim string, ws ...op) error {
+	u, _ := ctx.Value(txKey{}).(*unit)
+	if u == nil {
+		u = &unit{}
+		for i, w := range ws {
+			c := ""
+			if i == 0 {
+				c = claim
+			}
+			u.add(family, w, c, "")
+		}
+		return s.apply(ctx, u)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for i, w := range ws {
+		c := ""
+		if i == 0 {
+			c = claim
+		}
+		u.add(family, w, c, "")
+	}
+	return nil
+}
+
 // write adds w to the unit in ctx, or applies it at once when there is none.
 func (s *Store) write(ctx context.Context, family string, w op, claim, subject string) error {
 	u, _ := ctx.Value(txKey{}).(*unit)
@@ -111,17 +137,31 @@ func ms(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
+// maxRotatedLua is the last index LTRIM keeps of the rotated list.
+const maxRotatedLua = "31" // MaxRotated - 1
+
 // commitScript applies a unit. KEYS[1] is the family's revocation marker, KEYS[i+1] the key of op i;
 // ARGV[1] is the marker's TTL, then three arguments per op: kind, value, ttl. Claims are checked before
 // anything is written, so a failed unit writes nothing (except revoking the family on a reuse).
 var commitScript = redis.NewScript(`
 local n = #KEYS - 1
+local function split(v)
+  if not v then return nil, nil end
+  local nl = string.find(v, '\n', 1, true)
+  if not nl then return nil, nil end
+  return string.sub(v, 1, nl - 1), string.sub(v, nl + 1)
+end
 for i = 1, n do
-  if ARGV[2 + (i-1)*3] == 'claim' then
-    local v = redis.call('GET', KEYS[i+1])
-    if not v then return 'missing' end
-    if redis.call('EXISTS', KEYS[1]) == 1 then return 'revoked' end
-    if v == 'U' then
+  local b = 2 + (i-1)*3
+  if ARGV[b] == 'claim' then
+    local sig, state = split(redis.call('GET', KEYS[i+1]))
+    local revoked = redis.call('EXISTS', KEYS[1]) == 1
+    if sig ~= ARGV[b+1] then
+      -- not the current one: a rotated refresh token (the next op names the family's rotated list) is reuse
+      if ARGV[b+3] == 'rotated' and redis.call('LPOS', KEYS[i+2], ARGV[b+1]) then state = 'U' else return 'missing' end
+    end
+    if revoked then return 'revoked' end
+    if state == 'U' then
       redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
       return 'reused'
     end
@@ -131,11 +171,15 @@ for i = 1, n do
   local b = 2 + (i-1)*3
   local kind, value, ttl, k = ARGV[b], ARGV[b+1], ARGV[b+2], KEYS[i+1]
   if kind == 'claim' then
-    if ttl == 'keep' then redis.call('SET', k, 'U', 'KEEPTTL') else redis.call('SET', k, 'U', 'PX', ttl) end
+    if ttl == 'del' then redis.call('DEL', k) else redis.call('SET', k, value .. '\nU', 'PX', ttl) end
+  elseif kind == 'rotated' then
+    redis.call('LPUSH', k, value)
+    redis.call('LTRIM', k, 0, ` + maxRotatedLua + `)
+    redis.call('PEXPIRE', k, ARGV[1])
   elseif kind == 'set' then
     redis.call('SET', k, value, 'PX', ttl)
   elseif kind == 'del' then
-    redis.call('DEL', k)
+    if value == '' or split(redis.call('GET', k)) == value then redis.call('DEL', k) end
   elseif kind == 'revoke' then
     redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
   end
@@ -161,12 +205,20 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		args = append(args, w.kind, w.value, w.ttl)
 	}
 	var res *redis.Cmd
+	var sizes []*redis.IntCmd
+	now := time.Now()
+	end := now.Add(s.familyTTL())
 	run := func() error {
+		sizes = sizes[:0]
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			res = commitScript.EvalSha(ctx, p, keys, args...)
 			for _, sub := range u.subjects {
-				p.SAdd(ctx, subjectKey(sub), u.family)
-				p.Expire(ctx, subjectKey(sub), marker)
+				// The user's index: scored by the family's end, pruned of ended families on every write.
+				k := subjectKey(sub)
+				p.ZAdd(ctx, k, redis.Z{Score: float64(end.UnixMilli()), Member: u.family})
+				p.ZRemRangeByScore(ctx, k, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
+				sizes = append(sizes, p.ZCard(ctx, k))
+				p.PExpire(ctx, k, marker)
 			}
 			return nil
 		})
@@ -181,6 +233,11 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	if err != nil {
 		return unavailable(err)
 	}
+	for i, n := range sizes {
+		if n.Val() > MaxFamiliesPerSubject {
+			s.trimSubject(ctx, u.subjects[i], n.Val()-MaxFamiliesPerSubject)
+		}
+	}
 	switch v, _ := res.Text(); v {
 	case "ok":
 		return nil
@@ -190,4 +247,24 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		s.onReplay(u.claim)
 	}
 	return ErrReplay // reused, or the family was revoked before
+}
+
+// trimSubject ends the user's oldest families beyond MaxFamiliesPerSubject, so that the index stays
+// bounded and no family escapes it (a family not in the index could not be revoked with its user). Its
+// records are deleted, not marked: every token of the family is then unknown, and the family leaves
+// nothing behind (a request in flight finds its code or refresh token missing).
+func (s *Store) trimSubject(ctx context.Context, subject string, n int64) {
+	popped, err := s.rdb.ZPopMin(ctx, subjectKey(subject), n).Result()
+	if err != nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, z := range popped {
+			if f, ok := z.Member.(string); ok && validFamily(f) {
+				p.Del(ctx, currentKey(f, "code"), currentKey(f, "at"), currentKey(f, "rt"), rotatedKey(f))
+			}
+		}
+		return nil
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/argon2"
@@ -52,6 +53,7 @@ type Hasher struct {
 	// MaxWait bounds the wait for a free slot even when the caller's context has no deadline (a
 	// request's context may not): past it the caller gets ErrBusy, answered with "try again".
 	MaxWait time.Duration
+	checks  atomic.Uint64
 }
 
 // NewHasher returns a Hasher for new hashes with p; concurrency <= 0 means the number of usable CPUs.
@@ -71,6 +73,9 @@ func NewHasher(p Params, concurrency int) *Hasher {
 
 // Params returns the parameters new hashes get.
 func (h *Hasher) Params() Params { return h.params }
+
+// Checks is how many password verifications have run (the sign-in throttle's proof: it must bound them).
+func (h *Hasher) Checks() uint64 { return h.checks.Load() }
 
 // InUse is how many hashes are running now (at most the pool's size).
 func (h *Hasher) InUse() int { return len(h.slots) }
@@ -129,6 +134,7 @@ func (h *Hasher) Verify(ctx context.Context, encoded, password string) (ok, reha
 	if err := h.acquire(ctx); err != nil {
 		return false, false, err
 	}
+	h.checks.Add(1)
 	got := argon2.IDKey([]byte(password), salt, p.Iterations, p.MemoryKiB, p.Parallelism, uint32(len(want)))
 	h.release()
 	return subtle.ConstantTimeCompare(got, want) == 1, p != h.params, nil

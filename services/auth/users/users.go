@@ -44,6 +44,8 @@ type User struct {
 	Name      string
 	Hash      string
 	CreatedAt time.Time
+	// Disabled accounts cannot sign in, and their sessions and tokens stop working.
+	Disabled bool
 }
 
 // Store reads and writes users.
@@ -181,7 +183,7 @@ func (s *Store) ByID(ctx context.Context, id string) (*User, error) {
 		return nil, ErrNotFound
 	}
 	created, _ := strconv.ParseInt(m["created"], 10, 64)
-	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC()}, nil
+	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC(), Disabled: m["disabled"] == "1"}, nil
 }
 
 // ByEmail returns the user with that address (any case).
@@ -225,7 +227,7 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 	if err != nil {
 		return nil, err
 	}
-	if u == nil || !ok {
+	if u == nil || !ok || u.Disabled {
 		return nil, ErrBadCredentials
 	}
 	if rehash {
@@ -267,6 +269,34 @@ func (s *Store) SetPassword(ctx context.Context, email, password string) (*User,
 		return nil, err
 	}
 	return u, s.setHash(ctx, u.ID, h)
+}
+
+var setDisabledScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'disabled', '1') else redis.call('HDEL', KEYS[1], 'disabled') end
+return 1
+`)
+
+// SetDisabled disables or re-enables an account. A disabled account cannot sign in; the caller revokes
+// its sessions and tokens.
+func (s *Store) SetDisabled(ctx context.Context, email string, disabled bool) (*User, error) {
+	u, err := s.ByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	flag := "0"
+	if disabled {
+		flag = "1"
+	}
+	n, err := setDisabledScript.Run(ctx, s.rdb, []string{userKey(u.ID)}, flag).Int()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if n == 0 {
+		return nil, ErrNotFound
+	}
+	u.Disabled = disabled
+	return u, nil
 }
 
 var unindexScript = redis.NewScript(`

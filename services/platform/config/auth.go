@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -23,12 +25,27 @@ type Auth struct {
 	CodeLifetime         Duration `json:"codeLifetime,omitempty"`
 	IDTokenLifetime      Duration `json:"idTokenLifetime,omitempty"`
 	SessionLifetime      Duration `json:"sessionLifetime,omitempty"`
+	// FamilyLifetime is the absolute lifetime of a grant (a refresh-token family) from the sign-in that
+	// started it, however often it is refreshed; refreshTokenLifetime is the idle lifetime beside it.
+	// Default 720h (30 days).
+	FamilyLifetime Duration `json:"familyLifetime,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
 	// PasswordHash tunes argon2id; the defaults are OWASP's minimum (19 MiB, 2 passes, 1 lane).
 	PasswordHash PasswordHash `json:"passwordHash,omitempty"`
 	// Throttle bounds failed sign-ins per account and per client IP.
 	Throttle Throttle `json:"throttle,omitempty"`
+	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
+	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
+}
+
+// AuthRateLimit bounds /oauth2/authorize and /oauth2/token, each on its own budget, per client address
+// (PerIP) and per user (PerUser: the signed-in user at authorize, the grant's user at token) within
+// Window; beyond it the answer is 429 with Retry-After. Defaults 1200, 300 and 1m (20 and 5 a second).
+type AuthRateLimit struct {
+	PerIP   int      `json:"perIP,omitempty"`
+	PerUser int      `json:"perUser,omitempty"`
+	Window  Duration `json:"window,omitempty"`
 }
 
 // PasswordHash holds the argon2id parameters for new hashes (existing hashes keep theirs and are
@@ -64,6 +81,11 @@ type OAuthClient struct {
 	SecretFile string `json:"secretFile,omitempty"`
 	// Name is shown on the sign-in page ("Sign in to continue to Name"); default: the client ID.
 	Name string `json:"name,omitempty"`
+	// Audiences are the APIs (resource servers, each named by an absolute URI) this client's access
+	// tokens may be for: the access token's aud. A request may narrow them with RFC 8707 resource (or
+	// audience) parameters; without one, the token is for all of them. Empty: the aud is the client ID,
+	// as for a client that calls no API of its own.
+	Audiences []string `json:"audiences,omitempty"`
 }
 
 // Defaults of the auth section, also used by tools that build an Auth by hand.
@@ -82,6 +104,7 @@ func (a *Auth) applyDefaults(c *Config) {
 	setDuration(&a.CodeLifetime, 60*time.Second)
 	setDuration(&a.IDTokenLifetime, time.Hour)
 	setDuration(&a.SessionLifetime, 24*time.Hour)
+	setDuration(&a.FamilyLifetime, 30*24*time.Hour)
 	if a.PasswordHash.MemoryKiB == 0 {
 		a.PasswordHash.MemoryKiB = DefaultArgon2MemoryKiB
 	}
@@ -98,6 +121,13 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.Throttle.IPFailures = 50
 	}
 	setDuration(&a.Throttle.Window, 15*time.Minute)
+	if a.RateLimit.PerIP == 0 {
+		a.RateLimit.PerIP = 1200
+	}
+	if a.RateLimit.PerUser == 0 {
+		a.RateLimit.PerUser = 300
+	}
+	setDuration(&a.RateLimit.Window, time.Minute)
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -116,6 +146,9 @@ func (a Auth) validate() []error {
 	if a.Issuer != "" {
 		if u, err := url.Parse(a.Issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			errs = append(errs, fmt.Errorf("auth.issuer %q: want an http(s) URL without query or fragment", a.Issuer))
+		} else if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			// Under http cookies lose Secure and __Host-, and every token travels in clear text.
+			errs = append(errs, fmt.Errorf("auth.issuer %q: must be https (http only for localhost and loopback addresses)", a.Issuer))
 		}
 	}
 	// A slice, not a map: the messages come in the same order every time.
@@ -123,8 +156,8 @@ func (a Auth) validate() []error {
 		name string
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
-		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime},
-		{"throttle.window", a.Throttle.Window}} {
+		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
+		{"throttle.window", a.Throttle.Window}, {"rateLimit.window", a.RateLimit.Window}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
@@ -132,7 +165,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	seen := map[string]bool{}
@@ -147,6 +180,11 @@ func (a Auth) validate() []error {
 		seen[cl.ClientID] = true
 		if len(cl.RedirectURIs) == 0 {
 			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
+		}
+		for _, a := range cl.Audiences {
+			if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+				errs = append(errs, fmt.Errorf("auth.clients[%s].audiences: %q: want an absolute URI without fragment (RFC 8707)", cl.ClientID, a))
+			}
 		}
 		for _, list := range [][]string{cl.RedirectURIs, cl.PostLogoutRedirectURIs} {
 			for _, r := range list {
@@ -170,11 +208,19 @@ func validateRedirectURI(r string) error {
 	case "https":
 		return nil
 	case "http":
-		h := u.Hostname()
-		if h == "localhost" || h == "127.0.0.1" || h == "::1" || len(h) > 10 && h[len(h)-10:] == ".localhost" {
+		if loopbackHost(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("redirect URI %q: http is allowed only for localhost and loopback addresses", r)
 	}
 	return fmt.Errorf("redirect URI %q: scheme must be https (or http for localhost)", r)
+}
+
+// loopbackHost: localhost, a *.localhost name, or a loopback address (127.0.0.0/8, ::1).
+func loopbackHost(h string) bool {
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }

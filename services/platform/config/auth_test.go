@@ -43,3 +43,37 @@ func TestValidateRedirectURI_HTTPOnlyForLoopback(t *testing.T) {
 		}
 	}
 }
+
+// The issuer must be https (cookies otherwise lose Secure and __Host-, tokens travel in clear text),
+// except on loopback and localhost, for development.
+func TestValidate_IssuerHTTPSExceptLoopback(t *testing.T) {
+	for _, ok := range []string{"https://id.example.com", "http://127.0.0.1:8080", "http://localhost:3000", "http://[::1]:8080", "http://id.localhost"} {
+		if errs := (Auth{Issuer: ok}).validate(); len(errs) != 0 {
+			t.Errorf("%s: refused: %v", ok, errs)
+		}
+	}
+	for _, bad := range []string{"http://id.example.com", "http://10.0.0.1:8080", "http://localhost.evil.example"} {
+		errs := (Auth{Issuer: bad}).validate()
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "must be https") {
+			t.Errorf("%s: %v, want one 'must be https' error", bad, errs)
+		}
+	}
+}
+
+// A client's audiences name APIs as RFC 8707 resource indicators: absolute URIs without a fragment.
+func TestValidate_ClientAudiencesAreAbsoluteURIs(t *testing.T) {
+	client := func(aud ...string) Auth {
+		return Auth{Clients: []OAuthClient{{ClientID: "app", RedirectURIs: []string{"https://app.example/cb"}, Audiences: aud}}}
+	}
+	if errs := client("https://api.example/orders", "urn:x:y").validate(); len(errs) != 1 {
+		t.Errorf("urn without host: %v, want one error", errs)
+	}
+	if errs := client("https://api.example/orders").validate(); len(errs) != 0 {
+		t.Errorf("an https API: %v", errs)
+	}
+	for _, bad := range []string{"orders", "/orders", "https://api.example/orders#x", ""} {
+		if errs := client(bad).validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "audiences") {
+			t.Errorf("%q: %v", bad, errs)
+		}
+	}
+}

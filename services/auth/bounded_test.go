@@ -1,0 +1,86 @@
+package auth_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// redisFootprint is the number of keys and the memory Redis uses for them.
+func redisFootprint(t *testing.T, p *provider) (keys, bytes int64) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := p.rdb.DBSize(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p.rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			bytes, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return keys, bytes
+}
+
+// Every key the provider writes for an active user has a bound that does not depend on how often the
+// user signs in or refreshes: a loop of sign-in + code exchange + refresh for one user, and a long
+// refresh chain of one grant, leave Redis's key count and memory flat (one current-token record per
+// family, bounded per-user indexes; short-lived records bounded by their lifetime).
+func TestRedisState_SignInExchangeRefreshLoop_StaysFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a loop of 1,300 flows")
+	}
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.CodeLifetime = config.Duration(time.Second) // the code's short-lived records are bounded by it
+		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1 << 30, PerUser: 1 << 30}
+	}})
+	p.user(testEmail, testPassword)
+	loop := func(n int) {
+		for i := 0; i < n; i++ {
+			tk, _ := p.fullSignIn(testEmail, testPassword)
+			if r := p.refresh(tk.RefreshToken); r.status != http.StatusOK {
+				t.Fatalf("refresh: %d %s", r.status, r.Error)
+			}
+		}
+	}
+	loop(300) // past the per-user bounds (256 grants, 64 sessions)
+	keysA, memA := redisFootprint(t, p)
+	loop(300)
+	keysB, memB := redisFootprint(t, p)
+	t.Logf("after 300 flows: %d keys, %d bytes; after 600: %d keys, %d bytes", keysA, memA, keysB, memB)
+	// Before the bounds, every flow left at least three keys for 30 days (the used code, the rotated
+	// refresh token, the new one): 900 here. What remains is the jitter of records that live a second.
+	if keysB-keysA > 150 || memB > memA+memA/10 {
+		t.Fatalf("Redis grew with sign-ins: %d → %d keys, %d → %d bytes", keysA, keysB, memA, memB)
+	}
+
+	// One grant refreshed 700 times: a fixed number of keys.
+	tk, _ := p.fullSignIn(testEmail, testPassword)
+	rt := tk.RefreshToken
+	chain := func(n int) {
+		for i := 0; i < n; i++ {
+			r := p.refresh(rt)
+			if r.status != http.StatusOK {
+				t.Fatalf("refresh %d: %d %s", i, r.status, r.Error)
+			}
+			rt = r.RefreshToken
+		}
+	}
+	chain(200)
+	keysA, memA = redisFootprint(t, p)
+	chain(500)
+	keysB, memB = redisFootprint(t, p)
+	t.Logf("refresh chain: after 200: %d keys, %d bytes; after 700: %d keys, %d bytes", keysA, memA, keysB, memB)
+	if keysB > keysA+5 || memB > memA+memA/20 {
+		t.Fatalf("Redis grew with refreshes: %d → %d keys, %d → %d bytes", keysA, keysB, memA, memB)
+	}
+}
