@@ -130,7 +130,7 @@ func New(o Options) (*Service, error) {
 			// could not be applied, the latest configuration is not the one in effect).
 			a := s.rt().cfg.Auth
 			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(),
-				Family: a.FamilyLifetime.D()}
+				Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
 		},
 		OnReplay: func(kind string) {
 			reason := map[string]string{"code": "code_replay", "refresh": "refresh_reuse"}[kind]

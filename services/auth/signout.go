@@ -16,7 +16,7 @@ import (
 // configuration, so that the `formsservice users` commands run it without a provider.
 func SignOutEverywhere(ctx context.Context, rdb redis.UniversalClient, a config.Auth, userID string) (grants, sessions int, err error) {
 	tokens := store.New(store.Options{Redis: rdb, Lifetimes: func() store.Lifetimes {
-		return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(), Family: a.FamilyLifetime.D()}
+		return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(), Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
 	}})
 	if grants, err = tokens.RevokeSubject(ctx, userID); err != nil {
 		return 0, 0, err

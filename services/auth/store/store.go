@@ -45,11 +45,13 @@ type Lifetimes struct {
 	// Family is the absolute lifetime of a family from its first sign-in, however often it is refreshed
 	// (0: the refresh lifetime).
 	Family time.Duration
+	// MaxFamilies bounds a user's families (0: DefaultMaxFamilies): beyond it the oldest family ends, so
+	// the user's keys (and what revoking the user costs) never depend on how often the user signs in.
+	MaxFamilies int
 }
 
-// MaxFamiliesPerSubject bounds a user's index of families: beyond it the oldest families are revoked,
-// so the index (and what revoking a user costs) never depends on how often the user signs in.
-const MaxFamiliesPerSubject = 256
+// DefaultMaxFamilies is the bound on a user's families when the configuration sets none.
+const DefaultMaxFamilies = 1000
 
 // Options configure a Store.
 type Options struct {

@@ -233,9 +233,13 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	if err != nil {
 		return unavailable(err)
 	}
+	maxFamilies := int64(s.lifetimes().MaxFamilies)
+	if maxFamilies <= 0 {
+		maxFamilies = DefaultMaxFamilies
+	}
 	for i, n := range sizes {
-		if n.Val() > MaxFamiliesPerSubject {
-			s.trimSubject(ctx, u.subjects[i], n.Val()-MaxFamiliesPerSubject)
+		if n.Val() > maxFamilies {
+			s.trimSubject(ctx, u.subjects[i], n.Val()-maxFamilies)
 		}
 	}
 	switch v, _ := res.Text(); v {
@@ -249,7 +253,7 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	return ErrReplay // reused, or the family was revoked before
 }
 
-// trimSubject ends the user's oldest families beyond MaxFamiliesPerSubject, so that the index stays
+// trimSubject ends the user's oldest families beyond the bound (Lifetimes.MaxFamilies), so that the index stays
 // bounded and no family escapes it (a family not in the index could not be revoked with its user). Its
 // records are deleted, not marked: every token of the family is then unknown, and the family leaves
 // nothing behind (a request in flight finds its code or refresh token missing).

@@ -35,6 +35,9 @@ type Auth struct {
 	PasswordHash PasswordHash `json:"passwordHash,omitempty"`
 	// Throttle bounds failed sign-ins per account and per client IP.
 	Throttle Throttle `json:"throttle,omitempty"`
+	// MaxGrantsPerUser bounds how many grants (refresh-token families) one user holds; beyond it the
+	// oldest grant ends. Default 1000.
+	MaxGrantsPerUser int `json:"maxGrantsPerUser,omitempty"`
 	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
 	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
 }
@@ -121,6 +124,9 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.Throttle.IPFailures = 50
 	}
 	setDuration(&a.Throttle.Window, 15*time.Minute)
+	if a.MaxGrantsPerUser == 0 {
+		a.MaxGrantsPerUser = 1000
+	}
 	if a.RateLimit.PerIP == 0 {
 		a.RateLimit.PerIP = 1200
 	}
@@ -165,7 +171,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	seen := map[string]bool{}
