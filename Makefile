@@ -142,6 +142,10 @@ helm-docs: ## Regenerate the values table in README.md and the chart's README fr
 test-chart: deps-chart ## Chart tests: golden files, kubeconform, helm install into envtest, RBAC as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
 
+.PHONY: e2e
+e2e: ## End to end on a real one-node cluster of this machine, no Docker (hack/node-cluster; root; ~15 min cold, ~2 min warm).
+	hack/node-cluster/e2e.sh
+
 .PHONY: e2e-kind
 e2e-kind: ## End to end on a kind cluster: image, chart, sample, forms contract, browser sign-in, /health (needs Docker).
 	hack/e2e-kind.sh
