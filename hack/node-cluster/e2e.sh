@@ -35,13 +35,13 @@ trap 'exit 130' INT TERM
 hack/node-cluster/build.sh
 hack/install-chart-tools.sh >/dev/null
 chrome="$(hack/install-chromium.sh)"
-IMG="$IMG" OUT=bin/formsservice-image.tar hack/image.sh >/dev/null
+IMG="$IMG" OUT="$NC/formsservice-image.tar" hack/image.sh >/dev/null
 mark "node components, images and tools built (or cached)"
 
 kubeconfig="$(hack/node-cluster/up.sh)"
 mark "cluster up: node and CoreDNS Ready"
 
-ctr_ images import bin/formsservice-image.tar >/dev/null
+ctr_ images import "$NC/formsservice-image.tar" >/dev/null
 ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
 mark "image $IMG loaded"
 
@@ -51,7 +51,10 @@ FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" CHROME_B
   go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
 rc=${PIPESTATUS[0]}
 set -e
-while read -r line; do timeline+=("        $line"); done < <(grep -E '^\s*--- (PASS|FAIL|SKIP)|e2e phase' "$NC/e2e-test.log" | sed 's/^[[:space:]]*//')
+# The test's phases and its top-level subtests (not the contract's many small cases).
+while read -r line; do timeline+=("        $line"); done < <(
+  grep -E '^ {0,4}--- (PASS|FAIL|SKIP)|e2e phase at' "$NC/e2e-test.log" | grep -vE -- '--- [A-Z]+: [^ ]*/[^ ]*/' |
+    sed -e 's/^[[:space:]]*//' -e 's/^[a-z_]*\.go:[0-9]*: //')
 if [[ $rc != 0 ]]; then
   mark "test/e2e FAILED"
   # What the cluster looked like, for the red run's log.

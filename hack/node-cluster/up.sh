@@ -18,9 +18,7 @@ if [[ -f "$HOST_BEFORE" || -d "$RUN" ]]; then
   log "a cluster from an earlier run is still here: tearing it down first"
   hack/node-cluster/down.sh
 fi
-for port in 2379 2380 6443 10250; do
-  if (exec 3<>"/dev/tcp/$NODE_IP/$port") 2>/dev/null; then log "$NODE_IP:$port is taken"; exit 1; fi
-done
+if ip -o addr show | grep -q " $NODE_IP/"; then log "$NODE_IP is already on an interface of this machine"; exit 1; fi
 
 # --- the host's state, so that down.sh can put it back -------------------------------------------------
 {
