@@ -143,7 +143,7 @@ test-chart: deps-chart ## Chart tests: golden files, kubeconform, helm install i
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
 
 .PHONY: e2e
-e2e: ## End to end on a real one-node cluster of this machine, no Docker (hack/node-cluster; root; ~15 min cold, ~2 min warm).
+e2e: ## End to end on a real one-node cluster of this machine, no Docker (hack/node-cluster; root; first run builds Kubernetes, then ~2 min).
 	hack/node-cluster/e2e.sh
 
 .PHONY: e2e-kind

@@ -99,6 +99,7 @@ func tarFolder(dir string) ([]byte, error) {
 			return err
 		}
 		h.Name, h.ModTime, h.Uid, h.Gid, h.Uname, h.Gname = filepath.ToSlash(rel), epoch, 0, 0, "", ""
+		h.AccessTime, h.ChangeTime = time.Time{}, time.Time{}
 		if d.IsDir() {
 			h.Name += "/"
 		}
