@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make e2e`: test/e2e on a real one-node cluster of this machine (no Docker, no registry):
 #   build.sh (node binaries, CoreDNS, pause and Redis images; cached under bin/node-cluster/) and
-#   `make image` -> up.sh (etcd, control plane, containerd + kubelet, kube-proxy, CoreDNS; waits Ready)
-#   -> ctr images import of bin/formsservice-image.tar -> go test -tags e2e ./test/e2e/ -> down.sh from
-#   a trap, whatever happened. Prints a timeline, so that a red run says where it broke.
+#   `make image` (written to bin/node-cluster/, since bin/ may be shared) -> up.sh (etcd, control plane,
+#   containerd + kubelet, kube-proxy, CoreDNS; waits Ready) -> ctr images import of the image -> go test
+#   -tags e2e ./test/e2e/ -> down.sh from a trap, whatever happened. Prints a timeline, so that a red run
+#   says where it broke.
 #   KEEP_CLUSTER=1   leave the cluster up for debugging (hack/node-cluster/down.sh removes it later)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
