@@ -148,6 +148,10 @@ helm-docs: deps-chart ## Regenerate the chart README's values table from values.
 test-chart: deps-chart ## Chart tests: golden files, strict server-side dry run, helm install into envtest, RBAC as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
 
+.PHONY: e2e
+e2e: ## End to end on a real one-node cluster of this machine, no Docker (hack/node-cluster; root; first run builds Kubernetes, then ~2 min).
+	hack/node-cluster/e2e.sh
+
 .PHONY: e2e-kind
 e2e-kind: ## End to end on a kind cluster: image, chart, sample, forms contract, browser sign-in, /health (needs Docker).
 	hack/e2e-kind.sh

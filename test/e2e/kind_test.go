@@ -91,12 +91,14 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("FORMSSERVICE_E2E_IMAGE = %q, want repository:tag of the image loaded into kind", image)
 	}
+	phase := timeline(t)
 
 	// The chart, with the image kind already holds (never pulled).
 	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
 	repo.Run(t, []string{"KUBECONFIG=" + k.kubeconfig}, helm, "install", "formsservice-operator", "charts/formsservice-operator",
 		"--namespace", operatorNS, "--create-namespace", "--wait", "--timeout", "5m",
 		"--set", "image.repository="+image[:i], "--set", "image.tag="+image[i+1:], "--set", "image.pullPolicy=Never")
+	phase("chart installed, operator running")
 
 	// The sample, as a platform team applies it: its Secrets first.
 	k.createNamespace(t, appNS)
@@ -116,6 +118,7 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	}
 	name := fs.GetName()
 	k.waitReady(t, name, 6*time.Minute)
+	phase("sample FormsService Ready")
 
 	// Reach the services through port-forwards on ports the kernel picks. The issuer must be known before
 	// the patch that sets it (which rolls the auth pods), so it is a relay the test listens on at once and
@@ -126,12 +129,15 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	callback := signin.NewCallback(t)
 	k.patchForTest(t, name, issuer, callback.RedirectURL)
 	k.waitReady(t, name, 6*time.Minute)
+	phase("patched for the test, Ready again")
 	forms := k.portForward(t, name, render.Forms)
 	authRelay.to(k.portForward(t, name, render.Auth))
 	health := k.portForward(t, name, render.Health)
 	waitIssuer(t, issuer, 3*time.Minute) // the mounted ConfigMap reaches the pods within kubelet's sync period
 
+	phase("port-forwards up, issuer served")
 	k.execUsersCreate(t, name)
+	phase("account created")
 
 	t.Run("forms contract", contract.Forms{BaseURL: "http://" + forms, Origin: e2eOrigin}.Check)
 	t.Run("sign-in with a real browser", func(t *testing.T) {
@@ -186,6 +192,16 @@ func (r *relay) serve(c net.Conn) {
 	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
 	<-done // either side closing ends both
+}
+
+// timeline logs each phase with the time since the test began, so that a red run says where it broke;
+// the scripts that run this test (hack/node-cluster/e2e.sh) collect the lines.
+func timeline(t *testing.T) func(phase string) {
+	start := time.Now()
+	return func(phase string) {
+		t.Helper()
+		t.Logf("e2e phase at %5.1fs: %s", time.Since(start).Seconds(), phase)
+	}
 }
 
 func (k *kind) createNamespace(t *testing.T, name string) {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `make e2e`: test/e2e on a real one-node cluster of this machine (no Docker, no registry):
+#   build.sh (node binaries, CoreDNS, pause and Redis images; cached under bin/node-cluster/) and
+#   `make image` (written to bin/node-cluster/, since bin/ may be shared) -> up.sh (etcd, control plane,
+#   containerd + kubelet, kube-proxy, CoreDNS; waits Ready) -> ctr images import of the image -> go test
+#   -tags e2e ./test/e2e/ -> down.sh from a trap, whatever happened. Prints a timeline, so that a red run
+#   says where it broke.
+#   KEEP_CLUSTER=1   leave the cluster up for debugging (hack/node-cluster/down.sh removes it later)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/../.."
+source "$here/lib.sh"
+IMG="${IMG:-ghcr.io/formsservice/formsservice:e2e}"
+export PATH="$PWD/bin:$PATH"
+t0=$SECONDS
+timeline=()
+mark() {
+  timeline+=("$(printf '%5ss  %s' "$((SECONDS - t0))" "$1")")
+  echo ">> e2e: [$((SECONDS - t0))s] $1" >&2
+}
+report() {
+  local rc=$?
+  if [[ "${KEEP_CLUSTER:-}" == 1 ]]; then
+    echo ">> e2e: keeping the cluster (KEEP_CLUSTER=1): KUBECONFIG=$RUN/admin.kubeconfig; hack/node-cluster/down.sh removes it" >&2
+  else
+    hack/node-cluster/down.sh
+    mark "cluster torn down, host restored"
+  fi
+  echo "e2e timeline ($([[ $rc = 0 ]] && echo PASS || echo "FAIL, exit $rc")):"
+  printf '  %s\n' "${timeline[@]}"
+  exit "$rc"
+}
+trap report EXIT
+trap 'exit 130' INT TERM
+
+hack/node-cluster/build.sh
+hack/install-chart-tools.sh >/dev/null
+chrome="$(hack/install-chromium.sh)"
+IMG="$IMG" OUT="$NC/formsservice-image.tar" hack/image.sh >/dev/null
+mark "node components, images and tools built (or cached)"
+
+kubeconfig="$(hack/node-cluster/up.sh)"
+mark "cluster up: node and CoreDNS Ready"
+
+ctr_ images import "$NC/formsservice-image.tar" >/dev/null
+ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
+mark "image $IMG loaded"
+
+echo ">> e2e: running test/e2e" >&2
+set +e
+FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" CHROME_BIN="$chrome" \
+  go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
+rc=${PIPESTATUS[0]}
+set -e
+# The test's phases and its top-level subtests (not the contract's many small cases).
+while read -r line; do timeline+=("        $line"); done < <(
+  grep -E '^ {0,4}--- (PASS|FAIL|SKIP)|e2e phase at' "$NC/e2e-test.log" | grep -vE -- '--- [A-Z]+: [^ ]*/[^ ]*/' |
+    sed -e 's/^[[:space:]]*//' -e 's/^[a-z_]*\.go:[0-9]*: //')
+if [[ $rc != 0 ]]; then
+  mark "test/e2e FAILED"
+  # What the cluster looked like, for the red run's log.
+  kubectl_ get pods -A -o wide >&2 || true
+  kubectl_ get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -30 >&2 || true
+  exit "$rc"
+fi
+mark "test/e2e passed"

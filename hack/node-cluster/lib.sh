@@ -1,0 +1,34 @@
+# Shared settings of hack/node-cluster/*.sh (sourced). Everything the cluster writes lives under $RUN
+# (bin/node-cluster/run), except what the kernel and a few hard-coded paths hold; down.sh restores those.
+KUBE_VERSION="${KUBE_VERSION:-1.37.1}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
+NC="$(cd -P "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bin/node-cluster"
+mkdir -p "$NC"
+NC="$(cd -P "$NC" && pwd)" # bin/ may be a symlink: keep socket paths short and stable
+RUN="$NC/run"
+KUBE_BIN="$NC/kube-$KUBE_VERSION"
+IMAGES="$NC/images"
+HOST_BEFORE="$NC/host-before.env" # the host's state before up.sh; present while a cluster may exist
+
+BRIDGE=fsnode0
+NODE_IP=10.244.0.1
+NODE_NAME=formsservice-node
+POD_SUBNET=10.244.0.0/24
+CLUSTER_CIDR=10.244.0.0/16
+SERVICE_CIDR=10.96.0.0/16
+DNS_IP=10.96.0.10
+GUARD_CHAIN=FSNODE-GUARD
+CONTAINERD_SOCK="$RUN/containerd/containerd.sock"
+PAUSE_IMAGE=registry.local/formsservice/pause:node-cluster
+COREDNS_IMAGE=registry.local/formsservice/coredns:$COREDNS_VERSION
+
+# The kernel settings the kubelet, kube-proxy and the CNI bridge plugin may change.
+SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
+  kernel.keys.root_maxbytes net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables
+  net.bridge.bridge-nf-call-ip6tables net.ipv4.conf.all.route_localnet)
+# Paths outside bin/ that containerd and the kubelet use whatever they are told; removed when up.sh
+# found them absent.
+HOST_PATHS=(/var/log/containers /var/log/pods /var/lib/kubelet /run/containerd /var/run/netns /opt/containerd /var/lib/cni)
+
+ctr_() { ctr --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
+kubectl_() { "$KUBE_BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
