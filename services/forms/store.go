@@ -89,7 +89,7 @@ local earlier = redis.call('GET', KEYS[1])
 if earlier then return cjson.decode(earlier) end
 `
 
-// waitlistScript: KEYS run, entries, order, then each submission's rate key; ARGV per submission: limit,
+// waitlistLua: KEYS run, entries, order, then each submission's rate key; ARGV per submission: limit,
 // canonical address, record.
 var waitlistLua = firstRun + rateLimitLua + `
 for i = 1, #KEYS - 3 do
@@ -107,7 +107,7 @@ end
 return remember(KEYS[1], out)
 `
 
-// contactScript: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
+// contactLua: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
 // key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
 // (else ""), and "1" when the answer will wait for durability (machine or primary). The idempotency
 // record holds that hash: the same key with the same message replays (stores nothing), with another
@@ -147,11 +147,7 @@ for i = 1, #KEYS do
 end
 return 0`
 
-var (
-	waitlistScript = redis.NewScript(waitlistLua)
-	contactScript  = redis.NewScript(contactLua)
-	settleScript   = redis.NewScript(settleLua)
-)
+var settleScript = redis.NewScript(settleLua)
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
