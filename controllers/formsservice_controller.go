@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -55,6 +56,7 @@ type FormsServiceReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -166,7 +168,19 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !blocked {
 		apply(cm)
 		for _, c := range render.Components {
-			apply(render.Deployment(fs, c, in))
+			d := render.Deployment(fs, c, in)
+			if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
+				fail("ApplyFailed", err)
+				continue
+			}
+			apply(d)
+		}
+	}
+	for _, c := range render.Components {
+		if hpa := render.HorizontalPodAutoscaler(fs, c); hpa != nil {
+			apply(hpa)
+		} else {
+			remove(&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "HorizontalPodAutoscaler")
 		}
 	}
 
@@ -303,6 +317,7 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.formsServicesForSecret))
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
 	return b.WithOptions(controller.Options{
@@ -340,13 +355,14 @@ func (r *FormsServiceReconciler) formsServicesForSecret(ctx context.Context, o c
 func CacheOptions(namespaces ...string) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})}
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:             owned,
-		&corev1.Service{}:               owned,
-		&appsv1.Deployment{}:            owned,
-		&appsv1.StatefulSet{}:           owned,
-		&networkingv1.Ingress{}:         owned,
-		&networkingv1.NetworkPolicy{}:   owned,
-		&policyv1.PodDisruptionBudget{}: owned,
+		&corev1.ConfigMap{}:                      owned,
+		&corev1.Service{}:                        owned,
+		&appsv1.Deployment{}:                     owned,
+		&appsv1.StatefulSet{}:                    owned,
+		&networkingv1.Ingress{}:                  owned,
+		&networkingv1.NetworkPolicy{}:            owned,
+		&policyv1.PodDisruptionBudget{}:          owned,
+		&autoscalingv2.HorizontalPodAutoscaler{}: owned,
 	}}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}

@@ -153,6 +153,16 @@ type FormsServiceSpec struct {
 	// +optional
 	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
 
+	// TopologySpread spreads the services' pods across zones and nodes (production_types.go). Default:
+	// both ScheduleAnyway with maxSkew 1.
+	// +optional
+	TopologySpread *TopologySpreadSpec `json:"topologySpread,omitempty"`
+
+	// NetworkPolicy asks for NetworkPolicies around the services (production_types.go). Without it only
+	// the managed Redis has one.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// NodeSelector and Tolerations apply to every pod the operator runs.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
@@ -283,6 +293,10 @@ type Workload struct {
 	// PodAnnotations are added to the service's pods.
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// Autoscaling gives the service a HorizontalPodAutoscaler; replicas is then ignored (see
+	// production_types.go).
+	// +optional
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
 }
 
 // FormsSpec configures the forms service.
