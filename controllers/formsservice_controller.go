@@ -155,6 +155,11 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		} else {
 			remove(&policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "PodDisruptionBudget")
 		}
+		if np := render.ServiceNetworkPolicy(fs, c); np != nil { // netpol.go
+			apply(np)
+		} else {
+			remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "NetworkPolicy")
+		}
 	}
 
 	// The configuration and the pods roll out only when every Secret they mount exists and the
