@@ -107,7 +107,7 @@ func TestStatus_FollowsSecretsAndDeploymentStatus(t *testing.T) {
 	}
 	eventually(t, func() error { return hasEvent(ns, "acme", "RedisPasswordSecretMissing", "redis-auth") })
 
-	// The Secret appears (the Secret watch brings the resource back): the pods roll out.
+	// The Secret appears (the operator looks again for a missing Secret): the pods roll out.
 	if err := k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "redis-auth", Namespace: ns},
 		Data:       map[string][]byte{"password": []byte("s3cret")},
