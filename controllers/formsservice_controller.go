@@ -197,6 +197,11 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	} else {
 		remove(&networkingv1.Ingress{ObjectMeta: objectMeta(fs, names.Ingress)}, "Ingress")
 	}
+	if p, err := r.reconcileHTTPRoutes(ctx, fs); err != nil { // gateway.go
+		fail("ApplyFailed", err)
+	} else if p != nil {
+		problems = append(problems, *p)
+	}
 	monitoring := r.reconcileServiceMonitors(ctx, fs) // servicemonitor.go
 	if monitoring.Err != nil {
 		errs = append(errs, monitoring.Err)
@@ -319,6 +324,7 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{})
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
+	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
 	return b.WithOptions(controller.Options{
 		MaxConcurrentReconciles: 2,
 		RateLimiter:             RateLimiter(),

@@ -83,7 +83,7 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"negative auth replicas", func(fs *v1alpha1.FormsService) { fs.Spec.Auth.Replicas = ptr.To[int32](-1) },
 			"replicas must be between 0 and 50"},
 		{"no public URL and no ingress", func(fs *v1alpha1.FormsService) { fs.Spec.Ingress = nil },
-			"set publicURL or ingress.host"},
+			"set publicURL, ingress.host or gateway.host"},
 		{"public URL with a path", func(fs *v1alpha1.FormsService) { fs.Spec.PublicURL = "https://id.example.com/auth" },
 			"publicURL is scheme://host[:port] with no path"},
 		{"sentinel without master name", func(fs *v1alpha1.FormsService) {

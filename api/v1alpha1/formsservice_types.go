@@ -68,7 +68,7 @@ type SecretKeySelector struct {
 
 // FormsServiceSpec is what a platform team declares.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress)",message="set publicURL or ingress.host: the OAuth issuer needs the platform's public base URL"
+// +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress) || has(self.gateway)",message="set publicURL, ingress.host or gateway.host: the OAuth issuer needs the platform's public base URL"
 type FormsServiceSpec struct {
 	// Image runs every service (`formsservice forms|auth|health`). Defaults to the operator's own
 	// service image (its --service-image flag).
@@ -147,6 +147,11 @@ type FormsServiceSpec struct {
 	// health. Without it the operator creates no Ingress (bring your own routing to the Services).
 	// +optional
 	Ingress *IngressSpec `json:"ingress,omitempty"`
+
+	// Gateway routes the same paths as Ingress with Gateway API HTTPRoutes attached to the Gateway(s) it
+	// names (gateway_types.go); an alternative to ingress, or both during a migration.
+	// +optional
+	Gateway *GatewaySpec `json:"gateway,omitempty"`
 
 	// Monitoring asks for Prometheus Operator ServiceMonitors for the three services (see
 	// monitoring_types.go); the operator copes when the Prometheus Operator is not installed.
