@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,7 +66,7 @@ func appliesReplicas(entries []metav1.ManagedFieldsEntry, manager string) bool {
 		var fields struct {
 			Spec map[string]json.RawMessage `json:"f:spec"`
 		}
-		if err := json.NewDecoder(bytes.NewReader(e.FieldsV1.Raw)).Decode(&fields); err != nil {
+		if err := json.NewDecoder(e.FieldsV1.GetRawReader()).Decode(&fields); err != nil {
 			continue
 		}
 		if _, ok := fields.Spec["f:replicas"]; ok {
