@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers"
 	fsrender "github.com/formsservice/formsservice/controllers/render"
 
 	"github.com/formsservice/formsservice/internal/testproc"
@@ -174,11 +176,21 @@ func applySampleAndWait(t *testing.T, c *cluster.Cluster, im *cluster.Impersonat
 				return false, fmt.Sprintf("status.observedGeneration %d, generation %d", observed, live.GetGeneration())
 			}
 			for _, component := range []string{"forms", "auth", "health"} {
-				if !exists(t, c, &appsv1.Deployment{}, ns, name+"-"+component) {
+				var d appsv1.Deployment
+				if !exists(t, c, &d, ns, name+"-"+component) {
 					return false, "no Deployment " + name + "-" + component
 				}
 				if !exists(t, c, &corev1.Service{}, ns, name+"-"+component) {
 					return false, "no Service " + name + "-" + component
+				}
+				// An autoscaled service: its HorizontalPodAutoscaler, and its replicas handed over to it.
+				if _, autoscaled, _ := unstructured.NestedMap(fs.Object, "spec", component, "autoscaling"); autoscaled {
+					if !exists(t, c, &autoscalingv2.HorizontalPodAutoscaler{}, ns, name+"-"+component) {
+						return false, "no HorizontalPodAutoscaler " + name + "-" + component
+					}
+					if !slices.ContainsFunc(d.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == controllers.ReplicasHandoffOwner }) {
+						return false, "the replicas of Deployment " + d.Name + " are not handed over yet"
+					}
 				}
 			}
 			return true, ""
