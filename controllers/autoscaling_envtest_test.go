@@ -67,6 +67,9 @@ func TestAutoscaling_TheOperatorRendersTheHPAAndNeverOverridesItsReplicas(t *tes
 		return nil
 	})
 	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-forms"), &policyv1.PodDisruptionBudget{}) })
+	// Once handed over, reconciles write nothing: not the HPA (whose defaults the API server fills in),
+	// not the Deployment.
+	waitQuiet(t)
 	// Fixed-replica services get no autoscaler.
 	if err := k8s.Get(ctx, key(ns, "acme-auth"), &autoscalingv2.HorizontalPodAutoscaler{}); !apierrors.IsNotFound(err) {
 		t.Errorf("auth (fixed replicas) has an HPA: %v", err)
