@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -27,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,21 +40,26 @@ import (
 type FormsServiceReconciler struct {
 	// Client reads owned objects from the cache and writes to the API server.
 	Client client.Client
-	// APIReader reads Secrets directly from the API server: the operator keeps no Secret data in its cache.
+	// APIReader reads Secrets directly from the API server, by name: the operator neither caches nor
+	// lists nor watches Secrets, so its RBAC needs no list or watch on them (see secrets.go).
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// ServiceImage runs the services of a FormsService that sets no spec.image.
 	ServiceImage string
+	// SecretRecheck is how often a FormsService is reconciled again to pick up a changed Secret;
+	// 0 means DefaultSecretRecheck. A missing Secret is looked for again sooner (missingSecretRecheck).
+	SecretRecheck time.Duration
 }
 
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -153,6 +158,11 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		} else {
 			remove(&policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "PodDisruptionBudget")
 		}
+		if np := render.ServiceNetworkPolicy(fs, c); np != nil { // netpol.go
+			apply(np)
+		} else {
+			remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "NetworkPolicy")
+		}
 	}
 
 	// The configuration and the pods roll out only when every Secret they mount exists and the
@@ -166,7 +176,19 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !blocked {
 		apply(cm)
 		for _, c := range render.Components {
-			apply(render.Deployment(fs, c, in))
+			d := render.Deployment(fs, c, in)
+			if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
+				fail("ApplyFailed", err)
+				continue
+			}
+			apply(d)
+		}
+	}
+	for _, c := range render.Components {
+		if hpa := render.HorizontalPodAutoscaler(fs, c); hpa != nil {
+			apply(hpa)
+		} else {
+			remove(&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "HorizontalPodAutoscaler")
 		}
 	}
 
@@ -174,6 +196,11 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		apply(ing)
 	} else {
 		remove(&networkingv1.Ingress{ObjectMeta: objectMeta(fs, names.Ingress)}, "Ingress")
+	}
+	if p, err := r.reconcileHTTPRoutes(ctx, fs); err != nil { // gateway.go
+		fail("ApplyFailed", err)
+	} else if p != nil {
+		problems = append(problems, *p)
 	}
 	monitoring := r.reconcileServiceMonitors(ctx, fs) // servicemonitor.go
 	if monitoring.Err != nil {
@@ -190,12 +217,16 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		errs = append(errs, err)
 	}
 	// Returning an error requeues with the controller's bounded exponential backoff. Missing Secrets
-	// are not errors: the Secret watch brings the resource back when they appear.
+	// are not errors: the resource is looked at again after a while (secretRecheck).
 	err = errors.Join(errs...)
 	if err != nil && ctx.Err() != nil {
 		return ctrl.Result{}, nil // the manager is stopping; the next leader reconciles again
 	}
-	return monitoring.result(err), err
+	res := monitoring.result(err)
+	if err == nil {
+		res.RequeueAfter = minPositive(res.RequeueAfter, r.secretRecheck(problems)) // secrets.go
+	}
+	return res, err
 }
 
 func objectMeta(fs *v1alpha1.FormsService, name string) metav1.ObjectMeta {
@@ -275,22 +306,10 @@ func (r *FormsServiceReconciler) eventAbout(fs *v1alpha1.FormsService, related r
 	r.Recorder.Eventf(fs, related, eventType, reason, "Reconcile", "%s", note)
 }
 
-// secretIndex indexes FormsServices by the Secrets they name or own, for the Secret watch.
-const secretIndex = "formsservice.secrets"
-
-// SetupWithManager registers the controller: it watches FormsServices, every kind of object they own,
-// and (metadata only) the Secrets they name, so that a Secret created after the FormsService is picked up.
+// SetupWithManager registers the controller: it watches FormsServices and every kind of object they own.
+// Secrets are not watched (that would need list and watch on every Secret): a reconcile reads the ones it
+// needs by name, and comes back every SecretRecheck to notice a change.
 func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.FormsService{}, secretIndex, func(o client.Object) []string {
-		fs, ok := o.(*v1alpha1.FormsService)
-		if !ok {
-			return nil
-		}
-		return render.ReferencedSecretNames(fs)
-	})
-	if err != nil {
-		return err
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("formsservice").
 		// Spec changes and annotation changes (the signing-key rotation); not our own status writes.
@@ -303,8 +322,9 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.formsServicesForSecret))
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{})
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
+	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
 	return b.WithOptions(controller.Options{
 		MaxConcurrentReconciles: 2,
 		RateLimiter:             RateLimiter(),
@@ -321,32 +341,20 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
-func (r *FormsServiceReconciler) formsServicesForSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1alpha1.FormsServiceList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretIndex: o.GetName()}); err != nil {
-		logf.FromContext(ctx).Error(err, "listing FormsServices for a Secret", "secret", o.GetName())
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, fs := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fs)})
-	}
-	return reqs
-}
-
 // CacheOptions keeps the operator's cache small: the kinds it owns are cached only when they carry its
-// managed-by label, and Secrets only as metadata (through the Secret watch). namespaces, when given,
-// limits everything to those namespaces.
+// managed-by label, and Secrets not at all (ClientOptions). namespaces, when given, limits everything to
+// those namespaces.
 func CacheOptions(namespaces ...string) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})}
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:             owned,
-		&corev1.Service{}:               owned,
-		&appsv1.Deployment{}:            owned,
-		&appsv1.StatefulSet{}:           owned,
-		&networkingv1.Ingress{}:         owned,
-		&networkingv1.NetworkPolicy{}:   owned,
-		&policyv1.PodDisruptionBudget{}: owned,
+		&corev1.ConfigMap{}:                      owned,
+		&corev1.Service{}:                        owned,
+		&appsv1.Deployment{}:                     owned,
+		&appsv1.StatefulSet{}:                    owned,
+		&networkingv1.Ingress{}:                  owned,
+		&networkingv1.NetworkPolicy{}:            owned,
+		&policyv1.PodDisruptionBudget{}:          owned,
+		&autoscalingv2.HorizontalPodAutoscaler{}: owned,
 	}}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
@@ -357,7 +365,8 @@ func CacheOptions(namespaces ...string) cache.Options {
 	return o
 }
 
-// ClientOptions make every typed Secret read go to the API server, never to a cache of all Secrets.
+// ClientOptions make every Secret read a GET by name at the API server, never a list and watch behind a
+// cache of all Secrets.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -222,4 +223,38 @@ func digestSecret(s *corev1.Secret, keys []string) string {
 		h.Write(s.Data[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// DefaultSecretRecheck is how often a FormsService is reconciled again to notice a changed Secret.
+const DefaultSecretRecheck = time.Minute
+
+// missingSecretRecheck is how soon a FormsService that waits for a Secret looks again.
+const missingSecretRecheck = 10 * time.Second
+
+// secretRecheck is when the reconcile should run again for the Secrets it read. The operator does not
+// watch Secrets (least privilege: it may only get them by name), so a Secret created, fixed or changed
+// after the reconcile is noticed here: soon when one was missing or wrong, else every SecretRecheck.
+func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration {
+	every := r.SecretRecheck
+	if every <= 0 {
+		every = DefaultSecretRecheck
+	}
+	for _, p := range problems {
+		switch p.Reason {
+		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing":
+			return min(every, missingSecretRecheck)
+		}
+	}
+	return every
+}
+
+// minPositive is the smaller of two durations, ignoring zeros (no requeue).
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
 }

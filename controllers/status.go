@@ -77,7 +77,7 @@ func statefulSetState(component string, s *appsv1.StatefulSet) workloadState {
 func (w workloadState) rollingOut() string {
 	switch {
 	case !w.Found:
-		return ""
+		return fmt.Sprintf("%s: %s not created yet", w.Component, w.Kind)
 	case w.Status.ObservedGeneration < w.Generation:
 		return fmt.Sprintf("%s: the %s controller has not seen the new spec yet", w.Component, w.Kind)
 	case w.Status.UpdatedReplicas < w.Desired:
@@ -112,7 +112,8 @@ func (w workloadState) failed() *problem {
 	return nil
 }
 
-// buildStatus rebuilds the status from what the reconcile found. It never reads the old status except
+// buildStatus rebuilds the status from what the reconcile found: problems are what kept the reconcile
+// from applying the current spec; the workloads' own failures are added here. It never reads the old status except
 // to keep the conditions' transition times, so a status is always a report of the world, not a cache.
 func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems []problem) v1alpha1.FormsServiceStatus {
 	st := v1alpha1.FormsServiceStatus{
@@ -123,6 +124,8 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems 
 		ClientCount:        int32(len(fs.Spec.OAuthClients)),
 		SigningKeySecret:   render.NamesOf(fs).SigningKey,
 	}
+	// Every problem the reconcile itself found kept it from applying the current spec in full.
+	blocked := len(problems) > 0
 	var rolling, unavailable []string
 	for _, w := range workloads {
 		if p := w.failed(); p != nil {
@@ -147,24 +150,29 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems 
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: fs.Generation,
 		})
 	}
-	if len(problems) > 0 {
-		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, problems[0].Reason, joinProblems(problems))
-	} else {
-		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "The platform matches the resource.")
-	}
-	if len(rolling) > 0 {
+	// The three conditions never contradict each other: Degraded=True makes Ready=False, and Progressing
+	// stays True until every workload runs the current spec, including while the reconcile could not
+	// roll it out at all (blocked).
+	switch {
+	case blocked:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked",
+			"The current spec is not rolled out until this is fixed: "+joinProblems(problems))
+	case len(rolling) > 0:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(rolling, "; "))
-	} else {
+	default:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete", "Every workload runs the current spec.")
 	}
 	switch {
-	case len(unavailable) == 0:
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available", "Every service has its desired replicas available.")
 	case len(problems) > 0:
-		// The problem is the likelier cause; say it first.
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, problems[0].Reason, joinProblems(problems)+"; "+strings.Join(unavailable, "; "))
-	default:
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, problems[0].Reason, joinProblems(problems))
+		// The problem is the likelier cause of any unavailability; say it first.
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, problems[0].Reason, strings.Join(append([]string{joinProblems(problems)}, unavailable...), "; "))
+	case len(unavailable) > 0:
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "The platform matches the resource.")
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "ServicesUnavailable", strings.Join(unavailable, "; "))
+	default:
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "The platform matches the resource.")
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available", "Every service has its desired replicas available.")
 	}
 	return st
 }

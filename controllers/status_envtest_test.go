@@ -101,12 +101,13 @@ func TestStatus_FollowsSecretsAndDeploymentStatus(t *testing.T) {
 	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "RedisPasswordSecretMissing",
 		`Secret "redis-auth" named by spec.redis.passwordSecretRef does not exist`)
 	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionFalse, "RedisPasswordSecretMissing")
+	waitCondition(t, fs, v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked", `Secret "redis-auth"`)
 	if err := k8s.Get(ctx, key(ns, "acme-forms"), &appsv1.Deployment{}); err == nil {
 		t.Error("a Deployment was created although the Secret its pods mount is missing")
 	}
 	eventually(t, func() error { return hasEvent(ns, "acme", "RedisPasswordSecretMissing", "redis-auth") })
 
-	// The Secret appears (the Secret watch brings the resource back): the pods roll out.
+	// The Secret appears (the operator looks again for a missing Secret): the pods roll out.
 	if err := k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "redis-auth", Namespace: ns},
 		Data:       map[string][]byte{"password": []byte("s3cret")},
@@ -143,6 +144,8 @@ func TestStatus_FollowsSecretsAndDeploymentStatus(t *testing.T) {
 		Message: `ReplicaSet "acme-forms-abc" has timed out progressing.`,
 	})
 	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "ProgressDeadlineExceeded", "forms: rollout stalled")
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionFalse, "ProgressDeadlineExceeded", "forms: rollout stalled")
+	waitCondition(t, fs, v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", "forms: 1 of 2 replicas updated")
 
 	// The Secret loses its key.
 	var sec corev1.Secret
@@ -154,6 +157,8 @@ func TestStatus_FollowsSecretsAndDeploymentStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "SecretKeyMissing", `has no key "password"`)
+	waitCondition(t, fs, v1alpha1.ConditionReady, metav1.ConditionFalse, "SecretKeyMissing", `has no key "password"`)
+	waitCondition(t, fs, v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked", `has no key "password"`)
 }
 
 // waitQuiet waits until the operator has sent no write for a second.

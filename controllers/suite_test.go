@@ -76,6 +76,8 @@ func runSuite(m *testing.M) int {
 		Scheme:       mgr.GetScheme(),
 		Recorder:     mgr.GetEventRecorder("formsservice-operator"),
 		ServiceImage: testImage,
+		// The operator does not watch Secrets: a short recheck lets tests see a new Secret picked up.
+		SecretRecheck: 2 * time.Second,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -48,10 +48,13 @@ func TestBuildStatus(t *testing.T) {
 		{"all available", []workloadState{ready("forms", 2), ready("auth", 2)}, nil,
 			cond{"True", "Available", ""}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
 		{"nothing created yet", []workloadState{deploymentState("forms", nil)}, nil,
-			cond{"False", "ServicesUnavailable", "forms: Deployment not created yet"}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
+			cond{"False", "ServicesUnavailable", "forms: Deployment not created yet"}, cond{"True", "RollingOut", "forms: Deployment not created yet"}, cond{"False", "AsExpected", ""}},
 		{"a missing Secret explains why nothing runs", []workloadState{deploymentState("forms", nil)},
 			[]problem{{"RedisPasswordSecretMissing", `Secret "r" named by spec.redis.passwordSecretRef does not exist`}},
-			cond{"False", "RedisPasswordSecretMissing", `Secret "r"`}, cond{"False", "RolloutComplete", ""}, cond{"True", "RedisPasswordSecretMissing", `Secret "r"`}},
+			cond{"False", "RedisPasswordSecretMissing", `Secret "r"`}, cond{"True", "RolloutBlocked", `not rolled out until this is fixed: Secret "r"`}, cond{"True", "RedisPasswordSecretMissing", `Secret "r"`}},
+		{"a problem blocks the rollout of a running platform: Ready is False while Degraded is True", []workloadState{ready("forms", 2)},
+			[]problem{{"SecretKeyMissing", `Secret "smtp" named by spec.forms.delivery.smtp.passwordSecretRef has no key "pw"`}},
+			cond{"False", "SecretKeyMissing", `has no key "pw"`}, cond{"True", "RolloutBlocked", `has no key "pw"`}, cond{"True", "SecretKeyMissing", `has no key "pw"`}},
 		{"replicas unavailable", []workloadState{with(ready("auth", 3), func(w *workloadState) { w.Status.AvailableReplicas = 1 })}, nil,
 			cond{"False", "ServicesUnavailable", "auth: 1 of 3 replicas available"}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
 		{"new spec not yet observed", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Generation = 3 })}, nil,
@@ -62,7 +65,7 @@ func TestBuildStatus(t *testing.T) {
 			w.Status.UpdatedReplicas = 1
 			w.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "timed out"}}
 		})}, nil,
-			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: 1 of 2 replicas updated"}, cond{"True", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}},
+			cond{"False", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}, cond{"True", "RollingOut", "forms: 1 of 2 replicas updated"}, cond{"True", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}},
 		{"pods cannot be created", []workloadState{with(ready("health", 2), func(w *workloadState) {
 			w.Status.AvailableReplicas = 0
 			w.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: "quota exceeded"}}

@@ -68,10 +68,22 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		}, "spec.oauthClients[0].redirectURIs"},
 		{"too many forms replicas", func(fs *v1alpha1.FormsService) { fs.Spec.Forms.Replicas = ptr.To[int32](51) },
 			"replicas must be between 0 and 50"},
+		{"autoscaling minimum above its maximum", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptr.To[int32](5), MaxReplicas: 3}
+		}, "autoscaling.minReplicas must not exceed autoscaling.maxReplicas"},
+		{"autoscaling without a maximum", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptr.To[int32](1)}
+		}, "spec.auth.autoscaling.maxReplicas"},
+		{"network policies that would let no ingress in", func(fs *v1alpha1.FormsService) {
+			fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{}
+		}, "networkPolicy.ingressFrom must select the ingress controller's (or Gateway's) pods"},
+		{"an unknown spread policy", func(fs *v1alpha1.FormsService) {
+			fs.Spec.TopologySpread = &v1alpha1.TopologySpreadSpec{Zones: "Sometimes"}
+		}, "spec.topologySpread.zones"},
 		{"negative auth replicas", func(fs *v1alpha1.FormsService) { fs.Spec.Auth.Replicas = ptr.To[int32](-1) },
 			"replicas must be between 0 and 50"},
 		{"no public URL and no ingress", func(fs *v1alpha1.FormsService) { fs.Spec.Ingress = nil },
-			"set publicURL or ingress.host"},
+			"set publicURL, ingress.host or gateway.host"},
 		{"public URL with a path", func(fs *v1alpha1.FormsService) { fs.Spec.PublicURL = "https://id.example.com/auth" },
 			"publicURL is scheme://host[:port] with no path"},
 		{"sentinel without master name", func(fs *v1alpha1.FormsService) {

@@ -68,7 +68,7 @@ type SecretKeySelector struct {
 
 // FormsServiceSpec is what a platform team declares.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress)",message="set publicURL or ingress.host: the OAuth issuer needs the platform's public base URL"
+// +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress) || has(self.gateway)",message="set publicURL, ingress.host or gateway.host: the OAuth issuer needs the platform's public base URL"
 type FormsServiceSpec struct {
 	// Image runs every service (`formsservice forms|auth|health`). Defaults to the operator's own
 	// service image (its --service-image flag).
@@ -148,10 +148,25 @@ type FormsServiceSpec struct {
 	// +optional
 	Ingress *IngressSpec `json:"ingress,omitempty"`
 
+	// Gateway routes the same paths as Ingress with Gateway API HTTPRoutes attached to the Gateway(s) it
+	// names (gateway_types.go); an alternative to ingress, or both during a migration.
+	// +optional
+	Gateway *GatewaySpec `json:"gateway,omitempty"`
+
 	// Monitoring asks for Prometheus Operator ServiceMonitors for the three services (see
 	// monitoring_types.go); the operator copes when the Prometheus Operator is not installed.
 	// +optional
 	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
+	// TopologySpread spreads the services' pods across zones and nodes (production_types.go). Default:
+	// both ScheduleAnyway with maxSkew 1.
+	// +optional
+	TopologySpread *TopologySpreadSpec `json:"topologySpread,omitempty"`
+
+	// NetworkPolicy asks for NetworkPolicies around the services (production_types.go). Without it only
+	// the managed Redis has one.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
 	// NodeSelector and Tolerations apply to every pod the operator runs.
 	// +optional
@@ -283,6 +298,10 @@ type Workload struct {
 	// PodAnnotations are added to the service's pods.
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// Autoscaling gives the service a HorizontalPodAutoscaler; replicas is then ignored (see
+	// production_types.go).
+	// +optional
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
 }
 
 // FormsSpec configures the forms service.

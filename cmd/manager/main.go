@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	leaderElect := fl.Bool("leader-elect", false, "elect one active replica with a Lease; use it when running more than one replica")
 	leaderNamespace := fl.String("leader-election-namespace", "", "namespace of the Lease (default: the operator's own namespace)")
 	serviceImage := fl.String("service-image", getenv("FORMSSERVICE_IMAGE"), "image of the services for a FormsService without spec.image (default $FORMSSERVICE_IMAGE)")
+	secretRecheck := fl.Duration("secret-recheck-interval", controllers.DefaultSecretRecheck, "how often each FormsService is reconciled again to notice a changed Secret (the operator does not watch Secrets; a missing one is looked for every 10s)")
 	watchNamespaces := fl.String("watch-namespaces", getenv("WATCH_NAMESPACES"), "comma-separated namespaces to watch (default: all)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fl)
@@ -97,11 +98,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	r := &controllers.FormsServiceReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Scheme:       mgr.GetScheme(),
-		Recorder:     mgr.GetEventRecorder("formsservice-operator"),
-		ServiceImage: *serviceImage,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Scheme:        mgr.GetScheme(),
+		Recorder:      mgr.GetEventRecorder("formsservice-operator"),
+		ServiceImage:  *serviceImage,
+		SecretRecheck: *secretRecheck,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)

@@ -121,13 +121,17 @@ func ManagedRedis(fs *v1alpha1.FormsService) bool {
 	return len(fs.Spec.Redis.Addresses) == 0
 }
 
-// PublicURL is the platform's base URL and OAuth issuer: spec.publicURL, else https://<ingress host>.
+// PublicURL is the platform's base URL and OAuth issuer: spec.publicURL, else https://<ingress host>,
+// else https://<gateway host>.
 func PublicURL(fs *v1alpha1.FormsService) string {
 	if fs.Spec.PublicURL != "" {
 		return fs.Spec.PublicURL
 	}
 	if fs.Spec.Ingress != nil && fs.Spec.Ingress.Host != "" {
 		return "https://" + fs.Spec.Ingress.Host
+	}
+	if fs.Spec.Gateway != nil && fs.Spec.Gateway.Host != "" {
+		return "https://" + fs.Spec.Gateway.Host
 	}
 	return ""
 }

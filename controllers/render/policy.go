@@ -12,9 +12,11 @@ import (
 )
 
 // PodDisruptionBudget keeps all but one pod of a component running through voluntary disruptions (node
-// drains, cluster upgrades). It returns nil below two replicas, where a budget would block every drain.
+// drains, cluster upgrades). It returns nil when the component may run fewer than two replicas (fixed
+// replicas, or the autoscaler's minimum), where a budget would block every drain. maxUnavailable (not
+// minAvailable) keeps the budget right at whatever count the autoscaler picks.
 func PodDisruptionBudget(fs *v1alpha1.FormsService, component string) *policyv1.PodDisruptionBudget {
-	if ptr.Deref(workload(fs, component).Replicas, 2) < 2 {
+	if MinReplicas(fs, component) < 2 {
 		return nil
 	}
 	return &policyv1.PodDisruptionBudget{

@@ -60,7 +60,8 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	return refs
 }
 
-// ReferencedSecretNames lists every Secret a FormsService names or owns, for the Secret watch.
+// ReferencedSecretNames lists every Secret a FormsService names or owns: the only Secrets the operator
+// reads or writes for it.
 func ReferencedSecretNames(fs *v1alpha1.FormsService) []string {
 	n := NamesOf(fs)
 	names := []string{n.SigningKey}

@@ -122,7 +122,9 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1.
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta(fs, WorkloadName(fs, component), component),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(w.Replicas, 2)),
+			// Nil when autoscaled: the HorizontalPodAutoscaler owns the replicas, and the operator's
+			// server-side apply must not claim them (see controllers/replicas.go).
+			Replicas: fixedReplicas(w),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			// Surge one pod at a time and never go below the desired count: with the drain delay and
 			// readiness probes, a rollout drops no request.
@@ -146,17 +148,59 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1.
 					ImagePullSecrets:              fs.Spec.ImagePullSecrets,
 					NodeSelector:                  fs.Spec.NodeSelector,
 					Tolerations:                   fs.Spec.Tolerations,
-					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
-						MaxSkew:           1,
-						TopologyKey:       "kubernetes.io/hostname",
-						WhenUnsatisfiable: corev1.ScheduleAnyway,
-						LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
-					}},
+					TopologySpreadConstraints:     TopologySpread(fs, selector),
 				},
 			},
 		},
 	}
 	return d
+}
+
+// fixedReplicas is the Deployment's replicas: nil when a HorizontalPodAutoscaler owns them.
+func fixedReplicas(w v1alpha1.Workload) *int32 {
+	if w.Autoscaling != nil {
+		return nil
+	}
+	return ptr.To(ptr.Deref(w.Replicas, defaultFixedReplicas))
+}
+
+// Well-known topology keys.
+const (
+	ZoneTopologyKey = "topology.kubernetes.io/zone"
+	NodeTopologyKey = "kubernetes.io/hostname"
+)
+
+// TopologySpread spreads the pods that selector selects across zones, then nodes, as
+// spec.topologySpread asks (default: both ScheduleAnyway, maxSkew 1). matchLabelKeys pod-template-hash
+// counts only the pods of the current ReplicaSet, so a rollout is not skewed by the pods it replaces.
+func TopologySpread(fs *v1alpha1.FormsService, selector map[string]string) []corev1.TopologySpreadConstraint {
+	zones, nodes, skew := v1alpha1.SpreadScheduleAnyway, v1alpha1.SpreadScheduleAnyway, int32(1)
+	if t := fs.Spec.TopologySpread; t != nil {
+		if t.Zones != "" {
+			zones = t.Zones
+		}
+		if t.Nodes != "" {
+			nodes = t.Nodes
+		}
+		skew = ptr.Deref(t.MaxSkew, 1)
+	}
+	var out []corev1.TopologySpreadConstraint
+	for _, d := range []struct {
+		key    string
+		policy v1alpha1.SpreadPolicy
+	}{{ZoneTopologyKey, zones}, {NodeTopologyKey, nodes}} {
+		if d.policy == v1alpha1.SpreadOff {
+			continue
+		}
+		out = append(out, corev1.TopologySpreadConstraint{
+			MaxSkew:           skew,
+			TopologyKey:       d.key,
+			WhenUnsatisfiable: corev1.UnsatisfiableConstraintAction(d.policy),
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
+			MatchLabelKeys:    []string{"pod-template-hash"},
+		})
+	}
+	return out
 }
 
 func probe(path string, period, failures int32) *corev1.Probe {

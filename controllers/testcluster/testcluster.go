@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,7 +35,8 @@ type Cluster struct {
 	Root   string // the module root
 }
 
-// Start starts kube-apiserver and etcd with the CRDs of config/crd/bases installed.
+// Start starts kube-apiserver and etcd with the CRDs of config/crd/bases and the Gateway API's
+// (GatewayAPICRDs) installed.
 func Start() (*Cluster, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -50,9 +53,13 @@ func Start() (*Cluster, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	gatewayCRDs, err := GatewayAPICRDs(root)
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, gatewayCRDs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
@@ -80,6 +87,33 @@ func Assets(root string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// GatewayAPICRDs are the CRD files of the Gateway API's standard channel that the operator's HTTPRoutes
+// need (GatewayClass, Gateway, HTTPRoute, ReferenceGrant), taken from the sigs.k8s.io/gateway-api Go
+// module at the version go.mod pins: the Go toolchain has it in its module cache (downloading it through
+// the module proxy when missing), so no other download is needed.
+func GatewayAPICRDs(root string) ([]string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding the sigs.k8s.io/gateway-api module: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" {
+		return nil, errors.New("the sigs.k8s.io/gateway-api module is not downloaded: run `go mod download`")
+	}
+	dir := filepath.Join(mod, "config", "crd", "standard")
+	var files []string
+	for _, kind := range []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"} {
+		f := filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml")
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("the Gateway API module lacks its %s CRD: %w", kind, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 func moduleRoot() (string, error) {

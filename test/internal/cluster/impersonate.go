@@ -26,6 +26,17 @@ type Impersonator struct {
 	mu        sync.Mutex
 	forbidden []string
 	requests  int
+	log       []Request
+}
+
+// Request is one request that went through the proxy.
+type Request struct {
+	Method string
+	// Path is the URL path, e.g. /api/v1/namespaces/shop/secrets/shop-signing-key.
+	Path string
+	// Query is the raw query (watch=true, labelSelector=...).
+	Query  string
+	Status int
 }
 
 // ImpersonateServiceAccount starts a proxy that acts as system:serviceaccount:<namespace>:<name>, with the
@@ -57,6 +68,7 @@ func (c *Cluster) ImpersonateServiceAccount(t testing.TB, namespace, name string
 			im.mu.Lock()
 			defer im.mu.Unlock()
 			im.requests++
+			im.log = append(im.log, Request{Method: resp.Request.Method, Path: resp.Request.URL.Path, Query: resp.Request.URL.RawQuery, Status: resp.StatusCode})
 			if resp.StatusCode != http.StatusForbidden {
 				return nil
 			}
@@ -105,4 +117,11 @@ func (im *Impersonator) Requests() int {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	return im.requests
+}
+
+// Log lists every request that went through so far.
+func (im *Impersonator) Log() []Request {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return append([]Request(nil), im.log...)
 }

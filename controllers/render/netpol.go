@@ -1,0 +1,175 @@
+package render
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+)
+
+// NetworkPoliciesEnabled reports whether fs asks for NetworkPolicies around its services.
+func NetworkPoliciesEnabled(fs *v1alpha1.FormsService) bool {
+	np := fs.Spec.NetworkPolicy
+	return np != nil && ptr.Deref(np.Enabled, true)
+}
+
+// ServiceNetworkPolicy fences one service's pods, on clusters whose network plugin enforces policies:
+//
+//   - ingress on the HTTP port (which serves the public routes and /metrics) only from
+//     spec.networkPolicy.ingressFrom (the ingress controller or Gateway), metricsFrom (Prometheus) and,
+//     for forms and auth, the health service, which checks them;
+//   - egress only to DNS (port 53), Redis, and for forms the delivery targets, for health forms and auth.
+//
+// It returns nil when spec.networkPolicy is unset or disabled.
+func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networkingv1.NetworkPolicy {
+	if !NetworkPoliciesEnabled(fs) {
+		return nil
+	}
+	spec := fs.Spec.NetworkPolicy
+	httpPort := []networkingv1.NetworkPolicyPort{tcp(HTTPPort)}
+	podsOf := func(c string) networkingv1.NetworkPolicyPeer {
+		return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(fs, c)}}
+	}
+
+	// A rule without peers would admit everyone: a rule is written only for peers that were given (the
+	// CRD requires ingressFrom).
+	var ingress []networkingv1.NetworkPolicyIngressRule
+	if len(spec.IngressFrom) > 0 {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{From: spec.IngressFrom, Ports: httpPort})
+	}
+	if len(spec.MetricsFrom) > 0 {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{From: spec.MetricsFrom, Ports: httpPort})
+	}
+	if component != Health {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{podsOf(Health)}, Ports: httpPort})
+	}
+
+	egress := []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{
+		{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))},
+		{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(53))},
+	}}}
+	egress = append(egress, redisEgress(fs)...)
+	switch component {
+	case Forms:
+		egress = append(egress, deliveryEgress(fs)...)
+	case Health:
+		egress = append(egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{podsOf(Forms), podsOf(Auth)}, Ports: httpPort})
+	}
+
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: meta(fs, WorkloadName(fs, component), component),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(fs, component)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress:     ingress,
+			Egress:      egress,
+		},
+	}
+}
+
+func tcp(port int) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt(port))}
+}
+
+// redisEgress reaches the managed Redis by its pods' labels. An external Redis is named by host names a
+// NetworkPolicy cannot select, so without spec.networkPolicy.redisEgress the rule allows any address on
+// the ports of spec.redis.addresses (and 6379, where the masters behind Sentinels usually listen).
+func redisEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgressRule {
+	if ManagedRedis(fs) {
+		return []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(fs, Redis)}}},
+			Ports: []networkingv1.NetworkPolicyPort{tcp(RedisPort)},
+		}}
+	}
+	if r := fs.Spec.NetworkPolicy.RedisEgress; len(r) > 0 {
+		return r
+	}
+	var ports []int
+	for _, a := range fs.Spec.Redis.Addresses {
+		ports = appendPort(ports, hostPortPort(string(a)))
+	}
+	if fs.Spec.Redis.Mode == v1alpha1.RedisSentinel {
+		ports = appendPort(ports, RedisPort)
+	}
+	return anyAddressOn(ports)
+}
+
+// deliveryEgress reaches the mail relay and the webhook: spec.networkPolicy.deliveryEgress when set,
+// else any address on the relay's port and the webhook's (443 and 80 when its URL is in a Secret).
+func deliveryEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgressRule {
+	d := fs.Spec.Forms.Delivery
+	if d == nil || (d.SMTP == nil && d.Webhook == nil) {
+		return nil
+	}
+	if r := fs.Spec.NetworkPolicy.DeliveryEgress; len(r) > 0 {
+		return r
+	}
+	var ports []int
+	if d.SMTP != nil {
+		ports = appendPort(ports, hostPortPort(string(d.SMTP.Address)))
+	}
+	if w := d.Webhook; w != nil {
+		if w.URLSecretRef == nil && w.URL != "" {
+			ports = appendPort(ports, urlPort(w.URL))
+		} else {
+			ports = appendPort(appendPort(ports, 443), 80)
+		}
+	}
+	return anyAddressOn(ports)
+}
+
+func hostPortPort(hp string) int {
+	_, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+func urlPort(raw string) int {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 443
+	}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		return p
+	}
+	if u.Scheme == "http" {
+		return 80
+	}
+	return 443
+}
+
+func appendPort(ports []int, p int) []int {
+	if p <= 0 || p > 65535 {
+		return ports
+	}
+	for _, q := range ports {
+		if q == p {
+			return ports
+		}
+	}
+	return append(ports, p)
+}
+
+// anyAddressOn is one egress rule to any address on the ports; none for no ports (a rule without ports
+// would allow every port).
+func anyAddressOn(ports []int) []networkingv1.NetworkPolicyEgressRule {
+	if len(ports) == 0 {
+		return nil
+	}
+	rule := networkingv1.NetworkPolicyEgressRule{}
+	for _, p := range ports {
+		rule.Ports = append(rule.Ports, tcp(p))
+	}
+	return []networkingv1.NetworkPolicyEgressRule{rule}
+}
