@@ -60,6 +60,16 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 			c.PostLogoutRedirectURIs = []v1alpha1.RedirectURI{"http://app.example.com/"}
 			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{c}
 		}, "a redirect URI must use https"},
+		{"audience that is not an absolute URI", func(fs *v1alpha1.FormsService) {
+			c := client("web", "https://app.example.com/cb")
+			c.Audiences = []v1alpha1.Audience{"api.example.com/orders"}
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{c}
+		}, "an audience is an absolute URI"},
+		{"audience with a fragment", func(fs *v1alpha1.FormsService) {
+			c := client("web", "https://app.example.com/cb")
+			c.Audiences = []v1alpha1.Audience{"https://api.example.com/#orders"}
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{c}
+		}, "an audience is an absolute URI"},
 		{"duplicate client IDs", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{client("web", "https://a.example.com/cb"), client("web", "https://b.example.com/cb")}
 		}, "clientID values must be unique"},

@@ -40,6 +40,14 @@ type Origin string
 // +kubebuilder:validation:XValidation:rule="self.matches('^https://[^/?#@ ]+([/?][^# ]*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?([/?][^# ]*)?$')",message="a redirect URI must use https (http is allowed only for localhost, 127.0.0.1 and [::1]) and must not contain a fragment or spaces"
 type RedirectURI string
 
+// Audience is an API (a resource server) that access tokens may be issued for: an absolute URI without a
+// fragment (RFC 8707), such as https://api.example.com.
+//
+// +kubebuilder:validation:MinLength=8
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z][a-z0-9+.-]*://[^/?#@ ]+([/?][^# ]*)?$')",message="an audience is an absolute URI with a host and without a fragment or spaces (https://api.example.com)"
+type Audience string
+
 // Scope is an OAuth scope a client may request.
 //
 // +kubebuilder:validation:MinLength=1
@@ -202,6 +210,12 @@ type OAuthClient struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=80
 	Name string `json:"name,omitempty"`
+	// Audiences are the APIs this client's access tokens may be for (the access token's aud); a request
+	// may narrow them with RFC 8707 resource parameters. Empty: the aud is the client ID.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Audiences []Audience `json:"audiences,omitempty"`
 	// SecretRef makes the client confidential (it authenticates at the token endpoint with this secret).
 	// Without it the client is public and must use PKCE with S256, as browser apps do.
 	// +optional

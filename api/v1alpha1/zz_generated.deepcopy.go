@@ -558,6 +558,11 @@ func (in *OAuthClient) DeepCopyInto(out *OAuthClient) {
 		*out = make([]Scope, len(*in))
 		copy(*out, *in)
 	}
+	if in.Audiences != nil {
+		in, out := &in.Audiences, &out.Audiences
+		*out = make([]Audience, len(*in))
+		copy(*out, *in)
+	}
 	if in.SecretRef != nil {
 		in, out := &in.SecretRef, &out.SecretRef
 		*out = new(SecretKeySelector)

@@ -171,6 +171,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		for _, s := range cl.Scopes {
 			oc.Scopes = append(oc.Scopes, string(s))
 		}
+		for _, a := range cl.Audiences {
+			oc.Audiences = append(oc.Audiences, string(a))
+		}
 		if r := cl.SecretRef; r != nil {
 			oc.SecretFile = SecretPath(r.Name, r.Key)
 		}

@@ -121,8 +121,12 @@ func TestServiceConfig(t *testing.T) {
 			fs.Spec.Auth.SessionLifetime = &metav1.Duration{Duration: 8 * time.Hour}
 			fs.Spec.Auth.Throttle = &v1alpha1.ThrottleSpec{AccountFailures: ptr.To[int32](5), Window: &metav1.Duration{Duration: time.Hour}}
 			fs.Spec.OAuthClients[0].Name = "Acme Web"
+			fs.Spec.OAuthClients[0].Audiences = []v1alpha1.Audience{"https://api.acme.example"}
 		}, Inputs{PreviousSigningKey: true}, Auth, func(t *testing.T, c *config.Config) {
 			a := c.Auth
+			if got := a.Clients[0].Audiences; len(got) != 1 || got[0] != "https://api.acme.example" {
+				t.Errorf("audiences = %v", got)
+			}
 			if a.SessionLifetime.D() != 8*time.Hour || a.Throttle.AccountFailures != 5 || a.Throttle.IPFailures != 0 ||
 				a.Throttle.Window.D() != time.Hour || a.Clients[0].Name != "Acme Web" {
 				t.Errorf("session/throttle/name = %v %+v %q", a.SessionLifetime.D(), a.Throttle, a.Clients[0].Name)
