@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,9 +128,17 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	authRelay := newRelay(t)
 	issuer := "http://" + authRelay.addr
 	callback := signin.NewCallback(t)
+	// The sample autoscales auth: scale it as its HPA would, then let the patch below make the operator
+	// reconcile (and roll auth): the replica count must survive, since the HPA owns it.
+	const hpaReplicas = 3
+	k.scaleDeployment(t, name+"-"+render.Auth, hpaReplicas)
 	k.patchForTest(t, name, issuer, callback.RedirectURL)
 	k.waitReady(t, name, 6*time.Minute)
 	phase("patched for the test, Ready again")
+	t.Run("autoscaled auth: the HPA is accepted and its replicas are not overridden", func(t *testing.T) {
+		k.checkAutoscaled(t, name+"-"+render.Auth, hpaReplicas)
+	})
+	t.Run("least privilege: the operator's ServiceAccount cannot list Secrets", k.checkOperatorSecretAccess)
 	forms := k.portForward(t, name, render.Forms)
 	authRelay.to(k.portForward(t, name, render.Auth))
 	health := k.portForward(t, name, render.Health)
@@ -245,6 +254,72 @@ func (k *kind) waitReady(t *testing.T, name string, timeout time.Duration) {
 		time.Sleep(2 * time.Second) // poll interval of a bounded wait
 	}
 	t.Fatalf("FormsService %s not Ready after %s: %s", name, timeout, last)
+}
+
+// scaleDeployment sets a Deployment's replicas through its scale subresource, as an HPA does.
+func (k *kind) scaleDeployment(t *testing.T, deployment string, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	sc, err := k.clientset.AppsV1().Deployments(appNS).GetScale(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.Replicas = replicas
+	if _, err := k.clientset.AppsV1().Deployments(appNS).UpdateScale(ctx, deployment, sc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("scaling %s to %d: %v", deployment, replicas, err)
+	}
+}
+
+// checkAutoscaled: the operator's HPA exists with the sample's bounds, the cluster's HPA controller has
+// taken it up (it writes conditions), and the Deployment kept the replicas set through the scale
+// subresource across a reconcile that rolled it.
+func (k *kind) checkAutoscaled(t *testing.T, deployment string, want int32) {
+	ctx := context.Background()
+	hpa, err := k.clientset.AutoscalingV2().HorizontalPodAutoscalers(appNS).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the HPA of %s: %v", deployment, err)
+	}
+	if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 6 || hpa.Spec.ScaleTargetRef.Name != deployment {
+		t.Errorf("HPA spec = min %v max %d target %s, want the sample's 2..6 on %s", hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Spec.ScaleTargetRef.Name, deployment)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(hpa.Status.Conditions) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the HPA controller never wrote a condition on %s", deployment)
+		}
+		time.Sleep(2 * time.Second) // poll interval of a bounded wait
+		if hpa, err = k.clientset.AutoscalingV2().HorizontalPodAutoscalers(appNS).Get(ctx, deployment, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := k.clientset.AppsV1().Deployments(appNS).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != want {
+		t.Errorf("%s has %v replicas after the operator reconciled, want %d (set through the scale subresource)", deployment, d.Spec.Replicas, want)
+	}
+}
+
+// checkOperatorSecretAccess asks the API server as the operator's ServiceAccount: it may list
+// FormsServices (so the identity is right) but not Secrets.
+func (k *kind) checkOperatorSecretAccess(t *testing.T) {
+	cfg := rest.CopyConfig(k.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + operatorNS + ":formsservice-operator"}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fsList := &unstructured.UnstructuredList{}
+	fsList.SetGroupVersionKind(schema.GroupVersionKind{Group: "platform.formsservice.io", Version: "v1alpha1", Kind: "FormsServiceList"})
+	if err := c.List(ctx, fsList, client.InNamespace(appNS)); err != nil {
+		t.Fatalf("the operator's ServiceAccount cannot list FormsServices (is it the right identity?): %v", err)
+	}
+	err = c.List(ctx, &corev1.SecretList{}, client.InNamespace(appNS))
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets as the operator: %v, want Forbidden", err)
+	}
 }
 
 // patchForTest points the issuer at the port-forwarded auth service and registers the test's client
