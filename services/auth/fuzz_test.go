@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // FuzzAuthorizeParams sends arbitrary authorization requests, GET and POST: the answer is always the
@@ -13,7 +15,11 @@ import (
 // goes only to the registered redirect URI. Never a 500, never a redirect elsewhere.
 // `go test -fuzz FuzzAuthorizeParams ./services/auth/` explores beyond the seeds.
 func FuzzAuthorizeParams(f *testing.F) {
-	p := startProvider(f, setup{})
+	// The fuzzer sends thousands of requests a minute from one address; the rate limit on authorize and
+	// token has its own test (TestRateLimit_…) and would only answer 429 here.
+	p := startProvider(f, setup{mutate: func(c *config.Config) {
+		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1 << 30, PerUser: 1 << 30}
+	}})
 	p.user(testEmail, testPassword)
 	challenge := "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 	seeds := []struct{ client, redirect, responseType, scope, state, challenge, method, prompt, extra string }{

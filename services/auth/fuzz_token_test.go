@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/formsservice/formsservice/services/platform/config"
 	"golang.org/x/oauth2"
 )
 
@@ -19,7 +20,11 @@ import (
 // refresh tokens rotate). A repeated parameter is always invalid_request.
 // `go test -fuzz FuzzTokenParams ./services/auth/` explores beyond the seeds.
 func FuzzTokenParams(f *testing.F) {
-	p := startProvider(f, setup{})
+	// The fuzzer sends thousands of requests a minute from one address; the rate limit on authorize and
+	// token has its own test (TestRateLimit_…) and would only answer 429 here.
+	p := startProvider(f, setup{mutate: func(c *config.Config) {
+		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1 << 30, PerUser: 1 << 30}
+	}})
 	p.user(testEmail, testPassword)
 	verifier := oauth2.GenerateVerifier()
 	code := p.signInAndGetCode(newBrowser(f), testEmail, testPassword, verifier)
