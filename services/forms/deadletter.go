@@ -76,8 +76,10 @@ func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient) ([]DeadLett
 // ErrNoSuchDeadLetter names message IDs that are not dead letters.
 var ErrNoSuchDeadLetter = errors.New("no dead letter with this ID")
 
-// selectDeadLetters returns the dead letters named by ids (message IDs or dead-letter entry IDs), or
-// all of them when ids is empty.
+// selectDeadLetters returns the dead letters named by ids (the messages' IDs, as `deliveries list` shows
+// them), or all of them when ids is empty. The dead-letter stream's own entry IDs are not accepted: both
+// come from one Redis clock, so a dead letter's entry ID can equal another message's ID, and a name that
+// could mean either would select the wrong one.
 func selectDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]DeadLetter, error) {
 	all, err := ListDeadLetters(ctx, rdb)
 	if err != nil || len(ids) == 0 {
@@ -85,7 +87,7 @@ func selectDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []str
 	}
 	byID := map[string]DeadLetter{}
 	for _, d := range all {
-		byID[d.ID], byID[d.Entry] = d, d
+		byID[d.ID] = d
 	}
 	var out []DeadLetter
 	for _, id := range ids {

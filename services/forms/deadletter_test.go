@@ -129,7 +129,7 @@ func TestDeadLetters_RetryDeliversAgain_DropDeletes_ForgetErases(t *testing.T) {
 		t.Fatalf("delivered %q", got)
 	}
 
-	dropped, err := DropDeadLetters(ctx, h.rdb, []string{dl[1].Entry})
+	dropped, err := DropDeadLetters(ctx, h.rdb, []string{dl[1].ID})
 	if err != nil || len(dropped) != 1 || dropped[0] != dl[1].ID {
 		t.Fatalf("drop: %v, %v", dropped, err)
 	}
