@@ -80,8 +80,8 @@ func New(o Options, services ...Service) *App {
 		ErrorHandler:          a.handleError,
 
 		// Fiber believes no peer's X-Forwarded-* headers (c.IP, c.Protocol, c.Hostname). The client's
-		// address comes from ClientIP, which reads the live configuration's trustedProxies and takes the
-		// right-most untrusted hop; Fiber's c.IP would return the forgeable header as sent.
+		// address comes from clientip.Addr, which reads the live configuration's trustedProxies and takes
+		// the right-most untrusted hop; Fiber's c.IP would return the forgeable header as sent.
 		EnableTrustedProxyCheck: true,
 
 		// fasthttp would otherwise parse a multipart body (spilling files to disk) before any handler or
