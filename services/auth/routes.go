@@ -1,15 +1,15 @@
 package auth
 
 import (
-	"github.com/formsservice/formsservice/services/platform/server"
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // Routes declares every endpoint of the provider, at the paths the ingress routes to it. Every auth
 // endpoint reads at most maxBody (64 KB): sign-in forms and token requests are small; and every answer
-// carries Strict-Transport-Security when the issuer is https. Each is counted
-// in formsservice_http_requests_total{service="auth",route=...}; the provider's own metrics are in
-// metrics.go.
+// carries Strict-Transport-Security when the issuer is https. Each is counted in
+// formsservice_http_requests_total{service="auth",route=...}; the provider's own metrics are in metrics.go.
 func (s *Service) Routes() []server.Route {
 	tokenCORS := s.cors("POST")
 	userinfoCORS := s.cors("GET, POST")
