@@ -9,8 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/formsservice/formsservice/services/platform/config"
 	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // FuzzTokenParams sends arbitrary token requests (grant type, code, verifier, redirect URI, refresh

@@ -1,8 +1,9 @@
 package auth
 
 import (
-	"github.com/formsservice/formsservice/services/platform/server"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // metrics are the auth service's own; request counts and latency per route come from the platform.

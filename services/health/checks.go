@@ -11,8 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/server"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // Check measures one component. Name is the body's key, component:measurement.
