@@ -409,10 +409,22 @@ func (k *kind) execUsersCreate(t *testing.T, name string) {
 	pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(selector(name, render.Auth)).String(),
 	})
-	if err != nil || len(pods.Items) == 0 {
-		t.Fatalf("no auth pod: %v", err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	req := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pods.Items[0].Name).
+	// A ready pod that is not being deleted: after a roll, the list still holds the old ones.
+	var pod string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+				pod = p.Name
+			}
+		}
+	}
+	if pod == "" {
+		t.Fatalf("no ready auth pod among %d", len(pods.Items))
+	}
+	req := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pod).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
 		Container: render.Auth,
 		Command:   []string{"/formsservice", "users", "create", "-config", render.ConfigPath, "-email", email, "-name", "Ada Lovelace"},
@@ -426,7 +438,7 @@ func (k *kind) execUsersCreate(t *testing.T, name string) {
 	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{
 		Stdin: strings.NewReader(password + "\n"), Stdout: &out, Stderr: &out,
 	}); err != nil {
-		t.Fatalf("formsservice users create in %s: %v\n%s", pods.Items[0].Name, err, out.String())
+		t.Fatalf("formsservice users create in %s: %v\n%s", pod, err, out.String())
 	}
 }
 
