@@ -111,6 +111,9 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"password for the managed redis", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "r", Key: "p"}}
 		}, "passwordSecretRef, username and tls apply to an external Redis"},
+		{"a CA bundle for the managed redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis = v1alpha1.RedisSpec{CASecretRef: &v1alpha1.SecretKeySelector{Name: "ca", Key: "ca.crt"}}
+		}, "and so does caSecretRef"},
 		{"access token lifetime too long", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Auth.AccessTokenLifetime = &metav1.Duration{Duration: 48 * 60 * 60 * 1e9}
 		}, "accessTokenLifetime must be between 1m and 24h"},

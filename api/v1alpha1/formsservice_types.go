@@ -238,7 +238,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Sentinel' || (has(self.masterName) && has(self.addresses) && size(self.addresses) > 0)",message="Sentinel mode needs addresses (the sentinels) and masterName"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode == 'Standalone' || (has(self.addresses) && size(self.addresses) > 0)",message="Sentinel and Cluster modes need addresses; leave mode Standalone to have the operator run Redis"
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode != 'Standalone') || !has(self.addresses) || size(self.addresses) <= 1",message="Standalone mode takes one address; use mode Cluster or Sentinel for several"
-// +kubebuilder:validation:XValidation:rule="(has(self.addresses) && size(self.addresses) > 0) || (!has(self.passwordSecretRef) && !has(self.username) && !has(self.tls))",message="passwordSecretRef, username and tls apply to an external Redis (addresses); the managed Redis gets a generated password"
+// +kubebuilder:validation:XValidation:rule="(has(self.addresses) && size(self.addresses) > 0) || (!has(self.passwordSecretRef) && !has(self.username) && !has(self.tls) && !has(self.caSecretRef))",message="passwordSecretRef, username and tls apply to an external Redis (addresses), and so does caSecretRef; the managed Redis gets a generated password"
 // +kubebuilder:validation:XValidation:rule="!has(self.managed) || !has(self.addresses) || size(self.addresses) == 0",message="managed applies only when addresses is empty"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Cluster' || !has(self.db) || self.db == 0",message="a Redis Cluster has only db 0"
 type RedisSpec struct {
@@ -269,9 +269,14 @@ type RedisSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=15
 	DB int32 `json:"db,omitempty"`
-	// TLS connects with TLS (system roots).
+	// TLS connects with TLS (system roots, or caSecretRef's).
 	// +optional
 	TLS bool `json:"tls,omitempty"`
+	// CASecretRef holds a PEM bundle of the certificate authorities the Redis server's certificate must
+	// chain to (a private CA, as Redis operators and cloud services issue), instead of the system's.
+	// Mounted into every service; setting it turns TLS on.
+	// +optional
+	CASecretRef *SecretKeySelector `json:"caSecretRef,omitempty"`
 	// Managed tunes the Redis the operator runs when addresses is empty.
 	// +optional
 	Managed *ManagedRedisSpec `json:"managed,omitempty"`

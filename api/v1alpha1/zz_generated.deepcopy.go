@@ -593,6 +593,11 @@ func (in *RedisSpec) DeepCopyInto(out *RedisSpec) {
 		*out = new(SecretKeySelector)
 		**out = **in
 	}
+	if in.CASecretRef != nil {
+		in, out := &in.CASecretRef, &out.CASecretRef
+		*out = new(SecretKeySelector)
+		**out = **in
+	}
 	if in.Managed != nil {
 		in, out := &in.Managed, &out.Managed
 		*out = new(ManagedRedisSpec)

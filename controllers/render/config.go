@@ -90,6 +90,9 @@ func redisConfig(fs *v1alpha1.FormsService) config.Redis {
 	if p := r.PasswordSecretRef; p != nil {
 		c.PasswordFile = SecretPath(p.Name, p.Key)
 	}
+	if p := r.CASecretRef; p != nil {
+		c.CAFile = SecretPath(p.Name, p.Key)
+	}
 	return c
 }
 

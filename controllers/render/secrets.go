@@ -2,7 +2,9 @@ package render
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -35,6 +37,10 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	var refs []SecretRef
 	if r := fs.Spec.Redis.PasswordSecretRef; r != nil && !ManagedRedis(fs) {
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.redis.passwordSecretRef", Components: Components})
+	}
+	if r := fs.Spec.Redis.CASecretRef; r != nil && !ManagedRedis(fs) {
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.redis.caSecretRef", Components: Components,
+			Check: checkCABundle})
 	}
 	if d := fs.Spec.Forms.Delivery; d != nil && d.SMTP != nil && d.SMTP.PasswordSecretRef != nil {
 		r := d.SMTP.PasswordSecretRef
@@ -121,6 +127,14 @@ func secretVolumeName(secret string) string {
 // checkWebhookSecret is the forms service's start-up check of a webhook signing secret file (trimmed).
 func checkWebhookSecret(value []byte) error {
 	return config.CheckWebhookSecret(strings.TrimSpace(string(value)))
+}
+
+// checkCABundle is the services' start-up check of redis.caFile: at least one PEM certificate.
+func checkCABundle(value []byte) error {
+	if !x509.NewCertPool().AppendCertsFromPEM(value) {
+		return errors.New("no PEM certificate in it")
+	}
+	return nil
 }
 
 // checkWebhookURL is the forms service's start-up check of a webhook URL file (trimmed, http or https).

@@ -1,5 +1,6 @@
 // Package testredis starts real redis-server processes on loopback for tests: a single server that can
-// be stopped, restarted, paused and killed, and a Redis Cluster. `make test` installs redis-server.
+// be stopped, restarted, paused and killed, a Redis Cluster, and a replicated Redis watched by real
+// redis-sentinel processes. `make test` installs redis-server.
 package testredis
 
 import (

@@ -176,6 +176,7 @@ func checkIdempotencyKey(k string) string {
 func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult, err error) {
 	if err != nil {
 		s.logStoreError(ep, err)
+		s.m.storeErrors[classifyStoreError(err)].Inc()
 		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
 		return
 	}

@@ -1,7 +1,13 @@
 package forms
 
 import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
 
 // endpoint is one of the two forms endpoints.
@@ -54,6 +60,7 @@ type metrics struct {
 	deliveryPending  prometheus.Gauge
 	deadLetters      *prometheus.CounterVec
 	deadLetterCount  prometheus.Gauge
+	storeErrors      [numStoreErrors]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -97,6 +104,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
+	storeErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "formsservice_forms_store_errors_total",
+		Help: "Submissions answered 502 because the store failed, by reason: full (Redis refused the write at maxmemory: OOM), not_durable (written but not acknowledged at the durability level in time), timeout, unavailable (any other error).",
+	}, []string{"reason"})
+	if err := reg.Register(storeErrors); err != nil {
+		return nil, err
+	}
+	for r := range numStoreErrors {
+		m.storeErrors[r] = storeErrors.WithLabelValues(storeErrorNames[r])
+	}
 	for e := range numEndpoints {
 		for r := range numResults {
 			m.submissions[e][r] = subs.WithLabelValues(e.String(), resultNames[r])
@@ -109,4 +126,46 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.deadLetters.WithLabelValues(ch)
 	}
 	return m, nil
+}
+
+// storeError is why the store could not take a submission; it labels the store errors metric so that a
+// full store (which needs more memory, not patience) is told apart from an outage.
+type storeError int
+
+const (
+	storeErrorFull        storeError = iota // Redis at maxmemory with noeviction: "OOM command not allowed"
+	storeErrorNotDurable                    // written, not acknowledged at the durability level in time
+	storeErrorTimeout                       // no answer within the store timeout
+	storeErrorUnavailable                   // anything else: connection refused, reset, failover
+	numStoreErrors
+)
+
+var storeErrorNames = [numStoreErrors]string{"full", "not_durable", "timeout", "unavailable"}
+
+// classifyStoreError sorts a store error into its reason.
+func classifyStoreError(err error) storeError {
+	var nd errNotDurable
+	var nerr net.Error
+	switch {
+	case errors.As(err, &nd):
+		return storeErrorNotDurable
+	case isOOM(err):
+		return storeErrorFull
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout():
+		return storeErrorTimeout
+	default:
+		return storeErrorUnavailable
+	}
+}
+
+// isOOM reports Redis's refusal of a write at maxmemory under noeviction (an error reply, which go-redis
+// returns as redis.Error, that starts with the OOM prefix, also inside a script: "OOM command not allowed
+// when used memory > 'maxmemory'").
+func isOOM(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "OOM ") || strings.Contains(msg, "OOM command not allowed")
 }

@@ -10,7 +10,8 @@ import (
 
 // TestForms_StoreAtMaxmemory_Answers502AndKeepsWhatItAcknowledged runs on a Redis with a small
 // maxmemory and noeviction, as the managed Redis is rendered: once it is full, submissions answer 502
-// (counted as store_error, which the FormsServiceStoreErrors alert watches), never 500 and never a 201
+// (counted as store_error, which the FormsServiceStoreErrors alert watches, and as store_errors_total
+// reason full, which FormsServiceStoreFull watches), never 500 and never a 201
 // for something not stored; what was acknowledged before stays.
 func TestForms_StoreAtMaxmemory_Answers502AndKeepsWhatItAcknowledged(t *testing.T) {
 	rs := testredis.Start(t, testredis.Options{Args: []string{"--maxmemory", "3mb", "--maxmemory-policy", "noeviction"}})
@@ -36,5 +37,13 @@ func TestForms_StoreAtMaxmemory_Answers502AndKeepsWhatItAcknowledged(t *testing.
 	}
 	if h.counter("formsservice_forms_submissions_total", "endpoint", "contact", "result", "store_error") < 1 {
 		t.Fatal("the refused write is not counted as store_error")
+	}
+	// The reason tells a full store (it needs memory, not patience) from an outage; the
+	// FormsServiceStoreFull alert watches it.
+	if h.counter("formsservice_forms_store_errors_total", "reason", "full") < 1 {
+		t.Fatal("the refused write is not counted as store_errors_total{reason=\"full\"}")
+	}
+	if n := h.counter("formsservice_forms_store_errors_total", "reason", "unavailable"); n != 0 {
+		t.Fatalf("a full store counted %v times as unavailable", n)
 	}
 }

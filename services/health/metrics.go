@@ -10,6 +10,7 @@ type collector struct {
 	status   *prometheus.Desc
 	duration *prometheus.Desc
 	overall  *prometheus.Desc
+	redis    redisDescs
 }
 
 func newCollector(s *Service) *collector {
@@ -23,6 +24,7 @@ func newCollector(s *Service) *collector {
 			[]string{"check"}, nil),
 		overall: prometheus.NewDesc("formsservice_health_status",
 			"The platform's health as GET /health reports it: 1 pass, 0.5 warn, 0 fail.", nil, nil),
+		redis: newRedisDescs(),
 	}
 }
 
@@ -30,6 +32,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.status
 	ch <- c.duration
 	ch <- c.overall
+	if c.s.o.Redis != nil {
+		c.redis.describe(ch)
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -38,5 +43,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for name, out := range snap.checks {
 		ch <- prometheus.MustNewConstMetric(c.status, prometheus.GaugeValue, out.Status.gauge(), name)
 		ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, out.duration, name)
+	}
+	if c.s.o.Redis != nil {
+		c.redis.collect(ch, snap.redis, snap.redisUp)
 	}
 }

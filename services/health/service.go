@@ -69,6 +69,9 @@ type snapshot struct {
 	body   []byte
 	status Status
 	checks map[string]CheckOut
+	// redis is the store's INFO, read beside the checks for the formsservice_redis_* metrics.
+	redis   []redisStats
+	redisUp bool
 }
 
 // New builds the service and registers its metrics.
@@ -155,6 +158,20 @@ func (s *Service) round(cfg config.Health) *snapshot {
 	checks := s.checks(cfg)
 	outs := make([]CheckOut, len(checks))
 	var wg sync.WaitGroup
+	var stats []redisStats
+	var statsUp bool
+	if s.o.Redis != nil {
+		// INFO is read in the same round, within the store check's timeout, so that a scrape costs
+		// the store nothing more than /health does.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, timeout := cfg.Limits("redis:responseTime")
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			stats, statsUp = readRedisStats(ctx, s.o.Redis, s.o.RedisMode)
+		}()
+	}
 	for i, c := range checks {
 		wg.Add(1)
 		go func() {
@@ -177,7 +194,7 @@ func (s *Service) round(cfg config.Health) *snapshot {
 	if resp.Status == Fail {
 		code = http.StatusServiceUnavailable
 	}
-	return &snapshot{at: at, code: code, body: body, status: resp.Status, checks: results}
+	return &snapshot{at: at, code: code, body: body, status: resp.Status, checks: results, redis: stats, redisUp: statsUp}
 }
 
 type outcome struct {

@@ -51,6 +51,10 @@ func TestHealth_RedisSentinel_ReportsTheMastersRole(t *testing.T) {
 	if c := r.check(t, "redis:role"); c["status"] != "pass" || c["observedValue"] != "master" {
 		t.Fatalf("role: %s", r.Raw)
 	}
+	// The INFO metrics are the master's, under node="primary" (its address changes with a failover).
+	if v, found := value(scrape(t, srv.URL), "formsservice_redis_master", "primary"); !found || v != 1 {
+		t.Errorf("formsservice_redis_master{node=\"primary\"} = %v (found %v)", v, found)
+	}
 
 	master.Stop()
 	r = srv.fresh(t)

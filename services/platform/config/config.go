@@ -47,6 +47,9 @@ type Redis struct {
 	PasswordFile string `json:"passwordFile,omitempty"`
 	DB           int    `json:"db,omitempty"`
 	TLS          bool   `json:"tls,omitempty"`
+	// CAFile is a PEM bundle (a mounted Secret) of the certificate authorities the server's certificate
+	// must chain to, instead of the system's; setting it turns TLS on.
+	CAFile string `json:"caFile,omitempty"`
 	// Timeout bounds every command so that a slow store answers 502 instead of hanging. Default 1s.
 	Timeout Duration `json:"timeout,omitempty"`
 }

@@ -5,8 +5,10 @@ package redisclient
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,6 +71,16 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 			opts.Password = u.Password
 		}
 	}
+	if c.CAFile != "" {
+		pool, err := readCAFile(c.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		if opts.TLSConfig == nil {
+			opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		opts.TLSConfig.RootCAs = pool
+	}
 	if len(opts.Addrs) == 0 {
 		return nil, fmt.Errorf("redis: no address configured")
 	}
@@ -82,6 +94,20 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 		return redis.NewClusterClient(co), nil
 	}
 	return redis.NewUniversalClient(opts), nil
+}
+
+// readCAFile reads a PEM bundle of certificate authorities: the only ones the store's certificate may
+// chain to (a private CA, as a Redis operator or cloud service issues, is not in the system's roots).
+func readCAFile(path string) (*x509.CertPool, error) {
+	pemData, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("redis caFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		return nil, fmt.Errorf("redis caFile %s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }
 
 // ClusterReloadInterval bounds how long a Cluster client keeps an outdated slot map after a failover.

@@ -1,0 +1,203 @@
+package testredis
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MasterName is the name the sentinels of StartReplicated monitor their master under.
+const MasterName = "mymaster"
+
+// SentinelBinary finds redis-sentinel: $REDIS_SENTINEL, the repository's bin/, or PATH.
+func SentinelBinary(tb testing.TB) string {
+	return find(tb, "REDIS_SENTINEL", "redis-sentinel")
+}
+
+// Sentinel is a replicated Redis watched by real redis-sentinel processes, all on loopback: the
+// bring-your-own HA set-up a Redis operator or a cloud service provides.
+type Sentinel struct {
+	tb testing.TB
+	// Nodes are the data nodes; Nodes[0] starts as the master, the others as its replicas.
+	Nodes []*Server
+	// Sentinels watch Nodes[0] under MasterName with a quorum of a majority.
+	Sentinels []*Server
+}
+
+// StartReplicated starts a master, replicas replicas of it and sentinels sentinels (quorum: a majority)
+// that declare the master down after downAfter without an answer. It returns once every replica has
+// synced and every sentinel knows the replicas and the other sentinels, so that a failover can start
+// at once.
+func StartReplicated(tb testing.TB, replicas, sentinels int, downAfter time.Duration) *Sentinel {
+	tb.Helper()
+	// Replicas sync at once instead of after Redis' default 5 s delay.
+	fast := []string{"--repl-diskless-sync-delay", "0"}
+	st := &Sentinel{tb: tb}
+	master := Start(tb, Options{Args: fast})
+	st.Nodes = append(st.Nodes, master)
+	host, port, _ := net.SplitHostPort(master.Addr())
+	for range replicas {
+		st.Nodes = append(st.Nodes, Start(tb, Options{Args: append([]string{"--replicaof", host, port}, fast...)}))
+	}
+	bin := SentinelBinary(tb)
+	quorum := sentinels/2 + 1
+	for range sentinels {
+		s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+		s.conf = filepath.Join(s.dir, "sentinel.conf")
+		s.sentinel = "sentinel monitor " + MasterName + " " + host + " " + port + " " + strconv.Itoa(quorum) + "\n" +
+			"sentinel down-after-milliseconds " + MasterName + " " + strconv.FormatInt(downAfter.Milliseconds(), 10) + "\n" +
+			"sentinel failover-timeout " + MasterName + " 10000\n" +
+			"sentinel parallel-syncs " + MasterName + " 1\n"
+		s.ready = []string{"+monitor master " + MasterName}
+		s.startRetrying()
+		st.Sentinels = append(st.Sentinels, s)
+	}
+	st.waitReady(replicas, sentinels-1, 30*time.Second)
+	return st
+}
+
+// Addrs lists the sentinels' host:port (what a client is configured with).
+func (st *Sentinel) Addrs() []string {
+	var out []string
+	for _, s := range st.Sentinels {
+		out = append(out, s.Addr())
+	}
+	return out
+}
+
+// Master asks the sentinels which node is the master now (the first that answers).
+func (st *Sentinel) Master() *Server {
+	st.tb.Helper()
+	addr, err := st.masterAddr()
+	if err != nil {
+		st.tb.Fatalf("sentinel get-master-addr-by-name: %v", err)
+	}
+	for _, n := range st.Nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	st.tb.Fatalf("the sentinels name %s, which is none of the nodes", addr)
+	return nil
+}
+
+func (st *Sentinel) masterAddr() (string, error) {
+	var last error
+	for _, s := range st.Sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		hp, err := c.GetMasterAddrByName(ctx, MasterName).Result()
+		cancel()
+		c.Close()
+		if err == nil && len(hp) == 2 {
+			return net.JoinHostPort(hp[0], hp[1]), nil
+		}
+		last = err
+	}
+	return "", fmt.Errorf("no sentinel named the master: %v", last)
+}
+
+// WaitFailover waits until every sentinel names a master other than old and that node says it is the
+// master, and returns the new master and when that was first seen.
+func (st *Sentinel) WaitFailover(old *Server, within time.Duration) (*Server, time.Time) {
+	st.tb.Helper()
+	deadline := time.Now().Add(within)
+	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		agreed := ""
+		for _, s := range st.Sentinels {
+			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			hp, err := c.GetMasterAddrByName(ctx, MasterName).Result()
+			cancel()
+			c.Close()
+			if err != nil || len(hp) != 2 {
+				agreed = ""
+				break
+			}
+			a := net.JoinHostPort(hp[0], hp[1])
+			if agreed != "" && a != agreed {
+				agreed = ""
+				break
+			}
+			agreed = a
+		}
+		if agreed == "" || agreed == old.Addr() {
+			continue
+		}
+		for _, n := range st.Nodes {
+			if n.Addr() == agreed && role(n) == "master" {
+				return n, time.Now()
+			}
+		}
+	}
+	st.tb.Fatalf("no failover away from %s within %s", old.Addr(), within)
+	return nil, time.Time{}
+}
+
+// WaitReplicaOf waits until n is a replica of master with its link up and its first sync done.
+func (st *Sentinel) WaitReplicaOf(n, master *Server, within time.Duration) {
+	st.tb.Helper()
+	_, port, _ := net.SplitHostPort(master.Addr())
+	deadline := time.Now().Add(within)
+	for ; ; time.Sleep(50 * time.Millisecond) {
+		info := info(n, "replication")
+		if strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port+"\r") &&
+			strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+			return
+		}
+		if time.Now().After(deadline) {
+			st.tb.Fatalf("%s is not a synced replica of %s within %s:\n%s", n.Addr(), master.Addr(), within, info)
+		}
+	}
+}
+
+// waitReady waits until the replicas have synced and every sentinel sees them and the other sentinels.
+func (st *Sentinel) waitReady(replicas, otherSentinels int, within time.Duration) {
+	st.tb.Helper()
+	for _, n := range st.Nodes[1:] {
+		st.WaitReplicaOf(n, st.Nodes[0], within)
+	}
+	deadline := time.Now().Add(within)
+	for _, s := range st.Sentinels {
+		for ; ; time.Sleep(50 * time.Millisecond) {
+			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			m, err := c.Master(ctx, MasterName).Result()
+			cancel()
+			c.Close()
+			if err == nil && m["num-slaves"] == strconv.Itoa(replicas) && m["num-other-sentinels"] == strconv.Itoa(otherSentinels) {
+				break
+			}
+			if time.Now().After(deadline) {
+				st.tb.Fatalf("sentinel %s does not see %d replicas and %d other sentinels within %s: %v %v",
+					s.Addr(), replicas, otherSentinels, within, m, err)
+			}
+		}
+	}
+}
+
+// role is the node's INFO role, or "" when it does not answer.
+func role(n *Server) string {
+	for _, line := range strings.Split(info(n, "replication"), "\n") {
+		if r, ok := strings.CutPrefix(strings.TrimSpace(line), "role:"); ok {
+			return r
+		}
+	}
+	return ""
+}
+
+func info(n *Server, section string) string {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	s, _ := c.Info(ctx, section).Result()
+	return s
+}

@@ -1,0 +1,193 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+)
+
+// redisSentinelSection is the bring-your-own HA recipe's redis section (docs/operator.md, "When to bring
+// your own Redis"): the sentinels' addresses and the name they monitor the master under.
+func redisSentinelSection(sentinels []string) string {
+	return "  masterName: " + testredis.MasterName + "\n  addrs: [" + strings.Join(sentinels, ", ") + "]\n"
+}
+
+// TestSentinel_MasterKilledUnderLoad_FormsAndAuthKeepWorking_NoAcknowledgedLossAtPrimary runs the forms
+// service (durability primary) and the auth service on a master with one replica, watched by three
+// real redis-sentinel processes (quorum 2), all on loopback, and SIGKILLs the master under a load of
+// submissions. Forms answer 201, or 502 only between the kill and the moment the new master has a
+// replica again (the old master, restarted, turned into its replica by the sentinels); auth answers
+// 503 only until the promotion; both are back without a restart. No 201 is missing afterwards.
+func TestSentinel_MasterKilledUnderLoad_FormsAndAuthKeepWorking_NoAcknowledgedLossAtPrimary(t *testing.T) {
+	sentinelFailover(t, 1)
+}
+
+// TestSentinel_TwoReplicas_PrimaryDurability_502OnlyUntilTheOtherReplicaFollows is the recommended
+// set-up for durability primary: with two replicas the new master still has one after the failover,
+// so forms answer 502 only until the sentinels have pointed the remaining replica at it (no restart of
+// the old master needed), and no 201 is missing.
+func TestSentinel_TwoReplicas_PrimaryDurability_502OnlyUntilTheOtherReplicaFollows(t *testing.T) {
+	sentinelFailover(t, 2)
+}
+
+// sentinelFailover is the failover under load on a master with the given number of replicas.
+func sentinelFailover(t *testing.T, replicas int) {
+	const workers = 4
+	st := testredis.StartReplicated(t, replicas, 3, time.Second)
+	section := redisSentinelSection(st.Addrs())
+	cfg := formsConfig(section, "  durability: primary\n")
+	forms := startProc(t, "forms", cfg, nil)
+	fc := newFormsClient(forms.Base, workers)
+	defer fc.close()
+	auth := startAuth(t, section)
+	grant := auth.signedIn(t)
+	old := st.Master()
+	// The auth service does not wait for replicas (its writes are Redis's asynchronous replication,
+	// docs/security.md): have this grant on the replica before the kill, so the test is about the
+	// failover and not about that documented window.
+	if err := old.Client().Do(context.Background(), "WAIT", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu      sync.Mutex
+		answers []timedAnswer
+		created atomic.Int64
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for n := 0; !stop.Load(); n++ {
+				ta := timedAnswer{started: time.Now()}
+				if n%2 == 0 {
+					ta.kind, ta.key = "waitlist", fmt.Sprintf("sentinel-w%d-%d@example.com", w, n)
+					ta.ans = fc.post("/waitlist", waitlistBody(ta.key))
+				} else {
+					ta.kind, ta.key = "contact", fmt.Sprintf("sentinel message w%d-%d, hello there", w, n)
+					ta.ans = fc.post("/contact", contactBody("sentinel@example.com", ta.key))
+				}
+				if ta.ans.status == 201 {
+					created.Add(1)
+				}
+				mu.Lock()
+				answers = append(answers, ta)
+				mu.Unlock()
+			}
+		})
+	}
+	waitCreated := func(n int64, what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for created.Load() < n {
+			if time.Now().After(deadline) {
+				stop.Store(true)
+				wg.Wait()
+				t.Fatalf("%s: only %d submissions created", what, created.Load())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitCreated(100, "load before the kill")
+
+	killedAt := time.Now()
+	old.Kill()
+	promoted, promotedAt := st.WaitFailover(old, 30*time.Second)
+
+	// Auth: the grant issued before the kill still refreshes once the client follows the sentinels to
+	// the new master; until then it answers 503, never anything else.
+	var refreshed tokenAnswer
+	for deadline := promotedAt.Add(reconnectSlack + storeBound); ; time.Sleep(50 * time.Millisecond) {
+		refreshed = auth.refresh(grant.RefreshToken)
+		if refreshed.status == 200 {
+			break
+		}
+		if refreshed.status != 503 || time.Now().After(deadline) {
+			t.Fatalf("refresh after the failover: %d %s %v (want 200, or 503 until %s after the promotion)",
+				refreshed.status, refreshed.Error, refreshed.err, reconnectSlack+storeBound)
+		}
+	}
+	refreshedAt := time.Now()
+
+	// At durability primary a 201 needs a replica of the new master: the sentinels point the other
+	// replica at it, or, when there is none, the old master comes back and the sentinels make it one.
+	if replicas == 1 {
+		old.Restart()
+		st.WaitReplicaOf(old, promoted, 30*time.Second)
+	} else {
+		for _, n := range st.Nodes {
+			if n != old && n != promoted {
+				st.WaitReplicaOf(n, promoted, 30*time.Second)
+			}
+		}
+	}
+	writableAt := time.Now()
+	waitCreated(created.Load()+100, "load after the old master rejoined")
+	stop.Store(true)
+	wg.Wait()
+
+	counts := map[string]int{}
+	var lastFailure time.Time
+	for _, a := range answers {
+		counts[fmt.Sprintf("%s %d", a.kind, a.ans.status)]++
+		if a.ans.elapsed > storeBound {
+			t.Errorf("%s answered %d after %s (bound %s)", a.kind, a.ans.status, a.ans.elapsed, storeBound)
+		}
+		switch {
+		case a.ans.err != nil:
+			t.Errorf("%s: transport error %v", a.kind, a.ans.err)
+		case a.ans.status == 201:
+		case a.ans.status == 502:
+			end := a.started.Add(a.ans.elapsed)
+			if end.After(lastFailure) {
+				lastFailure = end
+			}
+			if end.Before(killedAt) || a.started.After(writableAt.Add(reconnectSlack)) {
+				t.Errorf("%s got 502 at %s, outside the window (kill at 0, promotion at %s, replica back at %s)",
+					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
+					writableAt.Sub(killedAt).Round(time.Millisecond))
+			}
+		default:
+			t.Errorf("%s: status %d %s (want 201 or 502)", a.kind, a.ans.status, a.ans.body)
+		}
+	}
+	if counts["waitlist 502"]+counts["contact 502"] == 0 {
+		t.Error("no submission failed while there was no master: the kill did not hit the load")
+	}
+
+	// Both services work without a restart: a new sign-in, the refreshed token, a new submission.
+	if tk := auth.signedIn(t); tk.AccessToken == "" {
+		t.Error("no access token from a sign-in after the failover")
+	}
+	if s := auth.userinfo(refreshed.AccessToken); s != 200 {
+		t.Errorf("userinfo with the token refreshed after the failover: %d", s)
+	}
+	if a := fc.post("/waitlist", waitlistBody("after-sentinel-failover@example.com")); a.status != 201 {
+		t.Errorf("after the failover: %d %s", a.status, a.body)
+	}
+
+	waitlist := countBy(exported(t, "waitlist", cfg), "email")
+	contact := countBy(exported(t, "contact", cfg), "message")
+	lost := 0
+	for _, a := range answers {
+		if a.ans.status == 201 && ((a.kind == "waitlist" && waitlist[a.key] == 0) ||
+			(a.kind == "contact" && contact[strings.ToLower(a.key)] == 0)) {
+			lost++
+		}
+	}
+	t.Logf("%d submissions by %d workers; master %s SIGKILLed, %s promoted after %s, auth refreshed after %s, "+
+		"a replica of the new master after %s; last 502 at %s",
+		len(answers), workers, old.Addr(), promoted.Addr(), promotedAt.Sub(killedAt).Round(time.Millisecond),
+		refreshedAt.Sub(killedAt).Round(time.Millisecond), writableAt.Sub(killedAt).Round(time.Millisecond),
+		lastFailure.Sub(killedAt).Round(time.Millisecond))
+	t.Logf("answers: %s", sortedCounts(counts))
+	if lost != 0 {
+		t.Fatalf("%d acknowledged submissions missing after the Sentinel failover at durability primary, want 0", lost)
+	}
+}
