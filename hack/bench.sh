@@ -16,14 +16,18 @@ go test -run '^$' -bench 'BenchmarkE2E_HealthScrapeStorm' -benchtime 6s -count 1
 # loopback, 16 clients, 8 s per phase): refresh_token grants, then whole flows (authorize page → sign-in
 # → code → token) with a deliberately CHEAP argon2id setting that the report marks as such. Prints ops/s,
 # p50/p99, and server and Redis CPU per operation (read from /proc around the load).
-# Run twice: with Go's default GOGC, and with GOGC=400 (this service's live heap is tiny, so the default
-# collects very often; docs/auth.md recommends 400 for the auth Deployment).
-echo "=== auth: token endpoint load (loopback, 2 x 8s per GOGC setting)"
+# Run twice: with Go's default GOGC=100, and with the binary's own default, 400 (this service's live heap
+# is tiny, so 100 collects very often). Every phase prints the server's peak RSS beside its CPU.
+# Then the memory run: whole flows at the PRODUCTION argon2id cost (19 MiB, t=2), one and sixteen at
+# once; it fails when sixteen concurrent sign-ins peak above 96 MiB RSS (docs/auth.md, "Memory").
+echo "=== auth: token endpoint load (loopback, 2 x 8s per GOGC setting), then sign-in memory (2 x 8s)"
 go build -o bin/formsservice ./cmd/formsservice
-for gogc in "" 400; do
+for gogc in 100 ""; do
   FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_AUTH_LOAD_GOGC="$gogc" FORMSSERVICE_BIN="$PWD/bin/formsservice" \
     go test -count 1 -run '^TestLoad_TokenEndpoint$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
 done
+FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN="$PWD/bin/formsservice" \
+  go test -count 1 -run '^TestLoad_SignInAtProductionHash$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
 # --- end of the auth block
 
 # --- forms: `formsservice forms` (POST /waitlist and POST /contact, real redis-server, loopback) against

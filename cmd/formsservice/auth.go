@@ -46,6 +46,8 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := limitMemoryForHashing(svc.Users().Hasher().PoolBytes())
+	d.Logger.Debug("auth: Go soft memory limit", "bytes", limit)
 	if d.Dev {
 		if err := ensureDevUser(svc.Users()); err != nil {
 			return nil, fmt.Errorf("dev user: %w", err)

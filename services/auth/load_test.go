@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -33,83 +34,26 @@ import (
 // refresh_token grants, then with whole flows (authorize page → sign-in → code → token). Server CPU is
 // read from /proc for the server process alone, before and after each phase.
 //
-// FORMSSERVICE_AUTH_LOAD_GOGC sets the server's GOGC (default: Go's 100) and
+// FORMSSERVICE_AUTH_LOAD_GOGC sets the server's GOGC (default: the binary's own, 400) and
 // FORMSSERVICE_AUTH_LOAD_SECONDS the length of each phase (default 8).
 //
 // The flows use a DELIBERATELY CHEAP argon2id setting (64 KiB, 1 pass), marked in the report, so that
 // the figure measures the provider and not the password hash; the hash's own cost at that setting and
 // at the production default is measured separately and printed next to it.
 func TestLoad_TokenEndpoint(t *testing.T) {
-	if os.Getenv("FORMSSERVICE_AUTH_LOAD") == "" {
-		t.Skip("load run: `make bench` runs it (FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN=bin/formsservice)")
-	}
-	bin := os.Getenv("FORMSSERVICE_BIN")
-	if bin == "" {
-		t.Fatal("FORMSSERVICE_BIN must name a built formsservice binary (`make build`)")
-	}
-	duration := 8 * time.Second
-	if v := os.Getenv("FORMSSERVICE_AUTH_LOAD_SECONDS"); v != "" {
-		n, _ := strconv.Atoi(v)
-		duration = time.Duration(n) * time.Second
-	}
+	bin, duration := loadSettings(t)
 	const concurrency = 16
 	cheap := users.Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1}
-
-	rs := testredis.Start(t)
-	dir := t.TempDir()
-	ks, _ := keys.Generate()
-	pemKey, _ := keys.EncodePEM(ks.Current.Private)
-	keyFile := filepath.Join(dir, "signing.pem")
-	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := testredis.FreePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	cfgFile := filepath.Join(dir, "config.yaml")
-	cfg := fmt.Sprintf(`publicURL: %s
-logLevel: warn
-redis: {url: %q}
-auth:
-  signingKeyFile: %s
-  # BENCH ONLY: a deliberately cheap argon2id setting, so that the run measures the provider.
-  passwordHash: {memoryKiB: %d, iterations: %d, parallelism: %d}
-  throttle: {accountFailures: 1000000, ipFailures: 1000000}
-  rateLimit: {perIP: 1000000000, perUser: 1000000000} # load from one address and few users
-  clients:
-    - clientID: bench
-      redirectURIs: [%s/cb]
-`, base, rs.URL(), keyFile, cheap.MemoryKiB, cheap.Iterations, cheap.Parallelism, base)
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "auth", "-config", cfgFile, "-addr", "127.0.0.1:"+strconv.Itoa(port))
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=2", "GOGC="+os.Getenv("FORMSSERVICE_AUTH_LOAD_GOGC"))
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(stderr)) }()
-	waitReady(t, base)
-
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
-	defer rdb.Close()
-	us := users.NewStore(rdb, users.NewHasher(cheap, 2))
-	for i := range concurrency {
-		if _, err := us.Create(context.Background(), fmt.Sprintf("load%d@example.com", i), "Load", testPassword); err != nil {
-			t.Fatal(err)
-		}
-	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4 * concurrency},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	lc := &loadClient{t: t, base: base, c: client}
+	srv := startLoadServer(t, bin, &cheap, os.Getenv("FORMSSERVICE_AUTH_LOAD_GOGC"))
+	srv.createUsers(t, cheap, concurrency)
+	lc := srv.client(t, concurrency)
 
 	// Phase 1: refresh_token grants, each worker on its own chain.
 	chains := make([]string, concurrency)
 	for i := range chains {
 		chains[i] = lc.flow(fmt.Sprintf("load%d@example.com", i)).RefreshToken
 	}
-	refresh := run(t, cmd.Process.Pid, rs, concurrency, duration, func(w int) error {
+	refresh := run(t, srv.pid, srv.rs, concurrency, duration, func(w int) error {
 		tk, err := lc.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {chains[w]}, "client_id": {"bench"}})
 		if err != nil {
 			return err
@@ -118,19 +62,16 @@ auth:
 		return nil
 	})
 	// Phase 2: whole flows, each with a fresh browser.
-	flows := run(t, cmd.Process.Pid, rs, concurrency, duration, func(w int) error {
+	flows := run(t, srv.pid, srv.rs, concurrency, duration, func(w int) error {
 		_, err := lc.tryFlow(fmt.Sprintf("load%d@example.com", w))
 		return err
 	})
 
 	hashCheap := hashCPU(cheap, 200)
 	hashDefault := hashCPU(users.DefaultParams, 10)
-	gogc := os.Getenv("FORMSSERVICE_AUTH_LOAD_GOGC")
-	if gogc == "" {
-		gogc = "100 (default)"
-	}
+	gogc := cmp.Or(os.Getenv("FORMSSERVICE_AUTH_LOAD_GOGC"), "400 (the binary's default)")
 	fmt.Printf("\n=== auth: token endpoint load (formsservice auth + redis-server on loopback, %d clients, %s each, GOMAXPROCS=2, GOGC=%s)\n", concurrency, duration, gogc)
-	fmt.Printf("%-34s %10s %9s %9s %14s %14s %7s\n", "operation", "ops/s", "p50", "p99", "server CPU/op", "redis CPU/op", "errors")
+	printHeader()
 	refresh.print("refresh_token grant")
 	flows.print("whole flow (page+sign-in+code)")
 	fmt.Printf("  argon2id CPU per verify: %.2f ms at the bench's CHEAP setting (64 KiB, t=1; not for production), %.1f ms at the default (19 MiB, t=2)\n",
@@ -140,6 +81,135 @@ auth:
 	if refresh.errors > 0 || flows.errors > 0 {
 		t.Fatalf("errors under load: refresh %d, flows %d", refresh.errors, flows.errors)
 	}
+}
+
+// maxSignInRSS is the bound on the auth process's peak RSS while sixteen sign-ins with the production
+// argon2id cost run at once (each hash needs 19 MiB; the pool runs GOMAXPROCS of them at a time).
+const maxSignInRSS = 96 << 20
+
+// TestLoad_SignInAtProductionHash is `make bench`'s memory run: whole flows against the real binary
+// with the DEFAULT argon2id cost (19 MiB, t=2) and the binary's own GC settings, at one and at sixteen
+// concurrent sign-ins. It prints CPU per flow and the process's peak RSS (VmHWM, reset before each
+// level), and fails when sixteen sign-ins peak above maxSignInRSS.
+func TestLoad_SignInAtProductionHash(t *testing.T) {
+	bin, duration := loadSettings(t)
+	srv := startLoadServer(t, bin, nil, os.Getenv("FORMSSERVICE_AUTH_LOAD_GOGC"))
+	srv.createUsers(t, users.DefaultParams, 16)
+	lc := srv.client(t, 16)
+	lc.flow("load0@example.com") // warm: the first flow loads templates and keys
+
+	fmt.Printf("\n=== auth: sign-in at the production argon2id cost (19 MiB, t=2; formsservice auth + redis-server on loopback, %s per level, GOMAXPROCS=2, GOGC=%s)\n",
+		duration, cmp.Or(os.Getenv("FORMSSERVICE_AUTH_LOAD_GOGC"), "400 (the binary's default)"))
+	printHeader()
+	var at16 phase
+	for _, n := range []int{1, 16} {
+		p := run(t, srv.pid, srv.rs, n, duration, func(w int) error {
+			_, err := lc.tryFlow(fmt.Sprintf("load%d@example.com", w))
+			return err
+		})
+		p.print(fmt.Sprintf("whole flow, %d concurrent", n))
+		if p.errors > 0 {
+			t.Errorf("%d concurrent sign-ins: %d errors", n, p.errors)
+		}
+		at16 = p
+	}
+	if at16.peakRSS > maxSignInRSS {
+		t.Errorf("peak RSS at sixteen concurrent sign-ins: %d MiB, want under %d MiB", at16.peakRSS>>20, maxSignInRSS>>20)
+	}
+}
+
+// loadSettings skips unless `make bench` asked for the load runs, and returns the binary and the
+// length of each phase.
+func loadSettings(t *testing.T) (bin string, duration time.Duration) {
+	if os.Getenv("FORMSSERVICE_AUTH_LOAD") == "" {
+		t.Skip("load run: `make bench` runs it (FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN=bin/formsservice)")
+	}
+	bin = os.Getenv("FORMSSERVICE_BIN")
+	if bin == "" {
+		t.Fatal("FORMSSERVICE_BIN must name a built formsservice binary (`make build`)")
+	}
+	duration = 8 * time.Second
+	if v := os.Getenv("FORMSSERVICE_AUTH_LOAD_SECONDS"); v != "" {
+		n, _ := strconv.Atoi(v)
+		duration = time.Duration(n) * time.Second
+	}
+	return bin, duration
+}
+
+// loadServer is `formsservice auth` running as its own process against a real redis-server.
+type loadServer struct {
+	pid  int
+	base string
+	rs   *testredis.Server
+}
+
+// startLoadServer starts the binary with hash as its argon2id setting (nil: the production default) and
+// gogc as its GOGC ("": the binary's own default).
+func startLoadServer(t *testing.T, bin string, hash *users.Params, gogc string) *loadServer {
+	rs := testredis.Start(t)
+	dir := t.TempDir()
+	ks, _ := keys.Generate()
+	pemKey, _ := keys.EncodePEM(ks.Current.Private)
+	keyFile := filepath.Join(dir, "signing.pem")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The issuer names the port, so it is chosen before the process starts (a load run, not a test of
+	// `make test`: the small chance that another process takes the port in between fails the run loudly).
+	port := testredis.FreePort(t)
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	hashLine := "# the production default argon2id setting"
+	if hash != nil {
+		hashLine = fmt.Sprintf("# BENCH ONLY: a deliberately cheap argon2id setting, so that the run measures the provider.\n  passwordHash: {memoryKiB: %d, iterations: %d, parallelism: %d}",
+			hash.MemoryKiB, hash.Iterations, hash.Parallelism)
+	}
+	cfg := fmt.Sprintf(`publicURL: %s
+logLevel: warn
+redis: {url: %q}
+auth:
+  signingKeyFile: %s
+  %s
+  throttle: {accountFailures: 1000000, ipFailures: 1000000}
+  rateLimit: {perIP: 1000000000, perUser: 1000000000} # load from one address and few users
+  clients:
+    - clientID: bench
+      redirectURIs: [%s/cb]
+`, base, rs.URL(), keyFile, hashLine, base)
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "auth", "-config", cfgFile, "-addr", "127.0.0.1:"+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	if gogc != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+gogc)
+	}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(stderr)) }()
+	waitReady(t, base)
+	return &loadServer{pid: cmd.Process.Pid, base: base, rs: rs}
+}
+
+// createUsers stores load0@example.com … load<n-1>@example.com, hashed with p.
+func (s *loadServer) createUsers(t *testing.T, p users.Params, n int) {
+	rdb := redis.NewClient(&redis.Options{Addr: s.rs.Addr()})
+	defer rdb.Close()
+	us := users.NewStore(rdb, users.NewHasher(p, 2))
+	for i := range n {
+		if _, err := us.Create(context.Background(), fmt.Sprintf("load%d@example.com", i), "Load", testPassword); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (s *loadServer) client(t *testing.T, concurrency int) *loadClient {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4 * concurrency},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &loadClient{t: t, base: s.base, c: client}
 }
 
 func waitReady(t *testing.T, base string) {
@@ -224,11 +294,16 @@ type phase struct {
 	cpuPerOp      time.Duration
 	redisCPUPerOp time.Duration
 	serverCPU     time.Duration
+	peakRSS       int64 // the server's VmHWM over the phase, in bytes
+}
+
+func printHeader() {
+	fmt.Printf("%-34s %10s %9s %9s %14s %14s %9s %7s\n", "operation", "ops/s", "p50", "p99", "server CPU/op", "redis CPU/op", "peak RSS", "errors")
 }
 
 func (p phase) print(name string) {
-	fmt.Printf("%-34s %10.0f %7.2fms %7.2fms %12.3fms %12.3fms %7d\n", name, float64(p.ops)/p.seconds,
-		ms(p.p50), ms(p.p99), ms(p.cpuPerOp), ms(p.redisCPUPerOp), p.errors)
+	fmt.Printf("%-34s %10.0f %7.2fms %7.2fms %12.3fms %12.3fms %6dMiB %7d\n", name, float64(p.ops)/p.seconds,
+		ms(p.p50), ms(p.p99), ms(p.cpuPerOp), ms(p.redisCPUPerOp), p.peakRSS>>20, p.errors)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -236,6 +311,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // run drives op from n workers for d and measures latency and the server's and Redis's CPU.
 func run(t *testing.T, pid int, rs *testredis.Server, n int, d time.Duration, op func(worker int) error) phase {
 	redisPid := redisPID(t, rs)
+	resetPeakRSS(t, pid)
 	cpu0, rcpu0 := procCPU(t, pid), procCPU(t, redisPid)
 	start := time.Now()
 	var mu sync.Mutex
@@ -269,7 +345,7 @@ func run(t *testing.T, pid int, rs *testredis.Server, n int, d time.Duration, op
 	elapsed := time.Since(start)
 	cpu, rcpu := procCPU(t, pid)-cpu0, procCPU(t, redisPid)-rcpu0
 	slices.Sort(lat)
-	p := phase{ops: len(lat), errors: errs, seconds: elapsed.Seconds(), serverCPU: cpu}
+	p := phase{ops: len(lat), errors: errs, seconds: elapsed.Seconds(), serverCPU: cpu, peakRSS: peakRSS(t, pid)}
 	if len(lat) > 0 {
 		p.p50, p.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 		p.cpuPerOp = cpu / time.Duration(len(lat))
@@ -289,6 +365,33 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// resetPeakRSS starts a new peak-RSS window for the process (proc(5): writing 5 to clear_refs resets
+// VmHWM to the current RSS).
+func resetPeakRSS(t *testing.T, pid int) {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Fatalf("reset peak RSS: %v", err)
+	}
+}
+
+// peakRSS is the process's VmHWM, the most resident memory it had since the last reset, in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("peak RSS: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("peak RSS: %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("peak RSS: no VmHWM in /proc/PID/status")
+	return 0
 }
 
 // redisPID finds the redis-server listening on the test server's port.

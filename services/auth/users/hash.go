@@ -12,8 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/crypto/argon2"
-
+	"github.com/formsservice/formsservice/internal/argon2"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -45,10 +44,11 @@ var ErrBusy = errors.New("password hashing is busy")
 
 // Hasher hashes and verifies passwords with argon2id on a bounded pool: at most Concurrency hashes run at
 // once, so that a burst of sign-ins costs at most Concurrency × MemoryKiB, and the rest wait (bounded by
-// their context) instead of exhausting memory.
+// their context) instead of exhausting memory. Each slot of the pool owns the memory of one hash and
+// keeps it: a sign-in allocates no 19 MiB for the collector to find (docs/auth.md, "Memory").
 type Hasher struct {
 	params Params
-	slots  chan struct{}
+	slots  chan *argon2.Buffer // the free slots, each with its hash memory
 	dummy  string
 	// MaxWait bounds the wait for a free slot even when the caller's context has no deadline (a
 	// request's context may not): past it the caller gets ErrBusy, answered with "try again".
@@ -64,10 +64,15 @@ func NewHasher(p Params, concurrency int) *Hasher {
 	if concurrency <= 0 {
 		concurrency = runtime.GOMAXPROCS(0)
 	}
-	h := &Hasher{params: p, slots: make(chan struct{}, concurrency), MaxWait: 5 * time.Second}
+	h := &Hasher{params: p, slots: make(chan *argon2.Buffer, concurrency), MaxWait: 5 * time.Second}
+	for range concurrency {
+		h.slots <- new(argon2.Buffer) // grown on its first hash
+	}
 	// A hash of nothing anyone knows, verified when the e-mail is unknown so that the answer takes as
 	// long as for a known e-mail with a wrong password.
-	h.dummy = h.encode(p, make([]byte, saltLen), argon2.IDKey([]byte("no such user"), make([]byte, saltLen), p.Iterations, p.MemoryKiB, p.Parallelism, keyLen))
+	buf := <-h.slots
+	h.dummy = h.encode(p, make([]byte, saltLen), h.hash(buf, "no such user", make([]byte, saltLen), p, keyLen))
+	h.release(buf)
 	return h
 }
 
@@ -77,28 +82,42 @@ func (h *Hasher) Params() Params { return h.params }
 // Checks is how many password verifications have run (the sign-in throttle's proof: it must bound them).
 func (h *Hasher) Checks() uint64 { return h.checks.Load() }
 
-// InUse is how many hashes are running now (at most the pool's size).
-func (h *Hasher) InUse() int { return len(h.slots) }
+// PoolBytes is the memory the pool's slots hold once each has hashed: Concurrency × MemoryKiB.
+func (h *Hasher) PoolBytes() int64 { return int64(cap(h.slots)) * int64(h.params.MemoryKiB) << 10 }
 
-func (h *Hasher) acquire(ctx context.Context) error {
+// InUse is how many hashes are running now (at most the pool's size).
+func (h *Hasher) InUse() int { return cap(h.slots) - len(h.slots) }
+
+// acquire takes a free slot and its memory, waiting (bounded) when every slot is busy.
+func (h *Hasher) acquire(ctx context.Context) (*argon2.Buffer, error) {
 	select {
-	case h.slots <- struct{}{}:
-		return nil
+	case buf := <-h.slots:
+		return buf, nil
 	default:
 	}
 	timer := time.NewTimer(h.MaxWait)
 	defer timer.Stop()
 	select {
-	case h.slots <- struct{}{}:
-		return nil
+	case buf := <-h.slots:
+		return buf, nil
 	case <-ctx.Done():
-		return ErrBusy
+		return nil, ErrBusy
 	case <-timer.C:
-		return ErrBusy
+		return nil, ErrBusy
 	}
 }
 
-func (h *Hasher) release() { <-h.slots }
+func (h *Hasher) release(buf *argon2.Buffer) { h.slots <- buf }
+
+// hash runs argon2id in buf. A stored hash with a higher memory cost than the configured one (before a
+// change of the parameters) is verified in memory of its own, so that the slots keep only the
+// configured cost and the pool's memory stays Concurrency × MemoryKiB.
+func (h *Hasher) hash(buf *argon2.Buffer, password string, salt []byte, p Params, keyLen uint32) []byte {
+	if p.MemoryKiB > h.params.MemoryKiB {
+		return argon2.IDKey([]byte(password), salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
+	}
+	return argon2.IDKeyInto(buf, []byte(password), salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
+}
 
 // Hash returns a PHC string: $argon2id$v=19$m=...,t=...,p=...$salt$hash.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
@@ -106,12 +125,12 @@ func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	if err := h.acquire(ctx); err != nil {
+	buf, err := h.acquire(ctx)
+	if err != nil {
 		return "", err
 	}
-	defer h.release()
-	p := h.params
-	return h.encode(p, salt, argon2.IDKey([]byte(password), salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)), nil
+	defer h.release(buf)
+	return h.encode(h.params, salt, h.hash(buf, password, salt, h.params, keyLen)), nil
 }
 
 func (h *Hasher) encode(p Params, salt, key []byte) string {
@@ -131,12 +150,13 @@ func (h *Hasher) Verify(ctx context.Context, encoded, password string) (ok, reha
 	if err != nil {
 		return false, false, err
 	}
-	if err := h.acquire(ctx); err != nil {
+	buf, err := h.acquire(ctx)
+	if err != nil {
 		return false, false, err
 	}
 	h.checks.Add(1)
-	got := argon2.IDKey([]byte(password), salt, p.Iterations, p.MemoryKiB, p.Parallelism, uint32(len(want)))
-	h.release()
+	got := h.hash(buf, password, salt, p, uint32(len(want)))
+	h.release(buf)
 	return subtle.ConstantTimeCompare(got, want) == 1, p != h.params, nil
 }
 
