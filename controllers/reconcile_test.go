@@ -311,8 +311,7 @@ func TestFormsService_OriginChangeReachesTheRunningConfigWithoutARestart(t *test
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() { _ = store.Watch(wctx) }()
-	time.Sleep(200 * time.Millisecond) // the watch is set up
+	go func() { _ = store.Watch(wctx) }() // a change before its watch is set up is caught by the file's stamp
 
 	// Edit the resource: one origin added, one client added.
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) {

@@ -39,6 +39,15 @@ chrome="$(hack/install-chromium.sh)"
 IMG="$IMG" OUT="$NC/formsservice-image.tar" hack/image.sh >/dev/null
 mark "node components, images and tools built (or cached)"
 
+# One cluster per machine: its bridge, node IP and host paths are fixed, so a second run (another
+# checkout, say) waits here for the first to tear its cluster down. The daemons up.sh starts inherit
+# the lock, so it is held exactly as long as a cluster may run.
+exec 9>/run/formsservice-node-cluster.lock
+if ! flock -n 9; then
+  echo ">> e2e: another node cluster runs on this machine; waiting for it to end" >&2
+  flock 9
+  mark "waited for another node cluster on this machine"
+fi
 kubeconfig="$(hack/node-cluster/up.sh)"
 mark "cluster up: node and CoreDNS Ready"
 
