@@ -26,6 +26,7 @@ report() {
     hack/node-cluster/down.sh
     mark "cluster torn down, host restored"
   fi
+  flock -u 9 2>/dev/null || true # released even if a daemon of the cluster outlived down.sh
   echo "e2e timeline ($([[ $rc = 0 ]] && echo PASS || echo "FAIL, exit $rc")):"
   printf '  %s\n' "${timeline[@]}"
   exit "$rc"
@@ -41,11 +42,11 @@ mark "node components, images and tools built (or cached)"
 
 # One cluster per machine: its bridge, node IP and host paths are fixed, so a second run (another
 # checkout, say) waits here for the first to tear its cluster down. The daemons up.sh starts inherit
-# the lock, so it is held exactly as long as a cluster may run.
+# the lock; report() releases it once the cluster is down.
 exec 9>/run/formsservice-node-cluster.lock
 if ! flock -n 9; then
   echo ">> e2e: another node cluster runs on this machine; waiting for it to end" >&2
-  flock 9
+  flock -w 1800 9 || { echo ">> e2e: the other node cluster still runs after 30 minutes" >&2; exit 1; }
   mark "waited for another node cluster on this machine"
 fi
 kubeconfig="$(hack/node-cluster/up.sh)"
