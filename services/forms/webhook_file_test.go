@@ -110,15 +110,30 @@ func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *
 	h.post("/contact", validContact).expect(t, 201, "created")
 	waitFor(t, 5*time.Second, "the previous webhook", func() bool { return len(old.delivered()) == 2 })
 
-	// Once the file holds a good address, the next pass takes it up.
+	// Once the file holds a good address, a later pass takes it up. Until that pass, messages still go
+	// to the previous webhook: post one at a time, each delivered once somewhere, until one reaches the
+	// address from the file (no wait for a pass that may come late on a busy machine).
 	writeURLFile(t, path, fixed.URL+"\n")
-	time.Sleep(1500 * time.Millisecond) // at least one worker pass (its read blocks for RetryAfter/2)
-	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the webhook from the file", func() bool { return len(fixed.delivered()) == 1 })
-	if n := len(old.delivered()); n != 2 {
-		t.Fatalf("%d messages at the previous webhook after the fix, want 2", n)
+	posted := 2
+	for len(fixed.delivered()) == 0 {
+		if posted == 2+50 {
+			t.Fatalf("50 messages after the fix, none at the webhook from the file (%d at the previous one)", len(old.delivered()))
+		}
+		h.post("/contact", validContact).expect(t, 201, "created")
+		posted++
+		waitFor(t, 5*time.Second, "the message's delivery", func() bool { return len(old.delivered())+len(fixed.delivered()) == posted })
 	}
 	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	if got := len(old.delivered()) + len(fixed.delivered()); got != posted {
+		t.Fatalf("%d deliveries for %d messages", got, posted)
+	}
+	// ...and once it has, the previous webhook gets nothing more.
+	before := len(old.delivered())
+	h.post("/contact", validContact).expect(t, 201, "created")
+	waitFor(t, 5*time.Second, "the next message at the webhook from the file", func() bool { return len(fixed.delivered()) == posted+1-before })
+	if n := len(old.delivered()); n != before {
+		t.Fatalf("the previous webhook got a message after the file's address was taken up (%d, was %d)", n, before)
+	}
 }
 
 func TestDelivery_SignedWebhook_SameIDOnEveryRetry_VerifiesWithTheSecretFile(t *testing.T) {
