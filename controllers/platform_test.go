@@ -49,11 +49,13 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), Password: redisPassword})
 	defer rdb.Close()
 
-	ports := map[string]int{}
+	// The configuration names the services' addresses (the issuer, the peers health checks) before the
+	// processes start on ports the kernel picks: relays this test listens on lead to them.
+	relays := map[string]*testproc.Relay{}
 	for _, c := range render.Components {
-		ports[c] = testredis.FreePort(t)
+		relays[c] = testproc.NewRelay(t)
 	}
-	base := func(c string) string { return fmt.Sprintf("http://127.0.0.1:%d", ports[c]) }
+	base := func(c string) string { return "http://" + relays[c].Addr() }
 
 	ns := newNamespace(t)
 	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "redis-auth", Namespace: ns},
@@ -120,9 +122,10 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	for _, c := range render.Components {
 		dirs[c] = t.TempDir()
 		kubeletWrite(t, dirs[c], localize(rendered.Data[c+".yaml"]))
-		cmd := exec.Command(bin, c, "-config", filepath.Join(dirs[c], "config.yaml"), "-addr", fmt.Sprintf("127.0.0.1:%d", ports[c]))
+		cmd := exec.Command(bin, c, "-config", filepath.Join(dirs[c], "config.yaml"), "-addr", "127.0.0.1:0")
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // nothing from the environment: the file is the configuration
 		procs[c] = testproc.StartCmd(t, cmd)
+		relays[c].To(procs[c].WaitListening(t, 30*time.Second))
 	}
 	for _, c := range render.Components {
 		procs[c].WaitReady(t, base(c)+"/readyz", 30*time.Second)

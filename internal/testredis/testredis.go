@@ -70,9 +70,15 @@ type Options struct {
 	// URL. No port can be taken by anyone else, not even across a Restart. Prefer it wherever nothing
 	// needs TCP; a Cluster, a Sentinel's master and the operator's rendered host:port addresses do.
 	Unix bool
+	// TLS, when set, serves TLS too, on a second loopback port chosen (and retried when taken) like the
+	// first: TLSAddr. The server does not ask clients for certificates.
+	TLS *TLS
 	// Args are extra redis-server arguments.
 	Args []string
 }
+
+// TLS is the server's certificate and key, and the CA bundle it trusts, as PEM files.
+type TLS struct{ CertFile, KeyFile, CAFile string }
 
 // Server is one redis-server process, on a loopback TCP port or a Unix socket, stopped when the test
 // ends.
@@ -80,6 +86,7 @@ type Server struct {
 	tb       testing.TB
 	bin      string
 	port     int    // TCP; 0 with Options.Unix
+	tlsPort  int    // with Options.TLS
 	sock     string // with Options.Unix
 	dir      string
 	opts     Options
@@ -148,6 +155,9 @@ func (s *Server) startRetrying() {
 		if s.sock == "" {
 			s.port = pickPort(s.tb)
 		}
+		if s.opts.TLS != nil {
+			s.tlsPort = pickPort(s.tb)
+		}
 		err := s.start()
 		if err == nil {
 			return
@@ -215,8 +225,15 @@ func (s *Server) args() []string {
 			a = append(a, "--appendonly", "no")
 		}
 	}
+	if t := s.opts.TLS; t != nil {
+		a = append(a, "--tls-port", strconv.Itoa(s.tlsPort), "--tls-cert-file", t.CertFile, "--tls-key-file", t.KeyFile,
+			"--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", "no")
+	}
 	return append(a, s.opts.Args...)
 }
+
+// TLSAddr is the host:port of the TLS port (Options.TLS).
+func (s *Server) TLSAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort)) }
 
 // start runs the process and waits until its log has a ready line, or it exits.
 func (s *Server) start() error {

@@ -39,7 +39,10 @@ func TestMain(m *testing.M) {
 func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
 	exe := testproc.Build(t, "./cmd/formsservice")
 	store := testredis.Start(t)
-	formsAddr, authAddr, healthAddr := testproc.Addr(t), testproc.Addr(t), testproc.Addr(t)
+	// The configuration names every service's address (the issuer, the peers health checks) before the
+	// processes start on ports the kernel picks: relays the test listens on lead to them.
+	relays := map[string]*testproc.Relay{"forms": testproc.NewRelay(t), "auth": testproc.NewRelay(t), "health": testproc.NewRelay(t)}
+	formsAddr, authAddr, healthAddr := relays["forms"].Addr(), relays["auth"].Addr(), relays["health"].Addr()
 	callback := signin.NewCallback(t)
 	dir := t.TempDir()
 
@@ -66,12 +69,10 @@ func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	procs := map[string]*testproc.Process{}
-	for name, addr := range map[string]string{"forms": formsAddr, "auth": authAddr, "health": healthAddr} {
-		procs[addr] = testproc.Start(t, nil, exe, name, "-addr", addr, "-config", cfgPath)
-	}
-	for addr, p := range procs {
-		p.WaitReady(t, "http://"+addr+"/readyz", 30*time.Second)
+	for name, relay := range relays {
+		p := testproc.Start(t, nil, exe, name, "-addr", "127.0.0.1:0", "-config", cfgPath)
+		relay.To(p.WaitListening(t, 30*time.Second))
+		p.WaitReady(t, "http://"+relay.Addr()+"/readyz", 30*time.Second)
 	}
 	createUser(t, exe, cfgPath)
 

@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,10 +91,7 @@ func startTLSRedis(t *testing.T, ca testCA) string {
 	certFile, keyFile := ca.serverCert(t, dir)
 	caFile := filepath.Join(dir, "ca.pem")
 	write(t, caFile, ca.pem)
-	tlsPort := testredis.FreePort(t)
-	testredis.Start(t, testredis.Options{Args: []string{"--tls-port", strconv.Itoa(tlsPort),
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no"}})
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tlsPort))
+	return testredis.Start(t, testredis.Options{TLS: &testredis.TLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}}).TLSAddr()
 }
 
 // redis.caFile is the trust for the store's certificate: a server whose certificate the bundle's CA
