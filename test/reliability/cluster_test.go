@@ -6,8 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,36 +69,10 @@ func clusterFailover(t *testing.T, primary bool) int {
 	contactMaster, _ := masterOf(t, cl, "{contact}")
 	t.Logf("slot %d of {waitlist} is on master %s ({contact} is on %s)", slot, victim.Addr(), contactMaster.Addr())
 
-	var (
-		mu      sync.Mutex
-		answers []timedAnswer
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for w := range workers {
-		wg.Go(func() {
-			for n := 0; !stop.Load(); n++ {
-				ta := timedAnswer{started: time.Now()}
-				if n%2 == 0 {
-					ta.kind, ta.key = "waitlist", fmt.Sprintf("cluster-w%d-%d@example.com", w, n)
-					ta.ans = fc.post("/waitlist", waitlistBody(ta.key))
-				} else {
-					ta.kind, ta.key = "contact", fmt.Sprintf("cluster message w%d-%d, hello there", w, n)
-					ta.ans = fc.post("/contact", contactBody("cluster@example.com", ta.key))
-				}
-				mu.Lock()
-				answers = append(answers, ta)
-				mu.Unlock()
-			}
-		})
-	}
-	// A t.Fatal below must not leave the workers running after the test ended.
-	t.Cleanup(func() { stop.Store(true); wg.Wait() })
+	load := startFormsLoad(t, fc, workers, "cluster")
 	stored := func(from time.Time) int { // waitlist answers 201 to requests started at from or later
-		mu.Lock()
-		defer mu.Unlock()
 		n := 0
-		for _, a := range answers {
+		for _, a := range load.Answers() {
 			if a.kind == "waitlist" && a.ans.status == 201 && !a.started.Before(from) {
 				n++
 			}
@@ -127,8 +99,7 @@ func clusterFailover(t *testing.T, primary bool) int {
 	waitUntil(t, 30*time.Second, "25 waitlist submissions stored after the window without a master", func() bool {
 		return time.Now().After(windowEnd) && stored(windowEnd) >= 25
 	})
-	stop.Store(true)
-	wg.Wait()
+	answers := load.Stop()
 
 	counts := map[string]int{}
 	var lastFailure time.Time

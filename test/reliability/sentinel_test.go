@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,44 +53,10 @@ func sentinelFailover(t *testing.T, replicas int) {
 		t.Fatal(err)
 	}
 
-	var (
-		mu      sync.Mutex
-		answers []timedAnswer
-		created atomic.Int64
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for w := range workers {
-		wg.Go(func() {
-			for n := 0; !stop.Load(); n++ {
-				ta := timedAnswer{started: time.Now()}
-				if n%2 == 0 {
-					ta.kind, ta.key = "waitlist", fmt.Sprintf("sentinel-w%d-%d@example.com", w, n)
-					ta.ans = fc.post("/waitlist", waitlistBody(ta.key))
-				} else {
-					ta.kind, ta.key = "contact", fmt.Sprintf("sentinel message w%d-%d, hello there", w, n)
-					ta.ans = fc.post("/contact", contactBody("sentinel@example.com", ta.key))
-				}
-				if ta.ans.status == 201 {
-					created.Add(1)
-				}
-				mu.Lock()
-				answers = append(answers, ta)
-				mu.Unlock()
-			}
-		})
-	}
+	load := startFormsLoad(t, fc, workers, "sentinel")
 	waitCreated := func(n int64, what string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for created.Load() < n {
-			if time.Now().After(deadline) {
-				stop.Store(true)
-				wg.Wait()
-				t.Fatalf("%s: only %d submissions created", what, created.Load())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitUntil(t, 30*time.Second, fmt.Sprintf("%s (%d submissions created)", what, n), func() bool { return load.Created() >= n })
 	}
 	waitCreated(100, "load before the kill")
 
@@ -128,9 +92,8 @@ func sentinelFailover(t *testing.T, replicas int) {
 		}
 	}
 	writableAt := time.Now()
-	waitCreated(created.Load()+100, "load after the old master rejoined")
-	stop.Store(true)
-	wg.Wait()
+	waitCreated(load.Created()+100, "load after the old master rejoined")
+	answers := load.Stop()
 
 	counts := map[string]int{}
 	var lastFailure time.Time
