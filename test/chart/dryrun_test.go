@@ -107,7 +107,7 @@ func TestChart_StrictServerSideDryRun(t *testing.T) {
 		manager := testproc.Build(t, "./cmd/manager")
 		im := c.ImpersonateServiceAccount(t, releaseNS, "nobody")
 		testproc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, "--leader-elect=false",
-			"--metrics-bind-address=0", "--health-probe-bind-address="+testproc.Addr(t))
+			"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
 		cluster.Eventually(t, 30*time.Second, "a forbidden request is recorded", func() (bool, string) {
 			return len(im.Forbidden()) > 0, fmt.Sprintf("%d requests, none forbidden", im.Requests())
 		})
