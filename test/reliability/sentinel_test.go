@@ -81,16 +81,12 @@ func sentinelFailover(t *testing.T, replicas int) {
 
 	// At durability primary a 201 needs a replica of the new master: the sentinels point the other
 	// replica at it, or, when there is none, the old master comes back and the sentinels make it one.
+	// (Which node is master by then is the sentinels' choice: on a busy machine they may fail over
+	// again; what counts is a master with a replica, and below, that no 201 is lost.)
 	if replicas == 1 {
 		old.Restart()
-		st.WaitReplicaOf(old, promoted, 30*time.Second)
-	} else {
-		for _, n := range st.Nodes {
-			if n != old && n != promoted {
-				st.WaitReplicaOf(n, promoted, 30*time.Second)
-			}
-		}
 	}
+	st.WaitReplicated(1, 30*time.Second)
 	writableAt := time.Now()
 	waitCreated(load.Created()+100, "load after the old master rejoined")
 	answers := load.Stop()
