@@ -104,6 +104,7 @@ func clusterFailover(t *testing.T, primary bool) int {
 	counts := map[string]int{}
 	var lastFailure time.Time
 	var slowest time.Duration
+	var outside []string // 502s outside the window without a master
 	for _, a := range answers {
 		counts[fmt.Sprintf("%s %d", a.kind, a.ans.status)]++
 		slowest = max(slowest, a.ans.elapsed)
@@ -120,13 +121,28 @@ func clusterFailover(t *testing.T, primary bool) int {
 				lastFailure = end
 			}
 			if end.Before(killedAt) || a.started.After(windowEnd) {
-				t.Errorf("%s got 502 at %s, outside the window without a master (kill at 0, promotion at %s, writable at %s)",
+				outside = append(outside, fmt.Sprintf("%s got 502 at %s, outside the window without a master (kill at 0, promotion at %s, writable at %s)",
 					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
-					writableAt.Sub(killedAt).Round(time.Millisecond))
+					writableAt.Sub(killedAt).Round(time.Millisecond)))
 			}
 		default:
 			t.Errorf("%s: status %d %s (want 201 or 502)", a.kind, a.ans.status, a.ans.body)
 		}
+	}
+	// At durability primary a 502 also answers a write that no replica acknowledged in time, which a
+	// loaded machine causes outside any failover: such 502s are allowed, up to the number the service
+	// counted as not_durable (which includes the window's own, so the bound is loose but never wrong).
+	allowed := 0
+	if primary {
+		allowed = notDurable502s(t, forms.Base)
+	}
+	if len(outside) > allowed {
+		for _, o := range outside {
+			t.Error(o)
+		}
+		t.Errorf("%d 502s outside the window without a master; %d not_durable answers could explain them", len(outside), allowed)
+	} else if len(outside) > 0 {
+		t.Logf("%d 502s outside the window without a master, within the %d answered not_durable (a replica late to acknowledge)", len(outside), allowed)
 	}
 	// Recovered without a restart: every submission after the window was stored.
 	if a := fc.post("/waitlist", waitlistBody("after-failover@example.com")); a.status != 201 {

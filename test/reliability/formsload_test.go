@@ -2,6 +2,10 @@ package reliability
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,3 +65,25 @@ func (l *formsLoad) Answers() []timedAnswer {
 
 // Created is how many requests were answered 201 so far.
 func (l *formsLoad) Created() int64 { return l.created.Load() }
+
+var notDurableRe = regexp.MustCompile(`(?m)^formsservice_forms_store_errors_total\{reason="not_durable"\} (\d+)`)
+
+// notDurable502s reads from the forms service's /metrics how many submissions it answered 502 because
+// the write, though made, was not acknowledged at its durability level in time (a replica or an fsync
+// slower than the request's bound): at durability primary the correct answer whenever a replica lags,
+// which a loaded machine makes happen at any moment, not only around a failover.
+func notDurable502s(t *testing.T, base string) int {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	m := notDurableRe.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no not_durable store error count in %s/metrics", base)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}

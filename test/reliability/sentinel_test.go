@@ -37,7 +37,9 @@ func TestSentinel_TwoReplicas_PrimaryDurability_502OnlyUntilTheOtherReplicaFollo
 // sentinelFailover is the failover under load on a master with the given number of replicas.
 func sentinelFailover(t *testing.T, replicas int) {
 	const workers = 4
-	st := testredis.StartReplicated(t, replicas, 3, time.Second)
+	// down-after 3 s: with 1 s a sentinel on a loaded machine missed its pings and failed over again, to
+	// the restarted old master before it had synced (it restarts empty: no persistence in this test).
+	st := testredis.StartReplicated(t, replicas, 3, 3*time.Second)
 	section := redisSentinelSection(st.Addrs())
 	cfg := formsConfig(section, "  durability: primary\n")
 	forms := startProc(t, "forms", cfg, nil)
@@ -93,6 +95,7 @@ func sentinelFailover(t *testing.T, replicas int) {
 
 	counts := map[string]int{}
 	var lastFailure time.Time
+	var outside []string // 502s outside the window without a replicated master
 	for _, a := range answers {
 		counts[fmt.Sprintf("%s %d", a.kind, a.ans.status)]++
 		if a.ans.elapsed > storeBound {
@@ -108,13 +111,25 @@ func sentinelFailover(t *testing.T, replicas int) {
 				lastFailure = end
 			}
 			if end.Before(killedAt) || a.started.After(writableAt.Add(reconnectSlack)) {
-				t.Errorf("%s got 502 at %s, outside the window (kill at 0, promotion at %s, replica back at %s)",
+				outside = append(outside, fmt.Sprintf("%s got 502 at %s, outside the window (kill at 0, promotion at %s, replica back at %s)",
 					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
-					writableAt.Sub(killedAt).Round(time.Millisecond))
+					writableAt.Sub(killedAt).Round(time.Millisecond)))
 			}
 		default:
 			t.Errorf("%s: status %d %s (want 201 or 502)", a.kind, a.ans.status, a.ans.body)
 		}
+	}
+	// At durability primary a 502 also answers a write that no replica acknowledged in time, which a
+	// loaded machine causes outside any failover: such 502s are allowed, up to the number the service
+	// counted as not_durable (which includes the window's own, so the bound is loose but never wrong).
+	allowed := notDurable502s(t, forms.Base) // this test runs at durability primary
+	if len(outside) > allowed {
+		for _, o := range outside {
+			t.Error(o)
+		}
+		t.Errorf("%d 502s outside the window without a master; %d not_durable answers could explain them", len(outside), allowed)
+	} else if len(outside) > 0 {
+		t.Logf("%d 502s outside the window without a master, within the %d answered not_durable (a replica late to acknowledge)", len(outside), allowed)
 	}
 	if counts["waitlist 502"]+counts["contact 502"] == 0 {
 		t.Error("no submission failed while there was no master: the kill did not hit the load")
