@@ -54,11 +54,13 @@ mark "cluster up: node and CoreDNS Ready"
 
 ctr_ images import "$NC/formsservice-image.tar" >/dev/null
 ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
-mark "image $IMG loaded"
+# The same image under a second tag: the e2e upgrades the operator to it and watches the services roll.
+ctr_ images tag "$IMG" "$IMG-next" >/dev/null
+mark "image $IMG loaded (and tagged $IMG-next)"
 
 echo ">> e2e: running test/e2e" >&2
 set +e
-FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" CHROME_BIN="$chrome" \
+FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" FORMSSERVICE_E2E_NEXT_IMAGE="$IMG-next" CHROME_BIN="$chrome" \
   go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
 rc=${PIPESTATUS[0]}
 set -e

@@ -155,6 +155,18 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	t.Run("health", func(t *testing.T) {
 		contract.Health(t, "http://"+health, "redis:responseTime", "forms:readiness", "auth:readiness")
 	})
+	phase("forms, sign-in and health checked")
+
+	// Day two: what a platform team does with the running platform (test/e2e/daytwo_test.go).
+	d := &dayTwo{main: t, k: k, name: name, forms: forms, issuer: issuer, authRelay: authRelay, redirect: callback.RedirectURL}
+	t.Run("day two: origins and clients edited live, no pod restarted", d.liveEdit)
+	phase("day two: live edit")
+	t.Run("day two: signing key rotated, signed-in users stay signed in", d.rotateSigningKey)
+	phase("day two: signing key rotated")
+	t.Run("day two: operator upgraded, services rolled under traffic, nothing failed or lost", d.upgradeUnderTraffic)
+	phase("day two: upgrade under traffic")
+	t.Run("day two: deleting the FormsService collects everything it owned", d.deleteAndCollect)
+	phase("day two: FormsService deleted, its objects collected")
 }
 
 // relay is a loopback listener on a port the kernel picked, whose connections are copied to a target

@@ -1,0 +1,646 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/test/internal/repo"
+)
+
+// dayTwo is what a platform team does with a running FormsService: edit its origins and clients, rotate
+// its signing key, and delete it. Each step runs against the cluster the main test set up, through the
+// same port-forwards (the auth one through authRelay, which a step re-targets when auth pods roll).
+type dayTwo struct {
+	main      *testing.T // the whole test's: what must outlive one step (a port-forward) is cleaned up with it
+	k         *kind
+	name      string
+	forms     string // host:port of a forms pod's port-forward
+	issuer    string // the auth relay's URL, the FormsService's publicURL
+	authRelay *relay
+	redirect  string // a redirect URI of e2eClient
+}
+
+const (
+	lateOrigin   = "https://late.acme.example"
+	lateClient   = "late-app"
+	lateRedirect = "https://late.acme.example/callback"
+)
+
+// liveEdit adds an origin and a client to the FormsService; both work once the kubelet has updated the
+// mounted ConfigMap, and no pod of forms or auth was restarted or replaced for it.
+func (d *dayTwo) liveEdit(t *testing.T) {
+	before := d.k.podStates(t, d.name, render.Forms, render.Auth)
+	u := d.k.get(t, d.name)
+	origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
+	clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
+	clients = append(clients, map[string]any{"clientID": lateClient, "redirectURIs": []any{lateRedirect}})
+	_ = unstructured.SetNestedSlice(u.Object, append(origins, lateOrigin), "spec", "allowedOrigins")
+	_ = unstructured.SetNestedSlice(u.Object, clients, "spec", "oauthClients")
+	if err := d.k.client.Update(context.Background(), u); err != nil {
+		t.Fatalf("adding an origin and a client: %v", err)
+	}
+
+	hc := freshClient()
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	pollFor(t, 3*time.Minute, "the new origin accepted by forms", func() (bool, string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+d.forms+"/waitlist",
+			strings.NewReader(`{"email":"late-origin@acme.example","consent":true}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", lateOrigin)
+		res, err := hc.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode == http.StatusCreated || res.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", res.StatusCode, b)
+	})
+	verifier := oauth2.GenerateVerifier()
+	conf := oauth2.Config{ClientID: lateClient, RedirectURL: lateRedirect, Scopes: []string{"openid"},
+		Endpoint: oauth2.Endpoint{AuthURL: d.issuer + "/oauth2/authorize"}}
+	authorize := conf.AuthCodeURL("state-late-client", oauth2.S256ChallengeOption(verifier))
+	pollFor(t, 3*time.Minute, "the new client's sign-in page", func() (bool, string) {
+		res, err := hc.Get(authorize)
+		if err != nil {
+			return false, err.Error()
+		}
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, fmt.Sprintf("%d %.200s", res.StatusCode, b)
+	})
+
+	if after := d.k.podStates(t, d.name, render.Forms, render.Auth); !slices.Equal(after, before) {
+		t.Errorf("editing origins and clients restarted or replaced pods:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// rotateSigningKey signs in (with a refresh token), rotates the key with the FormsService's annotation,
+// and checks that the person stays signed in: the auth pods roll to the new key, the JWKS holds both
+// keys, the old access token still opens userinfo, the old ID token still verifies, and the old refresh
+// token renews into tokens signed with the new key.
+func (d *dayTwo) rotateSigningKey(t *testing.T) {
+	ctx := context.Background()
+	tok := goSignIn(t, d.issuer, e2eClient, d.redirect, email, password)
+	if tok.RefreshToken == "" {
+		t.Fatal("no refresh token for scope offline_access")
+	}
+	oldID, _ := tok.Extra("id_token").(string)
+	oldKid := kidOf(t, oldID)
+
+	deployment := d.name + "-" + render.Auth
+	var dep appsv1.Deployment
+	if err := d.k.client.Get(ctx, types.NamespacedName{Namespace: appNS, Name: deployment}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	hashBefore := dep.Spec.Template.Annotations[render.RestartHashAnnotation]
+
+	value := "e2e-" + time.Now().UTC().Format("20060102T150405Z")
+	u := d.k.get(t, d.name)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["platform.formsservice.io/rotate-signing-key"] = value
+	u.SetAnnotations(ann)
+	if err := d.k.client.Update(ctx, u); err != nil {
+		t.Fatalf("annotating for a rotation: %v", err)
+	}
+	pollFor(t, 4*time.Minute, "the auth pods rolled to the rotated key", func() (bool, string) {
+		return d.k.rolledOut(t, deployment, func(p *corev1.PodTemplateSpec) bool {
+			return p.Annotations[render.RestartHashAnnotation] != hashBefore
+		})
+	})
+	d.authRelay.to(d.k.portForward(d.main, d.name, render.Auth)) // the old pod of the port-forward is gone
+
+	var kids []string
+	pollFor(t, 2*time.Minute, "the JWKS with the new and the previous key", func() (bool, string) {
+		kids = jwksKids(t, d.issuer)
+		return len(kids) >= 2 && slices.Contains(kids, oldKid), fmt.Sprintf("kids %v (the old one: %s)", kids, oldKid)
+	})
+
+	hc := freshClient()
+	ctx = oidc.ClientContext(ctx, hc) // discovery, JWKS and the refresh below: no connection from before the roll
+	req, _ := http.NewRequest(http.MethodGet, d.issuer+"/oauth2/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("userinfo with the access token from before the rotation: %d", res.StatusCode)
+	}
+
+	provider, err := oidc.NewProvider(ctx, d.issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := provider.Verifier(&oidc.Config{ClientID: e2eClient})
+	if _, err := verifier.Verify(ctx, oldID); err != nil {
+		t.Errorf("the ID token from before the rotation no longer verifies: %v", err)
+	}
+	conf := oauth2.Config{ClientID: e2eClient, Endpoint: provider.Endpoint(), RedirectURL: d.redirect}
+	renewed, err := conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil {
+		t.Fatalf("refreshing with the refresh token from before the rotation: %v", err)
+	}
+	newID, _ := renewed.Extra("id_token").(string)
+	if _, err := verifier.Verify(ctx, newID); err != nil {
+		t.Errorf("the renewed ID token does not verify: %v", err)
+	}
+	if kid := kidOf(t, newID); kid == oldKid || !slices.Contains(kids, kid) {
+		t.Errorf("the renewed ID token is signed with key %s; want the new key (JWKS %v, old %s)", kid, kids, oldKid)
+	}
+}
+
+// upgradeUnderTraffic upgrades the operator's release to another image tag while forms submissions
+// and refresh-token grants keep coming through the services' ClusterIPs (which the node-cluster host
+// routes; kind's does not), so the operator rolls every service onto the new image under load. Not one
+// request may fail, every acknowledged submission must be in the store afterwards, and every signed-in
+// user's tokens must still work. The pacing keeps the forms traffic under the sample's 60 a minute.
+func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
+	next := os.Getenv("FORMSSERVICE_E2E_NEXT_IMAGE") // the same image under another tag, loaded by e2e.sh
+	if next == "" {
+		t.Skip("FORMSSERVICE_E2E_NEXT_IMAGE is not set: only hack/node-cluster/e2e.sh loads a second tag and routes the Service network to the host")
+	}
+	ctx := context.Background()
+	formsURL := "http://" + d.k.clusterIP(t, d.name+"-"+render.Forms)
+	authURL := "http://" + d.k.clusterIP(t, d.name+"-"+render.Auth)
+	chains := []*oauth2.Token{
+		goSignIn(t, d.issuer, e2eClient, d.redirect, email, password),
+		goSignIn(t, d.issuer, e2eClient, d.redirect, email, password),
+	}
+
+	type answer struct {
+		what   string
+		status int
+		err    error
+		at     time.Time
+	}
+	var mu sync.Mutex
+	var answers []answer
+	var accepted []string // e-mails answered 201
+	record := func(a answer) { mu.Lock(); answers = append(answers, a); mu.Unlock() }
+	hc := freshClient()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // forms: one submission every 1.5 s
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(1500 * time.Millisecond): // the traffic's pace, not a wait for a condition
+			}
+			addr := fmt.Sprintf("roll-%d@acme.example", n)
+			req, _ := http.NewRequest(http.MethodPost, formsURL+"/waitlist", strings.NewReader(`{"email":"`+addr+`","consent":true}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Origin", e2eOrigin)
+			res, err := hc.Do(req)
+			a := answer{what: "waitlist", err: err, at: time.Now()}
+			if err == nil {
+				a.status = res.StatusCode
+				res.Body.Close()
+				if a.status == http.StatusCreated {
+					mu.Lock()
+					accepted = append(accepted, addr)
+					mu.Unlock()
+				}
+			}
+			record(a)
+		}
+	})
+	for i := range chains {
+		wg.Go(func() { // auth: the user's grant refreshed every 0.5 s
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(500 * time.Millisecond): // the traffic's pace
+				}
+				form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {chains[i].RefreshToken}, "client_id": {e2eClient}}
+				res, err := hc.PostForm(authURL+"/oauth2/token", form)
+				a := answer{what: "refresh", err: err, at: time.Now()}
+				if err == nil {
+					a.status = res.StatusCode
+					var tok oauth2.Token
+					if res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&tok) == nil && tok.RefreshToken != "" {
+						mu.Lock()
+						chains[i] = &tok
+						mu.Unlock()
+					}
+					res.Body.Close()
+				}
+				record(a)
+			}
+		})
+	}
+	stopped := false
+	stopTraffic := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer stopTraffic()
+
+	pollFor(t, time.Minute, "traffic flowing before the upgrade", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) >= 3, fmt.Sprintf("%d answers, %d submissions accepted", len(answers), len(accepted))
+	})
+	i := strings.LastIndex(next, ":")
+	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
+	upgradeAt := time.Now()
+	repo.Run(t, []string{"KUBECONFIG=" + d.k.kubeconfig}, helm, "upgrade", "formsservice-operator", "charts/formsservice-operator",
+		"--namespace", operatorNS, "--reuse-values", "--wait", "--timeout", "5m", "--set", "image.tag="+next[i+1:])
+	for _, c := range render.Components {
+		pollFor(t, 5*time.Minute, c+" rolled onto "+next, func() (bool, string) {
+			return d.k.rolledOut(t, d.name+"-"+c, func(p *corev1.PodTemplateSpec) bool { return p.Spec.Containers[0].Image == next })
+		})
+	}
+	rolledAt := time.Now()
+	var during int
+	pollFor(t, time.Minute, "traffic after the roll", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		during = 0
+		after := 0
+		for _, a := range answers {
+			switch {
+			case a.at.After(rolledAt):
+				after++
+			case a.at.After(upgradeAt):
+				during++
+			}
+		}
+		return after >= 6, fmt.Sprintf("%d answers after the roll", after)
+	})
+	stopTraffic()
+
+	counts := map[string]int{}
+	for _, a := range answers {
+		counts[fmt.Sprintf("%s %d", a.what, a.status)]++
+		if a.err != nil || (a.what == "waitlist" && a.status != http.StatusCreated) || (a.what == "refresh" && a.status != http.StatusOK) {
+			t.Errorf("%s at %s after the upgrade began: status %d, error %v", a.what, a.at.Sub(upgradeAt).Round(time.Millisecond), a.status, a.err)
+		}
+	}
+	t.Logf("upgrade to %s: rolled in %s; %d requests, %d during the roll: %v", next, rolledAt.Sub(upgradeAt).Round(time.Second), len(answers), during, counts)
+	if during < 10 {
+		t.Errorf("only %d requests while the services rolled: the test did not load the roll", during)
+	}
+
+	// No acknowledged submission lost: the store's export holds every e-mail answered 201.
+	exported := d.k.execInComponent(t, d.name, render.Forms, []string{"/formsservice", "export", "waitlist", "--format", "jsonl", "-config", render.ConfigPath}, "")
+	for _, addr := range accepted {
+		if !strings.Contains(exported, `"`+addr+`"`) {
+			t.Errorf("%s was answered 201 but is not in the export after the upgrade", addr)
+		}
+	}
+	// Every signed-in user's latest tokens still work on the new pods.
+	for i, tok := range chains {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authURL+"/oauth2/userinfo", nil)
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("grant %d: userinfo with its latest access token after the upgrade: %d", i, res.StatusCode)
+		}
+	}
+	d.authRelay.to(d.k.portForward(d.main, d.name, render.Auth)) // the issuer leads to a new auth pod
+}
+
+// clusterIP is the Service's ClusterIP and port.
+func (k *kind) clusterIP(t *testing.T, service string) string {
+	t.Helper()
+	svc, err := k.clientset.CoreV1().Services(appNS).Get(context.Background(), service, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+}
+
+// execInComponent runs a command in the main container of a ready pod of the component and returns its
+// standard output.
+func (k *kind) execInComponent(t *testing.T, name, component string, command []string, stdin string) string {
+	t.Helper()
+	pods, err := k.clientset.CoreV1().Pods(appNS).List(context.Background(), metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(selector(name, component)).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+				pod = p.Name
+			}
+		}
+	}
+	if pod == "" {
+		t.Fatalf("no ready %s pod", component)
+	}
+	req := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pod).
+		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
+		Container: component, Command: command, Stdin: stdin != "", Stdout: true, Stderr: true,
+	}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	opts := remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}
+	if stdin != "" {
+		opts.Stdin = strings.NewReader(stdin)
+	}
+	if err := exec.StreamWithContext(context.Background(), opts); err != nil {
+		t.Fatalf("%s in %s: %v\n%s", strings.Join(command, " "), pod, err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// deleteAndCollect deletes the FormsService and waits until the garbage collector has removed every
+// object that named it as owner, and the pods of its workloads.
+func (d *dayTwo) deleteAndCollect(t *testing.T) {
+	ctx := context.Background()
+	u := d.k.get(t, d.name)
+	owned := d.k.ownedBy(t, u.GetUID())
+	for _, want := range []string{"Deployment/" + d.name + "-" + render.Forms, "ConfigMap/" + d.name + "-config", "StatefulSet/" + d.name + "-redis"} {
+		if !slices.Contains(owned, want) {
+			t.Fatalf("%s is not among the objects the FormsService owns: %v", want, owned)
+		}
+	}
+	if err := d.k.client.Delete(ctx, u); err != nil {
+		t.Fatalf("deleting the FormsService: %v", err)
+	}
+	pollFor(t, 3*time.Minute, "every owned object collected", func() (bool, string) {
+		left := d.k.ownedBy(t, u.GetUID())
+		pods, err := d.k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(map[string]string{render.LabelInstance: d.name}).String()})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(left) == 0 && len(pods.Items) == 0, fmt.Sprintf("%d owned objects left %v, %d pods", len(left), left, len(pods.Items))
+	})
+	t.Logf("collected after the FormsService's deletion: %d objects (%s)", len(owned), strings.Join(owned, ", "))
+}
+
+// podStates lists the pods of the components as "name uid restarts", sorted.
+func (k *kind) podStates(t *testing.T, name string, components ...string) []string {
+	t.Helper()
+	var out []string
+	for _, c := range components {
+		pods, err := k.clientset.CoreV1().Pods(appNS).List(context.Background(), metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(selector(name, c)).String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue // a pod of an earlier roll, on its way out
+			}
+			restarts := int32(0)
+			for _, s := range p.Status.ContainerStatuses {
+				restarts += s.RestartCount
+			}
+			out = append(out, fmt.Sprintf("%s %s %d", p.Name, p.UID, restarts))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rolledOut reports whether the Deployment's rollout is complete: its controller saw the current
+// template, every replica runs it and is available, and no pod of an older one is left.
+func (k *kind) rolledOut(t *testing.T, deployment string, templateOK func(*corev1.PodTemplateSpec) bool) (bool, string) {
+	t.Helper()
+	ctx := context.Background()
+	var dep appsv1.Deployment
+	if err := k.client.Get(ctx, types.NamespacedName{Namespace: appNS, Name: deployment}, &dep); err != nil {
+		return false, err.Error()
+	}
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	s := dep.Status
+	state := fmt.Sprintf("generation %d observed %d, replicas %d updated %d available %d total %d",
+		dep.Generation, s.ObservedGeneration, want, s.UpdatedReplicas, s.AvailableReplicas, s.Replicas)
+	return templateOK(&dep.Spec.Template) && s.ObservedGeneration == dep.Generation &&
+		s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want, state
+}
+
+// ownedBy lists the objects in the test's namespace whose owner references name uid, as Kind/name.
+func (k *kind) ownedBy(t *testing.T, uid types.UID) []string {
+	t.Helper()
+	ctx := context.Background()
+	opts := metav1.ListOptions{}
+	cs := k.clientset
+	var out []string
+	add := func(kind string, items []metav1.Object, err error) {
+		if err != nil {
+			t.Fatalf("listing %ss: %v", kind, err)
+		}
+		for _, o := range items {
+			for _, ref := range o.GetOwnerReferences() {
+				if ref.UID == uid {
+					out = append(out, kind+"/"+o.GetName())
+				}
+			}
+		}
+	}
+	{
+		l, err := cs.CoreV1().ConfigMaps(appNS).List(ctx, opts)
+		add("ConfigMap", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.CoreV1().Secrets(appNS).List(ctx, opts)
+		add("Secret", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.CoreV1().Services(appNS).List(ctx, opts)
+		add("Service", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.CoreV1().ServiceAccounts(appNS).List(ctx, opts)
+		add("ServiceAccount", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.AppsV1().Deployments(appNS).List(ctx, opts)
+		add("Deployment", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.AppsV1().StatefulSets(appNS).List(ctx, opts)
+		add("StatefulSet", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.AutoscalingV2().HorizontalPodAutoscalers(appNS).List(ctx, opts)
+		add("HorizontalPodAutoscaler", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.PolicyV1().PodDisruptionBudgets(appNS).List(ctx, opts)
+		add("PodDisruptionBudget", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.NetworkingV1().Ingresses(appNS).List(ctx, opts)
+		add("Ingress", objects(l.Items, err), err)
+	}
+	{
+		l, err := cs.NetworkingV1().NetworkPolicies(appNS).List(ctx, opts)
+		add("NetworkPolicy", objects(l.Items, err), err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// objects turns a typed list's items into metav1.Objects (nil on a failed list).
+func objects[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T, err error) []metav1.Object {
+	if err != nil {
+		return nil
+	}
+	out := make([]metav1.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+// freshClient is an HTTP client that opens a connection per request. The issuer is a relay to a
+// port-forward that a step re-targets when auth pods roll; a pooled connection would still lead to the
+// old pod.
+func freshClient() *http.Client {
+	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+// pollFor retries cond until it holds or the time runs out, then fails with its last description.
+func pollFor(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %s", what, within, state)
+		}
+		time.Sleep(2 * time.Second) // poll interval of a bounded wait
+	}
+}
+
+var (
+	signInFormRe = regexp.MustCompile(`(?s)<form method="post" action="([^"]+)">(.*?)</form>`)
+	hiddenRe     = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// goSignIn signs in through the hosted page the way a browser without JavaScript does (a cookie jar,
+// the form's hidden fields, redirects read rather than followed), and redeems the code with PKCE for
+// tokens with a refresh token (scope offline_access).
+func goSignIn(t *testing.T, issuer, clientID, redirectURI, email, password string) *oauth2.Token {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jar, _ := cookiejar.New(nil)
+	hc := freshClient()
+	hc.Jar = jar
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	verifier := oauth2.GenerateVerifier()
+	conf := oauth2.Config{ClientID: clientID, RedirectURL: redirectURI,
+		Scopes:   []string{oidc.ScopeOpenID, "email", oidc.ScopeOfflineAccess},
+		Endpoint: oauth2.Endpoint{AuthURL: issuer + "/oauth2/authorize", TokenURL: issuer + "/oauth2/token", AuthStyle: oauth2.AuthStyleInParams}}
+	res, err := hc.Get(conf.AuthCodeURL("state-day-two-0001", oauth2.S256ChallengeOption(verifier)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	form := signInFormRe.FindStringSubmatch(string(page))
+	if form == nil {
+		t.Fatalf("no sign-in form (%d): %.300s", res.StatusCode, page)
+	}
+	fields := url.Values{"email": {email}, "password": {password}, "action": {"signin"}}
+	for _, m := range hiddenRe.FindAllStringSubmatch(form[2], -1) {
+		fields.Set(m[1], html.UnescapeString(m[2]))
+	}
+	res, err = hc.PostForm(issuer+html.UnescapeString(form[1]), fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("sign-in answered %d, Location %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	tok, err := conf.Exchange(context.WithValue(ctx, oauth2.HTTPClient, hc), loc.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("code exchange: %v", err)
+	}
+	return tok
+}
+
+// kidOf is the key ID in a JWT's header.
+func kidOf(t *testing.T, jwt string) string {
+	t.Helper()
+	header, _, _ := strings.Cut(jwt, ".")
+	b, err := base64.RawURLEncoding.DecodeString(header)
+	var h struct{ Kid string }
+	if err != nil || json.Unmarshal(b, &h) != nil || h.Kid == "" {
+		t.Fatalf("no kid in the JWT header %q", header)
+	}
+	return h.Kid
+}
+
+// jwksKids lists the key IDs the issuer publishes.
+func jwksKids(t *testing.T, issuer string) []string {
+	t.Helper()
+	res, err := freshClient().Get(issuer + "/.well-known/jwks.json")
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	var set struct{ Keys []struct{ Kid string } }
+	if json.NewDecoder(res.Body).Decode(&set) != nil {
+		return nil
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.Kid)
+	}
+	return kids
+}
