@@ -46,8 +46,10 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit := limitMemoryForHashing(svc.Users().Hasher().PoolBytes())
-	d.Logger.Debug("auth: Go soft memory limit", "bytes", limit)
+	if !d.Dev { // the dev server keeps its embedded store in the same heap: no limit sized for auth alone
+		limit := limitMemoryForHashing(svc.Users().Hasher().PoolBytes())
+		d.Logger.Debug("auth: Go soft memory limit", "bytes", limit)
+	}
 	if d.Dev {
 		if err := ensureDevUser(svc.Users()); err != nil {
 			return nil, fmt.Errorf("dev user: %w", err)
