@@ -67,7 +67,9 @@ if [[ ! -f "$IMAGES/traefik.tar" ]]; then
     mkdir -p "$dir/src"
     cp hack/node-cluster/traefik/go.mod.txt "$dir/src/go.mod"
     (cd "$dir/src" && GOFLAGS=-mod=mod go get "github.com/traefik/traefik/v3/cmd/traefik@$TRAEFIK_VERSION" >&2 &&
-      CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o ../traefik.tmp github.com/traefik/traefik/v3/cmd/traefik >&2)
+      CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+        -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
+        -o ../traefik.tmp github.com/traefik/traefik/v3/cmd/traefik >&2)
     mv "$dir/traefik.tmp" "$dir/traefik"
     log "Traefik $TRAEFIK_VERSION built in $((SECONDS - start)) s"
   fi

@@ -229,8 +229,9 @@ func (in *ingress) checkClientAddress(t *testing.T, limit int) {
 	if code, body := postWaitlist(t, other); code != http.StatusCreated {
 		t.Fatalf("a fresh client 127.0.0.5 after 127.0.0.4 spent its limit: HTTP %d %s, want 201 (its own budget)", code, body)
 	}
-	// A client cannot move into another's budget by writing X-Forwarded-For itself: the controller
-	// does not believe the host's header, and the service takes the right-most untrusted address.
+	// A client cannot move into another's budget by writing X-Forwarded-For itself: whether or not the
+	// controller passes the header on, the service takes the right-most address it does not trust,
+	// which is the one the controller saw.
 	req := waitlistRequest(t, other, "127.0.0.4")
 	resp, err := other.Client.Do(req)
 	if err != nil {
