@@ -162,6 +162,7 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	} else {
 		waitIssuerVia(t, &http.Client{Timeout: 5 * time.Second}, "http://"+auth, issuer, 3*time.Minute)
 		phase("port-forwards up, issuer served")
+		k.waitRolledOut(t, name, []string{render.Forms, render.Auth, render.Health}, 3*time.Minute)
 		in.waitServed(t, 2*time.Minute)
 		phase("ingress controller routes the Ingress over TLS")
 	}
@@ -516,19 +517,66 @@ func waitIssuerVia(t *testing.T, hc *http.Client, base, issuer string, timeout t
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for time.Now().Before(deadline) {
-		resp, err := hc.Get(base + "/.well-known/openid-configuration")
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-			resp.Body.Close()
-			if strings.Contains(string(b), `"issuer":"`+issuer+`"`) || strings.Contains(string(b), `"issuer": "`+issuer+`"`) {
-				return
-			}
-			last = fmt.Sprintf("HTTP %d %s", resp.StatusCode, b)
-		} else {
-			last = err.Error()
+		ok, answer := announces(hc, base, issuer)
+		if ok {
+			return
 		}
+		last = answer
 		time.Sleep(3 * time.Second) // poll interval of a bounded wait
 	}
 	u, _ := url.Parse(base)
 	t.Fatalf("discovery at %s never announced issuer %s: %s", u.Host, issuer, last)
+}
+
+// announces asks discovery at base once: whether it announces issuer, and what it answered.
+func announces(hc *http.Client, base, issuer string) (bool, string) {
+	resp, err := hc.Get(base + "/.well-known/openid-configuration")
+	if err != nil {
+		return false, err.Error()
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if strings.Contains(string(b), `"issuer":"`+issuer+`"`) || strings.Contains(string(b), `"issuer": "`+issuer+`"`) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("HTTP %d %s", resp.StatusCode, b)
+}
+
+// waitRolledOut waits until each component's Deployment has rolled out completely: every pod is of
+// the current revision and Ready, and no pod of an earlier one is still terminating (an ingress
+// controller may route to such a pod until its endpoint goes).
+func (k *kind) waitRolledOut(t *testing.T, name string, components []string, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	for _, component := range components {
+		last := ""
+		for {
+			d, err := k.clientset.AppsV1().Deployments(appNS).Get(ctx, name+"-"+component, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+				LabelSelector: labels.SelectorFromSet(selector(name, component)).String(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			s := d.Status
+			if s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
+				s.Replicas == want && int32(len(pods.Items)) == want {
+				break
+			}
+			last = fmt.Sprintf("want %d, updated %d, ready %d, total %d, pods %d (terminating ones included)",
+				want, s.UpdatedReplicas, s.ReadyReplicas, s.Replicas, len(pods.Items))
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not roll out within %s: %s", d.Name, timeout, last)
+			}
+			time.Sleep(time.Second) // poll interval of a bounded wait
+		}
+	}
 }
