@@ -3,7 +3,10 @@
 // Package e2e_test is the kind end-to-end test that `make e2e-kind` (hack/e2e-kind.sh) runs against the
 // cluster it creates: it installs the chart with the image loaded into kind, applies config/samples,
 // waits for the FormsService to be Ready, and then runs the same checks as the local end-to-end test
-// (test/contract, test/signin) through port-forwards to the services' pods.
+// (test/contract, test/signin) through port-forwards to the services' pods. `make e2e`
+// (hack/node-cluster/e2e.sh) runs it on a one-node cluster of this machine with an ingress controller
+// (Traefik) as well: then the checks also go through the FormsService's Ingress over TLS, and the
+// sign-in only goes that way (ingress_test.go).
 //
 // It needs the build tag e2e and FORMSSERVICE_E2E_KUBECONFIG; `make test` only compiles it
 // (go vet -tags e2e ./test/...).
