@@ -4,6 +4,7 @@
 #   the chart -> apply config/samples -> wait for Ready -> forms contract, a full sign-in with headless
 #   Chromium and GET /health through port-forwards -> kind delete cluster.
 # The checks are the same code as the local end-to-end test (test/contract, test/signin).
+# No ingress controller runs here: test/e2e skips its ingress checks (make e2e runs them, on Traefik).
 #
 # kind runs Kubernetes in Docker containers and the cluster pulls redis:7.4-alpine: without a reachable
 # Docker daemon this script says so and exits 0 (SKIPPED), so that `make e2e-kind` is safe everywhere.

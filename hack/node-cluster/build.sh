@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (once, cached under bin/node-cluster/) everything the one-node cluster of hack/node-cluster
 # runs: the Kubernetes binaries (build-kube.sh), CoreDNS with only the plugins cluster DNS needs, the
-# pause image, a Redis image made of Debian's redis-server, the sandbox cleaner (crisandboxes/), and the
+# Traefik ingress controller of the end-to-end run (traefik.yaml), the pause image, a Redis image made of Debian's redis-server, the sandbox cleaner (crisandboxes/), and the
 # Debian packages containerd, runc, containernetworking-plugins and iptables. A second run rebuilds nothing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -54,6 +54,29 @@ if [[ ! -f "$IMAGES/coredns.tar" ]]; then
   tmp="$(mktemp -d)"
   cp "$NC/coredns-$COREDNS_VERSION/coredns" "$tmp/coredns"
   pack "$tmp" "$IMAGES/coredns.tar" "$COREDNS_IMAGE" "/coredns" ""
+  rm -rf "$tmp"
+fi
+
+# Traefik, the ingress controller of the end-to-end run: pure Go, built from the module proxy in a
+# scratch module (its go.mod has replace directives, which `go install pkg@version` refuses).
+if [[ ! -f "$IMAGES/traefik.tar" ]]; then
+  dir="$NC/traefik-$TRAEFIK_VERSION"
+  if [[ ! -x "$dir/traefik" ]]; then
+    log "building Traefik $TRAEFIK_VERSION from the module proxy (several minutes cold)"
+    start=$SECONDS
+    mkdir -p "$dir/src"
+    cp hack/node-cluster/traefik/go.mod.txt "$dir/src/go.mod"
+    (cd "$dir/src" && GOFLAGS=-mod=mod go get "github.com/traefik/traefik/v3/cmd/traefik@$TRAEFIK_VERSION" >&2 &&
+      CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+        -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
+        -o ../traefik.tmp github.com/traefik/traefik/v3/cmd/traefik >&2)
+    mv "$dir/traefik.tmp" "$dir/traefik"
+    log "Traefik $TRAEFIK_VERSION built in $((SECONDS - start)) s"
+  fi
+  tmp="$(mktemp -d)"
+  mkdir -p "$tmp/tmp" && chmod 1777 "$tmp/tmp"
+  cp "$dir/traefik" "$tmp/traefik"
+  pack "$tmp" "$IMAGES/traefik.tar" "$TRAEFIK_IMAGE" /traefik 65532:65532
   rm -rf "$tmp"
 fi
 

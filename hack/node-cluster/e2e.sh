@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make e2e`: test/e2e on a real one-node cluster of this machine (no Docker, no registry):
-#   build.sh (node binaries, CoreDNS, pause and Redis images; cached under bin/node-cluster/) and
+#   build.sh (node binaries, CoreDNS, Traefik, pause and Redis images; cached under bin/node-cluster/) and
 #   `make image` (written to bin/node-cluster/, since bin/ may be shared) -> up.sh (etcd, control plane,
-#   containerd + kubelet, kube-proxy, CoreDNS; waits Ready) -> ctr images import of the image -> go test
-#   -tags e2e ./test/e2e/ -> down.sh from a trap, whatever happened. Prints a timeline, so that a red run
-#   says where it broke.
+#   containerd + kubelet, kube-proxy, CoreDNS; waits Ready) -> ctr images import of the image -> the
+#   Traefik ingress controller (traefik.yaml: IngressClass traefik, TLS entry point on the host's
+#   loopback at $INGRESS_HTTPS_ADDR) -> go test -tags e2e ./test/e2e/, which reaches the services through
+#   port-forwards and through the FormsService's Ingress -> down.sh from a trap, whatever happened.
+#   Prints a timeline, so that a red run says where it broke.
 #   KEEP_CLUSTER=1   leave the cluster up for debugging (hack/node-cluster/down.sh removes it later)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -58,10 +60,25 @@ ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in contai
 ctr_ images tag "$IMG" "$IMG-next" >/dev/null
 mark "image $IMG loaded (and tagged $IMG-next)"
 
+# The ingress controller: Traefik on the node's network, listening on loopback only (traefik.yaml says
+# why). The test routes the FormsService's Ingress through it (IngressClass traefik) over TLS.
+ctr_ images import "$IMAGES/traefik.tar" >/dev/null
+sed -e "s#@IMAGE@#$TRAEFIK_IMAGE#" -e "s#@HTTPS_ADDR@#$INGRESS_HTTPS_ADDR#" \
+  -e "s#@PING_ADDR@#127.0.0.1:$INGRESS_PING_PORT#" -e "s#@PING_PORT@#$INGRESS_PING_PORT#" \
+  hack/node-cluster/traefik.yaml | kubectl_ apply -f - >/dev/null
+if ! kubectl_ -n ingress-traefik wait --for=condition=Available deploy/traefik --timeout=120s >/dev/null; then
+  echo ">> e2e: Traefik not Available after 120 s" >&2
+  kubectl_ -n ingress-traefik describe pods >&2 || true
+  kubectl_ -n ingress-traefik logs deploy/traefik --tail=30 >&2 || true
+  exit 1
+fi
+mark "ingress controller Traefik $TRAEFIK_VERSION Ready on $INGRESS_HTTPS_ADDR"
+
 echo ">> e2e: running test/e2e" >&2
 set +e
 FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" FORMSSERVICE_E2E_NEXT_IMAGE="$IMG-next" CHROME_BIN="$chrome" \
-  go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
+  FORMSSERVICE_E2E_INGRESS="$INGRESS_HTTPS_ADDR" FORMSSERVICE_E2E_INGRESS_CLASS=traefik \
+  FORMSSERVICE_E2E_INGRESS_PROXIES="$CLUSTER_CIDR" go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
 rc=${PIPESTATUS[0]}
 set -e
 # The test's phases and its top-level subtests (not the contract's many small cases).
@@ -73,6 +90,7 @@ if [[ $rc != 0 ]]; then
   # What the cluster looked like, for the red run's log.
   kubectl_ get pods -A -o wide >&2 || true
   kubectl_ get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -30 >&2 || true
+  kubectl_ -n ingress-traefik logs deploy/traefik --tail=40 >&2 || true
   exit "$rc"
 fi
 mark "test/e2e passed"

@@ -2,6 +2,9 @@
 # (bin/node-cluster/run), except what the kernel and a few hard-coded paths hold; down.sh restores those.
 KUBE_VERSION="${KUBE_VERSION:-1.37.1}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
+# v3.6: the module proxy here refuses dependencies of v3.7 (Traefik's fork of go-http-auth at the
+# version v3.7 pins, and several of lego v5's DNS provider SDKs), so v3.7 cannot be built; v3.6 can.
+TRAEFIK_VERSION="${TRAEFIK_VERSION:-v3.6.12}"
 NC="$(cd -P "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bin/node-cluster"
 mkdir -p "$NC"
 NC="$(cd -P "$NC" && pwd)" # bin/ may be a symlink: keep socket paths short and stable
@@ -21,6 +24,10 @@ GUARD_CHAIN=FSNODE-GUARD
 CONTAINERD_SOCK="$RUN/containerd/containerd.sock"
 PAUSE_IMAGE=registry.local/formsservice/pause:node-cluster
 COREDNS_IMAGE=registry.local/formsservice/coredns:$COREDNS_VERSION
+TRAEFIK_IMAGE=registry.local/formsservice/traefik:$TRAEFIK_VERSION
+# The ingress controller of the end-to-end run (traefik.yaml): on the node's network, loopback only.
+INGRESS_HTTPS_ADDR=127.0.0.1:30443
+INGRESS_PING_PORT=30480
 
 # The kernel settings the kubelet, kube-proxy and the CNI bridge plugin may change.
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys

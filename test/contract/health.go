@@ -14,7 +14,12 @@ import (
 // wantChecks are keys that must be reported, e.g. "redis:responseTime".
 func Health(t *testing.T, baseURL string, wantChecks ...string) map[string]any {
 	t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second}
+	return HealthWith(t, &http.Client{Timeout: 10 * time.Second}, baseURL, wantChecks...)
+}
+
+// HealthWith is Health through the given client (one that reaches baseURL through an ingress, say).
+func HealthWith(t *testing.T, hc *http.Client, baseURL string, wantChecks ...string) map[string]any {
+	t.Helper()
 	resp, err := hc.Get(strings.TrimRight(baseURL, "/") + "/health")
 	if err != nil {
 		t.Fatalf("GET /health: %v", err)

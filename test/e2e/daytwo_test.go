@@ -45,9 +45,19 @@ type dayTwo struct {
 	k         *kind
 	name      string
 	forms     string // host:port of a forms pod's port-forward
-	issuer    string // the auth relay's URL, the FormsService's publicURL
-	authRelay *relay
+	issuer    string // the FormsService's publicURL: the ingress, or the auth relay's URL
+	authRelay *relay // nil behind the ingress (which follows the pods by itself)
 	redirect  string // a redirect URI of e2eClient
+	// client makes an HTTP client that reaches the issuer: through the ingress (its CA and address),
+	// or a fresh connection per request to the relay, whose target a step changes.
+	client func() *http.Client
+}
+
+// followAuth points the auth relay at a ready auth pod after auth rolled (without an ingress).
+func (d *dayTwo) followAuth() {
+	if d.authRelay != nil {
+		d.authRelay.to(d.k.portForward(d.main, d.name, render.Auth))
+	}
 }
 
 const (
@@ -70,7 +80,7 @@ func (d *dayTwo) liveEdit(t *testing.T) {
 		t.Fatalf("adding an origin and a client: %v", err)
 	}
 
-	hc := freshClient()
+	hc := d.client()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	pollFor(t, 3*time.Minute, "the new origin accepted by forms", func() (bool, string) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+d.forms+"/waitlist",
@@ -110,7 +120,7 @@ func (d *dayTwo) liveEdit(t *testing.T) {
 // token renews into tokens signed with the new key.
 func (d *dayTwo) rotateSigningKey(t *testing.T) {
 	ctx := context.Background()
-	tok := goSignIn(t, d.issuer, e2eClient, d.redirect, email, password)
+	tok := goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password)
 	if tok.RefreshToken == "" {
 		t.Fatal("no refresh token for scope offline_access")
 	}
@@ -140,16 +150,16 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 			return p.Annotations[render.RestartHashAnnotation] != hashBefore
 		})
 	})
-	d.authRelay.to(d.k.portForward(d.main, d.name, render.Auth)) // the old pod of the port-forward is gone
+	d.followAuth() // the old pod of the port-forward is gone
 
 	var kids []string
 	pollFor(t, 2*time.Minute, "the JWKS with the new and the previous key", func() (bool, string) {
-		kids = jwksKids(t, d.issuer)
+		kids = jwksKids(d.client(), d.issuer)
 		return len(kids) >= 2 && slices.Contains(kids, oldKid), fmt.Sprintf("kids %v (the old one: %s)", kids, oldKid)
 	})
 
-	hc := freshClient()
-	ctx = oidc.ClientContext(ctx, hc) // discovery, JWKS and the refresh below: no connection from before the roll
+	hc := d.client()
+	ctx = oidc.ClientContext(ctx, hc) // discovery, JWKS and the refresh below
 	req, _ := http.NewRequest(http.MethodGet, d.issuer+"/oauth2/userinfo", nil)
 	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	res, err := hc.Do(req)
@@ -197,8 +207,8 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 	formsURL := "http://" + d.k.clusterIP(t, d.name+"-"+render.Forms)
 	authURL := "http://" + d.k.clusterIP(t, d.name+"-"+render.Auth)
 	chains := []*oauth2.Token{
-		goSignIn(t, d.issuer, e2eClient, d.redirect, email, password),
-		goSignIn(t, d.issuer, e2eClient, d.redirect, email, password),
+		goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password),
+		goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password),
 	}
 
 	type answer struct {
@@ -340,7 +350,7 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 			t.Errorf("grant %d: userinfo with its latest access token after the upgrade: %d", i, res.StatusCode)
 		}
 	}
-	d.authRelay.to(d.k.portForward(d.main, d.name, render.Auth)) // the issuer leads to a new auth pod
+	d.followAuth() // the issuer leads to a new auth pod
 }
 
 // clusterIP is the Service's ClusterIP and port.
@@ -572,12 +582,11 @@ var (
 // goSignIn signs in through the hosted page the way a browser without JavaScript does (a cookie jar,
 // the form's hidden fields, redirects read rather than followed), and redeems the code with PKCE for
 // tokens with a refresh token (scope offline_access).
-func goSignIn(t *testing.T, issuer, clientID, redirectURI, email, password string) *oauth2.Token {
+func goSignIn(t *testing.T, hc *http.Client, issuer, clientID, redirectURI, email, password string) *oauth2.Token {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	jar, _ := cookiejar.New(nil)
-	hc := freshClient()
 	hc.Jar = jar
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	verifier := oauth2.GenerateVerifier()
@@ -627,9 +636,8 @@ func kidOf(t *testing.T, jwt string) string {
 }
 
 // jwksKids lists the key IDs the issuer publishes.
-func jwksKids(t *testing.T, issuer string) []string {
-	t.Helper()
-	res, err := freshClient().Get(issuer + "/.well-known/jwks.json")
+func jwksKids(hc *http.Client, issuer string) []string {
+	res, err := hc.Get(issuer + "/.well-known/jwks.json")
 	if err != nil {
 		return nil
 	}

@@ -3,7 +3,10 @@
 // Package e2e_test is the kind end-to-end test that `make e2e-kind` (hack/e2e-kind.sh) runs against the
 // cluster it creates: it installs the chart with the image loaded into kind, applies config/samples,
 // waits for the FormsService to be Ready, and then runs the same checks as the local end-to-end test
-// (test/contract, test/signin) through port-forwards to the services' pods.
+// (test/contract, test/signin) through port-forwards to the services' pods. `make e2e`
+// (hack/node-cluster/e2e.sh) runs it on a one-node cluster of this machine with an ingress controller
+// (Traefik) as well: then the checks also go through the FormsService's Ingress over TLS, and the
+// sign-in only goes that way (ingress_test.go).
 //
 // It needs the build tag e2e and FORMSSERVICE_E2E_KUBECONFIG; `make test` only compiles it
 // (go vet -tags e2e ./test/...).
@@ -16,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -121,18 +125,29 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	k.waitReady(t, name, 6*time.Minute)
 	phase("sample FormsService Ready")
 
-	// Reach the services through port-forwards on ports the kernel picks. The issuer must be known before
-	// the patch that sets it (which rolls the auth pods), so it is a relay the test listens on at once and
-	// that leads to the auth pod's port-forward once that exists. A client and an origin for this test are
-	// added, as a team adds its own app.
-	authRelay := newRelay(t)
-	issuer := "http://" + authRelay.addr
+	// Reach the services through port-forwards on ports the kernel picks, and through the cluster's
+	// ingress controller when the script started one (hack/node-cluster/e2e.sh; not make e2e-kind).
+	// Through the ingress, the issuer is https://<the Ingress host>:<the entry point's port>, with the
+	// test's certificate in the Ingress' TLS Secret. Without it, the issuer is a loopback relay the test
+	// listens on at once (it must be known before the patch that sets it, which rolls the auth pods) and
+	// that leads to the auth pod's port-forward once that exists. A client and an origin for this test
+	// are added, as a team adds its own app.
+	in := ingressFromEnv(t)
+	var authRelay *relay
+	var issuer string
+	if in != nil {
+		issuer = in.issuer()
+		in.createSecret(t, k)
+	} else {
+		authRelay = newRelay(t)
+		issuer = "http://" + authRelay.addr
+	}
 	callback := signin.NewCallback(t)
 	// The sample autoscales auth: scale it as its HPA would, then let the patch below make the operator
 	// reconcile (and roll auth): the replica count must survive, since the HPA owns it.
 	const hpaReplicas = 3
 	k.scaleDeployment(t, name+"-"+render.Auth, hpaReplicas)
-	k.patchForTest(t, name, issuer, callback.RedirectURL)
+	k.patchForTest(t, name, issuer, callback.RedirectURL, in)
 	k.waitReady(t, name, 6*time.Minute)
 	phase("patched for the test, Ready again")
 	t.Run("autoscaled auth: the HPA is accepted and its replicas are not overridden", func(t *testing.T) {
@@ -140,25 +155,76 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	})
 	t.Run("least privilege: the operator's ServiceAccount cannot list Secrets", k.checkOperatorSecretAccess)
 	forms := k.portForward(t, name, render.Forms)
-	authRelay.to(k.portForward(t, name, render.Auth))
+	auth := k.portForward(t, name, render.Auth)
 	health := k.portForward(t, name, render.Health)
-	waitIssuer(t, issuer, 3*time.Minute) // the mounted ConfigMap reaches the pods within kubelet's sync period
-
-	phase("port-forwards up, issuer served")
+	// The mounted ConfigMap reaches the pods within kubelet's sync period.
+	if in == nil {
+		authRelay.to(auth)
+		waitIssuer(t, issuer, 3*time.Minute)
+		phase("port-forwards up, issuer served")
+	} else {
+		waitIssuerVia(t, &http.Client{Timeout: 5 * time.Second}, "http://"+auth, issuer, 3*time.Minute)
+		phase("port-forwards up, issuer served")
+		k.waitRolledOut(t, name, []string{render.Forms, render.Auth, render.Health}, 3*time.Minute)
+		in.waitServed(t, 2*time.Minute)
+		phase("ingress controller routes the Ingress over TLS")
+	}
 	k.execUsersCreate(t, name)
 	phase("account created")
 
 	t.Run("forms contract", contract.Forms{BaseURL: "http://" + forms, Origin: e2eOrigin}.Check)
-	t.Run("sign-in with a real browser", func(t *testing.T) {
-		signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password}.Run(t)
-	})
 	t.Run("health", func(t *testing.T) {
 		contract.Health(t, "http://"+health, "redis:responseTime", "forms:readiness", "auth:readiness")
 	})
+	if in == nil {
+		t.Run("sign-in with a real browser", func(t *testing.T) {
+			signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password}.Run(t)
+		})
+	}
+	noIngress := func(t *testing.T) bool {
+		if in == nil {
+			t.Skip("no ingress controller in this cluster (FORMSSERVICE_E2E_INGRESS unset, as with make e2e-kind): " +
+				"hack/node-cluster/e2e.sh runs Traefik for these checks; the port-forwards above covered the services")
+		}
+		return in == nil
+	}
+	// The same checks through the Ingress the operator rendered, over TLS, from loopback addresses of
+	// their own (127.0.0.2 and up), so that each is a separate client to the per-IP rate limits.
+	t.Run("ingress: forms contract", func(t *testing.T) {
+		if noIngress(t) {
+			return
+		}
+		contract.Forms{BaseURL: in.formsURL(), Origin: e2eOrigin, Client: in.client(netip.MustParseAddr("127.0.0.2"))}.Check(t)
+	})
+	t.Run("ingress: health", func(t *testing.T) {
+		if noIngress(t) {
+			return
+		}
+		contract.HealthWith(t, in.client(netip.MustParseAddr("127.0.0.3")), in.issuer(),
+			"redis:responseTime", "forms:readiness", "auth:readiness")
+	})
+	t.Run("ingress: sign-in with a real browser over TLS", func(t *testing.T) {
+		if noIngress(t) {
+			return
+		}
+		signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password,
+			HTTPClient: in.client(netip.MustParseAddr("127.0.0.1")), BrowserFlags: in.browserFlags(t)}.Run(t)
+	})
+	t.Run("ingress: rate limits count the client's address from X-Forwarded-For, not the controller's", func(t *testing.T) {
+		if noIngress(t) {
+			return
+		}
+		in.checkClientAddress(t, formsRateLimit(k.get(t, name)))
+	})
 	phase("forms, sign-in and health checked")
 
-	// Day two: what a platform team does with the running platform (test/e2e/daytwo_test.go).
-	d := &dayTwo{main: t, k: k, name: name, forms: forms, issuer: issuer, authRelay: authRelay, redirect: callback.RedirectURL}
+	// Day two: what a platform team does with the running platform (test/e2e/daytwo_test.go), reached
+	// the way the checks above reached it: through the ingress when there is one.
+	d := &dayTwo{main: t, k: k, name: name, forms: forms, issuer: issuer, authRelay: authRelay, redirect: callback.RedirectURL,
+		client: freshClient}
+	if in != nil {
+		d.client = func() *http.Client { return in.client(netip.MustParseAddr("127.0.0.4")) }
+	}
 	t.Run("day two: origins and clients edited live, no pod restarted", d.liveEdit)
 	phase("day two: live edit")
 	t.Run("day two: signing key rotated, signed-in users stay signed in", d.rotateSigningKey)
@@ -334,11 +400,15 @@ func (k *kind) checkOperatorSecretAccess(t *testing.T) {
 	}
 }
 
-// patchForTest points the issuer at the port-forwarded auth service and registers the test's client
-// and origin, next to the sample's own.
-func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string) {
+// patchForTest sets the issuer (the ingress, or the relay to the port-forwarded auth service), routes
+// the FormsService through the test's ingress when there is one, and registers the test's client and
+// origin, next to the sample's own.
+func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string, in *ingress) {
 	t.Helper()
 	u := k.get(t, name)
+	if in != nil {
+		in.patch(t, u)
+	}
 	origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
 	clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
 	clients = append(clients, map[string]any{"clientID": e2eClient, "redirectURIs": []any{redirectURI}})
@@ -454,26 +524,78 @@ func (k *kind) execUsersCreate(t *testing.T, name string) {
 	}
 }
 
-// waitIssuer waits until discovery through the port-forward announces the expected issuer.
+// waitIssuer waits until discovery at the issuer (the relay to the port-forward) announces it.
 func waitIssuer(t *testing.T, issuer string, timeout time.Duration) {
 	t.Helper()
+	waitIssuerVia(t, &http.Client{Timeout: 5 * time.Second}, issuer, issuer, timeout)
+}
+
+// waitIssuerVia waits until discovery at base, through hc, announces the expected issuer.
+func waitIssuerVia(t *testing.T, hc *http.Client, base, issuer string, timeout time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	hc := &http.Client{Timeout: 5 * time.Second}
 	last := ""
 	for time.Now().Before(deadline) {
-		resp, err := hc.Get(issuer + "/.well-known/openid-configuration")
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-			resp.Body.Close()
-			if strings.Contains(string(b), `"issuer":"`+issuer+`"`) || strings.Contains(string(b), `"issuer": "`+issuer+`"`) {
-				return
-			}
-			last = string(b)
-		} else {
-			last = err.Error()
+		ok, answer := announces(hc, base, issuer)
+		if ok {
+			return
 		}
+		last = answer
 		time.Sleep(3 * time.Second) // poll interval of a bounded wait
 	}
-	u, _ := url.Parse(issuer)
+	u, _ := url.Parse(base)
 	t.Fatalf("discovery at %s never announced issuer %s: %s", u.Host, issuer, last)
+}
+
+// announces asks discovery at base once: whether it announces issuer, and what it answered.
+func announces(hc *http.Client, base, issuer string) (bool, string) {
+	resp, err := hc.Get(base + "/.well-known/openid-configuration")
+	if err != nil {
+		return false, err.Error()
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if strings.Contains(string(b), `"issuer":"`+issuer+`"`) || strings.Contains(string(b), `"issuer": "`+issuer+`"`) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("HTTP %d %s", resp.StatusCode, b)
+}
+
+// waitRolledOut waits until each component's Deployment has rolled out completely: every pod is of
+// the current revision and Ready, and no pod of an earlier one is still terminating (an ingress
+// controller may route to such a pod until its endpoint goes).
+func (k *kind) waitRolledOut(t *testing.T, name string, components []string, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	for _, component := range components {
+		last := ""
+		for {
+			d, err := k.clientset.AppsV1().Deployments(appNS).Get(ctx, name+"-"+component, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+				LabelSelector: labels.SelectorFromSet(selector(name, component)).String(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			s := d.Status
+			if s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
+				s.Replicas == want && int32(len(pods.Items)) == want {
+				break
+			}
+			last = fmt.Sprintf("want %d, updated %d, ready %d, total %d, pods %d (terminating ones included)",
+				want, s.UpdatedReplicas, s.ReadyReplicas, s.Replicas, len(pods.Items))
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not roll out within %s: %s", d.Name, timeout, last)
+			}
+			time.Sleep(time.Second) // poll interval of a bounded wait
+		}
+	}
 }

@@ -37,6 +37,13 @@ type Flow struct {
 	Callback *Callback
 	// Email and Password of an existing account.
 	Email, Password string
+	// HTTPClient makes the web app's own requests (discovery, JWKS, token, userinfo); nil:
+	// http.DefaultClient. A test that reaches the issuer through an ingress gives one that trusts the
+	// ingress certificate and dials the ingress for the issuer's host name.
+	HTTPClient *http.Client
+	// BrowserFlags are extra Chromium command-line flags (name without the dashes: value), e.g.
+	// host-resolver-rules for a host name only the test resolves.
+	BrowserFlags map[string]any
 }
 
 // Callback is the web app's redirect URI: a loopback server that receives the browser after sign-in.
@@ -86,6 +93,11 @@ func (f Flow) Run(t *testing.T) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	hc := f.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	ctx = oidc.ClientContext(ctx, hc) // discovery, JWKS and the token exchange (oauth2 reads the same key)
 
 	provider, err := oidc.NewProvider(ctx, f.Issuer)
 	if err != nil {
@@ -154,7 +166,7 @@ func (f Flow) Run(t *testing.T) Result {
 	}
 
 	// The access token opens /oauth2/userinfo; a wrong verifier would have got no token at all.
-	res.UserInfo = userinfo(t, ctx, provider, tok.AccessToken)
+	res.UserInfo = userinfo(t, ctx, hc, provider, tok.AccessToken)
 	if !strings.EqualFold(fmt.Sprint(res.UserInfo["email"]), f.Email) || res.UserInfo["sub"] != idt.Subject {
 		t.Errorf("userinfo = %v, want the signed-in account (sub %s)", res.UserInfo, idt.Subject)
 	}
@@ -171,6 +183,9 @@ func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL strin
 		chromedp.NoSandbox, // root in CI containers; the pages are our own
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)
+	for name, value := range f.BrowserFlags {
+		opts = append(opts, chromedp.Flag(name, value))
+	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancel := chromedp.NewContext(allocCtx)
@@ -202,7 +217,7 @@ func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL strin
 	return describe
 }
 
-func userinfo(t *testing.T, ctx context.Context, provider *oidc.Provider, accessToken string) map[string]any {
+func userinfo(t *testing.T, ctx context.Context, hc *http.Client, provider *oidc.Provider, accessToken string) map[string]any {
 	t.Helper()
 	var meta struct {
 		UserinfoEndpoint string `json:"userinfo_endpoint"`
@@ -212,7 +227,7 @@ func userinfo(t *testing.T, ctx context.Context, provider *oidc.Provider, access
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, meta.UserinfoEndpoint, nil)
 	req.Header.Set("Authorization", "Bearer "+accessToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("userinfo: %v", err)
 	}
