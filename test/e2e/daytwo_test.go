@@ -38,8 +38,9 @@ import (
 )
 
 // dayTwo is what a platform team does with a running FormsService: edit its origins and clients, rotate
-// its signing key, and delete it. Each step runs against the cluster the main test set up, through the
-// same port-forwards (the auth one through authRelay, which a step re-targets when auth pods roll).
+// its signing key, upgrade the operator under traffic, and delete it. Each step runs against the cluster
+// the main test set up, reaching the issuer as the other checks do (through the ingress, or a relay to an
+// auth pod's port-forward that a step re-targets when auth pods roll).
 type dayTwo struct {
 	main      *testing.T // the whole test's: what must outlive one step (a port-forward) is cleaned up with it
 	k         *kind
