@@ -56,6 +56,11 @@ ctr_ images import "$NC/formsservice-image.tar" >/dev/null
 ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
 mark "image $IMG loaded"
 
+# --- the Prometheus Operator and a Prometheus for test/e2e's monitoring phase (prometheus.sh) ---------
+prometheus="$(hack/node-cluster/prometheus.sh install)"
+export FORMSSERVICE_E2E_PROMETHEUS="$prometheus"
+mark "Prometheus Operator running, Prometheus $prometheus created"
+
 echo ">> e2e: running test/e2e" >&2
 set +e
 FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" CHROME_BIN="$chrome" \

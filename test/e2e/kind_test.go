@@ -155,6 +155,8 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	t.Run("health", func(t *testing.T) {
 		contract.Health(t, "http://"+health, "redis:responseTime", "forms:readiness", "auth:readiness")
 	})
+	// Prometheus scrapes the platform and evaluates its alerts (prometheus_test.go; skipped on kind).
+	t.Run("prometheus: targets up, rules loaded, the Redis alert fires and clears", func(t *testing.T) { k.checkPrometheus(t, name, phase) })
 }
 
 // relay is a loopback listener on a port the kernel picked, whose connections are copied to a target
