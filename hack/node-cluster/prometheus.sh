@@ -85,8 +85,8 @@ build() {
     rm -rf "$tmp"
   fi
   for cmd in operator prometheus-config-reloader; do
-    local tar="$IMAGES/prometheus-$cmd-$PROMETHEUS_OPERATOR_VERSION.tar" tag="$OPERATOR_IMAGE"
-    [[ $cmd = operator ]] || tag="$RELOADER_IMAGE"
+    local tar="$IMAGES/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION.tar" tag="$OPERATOR_IMAGE"
+    [[ $cmd = operator ]] || { tar="$IMAGES/$cmd-$PROMETHEUS_OPERATOR_VERSION.tar" && tag="$RELOADER_IMAGE"; }
     [[ -f "$tar" ]] && continue
     tmp="$(mktemp -d)"
     mkdir -p "$tmp/bin"
@@ -97,9 +97,9 @@ build() {
   done
 }
 
-install() {
+install_cluster() {
   for tar in "prometheus-$prom_release" "prometheus-operator-$PROMETHEUS_OPERATOR_VERSION" \
-    "prometheus-prometheus-config-reloader-$PROMETHEUS_OPERATOR_VERSION"; do
+    "prometheus-config-reloader-$PROMETHEUS_OPERATOR_VERSION"; do
     ctr_ images import "$IMAGES/$tar.tar" >/dev/null
   done
   # Server-side: the Prometheus CRD is too large for kubectl's last-applied annotation.
@@ -121,7 +121,7 @@ install() {
 
 case "${1:-}" in
 build) build ;;
-install) install ;;
+install) install_cluster ;;
 *)
   echo "usage: $0 build|install" >&2
   exit 2

@@ -156,6 +156,14 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		return len(jobs) >= len(pools), fmt.Sprintf("%d series, services %v", len(upVec), jobs)
 	})
 	phase(fmt.Sprintf("every formsservice target up (%s; %d up series)", summary, len(upVec)))
+	// For the record: the labels the services' request counters arrive with (the Prometheus Operator adds
+	// a target label `service`, the Service's name).
+	var reqVec []struct {
+		Metric map[string]string `json:"metric"`
+	}
+	if err := prom.query(`count by (namespace, service, exported_service) (formsservice_http_requests_total)`, &reqVec); err == nil {
+		t.Logf("formsservice_http_requests_total as scraped, by (namespace, service, exported_service): %v", reqVec)
+	}
 
 	// The chart's rule groups are loaded and every rule evaluates without error.
 	groups := shippedRuleGroups(t)
