@@ -60,6 +60,11 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		t.Fatalf("%s = %q, want <namespace>/<name> of a Prometheus", prometheusEnv, ref)
 	}
 	ctx := context.Background()
+	t.Cleanup(func() {
+		if t.Failed() {
+			k.logTails(t, promNS)
+		}
+	})
 
 	// The chart's monitoring objects, as a platform team turns them on once the Prometheus Operator runs.
 	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
@@ -539,4 +544,22 @@ func (k *kind) portForwardPod(t *testing.T, namespace, pod string, port int) str
 		t.Fatalf("port-forward to %s: ports %v %v", pod, ports, err)
 	}
 	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local)
+}
+
+// logTails logs the last lines of every container of every pod in a namespace, for a red run's log
+// (the cluster is gone afterwards).
+func (k *kind) logTails(t *testing.T, namespace string) {
+	ctx := context.Background()
+	pods, err := k.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("pods of %s: %v", namespace, err)
+		return
+	}
+	tail := int64(25)
+	for _, p := range pods.Items {
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			b, err := k.clientset.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			t.Logf("--- %s/%s %s (%v):\n%s", namespace, p.Name, c.Name, err, b)
+		}
+	}
 }
