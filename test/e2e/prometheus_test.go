@@ -161,14 +161,26 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		return len(jobs) >= len(pools), fmt.Sprintf("%d series, services %v", len(upVec), jobs)
 	})
 	phase(fmt.Sprintf("every formsservice target up (%s; %d up series)", summary, len(upVec)))
-	// For the record: the labels the services' request counters arrive with (the Prometheus Operator adds
-	// a target label `service`, the Service's name).
-	var reqVec []struct {
-		Metric map[string]string `json:"metric"`
-	}
-	if err := prom.query(`count by (namespace, service, exported_service) (formsservice_http_requests_total)`, &reqVec); err == nil {
-		t.Logf("formsservice_http_requests_total as scraped, by (namespace, service, exported_service): %v", reqVec)
-	}
+	// The services' own `service` label survives the scrape (the operator's ServiceMonitors honor it), so
+	// that the request alerts, which select service=~"forms|auth", see the requests the test made.
+	eventually(t, time.Minute, "request counters with their own service label", func() (bool, string) {
+		var vec []struct {
+			Metric map[string]string `json:"metric"`
+		}
+		q := fmt.Sprintf(`count by (service, exported_service) (formsservice_http_requests_total{namespace=%q})`, appNS)
+		if err := prom.query(q, &vec); err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]bool{}
+		for _, s := range vec {
+			if s.Metric["exported_service"] != "" {
+				return false, fmt.Sprintf("%v: the service label was overwritten by the target's", s.Metric)
+			}
+			seen[s.Metric["service"]] = true
+		}
+		return seen[render.Forms] && seen[render.Auth] && seen[render.Health], fmt.Sprintf("services %v", seen)
+	})
+	phase("request counters keep service=forms|auth|health")
 
 	// The chart's rule groups are loaded and every rule evaluates without error.
 	groups := shippedRuleGroups(t)
