@@ -37,7 +37,10 @@ trap 'exit 130' INT TERM
 hack/node-cluster/build.sh
 hack/install-chart-tools.sh >/dev/null
 chrome="$(hack/install-chromium.sh)"
-IMG="$IMG" OUT="$NC/formsservice-image.tar" hack/image.sh >/dev/null
+# bin/ may be shared between checkouts whose runs wait for each other below: the image tarball is this
+# checkout's own, or a run could import the image another checkout built in the meantime.
+image_tar="$NC/formsservice-image-$(printf %s "$PWD" | cksum | cut -d' ' -f1).tar"
+IMG="$IMG" OUT="$image_tar" hack/image.sh >/dev/null
 mark "node components, images and tools built (or cached)"
 
 # One cluster per machine: its bridge, node IP and host paths are fixed, so a second run (another
@@ -52,7 +55,7 @@ fi
 kubeconfig="$(hack/node-cluster/up.sh)"
 mark "cluster up: node and CoreDNS Ready"
 
-ctr_ images import "$NC/formsservice-image.tar" >/dev/null
+ctr_ images import "$image_tar" >/dev/null
 ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
 mark "image $IMG loaded"
 
