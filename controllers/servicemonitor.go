@@ -172,7 +172,10 @@ func ServiceMonitor(fs *v1alpha1.FormsService, component string) *unstructured.U
 	}
 	sm.SetLabels(labels)
 
-	endpoint := map[string]any{"port": "metrics", "path": "/metrics", "scheme": "http"}
+	// honorLabels: the services' metrics carry a `service` label (forms, auth, health, platform) that the
+	// dashboard and the alerts group by; without it Prometheus would rename it to exported_service and
+	// put the Kubernetes Service's name in its place (the e2e's Prometheus phase shows both).
+	endpoint := map[string]any{"port": "metrics", "path": "/metrics", "scheme": "http", "honorLabels": true}
 	if spec.Interval != "" {
 		endpoint["interval"] = spec.Interval
 	}

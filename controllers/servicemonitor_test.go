@@ -43,6 +43,9 @@ func TestServiceMonitor_SelectsTheComponentsMetricsPort(t *testing.T) {
 		if !found || ep["path"] != "/metrics" || ep["interval"] != "15s" || ep["scrapeTimeout"] != "10s" {
 			t.Errorf("%s: endpoint %v does not scrape a port of the Service", c, ep)
 		}
+		if ep["honorLabels"] != true {
+			t.Errorf("%s: endpoint %v: want honorLabels, so that the metrics keep their own service label", c, ep)
+		}
 		ns, _, _ := unstructured.NestedStringSlice(sm.Object, "spec", "namespaceSelector", "matchNames")
 		if len(ns) != 1 || ns[0] != "shop" {
 			t.Errorf("%s: namespaceSelector %v, want only the FormsService's namespace", c, ns)

@@ -110,3 +110,6 @@ if [[ ! -x "$NC/crisandboxes" ]]; then
   (cd hack/node-cluster/crisandboxes && CGO_ENABLED=0 go build -trimpath -o "$NC/crisandboxes.tmp" .)
   mv "$NC/crisandboxes.tmp" "$NC/crisandboxes"
 fi
+
+# --- Prometheus Operator, its config reloader and Prometheus (test/e2e's monitoring phase) -----------
+hack/node-cluster/prometheus.sh build

@@ -39,7 +39,10 @@ trap 'exit 130' INT TERM
 hack/node-cluster/build.sh
 hack/install-chart-tools.sh >/dev/null
 chrome="$(hack/install-chromium.sh)"
-IMG="$IMG" OUT="$NC/formsservice-image.tar" hack/image.sh >/dev/null
+# bin/ may be shared between checkouts whose runs wait for each other below: the image tarball is this
+# checkout's own, or a run could import the image another checkout built in the meantime.
+image_tar="$NC/formsservice-image-$(printf %s "$PWD" | cksum | cut -d' ' -f1).tar"
+IMG="$IMG" OUT="$image_tar" hack/image.sh >/dev/null
 mark "node components, images and tools built (or cached)"
 
 # One cluster per machine: its bridge, node IP and host paths are fixed, so a second run (another
@@ -54,7 +57,7 @@ fi
 kubeconfig="$(hack/node-cluster/up.sh)"
 mark "cluster up: node and CoreDNS Ready"
 
-ctr_ images import "$NC/formsservice-image.tar" >/dev/null
+ctr_ images import "$image_tar" >/dev/null
 ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
 # The same image under a second tag: the e2e upgrades the operator to it and watches the services roll.
 ctr_ images tag "$IMG" "$IMG-next" >/dev/null
@@ -73,6 +76,11 @@ if ! kubectl_ -n ingress-traefik wait --for=condition=Available deploy/traefik -
   exit 1
 fi
 mark "ingress controller Traefik $TRAEFIK_VERSION Ready on $INGRESS_HTTPS_ADDR"
+
+# --- the Prometheus Operator and a Prometheus for test/e2e's monitoring phase (prometheus.sh) ---------
+prometheus="$(hack/node-cluster/prometheus.sh install)"
+export FORMSSERVICE_E2E_PROMETHEUS="$prometheus"
+mark "Prometheus Operator running, Prometheus $prometheus created"
 
 echo ">> e2e: running test/e2e" >&2
 set +e

@@ -218,6 +218,9 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	})
 	phase("forms, sign-in and health checked")
 
+	// Prometheus scrapes the platform and evaluates its alerts (prometheus_test.go; skipped on kind).
+	t.Run("prometheus: targets up, rules loaded, the Redis alert fires and clears", func(t *testing.T) { k.checkPrometheus(t, name, phase) })
+
 	// Day two: what a platform team does with the running platform (test/e2e/daytwo_test.go), reached
 	// the way the checks above reached it: through the ingress when there is one.
 	d := &dayTwo{main: t, k: k, name: name, forms: forms, issuer: issuer, authRelay: authRelay, redirect: callback.RedirectURL,
