@@ -4,8 +4,9 @@
 #   `make image` (written to bin/node-cluster/, since bin/ may be shared) -> up.sh (etcd, control plane,
 #   containerd + kubelet, kube-proxy, CoreDNS; waits Ready) -> ctr images import of the image -> the
 #   Traefik ingress controller (traefik.yaml: IngressClass traefik, TLS entry point on the host's
-#   loopback at $INGRESS_HTTPS_ADDR) -> go test -tags e2e ./test/e2e/, which reaches the services through
-#   port-forwards and through the FormsService's Ingress -> down.sh from a trap, whatever happened.
+#   loopback at $INGRESS_HTTPS_ADDR) -> the Prometheus Operator and a Prometheus (prometheus.sh) -> go
+#   test -tags e2e ./test/e2e/, which reaches the services through port-forwards and through the
+#   FormsService's Ingress -> down.sh from a trap, whatever happened.
 #   Prints a timeline, so that a red run says where it broke.
 #   KEEP_CLUSTER=1   leave the cluster up for debugging (hack/node-cluster/down.sh removes it later)
 set -euo pipefail

@@ -151,6 +151,10 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 			return p.Annotations[render.RestartHashAnnotation] != hashBefore
 		})
 	})
+	// Until the old pods are gone a request may still reach one, and an old pod does not know the new
+	// key: a code or refresh token a new pod minted would be refused there (invalid_grant). Wait them out,
+	// as the steps below need every pod on the new key (docs/auth.md, key rotation, says so too).
+	d.k.waitRolledOut(t, d.name, []string{render.Auth}, 3*time.Minute)
 	d.followAuth() // the old pod of the port-forward is gone
 
 	var kids []string
