@@ -29,9 +29,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/controllers/render"
 	"github.com/formsservice/formsservice/test/internal/repo"
@@ -372,22 +374,7 @@ func (k *kind) clusterIP(t *testing.T, service string) string {
 // standard output.
 func (k *kind) execInComponent(t *testing.T, name, component string, command []string, stdin string) string {
 	t.Helper()
-	pods, err := k.clientset.CoreV1().Pods(appNS).List(context.Background(), metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(selector(name, component)).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pod string
-	for _, p := range pods.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
-				pod = p.Name
-			}
-		}
-	}
-	if pod == "" {
-		t.Fatalf("no ready %s pod", component)
-	}
+	pod := k.readyPod(t, name, component)
 	req := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pod).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
 		Container: component, Command: command, Stdin: stdin != "", Stdout: true, Stderr: true,
@@ -478,87 +465,43 @@ func (k *kind) rolledOut(t *testing.T, deployment string, templateOK func(*corev
 		s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want, state
 }
 
-// ownedBy lists the objects in the test's namespace whose owner references name uid, as Kind/name.
+// ownedKinds are the kinds of object the operator creates for a FormsService in its namespace.
+var ownedKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Secret"}, {Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"},
+	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+}
+
+// ownedBy lists the objects in the test's namespace whose owner references name uid, as Kind/name
+// (metadata-only lists).
 func (k *kind) ownedBy(t *testing.T, uid types.UID) []string {
 	t.Helper()
-	ctx := context.Background()
-	opts := metav1.ListOptions{}
-	cs := k.clientset
 	var out []string
-	add := func(kind string, items []metav1.Object, err error) {
-		if err != nil {
-			t.Fatalf("listing %ss: %v", kind, err)
+	for _, gvk := range ownedKinds {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := k.client.List(context.Background(), l, client.InNamespace(appNS)); err != nil {
+			t.Fatalf("listing %ss: %v", gvk.Kind, err)
 		}
-		for _, o := range items {
-			for _, ref := range o.GetOwnerReferences() {
+		for _, o := range l.Items {
+			for _, ref := range o.OwnerReferences {
 				if ref.UID == uid {
-					out = append(out, kind+"/"+o.GetName())
+					out = append(out, gvk.Kind+"/"+o.Name)
 				}
 			}
 		}
-	}
-	{
-		l, err := cs.CoreV1().ConfigMaps(appNS).List(ctx, opts)
-		add("ConfigMap", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.CoreV1().Secrets(appNS).List(ctx, opts)
-		add("Secret", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.CoreV1().Services(appNS).List(ctx, opts)
-		add("Service", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.CoreV1().ServiceAccounts(appNS).List(ctx, opts)
-		add("ServiceAccount", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.AppsV1().Deployments(appNS).List(ctx, opts)
-		add("Deployment", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.AppsV1().StatefulSets(appNS).List(ctx, opts)
-		add("StatefulSet", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.AutoscalingV2().HorizontalPodAutoscalers(appNS).List(ctx, opts)
-		add("HorizontalPodAutoscaler", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.PolicyV1().PodDisruptionBudgets(appNS).List(ctx, opts)
-		add("PodDisruptionBudget", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.NetworkingV1().Ingresses(appNS).List(ctx, opts)
-		add("Ingress", objects(l.Items, err), err)
-	}
-	{
-		l, err := cs.NetworkingV1().NetworkPolicies(appNS).List(ctx, opts)
-		add("NetworkPolicy", objects(l.Items, err), err)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// objects turns a typed list's items into metav1.Objects (nil on a failed list).
-func objects[T any, PT interface {
-	*T
-	metav1.Object
-}](items []T, err error) []metav1.Object {
-	if err != nil {
-		return nil
-	}
-	out := make([]metav1.Object, len(items))
-	for i := range items {
-		out[i] = PT(&items[i])
-	}
-	return out
-}
-
-// freshClient is an HTTP client that opens a connection per request. The issuer is a relay to a
-// port-forward that a step re-targets when auth pods roll; a pooled connection would still lead to the
-// old pod.
+// freshClient is an HTTP client that opens a connection per request. Without an ingress the issuer is a
+// relay to a port-forward that a step re-targets when auth pods roll, and a pooled connection would
+// still lead to the old pod; the traffic of the upgrade step picks a Service endpoint per request.
 func freshClient() *http.Client {
 	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 }

@@ -13,7 +13,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -35,12 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/controllers/render"
@@ -433,52 +428,28 @@ func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string, in *
 // component, and returns its address.
 func (k *kind) portForward(t *testing.T, name, component string) string {
 	t.Helper()
-	ctx := context.Background()
-	pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+	return k.portForwardPod(t, appNS, k.readyPod(t, name, component), render.HTTPPort)
+}
+
+// readyPod names a ready pod of the component that is not being deleted (after a roll, the list still
+// holds the old ones).
+func (k *kind) readyPod(t *testing.T, name, component string) string {
+	t.Helper()
+	pods, err := k.clientset.CoreV1().Pods(appNS).List(context.Background(), metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(selector(name, component)).String(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pod string
 	for _, p := range pods.Items {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
-				pod = p.Name
+				return p.Name
 			}
 		}
 	}
-	if pod == "" {
-		t.Fatalf("no ready %s pod", component)
-	}
-	transport, upgrader, err := spdy.RoundTripperFor(k.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pod).SubResource("portforward").URL()
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	stop, ready := make(chan struct{}), make(chan struct{})
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"},
-		[]string{fmt.Sprintf("0:%d", render.HTTPPort)}, stop, ready, io.Discard, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := fw.ForwardPorts(); err != nil {
-			t.Logf("port-forward to %s ended: %v", pod, err)
-		}
-	}()
-	t.Cleanup(func() { close(stop) })
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("port-forward to %s not ready", pod)
-	}
-	ports, err := fw.GetPorts()
-	if err != nil || len(ports) != 1 {
-		t.Fatalf("port-forward to %s: ports %v %v", pod, ports, err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local)
+	t.Fatalf("no ready %s pod among %d", component, len(pods.Items))
+	return ""
 }
 
 // selector is the component's pod selector, as the operator sets it.
@@ -490,41 +461,8 @@ func selector(name, component string) map[string]string {
 // the operator's documentation tells a platform team to.
 func (k *kind) execUsersCreate(t *testing.T, name string) {
 	t.Helper()
-	ctx := context.Background()
-	pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(selector(name, render.Auth)).String(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A ready pod that is not being deleted: after a roll, the list still holds the old ones.
-	var pod string
-	for _, p := range pods.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
-				pod = p.Name
-			}
-		}
-	}
-	if pod == "" {
-		t.Fatalf("no ready auth pod among %d", len(pods.Items))
-	}
-	req := k.clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(appNS).Name(pod).
-		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
-		Container: render.Auth,
-		Command:   []string{"/formsservice", "users", "create", "-config", render.ConfigPath, "-email", email, "-name", "Ada Lovelace"},
-		Stdin:     true, Stdout: true, Stderr: true,
-	}, scheme.ParameterCodec)
-	exec, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, req.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{
-		Stdin: strings.NewReader(password + "\n"), Stdout: &out, Stderr: &out,
-	}); err != nil {
-		t.Fatalf("formsservice users create in %s: %v\n%s", pod, err, out.String())
-	}
+	k.execInComponent(t, name, render.Auth,
+		[]string{"/formsservice", "users", "create", "-config", render.ConfigPath, "-email", email, "-name", "Ada Lovelace"}, password+"\n")
 }
 
 // waitIssuer waits until discovery at the issuer (the relay to the port-forward) announces it.
