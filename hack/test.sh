@@ -50,7 +50,7 @@ hack/fuzz.sh
 step "browser SDK and demo page in headless Chromium against formsservice dev + redis-server (screenshots in artifacts/)"
 (cd sdk && npm run test:browser)
 
-step "end to end on a real one-node cluster of this machine: chart, sample, forms, browser sign-in, health, HPA, RBAC (make e2e, hack/node-cluster)"
+step "end to end on a real one-node cluster of this machine: chart, sample, forms, browser sign-in, health, HPA, RBAC, ingress, Prometheus, day two (make e2e, hack/node-cluster)"
 make --no-print-directory e2e
 
 echo; echo "=== all tests passed ($(date +%T))"
