@@ -75,7 +75,7 @@ func TestMetrics_RedisInfo_MemoryRefusedWritesAOFAndReplicas(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("formsservice_redis_connected_replicas never reached 1")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait for the replica's link
 	}
 	if v, _ := value(fams, "formsservice_redis_info_up", ""); v != 1 {
 		t.Errorf("info_up = %v, want 1", v)

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/test/internal/cluster"
 	"github.com/formsservice/formsservice/test/internal/repo"
 )
 
@@ -85,7 +86,7 @@ func (d *dayTwo) liveEdit(t *testing.T) {
 
 	hc := d.client()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	pollFor(t, 3*time.Minute, "the new origin accepted by forms", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "the new origin accepted by forms", func() (bool, string) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+d.forms+"/waitlist",
 			strings.NewReader(`{"email":"late-origin@acme.example","consent":true}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -102,7 +103,7 @@ func (d *dayTwo) liveEdit(t *testing.T) {
 	conf := oauth2.Config{ClientID: lateClient, RedirectURL: lateRedirect, Scopes: []string{"openid"},
 		Endpoint: oauth2.Endpoint{AuthURL: d.issuer + "/oauth2/authorize"}}
 	authorize := conf.AuthCodeURL("state-late-client", oauth2.S256ChallengeOption(verifier))
-	pollFor(t, 3*time.Minute, "the new client's sign-in page", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "the new client's sign-in page", func() (bool, string) {
 		res, err := hc.Get(authorize)
 		if err != nil {
 			return false, err.Error()
@@ -148,7 +149,7 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 	if err := d.k.client.Update(ctx, u); err != nil {
 		t.Fatalf("annotating for a rotation: %v", err)
 	}
-	pollFor(t, 4*time.Minute, "the auth pods rolled to the rotated key", func() (bool, string) {
+	cluster.Eventually(t, 4*time.Minute, "the auth pods rolled to the rotated key", func() (bool, string) {
 		return d.k.rolledOut(t, deployment, func(p *corev1.PodTemplateSpec) bool {
 			return p.Annotations[render.RestartHashAnnotation] != hashBefore
 		})
@@ -160,7 +161,7 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 	d.followAuth() // the old pod of the port-forward is gone
 
 	var kids []string
-	pollFor(t, 2*time.Minute, "the JWKS with the new and the previous key", func() (bool, string) {
+	cluster.Eventually(t, 2*time.Minute, "the JWKS with the new and the previous key", func() (bool, string) {
 		kids = jwksKids(d.client(), d.issuer)
 		return len(kids) >= 2 && slices.Contains(kids, oldKid), fmt.Sprintf("kids %v (the old one: %s)", kids, oldKid)
 	})
@@ -291,7 +292,7 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 	}
 	defer stopTraffic()
 
-	pollFor(t, time.Minute, "traffic flowing before the upgrade", func() (bool, string) {
+	cluster.Eventually(t, time.Minute, "traffic flowing before the upgrade", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) >= 3, fmt.Sprintf("%d answers, %d submissions accepted", len(answers), len(accepted))
@@ -302,13 +303,13 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 	repo.Run(t, []string{"KUBECONFIG=" + d.k.kubeconfig}, helm, "upgrade", "formsservice-operator", "charts/formsservice-operator",
 		"--namespace", operatorNS, "--reuse-values", "--wait", "--timeout", "5m", "--set", "image.tag="+next[i+1:])
 	for _, c := range render.Components {
-		pollFor(t, 5*time.Minute, c+" rolled onto "+next, func() (bool, string) {
+		cluster.Eventually(t, 5*time.Minute, c+" rolled onto "+next, func() (bool, string) {
 			return d.k.rolledOut(t, d.name+"-"+c, func(p *corev1.PodTemplateSpec) bool { return p.Spec.Containers[0].Image == next })
 		})
 	}
 	rolledAt := time.Now()
 	var during int
-	pollFor(t, time.Minute, "traffic after the roll", func() (bool, string) {
+	cluster.Eventually(t, time.Minute, "traffic after the roll", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		during = 0
@@ -408,7 +409,7 @@ func (d *dayTwo) deleteAndCollect(t *testing.T) {
 	if err := d.k.client.Delete(ctx, u); err != nil {
 		t.Fatalf("deleting the FormsService: %v", err)
 	}
-	pollFor(t, 3*time.Minute, "every owned object collected", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "every owned object collected", func() (bool, string) {
 		left := d.k.ownedBy(t, u.GetUID())
 		pods, err := d.k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
 			LabelSelector: labels.SelectorFromSet(map[string]string{render.LabelInstance: d.name}).String()})
@@ -504,22 +505,6 @@ func (k *kind) ownedBy(t *testing.T, uid types.UID) []string {
 // still lead to the old pod; the traffic of the upgrade step picks a Service endpoint per request.
 func freshClient() *http.Client {
 	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-}
-
-// pollFor retries cond until it holds or the time runs out, then fails with its last description.
-func pollFor(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, within, state)
-		}
-		time.Sleep(2 * time.Second) // poll interval of a bounded wait
-	}
 }
 
 var (

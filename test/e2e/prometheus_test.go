@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/test/internal/cluster"
 	"github.com/formsservice/formsservice/test/internal/repo"
 )
 
@@ -89,7 +90,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		t.Fatalf("turning on spec.monitoring.serviceMonitor: %v", err)
 	}
 	k.waitReady(t, name, 3*time.Minute)
-	eventually(t, time.Minute, "the Monitored condition True", func() (bool, string) {
+	cluster.Eventually(t, time.Minute, "the Monitored condition True", func() (bool, string) {
 		raw, _, _ := unstructured.NestedSlice(k.get(t, name).Object, "status", "conditions")
 		for _, r := range raw {
 			if m, _ := r.(map[string]any); m["type"] == "Monitored" {
@@ -109,7 +110,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		pools = append(pools, fmt.Sprintf("serviceMonitor/%s/%s-%s/0", appNS, name, c))
 	}
 	var summary string
-	eventually(t, 3*time.Minute, "every formsservice target up", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "every formsservice target up", func() (bool, string) {
 		var d struct {
 			ActiveTargets []struct {
 				ScrapePool string            `json:"scrapePool"`
@@ -146,7 +147,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		Metric map[string]string `json:"metric"`
 		Value  [2]any            `json:"value"`
 	}
-	eventually(t, time.Minute, "up == 1 for every formsservice target", func() (bool, string) {
+	cluster.Eventually(t, time.Minute, "up == 1 for every formsservice target", func() (bool, string) {
 		q := fmt.Sprintf(`up{namespace=~%q}`, appNS+"|"+operatorNS)
 		if err := prom.query(q, &upVec); err != nil {
 			return false, err.Error()
@@ -163,7 +164,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 	phase(fmt.Sprintf("every formsservice target up (%s; %d up series)", summary, len(upVec)))
 	// The services' own `service` label survives the scrape (the operator's ServiceMonitors honor it), so
 	// that the request alerts, which select service=~"forms|auth", see the requests the test made.
-	eventually(t, time.Minute, "request counters with their own service label", func() (bool, string) {
+	cluster.Eventually(t, time.Minute, "request counters with their own service label", func() (bool, string) {
 		var vec []struct {
 			Metric map[string]string `json:"metric"`
 		}
@@ -185,7 +186,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 	// The chart's rule groups are loaded and every rule evaluates without error.
 	groups := shippedRuleGroups(t)
 	var redisRule *promRule
-	eventually(t, 2*time.Minute, "the formsservice rule groups loaded and evaluated", func() (bool, string) {
+	cluster.Eventually(t, 2*time.Minute, "the formsservice rule groups loaded and evaluated", func() (bool, string) {
 		loaded, err := prom.rules()
 		if err != nil {
 			return false, err.Error()
@@ -232,7 +233,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 	phase("Redis stopped (operator paused, StatefulSet scaled to 0)")
 
 	sawPending := false
-	eventually(t, 4*time.Minute, redisAlert+" firing", func() (bool, string) {
+	cluster.Eventually(t, 4*time.Minute, redisAlert+" firing", func() (bool, string) {
 		state, err := prom.alertState(redisAlert, appNS)
 		if err != nil {
 			return false, err.Error()
@@ -248,7 +249,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 	// The operator back: it scales Redis up again (the StatefulSet is its own), and the alert clears.
 	k.scale(t, operatorNS, "deployments", operatorRelease, 1)
 	restored = true
-	eventually(t, 3*time.Minute, "Redis restored by the operator", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "Redis restored by the operator", func() (bool, string) {
 		sts, err := k.clientset.AppsV1().StatefulSets(appNS).Get(ctx, redisSTS, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -256,7 +257,7 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		return sts.Status.ReadyReplicas == 1, fmt.Sprintf("replicas %v, ready %d", sts.Spec.Replicas, sts.Status.ReadyReplicas)
 	})
 	phase("operator back, Redis restored and Ready")
-	eventually(t, 3*time.Minute, redisAlert+" cleared", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, redisAlert+" cleared", func() (bool, string) {
 		state, err := prom.alertState(redisAlert, appNS)
 		if err != nil {
 			return false, err.Error()
@@ -265,22 +266,6 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 	})
 	phase(redisAlert + " cleared")
 	k.waitReady(t, name, 3*time.Minute)
-}
-
-// eventually polls cond until it holds, failing the test with cond's last word after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %s", what, timeout, last)
-		}
-		time.Sleep(time.Second) // poll interval of a bounded wait
-	}
 }
 
 // shippedRuleGroups reads the rule groups and rule names of config/monitoring/prometheus-rules.yaml,
@@ -366,7 +351,7 @@ func (k *kind) waitNoPods(t *testing.T, namespace, resource, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, fmt.Sprintf("the pods of %s %s/%s gone", resource, namespace, name), func() (bool, string) {
+	cluster.Eventually(t, 2*time.Minute, fmt.Sprintf("the pods of %s %s/%s gone", resource, namespace, name), func() (bool, string) {
 		pods, err := k.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 		if err != nil {
 			return false, err.Error()
@@ -392,7 +377,7 @@ func (k *kind) prometheus(t *testing.T, promNS, promName string) promClient {
 	ctx := context.Background()
 	sel := labels.SelectorFromSet(map[string]string{"operator.prometheus.io/name": promName}).String()
 	var pod string
-	eventually(t, 3*time.Minute, "a ready Prometheus pod", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "a ready Prometheus pod", func() (bool, string) {
 		pods, err := k.clientset.CoreV1().Pods(promNS).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return false, err.Error()
@@ -409,7 +394,7 @@ func (k *kind) prometheus(t *testing.T, promNS, promName string) promClient {
 		return pod != "", fmt.Sprintf("pods %v", seen)
 	})
 	p := promClient{base: "http://" + k.portForwardPod(t, promNS, pod, 9090), hc: &http.Client{Timeout: 10 * time.Second}}
-	eventually(t, time.Minute, "Prometheus /-/ready", func() (bool, string) {
+	cluster.Eventually(t, time.Minute, "Prometheus /-/ready", func() (bool, string) {
 		resp, err := p.hc.Get(p.base + "/-/ready")
 		if err != nil {
 			return false, err.Error()
