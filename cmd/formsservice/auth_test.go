@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testredis"
@@ -105,14 +107,12 @@ func TestDevServer_DemoClientAndUserSignIn(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	urlRe := regexp.MustCompile(`"msg":"dev server ready"[^\n]*"url":"(http://[^"]+)"`)
 	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testwait.For(t, 30*time.Second, "the dev server's ready line", func() bool {
 		if m := urlRe.FindStringSubmatch(logs.String()); m != nil {
 			base = m[1]
 		}
-	}
-	if base == "" {
-		t.Fatalf("dev server did not start:\n%s", logs.String())
-	}
+		return base != ""
+	})
 	if !strings.Contains(logs.String(), "ephemeral signing key") {
 		t.Error("the dev server must say that it generated an ephemeral key")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testwait"
 
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
@@ -68,25 +71,23 @@ func startCommand(t *testing.T, name string, getenv func(string) string) string 
 		t.Fatalf("%s command reported no listening address\n%s", name, logs.String())
 	}
 	url := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return url
-			}
-		}
+	testwait.Until(t, 10*time.Second, name+" command ready (Redis reachable)", func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("%s command exited: %v", name, err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s command not ready", name)
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait for readiness (Redis reachable)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return url
 }
 
 func formsPost(t *testing.T, url, path, body string) int {

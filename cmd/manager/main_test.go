@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,17 +30,10 @@ import (
 	"github.com/formsservice/formsservice/internal/testproc"
 )
 
+// eventually waits for what the manager does on its own, each within the same bound.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval of a bounded wait
-	}
-	t.Fatalf("%s: %v", what, err)
+	testwait.Until(t, 60*time.Second, what, f)
 }
 
 // The operator as it is deployed: config/default applied to a real API server, the manager run with the

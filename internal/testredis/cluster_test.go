@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,13 +28,7 @@ func TestStartCluster_MasterKilledAtOnce_ReplicaTakesOver(t *testing.T) {
 		t.Fatal("no master found")
 	}
 	victim.Kill()
-	deadline := time.Now().Add(20 * time.Second)
-	for masters(c, victim) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("no replica took over within 20s")
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
-	}
+	testwait.For(t, 20*time.Second, "a replica to take over", func() bool { return masters(c, victim) >= 3 })
 	c.WaitOK(20 * time.Second)
 	if err := c.Client().Set(context.Background(), "after-failover", "1", 0).Err(); err != nil {
 		t.Fatalf("write after failover: %v", err)

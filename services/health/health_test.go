@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testredis"
@@ -148,17 +150,11 @@ func whileSleeping(t *testing.T, rs *testredis.Server, d time.Duration, base str
 // probe's open connection gets no answer within 100ms.
 func waitUntilBlocked(t *testing.T, probe *redis.Client) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, 3*time.Second, "the store to stop answering after DEBUG SLEEP", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		err := probe.Ping(ctx).Err()
-		cancel()
-		if err != nil {
-			return
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval of a bounded wait
-	}
-	t.Fatal("the store never stopped answering after DEBUG SLEEP")
+		defer cancel()
+		return probe.Ping(ctx).Err() != nil
+	})
 }
 
 // A store that accepts the connection and never answers (a paused process), and a service that does the

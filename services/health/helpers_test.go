@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testwait"
 
 	"github.com/redis/go-redis/v9"
 
@@ -62,17 +65,7 @@ func (s *healthServer) fresh(t testing.TB) reply {
 // waitFor asks for fresh rounds until cond holds, or fails after within.
 func (s *healthServer) waitFor(t testing.TB, within time.Duration, what string, cond func(reply) bool) reply {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r := s.fresh(t)
-		if cond(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s; last answer %d %s", what, within, r.Code, r.Raw)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
-	}
+	return waitReply(t, within, what, func() reply { return s.fresh(t) }, cond)
 }
 
 // startHealth serves a health service built from cfg (defaults applied) and the given options.
@@ -190,17 +183,20 @@ func getHealth(t testing.TB, base string) reply {
 // holds, or fails after within.
 func waitFor(t testing.TB, base string, within time.Duration, what string, cond func(reply) bool) reply {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r := getHealth(t, base)
-		if cond(r) {
-			return r
+	return waitReply(t, within, what, func() reply { return getHealth(t, base) }, cond)
+}
+
+// waitReply asks until cond holds for an answer, and returns that answer.
+func waitReply(t testing.TB, within time.Duration, what string, ask func() reply, cond func(reply) bool) reply {
+	t.Helper()
+	var r reply
+	testwait.Until(t, within, what, func() error {
+		if r = ask(); !cond(r) {
+			return fmt.Errorf("last answer %d %s", r.Code, r.Raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s; last answer %d %s", what, within, r.Code, r.Raw)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
-	}
+		return nil
+	})
+	return r
 }
 
 // readyzServer answers /readyz with the status code set by the test.

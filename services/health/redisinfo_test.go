@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/formsservice/formsservice/internal/testredis"
@@ -66,17 +68,11 @@ func TestMetrics_RedisInfo_MemoryRefusedWritesAOFAndReplicas(t *testing.T) {
 		Options{Redis: redisClient(t, primary.URL())})
 	node := primary.Addr()
 	var fams map[string]*dto.MetricFamily
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.For(t, 10*time.Second, "formsservice_redis_connected_replicas to reach 1 (the replica's link)", func() bool {
 		fams = scrape(t, srv.URL)
-		if v, _ := value(fams, "formsservice_redis_connected_replicas", node); v == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("formsservice_redis_connected_replicas never reached 1")
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait for the replica's link
-	}
+		v, _ := value(fams, "formsservice_redis_connected_replicas", node)
+		return v == 1
+	})
 	if v, _ := value(fams, "formsservice_redis_info_up", ""); v != 1 {
 		t.Errorf("info_up = %v, want 1", v)
 	}

@@ -292,8 +292,8 @@ func startChartOperator(t *testing.T, c *cluster.Cluster, helmArgs ...string) (*
 
 	fullname := releaseName + "-formsservice-operator"
 	im := c.ImpersonateServiceAccount(t, releaseNS, fullname)
-	args, metricsAddr := managerArgs(t, c, fullname)
-	mgr := testproc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, args...)
+	mgr := testproc.Start(t, []string{"KUBECONFIG=" + im.KubeConfig}, manager, managerArgs(t, c, fullname)...)
+	metricsAddr := mgr.WaitListeningSockets(t, 1, 60*time.Second)[0] // its only listener: the probes are off
 	cluster.Eventually(t, 60*time.Second, "the manager holds the leader Lease", func() (bool, string) {
 		if exited, err := mgr.Exited(); exited {
 			t.Fatalf("the manager exited: %v\n%s", err, mgr.Output())
@@ -307,27 +307,26 @@ func startChartOperator(t *testing.T, c *cluster.Cluster, helmArgs ...string) (*
 	return im, metricsAddr
 }
 
-// managerArgs returns the manager's arguments from the chart's Deployment as installed, with the
-// listening addresses moved to loopback (the metrics one to a port the test then reads), and the
-// metrics address.
-func managerArgs(t *testing.T, c *cluster.Cluster, fullname string) ([]string, string) {
+// managerArgs returns the manager's arguments from the chart's Deployment as installed, with the metrics
+// server on a loopback port of the kernel's choice (the test finds it among the process's sockets) and
+// the probe server off (the test does not probe; off, it cannot be mistaken for the metrics listener).
+func managerArgs(t *testing.T, c *cluster.Cluster, fullname string) []string {
 	t.Helper()
 	var dep appsv1.Deployment
 	if !exists(t, c, &dep, releaseNS, fullname) {
 		t.Fatal("the chart installed no manager Deployment")
 	}
-	metricsAddr := testproc.Addr(t)
 	var args []string
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
 		switch {
 		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + metricsAddr
+			a = "--metrics-bind-address=127.0.0.1:0"
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=127.0.0.1:0" // not read by the test: any free port
+			a = "--health-probe-bind-address=0"
 		}
 		args = append(args, a)
 	}
-	return args, metricsAddr
+	return args
 }
 
 // serviceAccountToken creates a ServiceAccount (bound to clusterRole unless empty) and returns a token.

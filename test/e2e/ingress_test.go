@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/formsservice/formsservice/test/contract"
+	"github.com/formsservice/formsservice/test/internal/cluster"
 )
 
 // The FormsService's public host names in the test. .test is reserved (RFC 2606): no resolver knows
@@ -202,21 +203,15 @@ func (in *ingress) waitServed(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	const servedInARow = 12
 	hc := in.client(netip.MustParseAddr("127.0.0.1"))
-	deadline := time.Now().Add(timeout)
-	inARow, last := 0, ""
-	for inARow < servedInARow {
-		if time.Now().After(deadline) {
-			t.Fatalf("discovery through the ingress did not announce issuer %s %d times in a row within %s: %s",
-				in.issuer(), servedInARow, timeout, last)
+	what := fmt.Sprintf("discovery through the ingress to announce issuer %s %d times in a row", in.issuer(), servedInARow)
+	cluster.Eventually(t, timeout, what, func() (bool, string) {
+		for range servedInARow {
+			if ok, answer := announces(hc, in.issuer(), in.issuer()); !ok {
+				return false, answer
+			}
 		}
-		ok, answer := announces(hc, in.issuer(), in.issuer())
-		if ok {
-			inARow++
-			continue
-		}
-		inARow, last = 0, answer
-		time.Sleep(time.Second) // poll interval of a bounded wait
-	}
+		return true, ""
+	})
 }
 
 // checkClientAddress shows that the forms service counts a client behind the ingress by the client's

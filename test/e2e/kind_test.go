@@ -40,6 +40,7 @@ import (
 
 	"github.com/formsservice/formsservice/controllers/render"
 	"github.com/formsservice/formsservice/test/contract"
+	"github.com/formsservice/formsservice/test/internal/cluster"
 	"github.com/formsservice/formsservice/test/internal/repo"
 	"github.com/formsservice/formsservice/test/internal/samples"
 	"github.com/formsservice/formsservice/test/signin"
@@ -310,9 +311,7 @@ func (k *kind) get(t *testing.T, name string) *unstructured.Unstructured {
 // waitReady waits for Ready=True on the current generation.
 func (k *kind) waitReady(t *testing.T, name string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
+	cluster.Eventually(t, timeout, "FormsService "+name+" Ready", func() (bool, string) {
 		u := k.get(t, name)
 		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -324,12 +323,10 @@ func (k *kind) waitReady(t *testing.T, name string, timeout time.Duration) {
 		}
 		if observed == u.GetGeneration() && meta.IsStatusConditionTrue(conds, "Ready") &&
 			!meta.IsStatusConditionTrue(conds, "Progressing") {
-			return
+			return true, ""
 		}
-		last = fmt.Sprintf("generation %d, observed %d, conditions %+v", u.GetGeneration(), observed, conds)
-		time.Sleep(2 * time.Second) // poll interval of a bounded wait
-	}
-	t.Fatalf("FormsService %s not Ready after %s: %s", name, timeout, last)
+		return false, fmt.Sprintf("generation %d, observed %d, conditions %+v", u.GetGeneration(), observed, conds)
+	})
 }
 
 // scaleDeployment sets a Deployment's replicas through its scale subresource, as an HPA does.
@@ -358,16 +355,12 @@ func (k *kind) checkAutoscaled(t *testing.T, deployment string, want int32) {
 	if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 6 || hpa.Spec.ScaleTargetRef.Name != deployment {
 		t.Errorf("HPA spec = min %v max %d target %s, want the sample's 2..6 on %s", hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Spec.ScaleTargetRef.Name, deployment)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(hpa.Status.Conditions) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the HPA controller never wrote a condition on %s", deployment)
-		}
-		time.Sleep(2 * time.Second) // poll interval of a bounded wait
+	cluster.Eventually(t, 2*time.Minute, "the HPA controller to write a condition on "+deployment, func() (bool, string) {
 		if hpa, err = k.clientset.AutoscalingV2().HorizontalPodAutoscalers(appNS).Get(ctx, deployment, metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return len(hpa.Status.Conditions) > 0, "no condition yet"
+	})
 	d, err := k.clientset.AppsV1().Deployments(appNS).Get(ctx, deployment, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -474,18 +467,10 @@ func waitIssuer(t *testing.T, issuer string, timeout time.Duration) {
 // waitIssuerVia waits until discovery at base, through hc, announces the expected issuer.
 func waitIssuerVia(t *testing.T, hc *http.Client, base, issuer string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, answer := announces(hc, base, issuer)
-		if ok {
-			return
-		}
-		last = answer
-		time.Sleep(3 * time.Second) // poll interval of a bounded wait
-	}
 	u, _ := url.Parse(base)
-	t.Fatalf("discovery at %s never announced issuer %s: %s", u.Host, issuer, last)
+	cluster.Eventually(t, timeout, fmt.Sprintf("discovery at %s to announce issuer %s", u.Host, issuer), func() (bool, string) {
+		return announces(hc, base, issuer)
+	})
 }
 
 // announces asks discovery at base once: whether it announces issuer, and what it answered.
@@ -508,35 +493,33 @@ func announces(hc *http.Client, base, issuer string) (bool, string) {
 func (k *kind) waitRolledOut(t *testing.T, name string, components []string, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(timeout)
-	for _, component := range components {
-		last := ""
-		for {
-			d, err := k.clientset.AppsV1().Deployments(appNS).Get(ctx, name+"-"+component, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
-				LabelSelector: labels.SelectorFromSet(selector(name, component)).String(),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := int32(1)
-			if d.Spec.Replicas != nil {
-				want = *d.Spec.Replicas
-			}
-			s := d.Status
-			if s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
-				s.Replicas == want && int32(len(pods.Items)) == want {
-				break
-			}
-			last = fmt.Sprintf("want %d, updated %d, ready %d, total %d, pods %d (terminating ones included)",
-				want, s.UpdatedReplicas, s.ReadyReplicas, s.Replicas, len(pods.Items))
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not roll out within %s: %s", d.Name, timeout, last)
-			}
-			time.Sleep(time.Second) // poll interval of a bounded wait
+	rolledOut := func(component string) (bool, string) {
+		d, err := k.clientset.AppsV1().Deployments(appNS).Get(ctx, name+"-"+component, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
+		pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(selector(name, component)).String(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		s := d.Status
+		return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
+				s.Replicas == want && int32(len(pods.Items)) == want,
+			fmt.Sprintf("%s: want %d, updated %d, ready %d, total %d, pods %d (terminating ones included)",
+				d.Name, want, s.UpdatedReplicas, s.ReadyReplicas, s.Replicas, len(pods.Items))
 	}
+	cluster.Eventually(t, timeout, fmt.Sprintf("%v rolled out", components), func() (bool, string) {
+		for _, component := range components {
+			if ok, why := rolledOut(component); !ok {
+				return false, why
+			}
+		}
+		return true, ""
+	})
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
@@ -227,7 +229,7 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 		}
 		return exchanges, refreshes
 	}
-	waitUntil(t, 30*time.Second, "10 exchanges and 10 refreshes before the kill", func() bool {
+	testwait.For(t, 30*time.Second, "10 exchanges and 10 refreshes before the kill", func() bool {
 		e, r := issuedSince(time.Time{})
 		return e >= 10 && r >= 10
 	})
@@ -236,7 +238,7 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 	promotedAt := waitPromotion(t, cl, victim, slot, 30*time.Second)
 	windowEnd := promotedAt.Add(reconnectSlack)
 	// Load on the new master: requests started after the window may answer 200 only.
-	waitUntil(t, 60*time.Second, "10 exchanges and 10 refreshes after the window without a master, 20 of each in all", func() bool {
+	testwait.For(t, 60*time.Second, "10 exchanges and 10 refreshes after the window without a master, 20 of each in all", func() bool {
 		if !time.Now().After(windowEnd) {
 			return false
 		}
@@ -361,17 +363,13 @@ func TestCluster_MasterKilledUnderLoad_AuthAndHealthAnswer503OnlyWithoutMaster_T
 			sawFail = true
 		}
 	}
-	var healthy healthAnswer
-	var recoveredAt time.Time
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) { // a bounded poll
-		if healthy = getHealth(); healthy.status == 200 && healthy.body == "pass" {
-			recoveredAt = time.Now()
-			break
+	testwait.Until(t, 10*time.Second, "GET /health 200 pass after the failover", func() error {
+		if h := getHealth(); h.status != 200 || h.body != "pass" {
+			return fmt.Errorf("%d %q %v", h.status, h.body, h.err)
 		}
-	}
-	if recoveredAt.IsZero() {
-		t.Errorf("GET /health after the failover: %d %q %v, want 200 pass within 10 s", healthy.status, healthy.body, healthy.err)
-	}
+		return nil
+	})
+	recoveredAt := time.Now()
 
 	t.Logf("%d requests by %d workers; master %s SIGKILLed, replica promoted after %s; last 503 at %s after the kill",
 		len(events), workers, victim.Addr(), since(promotedAt), since(lastFailure))
@@ -417,21 +415,16 @@ func waitReplicated(t *testing.T, cl *testredis.Cluster, within time.Duration) {
 			target[port], _ = strconv.ParseInt(m["master_repl_offset"], 10, 64)
 		}
 	}
-	deadline := time.Now().Add(within)
-	for _, n := range cl.Nodes {
-		for {
+	testwait.Until(t, within, "every replica at its master's offset", func() error {
+		for _, n := range cl.Nodes {
 			m := info(n)
 			if m["role"] != "slave" {
-				break
+				continue
 			}
-			off, _ := strconv.ParseInt(m["slave_repl_offset"], 10, 64)
-			if off >= target[m["master_port"]] {
-				break
+			if off, _ := strconv.ParseInt(m["slave_repl_offset"], 10, 64); off < target[m["master_port"]] {
+				return fmt.Errorf("replica %s at offset %d, its master at %d", n.Addr(), off, target[m["master_port"]])
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %s at offset %d, its master at %d, after %s", n.Addr(), off, target[m["master_port"]], within)
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
 		}
-	}
+		return nil
+	})
 }

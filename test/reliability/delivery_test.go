@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/testwait"
 )
 
 // webhookSink is the operating team's webhook: it records every delivery by message ID, answers slowly
@@ -150,10 +151,9 @@ func TestDelivery_WorkerKilledMidDelivery_EveryMessageDeliveredAtLeastOnce(t *te
 		replica = startProc(t, "forms", cfg, nil)
 	}
 
-	deadline := time.Now().Add(45 * time.Second)
 	var got map[string]int
 	var total int
-	for {
+	testwait.Until(t, 45*time.Second, "every stored message delivered", func() error {
 		got, total = sink.snapshot()
 		missing := 0
 		for id := range ids {
@@ -161,14 +161,11 @@ func TestDelivery_WorkerKilledMidDelivery_EveryMessageDeliveredAtLeastOnce(t *te
 				missing++
 			}
 		}
-		if missing == 0 {
-			break
+		if missing > 0 {
+			return fmt.Errorf("%d of %d stored messages not delivered (deliveries so far: %d)", missing, messages, total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d stored messages never delivered within 45 s (deliveries so far: %d)", missing, messages, total)
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval of a bounded wait
-	}
+		return nil
+	})
 	dups := 0
 	for id, n := range got {
 		if !ids[id] {

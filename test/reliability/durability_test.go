@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
@@ -69,12 +71,12 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 	loadAnswered := func(n int64, what string) {
 		t.Helper()
 		from := acked.Load()
-		waitUntil(t, 30*time.Second, fmt.Sprintf("%d submissions acknowledged %s", n, what), func() bool { return acked.Load() >= from+n })
+		testwait.For(t, 30*time.Second, fmt.Sprintf("%d submissions acknowledged %s", n, what), func() bool { return acked.Load() >= from+n })
 	}
 	outageFelt := func(what string) {
 		t.Helper()
 		from := failed.Load()
-		waitUntil(t, 30*time.Second, "a submission failed "+what, func() bool { return failed.Load() > from })
+		testwait.For(t, 30*time.Second, "a submission failed "+what, func() bool { return failed.Load() > from })
 	}
 	for w := range workers {
 		wg.Go(func() {
@@ -123,16 +125,13 @@ func TestDurability_RedisKilledUnderLoad_NoAcknowledgedSubmissionLost(t *testing
 	wg.Wait()
 
 	// Recovery without restarting the service: a fresh submission is stored.
-	recovered := false
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // a bounded poll
-		if a := fc.post("/waitlist", waitlistBody(fmt.Sprintf("after-%d@example.com", time.Now().UnixNano()))); a.status == 201 {
-			recovered = true
-			break
+	testwait.Until(t, 10*time.Second, "a submission stored after the last Redis restart", func() error {
+		a := fc.post("/waitlist", waitlistBody(fmt.Sprintf("after-%d@example.com", time.Now().UnixNano())))
+		if a.status != 201 {
+			return fmt.Errorf("%d %s %v", a.status, a.body, a.err)
 		}
-	}
-	if !recovered {
-		t.Fatal("the service did not recover within 10 s of the last Redis restart")
-	}
+		return nil
+	})
 	if exited, _ := forms.Exited(); exited {
 		t.Fatal("formsservice forms exited during the test")
 	}

@@ -61,19 +61,6 @@ func startProc(t testing.TB, service, configYAML string, extraArgs []string, env
 	return p
 }
 
-// waitUntil polls cond until it holds, and fails the test naming what when it does not within the bound.
-// It stands for "the load has done enough", "the outage has been felt", in place of a fixed sleep.
-func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval of a bounded wait
-	}
-}
-
 func filteredEnv(drop ...string) []string {
 	var out []string
 next:

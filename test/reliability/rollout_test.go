@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
@@ -62,7 +64,7 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 		})
 	}
 
-	waitUntil(t, 30*time.Second, "50 submissions answered 201 before SIGTERM", func() bool {
+	testwait.For(t, 30*time.Second, "50 submissions answered 201 before SIGTERM", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(created) >= 50
@@ -109,7 +111,7 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 	// before the listener closes. Then a dial is refused, and the slow requests send the rest.
 	readyz := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	saw503, lastReadyz := false, ""
-	waitUntil(t, 15*time.Second, "the listener closed after SIGTERM", func() bool {
+	testwait.For(t, 15*time.Second, "the listener closed after SIGTERM", func() bool {
 		res, err := readyz.Get(forms.Base + "/readyz")
 		if err != nil {
 			lastReadyz = err.Error()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
@@ -58,7 +60,7 @@ func sentinelFailover(t *testing.T, replicas int) {
 	load := startFormsLoad(t, fc, workers, "sentinel")
 	waitCreated := func(n int64, what string) {
 		t.Helper()
-		waitUntil(t, 30*time.Second, fmt.Sprintf("%s (%d submissions created)", what, n), func() bool { return load.Created() >= n })
+		testwait.For(t, 30*time.Second, fmt.Sprintf("%s (%d submissions created)", what, n), func() bool { return load.Created() >= n })
 	}
 	waitCreated(100, "load before the kill")
 
@@ -69,16 +71,18 @@ func sentinelFailover(t *testing.T, replicas int) {
 	// Auth: the grant issued before the kill still refreshes once the client follows the sentinels to
 	// the new master; until then it answers 503, never anything else.
 	var refreshed tokenAnswer
-	for deadline := promotedAt.Add(reconnectSlack + storeBound); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(t, time.Until(promotedAt.Add(reconnectSlack+storeBound)), "the refresh to answer 200 after the promotion", func() error {
 		refreshed = auth.refresh(grant.RefreshToken)
-		if refreshed.status == 200 {
-			break
+		switch refreshed.status {
+		case 200:
+			return nil
+		case 503:
+			return fmt.Errorf("503 %s %v", refreshed.Error, refreshed.err)
 		}
-		if refreshed.status != 503 || time.Now().After(deadline) {
-			t.Fatalf("refresh after the failover: %d %s %v (want 200, or 503 until %s after the promotion)",
-				refreshed.status, refreshed.Error, refreshed.err, reconnectSlack+storeBound)
-		}
-	}
+		t.Fatalf("refresh after the failover: %d %s %v (want 200, or 503 until %s after the promotion)",
+			refreshed.status, refreshed.Error, refreshed.err, reconnectSlack+storeBound)
+		return nil
+	})
 	refreshedAt := time.Now()
 
 	// At durability primary a 201 needs a replica of the new master: the sentinels point the other
@@ -93,44 +97,9 @@ func sentinelFailover(t *testing.T, replicas int) {
 	waitCreated(load.Created()+100, "load after the old master rejoined")
 	answers := load.Stop()
 
-	counts := map[string]int{}
-	var lastFailure time.Time
-	var outside []string // 502s outside the window without a replicated master
-	for _, a := range answers {
-		counts[fmt.Sprintf("%s %d", a.kind, a.ans.status)]++
-		if a.ans.elapsed > storeBound {
-			t.Errorf("%s answered %d after %s (bound %s)", a.kind, a.ans.status, a.ans.elapsed, storeBound)
-		}
-		switch {
-		case a.ans.err != nil:
-			t.Errorf("%s: transport error %v", a.kind, a.ans.err)
-		case a.ans.status == 201:
-		case a.ans.status == 502:
-			end := a.started.Add(a.ans.elapsed)
-			if end.After(lastFailure) {
-				lastFailure = end
-			}
-			if end.Before(killedAt) || a.started.After(writableAt.Add(reconnectSlack)) {
-				outside = append(outside, fmt.Sprintf("%s got 502 at %s, outside the window (kill at 0, promotion at %s, replica back at %s)",
-					a.kind, end.Sub(killedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
-					writableAt.Sub(killedAt).Round(time.Millisecond)))
-			}
-		default:
-			t.Errorf("%s: status %d %s (want 201 or 502)", a.kind, a.ans.status, a.ans.body)
-		}
-	}
-	// At durability primary a 502 also answers a write that no replica acknowledged in time, which a
-	// loaded machine causes outside any failover: such 502s are allowed, up to the number the service
-	// counted as not_durable (which includes the window's own, so the bound is loose but never wrong).
-	allowed := notDurable502s(t, forms.Base) // this test runs at durability primary
-	if len(outside) > allowed {
-		for _, o := range outside {
-			t.Error(o)
-		}
-		t.Errorf("%d 502s outside the window without a master; %d not_durable answers could explain them", len(outside), allowed)
-	} else if len(outside) > 0 {
-		t.Logf("%d 502s outside the window without a master, within the %d answered not_durable (a replica late to acknowledge)", len(outside), allowed)
-	}
+	v := judgeFailover(t, answers, failoverWindow{killedAt: killedAt, promotedAt: promotedAt, writableAt: writableAt,
+		allowedOutside: notDurable502s(t, forms.Base)}) // this test runs at durability primary
+	counts, lastFailure := v.counts, v.lastFailure
 	if counts["waitlist 502"]+counts["contact 502"] == 0 {
 		t.Error("no submission failed while there was no master: the kill did not hit the load")
 	}
@@ -146,15 +115,7 @@ func sentinelFailover(t *testing.T, replicas int) {
 		t.Errorf("after the failover: %d %s", a.status, a.body)
 	}
 
-	waitlist := countBy(exported(t, "waitlist", cfg), "email")
-	contact := countBy(exported(t, "contact", cfg), "message")
-	lost := 0
-	for _, a := range answers {
-		if a.ans.status == 201 && ((a.kind == "waitlist" && waitlist[a.key] == 0) ||
-			(a.kind == "contact" && contact[strings.ToLower(a.key)] == 0)) {
-			lost++
-		}
-	}
+	lost := lostAcknowledged(t, answers, cfg)
 	t.Logf("%d submissions by %d workers; master %s SIGKILLed, %s promoted after %s, auth refreshed after %s, "+
 		"a replica of the new master after %s; last 502 at %s",
 		len(answers), workers, old.Addr(), promoted.Addr(), promotedAt.Sub(killedAt).Round(time.Millisecond),

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
@@ -43,7 +45,7 @@ func settled(t *testing.T, p *proc) footprint {
 	t.Helper()
 	var last footprint
 	same := 0
-	waitUntil(t, 30*time.Second, p.name+"'s goroutines and descriptors settled", func() bool {
+	testwait.For(t, 30*time.Second, p.name+"'s goroutines and descriptors settled", func() bool {
 		f := measure(t, p)
 		if f.goroutines == last.goroutines && f.fds == last.fds {
 			same++
@@ -63,7 +65,7 @@ func settledNear(t *testing.T, p *proc, before footprint, margin float64) footpr
 	t.Helper()
 	var last footprint
 	same := 0
-	waitUntil(t, 30*time.Second, p.name+"'s goroutines and descriptors settled", func() bool {
+	testwait.For(t, 30*time.Second, p.name+"'s goroutines and descriptors settled", func() bool {
 		f := measure(t, p)
 		if f.goroutines <= before.goroutines+margin && f.fds <= before.fds+margin {
 			last = f

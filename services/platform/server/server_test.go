@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -145,18 +147,17 @@ func TestServe_ShutdownFinishesRequestsInFlight(t *testing.T) {
 	cancel() // what SIGTERM does through signal.NotifyContext
 
 	// Inside the drain delay, readiness turns to 503 (once Serve has seen the cancellation).
-	var resp *http.Response
-	for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if resp, err = http.Get(base + "/readyz"); err != nil || resp.StatusCode == 503 {
-			break
+	testwait.Until(t, 1500*time.Millisecond, "readyz 503 with Connection: close while draining", func() error {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatalf("readyz while draining: %v", err) // the listener stays open through the drain delay
 		}
 		resp.Body.Close()
-	}
-	if err != nil || resp.StatusCode != 503 || !resp.Close {
-		t.Errorf("readyz while draining: %v %v (want 503 with Connection: close)", resp, err)
-	} else {
-		resp.Body.Close()
-	}
+		if resp.StatusCode != 503 || !resp.Close {
+			return fmt.Errorf("%d (connection close: %t)", resp.StatusCode, resp.Close)
+		}
+		return nil
+	})
 	close(svc.release)
 	if got := <-result; got != "finished (connection close: true)" {
 		t.Fatalf("request in flight: %q", got)

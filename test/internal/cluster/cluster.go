@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/formsservice/formsservice/controllers/testcluster"
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/test/internal/repo"
 )
 
@@ -92,23 +94,16 @@ func (c *Cluster) CreateNamespace(t testing.TB, name string) {
 	}
 }
 
-// Eventually polls cond every 100 ms until it returns true, failing the test with what it last said
-// after timeout.
+// Eventually is testwait.Until for conditions on cluster objects, which say why they do not hold yet
+// ("2 of 3 ready"): it fails the test with what cond last said after timeout.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, msg := cond()
-		if ok {
-			return
+	testwait.Until(t, timeout, what, func() error {
+		if ok, why := cond(); !ok {
+			return errors.New(why)
 		}
-		last = msg
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s: %s", what, timeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // WaitEstablished waits until the named CRD is Established, so its kind can be used.
