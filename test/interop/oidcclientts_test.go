@@ -201,10 +201,14 @@ func (c *chromium) text() string {
 	return c.textIn(ctx)
 }
 
-// open navigates to an app page and waits until the UserManager exists.
+// open navigates to an app page and waits until the UserManager exists. The wait is waitFor's, which
+// polls again when the page's JavaScript context changes under it: a poll started right after Navigate
+// can still name the previous document's context and fail with "Cannot find context with specified id"
+// (seen in CI, and chromedp/chromedp#890: Poll does not survive a navigation).
 func (c *chromium) open(u string) {
 	c.t.Helper()
-	c.step("opening "+u, chromedp.Navigate(u), chromedp.Poll[chromedp.Void](`!!window.um`))
+	c.step("opening "+u, chromedp.Navigate(u))
+	c.waitFor(u)
 }
 
 // waitFor waits until the browser has landed on a page whose URL starts with prefix and is loaded
