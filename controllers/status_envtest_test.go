@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -161,19 +160,6 @@ func TestStatus_FollowsSecretsAndDeploymentStatus(t *testing.T) {
 	waitCondition(t, fs, v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked", `has no key "password"`)
 }
 
-// waitQuiet waits until the operator has sent no write for a second.
-func waitQuiet(t *testing.T) {
-	t.Helper()
-	eventually(t, func() error {
-		opWrites.Reset()
-		time.Sleep(time.Second)
-		if w := opWrites.Writes(); len(w) > 0 {
-			return fmt.Errorf("operator still writing: %v", w)
-		}
-		return nil
-	})
-}
-
 func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -196,7 +182,7 @@ func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
 		}
 	}
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Annotations = map[string]string{"example.com/touched": "yes"} })
-	time.Sleep(2 * time.Second)
+	waitReconciled(t, fs) // the reconcile the watch brought, at the annotated version, has finished
 	if w := opWrites.Writes(); len(w) != 0 {
 		t.Fatalf("reconciling an unchanged resource wrote %d times: %v", len(w), w)
 	}

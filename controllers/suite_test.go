@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/testcluster"
 	"github.com/formsservice/formsservice/internal/testproc"
+	"github.com/formsservice/formsservice/internal/testwait"
 )
 
 // The suite runs one real kube-apiserver and etcd and one operator manager for every test. The operator
@@ -32,6 +34,8 @@ var (
 	opWrites   *testcluster.WriteCounter
 	reconciler *FormsServiceReconciler
 	nsCounter  atomic.Int64
+	// namespaceOf maps each namespace newNamespace created to the test that created it.
+	namespaceOf sync.Map
 )
 
 const testImage = "registry.example/formsservice:test"
@@ -59,6 +63,7 @@ func runSuite(m *testing.M) int {
 	}
 	var opConfig = cluster.Config
 	opConfig, opWrites = testcluster.Counting(opConfig)
+	opConfig.Wrap(allWrites.wrap) // reconcileprobe_test.go
 	mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
 		Scheme:                 cluster.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -70,8 +75,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
+	probe = &reconcileProbe{Client: mgr.GetClient()} // records each reconcile's start: reconcileprobe_test.go
 	reconciler = &FormsServiceReconciler{
-		Client:       mgr.GetClient(),
+		Client:       probe,
 		APIReader:    mgr.GetAPIReader(),
 		Scheme:       mgr.GetScheme(),
 		Recorder:     mgr.GetEventRecorder("formsservice-operator"),
@@ -113,6 +119,7 @@ func zapLevel() zapcore.Level {
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("t%d-%d", nsCounter.Add(1), time.Now().UnixNano()%100000)
+	namespaceOf.Store(name, t.Name())
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,18 +159,16 @@ func sampleFS(ns string) *v1alpha1.FormsService {
 	}
 }
 
-// eventually retries f until it succeeds or the timeout passes, then fails with f's last error.
+// eventually waits until f succeeds, and fails with f's last error when it has not within quietBound.
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out: %v", err)
+	testwait.Until(t, quietBound, "condition", f)
+}
+
+// eventuallyWhat is eventually saying what it waits for.
+func eventuallyWhat(t *testing.T, what string, f func() error) {
+	t.Helper()
+	testwait.Until(t, quietBound, what, f)
 }
 
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

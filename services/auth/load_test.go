@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -138,9 +138,10 @@ func loadSettings(t *testing.T) (bin string, duration time.Duration) {
 
 // loadServer is `formsservice auth` running as its own process against a real redis-server.
 type loadServer struct {
-	pid  int
-	base string
-	rs   *testredis.Server
+	pid    int
+	base   string // the process's own address: the load goes there, through no relay
+	public string // its publicURL (the issuer), a relay to base
+	rs     *testredis.Server
 }
 
 // startLoadServer starts the binary with hash as its argon2id setting (nil: the production default) and
@@ -154,17 +155,19 @@ func startLoadServer(t *testing.T, bin string, hash *users.Params, gogc string) 
 	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The issuer names the port, so it is chosen before the process starts (a load run, not a test of
-	// `make test`: the small chance that another process takes the port in between fails the run loudly).
-	port := testredis.FreePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	// The issuer names a port before the process starts, and the process binds port 0 and reports its
+	// address: the issuer is a relay's port (testproc.Relay), no port is guessed. The load itself goes to
+	// the process's own address, so the relay's copying is not measured.
+	relay := testproc.NewRelay(t)
+	public := "http://" + relay.Addr()
 	hashLine := "# the production default argon2id setting"
 	if hash != nil {
 		hashLine = fmt.Sprintf("# BENCH ONLY: a deliberately cheap argon2id setting, so that the run measures the provider.\n  passwordHash: {memoryKiB: %d, iterations: %d, parallelism: %d}",
 			hash.MemoryKiB, hash.Iterations, hash.Parallelism)
 	}
+	// logLevel info: the "listening" line the address is read from; nothing is logged per request at info.
 	cfg := fmt.Sprintf(`publicURL: %s
-logLevel: warn
+logLevel: info
 redis: {url: %q}
 auth:
   signingKeyFile: %s
@@ -174,24 +177,22 @@ auth:
   clients:
     - clientID: bench
       redirectURIs: [%s/cb]
-`, base, rs.URL(), keyFile, hashLine, base)
+`, public, rs.URL(), keyFile, hashLine, public)
 	cfgFile := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "auth", "-config", cfgFile, "-addr", "127.0.0.1:"+strconv.Itoa(port))
+	cmd := exec.Command(bin, "auth", "-config", cfgFile, "-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 	if gogc != "" {
 		cmd.Env = append(cmd.Env, "GOGC="+gogc)
 	}
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	go func() { _, _ = io.Copy(io.Discard, bufio.NewReader(stderr)) }()
-	waitReady(t, base)
-	return &loadServer{pid: cmd.Process.Pid, base: base, rs: rs}
+	p := testproc.StartCmd(t, cmd) // keeps the output for a failure, kills the process at the end
+	addr := p.WaitListening(t, 20*time.Second)
+	relay.To(addr)
+	base := "http://" + addr
+	p.WaitReady(t, base+"/readyz", 20*time.Second)
+	return &loadServer{pid: p.Pid(), base: base, public: public, rs: rs}
 }
 
 // createUsers stores load0@example.com … load<n-1>@example.com, hashed with p.
@@ -209,28 +210,14 @@ func (s *loadServer) createUsers(t *testing.T, p users.Params, n int) {
 func (s *loadServer) client(t *testing.T, concurrency int) *loadClient {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4 * concurrency},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &loadClient{t: t, base: s.base, c: client}
-}
-
-func waitReady(t *testing.T, base string) {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("formsservice auth did not become ready")
+	return &loadClient{t: t, base: s.base, redirect: s.public + "/cb", c: client}
 }
 
 type loadClient struct {
-	t    *testing.T
-	base string
-	c    *http.Client
+	t        *testing.T
+	base     string // where requests go
+	redirect string // the client's registered redirect URI, on the public URL
+	c        *http.Client
 }
 
 func (lc *loadClient) token(form url.Values) (tokens, error) {
@@ -260,7 +247,7 @@ func (lc *loadClient) tryFlow(email string) (tokens, error) {
 	c := *lc.c
 	c.Jar = jar
 	verifier := oauth2.GenerateVerifier()
-	conf := &oauth2.Config{ClientID: "bench", RedirectURL: lc.base + "/cb", Scopes: []string{"openid", "email", "offline_access"},
+	conf := &oauth2.Config{ClientID: "bench", RedirectURL: lc.redirect, Scopes: []string{"openid", "email", "offline_access"},
 		Endpoint: oauth2.Endpoint{AuthURL: lc.base + "/oauth2/authorize"}}
 	res, err := c.Get(conf.AuthCodeURL("state-load-0123", oauth2.S256ChallengeOption(verifier)))
 	if err != nil {
@@ -284,7 +271,7 @@ func (lc *loadClient) tryFlow(email string) (tokens, error) {
 		return tokens{}, fmt.Errorf("sign-in: %d %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	return lc.token(url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {lc.base + "/cb"}, "client_id": {"bench"}, "code_verifier": {verifier}})
+		"redirect_uri": {lc.redirect}, "client_id": {"bench"}, "code_verifier": {verifier}})
 }
 
 type phase struct {

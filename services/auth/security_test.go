@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -401,12 +403,52 @@ func TestIntrospect_DeletedUser_TokenInactive(t *testing.T) {
 	}
 }
 
+// A code is refused once its lifetime has passed. fosite and Redis read their own clocks (fosite has no
+// clock to inject), so the test does not wait for the lifetime: it checks that the stored code ends
+// exactly CodeLifetime after it was issued (the session's expiry, which fosite checks, and the record's
+// TTL, after which Redis drops it), then ends the record's lifetime at once and exchanges the code.
 func TestToken_ExpiredCode_Refused(t *testing.T) {
-	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.CodeLifetime = config.Duration(time.Second) }})
+	const lifetime = 42 * time.Second // not the default (60s): a lifetime that is ignored shows
+	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.CodeLifetime = config.Duration(lifetime) }})
 	p.user(testEmail, testPassword)
 	verifier := oauth2.GenerateVerifier()
+	before := time.Now()
 	code := p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
-	time.Sleep(1500 * time.Millisecond)
+	after := time.Now()
+
+	family, _, ok := strings.Cut(code, "~")
+	if !ok {
+		t.Fatalf("code %q has no family", code)
+	}
+	k := "auth:{" + family + "}:code"
+	v, err := p.rdb.Get(t.Context(), k).Result()
+	if err != nil {
+		t.Fatalf("the code's record %s: %v", k, err)
+	}
+	_, record, _ := strings.Cut(v, "\n") // "signature\n" then 'A' and the request as JSON
+	var stored struct {
+		Session struct {
+			ExpiresAt map[string]int64 `json:"e"` // Unix ms
+		} `json:"session"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(record, "A")), &stored); err != nil {
+		t.Fatalf("the code's record %q: %v", v, err)
+	}
+	exp := time.UnixMilli(stored.Session.ExpiresAt["authorize_code"])
+	if lo, hi := before.Add(lifetime).Truncate(time.Millisecond), after.Add(lifetime); exp.Before(lo) || exp.After(hi) {
+		t.Fatalf("the code expires at %s, want issue time + %s: within [%s, %s]", exp, lifetime, lo, hi)
+	}
+	ttl, err := p.rdb.PTTL(t.Context(), k).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record lives until the code expires: at least what is left of the lifetime since before it
+	// was issued (less a millisecond of rounding), and at most the lifetime (EndLifetimes checks that).
+	if least := lifetime - time.Since(before) - time.Millisecond; ttl < least {
+		t.Fatalf("the code's record lives %s, want at least %s", ttl, least)
+	}
+
+	testredis.EndLifetimes(t, p.rdb, k, lifetime) // the lifetime passes
 	if tk := p.exchange(code, verifier); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
 		t.Fatalf("expired code: %d %s", tk.status, tk.Error)
 	}

@@ -18,18 +18,20 @@ import (
 // machine is. The checks are in-process peers whose Ready waits on that clock.
 
 // timedPeer is a peer whose Ready answers after delay (honouring its context unless stubborn), and
-// counts its calls.
+// counts its calls and the calls that have returned.
 type timedPeer struct {
 	name     string
 	delay    atomic.Int64 // time.Duration
 	stubborn bool
 	calls    atomic.Int64
+	returned atomic.Int64
 }
 
 func (p *timedPeer) Name() string           { return p.name }
 func (p *timedPeer) Routes() []server.Route { return nil }
 func (p *timedPeer) Ready(ctx context.Context) error {
 	p.calls.Add(1)
+	defer p.returned.Add(1)
 	wait := time.After(time.Duration(p.delay.Load()))
 	if p.stubborn {
 		<-wait
@@ -108,8 +110,17 @@ func TestThresholds_PassWarnFail_AtExactlyTheirBounds(t *testing.T) {
 			if s := checkOf(t, snap, "auth:readiness"); s["status"] != c.status {
 				t.Errorf("the check ignoring its context, taking %s: %v, want %s", c.delay, s, c.status)
 			}
-			time.Sleep(c.delay + time.Second) // the stuck check returns, and the cached round expires
+			// Fake time (the bubble's clock), moved to the later of the two moments the next case
+			// needs: the stuck check has returned (delay after the round began), and the round is as
+			// old as cacheFor (1s). Both are then asserted, not assumed.
+			time.Sleep(time.Until(start.Add(max(c.delay, time.Second))))
 			synctest.Wait()
+			if stuck.returned.Load() != stuck.calls.Load() {
+				t.Fatalf("after a round taking %s: the check ignoring its context has not returned", c.delay)
+			}
+			if age := time.Since(snap.at); age < time.Second {
+				t.Fatalf("after a round taking %s: the cached round is %s old, younger than cacheFor", c.delay, age)
+			}
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/internal/testproc"
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -28,40 +29,52 @@ func TestOAuth2Proxy(t *testing.T) {
 	exe := oauth2ProxyPath(t)
 	upstream := listen(t)
 	serveUpstream(t, upstream)
-	// oauth2-proxy binds its own port and must be told its address before it starts, as must the
-	// provider its redirect URI: a free loopback port (the platform's tests do the same for processes).
-	proxyAddr := testproc.Addr(t)
-	proxy := "http://" + proxyAddr
+	// oauth2-proxy's address must be known before it starts (the provider registers its redirect URI),
+	// and it does not report the address it binds. The test binds port 0 itself and hands the listening
+	// socket over as systemd would (--http-address=fd:3, LISTEN_FDS/LISTEN_PID): no port is guessed.
+	proxyLn := listen(t)
+	proxy := "http://" + proxyLn.Addr().String()
 	const clientID, secret = "dashboard", "dashboard-secret-0123456789"
 	p := startProvider(t, config.OAuthClient{
 		ClientID: clientID, Name: "Dashboard", SecretFile: secretFile(t, secret),
 		RedirectURIs: []string{proxy + "/oauth2/callback"}, PostLogoutRedirectURIs: []string{proxy + "/signed-out"},
 	})
 	issuer, _ := url.Parse(p.Issuer)
-	cmd := exec.Command(exe,
+	// sh sets LISTEN_PID to its own pid and execs oauth2-proxy in place (the pid is kept): the systemd
+	// protocol hands a socket only to the process LISTEN_PID names, which is unknown before the start.
+	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, exe,
 		"--provider=oidc", "--oidc-issuer-url="+p.Issuer, "--client-id="+clientID, "--client-secret="+secret,
 		"--code-challenge-method=S256", "--scope=openid email profile offline_access",
-		"--http-address="+proxyAddr, "--upstream=http://"+upstream.Addr().String()+"/",
-		"--cookie-secret=0123456789abcdef0123456789abcdef", "--cookie-secure=false", "--cookie-refresh=1s",
+		"--http-address=fd:3", "--upstream=http://"+upstream.Addr().String()+"/",
+		"--cookie-secret=0123456789abcdef0123456789abcdef", "--cookie-secure=false", "--cookie-refresh="+cookieRefresh.String(),
 		"--email-domain=*", "--insecure-oidc-allow-unverified-email", // we send email_verified: false
 		"--skip-provider-button", "--pass-access-token", "--pass-authorization-header",
 		"--whitelist-domain="+issuer.Host, "--request-logging=false")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LISTEN_FDS=1"}
+	sock, err := proxyLn.(*net.TCPListener).File() // a duplicate of the listening socket, for the child
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.ExtraFiles = []*os.File{sock} // fd 3
 	proc := testproc.StartCmd(t, cmd)
+	sock.Close()
+	proxyLn.Close() // the child holds the socket now; connections wait in its backlog until it accepts
 	proc.WaitReady(t, proxy+"/ping", 30*time.Second)
 
 	// Sign in: the dashboard sends the browser to the hosted page and back, then serves the upstream.
 	b := newBrowser(t)
+	sent := time.Now()
 	first := upstreamSaw(t, b, proxy)
+	done := time.Now()
 	if first.Email != email || first.AccessToken == "" || !strings.HasPrefix(first.Authorization, "Bearer ey") {
 		t.Fatalf("the upstream saw %+v", first)
 	}
 
 	// Refresh with rotation: once the session is older than --cookie-refresh, oauth2-proxy refreshes it
-	// at the next request. Two refreshes in a row prove it kept the rotated refresh token (reusing the
-	// spent one would have revoked the grant).
-	second := waitForNewToken(t, b, proxy, first)
-	third := waitForNewToken(t, b, proxy, second)
+	// at the next request, and not before. Two refreshes in a row prove it kept the rotated refresh
+	// token (reusing the spent one would have revoked the grant).
+	second, sent, done := refreshAtDue(t, b, proxy, first, sent, done)
+	third, _, _ := refreshAtDue(t, b, proxy, second, sent, done)
 
 	t.Run("wrong verifier", func(t *testing.T) {
 		// A code minted for one login attempt, delivered to another (code injection): oauth2-proxy
@@ -77,12 +90,9 @@ func TestOAuth2Proxy(t *testing.T) {
 			t.Fatalf("a code redeemed with another verifier: %d %s", pg.Status, pg.Header.Get("Location"))
 		}
 		// Its log (copied from the process asynchronously) names the provider's refusal.
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(proc.Output(), `"invalid_grant"`); {
-			if time.Now().After(deadline) {
-				t.Fatal("oauth2-proxy did not log the provider's invalid_grant")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.For(t, 5*time.Second, "oauth2-proxy logging the provider's invalid_grant", func() bool {
+			return strings.Contains(proc.Output(), `"invalid_grant"`)
+		})
 	})
 	t.Run("foreign redirect URI", func(t *testing.T) {
 		// Reached under another name, oauth2-proxy derives another redirect URI from the Host header
@@ -103,6 +113,7 @@ func TestOAuth2Proxy(t *testing.T) {
 
 	// Revocation: the grant is revoked at the provider; oauth2-proxy's next refresh fails and the
 	// session ends (the browser is sent to sign in again).
+	revoked := time.Now() // every refresh of the session so far happened before
 	form := url.Values{"token": {third.AccessToken}}
 	req, _ := http.NewRequest(http.MethodPost, p.Issuer+"/oauth2/revoke", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -112,12 +123,9 @@ func TestOAuth2Proxy(t *testing.T) {
 		t.Fatalf("revocation: %v %v", res, err)
 	}
 	res.Body.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for b.get(proxy+"/").Status == http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the upstream is still served after the grant was revoked")
-		}
-		time.Sleep(100 * time.Millisecond) // the session must age past --cookie-refresh
+	waitRefreshDue(revoked)
+	if pg := b.get(proxy + "/"); pg.Status == http.StatusOK {
+		t.Fatalf("the upstream is still served at oauth2-proxy's refresh after the grant was revoked:\n%.400s", pg.Body)
 	}
 
 	// RP-initiated logout through oauth2-proxy's sign_out with the provider's end_session endpoint as
@@ -166,25 +174,60 @@ func decodeUpstream(t *testing.T, pg page) upstreamView {
 	return v
 }
 
-// waitForNewToken asks the dashboard again until oauth2-proxy has refreshed the session (the
-// upstream sees a new access token), without a trip through the sign-in: each answer is the
-// upstream's own.
-func waitForNewToken(t *testing.T, b *browser, proxy string, last upstreamView) upstreamView {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		v := decodeUpstream(t, b.get(proxy+"/"))
-		if v.AccessToken != last.AccessToken {
-			if v.Email != email || v.Authorization == last.Authorization {
-				t.Fatalf("after a refresh the upstream saw %+v (the ID token must be the refreshed one)", v)
-			}
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("oauth2-proxy never refreshed the session")
-		}
-		time.Sleep(100 * time.Millisecond) // the session must age past --cookie-refresh (1 s)
+// cookieRefresh is oauth2-proxy's --cookie-refresh, in whole seconds.
+const cookieRefresh = time.Second
+
+// oauth2-proxy refreshes the session at a request when the session's age exceeds --cookie-refresh,
+// the age being oauth2-proxy's wall clock truncated to the second less the session's CreatedAt
+// (sessions.SessionState.Age). That clock cannot be injected: oauth2-proxy is another process, and its
+// SessionState.Clock is a hook for its own Go tests. So these are the waits on time itself: until the
+// wall clock that both processes read reaches a moment computed from that rule. Nothing is polled: a
+// request at that moment must see the refresh, or not.
+
+// waitRefreshDue waits until oauth2-proxy is certain to refresh a session created or last refreshed
+// before the moment given: the first whole second at which the age exceeds --cookie-refresh.
+func waitRefreshDue(before time.Time) {
+	sleepUntil(before.Add(cookieRefresh).Truncate(time.Second).Add(time.Second))
+}
+
+// sleepUntil waits until the wall clock reads at least when.
+func sleepUntil(when time.Time) {
+	when = when.Round(0) // the wall clock, not this process's monotonic one: oauth2-proxy reads the wall clock
+	for d := time.Until(when); d > 0; d = time.Until(when) {
+		time.Sleep(d) // oauth2-proxy's clock: see above
 	}
+}
+
+// refreshAtDue checks that oauth2-proxy refreshes the session when it is due, and not before. last is
+// what the upstream saw at the request that created or last refreshed the session, sent and answered
+// at the times given (the session's CreatedAt is between). It returns what the upstream saw after the
+// refresh, and when that request was sent and answered.
+func refreshAtDue(t *testing.T, b *browser, proxy string, last upstreamView, sent, done time.Time) (upstreamView, time.Time, time.Time) {
+	t.Helper()
+	// Not yet: --cookie-refresh (whole seconds) after the second the last request was answered in, the
+	// age is at most --cookie-refresh if that request was also sent in that second (CreatedAt is after
+	// the send) and oauth2-proxy answers within the second. That is the oldest the session can be and not
+	// be refreshed; a shorter --cookie-refresh refreshes it there. (When the premises do not hold, on a
+	// slow machine, only the refresh at the due time is checked.)
+	probe := done.Round(0).Truncate(time.Second).Add(cookieRefresh)
+	sleepUntil(probe)
+	v := decodeUpstream(t, b.get(proxy+"/"))
+	sameSecond := sent.Round(0).Truncate(time.Second).Equal(done.Round(0).Truncate(time.Second))
+	if sameSecond && time.Now().Before(probe.Add(time.Second)) && v.AccessToken != last.AccessToken {
+		t.Fatalf("oauth2-proxy refreshed a session not older than --cookie-refresh (%s)", cookieRefresh)
+	}
+	// Due: the next whole second.
+	waitRefreshDue(done)
+	sent = time.Now()
+	v = decodeUpstream(t, b.get(proxy+"/"))
+	done = time.Now()
+	if v.AccessToken == last.AccessToken {
+		t.Fatalf("oauth2-proxy did not refresh a session older than --cookie-refresh (%s)", cookieRefresh)
+	}
+	if v.Email != email || v.Authorization == last.Authorization {
+		t.Fatalf("after a refresh the upstream saw %+v (the ID token must be the refreshed one)", v)
+	}
+	return v, sent, done
 }
 
 // oauth2ProxyPath is the binary hack/install-interop.sh built.

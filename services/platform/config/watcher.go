@@ -84,35 +84,51 @@ func (s *Watcher) Watch(ctx context.Context) error {
 	if err := w.Add(filepath.Dir(s.path)); err != nil {
 		return err
 	}
-	// A change between NewWatcher's read and this watch has no event of its own: compare stamps.
-	last := stampOf(s.path)
-	var debounce <-chan time.Time
-	if !last.same(s.loaded) {
-		debounce = time.After(0)
-	}
-	poll := time.NewTicker(10 * time.Second) // belt and braces for filesystems without inotify
+	poll := time.NewTicker(pollInterval) // belt and braces for filesystems without inotify
 	defer poll.Stop()
+	return s.loop(ctx, w.Events, w.Errors, poll.C, func() fileStamp { return stampOf(s.path) })
+}
+
+// The watch's timing: a burst of events reloads once, debounce after the last; the file is also
+// compared with its last reloaded version every pollInterval.
+const (
+	debounce     = 100 * time.Millisecond
+	pollInterval = 10 * time.Second
+)
+
+// loop is Watch without the fsnotify wiring: file events, watch errors and poll ticks come in on
+// channels, stamp reads the file's current stamp, and reloads go out through Reload. Apart from the
+// watcher, whose reader goroutine blocks in a system call, the loop's time is only its timers, so a test
+// can run it in a synctest bubble with channels it feeds. It returns when ctx ends or events or errs
+// closes.
+func (s *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error, poll <-chan time.Time, stamp func() fileStamp) error {
+	// A change between NewWatcher's read and this watch has no event of its own: compare stamps.
+	last := stamp()
+	var reload <-chan time.Time
+	if !last.same(s.loaded) {
+		reload = time.After(0)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-w.Events:
+		case _, ok := <-events:
 			if !ok {
 				return nil
 			}
-			debounce = time.After(100 * time.Millisecond)
-		case err, ok := <-w.Errors:
+			reload = time.After(debounce)
+		case err, ok := <-errs:
 			if !ok {
 				return nil
 			}
 			s.log.Warn("config watch error", "err", err)
-		case <-poll.C:
-			if st := stampOf(s.path); !st.same(last) {
-				debounce = time.After(0)
+		case <-poll:
+			if st := stamp(); !st.same(last) {
+				reload = time.After(0)
 			}
-		case <-debounce:
-			debounce = nil
-			last = stampOf(s.path)
+		case <-reload:
+			reload = nil
+			last = stamp()
 			_ = s.Reload()
 		}
 	}

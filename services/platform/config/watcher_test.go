@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testwait"
 )
 
 func newWatcher(t *testing.T, path string) *Watcher {
@@ -24,23 +27,18 @@ func newWatcher(t *testing.T, path string) *Watcher {
 	return s
 }
 
-// waitOrigins waits until the store serves exactly the origins want. It polls rather than trusting the
-// first reload: a slow test can be seen half-way through writing, and that reload serves the old file.
+// waitOrigins waits until the store serves exactly the origins want. It polls the condition rather than
+// trusting the first reload: a slow test can be seen half-way through writing, and that reload serves
+// the old file. The debounce itself is measured on a fake clock (watchloop_test.go); here only the
+// outcome is awaited.
 func waitOrigins(t *testing.T, s *Watcher, within time.Duration, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if got := s.Current().AllowedOrigins; slices.Equal(got, want) {
-			return
+	testwait.Until(t, within, fmt.Sprintf("origins %v", want), func() error {
+		if got := s.Current().AllowedOrigins; !slices.Equal(got, want) {
+			return fmt.Errorf("serving %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("origins %v after %s, want %v", s.Current().AllowedOrigins, within, want)
-		}
-		select {
-		case <-s.Reloaded():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 func TestWatcher_ReloadsWhenTheFileIsRewritten(t *testing.T) {
