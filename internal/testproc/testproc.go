@@ -14,13 +14,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/formsservice/formsservice/internal/testredis"
 )
 
 var (
@@ -71,14 +68,6 @@ func RemoveBuilds() {
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
-// Addr is 127.0.0.1:<a loopback port that was free a moment ago>. Another process can take that port
-// before the process under test binds it: prefer "127.0.0.1:0" and WaitListening, which reads the
-// address the process reports.
-func Addr(t testing.TB) string {
-	t.Helper()
-	return "127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
 }
 
 // Process is a running command.
