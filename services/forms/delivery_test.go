@@ -115,9 +115,9 @@ func expectHeldBy(t *testing.T, rdb redis.UniversalClient, consumer string, n in
 // hook is a webhook receiver that fails its first `fail` calls with 500.
 type hook struct {
 	*httptest.Server
-	mu    sync.Mutex
-	got   []notify.WebhookPayload
-	fail  atomic.Int32
+	mu   sync.Mutex
+	got  []notify.WebhookPayload
+	fail atomic.Int32
 	// every call's headers and body, failed ones included
 	headers []http.Header
 	bodies  [][]byte
