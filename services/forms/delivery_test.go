@@ -325,7 +325,7 @@ func TestDelivery_ConsumerDiedAfterReading_MessageIsTakenOverByAnotherReplica(t 
 		t.Fatal(err)
 	}
 	got, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "crashed-replica",
-		Streams: []string{contactStream, ">"}, Count: 10}).Result()
+		Streams: []string{contactStream, ">"}, Count: 10, Block: -1}).Result() // -1: no BLOCK (0 would wait forever)
 	if err != nil || len(got[0].Messages) != 1 {
 		t.Fatalf("reading as the doomed replica: %v %v", got, err)
 	}
@@ -334,6 +334,7 @@ func TestDelivery_ConsumerDiedAfterReading_MessageIsTakenOverByAnotherReplica(t 
 	survivor := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "survivor", nil)
 	// Until the message has been idle RetryAfter, its consumer may still be sending it: it is not taken.
 	waitForPasses(t, "with the message just read", survivor.svc)
+	expectHeldBy(t, h.rdb, "crashed-replica", 1)
 	agePending(t, h.rdb, retryAfter-margin)
 	waitForPasses(t, "with the message idle just short of RetryAfter", survivor.svc)
 	expectHeldBy(t, h.rdb, "crashed-replica", 1)
