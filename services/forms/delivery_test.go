@@ -112,7 +112,7 @@ func expectHeldBy(t *testing.T, rdb redis.UniversalClient, consumer string, n in
 	}
 }
 
-// hook is a webhook receiver that fails its first `fail` calls with 500.
+// hook is a webhook receiver that fails its first `fail` calls with 503.
 type hook struct {
 	*httptest.Server
 	mu   sync.Mutex
