@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -20,13 +21,15 @@ func TestDelivery_PoisonMessage_BecomesDeadLetterAfterMaxAttempts_AndRetentionPa
 	wh := startHook(t)
 	wh.fail.Store(1 << 20) // the receiver refuses this message for good
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery("", wh.URL)
+	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.MaxAttempts = 2
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 10*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
-	if n := len(wh.callTimes()); n != 2 {
+	testwait.For(t, 5*time.Second, "the first attempt", func() bool { return wh.calls() == 1 })
+	agePending(t, h.rdb, retryAfter+margin)
+	testwait.For(t, 5*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
+	if n := wh.calls(); n != 2 {
 		t.Fatalf("%d attempts, want maxAttempts = 2", n)
 	}
 	if p := pendingCount(t, h.rdb); p != 0 {
@@ -42,15 +45,15 @@ func TestDelivery_PoisonMessage_BecomesDeadLetterAfterMaxAttempts_AndRetentionPa
 	if h.counter("formsservice_forms_delivery_dead_letters_total", "channel", "webhook") != 1 {
 		t.Fatal("the dead letter is not counted")
 	}
-	waitFor(t, 5*time.Second, "the dead-letter gauge", func() bool {
+	testwait.For(t, 5*time.Second, "the dead-letter gauge", func() bool {
 		return h.counter("formsservice_forms_delivery_dead_letters") == 1
 	})
 
 	// A later message is delivered; retention then erases both: the dead one no longer holds it back.
 	wh.fail.Store(0)
 	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the second message", func() bool { return len(wh.delivered()) == 1 })
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	testwait.For(t, 5*time.Second, "the second message", func() bool { return len(wh.delivered()) == 1 })
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 	n, err := trimContactMessages(t.Context(), h.rdb, time.Hour, true, time.Now().Add(2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -64,13 +67,13 @@ func TestDelivery_FailedMessageOlderThanMaxAge_BecomesDeadLetterAtOnce(t *testin
 	wh := startHook(t)
 	wh.fail.Store(1 << 20)
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery("", wh.URL)
+	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.MaxAge = config.Duration(time.Hour)
 	// The service's clock runs two hours ahead: every message is older than maxAge at its first attempt.
 	h := newHarness(t, harnessOpts{cfg: cfg, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
-	if n := len(wh.callTimes()); n != 1 {
+	testwait.For(t, 5*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
+	if n := wh.calls(); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)
 	}
 }
@@ -106,14 +109,14 @@ func TestDeadLetters_RetryDeliversAgain_DropDeletes_ForgetErases(t *testing.T) {
 	wh := startHook(t)
 	wh.fail.Store(1 << 20)
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery("", wh.URL)
+	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.MaxAttempts = 1
 	h := newHarness(t, harnessOpts{cfg: cfg})
 	ctx := t.Context()
 	h.post("/contact", validContact).expect(t, 201, "created")
 	h.post("/contact", strings.Replace(validContact, "ada@", "grace@", 1)).expect(t, 201, "created")
 	h.post("/contact", strings.Replace(validContact, "ada@", "erased@", 1)).expect(t, 201, "created")
-	waitFor(t, 10*time.Second, "three dead letters", func() bool { return deadCount(t, h.rdb) == 3 })
+	testwait.For(t, 10*time.Second, "three dead letters", func() bool { return deadCount(t, h.rdb) == 3 })
 	dl, _ := ListDeadLetters(ctx, h.rdb)
 
 	if _, err := RetryDeadLetters(ctx, h.rdb, []string{"1-1"}); !errors.Is(err, ErrNoSuchDeadLetter) {
@@ -124,7 +127,7 @@ func TestDeadLetters_RetryDeliversAgain_DropDeletes_ForgetErases(t *testing.T) {
 	if err != nil || len(moved) != 1 || moved[dl[0].ID] == "" {
 		t.Fatalf("retry: %v, %v", moved, err)
 	}
-	waitFor(t, 5*time.Second, "the retried message", func() bool { return len(wh.delivered()) == 1 })
+	testwait.For(t, 5*time.Second, "the retried message", func() bool { return len(wh.delivered()) == 1 })
 	if got := wh.delivered()[0].Contact.Email; got != "ada@example.com" {
 		t.Fatalf("delivered %q", got)
 	}

@@ -34,6 +34,11 @@ import (
 // to send, however many messages its batch holds or however slow the targets before them were.
 // Delivery is at least once: a crash after sending and before XACK sends again, with the same mail
 // Message-ID.
+//
+// Two clocks: a message's idle time is Redis's (the retry schedule and take-overs), and everything the
+// worker measures itself — the age of a hold, the maintenance period, a message's age for maxAge, the
+// delivered-at stamps and the delivery lag — reads the service's clock (Options.Now), so a test can move
+// both on together.
 
 const (
 	readBatch        = 16
@@ -72,6 +77,7 @@ func (s *Service) Run(ctx context.Context) error {
 			s.log.Warn("contact delivery: store error; retrying", "err", err)
 			sleep(ctx, errorPause)
 		}
+		s.passes.Add(1)
 	}
 	return nil
 }
@@ -81,7 +87,7 @@ func (w *worker) pass(ctx context.Context) error {
 	cfg := w.s.cfg.Current()
 	d := cfg.Forms.Delivery
 	if !d.Enabled() {
-		sleep(ctx, disabledRecheck)
+		w.idle(ctx, disabledRecheck)
 		return nil
 	}
 	if w.targets == nil || w.targets.cfg != cfg {
@@ -91,7 +97,7 @@ func (w *worker) pass(ctx context.Context) error {
 			w.targets = &deliveryTargets{cfg: cfg, senders: senders}
 		case w.targets == nil || len(w.targets.senders) == 0:
 			w.badTargets(cfg, err, "nothing is delivered until it is fixed")
-			sleep(ctx, disabledRecheck)
+			w.idle(ctx, disabledRecheck)
 			return nil
 		default:
 			// A reloaded configuration whose webhook file cannot be used: keep delivering to the last good
@@ -109,9 +115,13 @@ func (w *worker) pass(ctx context.Context) error {
 	if err := w.retryDue(ctx, d); err != nil {
 		return w.storeErr(err)
 	}
+	block := min(readBlock, d.RetryAfter.D()/2) // come back in time for due retries
+	if w.s.workerWait > 0 {
+		block = w.s.workerWait
+	}
 	streams, err := w.s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: deliveryGroup, Consumer: w.s.consumer, Streams: []string{contactStream, ">"},
-		Count: readBatch, Block: min(readBlock, d.RetryAfter.D()/2), // come back in time for due retries
+		Count: readBatch, Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil
@@ -120,7 +130,7 @@ func (w *worker) pass(ctx context.Context) error {
 		return w.storeErr(err)
 	}
 	for _, st := range streams {
-		h := newHold(st.Messages)
+		h := newHold(st.Messages, w.s.now())
 		for i, msg := range st.Messages {
 			h.current = i
 			w.deliver(ctx, d, msg, 1, h)
@@ -192,7 +202,7 @@ func (w *worker) retryDue(ctx context.Context, d config.Delivery) error {
 			}
 			for _, msg := range msgs {
 				// XCLAIM counted this delivery: it is attempt RetryCount+1.
-				w.deliver(ctx, d, msg, p.RetryCount+1, newHold([]redis.XMessage{msg}))
+				w.deliver(ctx, d, msg, p.RetryCount+1, newHold([]redis.XMessage{msg}, w.s.now()))
 			}
 			if ctx.Err() != nil {
 				return nil
@@ -227,13 +237,13 @@ func backoff(n int64, d config.Delivery) time.Duration {
 type hold struct {
 	ids     []string        // the messages read together, in order
 	current int             // ids[current:] are not finished yet
-	at      time.Time       // when they were read, claimed or last renewed
+	at      time.Time       // when they were read, claimed or last renewed (by the service's clock)
 	lost    map[string]bool // taken over by another replica (or acknowledged elsewhere): not to be sent
 	failed  bool            // a renewal failed (the store is failing): the rest stay pending for retryDue
 }
 
-func newHold(msgs []redis.XMessage) *hold {
-	h := &hold{at: time.Now(), lost: map[string]bool{}}
+func newHold(msgs []redis.XMessage, now time.Time) *hold {
+	h := &hold{at: now, lost: map[string]bool{}}
 	for _, m := range msgs {
 		h.ids = append(h.ids, m.ID)
 	}
@@ -262,7 +272,7 @@ func (w *worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 	if h.failed {
 		return false // asked once and logged once per batch
 	}
-	if time.Since(h.at) >= d.Timeout.D()/2 {
+	if now := w.s.now(); now.Sub(h.at) >= d.Timeout.D()/2 {
 		args := []any{deliveryGroup, w.s.consumer}
 		for _, r := range h.ids[h.current:] {
 			if !h.lost[r] {
@@ -279,7 +289,7 @@ func (w *worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 			h.lost[l] = true
 			w.s.log.Info("contact delivery: another replica took a message over; not sending it twice", "id", l)
 		}
-		h.at = time.Now()
+		h.at = now
 	}
 	return !h.lost[id]
 }
@@ -328,7 +338,7 @@ func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		}
 		if len(senders) > 1 {
 			pipe := s.rdb.TxPipeline()
-			pipe.HSet(ctx, deliveredKey(msg.ID), ch, time.Now().UTC().Format(time.RFC3339))
+			pipe.HSet(ctx, deliveredKey(msg.ID), ch, s.now().UTC().Format(time.RFC3339))
 			pipe.Expire(ctx, deliveredKey(msg.ID), deliveredTTL)
 			_, _ = pipe.Exec(ctx)
 		}
@@ -347,7 +357,7 @@ func (w *worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		s.log.Warn("contact delivery: acknowledging failed; the message may be sent again", "id", msg.ID, "err", err)
 		return
 	}
-	s.m.deliveryLag.Observe(time.Since(streamTime(msg.ID)).Seconds())
+	s.m.deliveryLag.Observe(s.now().Sub(streamTime(msg.ID)).Seconds())
 	s.log.Info("contact message delivered", "id", msg.ID, "channels", len(senders))
 }
 
@@ -423,13 +433,14 @@ func webhookURL(w config.Webhook) (string, error) {
 // past their retention, and forgetting consumers of replicas long gone. Every replica does it; both are
 // idempotent.
 func (w *worker) maintain(ctx context.Context) {
-	if !w.lastSweep.IsZero() && time.Since(w.lastSweep) < maintenanceEvery {
+	now := w.s.now()
+	if !w.lastSweep.IsZero() && now.Sub(w.lastSweep) < maintenanceEvery {
 		return
 	}
-	w.lastSweep = time.Now()
+	w.lastSweep = now
 	f := w.s.cfg.Current().Forms
 	if r := f.ContactRetention.D(); r > 0 {
-		n, err := trimContactMessages(ctx, w.s.rdb, r, f.Delivery.Enabled(), w.s.now())
+		n, err := trimContactMessages(ctx, w.s.rdb, r, f.Delivery.Enabled(), now)
 		if err != nil {
 			w.s.log.Warn("contact retention: trimming failed", "err", err)
 		} else if n > 0 {
@@ -454,6 +465,14 @@ func (w *worker) sweepConsumers(ctx context.Context) {
 			_ = w.s.rdb.XGroupDelConsumer(ctx, contactStream, deliveryGroup, c.Name).Err()
 		}
 	}
+}
+
+// idle waits d for something to do, or the shorter workerWait a test harness set.
+func (w *worker) idle(ctx context.Context, d time.Duration) {
+	if w.s.workerWait > 0 {
+		d = w.s.workerWait
+	}
+	sleep(ctx, d)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -3,6 +3,7 @@ package forms
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,19 +17,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/forms/internal/smtptest"
 	"github.com/formsservice/formsservice/services/forms/notify"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// Short delivery timings for tests: an attempt gets 500 ms (room for a loaded CI machine: an attempt
-// that times out after the receiver took the message sends it twice), a failed or abandoned message is
-// retried after 1 s, then 2 s.
-func fastDelivery(smtpAddr, webhookURL string) config.Delivery {
+// Delivery timings for tests. Nothing is retried or taken over by real time: a test moves the delivery
+// group's idle times on with agePending (and a worker's own clock with testClock), and waits for whole
+// worker passes (waitForPasses) before saying that something did not happen. An attempt gets 10 s of
+// real time, ample on a loaded machine (an attempt that times out after the receiver took the message
+// sends it twice).
+const (
+	retryAfter       = time.Minute
+	maxRetryInterval = 3 * time.Minute // between 2× and 4× retryAfter: both the doubling and the cap show
+	// margin is how far from a boundary a test ages a message: more than the real time that can pass
+	// between the aging and the worker's look at it, however slow the machine.
+	margin = 10 * time.Second
+	// testWorkerWait is how long a test's worker waits for work in one pass (see Service.workerWait).
+	testWorkerWait = 20 * time.Millisecond
+)
+
+func testDelivery(smtpAddr, webhookURL string) config.Delivery {
 	d := config.Delivery{
-		Timeout:          config.Duration(500 * time.Millisecond),
-		RetryAfter:       config.Duration(time.Second),
-		MaxRetryInterval: config.Duration(2 * time.Second),
+		Timeout:          config.Duration(10 * time.Second),
+		RetryAfter:       config.Duration(retryAfter),
+		MaxRetryInterval: config.Duration(maxRetryInterval),
 	}
 	if smtpAddr != "" {
 		d.SMTP = &config.SMTP{Addr: smtpAddr, From: "forms@example.net", To: []string{"team@example.net"}}
@@ -39,13 +53,71 @@ func fastDelivery(smtpAddr, webhookURL string) config.Delivery {
 	return d
 }
 
-// hook is a webhook receiver that fails its first `fail` calls with 500.
+// agePendingScript adds ARGV[2] ms to the idle time of every pending message of group ARGV[1], keeping
+// its consumer and its delivery count: XCLAIM to the consumer that holds it, with IDLE, and JUSTID, which
+// leaves the count alone. It answers how many messages it aged.
+var agePendingScript = redis.NewScript(`
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 10000)
+for _, p in ipairs(pending) do
+  redis.call('XCLAIM', KEYS[1], ARGV[1], p[2], 0, p[1], 'IDLE', p[3] + tonumber(ARGV[2]), 'JUSTID')
+end
+return #pending`)
+
+// agePending stands in for d passing on Redis's clock for the delivery group: every pending message has
+// been idle d longer, atomically (no worker sees half of it). Redis's clock cannot be injected; its idle
+// times can be set. It fails the test when nothing is pending.
+func agePending(t *testing.T, rdb redis.UniversalClient, d time.Duration) {
+	t.Helper()
+	n, err := agePendingScript.Run(t.Context(), rdb, []string{contactStream}, deliveryGroup, d.Milliseconds()).Int()
+	if err != nil {
+		t.Fatalf("aging the pending messages: %v", err)
+	}
+	if n == 0 {
+		t.Fatal("agePending: nothing is pending")
+	}
+}
+
+// advance moves time on by d for a worker and for Redis together: its clock, and the idle time of every
+// pending message.
+func advance(t *testing.T, rdb redis.UniversalClient, clk *testClock, d time.Duration) {
+	t.Helper()
+	agePending(t, rdb, d)
+	clk.Advance(d)
+}
+
+// waitForPasses waits until each service's delivery worker has completed a whole pass that started
+// after the call: what stands in for "the worker had its chance" before a test says nothing happened.
+func waitForPasses(t *testing.T, what string, svcs ...*Service) {
+	t.Helper()
+	for _, s := range svcs {
+		n0 := s.passes.Load()
+		testwait.For(t, 10*time.Second, "a whole worker pass ("+s.consumer+") "+what, func() bool { return s.passes.Load() >= n0+2 })
+	}
+}
+
+// heldBy is who holds the pending messages: consumer -> count.
+func heldBy(t *testing.T, rdb redis.UniversalClient) map[string]int64 {
+	t.Helper()
+	p, err := rdb.XPending(t.Context(), contactStream, deliveryGroup).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Consumers
+}
+
+func expectHeldBy(t *testing.T, rdb redis.UniversalClient, consumer string, n int64) {
+	t.Helper()
+	if got := heldBy(t, rdb); len(got) != 1 || got[consumer] != n {
+		t.Fatalf("pending messages held by %v, want %d by %s", got, n, consumer)
+	}
+}
+
+// hook is a webhook receiver that fails its first `fail` calls with 503.
 type hook struct {
 	*httptest.Server
-	mu    sync.Mutex
-	calls []time.Time
-	got   []notify.WebhookPayload
-	fail  atomic.Int32
+	mu   sync.Mutex
+	got  []notify.WebhookPayload
+	fail atomic.Int32
 	// every call's headers and body, failed ones included
 	headers []http.Header
 	bodies  [][]byte
@@ -58,7 +130,6 @@ func startHook(t *testing.T) *hook {
 		body, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(body, &p)
 		h.mu.Lock()
-		h.calls = append(h.calls, time.Now())
 		h.headers, h.bodies = append(h.headers, r.Header.Clone()), append(h.bodies, body)
 		h.mu.Unlock()
 		if h.fail.Add(-1) >= 0 {
@@ -80,30 +151,37 @@ func (h *hook) delivered() []notify.WebhookPayload {
 	return append([]notify.WebhookPayload(nil), h.got...)
 }
 
-func (h *hook) callTimes() []time.Time {
+// calls counts the calls, failed ones included.
+func (h *hook) calls() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]time.Time(nil), h.calls...)
+	return len(h.bodies)
 }
 
-// worker is a delivery worker of its own (another replica, or one that the test kills).
+// testWorker is a delivery worker of its own (another replica, or one that the test kills).
 type testWorker struct {
 	svc  *Service
 	reg  *prometheus.Registry
 	stop func()
 }
 
-func startWorker(t *testing.T, rdb redis.UniversalClient, d config.Delivery, name string) *testWorker {
+// startWorker runs a delivery worker named name; clk, when not nil, is its clock.
+func startWorker(t *testing.T, rdb redis.UniversalClient, d config.Delivery, name string, clk *testClock) *testWorker {
 	t.Helper()
 	src := &liveSource{}
 	cfg := testConfig()
 	cfg.Forms.Delivery = d
 	src.set(t, cfg)
 	reg := prometheus.NewRegistry()
-	svc, err := New(Options{Config: src, Redis: rdb, Registerer: reg, ConsumerName: name})
+	o := Options{Config: src, Redis: rdb, Registerer: reg, ConsumerName: name}
+	if clk != nil {
+		o.Now = clk.Now
+	}
+	svc, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc.workerWait = testWorkerWait
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = svc.Run(ctx); close(done) }()
@@ -111,6 +189,11 @@ func startWorker(t *testing.T, rdb redis.UniversalClient, d config.Delivery, nam
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
 	return &testWorker{svc: svc, reg: reg, stop: stop}
+}
+
+// attempts counts the worker's SMTP attempts.
+func (w *testWorker) attempts() float64 {
+	return testutil.ToFloat64(w.svc.m.deliveryAttempts.WithLabelValues("smtp"))
 }
 
 func pendingCount(t *testing.T, rdb redis.UniversalClient) int64 {
@@ -126,7 +209,7 @@ func TestDelivery_ContactMessage_IsMailedAndPostedToWebhook(t *testing.T) {
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	wh := startHook(t)
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery(mailSrv.Addr, wh.URL)
+	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, wh.URL)
 	h := newHarness(t, harnessOpts{cfg: cfg}) // the app's own worker delivers
 
 	h.post("/contact", `{"name":"Ada","email":"Ada@Example.com","message":"Please call me back <soon> & thanks.","topic":"support"}`).
@@ -135,12 +218,12 @@ func TestDelivery_ContactMessage_IsMailedAndPostedToWebhook(t *testing.T) {
 	if !strings.Contains(mails[0].Data, "Reply-To: \"Ada\" <Ada@Example.com>") || !strings.Contains(mails[0].Data, "Please call me back <soon> & thanks.") {
 		t.Fatalf("mail:\n%s", mails[0].Data)
 	}
-	waitFor(t, 5*time.Second, "the webhook", func() bool { return len(wh.delivered()) == 1 })
+	testwait.For(t, 5*time.Second, "the webhook", func() bool { return len(wh.delivered()) == 1 })
 	p := wh.delivered()[0]
 	if p.Contact.Topic != "support" || !strings.Contains(p.Text, "&lt;soon&gt; &amp; thanks") {
 		t.Fatalf("webhook payload %+v", p)
 	}
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 	if h.counter("formsservice_forms_delivery_attempts_total", "channel", "smtp") != 1 ||
 		h.counter("formsservice_forms_delivery_attempts_total", "channel", "webhook") != 1 {
 		t.Fatal("attempts not counted")
@@ -154,32 +237,40 @@ func TestDelivery_ContactMessage_IsMailedAndPostedToWebhook(t *testing.T) {
 	}
 }
 
+// The retry schedule, exactly: a failed message is tried again once it has been idle RetryAfter, then
+// twice that, then at most MaxRetryInterval; never before. The channel that took it (mail) is not sent
+// to again.
 func TestDelivery_FailingWebhook_IsRetriedWithBackoffWithoutResendingMail(t *testing.T) {
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	wh := startHook(t)
-	wh.fail.Store(2)
+	wh.fail.Store(3)
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery(mailSrv.Addr, wh.URL)
+	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, wh.URL)
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 10*time.Second, "the webhook after two failures", func() bool { return len(wh.delivered()) == 1 })
-	calls := wh.callTimes()
-	if len(calls) != 3 {
-		t.Fatalf("%d webhook calls, want 3", len(calls))
+	// after failure n, the wait before attempt n+1: RetryAfter × 2^(n−1), capped at MaxRetryInterval
+	for n, wait := range []time.Duration{retryAfter, 2 * retryAfter, maxRetryInterval} {
+		calls := n + 1
+		testwait.For(t, 5*time.Second, fmt.Sprintf("webhook call %d", calls), func() bool { return wh.calls() == calls })
+		agePending(t, h.rdb, wait-margin)
+		waitForPasses(t, "with the message idle just short of its backoff", h.svc)
+		if got := wh.calls(); got != calls {
+			t.Fatalf("attempt %d came before the message had been idle %s (%d calls)", calls+1, wait, got)
+		}
+		agePending(t, h.rdb, 2*margin)
+		testwait.For(t, 5*time.Second, fmt.Sprintf("attempt %d once the message has been idle %s", calls+1, wait),
+			func() bool { return wh.calls() == calls+1 })
 	}
-	// Backoff: the first retry after ~RetryAfter (1 s), the second after twice that.
-	if d := calls[1].Sub(calls[0]); d < 950*time.Millisecond {
-		t.Errorf("first retry after %s, want >= 1s", d)
-	}
-	if d := calls[2].Sub(calls[1]); d < 1950*time.Millisecond {
-		t.Errorf("second retry after %s, want >= 2s", d)
-	}
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	testwait.For(t, 5*time.Second, "the webhook after three failures", func() bool { return len(wh.delivered()) == 1 })
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 	if n := len(mailSrv.Mails()); n != 1 {
 		t.Fatalf("%d mails, want 1: a webhook retry must not resend the mail", n)
 	}
-	if h.counter("formsservice_forms_delivery_failures_total", "channel", "webhook") != 2 {
+	if n := h.counter("formsservice_forms_delivery_attempts_total", "channel", "smtp"); n != 1 {
+		t.Fatalf("%v SMTP attempts, want 1", n)
+	}
+	if h.counter("formsservice_forms_delivery_failures_total", "channel", "webhook") != 3 {
 		t.Fatal("failures not counted")
 	}
 }
@@ -188,9 +279,16 @@ func TestDelivery_SMTPTemporaryFailure_IsRetried(t *testing.T) {
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	mailSrv.FailNext(1)
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery(mailSrv.Addr, "")
+	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, "")
 	h := newHarness(t, harnessOpts{cfg: cfg})
 	h.post("/contact", validContact).expect(t, 201, "created")
+	testwait.For(t, 5*time.Second, "the refused transaction", func() bool { return mailSrv.Sessions() == 1 })
+	agePending(t, h.rdb, retryAfter-margin)
+	waitForPasses(t, "with the message idle just short of RetryAfter", h.svc)
+	if n := mailSrv.Sessions(); n != 1 {
+		t.Fatalf("%d SMTP transactions before RetryAfter, want 1", n)
+	}
+	agePending(t, h.rdb, 2*margin)
 	mailSrv.Wait(t, 1, 5*time.Second)
 	if mailSrv.Sessions() != 2 {
 		t.Fatalf("%d SMTP transactions, want 2", mailSrv.Sessions())
@@ -200,10 +298,10 @@ func TestDelivery_SMTPTemporaryFailure_IsRetried(t *testing.T) {
 func TestDelivery_StoredWhileNoDeliveryConfigured_IsDeliveredOnceConfigured(t *testing.T) {
 	h := newHarness(t, harnessOpts{}) // no delivery target: the worker idles
 	h.post("/contact", validContact).expect(t, 201, "created")
-	time.Sleep(300 * time.Millisecond)
+	waitForPasses(t, "without a delivery target", h.svc)
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery(mailSrv.Addr, "")
+	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, "")
 	h.src.set(t, cfg) // a live reload
 	mailSrv.Wait(t, 1, 5*time.Second)
 }
@@ -214,9 +312,9 @@ func TestDelivery_ProcessDiedBetweenStoreAndDelivery_MessageIsDeliveredLater(t *
 	h.post("/contact", validContact).expect(t, 201, "created")
 
 	mailSrv := smtptest.Start(t, smtptest.Options{})
-	startWorker(t, h.rdb, fastDelivery(mailSrv.Addr, ""), "replica-after-restart")
+	startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "replica-after-restart", nil)
 	mailSrv.Wait(t, 1, 5*time.Second)
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 }
 
 func TestDelivery_ConsumerDiedAfterReading_MessageIsTakenOverByAnotherReplica(t *testing.T) {
@@ -227,87 +325,128 @@ func TestDelivery_ConsumerDiedAfterReading_MessageIsTakenOverByAnotherReplica(t 
 		t.Fatal(err)
 	}
 	got, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "crashed-replica",
-		Streams: []string{contactStream, ">"}, Count: 10}).Result()
+		Streams: []string{contactStream, ">"}, Count: 10, Block: -1}).Result() // -1: no BLOCK (0 would wait forever)
 	if err != nil || len(got[0].Messages) != 1 {
 		t.Fatalf("reading as the doomed replica: %v %v", got, err)
 	}
 
 	mailSrv := smtptest.Start(t, smtptest.Options{})
-	start := time.Now()
-	startWorker(t, h.rdb, fastDelivery(mailSrv.Addr, ""), "survivor")
-	mailSrv.Wait(t, 1, 5*time.Second)
-	if time.Since(start) > 4*time.Second {
-		t.Errorf("took %s", time.Since(start))
+	survivor := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "survivor", nil)
+	// Until the message has been idle RetryAfter, its consumer may still be sending it: it is not taken.
+	waitForPasses(t, "with the message just read", survivor.svc)
+	expectHeldBy(t, h.rdb, "crashed-replica", 1)
+	agePending(t, h.rdb, retryAfter-margin)
+	waitForPasses(t, "with the message idle just short of RetryAfter", survivor.svc)
+	expectHeldBy(t, h.rdb, "crashed-replica", 1)
+	if n := mailSrv.Sessions(); n != 0 {
+		t.Fatalf("taken over and sent before RetryAfter (%d SMTP transactions)", n)
 	}
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	agePending(t, h.rdb, 2*margin)
+	mailSrv.Wait(t, 1, 5*time.Second)
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 }
 
 func TestDelivery_WorkerKilledMidDelivery_AnotherWorkerDelivers(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	mailSrv.StallNext(1) // the first worker's SMTP transaction hangs
-	d := fastDelivery(mailSrv.Addr, "")
-	d.Timeout = config.Duration(5 * time.Second) // it would wait long...
-	d.RetryAfter = config.Duration(10 * time.Second)
-	first := startWorker(t, h.rdb, d, "doomed")
+	d := testDelivery(mailSrv.Addr, "")
+	first := startWorker(t, h.rdb, d, "doomed", nil)
 
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the first worker to be mid-delivery", func() bool { return mailSrv.Sessions() == 1 })
-	first.stop() // ...but is killed mid-attempt: the message stays pending under its name, unacknowledged
-	if pendingCount(t, h.rdb) != 1 {
-		t.Fatal("the killed worker's message is not pending")
-	}
+	testwait.For(t, 5*time.Second, "the first worker to be mid-delivery", func() bool { return mailSrv.Sessions() == 1 })
+	first.stop() // killed mid-attempt: the message stays pending under its name, unacknowledged
+	expectHeldBy(t, h.rdb, "doomed", 1)
 
-	second := startWorker(t, h.rdb, fastDelivery(mailSrv.Addr, ""), "survivor")
+	second := startWorker(t, h.rdb, d, "survivor", nil)
+	agePending(t, h.rdb, retryAfter-margin)
+	waitForPasses(t, "with the message idle just short of RetryAfter", second.svc)
+	expectHeldBy(t, h.rdb, "doomed", 1)
+	agePending(t, h.rdb, 2*margin)
 	mailSrv.Wait(t, 1, 5*time.Second)
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
-	_ = second
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	if n := mailSrv.Sessions(); n != 2 {
+		t.Fatalf("%d SMTP transactions, want 2 (the killed one and the survivor's)", n)
+	}
 }
 
 func TestDelivery_TwoReplicas_DeliverEachMessageOnce(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	mailSrv := smtptest.Start(t, smtptest.Options{})
-	startWorker(t, h.rdb, fastDelivery(mailSrv.Addr, ""), "a")
-	startWorker(t, h.rdb, fastDelivery(mailSrv.Addr, ""), "b")
+	a := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "a", nil)
+	b := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "b", nil)
 	for range 20 {
 		h.post("/contact", validContact).expect(t, 201, "created")
 	}
 	mailSrv.Wait(t, 20, 10*time.Second)
-	waitFor(t, 2*time.Second, "the acknowledgements", func() bool { return pendingCount(t, h.rdb) == 0 })
-	time.Sleep(1200 * time.Millisecond) // longer than RetryAfter: nothing is sent again
+	testwait.For(t, 2*time.Second, "the acknowledgements", func() bool { return pendingCount(t, h.rdb) == 0 })
+	waitForPasses(t, "after the last acknowledgement", a.svc, b.svc) // nothing is sent again
 	if n := len(mailSrv.Mails()); n != 20 {
 		t.Fatalf("%d mails for 20 messages", n)
+	}
+	if n := a.attempts() + b.attempts(); n != 20 {
+		t.Fatalf("%v attempts for 20 messages (a %v, b %v)", n, a.attempts(), b.attempts())
 	}
 }
 
 // A worker that reads a batch from a slow relay holds every message of it until it is sent: another
 // replica does not take the later ones over as abandoned (which would mail them twice), even though the
-// batch takes several times RetryAfter.
+// batch takes several times RetryAfter. Once that worker is gone, the other replica does take over.
 func TestDelivery_SlowRelayBatch_NotTakenOverWhileItsWorkerIsSending(t *testing.T) {
 	h := newHarness(t, harnessOpts{}) // no worker: the messages wait in the stream
-	const n = 10
+	const n = 5
 	for range n {
 		h.post("/contact", validContact).expect(t, 201, "created")
 	}
-	mailSrv := smtptest.Start(t, smtptest.Options{Delay: 300 * time.Millisecond})
-	d := fastDelivery(mailSrv.Addr, "")
-	d.Timeout = config.Duration(time.Second)
-	d.RetryAfter = config.Duration(2 * time.Second) // the batch takes n × 300ms = 3s
-	startWorker(t, h.rdb, d, "reader")
-	waitFor(t, 5*time.Second, "the first worker to read the batch", func() bool {
+	mailSrv := smtptest.Start(t, smtptest.Options{})
+	mailSrv.Gate() // each transaction waits until the test lets it through
+	d := testDelivery(mailSrv.Addr, "")
+	d.Timeout = config.Duration(25 * time.Second) // within the 2 × Timeout ≤ RetryAfter rule
+	const sending = 20 * time.Second              // how long each message takes the relay: the batch takes 100 s
+	clk := &testClock{}
+	reader := startWorker(t, h.rdb, d, "reader", clk)
+	testwait.For(t, 5*time.Second, "the first worker to read the batch", func() bool {
 		p, err := h.rdb.XPending(t.Context(), contactStream, deliveryGroup).Result() // NOGROUP until it starts
 		return err == nil && p.Count == n
 	})
-	second := startWorker(t, h.rdb, d, "idle-replica")
+	second := startWorker(t, h.rdb, d, "idle-replica", nil)
 
-	mailSrv.Wait(t, n, 15*time.Second)
-	waitFor(t, 5*time.Second, "the acknowledgements", func() bool { return pendingCount(t, h.rdb) == 0 })
-	time.Sleep(2500 * time.Millisecond) // past RetryAfter: a wrongly taken-over message would be sent now
-	if got := len(mailSrv.Mails()); got != n {
-		t.Fatalf("%d mails for %d messages: a message was taken over while its worker was sending it", got, n)
+	for k := 1; k <= n; k++ {
+		testwait.For(t, 5*time.Second, fmt.Sprintf("the reader to send message %d", k), func() bool {
+			return mailSrv.Sessions() == k && mailSrv.Waiting() == 1
+		})
+		advance(t, h.rdb, clk, sending) // message k takes `sending` at the relay
+		n0 := second.svc.passes.Load()
+		testwait.For(t, 10*time.Second, "a whole pass of the idle replica", func() bool {
+			return second.svc.passes.Load() >= n0+2 || second.attempts() > 0
+		})
+		if c := second.attempts(); c != 0 {
+			t.Fatalf("while the reader sent message %d, the idle replica made %v attempts: %v", k, c, heldBy(t, h.rdb))
+		}
+		expectHeldBy(t, h.rdb, "reader", int64(n-k+1))
+		if k < n {
+			mailSrv.Admit(1)
+		}
 	}
-	if c := testutil.ToFloat64(second.svc.m.deliveryAttempts.WithLabelValues("smtp")); c != 0 {
-		t.Fatalf("the idle replica made %v attempts", c)
+	if got := len(mailSrv.Mails()); got != n-1 {
+		t.Fatalf("%d mails, want %d", got, n-1)
+	}
+
+	// The reader dies while sending the last message; its hold ends, and after RetryAfter the other
+	// replica takes the message over.
+	reader.stop()
+	mailSrv.Release() // the dead reader's transaction fails
+	agePending(t, h.rdb, retryAfter-margin-sending)
+	waitForPasses(t, "with the message idle just short of RetryAfter", second.svc)
+	expectHeldBy(t, h.rdb, "reader", 1)
+	agePending(t, h.rdb, 2*margin)
+	mailSrv.Wait(t, n, 5*time.Second)
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	if c := second.attempts(); c != 1 {
+		t.Fatalf("the other replica made %v attempts, want 1", c)
+	}
+	if got := len(mailSrv.Mails()); got != n {
+		t.Fatalf("%d mails for %d messages", got, n)
 	}
 }
 

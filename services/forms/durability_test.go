@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -20,7 +21,7 @@ func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
 	_, port, _ := strings.Cut(primary.Addr(), ":")
 	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
 	pc := primary.Client()
-	waitFor(t, 15*time.Second, "the replica to sync and acknowledge writes", func() bool {
+	testwait.For(t, 15*time.Second, "the replica to sync and acknowledge writes", func() bool {
 		if !strings.Contains(replica.Client().Info(t.Context(), "replication").Val(), "master_link_status:up") {
 			return false
 		}
@@ -59,7 +60,7 @@ func TestContact_PrimaryLevel_201OnlyOnceAReplicaHasIt(t *testing.T) {
 	replica.Resume()
 
 	// The client's retry with its key gets the first answer once it holds, and stores nothing new.
-	waitFor(t, 5*time.Second, "the retry to be acknowledged", func() bool {
+	testwait.For(t, 5*time.Second, "the retry to be acknowledged", func() bool {
 		return h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1), "Idempotency-Key", "k-2").code == 201
 	})
 	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 2 {
@@ -88,7 +89,7 @@ func TestContact_PrimaryLevel_SameKeyOnAnotherReplicaWhileTheFirstWaits_Returns4
 		firstAnswer = first.post("/contact", validContact, "Idempotency-Key", "double-click")
 	}()
 	pc := primary.Client()
-	waitFor(t, 5*time.Second, "the first request to wait for the replica", func() bool {
+	testwait.For(t, 5*time.Second, "the first request to wait for the replica", func() bool {
 		return strings.Contains(pc.Info(t.Context(), "clients").Val(), "blocked_clients:1")
 	})
 	a := second.post("/contact", validContact, "Idempotency-Key", "double-click")
@@ -100,7 +101,7 @@ func TestContact_PrimaryLevel_SameKeyOnAnotherReplicaWhileTheFirstWaits_Returns4
 	firstAnswer.expect(t, 502, "error")
 
 	replica.Resume()
-	waitFor(t, 5*time.Second, "the retry to be acknowledged", func() bool {
+	testwait.For(t, 5*time.Second, "the retry to be acknowledged", func() bool {
 		return second.post("/contact", validContact, "Idempotency-Key", "double-click").code == 201
 	})
 	if n := first.rdb.XLen(t.Context(), contactStream).Val(); n != 1 {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,7 +29,6 @@ func exportLines(t *testing.T, rdb redis.UniversalClient, what, format string) (
 func TestExportWaitlist_WritesEntriesOldestFirst(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.post("/waitlist", `{"email":"First@Example.com","consent":true,"name":"=HYPERLINK(\"http://evil\")","size":"51-250"}`).expect(t, 201, "created")
-	time.Sleep(2 * time.Millisecond)
 	h.post("/waitlist", `{"email":"second@example.com","consent":true,"association":"Club, \"The\"","role":"member"}`).expect(t, 201, "created")
 
 	out, n := exportLines(t, h.rdb, "waitlist", FormatCSV)

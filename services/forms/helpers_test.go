@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/testwait"
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
@@ -113,6 +114,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.svc.workerWait = testWorkerWait
 	metrics := server.NewMetrics()
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, h.svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -126,7 +128,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	go func() { done <- app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second}) }()
 	// Wait until the server answers: shutting down a Fiber app whose listener has not started yet would
 	// leave it serving forever.
-	waitFor(t, 5*time.Second, "the app to listen", func() bool {
+	testwait.For(t, 5*time.Second, "the app to listen", func() bool {
 		resp, err := http.Get(h.url + "/livez")
 		if err == nil {
 			resp.Body.Close()
@@ -246,16 +248,14 @@ func (h *harness) counter(name string, labels ...string) float64 {
 	return 0
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// testClock is a service clock (harnessOpts.now, startWorker) that runs with real time and that a test
+// moves ahead with Advance, as agePending moves the delivery group's idle times on Redis's clock: the
+// two clocks a delivery decision reads then stay in step.
+type testClock struct{ ahead atomic.Int64 }
+
+func (c *testClock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+func (c *testClock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 const (
 	validWaitlist = `{"email":"ada@example.com","consent":true}`

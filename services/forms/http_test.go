@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testwait"
 )
 
 func TestWaitlist_NewAddress_Returns201AndStoresLowerCase(t *testing.T) {
@@ -485,7 +487,7 @@ func TestForms_StoreStopped_Returns502Within2sThenRecovers(t *testing.T) {
 		}
 	}
 	h.redis.Restart()
-	waitFor(t, 5*time.Second, "the service to store again after Redis restarted", func() bool {
+	testwait.For(t, 5*time.Second, "the service to store again after Redis restarted", func() bool {
 		return h.post("/waitlist", `{"email":"c@example.com","consent":true}`).code == 201
 	})
 	h.post("/contact", validContact).expect(t, 201, "created")
@@ -505,7 +507,7 @@ func TestForms_StoreHanging_Returns502Within2s(t *testing.T) {
 		t.Fatalf("502 after %s, want within 2s", d)
 	}
 	h.redis.Resume()
-	waitFor(t, 5*time.Second, "recovery after the store resumed", func() bool {
+	testwait.For(t, 5*time.Second, "recovery after the store resumed", func() bool {
 		a := h.post("/waitlist", `{"email":"c@example.com","consent":true}`)
 		return a.code == 201 || a.code == 200
 	})

@@ -53,6 +53,14 @@ type Service struct {
 	// startTargets are the delivery targets of the configuration at start-up, built (and a webhook's
 	// urlFile read) by New so that a missing or wrong file stops the service before it serves.
 	startTargets *deliveryTargets
+
+	// passes counts the delivery worker's completed passes (Run's loop), so that a test can wait until
+	// a whole pass ran after some change instead of sleeping for "the worker had its chance".
+	passes atomic.Int64
+	// workerWait, when set (by the package's tests, before Run), replaces the worker's waits for work —
+	// the XREADGROUP block and the recheck of a configuration without targets — so that a pass takes
+	// milliseconds. It is a poll latency; no schedule depends on it (retries follow Redis idle times).
+	workerWait time.Duration
 }
 
 // liveConfig is what the request path needs from the configuration, compiled once per configuration

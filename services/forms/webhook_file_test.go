@@ -12,6 +12,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -23,9 +24,9 @@ func writeURLFile(t *testing.T, path, content string) {
 	}
 }
 
-// urlFileDelivery is fastDelivery with the webhook's address in a file.
+// urlFileDelivery is testDelivery with the webhook's address in a file.
 func urlFileDelivery(path string) config.Delivery {
-	d := fastDelivery("", "")
+	d := testDelivery("", "")
 	d.Webhook = &config.Webhook{URLFile: path}
 	return d
 }
@@ -39,18 +40,18 @@ func TestDelivery_WebhookURLFile_IsReadAtStartUpTrimmed(t *testing.T) {
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the webhook named by urlFile", func() bool { return len(first.delivered()) == 1 })
+	testwait.For(t, 5*time.Second, "the webhook named by urlFile", func() bool { return len(first.delivered()) == 1 })
 	if p := first.delivered()[0]; p.Contact.Name != "Ada Lovelace" || !strings.Contains(p.Text, "Hello there") {
 		t.Fatalf("webhook payload %+v", p)
 	}
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 
 	// The file is read at start-up: a changed Secret takes effect when the pods roll (the operator rolls
 	// them when a mounted Secret changes), not behind the running process's back.
 	writeURLFile(t, path, second.URL+"\n")
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the second message", func() bool { return len(first.delivered()) == 2 })
-	if n := len(second.callTimes()); n != 0 {
+	testwait.For(t, 5*time.Second, "the second message", func() bool { return len(first.delivered()) == 2 })
+	if n := second.calls(); n != 0 {
 		t.Fatalf("the rewritten file was read by the running service: %d calls to the new URL", n)
 	}
 }
@@ -97,10 +98,10 @@ func TestNew_WebhookURLFileUnusable_RefusesToStart(t *testing.T) {
 func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *testing.T) {
 	old, fixed := startHook(t), startHook(t)
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery("", old.URL)
+	cfg.Forms.Delivery = testDelivery("", old.URL)
 	h := newHarness(t, harnessOpts{cfg: cfg})
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the first webhook", func() bool { return len(old.delivered()) == 1 })
+	testwait.For(t, 5*time.Second, "the first webhook", func() bool { return len(old.delivered()) == 1 })
 
 	// A reload names a file that is not there yet: messages keep going to the last good target.
 	path := filepath.Join(t.TempDir(), "url")
@@ -108,7 +109,7 @@ func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *
 	next.Forms.Delivery = urlFileDelivery(path)
 	h.src.set(t, next)
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the previous webhook", func() bool { return len(old.delivered()) == 2 })
+	testwait.For(t, 5*time.Second, "the previous webhook", func() bool { return len(old.delivered()) == 2 })
 
 	// Once the file holds a good address, a later pass takes it up. Until that pass, messages still go
 	// to the previous webhook: post one at a time, each delivered once somewhere, until one reaches the
@@ -121,16 +122,16 @@ func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *
 		}
 		h.post("/contact", validContact).expect(t, 201, "created")
 		posted++
-		waitFor(t, 5*time.Second, "the message's delivery", func() bool { return len(old.delivered())+len(fixed.delivered()) == posted })
+		testwait.For(t, 5*time.Second, "the message's delivery", func() bool { return len(old.delivered())+len(fixed.delivered()) == posted })
 	}
-	waitFor(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
+	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
 	if got := len(old.delivered()) + len(fixed.delivered()); got != posted {
 		t.Fatalf("%d deliveries for %d messages", got, posted)
 	}
 	// ...and once it has, the previous webhook gets nothing more.
 	before := len(old.delivered())
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 5*time.Second, "the next message at the webhook from the file", func() bool { return len(fixed.delivered()) == posted+1-before })
+	testwait.For(t, 5*time.Second, "the next message at the webhook from the file", func() bool { return len(fixed.delivered()) == posted+1-before })
 	if n := len(old.delivered()); n != before {
 		t.Fatalf("the previous webhook got a message after the file's address was taken up (%d, was %d)", n, before)
 	}
@@ -143,12 +144,14 @@ func TestDelivery_SignedWebhook_SameIDOnEveryRetry_VerifiesWithTheSecretFile(t *
 	path := filepath.Join(t.TempDir(), "secret")
 	writeURLFile(t, path, secret+"\n")
 	cfg := testConfig()
-	cfg.Forms.Delivery = fastDelivery("", wh.URL)
+	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.Webhook.SecretFile = path
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
 	h.post("/contact", validContact).expect(t, 201, "created")
-	waitFor(t, 10*time.Second, "the webhook after one failure", func() bool { return len(wh.delivered()) == 1 })
+	testwait.For(t, 5*time.Second, "the first attempt", func() bool { return wh.calls() == 1 })
+	agePending(t, h.rdb, retryAfter+margin)
+	testwait.For(t, 5*time.Second, "the webhook after one failure", func() bool { return len(wh.delivered()) == 1 })
 	id := h.rdb.XRange(t.Context(), contactStream, "-", "+").Val()[0].ID
 	verifier, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -178,7 +181,7 @@ func TestNew_WebhookSecretFileUnusable_RefusesToStart(t *testing.T) {
 	for name, file := range map[string]string{"missing": filepath.Join(dir, "nothing"), "malformed": bad} {
 		src := &liveSource{}
 		cfg := testConfig()
-		cfg.Forms.Delivery = fastDelivery("", "http://127.0.0.1:1/hook")
+		cfg.Forms.Delivery = testDelivery("", "http://127.0.0.1:1/hook")
 		cfg.Forms.Delivery.Webhook.SecretFile = file
 		src.set(t, cfg)
 		_, err := New(Options{Config: src, Redis: rdb, Registerer: prometheus.NewRegistry()})

@@ -1,5 +1,6 @@
 // Package smtptest runs a real SMTP server (emersion/go-smtp) on a loopback port for tests: it records
-// every message it accepts, can refuse or stall the next sessions, and can require STARTTLS and AUTH.
+// every message it accepts, can refuse or stall the next sessions or hold each one until the test lets
+// it through, and can require STARTTLS and AUTH.
 package smtptest
 
 import (
@@ -42,10 +43,12 @@ type Server struct {
 	failNext int
 	stallCh  chan struct{}
 	stalls   int
+	gated    bool
+	gate     chan struct{} // one token per gated transaction let through
+	waiting  int           // transactions waiting at the gate
 	received chan struct{}
 	user     string
 	password string
-	delay    time.Duration
 	dropQuit int
 }
 
@@ -55,14 +58,12 @@ type Options struct {
 	TLS bool
 	// User and Password require AUTH PLAIN with these credentials.
 	User, Password string
-	// Delay is how long every DATA takes before it is accepted: a slow relay.
-	Delay time.Duration
 }
 
 // Start runs a server until the test ends.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
-	s := &Server{received: make(chan struct{}, 1000), user: o.User, password: o.Password, delay: o.Delay}
+	s := &Server{received: make(chan struct{}, 1000), gate: make(chan struct{}, 1000), user: o.User, password: o.Password}
 	srv := smtp.NewServer(backend{s})
 	srv.Domain = "localhost"
 	srv.ReadTimeout = 10 * time.Second
@@ -147,13 +148,40 @@ func (s *Server) StallNext(n int) {
 	s.mu.Unlock()
 }
 
-// Release lets stalled transactions go on (they then fail: the client has usually given up).
+// Gate makes every later transaction wait at DATA until Admit lets it through, and then accepts it: a
+// relay exactly as slow as the test makes it, one message at a time.
+func (s *Server) Gate() {
+	s.mu.Lock()
+	s.gated = true
+	if s.stallCh == nil {
+		s.stallCh = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// Admit lets n gated transactions through: those waiting first, then the next ones to arrive.
+func (s *Server) Admit(n int) {
+	for range n {
+		s.gate <- struct{}{}
+	}
+}
+
+// Waiting counts the transactions waiting at the gate.
+func (s *Server) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// Release lets stalled transactions, and those waiting at the gate, go on (they then fail: the client
+// has usually given up), and opens the gate for good.
 func (s *Server) Release() {
 	s.mu.Lock()
 	if s.stallCh != nil {
 		close(s.stallCh)
 		s.stallCh = nil
 	}
+	s.gated = false
 	s.mu.Unlock()
 }
 
@@ -164,7 +192,7 @@ func (s *Server) Mails() []Mail {
 	return append([]Mail(nil), s.mails...)
 }
 
-// Sessions counts DATA commands seen (accepted, failed or stalled).
+// Sessions counts DATA commands seen (accepted, failed, stalled or waiting at the gate).
 func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,8 +275,24 @@ func (se *session) Data(r io.Reader) error {
 		<-ch
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "stalled"}
 	}
+	if s.gated {
+		s.waiting++
+		ch := s.stallCh
+		s.mu.Unlock()
+		released := false
+		select {
+		case <-s.gate:
+		case <-ch:
+			released = true
+		}
+		s.mu.Lock()
+		s.waiting--
+		if released {
+			s.mu.Unlock()
+			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "stalled"}
+		}
+	}
 	s.mu.Unlock()
-	time.Sleep(s.delay)
 	m := se.mail
 	m.Data = string(b)
 	s.mu.Lock()
