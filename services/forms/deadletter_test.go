@@ -85,7 +85,7 @@ func TestDeadLetterScript_SecondRunOfTheCall_DoesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.post("/contact", validContact).expect(t, 201, "created")
-	msgs := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "c1", Streams: []string{contactStream, ">"}}).Val()
+	msgs := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "c1", Streams: []string{contactStream, ">"}, Block: -1}).Val()
 	id := msgs[0].Messages[0].ID
 	keys := []string{contactStream, deadStream, deliveredKey(id)}
 	for run := range 2 { // what a client retry after a lost answer does
@@ -99,7 +99,7 @@ func TestDeadLetterScript_SecondRunOfTheCall_DoesNothing(t *testing.T) {
 	}
 	// Another consumer's message is not this one's to give up.
 	h.post("/contact", validContact).expect(t, 201, "created")
-	other := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "c2", Streams: []string{contactStream, ">"}}).Val()[0].Messages[0].ID
+	other := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "c2", Streams: []string{contactStream, ">"}, Block: -1}).Val()[0].Messages[0].ID
 	if n, _ := deadLetterScript.Run(ctx, h.rdb, []string{contactStream, deadStream, deliveredKey(other)}, deliveryGroup, "c1", other, "{}", "x", "smtp", 1).Int(); n != 0 {
 		t.Fatal("a message held by another consumer was moved")
 	}

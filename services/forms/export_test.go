@@ -28,7 +28,8 @@ func exportLines(t *testing.T, rdb redis.UniversalClient, what, format string) (
 
 func TestExportWaitlist_WritesEntriesOldestFirst(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.post("/waitlist", `{"email":"First@Example.com","consent":true,"name":"=HYPERLINK(\"http://evil\")","size":"51-250"}`).expect(t, 201, "created")
+	// The first address sorts after the second: an export ordered by address would fail.
+	h.post("/waitlist", `{"email":"Zoe.First@Example.com","consent":true,"name":"=HYPERLINK(\"http://evil\")","size":"51-250"}`).expect(t, 201, "created")
 	h.post("/waitlist", `{"email":"second@example.com","consent":true,"association":"Club, \"The\"","role":"member"}`).expect(t, 201, "created")
 
 	out, n := exportLines(t, h.rdb, "waitlist", FormatCSV)
@@ -42,7 +43,7 @@ func TestExportWaitlist_WritesEntriesOldestFirst(t *testing.T) {
 	if strings.Join(rows[0], ",") != "email,name,association,role,size,consent,created_at,origin" {
 		t.Fatalf("header %v", rows[0])
 	}
-	if rows[1][0] != "first@example.com" || rows[2][0] != "second@example.com" {
+	if rows[1][0] != "zoe.first@example.com" || rows[2][0] != "second@example.com" {
 		t.Fatalf("order or case: %v", rows)
 	}
 	if rows[1][1] != `'=HYPERLINK("http://evil")` {
@@ -104,7 +105,7 @@ func TestForget_ErasesAddressFromWaitlistAndContactMessages(t *testing.T) {
 	if err := ensureGroup(t.Context(), h.rdb); err != nil {
 		t.Fatal(err)
 	}
-	h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "x", Streams: []string{contactStream, ">"}, Count: 1})
+	h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "x", Streams: []string{contactStream, ">"}, Count: 1, Block: -1})
 
 	rep, err := Forget(t.Context(), h.rdb, " gone@EXAMPLE.com ")
 	if err != nil {

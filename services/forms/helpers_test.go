@@ -2,6 +2,7 @@ package forms
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -76,6 +77,9 @@ type harnessOpts struct {
 	proxy bool
 	// now is the service's clock (default time.Now).
 	now func() time.Time
+	// storeTimeout is the service's StoreTimeout and its Redis client's timeout (default 1.5 s and 1 s):
+	// a long one keeps a request waiting for durability until the test ends the wait.
+	storeTimeout time.Duration
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -85,7 +89,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	h := &harness{t: t, src: &liveSource{}, reg: prometheus.NewRegistry()}
 	h.src.set(t, o.cfg)
-	rc := config.Redis{Timeout: config.Duration(time.Second)}
+	rc := config.Redis{Timeout: config.Duration(cmp.Or(o.storeTimeout, time.Second))}
 	switch {
 	case o.cluster != nil:
 		rc.Addrs, rc.Cluster = o.cluster.Addrs(), true
@@ -110,7 +114,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg, ConsumerName: "test-" + randomHex(3), Now: o.now})
+	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg, ConsumerName: "test-" + randomHex(3), Now: o.now,
+		StoreTimeout: o.storeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestContactRetention_ErasesOldMessagesButNeverUndeliveredOnes(t *testing.T)
 		t.Fatalf("erased %d unread messages", n)
 	}
 	// The first is delivered (acknowledged), the second pending, the third unread.
-	read, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "w", Streams: []string{contactStream, ">"}, Count: 2}).Result()
+	read, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "w", Streams: []string{contactStream, ">"}, Count: 2, Block: -1}).Result()
 	if err != nil || len(read[0].Messages) != 2 {
 		t.Fatal(err)
 	}
