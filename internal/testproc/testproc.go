@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testwait"
 )
 
 var (
@@ -136,23 +138,22 @@ func (p *Process) WaitListening(t testing.TB, within time.Duration) string {
 func (p *Process) WaitReady(t testing.TB, url string, within time.Duration) {
 	t.Helper()
 	c := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(within)
-	for {
-		res, err := c.Get(url)
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-			err = fmt.Errorf("status %d", res.StatusCode)
-		}
+	err := testwait.Poll(within, func() error {
 		if exited, exitErr := p.Exited(); exited {
 			t.Fatalf("%s exited (%v) before %s answered 200\n%s", p.name, exitErr, url, tail(p.Output(), 4000))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not 200 within %s (%v)\n%s", p.name, url, within, err, tail(p.Output(), 4000))
+		res, err := c.Get(url)
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %s not 200 within %s (%v)\n%s", p.name, url, within, err, tail(p.Output(), 4000))
 	}
 }
 

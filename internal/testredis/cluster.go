@@ -2,12 +2,14 @@ package testredis
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,8 +50,7 @@ func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
 // waitReplicasOnline waits until want replicas report their link to the master up and synced.
 func (c *Cluster) waitReplicasOnline(want int, within time.Duration) {
 	c.tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testwait.Until(c.tb, within, fmt.Sprintf("%d cluster replicas synced", want), func() error {
 		online := 0
 		for _, n := range c.Nodes {
 			cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
@@ -62,14 +63,11 @@ func (c *Cluster) waitReplicasOnline(want int, within time.Duration) {
 				online++
 			}
 		}
-		if online >= want {
-			return
+		if online < want {
+			return fmt.Errorf("%d synced", online)
 		}
-		if time.Now().After(deadline) {
-			c.tb.Fatalf("only %d of %d cluster replicas synced within %s", online, want, within)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
-	}
+		return nil
+	})
 }
 
 // Addrs lists every node's host:port (seed addresses for a ClusterClient).
@@ -91,9 +89,7 @@ func (c *Cluster) Client() *redis.ClusterClient {
 // WaitOK waits until every running node reports cluster_state:ok and agrees on the slot map.
 func (c *Cluster) WaitOK(within time.Duration) {
 	c.tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok := true
+	testwait.Until(c.tb, within, "every running node of the redis cluster ok", func() error {
 		for _, n := range c.Nodes {
 			select {
 			case <-n.done:
@@ -106,16 +102,9 @@ func (c *Cluster) WaitOK(within time.Duration) {
 			cancel()
 			cl.Close()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") {
-				ok = false
-				break
+				return fmt.Errorf("%s: %v %.80q", n.Addr(), err, info)
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.tb.Fatalf("redis cluster not ok within %s", within)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
-	}
+		return nil
+	})
 }

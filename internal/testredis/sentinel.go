@@ -2,6 +2,7 @@ package testredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,8 +110,8 @@ func (st *Sentinel) masterAddr() (string, error) {
 // master, and returns the new master and when that was first seen.
 func (st *Sentinel) WaitFailover(old *Server, within time.Duration) (*Server, time.Time) {
 	st.tb.Helper()
-	deadline := time.Now().Add(within)
-	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	var promoted *Server
+	testwait.Until(st.tb, within, "a failover away from "+old.Addr(), func() error {
 		agreed := ""
 		for _, s := range st.Sentinels {
 			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
@@ -129,31 +131,28 @@ func (st *Sentinel) WaitFailover(old *Server, within time.Duration) (*Server, ti
 			agreed = a
 		}
 		if agreed == "" || agreed == old.Addr() {
-			continue
+			return fmt.Errorf("the sentinels agree on %q", agreed)
 		}
 		for _, n := range st.Nodes {
 			if n.Addr() == agreed && role(n) == "master" {
-				return n, time.Now()
+				promoted = n
+				return nil
 			}
 		}
-	}
-	st.tb.Fatalf("no failover away from %s within %s", old.Addr(), within)
-	return nil, time.Time{}
+		return fmt.Errorf("the sentinels name %s, which is not a master yet", agreed)
+	})
+	return promoted, time.Now()
 }
 
 // WaitReplicaOf waits until n is a replica of master with its link up and its first sync done.
 func (st *Sentinel) WaitReplicaOf(n, master *Server, within time.Duration) {
 	st.tb.Helper()
-	deadline := time.Now().Add(within)
-	for ; ; time.Sleep(50 * time.Millisecond) {
-		ok, info := isSyncedReplicaOf(n, master)
-		if ok {
-			return
+	testwait.Until(st.tb, within, n.Addr()+" a synced replica of "+master.Addr(), func() error {
+		if ok, info := isSyncedReplicaOf(n, master); !ok {
+			return errors.New(info)
 		}
-		if time.Now().After(deadline) {
-			st.tb.Fatalf("%s is not a synced replica of %s within %s:\n%s", n.Addr(), master.Addr(), within, info)
-		}
-	}
+		return nil
+	})
 }
 
 // WaitReplicated waits until the node the sentinels name as master says it is the master and has at
@@ -162,32 +161,31 @@ func (st *Sentinel) WaitReplicaOf(n, master *Server, within time.Duration) {
 // as it comes (and the durability tests then judge by what was acknowledged).
 func (st *Sentinel) WaitReplicated(n int, within time.Duration) *Server {
 	st.tb.Helper()
-	deadline := time.Now().Add(within)
-	state := ""
-	for ; ; time.Sleep(50 * time.Millisecond) {
-		if addr, err := st.masterAddr(); err != nil {
-			state = err.Error()
-		} else {
-			for _, m := range st.Nodes {
-				if m.Addr() != addr {
-					continue
-				}
-				synced := 0
-				for _, r := range st.Nodes {
-					if ok, _ := isSyncedReplicaOf(r, m); r != m && ok {
-						synced++
-					}
-				}
-				if role(m) == "master" && synced >= n {
-					return m
-				}
-				state = fmt.Sprintf("the sentinels name %s (role %q) with %d synced replicas", addr, role(m), synced)
+	var master *Server
+	testwait.Until(st.tb, within, fmt.Sprintf("a master with %d synced replicas", n), func() error {
+		addr, err := st.masterAddr()
+		if err != nil {
+			return err
+		}
+		for _, m := range st.Nodes {
+			if m.Addr() != addr {
+				continue
 			}
+			synced := 0
+			for _, r := range st.Nodes {
+				if ok, _ := isSyncedReplicaOf(r, m); r != m && ok {
+					synced++
+				}
+			}
+			if role(m) == "master" && synced >= n {
+				master = m
+				return nil
+			}
+			return fmt.Errorf("the sentinels name %s (role %q) with %d synced replicas", addr, role(m), synced)
 		}
-		if time.Now().After(deadline) {
-			st.tb.Fatalf("no master with %d synced replicas within %s: %s", n, within, state)
-		}
-	}
+		return fmt.Errorf("the sentinels name %s, not one of the nodes", addr)
+	})
+	return master
 }
 
 // isSyncedReplicaOf reports whether n is a replica of master with its link up and its first sync done,
@@ -205,23 +203,20 @@ func (st *Sentinel) waitReady(replicas, otherSentinels int, within time.Duration
 	for _, n := range st.Nodes[1:] {
 		st.WaitReplicaOf(n, st.Nodes[0], within)
 	}
-	deadline := time.Now().Add(within)
-	for _, s := range st.Sentinels {
-		for ; ; time.Sleep(50 * time.Millisecond) {
+	what := fmt.Sprintf("every sentinel to see %d replicas and %d other sentinels", replicas, otherSentinels)
+	testwait.Until(st.tb, within, what, func() error {
+		for _, s := range st.Sentinels {
 			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			m, err := c.Master(ctx, MasterName).Result()
 			cancel()
 			c.Close()
-			if err == nil && m["num-slaves"] == strconv.Itoa(replicas) && m["num-other-sentinels"] == strconv.Itoa(otherSentinels) {
-				break
-			}
-			if time.Now().After(deadline) {
-				st.tb.Fatalf("sentinel %s does not see %d replicas and %d other sentinels within %s: %v %v",
-					s.Addr(), replicas, otherSentinels, within, m, err)
+			if err != nil || m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(otherSentinels) {
+				return fmt.Errorf("sentinel %s: %v %v", s.Addr(), m, err)
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // role is the node's INFO role, or "" when it does not answer.

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -430,24 +431,29 @@ func portFree(port int) bool {
 func waitPing(addr string, within time.Duration, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(within)
-	for {
+	var gone error // redis-server exited: no retry can help
+	err := testwait.Poll(within, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		err := c.Ping(ctx).Err()
-		cancel()
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("redis-server exited: %v", err)
+			gone = fmt.Errorf("redis-server exited: %v", err)
+			return nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PING answer from %s within %s: %v", addr, within, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval of a bounded retry
+		return err
+	})
+	if gone != nil {
+		return gone
 	}
+	if err != nil {
+		return fmt.Errorf("no PING answer from %s within %s: %v", addr, within, err)
+	}
+	return nil
 }
 
 func tail(s string, n int) string {
