@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/redis/go-redis/v9"
 )
 
 // authorizeError expects a redirect to the client carrying an OAuth error (and the state).
@@ -451,5 +454,26 @@ func TestToken_ExpiredCode_Refused(t *testing.T) {
 	testredis.EndLifetimes(t, p.rdb, k, lifetime) // the lifetime passes
 	if tk := p.exchange(code, verifier); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
 		t.Fatalf("expired code: %d %s", tk.status, tk.Error)
+	}
+
+	// The stored expiry is what fosite checks, record or no record: a second code whose record still
+	// exists but whose session says it expired a second ago is refused too.
+	code = p.signInAndGetCode(newBrowser(t), testEmail, testPassword, verifier)
+	family, _, _ = strings.Cut(code, "~")
+	k = "auth:{" + family + "}:code"
+	v, err = p.rdb.Get(t.Context(), k).Result()
+	if err != nil {
+		t.Fatalf("the second code's record %s: %v", k, err)
+	}
+	issued := regexp.MustCompile(`"authorize_code":\d+`)
+	if len(issued.FindAllString(v, -1)) != 1 {
+		t.Fatalf("the second code's record has no single authorize_code expiry: %q", v)
+	}
+	expired := issued.ReplaceAllString(v, fmt.Sprintf(`"authorize_code":%d`, time.Now().Add(-time.Second).UnixMilli()))
+	if err := p.rdb.SetArgs(t.Context(), k, expired, redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if tk := p.exchange(code, verifier); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+		t.Fatalf("a code past its session's expiry: %d %s", tk.status, tk.Error)
 	}
 }

@@ -71,8 +71,11 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, sig string, r fo
 }
 
 // GetAuthorizeCodeSession returns the code's request; a used code answers ErrInvalidatedAuthorizeCode
-// with a request carrying the family ID, so that fosite revokes what the code issued.
-func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosite.Session) (fosite.Requester, error) {
+// with a request carrying the family ID, so that fosite revokes what the code issued. The stored session
+// is read into session (the token request's): fosite checks the code's expiry on that session before
+// anything else, and with an empty one it would let an expired code through that check and refuse it
+// later as invalid_request instead of invalid_grant.
+func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, session fosite.Session) (fosite.Requester, error) {
 	family, rest, ok := Family(sig)
 	if !ok {
 		return nil, fosite.ErrNotFound
@@ -86,7 +89,7 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 			return r, nil
 		}
 	}
-	r, err := s.getSingleUse(ctx, family, "code", rest, "code", fosite.ErrInvalidatedAuthorizeCode)
+	r, err := s.getSingleUse(ctx, family, "code", rest, "code", fosite.ErrInvalidatedAuthorizeCode, session)
 	if err == nil && m != nil {
 		m.mu.Lock()
 		m.codes[sig] = r
@@ -111,8 +114,8 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 // again is a replay, reported as kind. The read revokes the family in the same script that detects the
 // replay: fosite answers invalid_grant for a replayed code even when its own revocation call fails, so a
 // revocation left to fosite could be lost to a Redis failure between the two steps while the client was
-// told the replay had been dealt with.
-func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string, errUsed error) (fosite.Requester, error) {
+// told the replay had been dealt with. The stored session is read into into, when not nil.
+func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string, errUsed error, into fosite.Session) (fosite.Requester, error) {
 	v, revoked, err := s.getCurrent(ctx, family, slot, sig, true)
 	switch {
 	case err != nil:
@@ -125,7 +128,7 @@ func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string
 		}
 		return familyOnly(family), errUsed
 	}
-	return s.decode(ctx, v)
+	return s.decodeInto(ctx, v, into)
 }
 
 // --- PKCE and OpenID Connect sessions (keyed like the code) ---
@@ -286,7 +289,7 @@ func (s *Store) GetRefreshTokenSession(ctx context.Context, sig string, _ fosite
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	return s.getSingleUse(ctx, family, "rt", rest, "refresh", fosite.ErrInactiveToken)
+	return s.getSingleUse(ctx, family, "rt", rest, "refresh", fosite.ErrInactiveToken, nil)
 }
 
 // DeleteRefreshTokenSession removes one refresh token.

@@ -224,7 +224,15 @@ func encode(r fosite.Requester) (string, error) {
 }
 
 func (s *Store) decode(ctx context.Context, v string) (fosite.Requester, error) {
-	sess := s.newSession()
+	return s.decodeInto(ctx, v, nil)
+}
+
+// decodeInto is decode with the stored session read into sess (a fresh one when nil): the session
+// fosite passed to a Get…Session call, which it expects filled.
+func (s *Store) decodeInto(ctx context.Context, v string, sess fosite.Session) (fosite.Requester, error) {
+	if sess == nil {
+		sess = s.newSession()
+	}
 	sr := storedRequest{Session: sess}
 	if err := json.Unmarshal([]byte(v[len(active):]), &sr); err != nil {
 		return nil, fmt.Errorf("stored request: %w", err)
