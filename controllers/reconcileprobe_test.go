@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,53 +20,11 @@ import (
 //
 //   - a reconcile starts with the one read of its FormsService (Reconcile's first line), which the
 //     reconciler's client, a reconcileProbe, records: which object, at which resourceVersion, and how
-//     many writes the operator had sent by then (allWrites, never reset);
+//     many writes the operator had sent by then (opWrites.Len, which a Reset does not change);
 //   - a reconcile that has started has finished once controller-runtime's active-workers gauge of the
 //     controller reads 0 (the gauge goes up before the reconcile starts and down after it returns);
 //   - a reconcile's writes are the operator's writes in its namespace after its start.
-//
-// allWrites counts the same requests as opWrites, which the tests reset.
-var (
-	probe     *reconcileProbe
-	allWrites = &writeLog{}
-)
-
-// writeLog keeps every write request (POST, PUT, PATCH, DELETE) sent through a rest.Config it wraps, as
-// "METHOD path", for the whole run.
-type writeLog struct {
-	mu     sync.Mutex
-	writes []string
-}
-
-func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		switch req.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-			l.mu.Lock()
-			l.writes = append(l.writes, req.Method+" "+req.URL.Path)
-			l.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-// Len is how many writes were sent so far.
-func (l *writeLog) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.writes)
-}
-
-// Since returns the writes sent after the first n.
-func (l *writeLog) Since(n int) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.writes[n:]...)
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+var probe *reconcileProbe
 
 // controllerName is the name SetupWithManager gives the controller: the label of its metrics.
 const controllerName = "formsservice"
@@ -76,7 +33,7 @@ const controllerName = "formsservice"
 type reconcileStart struct {
 	seq      int    // reconciles started before it, of any object, plus one
 	rv       int64  // the resourceVersion it read; 0 when the object was gone
-	writesAt int    // len(allWrites) when it started
+	writesAt int    // opWrites.Len() when it started
 	ns       string // the object's namespace: the writes that are its own
 }
 
@@ -93,7 +50,7 @@ func (p *reconcileProbe) Get(ctx context.Context, key client.ObjectKey, obj clie
 	if !ok {
 		return p.Client.Get(ctx, key, obj, opts...)
 	}
-	writesAt := allWrites.Len() // before the reconcile's first write
+	writesAt := opWrites.Len() // before the reconcile's first write
 	err := p.Client.Get(ctx, key, obj, opts...)
 	rv, _ := strconv.ParseInt(fs.ResourceVersion, 10, 64)
 	p.mu.Lock()
@@ -187,7 +144,7 @@ func waitReconciled(t *testing.T, fs *v1alpha1.FormsService) []string {
 		if again, _ := probe.snapshot(); again != seq {
 			return fmt.Errorf("another reconcile started")
 		}
-		writes = writesIn(allWrites.Since(s.writesAt), s.ns)
+		writes = writesIn(opWrites.Since(s.writesAt), s.ns)
 		return nil
 	})
 	return writes
@@ -216,7 +173,7 @@ func waitQuiet(t *testing.T) {
 			return fmt.Errorf("a reconcile started")
 		}
 		for k, s := range starts {
-			if w := writesIn(allWrites.Since(s.writesAt), s.ns); len(w) > 0 {
+			if w := writesIn(opWrites.Since(s.writesAt), s.ns); len(w) > 0 {
 				return fmt.Errorf("the latest reconcile of %s wrote %v", k, w)
 			}
 		}

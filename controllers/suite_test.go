@@ -63,7 +63,6 @@ func runSuite(m *testing.M) int {
 	}
 	var opConfig = cluster.Config
 	opConfig, opWrites = testcluster.Counting(opConfig)
-	opConfig.Wrap(allWrites.wrap) // reconcileprobe_test.go
 	mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
 		Scheme:                 cluster.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -133,17 +133,20 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// WriteCounter counts the write requests (POST, PUT, PATCH, DELETE) sent through a rest.Config.
+// WriteCounter counts the write requests (POST, PUT, PATCH, DELETE) sent through a rest.Config. It keeps
+// them all: Reset only moves the point Writes counts from, so Len and Since still see the whole run.
 type WriteCounter struct {
 	mu     sync.Mutex
 	writes []string
+	from   int // Writes starts here (the last Reset)
 }
 
-// Counting returns a copy of cfg whose requests are counted by the returned WriteCounter.
+// Counting returns a copy of cfg whose requests are counted by the returned WriteCounter. It wraps any
+// transport cfg already had (rest.Config.Wrap), so counters can be stacked.
 func Counting(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 	c := &WriteCounter{}
 	out := rest.CopyConfig(cfg)
-	out.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			switch req.Method {
 			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
@@ -153,22 +156,40 @@ func Counting(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 			}
 			return rt.RoundTrip(req)
 		})
-	}
+	})
 	return out, c
 }
 
-// Reset forgets the writes counted so far.
+// Reset makes Writes count from now.
 func (c *WriteCounter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writes = nil
+	c.from = len(c.writes)
 }
 
 // Writes returns the writes counted since the last Reset, as "METHOD path".
 func (c *WriteCounter) Writes() []string {
+	return c.Since(c.mark())
+}
+
+func (c *WriteCounter) mark() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.writes...)
+	return c.from
+}
+
+// Len is how many writes were sent in the whole run, Resets regardless.
+func (c *WriteCounter) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.writes)
+}
+
+// Since returns the writes sent after the first n of the run.
+func (c *WriteCounter) Since(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes[n:]...)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
