@@ -168,15 +168,8 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 
 	hc := d.client()
 	ctx = oidc.ClientContext(ctx, hc) // discovery, JWKS and the refresh below
-	req, _ := http.NewRequest(http.MethodGet, d.issuer+"/oauth2/userinfo", nil)
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	res, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Errorf("userinfo with the access token from before the rotation: %d", res.StatusCode)
+	if code := userinfoStatus(t, ctx, hc, d.issuer, tok.AccessToken); code != http.StatusOK {
+		t.Errorf("userinfo with the access token from before the rotation: %d", code)
 	}
 
 	provider, err := oidc.NewProvider(ctx, d.issuer)
@@ -347,15 +340,8 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 	}
 	// Every signed-in user's latest tokens still work on the new pods.
 	for i, tok := range chains {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authURL+"/oauth2/userinfo", nil)
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-		res, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Errorf("grant %d: userinfo with its latest access token after the upgrade: %d", i, res.StatusCode)
+		if code := userinfoStatus(t, ctx, hc, authURL, tok.AccessToken); code != http.StatusOK {
+			t.Errorf("grant %d: userinfo with its latest access token after the upgrade: %d", i, code)
 		}
 	}
 	d.followAuth() // the issuer leads to a new auth pod
@@ -584,4 +570,17 @@ func jwksKids(hc *http.Client, issuer string) []string {
 		kids = append(kids, k.Kid)
 	}
 	return kids
+}
+
+// userinfoStatus calls userinfo at issuer with an access token and returns the status.
+func userinfoStatus(t *testing.T, ctx context.Context, hc *http.Client, issuer, accessToken string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/oauth2/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }

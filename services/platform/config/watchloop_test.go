@@ -70,11 +70,11 @@ func TestWatchLoop_DebouncesABurst_ReloadsOnce100msAfterTheLast(t *testing.T) {
 		}
 		r.events <- fsnotify.Event{Name: "config.yaml", Op: fsnotify.Write}
 		last := time.Now()
-		time.Sleep(99 * time.Millisecond)
+		time.Sleep(99 * time.Millisecond) // fake time: the bubble's clock
 		if n := r.reloads(); n != 0 {
 			t.Fatalf("%d reloads 99ms after the last event (198ms after the first), want 0: the debounce did not restart", n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // fake time: exactly debounce after the last event
 		if n := r.reloads(); n != 1 {
 			t.Fatalf("%d reloads exactly %s after the last event, want 1", n, time.Since(last))
 		}
@@ -83,7 +83,7 @@ func TestWatchLoop_DebouncesABurst_ReloadsOnce100msAfterTheLast(t *testing.T) {
 		default:
 			t.Fatal("the reload was not signalled on Reloaded()")
 		}
-		time.Sleep(time.Hour) // nothing more comes in: nothing more is reloaded
+		time.Sleep(time.Hour) // fake time: an hour in which nothing more comes in, so nothing more is reloaded
 		if n := r.reloads(); n != 1 {
 			t.Fatalf("%d reloads an hour after one burst, want 1", n)
 		}
