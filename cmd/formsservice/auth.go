@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/users"
 
@@ -42,7 +43,7 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks})
+	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, AuditLog: d.AuditLog, Registerer: d.Metrics.Registry, Keys: ks})
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +113,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 	}
 	defer rdb.Close()
 	us := users.NewStore(rdb, users.NewHasher(users.ParamsFrom(cfg.Auth.PasswordHash), 1))
+	trail := operatorTrail(rdb, cfg, env)
 	needEmail := func() error {
 		if *email == "" {
 			return fmt.Errorf("users %s: -email is required", sub)
@@ -132,6 +134,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
+		trail(ctx, audit.UserCreated, u.ID, nil)
 		fmt.Fprintf(env.stdout, "created %s (id %s)\n", u.Email, u.ID)
 	case "set-password":
 		if err := needEmail(); err != nil {
@@ -145,7 +148,11 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
+		trail(ctx, audit.PasswordSet, u.ID, nil)
 		grants, sessions, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
+		if err == nil {
+			trail(ctx, audit.SignOutEverywhere, u.ID, counts(grants, sessions))
+		}
 		if err != nil {
 			return fmt.Errorf("password set for %s, but signing it out everywhere failed (run `users signout`): %w", u.Email, err)
 		}
@@ -162,13 +169,18 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 		if sub == "enable" {
+			trail(ctx, audit.UserEnabled, u.ID, nil)
 			fmt.Fprintf(env.stdout, "enabled %s\n", u.Email)
 			return nil
+		}
+		if sub == "disable" {
+			trail(ctx, audit.UserDisabled, u.ID, nil)
 		}
 		grants, sessions, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
 		if err != nil {
 			return err
 		}
+		trail(ctx, audit.SignOutEverywhere, u.ID, counts(grants, sessions))
 		verb := "signed out"
 		if sub == "disable" {
 			verb = "disabled and signed out"
@@ -182,6 +194,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
+		trail(ctx, audit.UserDeleted, u.ID, nil)
 		n, _, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
 		if err != nil {
 			return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", u.Email, err)

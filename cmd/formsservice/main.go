@@ -6,6 +6,7 @@
 //	formsservice export ...          write stored submissions as CSV or JSON lines
 //	formsservice forget ...          erase an e-mail address (GDPR erasure request)
 //	formsservice deliveries ...      list, retry or drop contact messages whose delivery was given up
+//	formsservice audit ...           list the audit trail of sign-ins, tokens and account changes
 package main
 
 import (
@@ -42,6 +43,7 @@ commands:
   export     write stored submissions (waitlist|contact) as csv or jsonl
   forget     erase an e-mail address from every store
   deliveries list, retry or drop contact messages whose delivery was given up
+  audit      list the audit trail (sign-ins, tokens, account changes), filtered
 
 Run "formsservice <command> -h" for the command's flags.
 `
@@ -85,6 +87,7 @@ func commands() map[string]command {
 		"forget":     cmdForget,
 		"users":      cmdUsers,
 		"deliveries": cmdDeliveries,
+		"audit":      cmdAudit,
 	}
 	for name := range serviceBuilders {
 		cs[name] = func(ctx context.Context, env *environment, args []string) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/demo"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -34,6 +35,8 @@ type deps struct {
 	// Peers are the services built before this one in the same process (the dev server's health
 	// service checks them directly instead of over HTTP).
 	Peers []server.Service
+	// AuditLog is the audit trail's log stream (stream=audit, whatever the log level).
+	AuditLog *slog.Logger
 }
 
 // serviceBuilders constructs each service by name; each builder lives in the service's own file here.
@@ -136,7 +139,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	defer rdb.Close()
 
 	metrics := server.NewMetrics()
-	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
+	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev,
+		AuditLog: audit.NewLog(env.stderr).With("service", strings.Join(names, "+"))}
 	var services []server.Service
 	for _, n := range names {
 		build, ok := serviceBuilders[n]

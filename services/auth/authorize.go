@@ -13,6 +13,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -83,6 +84,11 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 
 	if !csrfValid(r, rt) {
 		s.metrics.signins.WithLabelValues(signinCSRF).Inc()
+		kind := audit.SignIn
+		if r.PostForm.Get("action") == "signup" {
+			kind = audit.SignUp
+		}
+		s.audit.Record(ctx, audit.Event{Kind: kind, Outcome: audit.Failure, Reason: "csrf", Client: cl.GetID()})
 		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, page.SignIn{Error: "This form has expired or was not sent from this page. Please try again."})
 		return
 	}
@@ -349,6 +355,8 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	}
 	if res == nil {
 		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
+		s.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Failure, Reason: "throttled", Client: cl.GetID(),
+			Detail: map[string]string{"retryAfter": strconv.Itoa(int(wait / time.Second))}})
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, page.SignIn{Email: email, Error: again(wait)})
 		return
@@ -357,10 +365,17 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
 		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
+		s.signinFailure(ctx, cl.GetID(), u, err)
 		msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
 		if wait := res.Failed(); wait > 0 {
 			msg, status = msg+" "+again(wait), http.StatusTooManyRequests
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+			lock := audit.Event{Kind: audit.Lockout, Outcome: audit.Failure, Reason: "limit", Client: cl.GetID(),
+				Detail: map[string]string{"retryAfter": strconv.Itoa(int(wait / time.Second))}}
+			if u != nil {
+				lock.User = u.ID
+			}
+			s.audit.Record(ctx, lock)
 		}
 		s.renderSignIn(w, r, rt, cl, status, page.SignIn{Email: email, Error: msg})
 		return
@@ -371,6 +386,7 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	}
 	_ = res.Succeeded(ctx)
 	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
+	s.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: cl.GetID()})
 	s.startSession(w, r, rt, cl, ar, u)
 }
 
@@ -381,8 +397,12 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	email := strings.TrimSpace(r.PostForm.Get("email"))
 	password := r.PostForm.Get("password")
 	d := page.SignIn{SignupOpen: true, SignupName: truncate(name, 120), SignupEmail: truncate(email, mail.MaxLen), Fields: map[string]string{}}
-	if !rt.cfg.Auth.SelfSignup {
+	refused := func(reason string) {
 		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
+		s.audit.Record(ctx, audit.Event{Kind: audit.SignUp, Outcome: audit.Failure, Reason: reason, Client: cl.GetID()})
+	}
+	if !rt.cfg.Auth.SelfSignup {
+		refused("disabled")
 		d.SignupOpen = false
 		d.Error = "Creating an account here is not enabled. Ask the operators of the application for an account."
 		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, d)
@@ -394,6 +414,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		return
 	} else if wait > 0 {
 		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
+		s.audit.Record(ctx, audit.Event{Kind: audit.SignUp, Outcome: audit.Failure, Reason: "throttled", Client: cl.GetID()})
 		d.SignupError = fmt.Sprintf("Too many attempts from your network. Try again in %d s.", int(wait/time.Second))
 		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, d)
 		return
@@ -408,7 +429,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		d.Fields["password"] = "Use 8 to 256 characters."
 	}
 	if len(d.Fields) > 0 {
-		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
+		refused("invalid")
 		d.SignupError = "Please correct the fields marked below."
 		s.renderSignIn(w, r, rt, cl, http.StatusBadRequest, d)
 		return
@@ -416,7 +437,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	u, err := s.users.Create(ctx, email, name, password)
 	if errors.Is(err, users.ErrEmailTaken) {
 		_, _ = s.throttle.Fail(ctx, "", ip, lim) // probing for addresses counts against the network
-		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
+		refused("taken")
 		d.Fields["email"] = "An account with this e-mail address already exists. Sign in above instead."
 		d.SignupError = "Please correct the fields marked below."
 		s.renderSignIn(w, r, rt, cl, http.StatusConflict, d)
@@ -426,8 +447,8 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.unavailablePage(w, r, rt, cl, "", err)
 		return
 	}
-	s.log.Info("account created on the sign-in page", "user", u.ID)
 	s.metrics.signins.WithLabelValues(signinSignup).Inc()
+	s.audit.Record(ctx, audit.Event{Kind: audit.SignUp, Outcome: audit.Success, User: u.ID, Client: cl.GetID()})
 	s.startSession(w, r, rt, cl, ar, u)
 }
 

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -46,6 +48,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Keys sign every token; see keys.Load and keys.Generate.
 	Keys *keys.Set
+	// AuditLog is the audit trail's log stream (audit.NewLog, at info whatever the log level); nil:
+	// Logger with stream=audit.
+	AuditLog *slog.Logger
+	// Now is the clock audit events are stamped with (default time.Now).
+	Now func() time.Time
 }
 
 // Service is the auth service.
@@ -60,6 +67,7 @@ type Service struct {
 	sessions *sso.Store
 	throttle *throttle.Limiter
 	pages    *page.Renderer
+	audit    *audit.Recorder
 	metrics  *metrics
 	jwks     []byte
 
@@ -121,6 +129,13 @@ func New(o Options) (*Service, error) {
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
 		return nil, err
 	}
+	if o.AuditLog == nil {
+		o.AuditLog = o.Logger.With("stream", "audit")
+	}
+	trail := audit.NewStore(o.Redis, func() audit.Limits { return auditLimits(s.rt().cfg.Auth) })
+	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
+		return nil, err
+	}
 	s.store = store.New(store.Options{
 		Redis:      o.Redis,
 		Client:     s.getClient,
@@ -132,11 +147,7 @@ func New(o Options) (*Service, error) {
 			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(),
 				Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
 		},
-		OnReplay: func(kind string) {
-			reason := map[string]string{"code": "code_replay", "refresh": "refresh_reuse"}[kind]
-			s.metrics.revocations.WithLabelValues(reason).Inc()
-			s.log.Warn("token replay detected; the grant is revoked", "kind", kind)
-		},
+		OnReplay: s.replayed,
 	})
 	rt, err := s.build(cfg)
 	if err != nil {
@@ -145,6 +156,12 @@ func New(o Options) (*Service, error) {
 	s.current.Store(rt)
 	return s, nil
 }
+
+// Run implements server.Runner: it writes the audit trail's queued events to Redis until ctx ends.
+func (s *Service) Run(ctx context.Context) error { return s.audit.Run(ctx) }
+
+// Audit returns the service's audit recorder.
+func (s *Service) Audit() *audit.Recorder { return s.audit }
 
 // Name implements server.Service.
 func (s *Service) Name() string { return "auth" }

@@ -40,6 +40,15 @@ type Auth struct {
 	MaxGrantsPerUser int `json:"maxGrantsPerUser,omitempty"`
 	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
 	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
+	// Audit bounds the audit trail kept in Redis (the log stream has every event regardless).
+	Audit Audit `json:"audit,omitempty"`
+}
+
+// Audit bounds the audit trail kept in Redis: events older than Retention, and the oldest beyond
+// MaxEntries, are trimmed at every write. Defaults 720h (30 days) and 100000 (about 30 MB).
+type Audit struct {
+	Retention  Duration `json:"retention,omitempty"`
+	MaxEntries int64    `json:"maxEntries,omitempty"`
 }
 
 // AuthRateLimit bounds /oauth2/authorize and /oauth2/token, each on its own budget, per client address
@@ -134,6 +143,10 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.RateLimit.PerUser = 300
 	}
 	setDuration(&a.RateLimit.Window, time.Minute)
+	setDuration(&a.Audit.Retention, 30*24*time.Hour)
+	if a.Audit.MaxEntries == 0 {
+		a.Audit.MaxEntries = 100000
+	}
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -163,7 +176,7 @@ func (a Auth) validate() []error {
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
-		{"throttle.window", a.Throttle.Window}, {"rateLimit.window", a.RateLimit.Window}} {
+		{"throttle.window", a.Throttle.Window}, {"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
@@ -173,6 +186,9 @@ func (a Auth) validate() []error {
 	}
 	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
+	}
+	if a.Audit.MaxEntries < 0 {
+		errs = append(errs, fmt.Errorf("auth.audit.maxEntries: must not be negative"))
 	}
 	seen := map[string]bool{}
 	for _, cl := range a.Clients {
