@@ -62,6 +62,7 @@ type setup struct {
 	rdb    redis.UniversalClient // default: a new redis-server
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
+	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -110,7 +111,7 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/device"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -51,7 +52,7 @@ type Options struct {
 	// AuditLog is the audit trail's log stream (audit.NewLog, at info whatever the log level); nil:
 	// Logger with stream=audit.
 	AuditLog *slog.Logger
-	// Now is the clock audit events are stamped with (default time.Now).
+	// Now is the clock of the sign-in throttle, device cookies and audit events (default time.Now).
 	Now func() time.Time
 }
 
@@ -68,8 +69,11 @@ type Service struct {
 	throttle *throttle.Limiter
 	pages    *page.Renderer
 	audit    *audit.Recorder
-	metrics  *metrics
-	jwks     []byte
+	now      func() time.Time
+	// deviceKeys sign device cookies (package device); derived from the signing key.
+	deviceKeys device.Keys
+	metrics    *metrics
+	jwks       []byte
 
 	mu      sync.Mutex // serialises rebuilding the runtime after a config change
 	current atomic.Pointer[runtime]
@@ -110,6 +114,9 @@ func New(o Options) (*Service, error) {
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	cfg := o.Config.Current()
 	ph := cfg.Auth.PasswordHash
 	hasher := users.NewHasher(users.ParamsFrom(ph), ph.Concurrency)
@@ -121,11 +128,15 @@ func New(o Options) (*Service, error) {
 		signer:   o.Keys.Signer(),
 		users:    users.NewStore(o.Redis, hasher),
 		sessions: sso.New(o.Redis),
-		throttle: throttle.New(o.Redis),
+		throttle: throttle.New(o.Redis, o.Now),
 		pages:    page.New(),
 		jwks:     o.Keys.JWKS(),
+		now:      o.Now,
 	}
 	var err error
+	if s.deviceKeys.Current, s.deviceKeys.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {
+		return nil, err
+	}
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
 		return nil, err
 	}

@@ -15,16 +15,25 @@ import (
 
 // The throttle reserves an attempt before the password is hashed: 200 parallel wrong passwords for one
 // account, spread over three replicas sharing one Redis, get no more password checks than the account's
-// limit, and every one of them is answered 401 or 429.
+// limit (without delays), or than the failures before the first delay (with them), and every one of
+// them is answered 401 or 429.
 func TestSignIn_ParallelWrongPasswordsOverThreeReplicas_NoMoreChecksThanTheLimit(t *testing.T) {
+	t.Run("no delays", func(t *testing.T) { parallelWrongPasswords(t, 10, 10) })
+	t.Run("delays after 3 failures", func(t *testing.T) { parallelWrongPasswords(t, 3, 3) })
+}
+
+func parallelWrongPasswords(t *testing.T, delayAfter, checksWanted int) {
 	const limit, attempts = 10, 200
+	// The replicas' clock stands still: the burst's outcome must not depend on how long it takes (a
+	// delay's second passing mid-burst would let one more attempt through, rightly).
+	frozen := time.Now()
 	srv := testredis.Start(t)
 	var replicas []*provider
 	for i := 0; i < 3; i++ {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64})
 		t.Cleanup(func() { rdb.Close() })
-		replicas = append(replicas, startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
-			c.Auth.Throttle = config.Throttle{AccountFailures: limit, IPFailures: 100000, Window: config.Duration(time.Minute)}
+		replicas = append(replicas, startProvider(t, setup{rdb: rdb, now: func() time.Time { return frozen }, mutate: func(c *config.Config) {
+			c.Auth.Throttle = config.Throttle{AccountFailures: limit, IPFailures: 100000, Window: config.Duration(time.Minute), DelayAfter: delayAfter}
 			c.Auth.PasswordHash.Concurrency = 4
 		}}))
 	}
@@ -76,10 +85,15 @@ func TestSignIn_ParallelWrongPasswordsOverThreeReplicas_NoMoreChecksThanTheLimit
 	if count[http.StatusUnauthorized]+count[http.StatusTooManyRequests] != attempts {
 		t.Fatalf("answers %v: want only 401 and 429", count)
 	}
-	if checks > limit {
-		t.Fatalf("%d password checks for %d parallel wrong passwords: the limit is %d", checks, attempts, limit)
+	if checks != uint64(checksWanted) {
+		t.Fatalf("%d password checks for %d parallel wrong passwords, want %d", checks, attempts, checksWanted)
 	}
-	if count[http.StatusUnauthorized] != limit-1 {
-		t.Fatalf("%d wrong-password answers, want %d (the %dth is 429)", count[http.StatusUnauthorized], limit-1, limit)
+	// A check that uses the budget up answers 429, the others 401.
+	want := checksWanted
+	if checksWanted == limit {
+		want--
+	}
+	if count[http.StatusUnauthorized] != want {
+		t.Fatalf("%d wrong-password answers, want %d", count[http.StatusUnauthorized], want)
 	}
 }

@@ -74,13 +74,21 @@ type PasswordHash struct {
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
-// Throttle bounds failed sign-ins: after AccountFailures failures for one e-mail address, or
-// IPFailures from one client address, within Window, sign-in answers "try again in N s" until the
-// window ends. Defaults 10, 50 and 15m.
+// Throttle bounds failed sign-ins within Window with three budgets (docs/auth.md "Throttling"): each
+// browser that signed in to the account before (it holds a device cookie) has DeviceFailures of its
+// own; every other browser shares AccountFailures per account, and its client address has IPFailures.
+// After DelayAfter failures of a browser or of an account's unknown browsers each further attempt
+// waits, 1 s doubling up to MaxDelay; a used-up budget answers "try again in N s" until its window
+// ends. Device cookies last DeviceLifetime. Defaults 10, 10, 50, 15m, 3, 1m and 4320h (180 days);
+// DelayAfter at or above the limits means no delays.
 type Throttle struct {
 	AccountFailures int      `json:"accountFailures,omitempty"`
 	IPFailures      int      `json:"ipFailures,omitempty"`
 	Window          Duration `json:"window,omitempty"`
+	DeviceFailures  int      `json:"deviceFailures,omitempty"`
+	DelayAfter      int      `json:"delayAfter,omitempty"`
+	MaxDelay        Duration `json:"maxDelay,omitempty"`
+	DeviceLifetime  Duration `json:"deviceLifetime,omitempty"`
 }
 
 // OAuthClient is a registered client (a relying party).
@@ -133,6 +141,14 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.Throttle.IPFailures = 50
 	}
 	setDuration(&a.Throttle.Window, 15*time.Minute)
+	if a.Throttle.DeviceFailures == 0 {
+		a.Throttle.DeviceFailures = 10
+	}
+	if a.Throttle.DelayAfter == 0 {
+		a.Throttle.DelayAfter = 3
+	}
+	setDuration(&a.Throttle.MaxDelay, time.Minute)
+	setDuration(&a.Throttle.DeviceLifetime, 180*24*time.Hour)
 	if a.MaxGrantsPerUser == 0 {
 		a.MaxGrantsPerUser = 1000
 	}
@@ -176,7 +192,8 @@ func (a Auth) validate() []error {
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
-		{"throttle.window", a.Throttle.Window}, {"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
+		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime},
+		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
@@ -184,7 +201,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	if a.Audit.MaxEntries < 0 {
