@@ -234,7 +234,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		return nil, fmt.Errorf("auth: issuer: %w", err)
 	}
 	rt := &runtime{cfg: cfg, seen: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
-		clients: map[string]*client{}, origins: map[string]bool{}, proxies: clientip.ParseProxies(cfg.TrustedProxies)}
+		clients: map[string]*client{}, origins: map[string]bool{}, proxies: clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...)}
 	for _, c := range a.Clients {
 		cl, err := newClient(c)
 		if err != nil {

@@ -101,3 +101,17 @@ func TestAuth_ThrottleAndAuditDefaults(t *testing.T) {
 		}
 	}
 }
+
+// forwardingHeaders names only the two headers the client address is read from.
+func TestValidate_ForwardingHeaders(t *testing.T) {
+	ok := &Config{ForwardingHeaders: []string{"x-forwarded-for", "Forwarded"}}
+	ok.ApplyDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := &Config{ForwardingHeaders: []string{"X-Real-IP"}}
+	bad.ApplyDefaults()
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `forwardingHeaders: "X-Real-IP"`) {
+		t.Fatalf("X-Real-IP: %v", err)
+	}
+}
