@@ -257,7 +257,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		AccessTokenIssuer:              issuer,
 		TokenURL:                       issuer + "/oauth2/token",
 		ScopeStrategy:                  fosite.ExactScopeStrategy,
-		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
+		AudienceMatchingStrategy:       exactAudiences,
 		EnforcePKCE:                    true, // every client, confidential ones too (RFC 9700 2.1.1)
 		EnablePKCEPlainChallengeMethod: false,
 		AllowedPromptValues:            supportedPrompts,
@@ -289,6 +289,20 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		compose.OAuth2PKCEFactory,
 	)
 	return rt, nil
+}
+
+// exactAudiences is fosite's audience check, at authorize and at every refresh: each requested (or,
+// at a refresh, granted) audience must be one of the client's exactly, as the resource parameter is
+// (checkAuthorizeParams). fosite's default accepts any sub-path of an allowed URI (a client allowed
+// https://api.example/ would get a token for https://api.example/admin/billing). A refusal is RFC 8707's
+// invalid_target.
+func exactAudiences(allowed, requested []string) error {
+	for _, a := range requested {
+		if !slices.Contains(allowed, a) {
+			return errInvalidTarget.WithHintf("The audience %q is not an API this client may request tokens for.", a)
+		}
+	}
+	return nil
 }
 
 // supportedPrompts are the prompt values the provider honours: none (never shows the page) and login
