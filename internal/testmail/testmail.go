@@ -186,12 +186,12 @@ func moduleRoot() string {
 
 // Summary is one stored message as Mailpit lists it.
 type Summary struct {
-	ID        string         `json:"ID"`
-	MessageID string         `json:"MessageID"`
-	From      *mail.Address  `json:"From"`
+	ID        string          `json:"ID"`
+	MessageID string          `json:"MessageID"`
+	From      *mail.Address   `json:"From"`
 	To        []*mail.Address `json:"To"`
-	Subject   string         `json:"Subject"`
-	Username  string         `json:"Username"` // the SMTP AUTH user, if any
+	Subject   string          `json:"Subject"`
+	Username  string          `json:"Username"` // the SMTP AUTH user, if any
 }
 
 // Mail is one stored message in full.
