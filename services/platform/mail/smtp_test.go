@@ -293,7 +293,9 @@ func TestSMTP_SilentRelay_GivesUpAtTheContextsDeadline(t *testing.T) {
 		}
 	}()
 	for name, mk := range map[string]func() (context.Context, context.CancelFunc){
-		"deadline": func() (context.Context, context.CancelFunc) { return context.WithTimeout(t.Context(), 200*time.Millisecond) },
+		"deadline": func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(t.Context(), 200*time.Millisecond)
+		},
 		"cancel": func() (context.Context, context.CancelFunc) {
 			c, cancel := context.WithCancel(t.Context())
 			time.AfterFunc(200*time.Millisecond, cancel) // the caller gives up (a shutdown)
