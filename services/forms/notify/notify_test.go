@@ -3,8 +3,8 @@ package notify
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"mime/quotedprintable"
