@@ -77,6 +77,8 @@ type Server struct {
 	SMTPAddr string
 	// ClientTLS trusts the server's certificate (for 127.0.0.1 and localhost), when TLS is on.
 	ClientTLS *tls.Config
+	// CAFile is that certificate as a PEM file, for a configuration's caFile.
+	CAFile string
 
 	proc *testproc.Process
 	api  *http.Client
@@ -111,6 +113,7 @@ func Start(t testing.TB, o Options) *Server {
 			args = append(args, "--smtp-require-starttls")
 		}
 		s.ClientTLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+		s.CAFile = cert
 	}
 	if o.User != "" {
 		f := filepath.Join(dir, "smtp-auth")
