@@ -107,8 +107,12 @@ func (b *Outbox) Send(_ context.Context, m mail.Message) error {
 	}
 	b.mu.Unlock()
 	if b.o.Logger != nil {
-		b.o.Logger.Info("mail kept in the dev outbox", "to", p.Recipients, "subject", p.Subject, "links", dm.Links,
-			"view", strings.TrimSuffix(b.o.BaseURL, "/")+"/dev/mail/"+strconv.Itoa(dm.Seq))
+		args := []any{"to", p.Recipients, "subject", p.Subject, "links", dm.Links}
+		if p.Unsubscribe != "" {
+			args = append(args, "unsubscribe", p.Unsubscribe) // one-click: a POST, which the page's form sends
+		}
+		args = append(args, "view", strings.TrimSuffix(b.o.BaseURL, "/")+"/dev/mail/"+strconv.Itoa(dm.Seq))
+		b.o.Logger.Info("mail kept in the dev outbox", args...)
 	}
 	return nil
 }
