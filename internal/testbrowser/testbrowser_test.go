@@ -16,8 +16,10 @@ type errorRecorder struct {
 	errs []string
 }
 
-func (r *errorRecorder) Errorf(format string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(format, a...)) }
-func (r *errorRecorder) Helper()                        {}
+func (r *errorRecorder) Errorf(format string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, a...))
+}
+func (r *errorRecorder) Helper() {}
 
 func TestAccessible_ReportsWhatAPageBreaks(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
