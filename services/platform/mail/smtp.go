@@ -36,7 +36,7 @@ type SMTPOptions struct {
 	// Addr is the relay's host:port.
 	Addr     string
 	Security Security
-	// Username and PasswordFile enable SMTP AUTH (PLAIN, or LOGIN when that is all the relay offers).
+	// Username and PasswordFile enable SMTP AUTH PLAIN.
 	// The file is read on every Send, so a rotated Secret applies without a restart.
 	Username     string
 	PasswordFile string
