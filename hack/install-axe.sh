@@ -11,6 +11,8 @@ if [[ ! -f $js ]]; then
   echo ">> installing axe-core $AXE_VERSION from npm" >&2
   scratch=$(mktemp -d "$PWD/bin/.axe-core-XXXXXX"); trap 'rm -rf "$scratch"' EXIT
   npm install --prefix "$scratch" --no-save --no-audit --no-fund --loglevel=error "axe-core@$AXE_VERSION" >&2
-  rm -rf "$dir" && mv "$scratch" "$dir"
+  [[ -d $dir && ! -f $js ]] && rm -rf "$dir"   # a broken earlier install
+  # Another test binary may have installed it meanwhile: then its copy stays, and ours goes.
+  mv -T "$scratch" "$dir" 2>/dev/null || [[ -f $js ]]
 fi
 echo "$js"

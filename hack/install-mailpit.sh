@@ -15,6 +15,8 @@ if [[ ! -x $exe ]]; then
   CGO_ENABLED=0 GOBIN="$scratch" GOFLAGS=-mod=mod \
     go install -ldflags "-X github.com/axllent/mailpit/config.Version=$MAILPIT_VERSION" \
     "github.com/axllent/mailpit@$MAILPIT_VERSION" >&2
-  mv "$scratch/mailpit" "$exe.tmp" && mv "$exe.tmp" "$exe"
+  # A rename is atomic: a test binary that runs this script at the same time sees the old state or the
+  # whole binary, never half of it.
+  mv "$scratch/mailpit" "$exe.tmp.$$" && mv "$exe.tmp.$$" "$exe"
 fi
 echo "$exe"
