@@ -72,7 +72,9 @@ func (l *live) Send(ctx context.Context, m Message) error {
 	if b == nil || b.cfg != cfg {
 		b = &builtSender{cfg: cfg}
 		b.s, b.err = FromConfig(cfg)
-		l.built.Store(b)
+		if b.err == nil || errors.Is(b.err, ErrNoRelay) {
+			l.built.Store(b) // an unreadable caFile is read again next time: a Secret may be mounted late
+		}
 	}
 	if errors.Is(b.err, ErrNoRelay) && l.fallback != nil {
 		return l.fallback.Send(ctx, m)

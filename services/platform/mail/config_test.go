@@ -3,6 +3,8 @@ package mail
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,4 +104,26 @@ func TestFromConfig_BadCAFile(t *testing.T) {
 	if _, err := FromConfig(c); err == nil {
 		t.Fatal("a CA file without a certificate was accepted")
 	}
+}
+
+func TestLive_ACAFileMountedLate_IsReadOnTheNextMail(t *testing.T) {
+	srv := testmail.Start(t, testmail.Options{TLS: testmail.StartTLS, RequireTLS: true})
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	src := &source{}
+	src.c.Store(load(t, "mail: {from: a@example.net, smtp: {addr: '"+srv.SMTPAddr+"', caFile: '"+ca+"'}}"))
+	s := Live(src, nil)
+	if err := s.Send(ctx(t), sample()); err == nil || IsPermanent(err) {
+		t.Fatalf("without the CA file: %v, want a temporary error", err)
+	}
+	pem, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(ctx(t), sample()); err != nil {
+		t.Fatalf("with the CA file in place: %v", err)
+	}
+	srv.Latest(t, "ada@example.org", 10*time.Second)
 }
