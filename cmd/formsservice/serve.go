@@ -165,7 +165,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev {
-		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "mail", publicURL+"/dev/mail/", "user", config.DevEmail)
+		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "user", config.DevEmail)
 	}
 	return app.Serve(ctx, server.ServeOptions{
 		Listener:   ln,
