@@ -3,7 +3,7 @@
 // mail sent to an address and read its parts, headers, raw source and links.
 //
 // Mailpit is built from the Go module proxy by hack/install-mailpit.sh (cached as bin/mailpit-<version>);
-// Start runs the script when the binary is missing. docs/architecture.md (D9) says why Mailpit.
+// Start runs the script when the binary is missing. docs/architecture.md (D10) says why Mailpit.
 //
 // No port is guessed (D8): Mailpit binds SMTP on 127.0.0.1:0 but logs ":0", so Start reads the port it
 // got from the kernel's socket table (testproc.WaitListeningSockets); its HTTP API listens on a Unix
