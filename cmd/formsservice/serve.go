@@ -19,6 +19,8 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/logging"
+	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/mail/devmail"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
@@ -35,6 +37,8 @@ type deps struct {
 	// Peers are the services built before this one in the same process (the dev server's health
 	// service checks them directly instead of over HTTP).
 	Peers []server.Service
+	// Mail sends transactional mail (devmail.go).
+	Mail mail.Sender
 	// AuditLog is the audit trail's log stream (stream=audit, whatever the log level).
 	AuditLog *slog.Logger
 }
@@ -141,6 +145,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	metrics := server.NewMetrics()
 	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev,
 		AuditLog: audit.NewLog(env.stderr).With("service", strings.Join(names, "+"))}
+	var outbox *devmail.Outbox
+	d.Mail, outbox = mailSender(watcher, dev, log, publicURL)
 	var services []server.Service
 	for _, n := range names {
 		build, ok := serviceBuilders[n]
@@ -159,7 +165,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		services = append(services, page)
+		services = append(services, page, outbox) // and /dev/mail/: the mail the services sent
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev {

@@ -30,6 +30,8 @@ type Config struct {
 	Forms          Forms    `json:"forms,omitempty"`
 	Auth           Auth     `json:"auth,omitempty"`
 	Health         Health   `json:"health,omitempty"`
+	// Mail is the relay and sender of the mail the services send themselves (mail.go).
+	Mail Mail `json:"mail,omitempty"`
 
 	// ForwardingHeaders are the headers those proxies write the client's address in: X-Forwarded-For,
 	// Forwarded (RFC 7239), or both (empty: both, every line in order). Name only the one the proxy
@@ -179,6 +181,7 @@ func (c *Config) ApplyDefaults() {
 	c.Forms.applyDefaults()
 	c.Auth.applyDefaults(c)
 	c.Health.applyDefaults()
+	c.Mail.applyDefaults()
 }
 
 // Validate reports every problem at once, so that a platform engineer fixes a ConfigMap in one pass.
@@ -210,6 +213,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Forms.validate()...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Health.validate()...)
+	errs = append(errs, c.Mail.validate()...)
 	return errors.Join(errs...)
 }
 
