@@ -43,7 +43,7 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, AuditLog: d.AuditLog, Registerer: d.Metrics.Registry, Keys: ks})
+	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, AuditLog: d.AuditLog, Registerer: d.Metrics.Registry, Keys: ks, Mail: d.Mail})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/keys"
@@ -63,6 +64,7 @@ type setup struct {
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
 	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
+	mail   *testmail.Server // the relay the service's mail goes to (a real Mailpit); default none
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -94,6 +96,9 @@ func startProvider(t testing.TB, s setup) *provider {
 			}},
 			PasswordHash: cheapHash,
 		},
+	}
+	if s.mail != nil {
+		cfg.Mail = config.Mail{From: "Test App <no-reply@example.com>", SMTP: &config.MailSMTP{Addr: s.mail.SMTPAddr, TLS: config.MailTLSNone}}
 	}
 	if s.mutate != nil {
 		s.mutate(cfg)

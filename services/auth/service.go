@@ -37,6 +37,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// AuditLog is the audit trail's log stream (audit.NewLog, at info whatever the log level); nil:
 	// Logger with stream=audit.
 	AuditLog *slog.Logger
+	// Mail sends the service's mail (nil: the relay of the configuration in force, mail.Live).
+	Mail mail.Sender
+	// SignupMail sends what a sign-up leads to (nil: the sign-up mails, through Mail).
+	SignupMail SignupMail
 	// Now is the clock of the sign-in throttle, device cookies and audit events (default time.Now).
 	Now func() time.Time
 }
@@ -69,7 +74,9 @@ type Service struct {
 	throttle *throttle.Limiter
 	pages    *page.Renderer
 	audit    *audit.Recorder
-	now      func() time.Time
+	// signupMail tells an address's owner what a sign-up did (signupmail.go).
+	signupMail SignupMail
+	now        func() time.Time
 	// deviceKeys sign device cookies (package device); derived from the signing key.
 	deviceKeys device.Keys
 	metrics    *metrics
@@ -132,6 +139,12 @@ func New(o Options) (*Service, error) {
 		pages:    page.New(),
 		jwks:     o.Keys.JWKS(),
 		now:      o.Now,
+	}
+	if s.signupMail = o.SignupMail; s.signupMail == nil {
+		if o.Mail == nil {
+			o.Mail = mail.Live(o.Config, nil)
+		}
+		s.signupMail = mailSignup{sender: o.Mail}
 	}
 	var err error
 	if s.deviceKeys.Current, s.deviceKeys.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {

@@ -113,11 +113,11 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.renderSignIn(w, r, rt, cl, status, page.SignIn{Email: email, Error: msg})
 		return
 	case err != nil:
-		res.Release(context.WithoutCancel(ctx), lim)
+		res.Release(context.WithoutCancel(ctx))
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	_ = res.Succeeded(ctx, lim)
+	_ = res.Succeeded(ctx)
 	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
 	s.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: cl.GetID(),
 		Detail: map[string]string{"browser": browser}})

@@ -139,7 +139,11 @@ func (l *Limiter) evalShaRetry(ctx context.Context, script *redis.Script, fn fun
 // Reserve counts an attempt against its budgets before the password is checked. When a budget refuses
 // it counts nothing (an attempt counted by another budget is given back) and says why.
 func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits) (*Reservation, *Refusal, error) {
-	bs := l.budgets(a, lim)
+	return l.reserve(ctx, l.budgets(a, lim), lim.Window, lim.MaxDelay)
+}
+
+// reserve takes one attempt from each budget (one script each, pipelined).
+func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay time.Duration) (*Reservation, *Refusal, error) {
 	r := &Reservation{l: l}
 	if len(bs) == 0 {
 		return r, nil, nil
@@ -149,7 +153,7 @@ func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits) (*Reservat
 	err := l.evalShaRetry(ctx, reserveScript, func() error {
 		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, b := range bs {
-				cmds[i] = reserveScript.EvalSha(ctx, p, []string{b.key}, b.limit, lim.Window.Milliseconds(), now, b.delayAfter, lim.MaxDelay.Milliseconds())
+				cmds[i] = reserveScript.EvalSha(ctx, p, []string{b.key}, b.limit, window.Milliseconds(), now, b.delayAfter, maxDelay.Milliseconds())
 			}
 			return nil
 		})
@@ -180,7 +184,7 @@ func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits) (*Reservat
 		r.next = max(r.next, time.Duration(res[1])*time.Millisecond)
 	}
 	if err != nil || refusal != nil {
-		r.Release(context.WithoutCancel(ctx), lim)
+		_ = r.settle(context.WithoutCancel(ctx), false)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
@@ -201,17 +205,17 @@ func (r *Reservation) Failed() (wait time.Duration, usedUp []string) {
 
 // Succeeded settles a right password: a known browser's budget starts afresh, the other budgets get
 // the attempt back (an account's unknown browsers keep the failures others made). One round trip.
-func (r *Reservation) Succeeded(ctx context.Context, lim Limits) error {
-	return r.settle(ctx, lim, true)
+func (r *Reservation) Succeeded(ctx context.Context) error {
+	return r.settle(ctx, true)
 }
 
 // Release gives the attempt back: the password could not be checked (the store or the hashing pool was
 // unavailable), so it was no guess.
-func (r *Reservation) Release(ctx context.Context, lim Limits) {
-	_ = r.settle(ctx, lim, false)
+func (r *Reservation) Release(ctx context.Context) {
+	_ = r.settle(ctx, false)
 }
 
-func (r *Reservation) settle(ctx context.Context, lim Limits, success bool) error {
+func (r *Reservation) settle(ctx context.Context, success bool) error {
 	if len(r.held) == 0 {
 		return nil
 	}

@@ -102,7 +102,7 @@ func TestReserve_KnownBrowserHasItsOwnBudget(t *testing.T) {
 	if err != nil || ref != nil {
 		t.Fatalf("the known browser was refused: %+v %v", ref, err)
 	}
-	if err := r.Succeeded(ctx, lim); err != nil {
+	if err := r.Succeeded(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The known browser's failures are its own: another known browser still has its whole budget.
@@ -122,7 +122,7 @@ func TestReserve_KnownBrowserHasItsOwnBudget(t *testing.T) {
 	l2, _, _ := newLimiter(t)
 	fail(t, l2, unknown, lim)
 	r, _, _ = l2.Reserve(ctx, unknown, lim)
-	_ = r.Succeeded(ctx, lim)
+	_ = r.Succeeded(ctx)
 	if _, used := fail(t, l2, unknown, lim); !slices.Equal(used, []string{throttle.BudgetAccount, throttle.BudgetAddress}) {
 		t.Fatalf("after a success of an unknown browser: used up %v, want the other failure kept", used)
 	}
@@ -133,7 +133,7 @@ func TestReserve_KnownBrowserHasItsOwnBudget(t *testing.T) {
 		if ref != nil {
 			t.Fatal("a released attempt still counts")
 		}
-		r.Release(ctx, lim)
+		r.Release(ctx)
 	}
 }
 

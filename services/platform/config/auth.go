@@ -80,7 +80,9 @@ type PasswordHash struct {
 // After DelayAfter failures of a browser or of an account's unknown browsers each further attempt
 // waits, 1 s doubling up to MaxDelay; a used-up budget answers "try again in N s" until its window
 // ends. Device cookies last DeviceLifetime. Defaults 10, 10, 50, 15m, 3, 1m and 4320h (180 days);
-// DelayAfter at or above the limits means no delays.
+// DelayAfter at or above the limits means no delays. Sign-ups (every one with valid fields, new address
+// or taken) are bounded per client address (SignupsPerIP) and per e-mail address (SignupsPerAddress)
+// within SignupWindow: defaults 10, 3 and 1h.
 type Throttle struct {
 	AccountFailures int      `json:"accountFailures,omitempty"`
 	IPFailures      int      `json:"ipFailures,omitempty"`
@@ -89,6 +91,10 @@ type Throttle struct {
 	DelayAfter      int      `json:"delayAfter,omitempty"`
 	MaxDelay        Duration `json:"maxDelay,omitempty"`
 	DeviceLifetime  Duration `json:"deviceLifetime,omitempty"`
+
+	SignupsPerIP      int      `json:"signupsPerIP,omitempty"`
+	SignupsPerAddress int      `json:"signupsPerAddress,omitempty"`
+	SignupWindow      Duration `json:"signupWindow,omitempty"`
 }
 
 // OAuthClient is a registered client (a relying party).
@@ -149,6 +155,13 @@ func (a *Auth) applyDefaults(c *Config) {
 	}
 	setDuration(&a.Throttle.MaxDelay, time.Minute)
 	setDuration(&a.Throttle.DeviceLifetime, 180*24*time.Hour)
+	if a.Throttle.SignupsPerIP == 0 {
+		a.Throttle.SignupsPerIP = 10
+	}
+	if a.Throttle.SignupsPerAddress == 0 {
+		a.Throttle.SignupsPerAddress = 3
+	}
+	setDuration(&a.Throttle.SignupWindow, time.Hour)
 	if a.MaxGrantsPerUser == 0 {
 		a.MaxGrantsPerUser = 1000
 	}
@@ -192,7 +205,7 @@ func (a Auth) validate() []error {
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
-		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime},
+		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime}, {"throttle.signupWindow", a.Throttle.SignupWindow},
 		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
@@ -201,7 +214,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.Throttle.SignupsPerIP < 0 || a.Throttle.SignupsPerAddress < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	if a.Audit.MaxEntries < 0 {

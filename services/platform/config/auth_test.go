@@ -87,7 +87,8 @@ func TestAuth_ThrottleAndAuditDefaults(t *testing.T) {
 	c.ApplyDefaults()
 	th, au := c.Auth.Throttle, c.Auth.Audit
 	if th.DeviceFailures != 10 || th.AccountFailures != 10 || th.IPFailures != 50 || th.Window.D() != 15*time.Minute ||
-		th.DelayAfter != 3 || th.MaxDelay.D() != time.Minute || th.DeviceLifetime.D() != 180*24*time.Hour {
+		th.DelayAfter != 3 || th.MaxDelay.D() != time.Minute || th.DeviceLifetime.D() != 180*24*time.Hour ||
+		th.SignupsPerIP != 10 || th.SignupsPerAddress != 3 || th.SignupWindow.D() != time.Hour {
 		t.Errorf("throttle defaults: %+v", th)
 	}
 	if au.Retention.D() != 30*24*time.Hour || au.MaxEntries != 100000 {
