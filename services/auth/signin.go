@@ -101,7 +101,10 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
 		s.signinFailure(ctx, cl.GetID(), u, err)
 		msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
-		wait, usedUp := res.Failed()
+		wait, usedUp, err := res.Failed(ctx)
+		if err != nil { // the failure is counted; only its delay was not recorded
+			s.log.Warn("sign-in throttle: a failure's delay was not recorded", "err", err)
+		}
 		if wait > 0 {
 			msg = waitMessage(msg, wait)
 			retry(wait)

@@ -21,7 +21,8 @@ import (
 // budget afresh), an outage gives it back. So a burst of parallel guesses, over any number of replicas,
 // gets no more password checks than a budget allows. Within the device and account budgets failures
 // slow down before they stop: after DelayAfter failures each further attempt waits, 1 s doubling up to
-// MaxDelay, and at the limit the budget is used up until its window ends.
+// MaxDelay (set when a failure is settled, so that parallel successes are never slowed), and at the
+// limit the budget is used up until its window ends.
 
 // Budget names, as refusals and lockouts report them.
 const (
@@ -51,6 +52,7 @@ type budget struct {
 	key        string
 	limit      int
 	delayAfter int
+	wait       time.Duration // once reserved: the delay a failure of this attempt earns
 }
 
 func (l *Limiter) budgets(a Attempt, lim Limits) []budget {
@@ -58,15 +60,15 @@ func (l *Limiter) budgets(a Attempt, lim Limits) []budget {
 		if lim.Device <= 0 {
 			return nil
 		}
-		return []budget{{BudgetDevice, budgetKey("device", a.Device), lim.Device, lim.DelayAfter}}
+		return []budget{{BudgetDevice, budgetKey("device", a.Device), lim.Device, lim.DelayAfter, 0}}
 	}
 	var bs []budget
 	if lim.Account > 0 && a.Account != "" {
-		bs = append(bs, budget{BudgetAccount, budgetKey("browsers", a.Account), lim.Account, lim.DelayAfter})
+		bs = append(bs, budget{BudgetAccount, budgetKey("browsers", a.Account), lim.Account, lim.DelayAfter, 0})
 	}
 	if lim.IP > 0 && a.IP != "" {
 		// An address is shared by many people (a NAT, an office): its budget counts without delays.
-		bs = append(bs, budget{BudgetAddress, budgetKey("addr", a.IP), lim.IP, 0})
+		bs = append(bs, budget{BudgetAddress, budgetKey("addr", a.IP), lim.IP, 0, 0})
 	}
 	return bs
 }
@@ -76,18 +78,16 @@ func budgetKey(kind, v string) string { return counterKey(kind, v) }
 
 // reserveScript takes one attempt from a budget, a hash of n (attempts counted), s (the window's start)
 // and d (the time before which no attempt may start), all on the caller's clock (ARGV[3], ms).
-// Used up: {-1, ms until the window ends}. Slowed down: {-2, ms until d}. Else it counts the attempt,
-// sets d for the next one as if this one failed (so that parallel attempts are slowed too), and answers
-// {n, the wait before the next attempt, ms until the window ends}. d moves only when there is a wait:
-// replicas' clocks (and two requests of one replica) may be a millisecond apart, and an attempt without
-// a wait must not make the next one look early. ARGV: limit, window, now, delay after, max delay (ms).
-// Redis's clock only removes the key of a budget long over.
+// Used up: {-1, ms until the window ends}. Slowed down: {-2, ms until d}. Else it counts the attempt and
+// answers {n, the wait the next attempt will need if this one fails, ms until the window ends}. ARGV:
+// limit, window, now, delay after, max delay (ms). Redis's clock only removes the key of a budget long
+// over.
 var reserveScript = redis.NewScript(`
 local limit, window, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local after, maxd = tonumber(ARGV[4]), tonumber(ARGV[5])
 local v = redis.call('HMGET', KEYS[1], 'n', 's', 'd')
 local n, s, d = tonumber(v[1] or '0'), tonumber(v[2] or '0'), tonumber(v[3] or '0')
-if n > 0 and now - s >= window then n = 0; d = 0 end
+if n > 0 and now - s >= window then n = 0; d = 0; redis.call('HSET', KEYS[1], 'd', 0) end
 if n >= limit then return {-1, s + window - now} end
 if now < d then return {-2, d - now} end
 if n == 0 then s = now end
@@ -97,9 +97,16 @@ if after > 0 and n >= after and n < limit then
   wait = math.min(1000 * math.pow(2, n - after), maxd)
 end
 redis.call('HSET', KEYS[1], 'n', n, 's', s)
-if wait > 0 then redis.call('HSET', KEYS[1], 'd', now + wait) end
 redis.call('PEXPIRE', KEYS[1], window + maxd + 60000)
 return {n, wait, s + window - now}
+`)
+
+// slowScript makes the next attempt of a budget wait after a failure: d becomes now + wait unless it is
+// later already. Set when the failure is known, not when the attempt is reserved, so that successful
+// attempts in flight together (a load test, a double submit) are never slowed down. ARGV: now + wait.
+var slowScript = redis.NewScript(`
+if tonumber(redis.call('HGET', KEYS[1], 'd') or '0') < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'd', ARGV[1]) end
+return 1
 `)
 
 // releaseScript gives an attempt back (its outcome was not a failure). Below the delays again, the
@@ -116,6 +123,7 @@ return n
 // Reservation is one attempt counted against its budgets; its outcome settles it.
 type Reservation struct {
 	l    *Limiter
+	now  int64 // ms, the limiter's clock when reserved
 	held []budget
 	// next is the wait before the next attempt if this one fails; usedUp names the budgets this
 	// attempt used up, whose window ends after windowLeft.
@@ -144,11 +152,11 @@ func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits) (*Reservat
 
 // reserve takes one attempt from each budget (one script each, pipelined).
 func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay time.Duration) (*Reservation, *Refusal, error) {
-	r := &Reservation{l: l}
+	now := l.now().UnixMilli()
+	r := &Reservation{l: l, now: now}
 	if len(bs) == 0 {
 		return r, nil, nil
 	}
-	now := l.now().UnixMilli()
 	cmds := make([]*redis.Cmd, len(bs))
 	err := l.evalShaRetry(ctx, reserveScript, func() error {
 		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -174,6 +182,7 @@ func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay tim
 			}
 			continue
 		}
+		b.wait = time.Duration(res[1]) * time.Millisecond
 		r.held = append(r.held, b)
 		if int(res[0]) >= b.limit {
 			r.usedUp = append(r.usedUp, b.name)
@@ -193,14 +202,35 @@ func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay tim
 	return r, nil, nil
 }
 
-// Failed settles a wrong password: the attempt stays counted. It returns how long the next attempt
-// must wait (0: at once) and the budgets this failure used up (a lockout of those, until their window
-// ends, which is then the wait).
-func (r *Reservation) Failed() (wait time.Duration, usedUp []string) {
-	if len(r.usedUp) > 0 {
-		return roundUp(max(r.windowLeft, r.next)), r.usedUp
+// Failed settles a wrong password: the attempt stays counted, and where it earned a delay the next
+// attempt must wait (one round trip, on this path only). It returns that wait (0: at once) and the
+// budgets this failure used up (a lockout of those until their window ends, which is then the wait).
+func (r *Reservation) Failed(ctx context.Context) (wait time.Duration, usedUp []string, err error) {
+	var slowed []budget
+	for _, b := range r.held {
+		if b.wait > 0 {
+			slowed = append(slowed, b)
+		}
 	}
-	return roundUp(r.next), nil
+	if len(slowed) > 0 {
+		err = r.l.evalShaRetry(ctx, slowScript, func() error {
+			_, err := r.l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, b := range slowed {
+					slowScript.EvalSha(ctx, p, []string{b.key}, r.now+b.wait.Milliseconds())
+				}
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	r.held = nil
+	if len(r.usedUp) > 0 {
+		return roundUp(max(r.windowLeft, r.next)), r.usedUp, err
+	}
+	return roundUp(r.next), nil, err
 }
 
 // Succeeded settles a right password: a known browser's budget starts afresh, the other budgets get

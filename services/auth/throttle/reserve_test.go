@@ -44,7 +44,11 @@ func fail(t *testing.T, l *throttle.Limiter, a throttle.Attempt, lim throttle.Li
 	if err != nil || ref != nil {
 		t.Fatalf("attempt refused: %+v %v", ref, err)
 	}
-	return r.Failed()
+	w, used, err := r.Failed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, used
 }
 
 // Failures of an account's unknown browsers slow down (1 s, doubling, at most MaxDelay) before they
@@ -137,14 +141,15 @@ func TestReserve_KnownBrowserHasItsOwnBudget(t *testing.T) {
 	}
 }
 
-// Reserve-before-hash: any number of parallel attempts get no more reservations than the budget allows
-// (without delays: the limit; with them: the attempts before the first wait).
+// Reserve-before-hash: any number of parallel attempts get no more reservations than the budget allows,
+// with delays or without (a delay is set when a failure is settled, so attempts in flight together are
+// bounded by the limit alone).
 func TestReserve_ParallelAttempts_NoMoreThanTheBudget(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		delayAfter int
 		want       int
-	}{{"no delays", 0, 10}, {"delays after 3", 3, 3}} {
+	}{{"no delays", 0, 10}, {"delays after 3", 3, 10}} {
 		t.Run(c.name, func(t *testing.T) {
 			l, _, _ := newLimiter(t)
 			lim := throttle.Limits{Account: 10, IP: 1000, Window: time.Minute, DelayAfter: c.delayAfter, MaxDelay: time.Minute}
@@ -162,7 +167,7 @@ func TestReserve_ParallelAttempts_NoMoreThanTheBudget(t *testing.T) {
 					}
 					if ref == nil {
 						granted.Add(1)
-						r.Failed()
+						_, _, _ = r.Failed(ctx)
 					}
 				}()
 			}
@@ -171,5 +176,28 @@ func TestReserve_ParallelAttempts_NoMoreThanTheBudget(t *testing.T) {
 				t.Fatalf("%d of 200 parallel attempts reserved, want %d", n, c.want)
 			}
 		})
+	}
+}
+
+// Attempts in flight together that succeed (a load test, a double submit, a family on one account) are
+// never slowed down: only a settled failure makes the next attempt wait.
+func TestReserve_ParallelSuccessesAreNeverSlowed(t *testing.T) {
+	l, _, _ := newLimiter(t)
+	lim := throttle.Limits{Account: 100, IP: 1000, Window: time.Minute, DelayAfter: 2, MaxDelay: time.Minute}
+	a := throttle.Attempt{Account: "ada@example.com", IP: "192.0.2.1"}
+	for round := range 2 {
+		var held []*throttle.Reservation
+		for range 20 { // twenty at once, none settled yet
+			r, ref, err := l.Reserve(ctx, a, lim)
+			if err != nil || ref != nil {
+				t.Fatalf("round %d: an attempt in flight beside successes was refused: %+v %v", round, ref, err)
+			}
+			held = append(held, r)
+		}
+		for _, r := range held {
+			if err := r.Succeeded(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
