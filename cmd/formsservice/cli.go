@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 )
 
 // The command line is spf13/cobra with pflag's GNU-style flags (--config FILE, --config=FILE, -o FILE),
@@ -237,4 +240,40 @@ func requireFlags(names ...string) func(*cobra.Command, []string) error {
 		}
 		return nil
 	}
+}
+
+// enumValue is a string flag that takes one of a few values; pflag refuses any other with the list.
+type enumValue struct {
+	v       *string
+	allowed []string
+}
+
+func (e *enumValue) String() string { return *e.v }
+func (e *enumValue) Type() string   { return "string" }
+func (e *enumValue) Set(s string) error {
+	if !slices.Contains(e.allowed, s) {
+		return fmt.Errorf("want %s", orList(e.allowed))
+	}
+	*e.v = s
+	return nil
+}
+
+// enumFlag declares --name, one of allowed, defaulting to def.
+func enumFlag(fl *pflag.FlagSet, v *string, name, def, usage string, allowed ...string) {
+	*v = def
+	fl.Var(&enumValue{v: v, allowed: allowed}, name, usage)
+}
+
+// orList writes "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// isTerminal reports whether w is a terminal (a person reads it, not a program).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -16,7 +16,7 @@ import (
 func cli(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err = run(t.Context(), args, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	err = run(t.Context(), args, devEnv(t, nil), strings.NewReader(""), &out, &errOut)
 	return out.String(), errOut.String(), err
 }
 
@@ -99,7 +99,8 @@ func TestUsageErrors_ExitAsUsageAndPointAtHelp(t *testing.T) {
 		{[]string{"users"}, "formsservice users needs a command: create, delete, disable, enable, list, set-password, signout"},
 		{[]string{"users", "creat"}, "(did you mean create?)"},
 		{[]string{"users", "create"}, "formsservice users create: --email is required"},
-		{[]string{"users", "list", "--format", "xml"}, `--format "xml": want table or jsonl`},
+		{[]string{"users", "list", "--format", "xml"}, `invalid argument "xml" for "--format" flag: want table or jsonl`},
+		{[]string{"dev", "--log-format", "pretty"}, `invalid argument "pretty" for "--log-format" flag: want auto, text or json`},
 		{[]string{"users", "create", "--email", "a@example.com", "--json"}, "unknown flag: --json"},
 		{[]string{"export", "users"}, `invalid argument "users" for "formsservice export"`},
 		{[]string{"export", "waitlist", "--frobnicate"}, "unknown flag: --frobnicate"},
@@ -142,7 +143,7 @@ func TestLegacySingleDashFlags_StillRead(t *testing.T) {
 
 func TestTools_StoreAndConfigErrors_NameWhatToChange(t *testing.T) {
 	_, _, err := cli(t, "users", "list")
-	if err == nil || err.Error() != "no store configured: set REDIS_URL, or --config FILE with a redis section" {
+	if err == nil || !strings.HasPrefix(err.Error(), "no store configured: set REDIS_URL, or --config FILE with a redis section, or start the dev server") {
 		t.Errorf("without a store: %v", err)
 	}
 	cfg := filepath.Join(t.TempDir(), "app.yaml")

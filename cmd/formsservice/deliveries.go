@@ -42,10 +42,7 @@ func newDeliveriesListCmd(env *environment) *cobra.Command {
 		Example: "  formsservice deliveries list\n  formsservice deliveries list --format jsonl",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "table" && format != "jsonl" {
-				return usageError(cmd, fmt.Errorf("--format %q: want table or jsonl", format))
-			}
-			_, rdb, err := store.open(env)
+			_, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -76,7 +73,7 @@ func newDeliveriesListCmd(env *environment) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "table", "table or jsonl")
+	enumFlag(cmd.Flags(), &format, "format", "table", "table or jsonl", "table", "jsonl")
 	store.register(cmd, env)
 	return cmd
 }
@@ -100,7 +97,7 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			_, rdb, err := store.open(env)
+			_, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}

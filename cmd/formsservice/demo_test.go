@@ -21,7 +21,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 func TestDevServer_ServesTheDemoPageWithTheSDK(t *testing.T) {
-	url := startCommand(t, "dev", func(string) string { return "" })
+	url := startCommand(t, "dev", devEnv(t, nil))
 	code, page := httpGet(t, url+"/demo/")
 	if code != 200 {
 		t.Fatalf("GET /demo/: %d %s", code, page)

@@ -23,10 +23,7 @@ readable by its owner only: it holds personal data). The count goes to standard 
 		ValidArgs: []string{"waitlist", "contact"},
 		Args:      usageArgs(cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != forms.FormatCSV && format != forms.FormatJSONL {
-				return usageError(cmd, fmt.Errorf("--format %q: want csv or jsonl", format))
-			}
-			_, rdb, err := store.open(env)
+			_, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -52,7 +49,7 @@ readable by its owner only: it holds personal data). The count goes to standard 
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", forms.FormatCSV, "csv or jsonl")
+	enumFlag(cmd.Flags(), &format, "format", forms.FormatCSV, "csv or jsonl", forms.FormatCSV, forms.FormatJSONL)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	store.register(cmd, env)
 	return cmd

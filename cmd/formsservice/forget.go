@@ -22,7 +22,7 @@ what it removed. The address is compared in lower case.`,
 		Args:    usageArgs(cobra.NoArgs),
 		PreRunE: requireFlags("email"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, rdb, err := store.open(env)
+			_, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}

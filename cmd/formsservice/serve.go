@@ -50,6 +50,7 @@ type serveFlags struct {
 	configPath string
 	addr       string
 	drainDelay time.Duration
+	logFormat  string
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, env *environment, defaultAddr string) {
@@ -58,6 +59,25 @@ func (f *serveFlags) register(cmd *cobra.Command, env *environment, defaultAddr 
 	configFlag(fl, env, &f.configPath, "configuration file (YAML); reloaded live when it changes")
 	fl.StringVar(&f.addr, "addr", cmp.Or(env.getenv("ADDR"), defaultAddr), "listen address (host:port; port 0 picks a free one)")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes")
+	enumFlag(fl, &f.logFormat, "log-format", cmp.Or(env.getenv("FORMSSERVICE_LOG_FORMAT"), "auto"),
+		"auto (text on a terminal, else JSON lines), text or json", "auto", "text", "json")
+}
+
+// logOptions resolves --log-format: readable text for a person at a terminal, JSON lines for everything
+// else (a log collector, a pipe, a test).
+func (f *serveFlags) logOptions(env *environment, level string) (logging.Options, error) {
+	term := isTerminal(env.stderr)
+	o := logging.Options{Level: level, Color: term && env.getenv("NO_COLOR") == "" && env.getenv("TERM") != "dumb"}
+	switch f.logFormat {
+	case "auto":
+		o.Text = term
+	case "text":
+		o.Text = true
+	case "json":
+	default: // only FORMSSERVICE_LOG_FORMAT can get here; the flag checks its own value
+		return o, fmt.Errorf("FORMSSERVICE_LOG_FORMAT=%q: want auto, text or json", f.logFormat)
+	}
+	return o, nil
 }
 
 // serviceHelp describes each service command for its --help.
@@ -83,6 +103,7 @@ var serveEnv = []envVar{
 	{"FORMSSERVICE_PUBLIC_URL", "the public base URL (the OAuth issuer); overrides publicURL"},
 	{"FORMSSERVICE_ALLOWED_ORIGINS", "comma-separated origins allowed to post forms; overrides allowedOrigins"},
 	{"FORMSSERVICE_LOG_LEVEL", "debug, info, warn or error; overrides logLevel"},
+	{"FORMSSERVICE_LOG_FORMAT", "auto, text or json when --log-format is not given; NO_COLOR turns text colours off"},
 	{"GOGC, GOMEMLIMIT", "Go's collector settings (default GOGC=400; auth sets a soft memory limit)"},
 }
 
@@ -152,13 +173,18 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	if err != nil {
 		return err
 	}
-	log := logging.New(env.stderr, first.LogLevel).With("service", strings.Join(names, "+"))
+	logOpts, err := f.logOptions(env, first.LogLevel)
+	if err != nil {
+		return err
+	}
+	log := logging.NewWith(env.stderr, logOpts).With("service", strings.Join(names, "+"))
 	watcher, err := config.NewWatcher(f.configPath, load, log)
 	if err != nil {
 		return err
 	}
 	cfg := watcher.Current()
 
+	embedded := false
 	if cfg.Redis.Empty() {
 		if !dev {
 			return errNoStore(f.configPath)
@@ -169,6 +195,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		}
 		defer mini.Close()
 		cfg.Redis.URL = "redis://" + mini.Addr()
+		embedded = true
 	}
 	redis.SetLogger(redisclient.Logger{Log: log})
 	rdb, err := redisclient.New(cfg.Redis, env.getenv)
@@ -201,7 +228,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev {
-		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "user", config.DevEmail)
+		remove := announceDev(env, log, logOpts, devState{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now()})
+		defer remove()
 	}
 	return app.Serve(ctx, server.ServeOptions{
 		Listener:   ln,

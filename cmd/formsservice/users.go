@@ -60,8 +60,8 @@ func (u *usersTool) register(cmd *cobra.Command, env *environment, withEmail boo
 	u.store.register(cmd, env)
 }
 
-func (u *usersTool) open(env *environment) (*config.Config, redis.UniversalClient, *users.Store, error) {
-	cfg, rdb, err := u.store.open(env)
+func (u *usersTool) open(ctx context.Context, env *environment) (*config.Config, redis.UniversalClient, *users.Store, error) {
+	cfg, rdb, err := u.store.open(ctx, env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -81,7 +81,7 @@ func newUsersCreateCmd(env *environment) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, rdb, us, err := u.open(env)
+			_, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ everywhere: every sign-in session and every grant (refresh token) ends.`,
 			if err != nil {
 				return err
 			}
-			cfg, rdb, us, err := u.open(env)
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func newUsersSignoutCmd(env *environment, action string) *cobra.Command {
 		Example: "  formsservice users " + action + " --email ada@example.com",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, rdb, us, err := u.open(env)
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -184,7 +184,7 @@ func newUsersEnableCmd(env *environment) *cobra.Command {
 		Example: "  formsservice users enable --email ada@example.com",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, rdb, us, err := u.open(env)
+			_, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -209,7 +209,7 @@ func newUsersDeleteCmd(env *environment) *cobra.Command {
 		Example: "  formsservice users delete --email ada@example.com",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, rdb, us, err := u.open(env)
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -243,10 +243,7 @@ func newUsersListCmd(env *environment) *cobra.Command {
 			if asJSON {
 				format = "jsonl"
 			}
-			if format != "table" && format != "jsonl" {
-				return usageError(cmd, fmt.Errorf("--format %q: want table or jsonl", format))
-			}
-			_, rdb, us, err := u.open(env)
+			_, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -261,7 +258,7 @@ func newUsersListCmd(env *environment) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "table", "table (tab-separated) or jsonl")
+	enumFlag(cmd.Flags(), &format, "format", "table", "table (tab-separated) or jsonl", "table", "jsonl")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as --format jsonl")
 	cmd.Flags().MarkDeprecated("json", "use --format jsonl") //nolint:errcheck // the flag exists
 	u.register(cmd, env, false)
