@@ -8,6 +8,8 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 
 step "dependencies"
 hack/install-redis.sh
+hack/install-mailpit.sh   # the real SMTP server of the mail tests (internal/testmail)
+hack/install-axe.sh       # axe-core, the accessibility checks of the browser tests (internal/testbrowser)
 
 step "envtest control plane (kube-apiserver built from the module proxy + etcd, cached in bin/k8s/)"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"

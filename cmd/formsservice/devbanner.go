@@ -64,6 +64,7 @@ func printDevBanner(w io.Writer, s devState, added additions, store, statePath s
 	row("demo", s.URL+"/demo/  (sign in, the contact and waitlist forms)")
 	row("dev user", config.DevEmail+" / "+config.DevPassword)
 	row("OAuth client", config.DevClientID+" (public, PKCE), redirect URI "+s.URL+"/demo/callback")
+	row("mail", s.URL+"/dev/mail/  (what the services sent, kept here instead)")
 	switch {
 	case s.Config == "":
 		row("config", "none: the dev fixtures only (make run CONFIG=my-app.yaml adds your origins and clients)")

@@ -17,6 +17,8 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/logging"
+	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/mail/devmail"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
@@ -33,6 +35,8 @@ type deps struct {
 	// Peers are the services built before this one in the same process (the dev server's health
 	// service checks them directly instead of over HTTP).
 	Peers []server.Service
+	// Mail sends transactional mail (devmail.go).
+	Mail mail.Sender
 }
 
 // serviceBuilders constructs each service by name; each builder lives in the service's own file here.
@@ -206,6 +210,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 
 	metrics := server.NewMetrics()
 	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
+	var outbox *devmail.Outbox
+	d.Mail, outbox = mailSender(watcher, dev, log, publicURL)
 	var services []server.Service
 	for _, n := range names {
 		build, ok := serviceBuilders[n]
@@ -224,7 +230,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		services = append(services, page)
+		services = append(services, page, outbox) // and /dev/mail/: the mail the services sent
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev {

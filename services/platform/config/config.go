@@ -31,6 +31,8 @@ type Config struct {
 	Forms          Forms    `json:"forms,omitempty"`
 	Auth           Auth     `json:"auth,omitempty"`
 	Health         Health   `json:"health,omitempty"`
+	// Mail is the relay and sender of the mail the services send themselves (mail.go).
+	Mail Mail `json:"mail,omitempty"`
 }
 
 // Redis says how to reach the store. Exactly one of URL or Addrs is used; empty means "embedded" in dev.
@@ -206,6 +208,7 @@ func (c *Config) ApplyDefaults() {
 	c.Forms.applyDefaults()
 	c.Auth.applyDefaults(c)
 	c.Health.applyDefaults()
+	c.Mail.applyDefaults()
 }
 
 // Validate reports every problem at once, so that a platform engineer fixes a ConfigMap in one pass.
@@ -232,6 +235,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Forms.validate()...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Health.validate()...)
+	errs = append(errs, c.Mail.validate()...)
 	return errors.Join(errs...)
 }
 
