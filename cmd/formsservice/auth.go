@@ -35,7 +35,7 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks})
+	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks, Dev: d.Dev})
 	if err != nil {
 		return nil, err
 	}

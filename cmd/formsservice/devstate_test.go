@@ -276,3 +276,30 @@ func TestDevServer_Root_LeadsToTheDemo_ProductionHasNoSuchPage(t *testing.T) {
 		t.Errorf("dev GET /: %d %q, want 302 to /demo/", res.StatusCode, res.Header.Get("Location"))
 	}
 }
+
+// On the dev server a refused form post is explained in the log at info (services/platform/refusal):
+// the answer is the contract's, the log line names what was sent and what is allowed.
+func TestDevServer_RefusedOrigin_ExplainedInTheLog(t *testing.T) {
+	url, logs, _ := startCommandStop(t, "dev", devEnv(t, nil))
+	req, _ := http.NewRequest(http.MethodPost, url+"/waitlist", strings.NewReader(`{"email":"ada@example.com","consent":true}`))
+	req.Header.Set("Origin", "http://localhost:5173")
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 403 || string(body) != `{"status":"error"}` {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	testwait.For(t, 5*time.Second, "the refusal's log line", func() bool {
+		for l := range strings.SplitSeq(logs.String(), "\n") {
+			if strings.Contains(l, `"level":"INFO"`) && strings.Contains(l, `"reason":"origin_not_allowed"`) &&
+				strings.Contains(l, `"origin":"http://localhost:5173"`) && strings.Contains(l, `"allowed":["http://localhost:8080"`) {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -13,5 +13,6 @@ func buildForms(d deps) (server.Service, error) {
 		Redis:      d.Redis,
 		Logger:     d.Logger.With("component", "forms"),
 		Registerer: d.Metrics.Registry,
+		Dev:        d.Dev,
 	})
 }

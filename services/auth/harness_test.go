@@ -62,6 +62,7 @@ type setup struct {
 	rdb    redis.UniversalClient // default: a new redis-server
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
+	dev    bool // as the dev server runs it (refusals_test.go)
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -110,7 +111,7 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Dev: s.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -46,6 +47,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Keys sign every token; see keys.Load and keys.Generate.
 	Keys *keys.Set
+	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
+	// error page (refusals.go).
+	Dev bool
 }
 
 // Service is the auth service.
@@ -62,6 +66,7 @@ type Service struct {
 	pages    *page.Renderer
 	metrics  *metrics
 	jwks     []byte
+	refusals *refusal.Recorder
 
 	mu      sync.Mutex // serialises rebuilding the runtime after a config change
 	current atomic.Pointer[runtime]
@@ -119,6 +124,10 @@ func New(o Options) (*Service, error) {
 	}
 	var err error
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
+		return nil, err
+	}
+	s.refusals, err = refusal.New(refusal.Options{Service: "auth", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
 		return nil, err
 	}
 	s.store = store.New(store.Options{

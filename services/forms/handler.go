@@ -60,6 +60,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
 	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
 	if !lc.origins.allowed(origin) {
+		s.refuseOrigin(c, lc, origin)
 		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
 		finishUnread(c)
 		return submission{}, false
@@ -71,6 +72,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	switch err {
 	case nil:
 	case errTooLarge:
+		s.refuse(c, refusedBodyTooLarge)
 		s.reply(c, ep, resultTooLarge, fiber.StatusRequestEntityTooLarge, bodyError)
 		finishUnread(c)
 		return submission{}, false
@@ -80,6 +82,11 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 		return submission{}, false
 	}
 	if !isJSON(c.Request().Header.ContentType()) || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
+		if !isJSON(c.Request().Header.ContentType()) {
+			s.refuse(c, refusedContentType)
+		} else {
+			s.refuse(c, refusedContentEncoding)
+		}
 		s.reply(c, ep, resultUnsupported, fiber.StatusUnsupportedMediaType, bodyError)
 		return submission{}, false
 	}
@@ -236,6 +243,7 @@ func (s *Service) preflight(c *fiber.Ctx) error {
 	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
 	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
 	if !lc.origins.allowed(origin) {
+		s.refuseOrigin(c, lc, origin)
 		c.Status(fiber.StatusForbidden)
 		h.SetContentType(fiber.MIMEApplicationJSON)
 		c.Response().SetBodyRaw(bodyError)
