@@ -25,7 +25,8 @@
 // It is 4–5 times cheaper on the bodies the forms get, and 40 times cheaper at refusing the hostile ones
 // an unauthenticated endpoint is flooded with. And v2 would change which bodies are refused: it refuses a
 // repeated member the form ignores and an escaped lone surrogate ("\ud800"), both of which this reader
-// accepts like encoding/json (FuzzJSONObject_AgreesWithEncodingJSON). So it stays.
+// accepts like encoding/json (FuzzJSONObject_AgreesWithEncodingJSON). So it stays (docs/architecture.md,
+// D11).
 package jsonobj
 
 import (

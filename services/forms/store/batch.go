@@ -14,13 +14,14 @@ import (
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// batcher stores submissions that arrive together with one script call: group commit. On Redis, a
-// script call costs several times a plain command before it does anything (arguments into Lua, results
-// out), so under load that fixed cost is shared instead of paid per submission. There is no waiting
-// for a batch to fill: a submission that finds no call running is sent at once, alone if need be; only
-// submissions that arrive while a call is out are gathered into the next one, so latency stays one
-// round trip when idle and at most two under load. Each submission is still decided atomically and in order inside the script, its Redis work is
-// still one round trip, and a Cluster is no obstacle: all keys of one endpoint share a hash slot.
+// batcher stores submissions that arrive together with one script call: group commit
+// (docs/architecture.md, D10). On Redis, a script call costs several times a plain command before it
+// does anything (arguments into Lua, results out), so under load that fixed cost is shared instead of
+// paid per submission. There is no waiting for a batch to fill: a submission that finds no call running
+// is sent at once, alone if need be; only submissions that arrive while a call is out are gathered into
+// the next one, so latency stays one round trip when idle and at most two under load. Each submission is
+// still decided atomically and in order inside the script, its Redis work is still one round trip, and a
+// Cluster is no obstacle: all keys of one endpoint share a hash slot.
 type batcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script

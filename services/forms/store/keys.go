@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
+// Redis keys (docs/architecture.md, D9). Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
 // script call (see batcher) touches one slot and runs on one Redis Cluster master in one round trip: the
 // per-IP rate-limit counter, the idempotency record, the uniqueness check and the durable record are
 // decided together and atomically. The price is that one endpoint's data lives on one master; forms
@@ -31,12 +31,14 @@ const (
 
 	// ContactStream holds every stored contact message (field RecordField: the JSON record) until erased;
 	// the delivery workers read it through the consumer group DeliveryGroup.
-	ContactStream       = "fs:{contact}:messages"
-	contactRatePrefix   = "fs:{contact}:rate:"
-	contactIdemPrefix   = "fs:{contact}:idem:"
-	contactDoneSuffix   = ":delivered" // fs:{contact}:<id>:delivered — channels already delivered
-	contactDonePrefix   = "fs:{contact}:"
-	DeliveryGroup       = "delivery"
+	ContactStream     = "fs:{contact}:messages"
+	contactRatePrefix = "fs:{contact}:rate:"
+	contactIdemPrefix = "fs:{contact}:idem:"
+	contactDoneSuffix = ":delivered" // fs:{contact}:<id>:delivered — channels already delivered
+	contactDonePrefix = "fs:{contact}:"
+	// DeliveryGroup is the delivery workers' consumer group on ContactStream.
+	DeliveryGroup = "delivery"
+	// RecordField is the field of a ContactStream (and DeadLetterStream) entry that holds the record.
 	RecordField         = "m"
 	rateWindow          = time.Minute
 	idempotencyLifetime = 24 * time.Hour
