@@ -1,4 +1,4 @@
-package forms
+package delivery
 
 import (
 	"errors"
@@ -9,23 +9,25 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 func deadCount(t *testing.T, rdb redis.UniversalClient) int64 {
 	t.Helper()
-	return rdb.XLen(t.Context(), deadStream).Val()
+	return rdb.XLen(t.Context(), store.DeadLetterStream).Val()
 }
 
 func TestDelivery_PoisonMessage_BecomesDeadLetterAfterMaxAttempts_AndRetentionPassesIt(t *testing.T) {
 	wh := startHook(t)
 	wh.fail.Store(1 << 20) // the receiver refuses this message for good
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.MaxAttempts = 2
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the first attempt", func() bool { return wh.calls() == 1 })
 	agePending(t, h.rdb, retryAfter+margin)
 	testwait.For(t, 5*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
@@ -35,7 +37,7 @@ func TestDelivery_PoisonMessage_BecomesDeadLetterAfterMaxAttempts_AndRetentionPa
 	if p := pendingCount(t, h.rdb); p != 0 {
 		t.Fatalf("%d messages still pending: a dead letter must leave the pending list", p)
 	}
-	dl, err := ListDeadLetters(t.Context(), h.rdb)
+	dl, err := store.ListDeadLetters(t.Context(), h.rdb)
 	if err != nil || len(dl) != 1 {
 		t.Fatalf("dead letters %v, %v", dl, err)
 	}
@@ -51,14 +53,14 @@ func TestDelivery_PoisonMessage_BecomesDeadLetterAfterMaxAttempts_AndRetentionPa
 
 	// A later message is delivered; retention then erases both: the dead one no longer holds it back.
 	wh.fail.Store(0)
-	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
+	h.submit(withName(validContact, "Grace Lovelace"))
 	testwait.For(t, 5*time.Second, "the second message", func() bool { return len(wh.delivered()) == 1 })
 	testwait.For(t, 2*time.Second, "the acknowledgement", func() bool { return pendingCount(t, h.rdb) == 0 })
-	n, err := trimContactMessages(t.Context(), h.rdb, time.Hour, true, time.Now().Add(2*time.Hour))
+	n, err := store.TrimContactMessages(t.Context(), h.rdb, time.Hour, true, time.Now().Add(2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := h.rdb.XLen(t.Context(), contactStream).Val(); left != 0 || n != 3 {
+	if left := h.rdb.XLen(t.Context(), store.ContactStream).Val(); left != 0 || n != 3 {
 		t.Fatalf("retention erased %d entries, %d messages left; want both messages and the dead letter erased", n, left)
 	}
 }
@@ -66,64 +68,37 @@ func TestDelivery_PoisonMessage_BecomesDeadLetterAfterMaxAttempts_AndRetentionPa
 func TestDelivery_FailedMessageOlderThanMaxAge_BecomesDeadLetterAtOnce(t *testing.T) {
 	wh := startHook(t)
 	wh.fail.Store(1 << 20)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.MaxAge = config.Duration(time.Hour)
-	// The service's clock runs two hours ahead: every message is older than maxAge at its first attempt.
+	// The worker's clock runs two hours ahead: every message is older than maxAge at its first attempt.
 	h := newHarness(t, harnessOpts{cfg: cfg, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the dead letter", func() bool { return deadCount(t, h.rdb) == 1 })
 	if n := wh.calls(); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)
 	}
 }
 
-func TestDeadLetterScript_SecondRunOfTheCall_DoesNothing(t *testing.T) {
-	h := newHarness(t, harnessOpts{})
-	ctx := t.Context()
-	if err := ensureGroup(ctx, h.rdb); err != nil {
-		t.Fatal(err)
-	}
-	h.post("/contact", validContact).expect(t, 201, "created")
-	msgs := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "c1", Streams: []string{contactStream, ">"}, Block: -1}).Val()
-	id := msgs[0].Messages[0].ID
-	keys := []string{contactStream, deadStream, deliveredKey(id)}
-	for run := range 2 { // what a client retry after a lost answer does
-		n, err := deadLetterScript.Run(ctx, h.rdb, keys, deliveryGroup, "c1", id, "{}", "boom", "smtp", 3).Int()
-		if err != nil || n != 1-run {
-			t.Fatalf("run %d: %d, %v", run, n, err)
-		}
-	}
-	if n := deadCount(t, h.rdb); n != 1 {
-		t.Fatalf("%d dead letters, want 1", n)
-	}
-	// Another consumer's message is not this one's to give up.
-	h.post("/contact", validContact).expect(t, 201, "created")
-	other := h.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "c2", Streams: []string{contactStream, ">"}, Block: -1}).Val()[0].Messages[0].ID
-	if n, _ := deadLetterScript.Run(ctx, h.rdb, []string{contactStream, deadStream, deliveredKey(other)}, deliveryGroup, "c1", other, "{}", "x", "smtp", 1).Int(); n != 0 {
-		t.Fatal("a message held by another consumer was moved")
-	}
-}
-
 func TestDeadLetters_RetryDeliversAgain_DropDeletes_ForgetErases(t *testing.T) {
 	wh := startHook(t)
 	wh.fail.Store(1 << 20)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.MaxAttempts = 1
 	h := newHarness(t, harnessOpts{cfg: cfg})
 	ctx := t.Context()
-	h.post("/contact", validContact).expect(t, 201, "created")
-	h.post("/contact", strings.Replace(validContact, "ada@", "grace@", 1)).expect(t, 201, "created")
-	h.post("/contact", strings.Replace(validContact, "ada@", "erased@", 1)).expect(t, 201, "created")
+	h.submit(validContact)
+	h.submit(withEmail(validContact, "grace@example.com"))
+	h.submit(withEmail(validContact, "erased@example.com"))
 	testwait.For(t, 10*time.Second, "three dead letters", func() bool { return deadCount(t, h.rdb) == 3 })
-	dl, _ := ListDeadLetters(ctx, h.rdb)
+	dl, _ := store.ListDeadLetters(ctx, h.rdb)
 
-	if _, err := RetryDeadLetters(ctx, h.rdb, []string{"1-1"}); !errors.Is(err, ErrNoSuchDeadLetter) {
+	if _, err := store.RetryDeadLetters(ctx, h.rdb, []string{"1-1"}); !errors.Is(err, store.ErrNoSuchDeadLetter) {
 		t.Fatalf("retrying an unknown ID: %v", err)
 	}
 	wh.fail.Store(0) // the receiver is fixed
-	moved, err := RetryDeadLetters(ctx, h.rdb, []string{dl[0].ID})
+	moved, err := store.RetryDeadLetters(ctx, h.rdb, []string{dl[0].ID})
 	if err != nil || len(moved) != 1 || moved[dl[0].ID] == "" {
 		t.Fatalf("retry: %v, %v", moved, err)
 	}
@@ -132,15 +107,15 @@ func TestDeadLetters_RetryDeliversAgain_DropDeletes_ForgetErases(t *testing.T) {
 		t.Fatalf("delivered %q", got)
 	}
 
-	dropped, err := DropDeadLetters(ctx, h.rdb, []string{dl[1].ID})
+	dropped, err := store.DropDeadLetters(ctx, h.rdb, []string{dl[1].ID})
 	if err != nil || len(dropped) != 1 || dropped[0] != dl[1].ID {
 		t.Fatalf("drop: %v, %v", dropped, err)
 	}
-	rep, err := Forget(ctx, h.rdb, "erased@example.com")
+	rep, err := store.Forget(ctx, h.rdb, "erased@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := ListDeadLetters(ctx, h.rdb); len(left) != 0 || rep.DeadLetters != 1 {
+	if left, _ := store.ListDeadLetters(ctx, h.rdb); len(left) != 0 || rep.DeadLetters != 1 {
 		t.Fatalf("dead letters left %+v, forget report %+v", left, rep)
 	}
 }

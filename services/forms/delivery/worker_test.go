@@ -1,4 +1,4 @@
-package forms
+package delivery
 
 import (
 	"context"
@@ -18,8 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
 	"github.com/formsservice/formsservice/services/forms/internal/smtptest"
 	"github.com/formsservice/formsservice/services/forms/notify"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -34,7 +36,7 @@ const (
 	// margin is how far from a boundary a test ages a message: more than the real time that can pass
 	// between the aging and the worker's look at it, however slow the machine.
 	margin = 10 * time.Second
-	// testWorkerWait is how long a test's worker waits for work in one pass (see Service.workerWait).
+	// testWorkerWait is how long a test's worker waits for work in one pass (see Worker.workerWait).
 	testWorkerWait = 20 * time.Millisecond
 )
 
@@ -68,7 +70,7 @@ return #pending`)
 // times can be set. It fails the test when nothing is pending.
 func agePending(t *testing.T, rdb redis.UniversalClient, d time.Duration) {
 	t.Helper()
-	n, err := agePendingScript.Run(t.Context(), rdb, []string{contactStream}, deliveryGroup, d.Milliseconds()).Int()
+	n, err := agePendingScript.Run(t.Context(), rdb, []string{store.ContactStream}, store.DeliveryGroup, d.Milliseconds()).Int()
 	if err != nil {
 		t.Fatalf("aging the pending messages: %v", err)
 	}
@@ -85,20 +87,20 @@ func advance(t *testing.T, rdb redis.UniversalClient, clk *testClock, d time.Dur
 	clk.Advance(d)
 }
 
-// waitForPasses waits until each service's delivery worker has completed a whole pass that started
-// after the call: what stands in for "the worker had its chance" before a test says nothing happened.
-func waitForPasses(t *testing.T, what string, svcs ...*Service) {
+// waitForPasses waits until each worker has completed a whole pass that started after the call: what
+// stands in for "the worker had its chance" before a test says nothing happened.
+func waitForPasses(t *testing.T, what string, workers ...*Worker) {
 	t.Helper()
-	for _, s := range svcs {
-		n0 := s.passes.Load()
-		testwait.For(t, 10*time.Second, "a whole worker pass ("+s.consumer+") "+what, func() bool { return s.passes.Load() >= n0+2 })
+	for _, w := range workers {
+		n0 := w.passes.Load()
+		testwait.For(t, 10*time.Second, "a whole worker pass ("+w.consumer+") "+what, func() bool { return w.passes.Load() >= n0+2 })
 	}
 }
 
 // heldBy is who holds the pending messages: consumer -> count.
 func heldBy(t *testing.T, rdb redis.UniversalClient) map[string]int64 {
 	t.Helper()
-	p, err := rdb.XPending(t.Context(), contactStream, deliveryGroup).Result()
+	p, err := rdb.XPending(t.Context(), store.ContactStream, store.DeliveryGroup).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,45 +162,52 @@ func (h *hook) calls() int {
 
 // testWorker is a delivery worker of its own (another replica, or one that the test kills).
 type testWorker struct {
-	svc  *Service
-	reg  *prometheus.Registry
-	stop func()
+	worker *Worker
+	reg    *prometheus.Registry
+	stop   func()
 }
 
-// startWorker runs a delivery worker named name; clk, when not nil, is its clock.
+// startWorker runs a delivery worker named name on d; clk, when not nil, is its clock.
 func startWorker(t *testing.T, rdb redis.UniversalClient, d config.Delivery, name string, clk *testClock) *testWorker {
 	t.Helper()
-	src := &liveSource{}
-	cfg := testConfig()
+	src := &formstest.Source{}
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = d
-	src.set(t, cfg)
-	reg := prometheus.NewRegistry()
-	o := Options{Config: src, Redis: rdb, Registerer: reg, ConsumerName: name}
+	src.Set(t, cfg)
+	var now func() time.Time
 	if clk != nil {
-		o.Now = clk.Now
+		now = clk.Now
 	}
-	svc, err := New(o)
+	return runWorker(t, rdb, src, name, now)
+}
+
+// runWorker runs a delivery worker named name (default: New's) on src's configuration, until the test
+// ends; now, when not nil, is its clock.
+func runWorker(t *testing.T, rdb redis.UniversalClient, src config.Source, name string, now func() time.Time) *testWorker {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	w, err := New(Options{Config: src, Redis: rdb, Registerer: reg, ConsumerName: name, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.workerWait = testWorkerWait
+	w.workerWait = testWorkerWait
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = svc.Run(ctx); close(done) }()
+	go func() { _ = w.Run(ctx); close(done) }()
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	return &testWorker{svc: svc, reg: reg, stop: stop}
+	return &testWorker{worker: w, reg: reg, stop: stop}
 }
 
 // attempts counts the worker's SMTP attempts.
 func (w *testWorker) attempts() float64 {
-	return testutil.ToFloat64(w.svc.m.deliveryAttempts.WithLabelValues("smtp"))
+	return testutil.ToFloat64(w.worker.m.deliveryAttempts.WithLabelValues("smtp"))
 }
 
 func pendingCount(t *testing.T, rdb redis.UniversalClient) int64 {
 	t.Helper()
-	p, err := rdb.XPending(t.Context(), contactStream, deliveryGroup).Result()
+	p, err := rdb.XPending(t.Context(), store.ContactStream, store.DeliveryGroup).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,12 +217,11 @@ func pendingCount(t *testing.T, rdb redis.UniversalClient) int64 {
 func TestDelivery_ContactMessage_IsMailedAndPostedToWebhook(t *testing.T) {
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	wh := startHook(t)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, wh.URL)
-	h := newHarness(t, harnessOpts{cfg: cfg}) // the app's own worker delivers
+	h := newHarness(t, harnessOpts{cfg: cfg}) // the harness's own worker delivers
 
-	h.post("/contact", `{"name":"Ada","email":"Ada@Example.com","message":"Please call me back <soon> & thanks.","topic":"support"}`).
-		expect(t, 201, "created")
+	h.submit(store.ContactRecord{Name: "Ada", Email: "Ada@Example.com", Message: "Please call me back <soon> & thanks.", Topic: "support"})
 	mails := mailSrv.Wait(t, 1, 5*time.Second)
 	if !strings.Contains(mails[0].Data, "Reply-To: \"Ada\" <Ada@Example.com>") || !strings.Contains(mails[0].Data, "Please call me back <soon> & thanks.") {
 		t.Fatalf("mail:\n%s", mails[0].Data)
@@ -232,7 +240,7 @@ func TestDelivery_ContactMessage_IsMailedAndPostedToWebhook(t *testing.T) {
 		t.Fatal("delivery lag not observed")
 	}
 	// The message stays stored (for export) after delivery.
-	if h.rdb.XLen(t.Context(), contactStream).Val() != 1 {
+	if h.rdb.XLen(t.Context(), store.ContactStream).Val() != 1 {
 		t.Fatal("message gone after delivery")
 	}
 }
@@ -244,17 +252,17 @@ func TestDelivery_FailingWebhook_IsRetriedWithBackoffWithoutResendingMail(t *tes
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	wh := startHook(t)
 	wh.fail.Store(3)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, wh.URL)
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	// after failure n, the wait before attempt n+1: RetryAfter × 2^(n−1), capped at MaxRetryInterval
 	for n, wait := range []time.Duration{retryAfter, 2 * retryAfter, maxRetryInterval} {
 		calls := n + 1
 		testwait.For(t, 5*time.Second, fmt.Sprintf("webhook call %d", calls), func() bool { return wh.calls() == calls })
 		agePending(t, h.rdb, wait-margin)
-		waitForPasses(t, "with the message idle just short of its backoff", h.svc)
+		waitForPasses(t, "with the message idle just short of its backoff", h.worker)
 		if got := wh.calls(); got != calls {
 			t.Fatalf("attempt %d came before the message had been idle %s (%d calls)", calls+1, wait, got)
 		}
@@ -278,13 +286,13 @@ func TestDelivery_FailingWebhook_IsRetriedWithBackoffWithoutResendingMail(t *tes
 func TestDelivery_SMTPTemporaryFailure_IsRetried(t *testing.T) {
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	mailSrv.FailNext(1)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, "")
 	h := newHarness(t, harnessOpts{cfg: cfg})
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the refused transaction", func() bool { return mailSrv.Sessions() == 1 })
 	agePending(t, h.rdb, retryAfter-margin)
-	waitForPasses(t, "with the message idle just short of RetryAfter", h.svc)
+	waitForPasses(t, "with the message idle just short of RetryAfter", h.worker)
 	if n := mailSrv.Sessions(); n != 1 {
 		t.Fatalf("%d SMTP transactions before RetryAfter, want 1", n)
 	}
@@ -297,19 +305,19 @@ func TestDelivery_SMTPTemporaryFailure_IsRetried(t *testing.T) {
 
 func TestDelivery_StoredWhileNoDeliveryConfigured_IsDeliveredOnceConfigured(t *testing.T) {
 	h := newHarness(t, harnessOpts{}) // no delivery target: the worker idles
-	h.post("/contact", validContact).expect(t, 201, "created")
-	waitForPasses(t, "without a delivery target", h.svc)
+	h.submit(validContact)
+	waitForPasses(t, "without a delivery target", h.worker)
 	mailSrv := smtptest.Start(t, smtptest.Options{})
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery(mailSrv.Addr, "")
-	h.src.set(t, cfg) // a live reload
+	h.src.Set(t, cfg) // a live reload
 	mailSrv.Wait(t, 1, 5*time.Second)
 }
 
 func TestDelivery_ProcessDiedBetweenStoreAndDelivery_MessageIsDeliveredLater(t *testing.T) {
 	// The web process stores and answers 201; no worker is running (the process died right after).
 	h := newHarness(t, harnessOpts{})
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "replica-after-restart", nil)
@@ -319,13 +327,13 @@ func TestDelivery_ProcessDiedBetweenStoreAndDelivery_MessageIsDeliveredLater(t *
 
 func TestDelivery_ConsumerDiedAfterReading_MessageIsTakenOverByAnotherReplica(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	// A replica read the message and died before delivering: it sits in the pending list under its name.
-	if err := ensureGroup(t.Context(), h.rdb); err != nil {
+	if err := store.EnsureDeliveryGroup(t.Context(), h.rdb); err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "crashed-replica",
-		Streams: []string{contactStream, ">"}, Count: 10, Block: -1}).Result() // -1: no BLOCK (0 would wait forever)
+	got, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: store.DeliveryGroup, Consumer: "crashed-replica",
+		Streams: []string{store.ContactStream, ">"}, Count: 10, Block: -1}).Result() // -1: no BLOCK (0 would wait forever)
 	if err != nil || len(got[0].Messages) != 1 {
 		t.Fatalf("reading as the doomed replica: %v %v", got, err)
 	}
@@ -333,10 +341,10 @@ func TestDelivery_ConsumerDiedAfterReading_MessageIsTakenOverByAnotherReplica(t 
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	survivor := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "survivor", nil)
 	// Until the message has been idle RetryAfter, its consumer may still be sending it: it is not taken.
-	waitForPasses(t, "with the message just read", survivor.svc)
+	waitForPasses(t, "with the message just read", survivor.worker)
 	expectHeldBy(t, h.rdb, "crashed-replica", 1)
 	agePending(t, h.rdb, retryAfter-margin)
-	waitForPasses(t, "with the message idle just short of RetryAfter", survivor.svc)
+	waitForPasses(t, "with the message idle just short of RetryAfter", survivor.worker)
 	expectHeldBy(t, h.rdb, "crashed-replica", 1)
 	if n := mailSrv.Sessions(); n != 0 {
 		t.Fatalf("taken over and sent before RetryAfter (%d SMTP transactions)", n)
@@ -353,14 +361,14 @@ func TestDelivery_WorkerKilledMidDelivery_AnotherWorkerDelivers(t *testing.T) {
 	d := testDelivery(mailSrv.Addr, "")
 	first := startWorker(t, h.rdb, d, "doomed", nil)
 
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the first worker to be mid-delivery", func() bool { return mailSrv.Sessions() == 1 })
 	first.stop() // killed mid-attempt: the message stays pending under its name, unacknowledged
 	expectHeldBy(t, h.rdb, "doomed", 1)
 
 	second := startWorker(t, h.rdb, d, "survivor", nil)
 	agePending(t, h.rdb, retryAfter-margin)
-	waitForPasses(t, "with the message idle just short of RetryAfter", second.svc)
+	waitForPasses(t, "with the message idle just short of RetryAfter", second.worker)
 	expectHeldBy(t, h.rdb, "doomed", 1)
 	agePending(t, h.rdb, 2*margin)
 	mailSrv.Wait(t, 1, 5*time.Second)
@@ -376,11 +384,11 @@ func TestDelivery_TwoReplicas_DeliverEachMessageOnce(t *testing.T) {
 	a := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "a", nil)
 	b := startWorker(t, h.rdb, testDelivery(mailSrv.Addr, ""), "b", nil)
 	for range 20 {
-		h.post("/contact", validContact).expect(t, 201, "created")
+		h.submit(validContact)
 	}
 	mailSrv.Wait(t, 20, 10*time.Second)
 	testwait.For(t, 2*time.Second, "the acknowledgements", func() bool { return pendingCount(t, h.rdb) == 0 })
-	waitForPasses(t, "after the last acknowledgement", a.svc, b.svc) // nothing is sent again
+	waitForPasses(t, "after the last acknowledgement", a.worker, b.worker) // nothing is sent again
 	if n := len(mailSrv.Mails()); n != 20 {
 		t.Fatalf("%d mails for 20 messages", n)
 	}
@@ -393,10 +401,10 @@ func TestDelivery_TwoReplicas_DeliverEachMessageOnce(t *testing.T) {
 // replica does not take the later ones over as abandoned (which would mail them twice), even though the
 // batch takes several times RetryAfter. Once that worker is gone, the other replica does take over.
 func TestDelivery_SlowRelayBatch_NotTakenOverWhileItsWorkerIsSending(t *testing.T) {
-	h := newHarness(t, harnessOpts{}) // no worker: the messages wait in the stream
+	h := newHarness(t, harnessOpts{}) // no delivery target: the messages wait in the stream
 	const n = 5
 	for range n {
-		h.post("/contact", validContact).expect(t, 201, "created")
+		h.submit(validContact)
 	}
 	mailSrv := smtptest.Start(t, smtptest.Options{})
 	mailSrv.Gate() // each transaction waits until the test lets it through
@@ -406,7 +414,7 @@ func TestDelivery_SlowRelayBatch_NotTakenOverWhileItsWorkerIsSending(t *testing.
 	clk := &testClock{}
 	reader := startWorker(t, h.rdb, d, "reader", clk)
 	testwait.For(t, 5*time.Second, "the first worker to read the batch", func() bool {
-		p, err := h.rdb.XPending(t.Context(), contactStream, deliveryGroup).Result() // NOGROUP until it starts
+		p, err := h.rdb.XPending(t.Context(), store.ContactStream, store.DeliveryGroup).Result() // NOGROUP until it starts
 		return err == nil && p.Count == n
 	})
 	second := startWorker(t, h.rdb, d, "idle-replica", nil)
@@ -416,9 +424,9 @@ func TestDelivery_SlowRelayBatch_NotTakenOverWhileItsWorkerIsSending(t *testing.
 			return mailSrv.Sessions() == k && mailSrv.Waiting() == 1
 		})
 		advance(t, h.rdb, clk, sending) // message k takes `sending` at the relay
-		n0 := second.svc.passes.Load()
+		n0 := second.worker.passes.Load()
 		testwait.For(t, 10*time.Second, "a whole pass of the idle replica", func() bool {
-			return second.svc.passes.Load() >= n0+2 || second.attempts() > 0
+			return second.worker.passes.Load() >= n0+2 || second.attempts() > 0
 		})
 		if c := second.attempts(); c != 0 {
 			t.Fatalf("while the reader sent message %d, the idle replica made %v attempts: %v", k, c, heldBy(t, h.rdb))
@@ -437,7 +445,7 @@ func TestDelivery_SlowRelayBatch_NotTakenOverWhileItsWorkerIsSending(t *testing.
 	reader.stop()
 	mailSrv.Release() // the dead reader's transaction fails
 	agePending(t, h.rdb, retryAfter-margin-sending)
-	waitForPasses(t, "with the message idle just short of RetryAfter", second.svc)
+	waitForPasses(t, "with the message idle just short of RetryAfter", second.worker)
 	expectHeldBy(t, h.rdb, "reader", 1)
 	agePending(t, h.rdb, 2*margin)
 	mailSrv.Wait(t, n, 5*time.Second)

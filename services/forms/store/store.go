@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"context"
@@ -7,49 +7,12 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
-)
-
-// Redis keys. Every key of one endpoint carries the same hash tag ({waitlist} or {contact}), so each
-// script call (see batcher) touches one slot and runs on one Redis Cluster master in one round trip: the
-// per-IP rate-limit counter, the idempotency record, the uniqueness check and the durable record are
-// decided together and atomically. The price is that one endpoint's data lives on one master; forms
-// traffic is a few submissions per second and a waitlist of a million addresses is a few hundred MB, far
-// inside one Redis. Splitting the rate-limit counter into the client IP's own slot would cost a second,
-// sequential round trip on Cluster (the counter must gate the write, so the two cannot be pipelined).
-const (
-	// waitlistEntries is a hash: canonical address -> JSON record. HSETNX makes the entry unique.
-	waitlistEntries = "fs:{waitlist}:entries"
-	// waitlistOrder lists canonical addresses in sign-up order, for export (a list append is far
-	// cheaper than a sorted-set insert, and an address is appended only when HSETNX created it).
-	waitlistOrder      = "fs:{waitlist}:order"
-	waitlistRatePrefix = "fs:{waitlist}:rate:"
-
-	// contactStream holds every stored contact message (field "m": the JSON record) until erased; the
-	// delivery workers read it through the consumer group deliveryGroup.
-	contactStream       = "fs:{contact}:messages"
-	contactRatePrefix   = "fs:{contact}:rate:"
-	contactIdemPrefix   = "fs:{contact}:idem:"
-	contactDoneSuffix   = ":delivered" // fs:{contact}:<id>:delivered — channels already delivered
-	contactDonePrefix   = "fs:{contact}:"
-	deliveryGroup       = "delivery"
-	contactRecordField  = "m"
-	rateWindow          = time.Minute
-	idempotencyLifetime = 24 * time.Hour
-	// runLifetime keeps a script call's answer for a second run of the same call: go-redis sends it
-	// again within the store timeout (1.5 s), so a minute is ample.
-	runLifetime = time.Minute
-	runPrefix   = ":run:" // fs:{waitlist}:run:<call id>, fs:{contact}:run:<call id>
-	// inFlightLifetime bounds the in-flight state of an Idempotency-Key when the process holding it dies
-	// before settling it; a live request settles it within the store timeout (1.5 s).
-	inFlightLifetime  = 5 * time.Second
-	contactBusySuffix = ":busy" // fs:{contact}:idem:<hash>:busy
 )
 
 // The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
@@ -139,72 +102,67 @@ end
 return remember(KEYS[1], out)
 `
 
-// settleScript ends the in-flight state that this call (ARGV[1], its run key) set: KEYS are in-flight
-// keys; one set by another call is left alone.
-const settleLua = `
-for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
-end
-return 0`
-
-var settleScript = redis.NewScript(settleLua)
-
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// outcome is what the store decided.
-type outcome int
+// Outcome is what the store decided.
+type Outcome int
 
 const (
-	stored outcome = iota + 1
-	duplicate
-	replayed
-	rateLimited
-	keyReused // an Idempotency-Key sent before with another message
-	inFlight  // an Idempotency-Key whose first request is still waiting for its answer
+	Stored Outcome = iota + 1
+	Duplicate
+	Replayed
+	RateLimited
+	KeyReused // an Idempotency-Key sent before with another message
+	InFlight  // an Idempotency-Key whose first request is still waiting for its answer
 )
 
-// storeResult is one submission's outcome; retryAfter is set for rateLimited.
-type storeResult struct {
-	outcome    outcome
-	retryAfter time.Duration
+// Result is one submission's outcome; RetryAfter is set for RateLimited.
+type Result struct {
+	Outcome    Outcome
+	RetryAfter time.Duration
 }
 
-// store runs the submission scripts through one batcher per endpoint. Records are copied into the
+// Store runs the submission scripts through one batcher per endpoint. Records are copied into the
 // operation (string(record)): a queued operation may outlive the handler that gave up waiting for it.
-type store struct {
+type Store struct {
 	rdb      redis.UniversalClient
 	waitlist *batcher
 	contact  *batcher
 }
 
-func newStore(rdb redis.UniversalClient) *store {
-	return &store{
+// New returns the store of the forms on rdb.
+func New(rdb redis.UniversalClient) *Store {
+	return &Store{
 		rdb:      rdb,
-		waitlist: newBatcher(rdb, waitlistLua, []string{waitlistEntries, waitlistOrder}, "fs:{waitlist}"+runPrefix),
-		contact:  newBatcher(rdb, contactLua, []string{contactStream}, "fs:{contact}"+runPrefix),
+		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder}, "fs:{waitlist}"+runPrefix),
+		contact:  newBatcher(rdb, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
 	}
 }
 
-func (s *store) addWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, level config.Durability) (storeResult, error) {
+// AddWaitlist stores a sign-up (its canonical address and record) unless the address is there already,
+// within client's rate limit (limit per minute, 0: none), as durable as level asks.
+func (s *Store) AddWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, level config.Durability) (Result, error) {
 	n, err := s.waitlist.do(ctx, storeOp{keys: []string{waitlistRatePrefix + clientip.Key(client)}, args: []any{limit, canonical, string(record)}, level: level})
 	if err != nil {
-		return storeResult{}, err
+		return Result{}, err
 	}
 	return scriptResult(n)
 }
 
-// idempotency is a contact submission's Idempotency-Key, scoped to the origin that sent it and bound
+// Idempotency is a contact submission's Idempotency-Key, scoped to the origin that sent it and bound
 // to the message it carried. The zero value means "no key".
-type idempotency struct {
-	origin, key string
-	message     []byte // what the key is bound to: the validated message, not the bytes of the body
+type Idempotency struct {
+	Origin, Key string
+	Message     []byte // what the key is bound to: the validated message, not the bytes of the body
 }
 
-func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, idem idempotency, record []byte, level config.Durability) (storeResult, error) {
+// AddContact stores a contact message's record unless idem replays an earlier one, within client's rate
+// limit (limit per minute, 0: none), as durable as level asks.
+func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, idem Idempotency, record []byte, level config.Durability) (Result, error) {
 	op := storeOp{level: level}
-	hash, waits, idemKey := "", "0", idempotencyRecordKey(idem.origin, idem.key)
-	if idem.key != "" {
-		sum := sha256.Sum256(idem.message)
+	hash, waits, idemKey := "", "0", IdempotencyRecordKey(idem.Origin, idem.Key)
+	if idem.Key != "" {
+		sum := sha256.Sum256(idem.Message)
 		hash = hex.EncodeToString(sum[:])
 		if level != config.DurabilityProcess {
 			waits = "1"
@@ -215,15 +173,15 @@ func (s *store) addContact(ctx context.Context, client netip.Addr, limit int, id
 	op.args = []any{limit, string(record), hash, waits}
 	n, err := s.contact.do(ctx, op)
 	if err != nil {
-		return storeResult{}, err
+		return Result{}, err
 	}
 	return scriptResult(n)
 }
 
-// idempotencyRecordKey is where a key's record lives: a hash of the origin and the key. Keys are the
+// IdempotencyRecordKey is where a key's record lives: a hash of the origin and the key. Keys are the
 // client's to choose, so two sites (origins) that happen to pick the same key are two keys; the length
 // is fixed; and a key, which a client may have derived from the message, is not kept.
-func idempotencyRecordKey(origin, key string) string {
+func IdempotencyRecordKey(origin, key string) string {
 	if key == "" {
 		return contactIdemPrefix + "-" // never read or written: the script checks the hash first
 	}
@@ -234,36 +192,20 @@ func idempotencyRecordKey(origin, key string) string {
 	return contactIdemPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
-func scriptResult(n int64) (storeResult, error) {
+func scriptResult(n int64) (Result, error) {
 	switch {
 	case n < 0:
-		return storeResult{outcome: rateLimited, retryAfter: time.Duration(-n) * time.Millisecond}, nil
+		return Result{Outcome: RateLimited, RetryAfter: time.Duration(-n) * time.Millisecond}, nil
 	case n == 1:
-		return storeResult{outcome: stored}, nil
+		return Result{Outcome: Stored}, nil
 	case n == 2:
-		return storeResult{outcome: duplicate}, nil
+		return Result{Outcome: Duplicate}, nil
 	case n == 3:
-		return storeResult{outcome: replayed}, nil
+		return Result{Outcome: Replayed}, nil
 	case n == 4:
-		return storeResult{outcome: keyReused}, nil
+		return Result{Outcome: KeyReused}, nil
 	case n == 5:
-		return storeResult{outcome: inFlight}, nil
+		return Result{Outcome: InFlight}, nil
 	}
-	return storeResult{}, fmt.Errorf("script: unexpected answer %d", n)
+	return Result{}, fmt.Errorf("script: unexpected answer %d", n)
 }
-
-// deliveredKey records which channels already took a message, so that a retry after a partial failure
-// does not send the mail twice when only the webhook failed.
-func deliveredKey(id string) string { return contactDonePrefix + id + contactDoneSuffix }
-
-// streamTime is when a message was stored: the millisecond part of its stream ID.
-func streamTime(id string) time.Time {
-	ms, _, _ := strings.Cut(id, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return time.UnixMilli(n)
-}
-
-var errShortAnswer = fmt.Errorf("script: fewer answers than submissions")

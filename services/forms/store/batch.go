@@ -1,8 +1,9 @@
-package forms
+package store
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,13 +14,14 @@ import (
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// batcher stores submissions that arrive together with one script call: group commit. On Redis, a
-// script call costs several times a plain command before it does anything (arguments into Lua, results
-// out), so under load that fixed cost is shared instead of paid per submission. There is no waiting
-// for a batch to fill: a submission that finds no call running is sent at once, alone if need be; only
-// submissions that arrive while a call is out are gathered into the next one, so latency stays one
-// round trip when idle and at most two under load. Each submission is still decided atomically and in order inside the script, its Redis work is
-// still one round trip, and a Cluster is no obstacle: all keys of one endpoint share a hash slot.
+// batcher stores submissions that arrive together with one script call: group commit
+// (docs/architecture.md, D13). On Redis, a script call costs several times a plain command before it
+// does anything (arguments into Lua, results out), so under load that fixed cost is shared instead of
+// paid per submission. There is no waiting for a batch to fill: a submission that finds no call running
+// is sent at once, alone if need be; only submissions that arrive while a call is out are gathered into
+// the next one, so latency stays one round trip when idle and at most two under load. Each submission is
+// still decided atomically and in order inside the script, its Redis work is still one round trip, and a
+// Cluster is no obstacle: all keys of one endpoint share a hash slot.
 type batcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
@@ -160,11 +162,29 @@ func (b *batcher) run(batch []*storeOp) {
 		case !durable && res[i] >= 1 && res[i] <= 3:
 			// Stored, or found stored (duplicate, replay), but not yet as durable as promised: the client
 			// is told to retry, and a retry with its Idempotency-Key gets the first answer.
-			op.done <- opResult{err: errNotDurable{level}}
+			op.done <- opResult{err: NotDurableError{Level: level}}
 		default:
 			op.done <- opResult{n: res[i]}
 		}
 	}
+}
+
+// settleScript ends the in-flight state that this call (ARGV[1], its run key) set: KEYS are in-flight
+// keys; one set by another call is left alone.
+const settleLua = `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return 0`
+
+var settleScript = redis.NewScript(settleLua)
+
+var errShortAnswer = fmt.Errorf("script: fewer answers than submissions")
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // waitMargin is left of a call's deadline after the durability wait, for the answer to come back.
@@ -224,97 +244,4 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 		return nil, false, fmt.Errorf("durability %s: %w", level, err)
 	}
 	return res, acknowledged(level, wait), nil
-}
-
-// fsyncProbe remembers, for a minute, whether the primary runs appendfsync always: it then fsyncs the
-// append-only file before it answers any write, once per event-loop turn for every client's writes
-// together (group commit), so the machine level needs no WAITAOF — which Redis before 7.2 lacks, and
-// which with appendfsync everysec waits for the next once-a-second fsync.
-type fsyncProbe struct {
-	mu     sync.Mutex
-	asked  time.Time
-	answer bool
-}
-
-const fsyncProbeEvery = time.Minute
-
-func (p *fsyncProbe) always(ctx context.Context, c *redis.Client) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.asked.IsZero() && time.Since(p.asked) < fsyncProbeEvery {
-		return p.answer
-	}
-	always, err := appendfsyncAlways(ctx, c)
-	if err == nil { // a store that did not answer (restarting) is asked again on the next call
-		p.answer, p.asked = always, time.Now()
-	}
-	return always
-}
-
-func (p *fsyncProbe) forget() {
-	p.mu.Lock()
-	p.asked = time.Time{}
-	p.mu.Unlock()
-}
-
-// appendfsyncAlways asks the store whether it has the append-only file on with appendfsync always. A
-// store that refuses to say (CONFIG disabled, as on some managed services) is taken to not; err is set
-// only when the store did not answer at all.
-func appendfsyncAlways(ctx context.Context, c *redis.Client) (bool, error) {
-	cfg, err := c.ConfigGet(ctx, "append*").Result()
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return false, nil // an answer: "not allowed"
-	}
-	if err != nil {
-		return false, err
-	}
-	return cfg["appendonly"] == "yes" && cfg["appendfsync"] == "always", nil
-}
-
-// acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).
-func acknowledged(level config.Durability, wait *redis.Cmd) bool {
-	if level == config.DurabilityMachine {
-		v, err := wait.Int64Slice()
-		return err == nil && len(v) == 2 && v[0] >= 1
-	}
-	n, err := wait.Int64()
-	return err == nil && n >= 1
-}
-
-// primaryFor is the client whose connections reach the primary that holds key: the wait must follow
-// the write on the same connection. A Cluster client sends a keyless command to any node, so the
-// shard's master is asked for directly.
-func primaryFor(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		return c.MasterForKey(ctx, key)
-	case *redis.Client:
-		return c, nil
-	}
-	return nil, fmt.Errorf("forms.durability machine and primary need a single Redis, Sentinel or Cluster client, not %T", rdb)
-}
-
-// stronger is the stricter of two durability levels.
-func stronger(a, b config.Durability) config.Durability {
-	rank := func(l config.Durability) int {
-		switch l {
-		case config.DurabilityPrimary:
-			return 2
-		case config.DurabilityMachine:
-			return 1
-		}
-		return 0
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
-}
-
-// errNotDurable: the write was made but not acknowledged at the level asked for within the bound.
-type errNotDurable struct{ level config.Durability }
-
-func (e errNotDurable) Error() string {
-	return "the write was not acknowledged at durability " + string(e.level) + " in time"
 }

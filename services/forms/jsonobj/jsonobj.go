@@ -1,24 +1,17 @@
-package forms
-
-import (
-	"errors"
-	"unicode/utf16"
-	"unicode/utf8"
-)
-
-// A small, strict JSON reader for the forms' flat objects. It validates the whole document exactly as
-// encoding/json does (same grammar, same nesting limit, same decoding of escapes and surrogates —
-// FuzzJSONObject_AgreesWithEncodingJSON checks this), but without reflection or a map: the known fields
-// of one form are picked out in a single pass and only their strings are decoded. Unknown members are
-// validated and skipped. Two deliberate differences from encoding/json: a member the form reads may
-// appear only once (encoding/json keeps the last copy, a proxy or WAF in front may check the first: a
-// parameter-pollution hole), and the body must be valid UTF-8 (RFC 8259 8.1; encoding/json replaces
-// invalid bytes with U+FFFD, which would store something nobody sent). Both make the body invalid JSON.
+// Package jsonobj is a small, strict JSON reader for the forms' flat objects. It validates the whole
+// document exactly as encoding/json does (same grammar, same nesting limit, same decoding of escapes and
+// surrogates — FuzzJSONObject_AgreesWithEncodingJSON checks this), but without reflection or a map: the
+// known fields of one form are picked out in a single pass and only their strings are decoded. Unknown
+// members are validated and skipped. Two deliberate differences from encoding/json: a member the form
+// reads may appear only once (encoding/json keeps the last copy, a proxy or WAF in front may check the
+// first: a parameter-pollution hole), and the body must be valid UTF-8 (RFC 8259 8.1; encoding/json
+// replaces invalid bytes with U+FFFD, which would store something nobody sent). Both make the body
+// invalid JSON.
 //
 // Why not github.com/go-json-experiment/json (encoding/json/v2), which also refuses duplicate names and
 // invalid UTF-8? Measured with
 //
-//	go test -run '^$' -bench 'JSONObject' -benchmem -count 3 ./services/forms/   (jsonobj_bench_test.go)
+//	go test -run '^$' -bench 'JSONObject' -benchmem -count 3 ./services/forms/jsonobj/   (bench_test.go)
 //
 // on the 2-core CI machine (busy, so ranges), same work on both sides (read a POST /contact body, pick
 // the form's members, decode their strings):
@@ -32,45 +25,54 @@ import (
 // It is 4–5 times cheaper on the bodies the forms get, and 40 times cheaper at refusing the hostile ones
 // an unauthenticated endpoint is flooded with. And v2 would change which bodies are refused: it refuses a
 // repeated member the form ignores and an escaped lone surrogate ("\ud800"), both of which this reader
-// accepts like encoding/json (FuzzJSONObject_AgreesWithEncodingJSON). So it stays.
+// accepts like encoding/json (FuzzJSONObject_AgreesWithEncodingJSON). So it stays (docs/architecture.md,
+// D14).
+package jsonobj
 
-// jsonKind is the type of a member's value.
-type jsonKind uint8
-
-const (
-	jsonAbsent jsonKind = iota
-	jsonNull
-	jsonTrue
-	jsonFalse
-	jsonNumber
-	jsonString
-	jsonObject
-	jsonArray
+import (
+	"errors"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
-// jsonValue is one member's value: its kind and raw bytes (for a string, between the quotes).
-type jsonValue struct {
-	kind    jsonKind
+// Kind is the type of a member's value.
+type Kind uint8
+
+const (
+	Absent Kind = iota
+	Null
+	True
+	False
+	Number
+	String
+	Object
+	Array
+)
+
+// Value is one member's value: its kind and raw bytes (for a string, between the quotes).
+type Value struct {
+	Kind    Kind
 	raw     []byte
 	escaped bool // a string containing backslash escapes or bytes that need checking
 }
 
-// maxJSONDepth matches encoding/json's limit on nesting.
-const maxJSONDepth = 10000
+// MaxDepth matches encoding/json's limit on nesting.
+const MaxDepth = 10000
 
-var errJSON = errors.New("invalid JSON")
+// ErrInvalid is every refusal: not one JSON object, not valid UTF-8, or a member read twice.
+var ErrInvalid = errors.New("invalid JSON")
 
-// readJSONObject reads body, which must be one JSON object in valid UTF-8, and stores the values of the
+// Read reads body, which must be one JSON object in valid UTF-8, and stores the values of the
 // members named in keys into vals (same index), each of which may appear once. vals must have len(keys)
 // elements, all absent.
-func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
+func Read(body []byte, keys []string, vals []Value) error {
 	if !utf8.Valid(body) {
-		return errJSON
+		return ErrInvalid
 	}
-	p := jsonParser{b: body}
+	p := parser{b: body}
 	p.ws()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
-		return errJSON
+		return ErrInvalid
 	}
 	p.i++
 	p.ws()
@@ -80,7 +82,7 @@ func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
 		for {
 			p.ws()
 			if p.peek() != '"' {
-				return errJSON
+				return ErrInvalid
 			}
 			key, keyEscaped, err := p.str()
 			if err != nil {
@@ -88,7 +90,7 @@ func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
 			}
 			p.ws()
 			if p.peek() != ':' {
-				return errJSON
+				return ErrInvalid
 			}
 			p.i++
 			p.ws()
@@ -102,8 +104,8 @@ func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
 			}
 			for k, want := range keys {
 				if keyEscaped && unescaped == want || !keyEscaped && string(key) == want {
-					if vals[k].kind != jsonAbsent {
-						return errJSON // a repeated member
+					if vals[k].Kind != Absent {
+						return ErrInvalid // a repeated member
 					}
 					vals[k] = v
 				}
@@ -116,31 +118,31 @@ func readJSONObject(body []byte, keys []string, vals []jsonValue) error {
 			case '}':
 				p.i++
 			default:
-				return errJSON
+				return ErrInvalid
 			}
 			break
 		}
 	}
 	p.ws()
 	if p.i != len(p.b) {
-		return errJSON
+		return ErrInvalid
 	}
 	return nil
 }
 
-type jsonParser struct {
+type parser struct {
 	b []byte
 	i int
 }
 
-func (p *jsonParser) peek() byte {
+func (p *parser) peek() byte {
 	if p.i < len(p.b) {
 		return p.b[p.i]
 	}
 	return 0
 }
 
-func (p *jsonParser) ws() {
+func (p *parser) ws() {
 	for p.i < len(p.b) {
 		switch p.b[p.i] {
 		case ' ', '\t', '\n', '\r':
@@ -152,36 +154,36 @@ func (p *jsonParser) ws() {
 }
 
 // value reads any JSON value inside a container at nesting depth d (the top-level object is 1).
-func (p *jsonParser) value(d int) (jsonValue, error) {
+func (p *parser) value(d int) (Value, error) {
 	start := p.i
 	switch c := p.peek(); {
 	case c == '"':
 		raw, esc, err := p.str()
-		return jsonValue{kind: jsonString, raw: raw, escaped: esc}, err
+		return Value{Kind: String, raw: raw, escaped: esc}, err
 	case c == '{':
 		err := p.container(d, '}', true)
-		return jsonValue{kind: jsonObject, raw: p.b[start:p.i]}, err
+		return Value{Kind: Object, raw: p.b[start:p.i]}, err
 	case c == '[':
 		err := p.container(d, ']', false)
-		return jsonValue{kind: jsonArray, raw: p.b[start:p.i]}, err
+		return Value{Kind: Array, raw: p.b[start:p.i]}, err
 	case c == 't':
-		return jsonValue{kind: jsonTrue}, p.literal("true")
+		return Value{Kind: True}, p.literal("true")
 	case c == 'f':
-		return jsonValue{kind: jsonFalse}, p.literal("false")
+		return Value{Kind: False}, p.literal("false")
 	case c == 'n':
-		return jsonValue{kind: jsonNull}, p.literal("null")
+		return Value{Kind: Null}, p.literal("null")
 	case c == '-' || ('0' <= c && c <= '9'):
 		err := p.number()
-		return jsonValue{kind: jsonNumber, raw: p.b[start:p.i]}, err
+		return Value{Kind: Number, raw: p.b[start:p.i]}, err
 	}
-	return jsonValue{}, errJSON
+	return Value{}, ErrInvalid
 }
 
 // container reads an object (members) or array (elements) nested inside depth d.
-func (p *jsonParser) container(d int, end byte, members bool) error {
+func (p *parser) container(d int, end byte, members bool) error {
 	d++
-	if d > maxJSONDepth {
-		return errJSON
+	if d > MaxDepth {
+		return ErrInvalid
 	}
 	p.i++
 	p.ws()
@@ -193,14 +195,14 @@ func (p *jsonParser) container(d int, end byte, members bool) error {
 		p.ws()
 		if members {
 			if p.peek() != '"' {
-				return errJSON
+				return ErrInvalid
 			}
 			if _, _, err := p.str(); err != nil {
 				return err
 			}
 			p.ws()
 			if p.peek() != ':' {
-				return errJSON
+				return ErrInvalid
 			}
 			p.i++
 			p.ws()
@@ -216,21 +218,21 @@ func (p *jsonParser) container(d int, end byte, members bool) error {
 			p.i++
 			return nil
 		default:
-			return errJSON
+			return ErrInvalid
 		}
 	}
 }
 
-func (p *jsonParser) literal(lit string) error {
+func (p *parser) literal(lit string) error {
 	if len(p.b)-p.i < len(lit) || string(p.b[p.i:p.i+len(lit)]) != lit {
-		return errJSON
+		return ErrInvalid
 	}
 	p.i += len(lit)
 	return nil
 }
 
 // number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (p *jsonParser) number() error {
+func (p *parser) number() error {
 	if p.peek() == '-' {
 		p.i++
 	}
@@ -240,12 +242,12 @@ func (p *jsonParser) number() error {
 	case '1' <= c && c <= '9':
 		p.digits()
 	default:
-		return errJSON
+		return ErrInvalid
 	}
 	if p.peek() == '.' {
 		p.i++
 		if !p.digits() {
-			return errJSON
+			return ErrInvalid
 		}
 	}
 	if c := p.peek(); c == 'e' || c == 'E' {
@@ -254,13 +256,13 @@ func (p *jsonParser) number() error {
 			p.i++
 		}
 		if !p.digits() {
-			return errJSON
+			return ErrInvalid
 		}
 	}
 	return nil
 }
 
-func (p *jsonParser) digits() bool {
+func (p *parser) digits() bool {
 	start := p.i
 	for p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9' {
 		p.i++
@@ -270,7 +272,7 @@ func (p *jsonParser) digits() bool {
 
 // str reads a string at p.i (the opening quote) and returns its raw content. escaped reports content
 // that needs unquote: escapes or non-ASCII bytes (which may be invalid UTF-8).
-func (p *jsonParser) str() (raw []byte, escaped bool, err error) {
+func (p *parser) str() (raw []byte, escaped bool, err error) {
 	p.i++
 	start := p.i
 	for p.i < len(p.b) {
@@ -290,15 +292,15 @@ func (p *jsonParser) str() (raw []byte, escaped bool, err error) {
 				p.i++
 				for range 4 {
 					if !isHex(p.peek()) {
-						return nil, false, errJSON
+						return nil, false, ErrInvalid
 					}
 					p.i++
 				}
 			default:
-				return nil, false, errJSON
+				return nil, false, ErrInvalid
 			}
 		case c < 0x20:
-			return nil, false, errJSON
+			return nil, false, ErrInvalid
 		default:
 			if c >= utf8.RuneSelf {
 				escaped = true
@@ -306,15 +308,15 @@ func (p *jsonParser) str() (raw []byte, escaped bool, err error) {
 			p.i++
 		}
 	}
-	return nil, false, errJSON
+	return nil, false, ErrInvalid
 }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// text returns a string value's Go string.
-func (v jsonValue) text() string {
+// Text returns a string value's Go string.
+func (v Value) Text() string {
 	if !v.escaped {
 		return string(v.raw)
 	}

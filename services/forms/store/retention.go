@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"context"
@@ -9,22 +9,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// trimContactMessages erases contact messages stored before now−retention, and dead letters that died
+// TrimContactMessages erases contact messages stored before now−retention, and dead letters that died
 // before then. When delivery is on it never erases a message still waiting for it: the cut stops at the
 // oldest pending message and at the first message the delivery group has not read yet. A message whose
 // delivery was given up is no longer pending (it moved to the dead letters), so it holds nothing back.
 // It returns how many entries it erased.
-func trimContactMessages(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
+func TrimContactMessages(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
 	cutoff := now.Add(-retention).UnixMilli()
 	minID := strconv.FormatInt(cutoff, 10) + "-0"
 	if deliveryOn {
-		groups, err := rdb.XInfoGroups(ctx, contactStream).Result()
+		groups, err := rdb.XInfoGroups(ctx, ContactStream).Result()
 		if err != nil && !isNoSuchKey(err) {
 			return 0, err
 		}
 		found := false
 		for _, g := range groups {
-			if g.Name != deliveryGroup {
+			if g.Name != DeliveryGroup {
 				continue
 			}
 			found = true
@@ -36,7 +36,7 @@ func trimContactMessages(ctx context.Context, rdb redis.UniversalClient, retenti
 		if !found {
 			return 0, nil // the worker has not started reading: nothing is known to be delivered
 		}
-		sum, err := rdb.XPending(ctx, contactStream, deliveryGroup).Result()
+		sum, err := rdb.XPending(ctx, ContactStream, DeliveryGroup).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -44,13 +44,13 @@ func trimContactMessages(ctx context.Context, rdb redis.UniversalClient, retenti
 			minID = sum.Lower
 		}
 	}
-	n, err := rdb.XTrimMinID(ctx, contactStream, minID).Result()
+	n, err := rdb.XTrimMinID(ctx, ContactStream, minID).Result()
 	if err != nil {
 		return n, err
 	}
 	// Dead letters keep their own copy of the message; they go after retention too, counted from when
 	// delivery was given up, so an operator has the whole retention period to look at them.
-	dead, err := rdb.XTrimMinID(ctx, deadStream, strconv.FormatInt(cutoff, 10)+"-0").Result()
+	dead, err := rdb.XTrimMinID(ctx, DeadLetterStream, strconv.FormatInt(cutoff, 10)+"-0").Result()
 	return n + dead, err
 }
 

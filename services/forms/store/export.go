@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Export formats.
@@ -32,14 +30,14 @@ func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer,
 		return 0, err
 	}
 	// The member list is read at once: a consistent order even while people sign up or are erased.
-	members, err := rdb.LRange(ctx, waitlistOrder, 0, -1).Result()
+	members, err := rdb.LRange(ctx, WaitlistOrder, 0, -1).Result()
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for start := 0; start < len(members); start += exportPage {
 		page := members[start:min(start+exportPage, len(members))]
-		vals, err := rdb.HMGet(ctx, waitlistEntries, page...).Result()
+		vals, err := rdb.HMGet(ctx, WaitlistEntries, page...).Result()
 		if err != nil {
 			return n, err
 		}
@@ -48,7 +46,7 @@ func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer,
 			if !ok {
 				continue // erased since the list was read
 			}
-			var rec waitlistRecord
+			var rec WaitlistRecord
 			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 				return n, fmt.Errorf("waitlist entry %q: %w", page[i], err)
 			}
@@ -71,10 +69,10 @@ func ExportContact(ctx context.Context, rdb redis.UniversalClient, w io.Writer, 
 		return 0, err
 	}
 	n := 0
-	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec contactRecord) error {
+	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec ContactRecord) error {
 		line, err := json.Marshal(struct {
 			ID string `json:"id"`
-			contactRecord
+			ContactRecord
 		}{msg.ID, rec})
 		if err != nil {
 			return err
@@ -90,16 +88,16 @@ func ExportContact(ctx context.Context, rdb redis.UniversalClient, w io.Writer, 
 }
 
 // scanStream calls fn for every contact message in order, a page at a time.
-func scanStream(ctx context.Context, rdb redis.UniversalClient, fn func(redis.XMessage, contactRecord) error) error {
+func scanStream(ctx context.Context, rdb redis.UniversalClient, fn func(redis.XMessage, ContactRecord) error) error {
 	start := "-"
 	for {
-		msgs, err := rdb.XRangeN(ctx, contactStream, start, "+", exportPage).Result()
+		msgs, err := rdb.XRangeN(ctx, ContactStream, start, "+", exportPage).Result()
 		if err != nil {
 			return err
 		}
 		for _, msg := range msgs {
-			var rec contactRecord
-			raw, _ := msg.Values[contactRecordField].(string)
+			var rec ContactRecord
+			raw, _ := msg.Values[RecordField].(string)
 			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 				return fmt.Errorf("contact message %s: %w", msg.ID, err)
 			}
@@ -112,74 +110,6 @@ func scanStream(ctx context.Context, rdb redis.UniversalClient, fn func(redis.XM
 		}
 		start = "(" + msgs[len(msgs)-1].ID
 	}
-}
-
-// ForgetReport says what an erasure removed.
-type ForgetReport struct {
-	Email           string   `json:"email"`
-	WaitlistEntries int      `json:"waitlist_entries"`
-	ContactMessages []string `json:"contact_messages"` // stream IDs of the erased messages
-	DeadLetters     int      `json:"dead_letters"`     // dead letters (copies of undeliverable messages) erased
-}
-
-// Forget erases an address (compared in its canonical form) from the waitlist and every stored contact
-// message, including messages still waiting for delivery and dead letters. It is idempotent.
-func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
-	canonical, ok := email.Canonical(address)
-	if !ok {
-		return ForgetReport{}, fmt.Errorf("%q is not a valid e-mail address", address)
-	}
-	rep := ForgetReport{Email: canonical, ContactMessages: []string{}}
-	n, err := rdb.HDel(ctx, waitlistEntries, canonical).Result()
-	if err != nil {
-		return rep, err
-	}
-	if err := rdb.LRem(ctx, waitlistOrder, 0, canonical).Err(); err != nil {
-		return rep, err
-	}
-	rep.WaitlistEntries = int(n)
-
-	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec contactRecord) error {
-		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
-			rep.ContactMessages = append(rep.ContactMessages, msg.ID)
-		}
-		return nil
-	})
-	if err != nil {
-		return rep, err
-	}
-	for start := 0; start < len(rep.ContactMessages); start += exportPage {
-		ids := rep.ContactMessages[start:min(start+exportPage, len(rep.ContactMessages))]
-		pipe := rdb.TxPipeline()
-		pipe.XDel(ctx, contactStream, ids...)
-		for _, id := range ids {
-			pipe.Del(ctx, deliveredKey(id))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return rep, err
-		}
-		// Drop them from the delivery group's pending list too; no group yet is fine.
-		if err := rdb.XAck(ctx, contactStream, deliveryGroup, ids...).Err(); err != nil && !strings.Contains(err.Error(), "NOGROUP") {
-			return rep, err
-		}
-	}
-	dead, err := ListDeadLetters(ctx, rdb)
-	if err != nil {
-		return rep, err
-	}
-	for _, d := range dead {
-		var rec contactRecord
-		if json.Unmarshal([]byte(d.record), &rec) != nil {
-			continue
-		}
-		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
-			if err := rdb.XDel(ctx, deadStream, d.Entry).Err(); err != nil {
-				return rep, err
-			}
-			rep.DeadLetters++
-		}
-	}
-	return rep, nil
 }
 
 // recordWriter writes records as CSV (with a header row) or as JSON lines (the stored JSON as is).

@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"context"
@@ -14,10 +14,6 @@ import (
 // is older than forms.delivery.maxAge, leaves the delivery group's pending list for the dead-letter
 // stream: it no longer costs attempts, no longer holds retention back, and waits there for an operator
 // (`formsservice deliveries list | retry | drop`) while a metric and an alert say it is there.
-
-// deadStream holds one entry per dead letter: the message's stream ID ("id"), its record ("m"), the
-// last error ("reason"), the channel that failed ("channel") and how many attempts it had ("attempts").
-const deadStream = "fs:{contact}:dead"
 
 // deadLetterScript moves a message the calling consumer still holds into the dead-letter stream and
 // acknowledges it, atomically. A message it no longer holds (taken over, acknowledged, erased) is left
@@ -49,8 +45,8 @@ func deadLetterOf(x redis.XMessage) DeadLetter {
 	str := func(k string) string { s, _ := x.Values[k].(string); return s }
 	n, _ := strconv.Atoi(str("attempts"))
 	return DeadLetter{
-		Entry: x.ID, ID: str("id"), Received: streamTime(str("id")).UTC(), Died: streamTime(x.ID).UTC(),
-		Channel: str("channel"), Attempts: n, Reason: str("reason"), record: str(contactRecordField),
+		Entry: x.ID, ID: str("id"), Received: StreamTime(str("id")).UTC(), Died: StreamTime(x.ID).UTC(),
+		Channel: str("channel"), Attempts: n, Reason: str("reason"), record: str(RecordField),
 	}
 }
 
@@ -59,7 +55,7 @@ func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient) ([]DeadLett
 	var out []DeadLetter
 	start := "-"
 	for {
-		msgs, err := rdb.XRangeN(ctx, deadStream, start, "+", exportPage).Result()
+		msgs, err := rdb.XRangeN(ctx, DeadLetterStream, start, "+", exportPage).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +112,7 @@ func RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []stri
 	}
 	out := map[string]string{}
 	for _, d := range sel {
-		id, err := requeueScript.Run(ctx, rdb, []string{contactStream, deadStream}, d.Entry, d.record).Text()
+		id, err := requeueScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream}, d.Entry, d.record).Text()
 		if errors.Is(err, redis.Nil) {
 			continue // retried or dropped by someone else meanwhile
 		}
@@ -137,7 +133,7 @@ func DropDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []strin
 	}
 	var out []string
 	for _, d := range sel {
-		if err := rdb.XDel(ctx, deadStream, d.Entry).Err(); err != nil {
+		if err := rdb.XDel(ctx, DeadLetterStream, d.Entry).Err(); err != nil {
 			return out, err
 		}
 		out = append(out, d.ID)
@@ -145,18 +141,11 @@ func DropDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []strin
 	return out, nil
 }
 
-// deadLetter gives up on msg: it moves to the dead-letter stream, if this worker still holds it.
-func (w *worker) deadLetter(ctx context.Context, id, record, channel string, attempts int64, cause error) {
-	s := w.s
-	moved, err := deadLetterScript.Run(ctx, s.rdb, []string{contactStream, deadStream, deliveredKey(id)},
-		deliveryGroup, s.consumer, id, record, cause.Error(), channel, attempts).Int()
-	if err != nil {
-		s.log.Warn("contact delivery: moving a message to the dead letters failed; it stays pending", "id", id, "err", err)
-		return
-	}
-	if moved == 1 {
-		s.m.deadLetters.WithLabelValues(channel).Inc()
-		s.log.Error("contact delivery: giving up on a message; it is now a dead letter (formsservice deliveries list)",
-			"id", id, "channel", channel, "attempts", attempts, "err", cause)
-	}
+// MoveToDeadLetters gives up on message id, which consumer holds in the delivery group: it moves, with
+// its record, the reason, the channel that failed and the number of attempts, to the dead-letter stream.
+// moved is false when consumer no longer holds it (see deadLetterScript).
+func MoveToDeadLetters(ctx context.Context, rdb redis.UniversalClient, consumer, id, record, reason, channel string, attempts int64) (moved bool, err error) {
+	n, err := deadLetterScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream, DeliveredKey(id)},
+		DeliveryGroup, consumer, id, record, reason, channel, attempts).Int()
+	return n == 1, err
 }

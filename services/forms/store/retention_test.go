@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"testing"
@@ -8,12 +8,12 @@ import (
 )
 
 func TestContactRetention_ErasesOldMessagesButNeverUndeliveredOnes(t *testing.T) {
-	h := newHarness(t, harnessOpts{})
+	st, _ := testStore(t)
 	for range 3 {
-		h.post("/contact", validContact).expect(t, 201, "created")
+		addContact(t, st, "ada@example.com")
 	}
 	ids := func() []string {
-		msgs, err := h.rdb.XRange(t.Context(), contactStream, "-", "+").Result()
+		msgs, err := st.rdb.XRange(t.Context(), ContactStream, "-", "+").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,30 +28,30 @@ func TestContactRetention_ErasesOldMessagesButNeverUndeliveredOnes(t *testing.T)
 	const retention = 30 * time.Minute
 
 	// Nothing is older than the retention yet.
-	if n, err := trimContactMessages(t.Context(), h.rdb, retention, true, time.Now()); err != nil || n != 0 {
+	if n, err := TrimContactMessages(t.Context(), st.rdb, retention, true, time.Now()); err != nil || n != 0 {
 		t.Fatalf("erased %d (%v) of fresh messages", n, err)
 	}
 	// Delivery on, but the group has read nothing: everything is undelivered.
-	if err := ensureGroup(t.Context(), h.rdb); err != nil {
+	if err := EnsureDeliveryGroup(t.Context(), st.rdb); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := trimContactMessages(t.Context(), h.rdb, retention, true, later); n != 0 {
+	if n, _ := TrimContactMessages(t.Context(), st.rdb, retention, true, later); n != 0 {
 		t.Fatalf("erased %d unread messages", n)
 	}
 	// The first is delivered (acknowledged), the second pending, the third unread.
-	read, err := h.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: deliveryGroup, Consumer: "w", Streams: []string{contactStream, ">"}, Count: 2, Block: -1}).Result()
+	read, err := st.rdb.XReadGroup(t.Context(), &redis.XReadGroupArgs{Group: DeliveryGroup, Consumer: "w", Streams: []string{ContactStream, ">"}, Count: 2, Block: -1}).Result()
 	if err != nil || len(read[0].Messages) != 2 {
 		t.Fatal(err)
 	}
-	h.rdb.XAck(t.Context(), contactStream, deliveryGroup, all[0])
-	if n, err := trimContactMessages(t.Context(), h.rdb, retention, true, later); err != nil || n != 1 {
+	st.rdb.XAck(t.Context(), ContactStream, DeliveryGroup, all[0])
+	if n, err := TrimContactMessages(t.Context(), st.rdb, retention, true, later); err != nil || n != 1 {
 		t.Fatalf("erased %d (%v), want the delivered one", n, err)
 	}
 	if got := ids(); len(got) != 2 || got[0] != all[1] {
 		t.Fatalf("left %v, want %v", got, all[1:])
 	}
 	// Without delivery, age alone decides.
-	if n, _ := trimContactMessages(t.Context(), h.rdb, retention, false, later); n != 2 {
+	if n, _ := TrimContactMessages(t.Context(), st.rdb, retention, false, later); n != 2 {
 		t.Fatalf("erased %d, want 2", n)
 	}
 }

@@ -1,4 +1,4 @@
-package forms
+package delivery
 
 import (
 	"os"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -35,11 +37,11 @@ func TestDelivery_WebhookURLFile_IsReadAtStartUpTrimmed(t *testing.T) {
 	first, second := startHook(t), startHook(t)
 	path := filepath.Join(t.TempDir(), "url")
 	writeURLFile(t, path, "  "+first.URL+"/services/T000/B000/XXXX\r\n\n") // a Secret written with a trailing newline
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = urlFileDelivery(path)
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the webhook named by urlFile", func() bool { return len(first.delivered()) == 1 })
 	if p := first.delivered()[0]; p.Contact.Name != "Ada Lovelace" || !strings.Contains(p.Text, "Hello there") {
 		t.Fatalf("webhook payload %+v", p)
@@ -49,7 +51,7 @@ func TestDelivery_WebhookURLFile_IsReadAtStartUpTrimmed(t *testing.T) {
 	// The file is read at start-up: a changed Secret takes effect when the pods roll (the operator rolls
 	// them when a mounted Secret changes), not behind the running process's back.
 	writeURLFile(t, path, second.URL+"\n")
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the second message", func() bool { return len(first.delivered()) == 2 })
 	if n := second.calls(); n != 0 {
 		t.Fatalf("the rewritten file was read by the running service: %d calls to the new URL", n)
@@ -76,10 +78,10 @@ func TestNew_WebhookURLFileUnusable_RefusesToStart(t *testing.T) {
 		if tc.create {
 			writeURLFile(t, path, tc.content)
 		}
-		src := &liveSource{}
-		cfg := testConfig()
+		src := &formstest.Source{}
+		cfg := formstest.Config()
 		cfg.Forms.Delivery = urlFileDelivery(path)
-		src.set(t, cfg)
+		src.Set(t, cfg)
 		_, err := New(Options{Config: src, Redis: rdb, Registerer: prometheus.NewRegistry()})
 		if err == nil {
 			t.Errorf("%s: New accepted an unusable urlFile", tc.name)
@@ -97,18 +99,18 @@ func TestNew_WebhookURLFileUnusable_RefusesToStart(t *testing.T) {
 
 func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *testing.T) {
 	old, fixed := startHook(t), startHook(t)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery("", old.URL)
 	h := newHarness(t, harnessOpts{cfg: cfg})
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the first webhook", func() bool { return len(old.delivered()) == 1 })
 
 	// A reload names a file that is not there yet: messages keep going to the last good target.
 	path := filepath.Join(t.TempDir(), "url")
-	next := testConfig()
+	next := formstest.Config()
 	next.Forms.Delivery = urlFileDelivery(path)
-	h.src.set(t, next)
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.src.Set(t, next)
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the previous webhook", func() bool { return len(old.delivered()) == 2 })
 
 	// Once the file holds a good address, a later pass takes it up. Until that pass, messages still go
@@ -120,7 +122,7 @@ func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *
 		if posted == 2+50 {
 			t.Fatalf("50 messages after the fix, none at the webhook from the file (%d at the previous one)", len(old.delivered()))
 		}
-		h.post("/contact", validContact).expect(t, 201, "created")
+		h.submit(validContact)
 		posted++
 		testwait.For(t, 5*time.Second, "the message's delivery", func() bool { return len(old.delivered())+len(fixed.delivered()) == posted })
 	}
@@ -130,7 +132,7 @@ func TestDelivery_ReloadToUnreadableURLFile_KeepsThePreviousTargetUntilFixed(t *
 	}
 	// ...and once it has, the previous webhook gets nothing more.
 	before := len(old.delivered())
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the next message at the webhook from the file", func() bool { return len(fixed.delivered()) == posted+1-before })
 	if n := len(old.delivered()); n != before {
 		t.Fatalf("the previous webhook got a message after the file's address was taken up (%d, was %d)", n, before)
@@ -143,16 +145,16 @@ func TestDelivery_SignedWebhook_SameIDOnEveryRetry_VerifiesWithTheSecretFile(t *
 	wh.fail.Store(1)
 	path := filepath.Join(t.TempDir(), "secret")
 	writeURLFile(t, path, secret+"\n")
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Delivery = testDelivery("", wh.URL)
 	cfg.Forms.Delivery.Webhook.SecretFile = path
 	h := newHarness(t, harnessOpts{cfg: cfg})
 
-	h.post("/contact", validContact).expect(t, 201, "created")
+	h.submit(validContact)
 	testwait.For(t, 5*time.Second, "the first attempt", func() bool { return wh.calls() == 1 })
 	agePending(t, h.rdb, retryAfter+margin)
 	testwait.For(t, 5*time.Second, "the webhook after one failure", func() bool { return len(wh.delivered()) == 1 })
-	id := h.rdb.XRange(t.Context(), contactStream, "-", "+").Val()[0].ID
+	id := h.rdb.XRange(t.Context(), store.ContactStream, "-", "+").Val()[0].ID
 	verifier, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -179,11 +181,11 @@ func TestNew_WebhookSecretFileUnusable_RefusesToStart(t *testing.T) {
 	bad := filepath.Join(dir, "bad")
 	writeURLFile(t, bad, "whsec_c2hvcnQ=") // "short"
 	for name, file := range map[string]string{"missing": filepath.Join(dir, "nothing"), "malformed": bad} {
-		src := &liveSource{}
-		cfg := testConfig()
+		src := &formstest.Source{}
+		cfg := formstest.Config()
 		cfg.Forms.Delivery = testDelivery("", "http://127.0.0.1:1/hook")
 		cfg.Forms.Delivery.Webhook.SecretFile = file
-		src.set(t, cfg)
+		src.Set(t, cfg)
 		_, err := New(Options{Config: src, Redis: rdb, Registerer: prometheus.NewRegistry()})
 		if err == nil || !strings.Contains(err.Error(), "secretFile") {
 			t.Errorf("%s: %v", name, err)

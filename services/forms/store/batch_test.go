@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"context"
@@ -12,19 +12,7 @@ import (
 	"github.com/formsservice/formsservice/internal/testredis"
 
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
-
-func testStore(t *testing.T) (*store, *testredis.Server) {
-	t.Helper()
-	srv := testredis.Start(t)
-	rdb, err := redisclient.New(config.Redis{URL: srv.URL()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return newStore(rdb), srv
-}
 
 // scriptCalls reads how many scripts Redis ran.
 func scriptCalls(t *testing.T, srv *testredis.Server) int {
@@ -45,29 +33,29 @@ func TestBatcher_ConcurrentSubmissionsShareCallsAndGetTheirOwnAnswers(t *testing
 	st, srv := testStore(t)
 	client := netip.MustParseAddr("192.0.2.1")
 	var mu sync.Mutex
-	got := map[outcome]int{}
+	got := map[Outcome]int{}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 400 {
 		wg.Go(func() {
 			<-start
 			email := fmt.Sprintf("u%d@example.com", i%200) // every address twice
-			r, err := st.addWaitlist(t.Context(), client, 0, email, []byte(`{"email":"`+email+`"}`), config.DurabilityProcess)
+			r, err := st.AddWaitlist(t.Context(), client, 0, email, []byte(`{"email":"`+email+`"}`), config.DurabilityProcess)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
-			got[r.outcome]++
+			got[r.Outcome]++
 			mu.Unlock()
 		})
 	}
 	close(start)
 	wg.Wait()
-	if got[stored] != 200 || got[duplicate] != 200 {
+	if got[Stored] != 200 || got[Duplicate] != 200 {
 		t.Fatalf("outcomes %v, want 200 stored and 200 duplicates", got)
 	}
-	if n := srv.Client().HLen(t.Context(), waitlistEntries).Val(); n != 200 {
+	if n := srv.Client().HLen(t.Context(), WaitlistEntries).Val(); n != 200 {
 		t.Fatalf("%d entries", n)
 	}
 	if calls := scriptCalls(t, srv); calls >= 400 || calls < 1 {
@@ -81,25 +69,25 @@ func TestBatcher_RateLimitHoldsWithinABatch(t *testing.T) {
 	st, _ := testStore(t)
 	client := netip.MustParseAddr("2001:db8::7")
 	var mu sync.Mutex
-	got := map[outcome]int{}
+	got := map[Outcome]int{}
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			r, err := st.addContact(t.Context(), client, 5, idempotency{}, []byte(`{"n":`+strconv.Itoa(i)+`}`), config.DurabilityProcess)
+			r, err := st.AddContact(t.Context(), client, 5, Idempotency{}, []byte(`{"n":`+strconv.Itoa(i)+`}`), config.DurabilityProcess)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
-			got[r.outcome]++
+			got[r.Outcome]++
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if got[stored] != 5 || got[rateLimited] != 45 {
+	if got[Stored] != 5 || got[RateLimited] != 45 {
 		t.Fatalf("outcomes %v, want 5 stored and 45 rate-limited", got)
 	}
-	if n := st.rdb.XLen(t.Context(), contactStream).Val(); n != 5 {
+	if n := st.rdb.XLen(t.Context(), ContactStream).Val(); n != 5 {
 		t.Fatalf("%d messages stored", n)
 	}
 }
@@ -108,14 +96,14 @@ func TestBatcher_CallerThatGaveUp_StoresNothing(t *testing.T) {
 	st, _ := testStore(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := st.addWaitlist(ctx, netip.MustParseAddr("192.0.2.1"), 0, "late@example.com", []byte(`{}`), config.DurabilityProcess); err == nil {
+	if _, err := st.AddWaitlist(ctx, netip.MustParseAddr("192.0.2.1"), 0, "late@example.com", []byte(`{}`), config.DurabilityProcess); err == nil {
 		t.Fatal("no error for a cancelled request")
 	}
 	// The queue drains (a later submission is answered) without storing the abandoned one.
-	if r, err := st.addWaitlist(t.Context(), netip.MustParseAddr("192.0.2.1"), 0, "next@example.com", []byte(`{}`), config.DurabilityProcess); err != nil || r.outcome != stored {
+	if r, err := st.AddWaitlist(t.Context(), netip.MustParseAddr("192.0.2.1"), 0, "next@example.com", []byte(`{}`), config.DurabilityProcess); err != nil || r.Outcome != Stored {
 		t.Fatalf("%v %v", r, err)
 	}
-	if st.rdb.HExists(t.Context(), waitlistEntries, "late@example.com").Val() {
+	if st.rdb.HExists(t.Context(), WaitlistEntries, "late@example.com").Val() {
 		t.Fatal("an abandoned submission was stored")
 	}
 }

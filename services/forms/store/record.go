@@ -1,15 +1,39 @@
-package forms
+package store
 
 import (
 	"time"
 	"unicode/utf8"
 )
 
-// The stored records are JSON (see waitlistRecord and contactRecord). They are written by hand, field by
-// field, because this is on every submission's path and encoding/json's reflection costs as much as the
-// rest of the handler; TestRecords_DecodeToWhatWasEncoded holds them to encoding/json's reading.
+// WaitlistRecord and ContactRecord are what is stored: the validated fields of a submission plus where
+// and when. The JSON names are the stored format, which export, erasure and delivery read.
+type WaitlistRecord struct {
+	Email       string    `json:"email"`
+	Name        string    `json:"name,omitempty"`
+	Association string    `json:"association,omitempty"`
+	Role        string    `json:"role,omitempty"`
+	Size        string    `json:"size,omitempty"`
+	Consent     bool      `json:"consent"`
+	CreatedAt   time.Time `json:"created_at"`
+	Origin      string    `json:"origin,omitempty"`
+}
 
-func appendWaitlistRecord(dst []byte, r waitlistRecord) []byte {
+type ContactRecord struct {
+	Name         string    `json:"name"`
+	Email        string    `json:"email"`
+	Organization string    `json:"organization,omitempty"`
+	Topic        string    `json:"topic"`
+	Message      string    `json:"message"`
+	ReceivedAt   time.Time `json:"received_at"`
+	Origin       string    `json:"origin,omitempty"`
+}
+
+// The stored records are JSON. They are written by hand, field by field, because this is on every
+// submission's path and encoding/json's reflection costs as much as the rest of the handler;
+// TestRecords_DecodeToWhatWasEncoded holds them to encoding/json's reading.
+
+// AppendWaitlistRecord appends r's JSON to dst.
+func AppendWaitlistRecord(dst []byte, r WaitlistRecord) []byte {
 	dst = append(dst, `{"email":`...)
 	dst = appendJSONString(dst, r.Email)
 	dst = appendOptional(dst, `,"name":`, r.Name)
@@ -28,7 +52,8 @@ func appendWaitlistRecord(dst []byte, r waitlistRecord) []byte {
 	return append(dst, '}')
 }
 
-func appendContactRecord(dst []byte, r contactRecord) []byte {
+// AppendContactRecord appends r's JSON to dst.
+func AppendContactRecord(dst []byte, r ContactRecord) []byte {
 	dst = append(dst, `{"name":`...)
 	dst = appendJSONString(dst, r.Name)
 	dst = append(dst, `,"email":`...)

@@ -1,4 +1,4 @@
-package forms
+package store
 
 import (
 	"encoding/json"
@@ -12,22 +12,22 @@ var awkward = []string{"", "plain", `quote " backslash \ slash /`, "line\nbreak\
 func TestRecords_DecodeToWhatWasEncoded(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 890123456, time.UTC)
 	for _, s := range awkward {
-		w := waitlistRecord{WaitlistEntry: WaitlistEntry{Email: "a@b.co", Name: s, Association: s, Role: "member", Size: "1–50"},
+		w := WaitlistRecord{Email: "a@b.co", Name: s, Association: s, Role: "member", Size: "1–50",
 			Consent: true, CreatedAt: at, Origin: s}
-		var gotW waitlistRecord
-		if err := json.Unmarshal(appendWaitlistRecord(nil, w), &gotW); err != nil {
+		var gotW WaitlistRecord
+		if err := json.Unmarshal(AppendWaitlistRecord(nil, w), &gotW); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		want, _ := json.Marshal(w) // encoding/json's reading of the same record is the reference
-		var wantW waitlistRecord
+		var wantW WaitlistRecord
 		_ = json.Unmarshal(want, &wantW)
 		if gotW != wantW {
 			t.Errorf("waitlist %q: got %+v, want %+v", s, gotW, wantW)
 		}
 
-		c := contactRecord{Contact: Contact{Name: s, Email: "a@b.co", Organization: s, Topic: "press", Message: s}, ReceivedAt: at, Origin: s}
-		var gotC, wantC contactRecord
-		if err := json.Unmarshal(appendContactRecord(nil, c), &gotC); err != nil {
+		c := ContactRecord{Name: s, Email: "a@b.co", Organization: s, Topic: "press", Message: s, ReceivedAt: at, Origin: s}
+		var gotC, wantC ContactRecord
+		if err := json.Unmarshal(AppendContactRecord(nil, c), &gotC); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		want, _ = json.Marshal(c)
