@@ -136,3 +136,12 @@ describe('types resolve in a consumer with skipLibCheck off', { timeout: 60_000 
     expect(readFileSync(join(dir, 'out/app.cjs'), 'utf8')).toContain('require("@formsservice/service-auth-client")')
   })
 })
+
+describe('the README', () => {
+  it('shows the React example’s src/auth.tsx as it is (the recipe is the tested code)', () => {
+    const readme = readFileSync(join(sdkRoot, 'README.md'), 'utf8')
+    const recipe = /```tsx\n\/\/ src\/auth\.tsx[^\n]*\n([\s\S]*?)```/.exec(readme)?.[1]
+    const file = readFileSync(join(sdkRoot, 'examples/react-vite/src/auth.tsx'), 'utf8').replace(/^(\/\/[^\n]*\n)+/, '')
+    expect(recipe).toBe(file)
+  })
+})

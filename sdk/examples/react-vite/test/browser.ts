@@ -35,8 +35,11 @@ export async function launch(opts: { width?: number; dark?: boolean } = {}): Pro
   const watch = (p: Page) => {
     p.on('pageerror', (e) => errors.push(`pageerror on ${p.url()}: ${e.message}`))
     p.on('console', (m) => {
-      // Chromium reports a 400 answer itself; the tests look at those answers directly
-      if (m.type() === 'error' && !/status of 400/.test(m.text())) errors.push(`console on ${p.url()}: ${m.text()}`)
+      // Chromium reports a 400 answer itself (the tests look at those answers directly), and the hosted
+      // pages' missing favicon (its request, not the page's)
+      if (m.type() === 'error' && !/status of 400/.test(m.text()) && !m.location().url.endsWith('/favicon.ico')) {
+        errors.push(`console on ${p.url()}: ${m.text()} (${m.location().url})`)
+      }
     })
     p.on('request', (r) => requests.push(r))
   }

@@ -111,7 +111,15 @@ export default async function setup(project: TestProject) {
     // Vite reads VITE_* variables from the environment, as it would from a .env file.
     process.env.VITE_FORMSSERVICE_URL = devUrl
     process.env.VITE_CLIENT_ID = clientId
-    await build({ root: appRoot, logLevel: 'warn', build: { outDir: join(work, 'dist') } })
+    // A production build, as `npm run build` makes it (vitest sets NODE_ENV=test, which would give React's
+    // development build).
+    const nodeEnv = process.env.NODE_ENV
+    process.env.NODE_ENV = 'production'
+    try {
+      await build({ root: appRoot, logLevel: 'warn', mode: 'production', build: { outDir: join(work, 'dist') } })
+    } finally {
+      process.env.NODE_ENV = nodeEnv
+    }
     const previewServer = await preview({
       root: appRoot,
       logLevel: 'warn',
