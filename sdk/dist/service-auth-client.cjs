@@ -286,16 +286,14 @@ async function authorizationRequest(s, endpoint, store, o) {
     code_challenge: await pkceChallenge(verifier),
     code_challenge_method: "S256"
   });
-  writeJson(store, s.key + ":tx", {
-    ...pending(store, s.key + ":tx"),
-    [state]: {
-      verifier,
-      nonce,
-      returnTo: o.returnTo ?? loc.pathname + loc.search + loc.hash,
-      redirectUri: s.redirectUri,
-      created: Date.now()
-    }
-  });
+  const tx = {
+    verifier,
+    nonce,
+    returnTo: o.returnTo ?? loc.pathname + loc.search + loc.hash,
+    redirectUri: s.redirectUri,
+    created: Date.now()
+  };
+  writeJson(store, s.key + ":tx", { ...pending(store, s.key + ":tx"), [state]: tx });
   return url;
 }
 function withoutResponse(href) {

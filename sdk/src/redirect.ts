@@ -24,7 +24,7 @@ export const browser = (): Location => {
   return globalThis.location
 }
 
-/** The sign-ins started less than an hour ago, by state. */
+/** The sign-ins started less than an hour ago, by state, kept in store under key. */
 function pending(store: KeyValueStore, key: string): Record<string, Transaction> {
   const stored = readJson<Record<string, Transaction>>(store, key)
   const txs: Record<string, Transaction> = {}
@@ -68,16 +68,14 @@ export async function authorizationRequest(s: Settings, endpoint: string, store:
     code_challenge: await pkceChallenge(verifier),
     code_challenge_method: 'S256',
   })
-  writeJson(store, s.key + ':tx', {
-    ...pending(store, s.key + ':tx'),
-    [state]: {
+  const tx: Transaction = {
     verifier,
     nonce,
     returnTo: o.returnTo ?? loc.pathname + loc.search + loc.hash,
     redirectUri: s.redirectUri,
-      created: Date.now(),
-    },
-  })
+    created: Date.now(),
+  }
+  writeJson(store, s.key + ':tx', { ...pending(store, s.key + ':tx'), [state]: tx })
   return url
 }
 
