@@ -7,7 +7,8 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     environment: 'node',
     fileParallelism: false, // one Chromium at a time on a small machine
-    testTimeout: 60_000,
+    testTimeout: 120_000, // the Vite dev server compiles the app on the first visit
+    expect: { poll: { timeout: 10_000 } }, // a page under a loaded machine
     hookTimeout: 300_000, // the global setup builds the Go binary and the app
   },
 })

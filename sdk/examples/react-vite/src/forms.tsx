@@ -1,6 +1,6 @@
 // The contact and waitlist forms, posted to the forms service as JSON; its 400 answer names a code per
 // field (docs/forms.md), shown next to the field.
-import { type FormEvent, type ReactNode, useId, useRef, useState } from 'react'
+import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from 'react'
 import { formsserviceUrl } from './config'
 
 const fieldMessages: Record<string, string> = {
@@ -31,10 +31,16 @@ function usePost(path: string, thanks: string) {
   const [status, setStatus] = useState<Status>({ kind: 'idle', text: '' })
   // One Idempotency-Key per message: a retry of the same message is stored once.
   const keyed = useRef<{ payload: string; key: string } | null>(null)
+  const formRef = useRef<HTMLFormElement | null>(null)
+
+  // New field errors: the first field in error gets the focus, once React has marked it.
+  useEffect(() => {
+    if (Object.keys(errors).length) formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus()
+  }, [errors])
 
   async function onSubmit(ev: FormEvent<HTMLFormElement>) {
     ev.preventDefault()
-    const form = ev.currentTarget
+    const form = (formRef.current = ev.currentTarget)
     const payload = JSON.stringify(values(form))
     if (keyed.current?.payload !== payload) keyed.current = { payload, key: crypto.randomUUID() }
     setErrors({})
@@ -61,8 +67,6 @@ function usePost(path: string, thanks: string) {
     } else if (res.status === 400 && body.errors) {
       setErrors(body.errors)
       setStatus({ kind: 'error', text: 'Please correct the marked fields.' })
-      // the first field in error gets the focus, after React has marked it
-      requestAnimationFrame(() => form.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus())
     } else if (res.status === 429) {
       setStatus({ kind: 'error', text: 'Too many submissions; please try again in a minute.' })
     } else {

@@ -29,7 +29,7 @@ export async function launch(opts: { width?: number; dark?: boolean } = {}): Pro
     viewport: { width: opts.width ?? 1280, height: 900 },
     colorScheme: opts.dark ? 'dark' : 'light',
   })
-  context.setDefaultTimeout(15_000)
+  context.setDefaultTimeout(30_000)
   const errors: string[] = []
   const requests: Request[] = []
   const watch = (p: Page) => {

@@ -116,7 +116,7 @@ export default async function setup(project: TestProject) {
     const nodeEnv = process.env.NODE_ENV
     process.env.NODE_ENV = 'production'
     try {
-      await build({ root: appRoot, logLevel: 'warn', mode: 'production', build: { outDir: join(work, 'dist') } })
+      await build({ root: appRoot, logLevel: 'warn', mode: 'production', build: { outDir: join(work, 'dist'), emptyOutDir: true } })
     } finally {
       process.env.NODE_ENV = nodeEnv
     }
