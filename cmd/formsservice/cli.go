@@ -15,7 +15,7 @@ import (
 )
 
 // The command line is spf13/cobra with pflag's GNU-style flags (--config FILE, --config=FILE, -o FILE),
-// as kubectl and helm use (docs/architecture.md, D12). A command is one
+// as kubectl and helm use (docs/architecture.md, D16). A command is one
 // function, newXxxCmd(env), in a file of its own, listed once in newRootCmd.
 
 // newRootCmd builds the whole command tree. Adding a command: write newXxxCmd in its own file (see

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/formsservice/formsservice/services/forms"
+	formstore "github.com/formsservice/formsservice/services/forms/store"
 )
 
 // newDeliveriesCmd groups the dead-letter tools: list, retry and drop.
@@ -47,7 +47,7 @@ func newDeliveriesListCmd(env *environment) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			dead, err := forms.ListDeadLetters(cmd.Context(), rdb)
+			dead, err := formstore.ListDeadLetters(cmd.Context(), rdb)
 			if err != nil {
 				return fmt.Errorf("deliveries list: %w", err)
 			}
@@ -103,7 +103,7 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 			}
 			defer rdb.Close()
 			if action == "retry" {
-				moved, err := forms.RetryDeadLetters(cmd.Context(), rdb, ids)
+				moved, err := formstore.RetryDeadLetters(cmd.Context(), rdb, ids)
 				if err != nil {
 					return fmt.Errorf("deliveries retry: %w", err)
 				}
@@ -113,7 +113,7 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 				fmt.Fprintf(env.stderr, "%d %s handed back to delivery\n", len(moved), plural(len(moved), "message", "messages"))
 				return nil
 			}
-			dropped, err := forms.DropDeadLetters(cmd.Context(), rdb, ids)
+			dropped, err := formstore.DropDeadLetters(cmd.Context(), rdb, ids)
 			if err != nil {
 				return fmt.Errorf("deliveries drop: %w", err)
 			}

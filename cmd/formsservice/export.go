@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/formsservice/formsservice/services/forms"
+	formstore "github.com/formsservice/formsservice/services/forms/store"
 )
 
 func newExportCmd(env *environment) *cobra.Command {
@@ -37,9 +37,9 @@ readable by its owner only: it holds personal data). The count goes to standard 
 				defer f.Close()
 				w = f
 			}
-			export := forms.ExportWaitlist
+			export := formstore.ExportWaitlist
 			if args[0] == "contact" {
-				export = forms.ExportContact
+				export = formstore.ExportContact
 			}
 			n, err := export(cmd.Context(), rdb, w, format)
 			if err != nil {
@@ -49,7 +49,7 @@ readable by its owner only: it holds personal data). The count goes to standard 
 			return nil
 		},
 	}
-	enumFlag(cmd.Flags(), &format, "format", forms.FormatCSV, "csv or jsonl", forms.FormatCSV, forms.FormatJSONL)
+	enumFlag(cmd.Flags(), &format, "format", formstore.FormatCSV, "csv or jsonl", formstore.FormatCSV, formstore.FormatJSONL)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	store.register(cmd, env)
 	return cmd

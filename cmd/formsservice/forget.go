@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/formsservice/formsservice/services/forms"
+	formstore "github.com/formsservice/formsservice/services/forms/store"
 )
 
 // newForgetCmd is the smallest whole command: a description, examples, its flags and the store.
@@ -27,7 +27,7 @@ what it removed. The address is compared in lower case.`,
 				return err
 			}
 			defer rdb.Close()
-			rep, err := forms.Forget(cmd.Context(), rdb, email)
+			rep, err := formstore.Forget(cmd.Context(), rdb, email)
 			if err != nil {
 				return fmt.Errorf("forget: %w", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/formsservice/formsservice/internal/testproc"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
 )
 
 // logLines are the JSON log lines with the given reason.
@@ -42,7 +43,7 @@ func TestRefusals_Dev_AnswerUnchanged_LogSaysWhatWasSentAndWhatIsAllowed(t *test
 	}
 	for _, l := range origin {
 		allowed, _ := l["allowed"].([]any)
-		if l["level"] != "INFO" || l["origin"] != "http://localhost:5173" || len(allowed) != 3 || allowed[0] != testOrigin ||
+		if l["level"] != "INFO" || l["origin"] != "http://localhost:5173" || len(allowed) != 3 || allowed[0] != formstest.Origin ||
 			l["path"] != "/waitlist" || !strings.Contains(l["msg"].(string), "add it to allowedOrigins") {
 			t.Errorf("origin refusal: %v", l)
 		}
