@@ -40,14 +40,14 @@ func TestUsersCommands_LeaveAuditEvents_AuditListsAndFilters(t *testing.T) {
 			t.Fatalf("users %v: %v %s", args, err, out)
 		}
 	}
-	users("first password\n", "create", "-email", "ada@example.com")
-	users("first password\n", "create", "-email", "grace@example.com")
-	users("second password\n", "set-password", "-email", "ada@example.com")
-	users("", "disable", "-email", "ada@example.com")
-	users("", "enable", "-email", "ada@example.com")
-	users("", "signout", "-email", "grace@example.com")
+	users("first password\n", "create", "--email", "ada@example.com")
+	users("first password\n", "create", "--email", "grace@example.com")
+	users("second password\n", "set-password", "--email", "ada@example.com")
+	users("", "disable", "--email", "ada@example.com")
+	users("", "enable", "--email", "ada@example.com")
+	users("", "signout", "--email", "grace@example.com")
 
-	out, err := auditCmd(t, srv.URL(), "-format", "jsonl", "-user", "ada@example.com")
+	out, err := auditCmd(t, srv.URL(), "--format", "jsonl", "--user", "ada@example.com")
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -69,10 +69,10 @@ func TestUsersCommands_LeaveAuditEvents_AuditListsAndFilters(t *testing.T) {
 	}
 
 	// The same by ID, as text, and only one kind; the deleted account's events stay findable by its ID.
-	if _, err := usersCmd(t, srv.URL(), cfg, "", "delete", "-email", "ada@example.com"); err != nil {
+	if _, err := usersCmd(t, srv.URL(), cfg, "", "delete", "--email", "ada@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	out, err = auditCmd(t, srv.URL(), "-user", adaID, "-kind", "user.signout_everywhere,user.deleted")
+	out, err = auditCmd(t, srv.URL(), "--user", adaID, "--kind", "user.signout_everywhere,user.deleted")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,16 +81,16 @@ func TestUsersCommands_LeaveAuditEvents_AuditListsAndFilters(t *testing.T) {
 		!strings.Contains(lines[2], "  user.deleted  success  user="+adaID) {
 		t.Fatalf("text listing:\n%s", out)
 	}
-	if out, _ := auditCmd(t, srv.URL(), "-limit", "2", "-format", "jsonl"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"kind":"user.deleted"`) {
+	if out, _ := auditCmd(t, srv.URL(), "--limit", "2", "--format", "jsonl"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"kind":"user.deleted"`) {
 		t.Fatalf("-limit 2 keeps the newest two:\n%s", out)
 	}
-	if out, _ := auditCmd(t, srv.URL(), "-since", "2999-01-01"); out != "" {
+	if out, _ := auditCmd(t, srv.URL(), "--since", "2999-01-01"); out != "" {
 		t.Fatalf("-since in the future: %q", out)
 	}
-	if out, _ := auditCmd(t, srv.URL(), "-until", "2000-01-01"); out != "" {
+	if out, _ := auditCmd(t, srv.URL(), "--until", "2000-01-01"); out != "" {
 		t.Fatalf("-until in the past: %q", out)
 	}
-	for _, bad := range [][]string{{"-kind", "nope"}, {"-since", "yesterday"}, {"-format", "xml"}, {"extra"}} {
+	for _, bad := range [][]string{{"--kind", "nope"}, {"--since", "yesterday"}, {"--format", "xml"}, {"extra"}} {
 		if _, err := auditCmd(t, srv.URL(), bad...); err == nil {
 			t.Errorf("audit %v: accepted", bad)
 		} else if !errors.Is(err, errUsage) && !strings.Contains(err.Error(), bad[len(bad)-1]) {

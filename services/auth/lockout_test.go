@@ -27,7 +27,7 @@ type logicalClock struct{ ms atomic.Int64 }
 func (c *logicalClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
 
 // TestLockout_5000GuessesFrom500Addresses_KnownBrowserNeverRefused is issue 22's proof of the lockout
-// model (docs/architecture.md D13): 5,000 wrong passwords for one account from 500 client addresses, in
+// model (docs/architecture.md D19): 5,000 wrong passwords for one account from 500 client addresses, in
 // parallel over three replicas sharing one redis-server, while the account's owner signs in from the
 // browser they signed in with before, once per (logical) second, on a rotating replica. The owner is
 // never refused; the attack gets no more password checks than the budget of the account's unknown

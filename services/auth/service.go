@@ -38,6 +38,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -59,6 +60,9 @@ type Options struct {
 	SignupMail SignupMail
 	// Now is the clock of the sign-in throttle, device cookies and audit events (default time.Now).
 	Now func() time.Time
+	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
+	// error page (refusals.go).
+	Dev bool
 }
 
 // Service is the auth service.
@@ -73,14 +77,15 @@ type Service struct {
 	sessions *sso.Store
 	throttle *throttle.Limiter
 	pages    *page.Renderer
+	metrics  *metrics
+	jwks     []byte
+	refusals *refusal.Recorder
 	audit    *audit.Recorder
 	// signupMail tells an address's owner what a sign-up did (signupmail.go).
 	signupMail SignupMail
 	now        func() time.Time
 	// deviceKeys sign device cookies (package device); derived from the signing key.
 	deviceKeys device.Keys
-	metrics    *metrics
-	jwks       []byte
 
 	mu      sync.Mutex // serialises rebuilding the runtime after a config change
 	current atomic.Pointer[runtime]
@@ -158,6 +163,10 @@ func New(o Options) (*Service, error) {
 	}
 	trail := audit.NewStore(o.Redis, func() audit.Limits { return auditLimits(s.rt().cfg.Auth) })
 	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
+		return nil, err
+	}
+	s.refusals, err = refusal.New(refusal.Options{Service: "auth", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
 		return nil, err
 	}
 	s.store = store.New(store.Options{

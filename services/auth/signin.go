@@ -20,7 +20,7 @@ import (
 )
 
 // deviceCookie marks a browser that signed in to an account before (package device): its sign-ins to
-// that account count against a budget of its own (docs/architecture.md D13).
+// that account count against a budget of its own (docs/architecture.md D19).
 const deviceCookie = "fs_device"
 
 func (s *Service) limits(rt *runtime) throttle.Limits {

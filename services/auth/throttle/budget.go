@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Sign-in budgets (docs/architecture.md D13). An attempt counts against:
+// Sign-in budgets (docs/architecture.md D19). An attempt counts against:
 //
 //   - a known browser (one holding a device cookie of the account: package device): that browser's own
 //     budget, and nothing else, so that no guess from anywhere else can lock it out;
