@@ -397,7 +397,7 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 
 // userSession is the session every token of this sign-in carries.
 func userSession(u *users.User, scopes fosite.Arguments, clientID string, authTime, requestedAt time.Time) *Session {
-	sess := &Session{Subject: u.ID, Username: u.Email}
+	sess := &Session{Subject: u.ID, Username: username(u, scopes)}
 	idc := sess.IDTokenClaims()
 	idc.Subject = u.ID
 	idc.AuthTime = authTime.UTC()
@@ -407,6 +407,15 @@ func userSession(u *users.User, scopes fosite.Arguments, clientID string, authTi
 	sess.ATClaims.Subject = u.ID
 	sess.ATClaims.Extra = map[string]interface{}{"client_id": clientID}
 	return sess
+}
+
+// username is what introspection answers as username: the e-mail address, only when the grant has the
+// email scope (a resource server learns no more about the person than the app was allowed to).
+func username(u *users.User, scopes fosite.Arguments) string {
+	if scopes.Has("email") {
+		return u.Email
+	}
+	return ""
 }
 
 // identityClaims are the user's claims the granted scopes allow (OpenID Connect Core 5.4).
