@@ -186,7 +186,7 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme"}, &fs); err != nil {
 			return err
 		}
-		if fs.Status.ObservedGeneration != fs.Generation || len(fs.Status.Conditions) != 3 {
+		if fs.Status.ObservedGeneration != fs.Generation || len(fs.Status.Conditions) != 5 { // Ready, Progressing, Degraded, Reconciling, Stalled
 			return fmt.Errorf("status %+v", fs.Status)
 		}
 		for _, c := range fs.Status.Conditions {
