@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -20,18 +22,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -55,6 +53,10 @@ type FormsServiceReconciler struct {
 	// Kinds says which optional kinds (HTTPRoute, ServiceMonitor) the cluster serves; nil: discovered
 	// by SetupWithManager.
 	Kinds *ServedKinds
+	// Workers is how many FormsServices are reconciled at once; 0 means DefaultWorkers.
+	Workers int
+
+	written writtenStatuses
 }
 
 // serves asks Kinds whether the cluster serves gvk; wanted says a FormsService needs it (only then is a
@@ -82,9 +84,13 @@ func (r *FormsServiceReconciler) serves(gvk schema.GroupVersionKind, wanted bool
 func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fs := &v1alpha1.FormsService{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fs.DeletionTimestamp.IsZero() {
+		r.written.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references let the garbage collector remove the rest
 	}
 
@@ -331,7 +337,7 @@ func (r *FormsServiceReconciler) observeWorkloads(ctx context.Context, fs *v1alp
 // updateStatus writes the status only when it changed, and records an Event for each condition that
 // changed its status or reason.
 func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.FormsService, st v1alpha1.FormsServiceStatus) error {
-	if equality.Semantic.DeepEqual(fs.Status, st) {
+	if equality.Semantic.DeepEqual(fs.Status, st) || r.written.stale(fs, st) {
 		return nil
 	}
 	for _, c := range st.Conditions {
@@ -340,8 +346,10 @@ func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.
 			continue
 		}
 		bad := (c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue) ||
+			(c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue) ||
 			(c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && old != nil)
-		if c.Type == v1alpha1.ConditionProgressing || (old == nil && !bad && c.Status == metav1.ConditionFalse) {
+		if c.Type == v1alpha1.ConditionProgressing || c.Type == v1alpha1.ConditionReconciling ||
+			(old == nil && !bad && c.Status == metav1.ConditionFalse) {
 			continue // rollouts are reported by the Deployments' own events; a first "not degraded" is no news
 		}
 		typ := corev1.EventTypeNormal
@@ -352,7 +360,60 @@ func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.
 	}
 	orig := fs.DeepCopy()
 	fs.Status = st
-	return r.Client.Status().Patch(ctx, fs, client.MergeFrom(orig))
+	if err := r.Client.Status().Patch(ctx, fs, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	r.written.remember(fs)
+	return nil
+}
+
+// writtenStatuses remembers the last status the operator wrote to each FormsService, and the
+// resourceVersion that write produced. The reconcile reads the FormsService from the cache, which may
+// not hold that write yet (the owned objects' events that bring the next reconcile can overtake it):
+// writing the same status again would cost a request for nothing, and repeat its Events.
+type writtenStatuses struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]writtenStatus
+}
+
+type writtenStatus struct {
+	uid             types.UID
+	resourceVersion int64
+	status          v1alpha1.FormsServiceStatus
+}
+
+// stale reports whether fs, as the cache holds it, predates the operator's last status write and that
+// write was st.
+func (w *writtenStatuses) stale(fs *v1alpha1.FormsService, st v1alpha1.FormsServiceStatus) bool {
+	cached, err := strconv.ParseInt(fs.ResourceVersion, 10, 64)
+	if err != nil {
+		return false // not an etcd revision: compare nothing, write
+	}
+	w.mu.Lock()
+	last, ok := w.m[client.ObjectKeyFromObject(fs)]
+	w.mu.Unlock()
+	return ok && last.uid == fs.UID && cached < last.resourceVersion && equality.Semantic.DeepEqual(last.status, st)
+}
+
+// remember records fs's status as written, at the resourceVersion the write returned.
+func (w *writtenStatuses) remember(fs *v1alpha1.FormsService) {
+	rv, err := strconv.ParseInt(fs.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.NamespacedName]writtenStatus{}
+	}
+	w.m[client.ObjectKeyFromObject(fs)] = writtenStatus{uid: fs.UID, resourceVersion: rv, status: *fs.Status.DeepCopy()}
+}
+
+// forget drops what was remembered of a FormsService that is gone.
+func (w *writtenStatuses) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, key)
 }
 
 // event records a Kubernetes Event on the FormsService.
@@ -373,43 +434,6 @@ func (r *FormsServiceReconciler) eventAbout(fs *v1alpha1.FormsService, related r
 	r.Recorder.Eventf(fs, related, eventType, reason, "Reconcile", "%s", note)
 }
 
-// SetupWithManager registers the controller: it watches FormsServices and every kind of object they own.
-// Secrets are not watched (that would need list and watch on every Secret): a reconcile reads the ones it
-// needs by name, and comes back every SecretRecheck to notice a change.
-func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	// The typed client encodes the options of an apply (PatchOptions) for the group of the request: the
-	// Gateway API's group needs them registered, though its types are not (HTTPRoutes are read back as
-	// unstructured objects).
-	metav1.AddToGroupVersion(mgr.GetScheme(), HTTPRouteGVK.GroupVersion())
-	if r.Kinds == nil {
-		kinds, err := DiscoverKinds(mgr.GetConfig())
-		if err != nil {
-			return fmt.Errorf("discovering the optional kinds: %w", err)
-		}
-		r.Kinds = kinds
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("formsservice").
-		// Spec changes and annotation changes (the signing-key rotation); not our own status writes.
-		For(&v1alpha1.FormsService{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&networkingv1.Ingress{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{})
-	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
-	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
-	return b.WithOptions(controller.Options{
-		MaxConcurrentReconciles: 2,
-		RateLimiter:             RateLimiter(),
-	}).
-		Complete(r)
-}
-
 // RateLimiter requeues a failing FormsService after 1s, doubling up to 5 minutes, with an overall bucket
 // of 10 per second so that many failing resources cannot flood the API server.
 func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
@@ -419,32 +443,11 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
-// CacheOptions keeps the operator's cache small: the kinds it owns are cached only when they carry its
-// managed-by label, and Secrets not at all (ClientOptions). namespaces, when given, limits everything to
-// those namespaces.
-func CacheOptions(namespaces ...string) cache.Options {
-	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})}
-	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:                      owned,
-		&corev1.Service{}:                        owned,
-		&appsv1.Deployment{}:                     owned,
-		&appsv1.StatefulSet{}:                    owned,
-		&networkingv1.Ingress{}:                  owned,
-		&networkingv1.NetworkPolicy{}:            owned,
-		&policyv1.PodDisruptionBudget{}:          owned,
-		&autoscalingv2.HorizontalPodAutoscaler{}: owned,
-	}}
-	if len(namespaces) > 0 {
-		o.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			o.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return o
-}
-
 // ClientOptions make every Secret read a GET by name at the API server, never a list and watch behind a
-// cache of all Secrets.
+// cache of all Secrets; and read the optional kinds, which the operator handles as unstructured objects,
+// from the cache like the others (controller-runtime's client sends unstructured reads to the API server
+// unless told otherwise: two GETs of HTTPRoutes per reconcile). They are only read when the cluster
+// serves them, and then the cache holds them with the operator's label only (CacheOptions).
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}, Unstructured: true}}
 }

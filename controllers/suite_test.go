@@ -32,6 +32,7 @@ var (
 	cluster    *testcluster.Cluster
 	k8s        client.Client // the test's client
 	opWrites   *testcluster.WriteCounter
+	opRequests *testcluster.RequestLog // every request of the operator, reads and watches too
 	reconciler *FormsServiceReconciler
 	nsCounter  atomic.Int64
 	// namespaceOf maps each namespace newNamespace created to the test that created it.
@@ -63,11 +64,17 @@ func runSuite(m *testing.M) int {
 	}
 	var opConfig = cluster.Config
 	opConfig, opWrites = testcluster.Counting(opConfig)
+	opConfig, opRequests = testcluster.Recording(opConfig)
+	kinds, err := DiscoverKinds(opConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
 	mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
 		Scheme:                 cluster.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(),
+		Cache:                  CacheOptions(kinds),
 		Client:                 ClientOptions(),
 	})
 	if err != nil {
@@ -83,6 +90,7 @@ func runSuite(m *testing.M) int {
 		ServiceImage: testImage,
 		// The operator does not watch Secrets: a short recheck lets tests see a new Secret picked up.
 		SecretRecheck: 2 * time.Second,
+		Kinds:         kinds,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
