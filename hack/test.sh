@@ -8,6 +8,8 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 
 step "dependencies"
 hack/install-redis.sh
+hack/install-mailpit.sh   # the real SMTP server of the mail tests (internal/testmail)
+hack/install-axe.sh       # axe-core, the accessibility checks of the browser tests (internal/testbrowser)
 
 step "envtest control plane (kube-apiserver built from the module proxy + etcd, cached in bin/k8s/)"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
@@ -49,6 +51,9 @@ hack/fuzz.sh
 
 step "browser SDK and demo page in headless Chromium against formsservice dev + redis-server (screenshots in artifacts/)"
 (cd sdk && npm run test:browser)
+
+step "React + Vite example (sdk/examples/react-vite): npm ci (the SDK packed from sdk/), type check, production build, headless Chromium against formsservice dev"
+(cd sdk/examples/react-vite && npm ci --no-audit --no-fund && npm run typecheck && npm run build && npm test)
 
 step "end to end on a real one-node cluster of this machine: chart, sample, forms, browser sign-in, health, HPA, RBAC, ingress, Prometheus, day two (make e2e, hack/node-cluster)"
 make --no-print-directory e2e

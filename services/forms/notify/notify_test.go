@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"mime/quotedprintable"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/forms/internal/smtptest"
 	"github.com/formsservice/formsservice/services/platform/config"
+	platformmail "github.com/formsservice/formsservice/services/platform/mail"
 )
 
 func testMessage() Message {
@@ -68,8 +70,8 @@ func TestSMTP_SendsReadableMailWithReplyTo(t *testing.T) {
 	if err != nil || rt.Address != "zoe@example.com" || rt.Name != "Zoë Example" {
 		t.Fatalf("Reply-To %q", m.Header.Get("Reply-To"))
 	}
-	if m.Header.Get("Message-ID") != "<1700000000000-0.example.net>" {
-		t.Fatalf("Message-ID %q", m.Header.Get("Message-ID"))
+	if id := m.Header.Get("Message-ID"); !strings.HasPrefix(id, "<1700000000000-0.") || !strings.HasSuffix(id, "@example.net>") {
+		t.Fatalf("Message-ID %q, want <streamID.hash@example.net>", id)
 	}
 	for _, want := range []string{"Name: Zoë Example", "E-mail: zoe@example.com", "Topic: sales", "Sent from: https://www.example.com",
 		"please call me.\n.\nA line with a lone dot above. Ünïcödé ✓"} {
@@ -141,8 +143,23 @@ func TestSMTP_TemporaryFailure_IsAnError(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
 	srv.FailNext(1)
 	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}})
-	if err := s.Send(ctx(t), testMessage()); err == nil {
+	err := s.Send(ctx(t), testMessage())
+	if err == nil {
 		t.Fatal("a 451 answer counted as delivered")
+	}
+	if platformmail.IsPermanent(err) {
+		t.Fatalf("a 451 answer is permanent: %v", err)
+	}
+}
+
+func TestSMTP_PermanentRefusalAtData_IsPermanent(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	srv.RefuseNext(1)
+	s := NewSMTP(config.SMTP{Addr: srv.Addr, From: "forms@example.net", To: []string{"team@example.net"}})
+	err := s.Send(ctx(t), testMessage())
+	var re *platformmail.RelayError
+	if !errors.As(err, &re) || !re.Permanent() || re.Code != 554 || re.Command != "end of DATA" || !strings.Contains(re.Reply, "message refused") {
+		t.Fatalf("got %v, want a permanent 554 with the relay's answer", err)
 	}
 }
 

@@ -41,6 +41,7 @@ type Server struct {
 	mails    []Mail
 	sessions int
 	failNext int
+	refuse   int
 	stallCh  chan struct{}
 	stalls   int
 	gated    bool
@@ -91,6 +92,14 @@ func Start(t testing.TB, o Options) *Server {
 func (s *Server) FailNext(n int) {
 	s.mu.Lock()
 	s.failNext = n
+	s.mu.Unlock()
+}
+
+// RefuseNext makes the next n transactions fail at DATA with a permanent refusal: "554 5.6.0 message
+// refused", as a strict relay answers a message it will never take.
+func (s *Server) RefuseNext(n int) {
+	s.mu.Lock()
+	s.refuse = n
 	s.mu.Unlock()
 }
 
@@ -192,7 +201,7 @@ func (s *Server) Mails() []Mail {
 	return append([]Mail(nil), s.mails...)
 }
 
-// Sessions counts DATA commands seen (accepted, failed, stalled or waiting at the gate).
+// Sessions counts DATA commands seen (accepted, failed, refused, stalled or waiting at the gate).
 func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,6 +276,11 @@ func (se *session) Data(r io.Reader) error {
 		s.failNext--
 		s.mu.Unlock()
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	}
+	if s.refuse > 0 {
+		s.refuse--
+		s.mu.Unlock()
+		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "message refused"}
 	}
 	if s.stalls > 0 && s.stallCh != nil {
 		s.stalls--

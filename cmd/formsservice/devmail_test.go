@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/logging"
+	"github.com/formsservice/formsservice/services/platform/mail"
+)
+
+func TestDevServer_ServesTheDevMailPage(t *testing.T) {
+	url := startCommand(t, "dev", func(string) string { return "" })
+	code, page := httpGet(t, url+"/dev/mail/")
+	if code != 200 || !strings.Contains(page, "<h1>Outbox</h1>") {
+		t.Fatalf("GET /dev/mail/: %d %s", code, page)
+	}
+	if code, _ := httpGet(t, url+"/dev/mail/1"); code != 404 {
+		t.Errorf("GET a mail that was never sent: %d", code)
+	}
+}
+
+func TestFormsCommand_DoesNotServeTheDevMailPage(t *testing.T) {
+	url := startFormsCommand(t, testredis.Start(t).URL())
+	if code, _ := httpGet(t, url+"/dev/mail/"); code != 404 {
+		t.Fatalf("production forms service answered /dev/mail/ with %d, want 404", code)
+	}
+}
+
+func TestMailSender_DevWithoutRelay_KeepsTheMailAndLogsItsLinks(t *testing.T) {
+	var logs bytes.Buffer
+	c := config.DevFixtures()
+	c.ApplyDefaults()
+	sender, outbox := mailSender(config.Static{C: c}, true, logging.New(&logs, "info"), "http://127.0.0.1:8080")
+	err := sender.Send(t.Context(), mail.Message{To: []string{config.DevEmail}, Subject: "Confirm your address",
+		Text: "Open http://127.0.0.1:8080/auth/verify?t=abc&x=1 to confirm."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outbox.List(); len(got) != 1 || got[0].Subject != "Confirm your address" {
+		t.Fatalf("outbox %+v", got)
+	}
+	for _, want := range []string{`"links":["http://127.0.0.1:8080/auth/verify?t=abc&x=1"]`, `"view":"http://127.0.0.1:8080/dev/mail/1"`, config.DevEmail} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
+	}
+
+	prod, none := mailSender(config.Static{C: c}, false, logging.New(&logs, "info"), "")
+	if none != nil {
+		t.Fatal("production got an outbox")
+	}
+	if err := prod.Send(t.Context(), mail.Message{To: []string{config.DevEmail}, Text: "x"}); err != mail.ErrNoRelay {
+		t.Fatalf("production without a relay: %v, want ErrNoRelay", err)
+	}
+}

@@ -1,0 +1,153 @@
+// Package testbrowser runs headless Chromium for tests (chromedp) and checks a page with axe-core, the
+// accessibility engine, against WCAG 2.2 A and AA, at a phone width and in light and dark mode.
+//
+// axe-core comes from the npm registry through hack/install-axe.sh (cached under bin/); Chromium is
+// Debian's (hack/install-chromium.sh), or CHROME_BIN.
+package testbrowser
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// New starts a headless Chromium for the test and returns its context (closed when the test ends).
+func New(t testing.TB) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoSandbox, // root in CI containers; the pages are our own
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancel)
+	// The first action starts the browser, which lives as long as that action's context: no timeout.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx
+}
+
+// Do runs actions within a bound, failing the test with what went wrong.
+func Do(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// Get runs one action that returns a value, within a bound.
+func Get[T any](t testing.TB, ctx context.Context, what string, action chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, action)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+func chromiumPath(t testing.TB) string {
+	if p := os.Getenv("CHROME_BIN"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium found: `make test` installs it (hack/install-chromium.sh), or set CHROME_BIN")
+	return ""
+}
+
+// Viewport sets the page's width in CSS pixels (320: the narrowest phone WCAG's reflow criterion names)
+// and its colour scheme ("light" or "dark", as prefers-color-scheme reports it).
+func Viewport(width int, scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		metrics := emulation.SetDeviceMetricsOverrideParams{Width: int64(width), Height: 800, DeviceScaleFactor: 1, Mobile: width < 600}
+		if _, err := cdp.Call(ctx, t, emulation.SetDeviceMetricsOverride, metrics); err != nil {
+			return err
+		}
+		media := emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, media)
+		return err
+	})
+}
+
+// Violation is one axe-core rule a page breaks.
+type Violation struct {
+	ID    string `json:"id"`
+	Help  string `json:"help"`
+	Nodes []struct {
+		Target         []any  `json:"target"`
+		FailureSummary string `json:"failureSummary"`
+	} `json:"nodes"`
+}
+
+// Accessible runs axe-core on the current page (and the frames it can reach) against WCAG 2.2 A and AA
+// and fails the test with every violation. what names the page and state in the message.
+func Accessible(t testing.TB, ctx context.Context, what string) {
+	t.Helper()
+	src := axeSource(t)
+	Get(t, ctx, what+": loading axe-core", chromedp.Evaluate[bool](src+";true"))
+	run := `axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]}, resultTypes: ["violations"]})
+		.then(r => JSON.stringify(r.violations))`
+	raw := Get(t, ctx, what+": running axe-core", chromedp.Evaluate[string](run, chromedp.EvalAwaitPromise))
+	var vs []Violation
+	if err := json.Unmarshal([]byte(raw), &vs); err != nil {
+		t.Fatalf("%s: axe-core's answer: %v\n%s", what, err, raw)
+	}
+	for _, v := range vs {
+		var b strings.Builder
+		for _, n := range v.Nodes {
+			fmt.Fprintf(&b, "\n    %v: %s", n.Target, strings.ReplaceAll(n.FailureSummary, "\n", " "))
+		}
+		t.Errorf("%s: axe-core %s: %s%s", what, v.ID, v.Help, b.String())
+	}
+}
+
+var (
+	axeOnce sync.Once
+	axeJS   string
+	axeErr  error
+)
+
+// axeSource is axe.min.js, installed by hack/install-axe.sh when missing.
+func axeSource(t testing.TB) string {
+	t.Helper()
+	axeOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+		out, err := exec.Command(filepath.Join(root, "hack", "install-axe.sh")).CombinedOutput()
+		if err != nil {
+			axeErr = fmt.Errorf("hack/install-axe.sh: %v\n%s", err, out)
+			return
+		}
+		path := strings.TrimSpace(string(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:]))
+		b, err := os.ReadFile(path)
+		axeJS, axeErr = string(b), err
+	})
+	if axeErr != nil {
+		t.Fatal(axeErr)
+	}
+	return axeJS
+}
