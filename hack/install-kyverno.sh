@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds Kyverno's command-line tool (its `kyverno apply`, for the offline admission check of issue 26, item 5: no make target runs it yet) from the Go module proxy
-# into bin/kyverno-<version>, and prints its path on stdout. github.com/kyverno/kyverno has a replace
-# directive (its fork of k8s.io/pod-security-admission), so `go install ...@version` is refused: it is
-# built in a scratch module (bin/.src/kyverno-<version>) that requires it and carries the same replace
-# directives, read from Kyverno's own go.mod. Cold: several minutes on two cores; cached afterwards.
+# Builds Kyverno's command-line tool (its `kyverno apply`, for the offline admission check of issue 26,
+# item 5: no make target runs it yet) from the Go module proxy into bin/kyverno-<version>, and prints
+# its path on stdout. github.com/kyverno/kyverno has a replace directive (its fork of
+# k8s.io/pod-security-admission), so `go install ...@version` is refused: it is built in a scratch module
+# (bin/.src/kyverno-<version>) that requires it and carries the same replace directives, read from
+# Kyverno's own go.mod. Cold: several minutes on two cores; cached afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KYVERNO_VERSION="${KYVERNO_VERSION:-v1.19.1}"
