@@ -45,9 +45,12 @@ func contactRecord(c Contact, receivedAt time.Time, origin string) store.Contact
 // admitted is a request that passed the checks every forms endpoint shares.
 type admitted struct {
 	body   []byte
+	format bodyFormat
 	origin string
 	client netip.Addr
 	live   *liveConfig
+	site   *site     // the origin's forms.sites entry, or nil
+	form   *formPost // a plain HTML form post's answering context; nil for JSON
 }
 
 // admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
@@ -77,16 +80,46 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		s.replyInvalid(c, ep, resultBadRequest, Errors{BodyField: CodeInvalidJSON})
 		return admitted{}, false
 	}
-	if !isJSON(c.Request().Header.ContentType()) || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
+	format := formatOf(c.Request().Header.ContentType())
+	if format.kind == kindUnsupported || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
 		s.reply(c, ep, resultUnsupported, fiber.StatusUnsupportedMediaType, bodyError)
 		return admitted{}, false
 	}
-	return admitted{
+	sub := admitted{
 		body:   body,
+		format: format,
 		origin: string(origin),
 		client: clientip.Addr(c, lc.proxies),
 		live:   lc,
-	}, true
+		site:   lc.sites.find(string(origin)),
+	}
+	if format.isForm() {
+		sub.form = &formPost{origin: sub.origin, site: sub.site}
+		c.Context().SetUserValue(formPostKey, sub.form)
+	}
+	return sub, true
+}
+
+// wants says which extra members the submission's body is read for (validate.go, extras).
+func (sub *admitted) wants() wantExtras {
+	return wantExtras{next: sub.form != nil}
+}
+
+// checkNext takes a form post's _next into its answering context, or adds the error that refuses it.
+func (sub *admitted) checkNext(x extras, errs Errors) Errors {
+	if sub.form == nil || x.next == "" {
+		return errs
+	}
+	to, ok := nextURL(sub.origin, x.next)
+	if !ok {
+		if errs == nil {
+			errs = Errors{}
+		}
+		errs[NextField] = CodeInvalidChoice
+		return errs
+	}
+	sub.form.next = to
+	return errs
 }
 
 func (s *Service) submitWaitlist(c *fiber.Ctx) error {
@@ -97,7 +130,8 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	entry, honeypot, errs := DecodeWaitlist(sub.body)
+	entry, x, honeypot, errs := decodeWaitlist(sub.format, sub.body, sub.wants())
+	errs = sub.checkNext(x, errs)
 	if honeypot {
 		s.m.honeypot[ep].Inc()
 		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
@@ -125,7 +159,8 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	msg, honeypot, errs := DecodeContact(sub.body)
+	msg, x, honeypot, errs := decodeContact(sub.format, sub.body, sub.wants())
+	errs = sub.checkNext(x, errs)
 	if honeypot {
 		s.m.honeypot[ep].Inc()
 		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
@@ -201,6 +236,10 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res store.Result, err e
 
 func (s *Service) reply(c *fiber.Ctx, ep endpoint, r result, status int, body []byte) {
 	s.m.submissions[ep][r].Inc()
+	if p := s.formPostOf(c); p != nil {
+		s.replyForm(c, ep, p, r, status, nil)
+		return
+	}
 	c.Status(status)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 	c.Response().SetBodyRaw(body)
@@ -221,6 +260,11 @@ func (s *Service) replyInvalid(c *fiber.Ctx, ep endpoint, r result, errs Errors)
 func (s *Service) replyInvalidWith(c *fiber.Ctx, ep endpoint, r result, errs, headers Errors) {
 	if errs == nil {
 		errs = Errors{}
+	}
+	if p := s.formPostOf(c); p != nil {
+		s.m.submissions[ep][r].Inc()
+		s.replyForm(c, ep, p, r, fiber.StatusBadRequest, errs)
+		return
 	}
 	b, _ := json.Marshal(invalidBody{Status: "invalid", Errors: errs, Headers: headers}) // strings always encode
 	s.reply(c, ep, r, fiber.StatusBadRequest, b)

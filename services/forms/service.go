@@ -57,6 +57,7 @@ type Service struct {
 type liveConfig struct {
 	cfg       *config.Config
 	origins   *originMatcher
+	sites     *siteMatcher
 	proxies   *clientip.Proxies
 	rateLimit int
 }
@@ -120,6 +121,7 @@ func (s *Service) live() *liveConfig {
 	lc := &liveConfig{
 		cfg:       cfg,
 		origins:   newOriginMatcher(cfg.AllowedOrigins),
+		sites:     newSiteMatcher(cfg.Forms.Sites),
 		proxies:   clientip.ParseProxies(cfg.TrustedProxies),
 		rateLimit: cfg.Forms.RateLimit(),
 	}

@@ -22,6 +22,9 @@ type Forms struct {
 	// Durability is what a 201 (and a 200 duplicate) survives; see the Durability constants. Default
 	// "process".
 	Durability Durability `json:"durability,omitempty"`
+	// Sites configure what the forms do for each allowed origin beyond the JSON contract
+	// (forms_sites.go): the thank-you and error pages of plain HTML form posts.
+	Sites []Site `json:"sites,omitempty"`
 }
 
 // Durability names what an acknowledged submission survives.

@@ -1,0 +1,43 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSites_Validate(t *testing.T) {
+	ok := `allowedOrigins: [https://www.example.com, "https://*.example.org"]
+forms:
+  sites:
+    - {origin: https://www.example.com, name: Example, thanksURL: /thanks, errorURL: "https://www.example.com/oops?x=1"}
+    - {origin: "https://*.example.org", thanksURL: "https://thanks.example.org/"}
+`
+	c, err := Parse([]byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("valid sites refused: %v", err)
+	}
+	cases := map[string]string{
+		"forms: {sites: [{origin: https://other.example}]}":                                      "not in allowedOrigins",
+		"forms: {sites: [{thanksURL: /x}]}":                                                      "origin: required",
+		"forms: {sites: [{origin: https://www.example.com}, {origin: https://www.example.com}]}": "named by two sites",
+		"forms: {sites: [{origin: https://www.example.com, thanksURL: //evil.example}]}":         "thanksURL",
+		"forms: {sites: [{origin: https://www.example.com, thanksURL: 'javascript:x'}]}":         "thanksURL",
+		"forms: {sites: [{origin: https://www.example.com, errorURL: 'https://u@h/'}]}":          "errorURL",
+		"forms: {sites: [{origin: https://www.example.com, thanksURL: '/x#frag'}]}":              "thanksURL",
+		"forms: {sites: [{origin: https://www.example.com, nope: 1}]}":                           "unknown field",
+	}
+	for doc, want := range cases {
+		c, err := Parse([]byte("allowedOrigins: [https://www.example.com]\n" + doc))
+		if err == nil {
+			c.ApplyDefaults()
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error with %q", doc, err, want)
+		}
+	}
+}
