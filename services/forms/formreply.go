@@ -55,7 +55,8 @@ func (s *Service) replyForm(c *fiber.Ctx, ep endpoint, p *formPost, r result, st
 			c.Status(fiber.StatusSeeOther)
 			return
 		}
-	case resultInvalid:
+	}
+	if errs != nil {
 		if p.site != nil && p.site.ErrorURL != "" && p.origin != "" {
 			if to := errorRedirect(resolveOnOrigin(p.origin, p.site.ErrorURL), errs); to != "" {
 				c.Response().Header.Set(fiber.HeaderLocation, to)
@@ -70,7 +71,7 @@ func (s *Service) replyForm(c *fiber.Ctx, ep endpoint, p *formPost, r result, st
 		siteName = p.site.Name
 	}
 	var body []byte
-	if r == resultInvalid || (r == resultBadRequest && errs != nil) {
+	if errs != nil {
 		body = page.RenderErrors(page.Errors{Site: siteName, Title: "Please check the form",
 			Text: []string{"The form was not sent, because of what follows."}, Errors: errorLines(ep, errs, back), Back: back})
 	} else {

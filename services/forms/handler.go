@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/email"
@@ -23,10 +24,16 @@ var (
 	bodyKeyInFlight = []byte(`{"status":"error","error":"idempotency_key_in_flight"}`)
 )
 
-// IdempotencyKeyHeader lets a client retry POST /contact safely for 24 hours. A key belongs to the
-// origin that sent it and to the message it first came with: the same key with another message is
-// answered 422.
+// IdempotencyKeyHeader lets a client retry POST /contact and /waitlist safely for 24 hours. A key
+// belongs to the origin that sent it and to the submission it first came with: the same key with another
+// one is answered 422. It is an RFC 8941 string (parseIdempotencyKey).
 const IdempotencyKeyHeader = "Idempotency-Key"
+
+// IdempotentReplayedHeader marks an answer that repeats a key's first answer (nothing was stored anew).
+const IdempotentReplayedHeader = "Idempotent-Replayed"
+
+// exposedHeaders are the answer headers a page on an allowed origin may read.
+const exposedHeaders = fiber.HeaderRetryAfter + ", " + IdempotentReplayedHeader
 
 // MaxIdempotencyKey bounds the header; a UUID is 36 characters.
 const MaxIdempotencyKey = 255
@@ -66,7 +73,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		return admitted{}, false
 	}
 	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
-	h.Set(fiber.HeaderAccessControlExposeHeaders, fiber.HeaderRetryAfter)
+	h.Set(fiber.HeaderAccessControlExposeHeaders, exposedHeaders)
 
 	body, err := readBody(c, buf)
 	switch err {
@@ -102,7 +109,11 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 
 // wants says which extra members the submission's body is read for (validate.go, extras).
 func (sub *admitted) wants() wantExtras {
-	return wantExtras{next: sub.form != nil}
+	w := wantExtras{next: sub.form != nil}
+	if sub.site.botChecked() {
+		w.tokenField = botcheck.Provider(sub.site.BotCheck.Provider).Field()
+	}
+	return w
 }
 
 // checkNext takes a form post's _next into its answering context, or adds the error that refuses it.
@@ -137,16 +148,20 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
 		return nil
 	}
-	if errs != nil {
-		s.replyInvalid(c, ep, resultInvalid, errs)
+	key, ok := s.vet(c, ep, &sub, errs, x)
+	if !ok {
 		return nil
+	}
+	idem := store.Idempotency{Origin: sub.origin, Key: key}
+	if key != "" {
+		idem.Message, _ = json.Marshal(entry) // bound to the validated entry, as on /contact
 	}
 	canonical, _ := email.Canonical(entry.Email)
 	now := s.now().UTC()
 	bufs.record = store.AppendWaitlistRecord(bufs.record[:0], waitlistRecord(entry, now, sub.origin))
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.AddWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record, sub.live.cfg.Forms.Durability)
+	res, err := s.store.AddWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -166,15 +181,8 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
 		return nil
 	}
-	key := string(c.Request().Header.Peek(IdempotencyKeyHeader))
-	if code := checkIdempotencyKey(key); code != "" || errs != nil {
-		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
-		// field errors when there are some, so that a client fixes both at once.
-		var headerErrs Errors
-		if code != "" {
-			headerErrs = Errors{IdempotencyKeyHeader: code}
-		}
-		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
+	key, ok := s.vet(c, ep, &sub, errs, x)
+	if !ok {
 		return nil
 	}
 	idem := store.Idempotency{Origin: sub.origin, Key: key}
@@ -189,6 +197,27 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	res, err := s.store.AddContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
+}
+
+// vet runs what both endpoints check after the fields, in this order: the Idempotency-Key header,
+// answered with the field errors (400), then the site's bot check (400 / 502). It returns the key; false
+// when the answer has been written.
+func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x extras) (string, bool) {
+	key, code := parseIdempotencyKey(c.Request().Header.Peek(IdempotencyKeyHeader))
+	if code != "" || errs != nil {
+		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
+		// field errors when there are some, so that a client fixes both at once.
+		var headerErrs Errors
+		if code != "" {
+			headerErrs = Errors{IdempotencyKeyHeader: code}
+		}
+		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
+		return "", false
+	}
+	if sub.site.botChecked() && !s.checkBot(c, ep, sub, x.token) {
+		return "", false
+	}
+	return key, true
 }
 
 // checkIdempotencyKey returns an error code for a header that cannot be a key: longer than 255 bytes,
@@ -217,7 +246,12 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res store.Result, err e
 	case store.Duplicate:
 		s.reply(c, ep, resultDuplicate, fiber.StatusOK, bodyDuplicate)
 	case store.Replayed:
+		// The draft's marker of an answer that repeats the first one.
+		c.Response().Header.Set(IdempotentReplayedHeader, "true")
 		s.reply(c, ep, resultReplayed, fiber.StatusCreated, bodyCreated)
+	case store.ReplayedDuplicate:
+		c.Response().Header.Set(IdempotentReplayedHeader, "true")
+		s.reply(c, ep, resultReplayed, fiber.StatusOK, bodyDuplicate)
 	case store.KeyReused:
 		// The IETF Idempotency-Key draft's answer to a key reused with another payload.
 		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusUnprocessableEntity, bodyKeyReused)

@@ -411,7 +411,7 @@ func TestForms_RateLimit_Returns429WithRetryAfter_PerEndpointAndClient(t *testin
 	if err != nil || ra < 1 || ra > 60 {
 		t.Fatalf("Retry-After %q", a.header.Get("Retry-After"))
 	}
-	if a.header.Get("Access-Control-Expose-Headers") != "Retry-After" {
+	if a.header.Get("Access-Control-Expose-Headers") != "Retry-After, Idempotent-Replayed" {
 		t.Fatal("Retry-After not exposed to the page's script")
 	}
 	if h.rdb.HExists(t.Context(), store.WaitlistEntries, "u9@example.com").Val() {

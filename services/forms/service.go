@@ -50,6 +50,7 @@ type Service struct {
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
+	lastBotLog atomic.Int64 // and of the last logged bot-check failure
 }
 
 // liveConfig is what the request path needs from the configuration, compiled once per configuration
@@ -89,7 +90,7 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	s := &Service{
 		cfg:          o.Config,
 		rdb:          o.Redis,
 		store:        store.New(o.Redis),
@@ -98,7 +99,13 @@ func New(o Options) (*Service, error) {
 		m:            m,
 		now:          o.Now,
 		storeTimeout: o.StoreTimeout,
-	}, nil
+	}
+	// A site whose bot-check secret cannot be read stops the start, as a webhook URL file does; after a
+	// reload it fails closed (502) until the file is fixed.
+	if err := errors.Join(s.live().sites.errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Name labels metrics and logs.

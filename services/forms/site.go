@@ -1,6 +1,13 @@
 package forms
 
 import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -8,6 +15,10 @@ import (
 // origin beyond the JSON contract.
 type site struct {
 	config.Site
+	// bot verifies the site's CAPTCHA tokens (nil: no bot check). botErr says why it could not be built
+	// (an unreadable secret file): the site's submissions then fail closed with 502.
+	bot    *botcheck.Verifier
+	botErr error
 }
 
 // siteMatcher finds the site of a request's origin: the site named by that exact origin, else the first
@@ -15,6 +26,8 @@ type site struct {
 type siteMatcher struct {
 	exact map[string]*site
 	wild  []wildSite
+	// errs are the sites that could not be compiled (New refuses to start on them).
+	errs []error
 }
 
 type wildSite struct {
@@ -22,10 +35,24 @@ type wildSite struct {
 	s *site
 }
 
+// botClient is the HTTP client of every bot check; each verification is bounded by botcheck.Timeout.
+var botClient = &http.Client{Timeout: botcheck.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return http.ErrUseLastResponse // a siteverify endpoint does not redirect; one that does is not it
+}}
+
 func newSiteMatcher(sites []config.Site) *siteMatcher {
 	m := &siteMatcher{exact: map[string]*site{}}
 	for _, cs := range sites {
 		s := &site{Site: cs}
+		if b := cs.BotCheck; b != nil {
+			secret, err := readSecret(b.SecretFile)
+			if err != nil {
+				s.botErr = fmt.Errorf("forms.sites %s: botCheck.secretFile: %w", cs.Origin, err)
+				m.errs = append(m.errs, s.botErr)
+			} else {
+				s.bot = botcheck.New(botcheck.Provider(b.Provider), secret, b.VerifyURL, b.Score(), botClient)
+			}
+		}
 		om := newOriginMatcher([]string{cs.Origin})
 		if len(om.wild) > 0 {
 			m.wild = append(m.wild, wildSite{m: om, s: s})
@@ -36,6 +63,19 @@ func newSiteMatcher(sites []config.Site) *siteMatcher {
 		}
 	}
 	return m
+}
+
+// readSecret reads a secret file, its surrounding white space trimmed. The error never holds the content.
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", errors.New("the file is empty")
+	}
+	return s, nil
 }
 
 // find returns origin's site, or nil.
@@ -53,3 +93,6 @@ func (m *siteMatcher) find(origin string) *site {
 	}
 	return nil
 }
+
+// botChecked reports whether the site asks for a bot check.
+func (s *site) botChecked() bool { return s != nil && s.BotCheck != nil }

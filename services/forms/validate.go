@@ -2,6 +2,7 @@ package forms
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/formsservice/formsservice/services/forms/jsonobj"
@@ -259,7 +260,7 @@ func (f *fields) text(name string, required bool, minLen, maxLen int, shape text
 		}
 		return ""
 	}
-	if hasControl(s, shape == multiLine) {
+	if hasControl(s, shape == multiLine) || shape == singleLine && hasInvisibleFormat(s) {
 		f.fail(name, CodeInvalidType)
 		return ""
 	}
@@ -293,6 +294,37 @@ func hasControl(s string, lineBreaksAllowed bool) bool {
 		case r < 0x20, r >= 0x7f && r <= 0x9f:
 			return true
 		}
+	}
+	return false
+}
+
+// hasInvisibleFormat reports a Unicode format character (category Cf) that a single-line field refuses:
+// the bidi embeddings, overrides and isolates that can make a name read backwards in a mail subject or
+// a terminal (U+202A–U+202E, U+2066–U+2069, the marks U+200E, U+200F and U+061C), the zero-width space,
+// word joiner and byte-order mark (U+200B, U+2060, U+FEFF), the soft hyphen and the other invisible
+// ones. Zero-width non-joiner and joiner (U+200C, U+200D) are kept between two visible characters:
+// Persian, the Indic scripts and emoji sequences need them there; at either end, or next to another
+// format character, they only hide something.
+func hasInvisibleFormat(s string) bool {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] < utf8.RuneSelf
+	}
+	if ascii { // no format character is ASCII: the common case costs one pass
+		return false
+	}
+	prevVisible := false
+	runes := []rune(s)
+	for i, r := range runes {
+		if !unicode.Is(unicode.Cf, r) {
+			prevVisible = true
+			continue
+		}
+		if (r == '\u200c' || r == '\u200d') && prevVisible && i+1 < len(runes) && !unicode.Is(unicode.Cf, runes[i+1]) {
+			prevVisible = false
+			continue
+		}
+		return true
 	}
 	return false
 }

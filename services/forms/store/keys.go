@@ -28,6 +28,8 @@ const (
 	// cheaper than a sorted-set insert, and an address is appended only when HSETNX created it).
 	WaitlistOrder      = "fs:{waitlist}:order"
 	waitlistRatePrefix = "fs:{waitlist}:rate:"
+	// waitlistIdemPrefix holds a waitlist Idempotency-Key's record: "<hash of the entry>:<first answer>".
+	waitlistIdemPrefix = "fs:{waitlist}:idem:"
 
 	// ContactStream holds every stored contact message (field RecordField: the JSON record) until erased;
 	// the delivery workers read it through the consumer group DeliveryGroup.

@@ -21,6 +21,56 @@ type Site struct {
 	// error_<field>=<code>) instead of the forms' own error page: a path on the posting origin or an
 	// absolute http(s) URL.
 	ErrorURL string `json:"errorURL,omitempty"`
+	// BotCheck, when set, makes every submission from the origin carry a CAPTCHA token that the forms
+	// verify with the provider before storing it.
+	BotCheck *BotCheck `json:"botCheck,omitempty"`
+}
+
+// BotCheck is a site's CAPTCHA provider (docs/forms.md, "Bot checks").
+type BotCheck struct {
+	// Provider is turnstile (Cloudflare Turnstile), hcaptcha or recaptcha (Google reCAPTCHA v2 or v3).
+	Provider string `json:"provider"`
+	// SecretFile holds the provider's secret key for the site (a mounted Secret), read when the
+	// configuration is loaded; a missing or empty file stops the service at start-up.
+	SecretFile string `json:"secretFile"`
+	// VerifyURL is the provider's siteverify endpoint; default the provider's own. Tests and air-gapped
+	// installations point it at theirs.
+	VerifyURL string `json:"verifyURL,omitempty"`
+	// MinScore is the lowest reCAPTCHA v3 score taken (0 to 1; default 0.5). Answers without a score
+	// (v2, Turnstile, hCaptcha) need only the provider's success.
+	MinScore *float64 `json:"minScore,omitempty"`
+}
+
+// DefaultMinScore is the reCAPTCHA v3 score taken when minScore is not set (Google's suggestion).
+const DefaultMinScore = 0.5
+
+// Score returns the effective minimum score.
+func (b BotCheck) Score() float64 {
+	if b.MinScore == nil {
+		return DefaultMinScore
+	}
+	return *b.MinScore
+}
+
+func (b BotCheck) validate(at string) []error {
+	var errs []error
+	switch b.Provider {
+	case "turnstile", "hcaptcha", "recaptcha":
+	default:
+		errs = append(errs, fmt.Errorf("%s.provider %q: want turnstile, hcaptcha or recaptcha", at, b.Provider))
+	}
+	if b.SecretFile == "" || strings.TrimSpace(b.SecretFile) != b.SecretFile || strings.ContainsRune(b.SecretFile, 0) {
+		errs = append(errs, fmt.Errorf("%s.secretFile: required, a file name (such as a mounted Secret's) holding the provider's secret key", at))
+	}
+	if b.VerifyURL != "" {
+		if u, err := url.Parse(b.VerifyURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("%s.verifyURL %q: want an http(s) URL", at, b.VerifyURL))
+		}
+	}
+	if b.MinScore != nil && (*b.MinScore < 0 || *b.MinScore > 1) {
+		errs = append(errs, fmt.Errorf("%s.minScore: between 0 and 1", at))
+	}
+	return errs
 }
 
 // maxSiteName bounds a site's name (it goes into page titles and mail subjects).
@@ -43,6 +93,9 @@ func validateSites(sites []Site, allowed []string) []error {
 		seen[s.Origin] = true
 		if len([]rune(s.Name)) > maxSiteName {
 			errs = append(errs, fmt.Errorf("%s.name: at most %d characters", at, maxSiteName))
+		}
+		if s.BotCheck != nil {
+			errs = append(errs, s.BotCheck.validate(at+".botCheck")...)
 		}
 		for _, u := range []struct{ key, v string }{{"thanksURL", s.ThanksURL}, {"errorURL", s.ErrorURL}} {
 			if u.v != "" {
