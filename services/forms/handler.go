@@ -158,10 +158,20 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	}
 	canonical, _ := email.Canonical(entry.Email)
 	now := s.now().UTC()
-	bufs.record = store.AppendWaitlistRecord(bufs.record[:0], waitlistRecord(entry, now, sub.origin))
+	rec := waitlistRecord(entry, now, sub.origin)
+	add := store.WaitlistSubmission{Client: sub.client, Limit: sub.live.rateLimit, Canonical: canonical, Idem: idem}
+	if sub.site != nil {
+		rec.ConsentVersion = sub.site.ConsentVersion
+	}
+	if d := sub.live.cfg.Forms.DoubleOptIn; d != nil {
+		o := s.optin.NewEntry(now, d)
+		rec.ID, rec.State, add.OptIn = o.ID, store.StatePending, &o
+	}
+	bufs.record = store.AppendWaitlistRecord(bufs.record[:0], rec)
+	add.Record = bufs.record
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.AddWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, idem, bufs.record, sub.live.cfg.Forms.Durability)
+	res, err := s.store.AddWaitlist(ctx, add, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }

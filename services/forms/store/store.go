@@ -118,7 +118,7 @@ type Store struct {
 func New(rdb redis.UniversalClient) *Store {
 	return &Store{
 		rdb:      rdb,
-		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder}, "fs:{waitlist}"+runPrefix),
+		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox}, "fs:{waitlist}"+runPrefix),
 		contact:  newBatcher(rdb, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
 	}
 }

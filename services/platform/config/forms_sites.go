@@ -24,6 +24,9 @@ type Site struct {
 	// BotCheck, when set, makes every submission from the origin carry a CAPTCHA token that the forms
 	// verify with the provider before storing it.
 	BotCheck *BotCheck `json:"botCheck,omitempty"`
+	// ConsentVersion names the consent text the site's waitlist form shows ("2026-01 newsletter"); it
+	// is kept with every sign-up from the site, so that the consent can be shown later (GDPR Art. 7(1)).
+	ConsentVersion string `json:"consentVersion,omitempty"`
 }
 
 // BotCheck is a site's CAPTCHA provider (docs/forms.md, "Bot checks").
@@ -91,6 +94,9 @@ func validateSites(sites []Site, allowed []string) []error {
 			errs = append(errs, fmt.Errorf("%s.origin %q: named by two sites", at, s.Origin))
 		}
 		seen[s.Origin] = true
+		if len([]rune(s.ConsentVersion)) > maxSiteName {
+			errs = append(errs, fmt.Errorf("%s.consentVersion: at most %d characters", at, maxSiteName))
+		}
 		if len([]rune(s.Name)) > maxSiteName {
 			errs = append(errs, fmt.Errorf("%s.name: at most %d characters", at, maxSiteName))
 		}

@@ -41,3 +41,33 @@ forms:
 		}
 	}
 }
+
+func TestDoubleOptIn_DefaultsAndValidate(t *testing.T) {
+	c, err := Parse([]byte("publicURL: https://id.example.com\nforms: {doubleOptIn: {}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Forms.DoubleOptIn; d.ConfirmWithin.D() != DefaultConfirmWithin || d.ResendAfter.D() != DefaultResendAfter || c.FormsURL() != "https://id.example.com" {
+		t.Fatalf("defaults %+v, links at %s", d, c.FormsURL())
+	}
+	for doc, want := range map[string]string{
+		"forms: {doubleOptIn: {}}": "forms.publicURL",
+		"publicURL: https://x.example\nforms: {doubleOptIn: {confirmWithin: 10m}}": "confirmWithin",
+		"publicURL: https://x.example\nforms: {doubleOptIn: {resendAfter: 1s}}":    "resendAfter",
+		"forms: {publicURL: 'https://forms.example.com/path'}":                     "forms.publicURL",
+		"forms: {waitlistRetention: -1h}":                                          "waitlistRetention",
+	} {
+		c, err := Parse([]byte(strings.ReplaceAll(doc, "\\n", "\n")))
+		if err == nil {
+			c.ApplyDefaults()
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", doc, err, want)
+		}
+	}
+}
