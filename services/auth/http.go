@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -27,7 +28,7 @@ const maxBody = 64 << 10
 // handle mounts a net/http handler (what fosite speaks) in Fiber. The server has already bounded the
 // body (maxBody, declared in routes.go).
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
-	return adaptor.HTTPHandlerFunc(asNetHTTP(h))
+	return s.handleClient(func(w http.ResponseWriter, r *http.Request, _ string) { h(w, r) })
 }
 
 // clientHandler is a net/http handler that also counts the client: clientKey is its clientip.Key (its
@@ -35,13 +36,16 @@ func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 // right-most untrusted hop, which a client cannot forge).
 type clientHandler func(w http.ResponseWriter, r *http.Request, clientKey string)
 
-// handleClient mounts a clientHandler: the client's key is read from the connection here, where Fiber
-// has it, and passed on as an argument.
+// handleClient mounts a clientHandler: the client's address is read from the connection here, where
+// Fiber has it, passed on as the key, and carried in the request's context with its user agent for the
+// audit trail (audit.WithOrigin).
 func (s *Service) handleClient(h clientHandler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		client := clientip.Key(clientip.Addr(c, s.rt().proxies))
+		addr := clientip.Addr(c, s.rt().proxies)
+		key := clientip.Key(addr)
+		ua := string(c.Request().Header.UserAgent())
 		return adaptor.HTTPHandlerFunc(asNetHTTP(func(w http.ResponseWriter, r *http.Request) {
-			h(w, r, client)
+			h(w, r.WithContext(audit.WithOrigin(r.Context(), addr, ua)), key)
 		}))(c)
 	}
 }

@@ -58,6 +58,9 @@ type harnessOpts struct {
 	// mail sends the waitlist's confirmation mails; now is the service's clock.
 	mail mail.Sender
 	now  func() time.Time
+	// dev and log: the service as the dev server runs it, and where its log goes (refusals_test.go).
+	dev bool
+	log io.Writer
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -92,8 +95,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if o.log != nil {
+		log = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout, Mail: o.mail, Now: o.now})
+		StoreTimeout: o.storeTimeout, Mail: o.mail, Now: o.now, Dev: o.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

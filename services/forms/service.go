@@ -24,6 +24,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
 // Options are the service's dependencies; New takes nothing from globals.
@@ -43,6 +44,8 @@ type Options struct {
 	// Mail sends the waitlist's confirmation mails; default the relay of the configuration in force
 	// (mail.Live).
 	Mail mail.Sender
+	// Dev is the all-in-one dev server: refused requests are explained at info level (refusals.go).
+	Dev bool
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -56,6 +59,7 @@ type Service struct {
 	m            *metrics
 	now          func() time.Time
 	storeTimeout time.Duration
+	refusals     *refusal.Recorder
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
@@ -102,7 +106,12 @@ func New(o Options) (*Service, error) {
 	if o.Mail == nil {
 		o.Mail = mail.Live(o.Config, nil)
 	}
+	refusals, err := refusal.New(refusal.Options{Service: "forms", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{
+		refusals:     refusals,
 		cfg:          o.Config,
 		rdb:          o.Redis,
 		store:        store.New(o.Redis),
@@ -159,7 +168,7 @@ func (s *Service) live() *liveConfig {
 		cfg:       cfg,
 		origins:   newOriginMatcher(cfg.AllowedOrigins),
 		sites:     newSiteMatcher(cfg.Forms.Sites),
-		proxies:   clientip.ParseProxies(cfg.TrustedProxies),
+		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
 	}
 	s.compiled.Store(lc)

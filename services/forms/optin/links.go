@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Links are signed, not stored (docs/architecture.md, D18): a confirmation link carries the entry's id,
+// Links are signed, not stored (docs/architecture.md, D24): a confirmation link carries the entry's id,
 // its expiry and an HMAC-SHA256 over both; an unsubscribe link the id and an HMAC over it. The key is
 // the store's link key. So a link cannot be forged or stretched, needs no record of its own, and an
 // unsubscribe link keeps working as long as the entry does; a confirmation is used once because the

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The double opt-in's store (docs/architecture.md, D18): state changes of an entry found by its id, the
+// The double opt-in's store (docs/architecture.md, D24): state changes of an entry found by its id, the
 // expiry of pending entries, the waitlist's retention, the outbox of confirmation mails, and the key
 // that signs the links. Each state change is one script, so a confirmation and an unsubscription, or
 // an expiry, never interleave.
