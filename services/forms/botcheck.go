@@ -18,10 +18,12 @@ func (s *Service) checkBot(c *fiber.Ctx, ep endpoint, sub *admitted, token strin
 	field := botcheck.Provider(sub.site.BotCheck.Provider).Field()
 	if sub.site.botErr != nil {
 		s.logBotError(sub.site.botErr)
+		s.refuseBot(c, sub, refusedBotUnavailable, sub.site.botErr)
 		s.reply(c, ep, resultBotUnavailable, fiber.StatusBadGateway, bodyError)
 		return false
 	}
 	if token == "" {
+		s.refuseBot(c, sub, refusedBotMissing, nil)
 		s.replyInvalid(c, ep, resultBotRefused, Errors{field: CodeRequired})
 		return false
 	}
@@ -34,9 +36,11 @@ func (s *Service) checkBot(c *fiber.Ctx, ep endpoint, sub *admitted, token strin
 	case err == nil:
 		return true
 	case errors.Is(err, botcheck.ErrRefused):
+		s.refuseBot(c, sub, refusedBotFailed, err)
 		s.replyInvalid(c, ep, resultBotRefused, Errors{field: CodeMustBeTrue})
 	default:
 		s.logBotError(err)
+		s.refuseBot(c, sub, refusedBotUnavailable, err)
 		s.reply(c, ep, resultBotUnavailable, fiber.StatusBadGateway, bodyError)
 	}
 	return false

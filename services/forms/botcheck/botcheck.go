@@ -141,10 +141,11 @@ func (v *Verifier) Verify(ctx context.Context, token, remoteIP string) error {
 				return fmt.Errorf("bot check %s: the provider refused the secret (%s)", v.provider, c)
 			}
 		}
-		return ErrRefused
+		// The provider's codes (timeout-or-duplicate, invalid-input-response...) tell a developer why.
+		return fmt.Errorf("%w: the provider said %s", ErrRefused, strings.Join(a.ErrorCodes, ", "))
 	}
 	if a.Score != nil && *a.Score < v.minScore {
-		return ErrRefused
+		return fmt.Errorf("%w: score %.2f below the minimum %.2f", ErrRefused, *a.Score, v.minScore)
 	}
 	return nil
 }

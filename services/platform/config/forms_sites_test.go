@@ -28,7 +28,7 @@ forms:
 		"forms: {sites: [{origin: https://www.example.com, thanksURL: 'javascript:x'}]}":         "thanksURL",
 		"forms: {sites: [{origin: https://www.example.com, errorURL: 'https://u@h/'}]}":          "errorURL",
 		"forms: {sites: [{origin: https://www.example.com, thanksURL: '/x#frag'}]}":              "thanksURL",
-		"forms: {sites: [{origin: https://www.example.com, nope: 1}]}":                           "unknown field",
+		"forms: {sites: [{origin: https://www.example.com, nope: 1}]}":                           "forms.sites[0].nope: unknown key",
 	}
 	for doc, want := range cases {
 		c, err := Parse([]byte("allowedOrigins: [https://www.example.com]\n" + doc))
