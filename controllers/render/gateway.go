@@ -48,6 +48,11 @@ func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1.HTTPRoute {
 		rule("/contact", gatewayv1.PathMatchExact, Forms),
 		rule("/waitlist", gatewayv1.PathMatchExact, Forms),
 	}
+	if fs.Spec.Forms.DoubleOptIn != nil { // the confirmation and unsubscribe links
+		for _, p := range optInPaths {
+			formsRules = append(formsRules, rule(p, gatewayv1.PathMatchExact, Forms))
+		}
+	}
 	mainRules := []gatewayv1.HTTPRouteRule{
 		rule("/oauth2", gatewayv1.PathMatchPathPrefix, Auth),
 		rule("/.well-known", gatewayv1.PathMatchPathPrefix, Auth),

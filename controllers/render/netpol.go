@@ -25,7 +25,8 @@ func NetworkPoliciesEnabled(fs *v1alpha1.FormsService) bool {
 //   - ingress on the HTTP port (which serves the public routes and /metrics) only from
 //     spec.networkPolicy.ingressFrom (the ingress controller or Gateway), metricsFrom (Prometheus) and,
 //     for forms and auth, the health service, which checks them;
-//   - egress only to DNS (port 53), Redis, and for forms the delivery targets, for health forms and auth.
+//   - egress only to DNS (port 53), Redis, and for forms the delivery targets and the sites' bot-check
+//     providers, for health forms and auth.
 //
 // It returns nil when spec.networkPolicy is unset or disabled.
 func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networkingv1.NetworkPolicy {
@@ -59,6 +60,7 @@ func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networki
 	switch component {
 	case Forms:
 		egress = append(egress, deliveryEgress(fs)...)
+		egress = append(egress, botCheckEgress(fs)...)
 	case Health:
 		egress = append(egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{podsOf(Forms), podsOf(Auth)}, Ports: httpPort})
 	}
@@ -121,6 +123,22 @@ func deliveryEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgres
 			ports = appendPort(ports, urlPort(w.URL))
 		} else {
 			ports = appendPort(appendPort(ports, 443), 80)
+		}
+	}
+	return anyAddressOn(ports)
+}
+
+// botCheckEgress reaches the sites' CAPTCHA providers: any address on their verify URLs' ports (443 for
+// the providers' own); their addresses are not ours to list.
+func botCheckEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgressRule {
+	var ports []int
+	for _, st := range fs.Spec.Forms.Sites {
+		if b := st.BotCheck; b != nil {
+			p := 443
+			if b.VerifyURL != "" {
+				p = urlPort(b.VerifyURL)
+			}
+			ports = appendPort(ports, p)
 		}
 	}
 	return anyAddressOn(ports)
