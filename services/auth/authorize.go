@@ -105,7 +105,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 // It signs nobody in or out and counts against no throttle.
 func (s *Service) decline(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester) {
 	s.metrics.signins.WithLabelValues(signinCancelled).Inc()
-	rt.provider.WriteAuthorizeError(r.Context(), w, ar, fosite.ErrAccessDenied.WithHint("The user cancelled the sign-in."))
+	rt.provider.WriteAuthorizeError(r.Context(), withIssuer(w, rt), ar, fosite.ErrAccessDenied.WithHint("The user cancelled the sign-in."))
 }
 
 // queryOnly is the POST request as fosite must see it: the authorization request from the action URL's
@@ -262,7 +262,7 @@ func (s *Service) authorizeError(w http.ResponseWriter, r *http.Request, rt *run
 		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "This sign-in link is not valid", Message: rfc.GetDescription()})
 		return
 	}
-	rt.provider.WriteAuthorizeError(r.Context(), w, ar, err)
+	rt.provider.WriteAuthorizeError(r.Context(), withIssuer(w, rt), ar, err)
 }
 
 // signedIn returns the browser's sign-in session and its user, or nils.
@@ -392,7 +392,7 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 		s.authorizeError(w, r, rt, ar, err)
 		return
 	}
-	rt.provider.WriteAuthorizeResponse(r.Context(), w, ar, resp)
+	rt.provider.WriteAuthorizeResponse(r.Context(), withIssuer(w, rt), ar, resp)
 }
 
 // userSession is the session every token of this sign-in carries.

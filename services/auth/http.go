@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -45,7 +46,13 @@ func (s *Service) handleClient(h clientHandler) fiber.Handler {
 		key := clientip.Key(addr)
 		ua := string(c.Request().Header.UserAgent())
 		return adaptor.HTTPHandlerFunc(asNetHTTP(func(w http.ResponseWriter, r *http.Request) {
-			h(w, r.WithContext(audit.WithOrigin(r.Context(), addr, ua)), key)
+			// The adaptor's context is fasthttp's RequestCtx, whose Done (v1.51) reads a field that the
+			// server's Shutdown writes without a lock: a context.WithTimeout under it (the mail's send
+			// deadline) watched Done from a goroutine and raced a shutdown (found by -race in CI).
+			// WithoutCancel keeps its values and drops a Done that only ever closed at shutdown, which
+			// waits for open requests anyway.
+			ctx := context.WithoutCancel(r.Context())
+			h(w, r.WithContext(audit.WithOrigin(ctx, addr, ua)), key)
 		}))(c)
 	}
 }

@@ -45,11 +45,6 @@ func submitConcurrently(t *testing.T, h *harness, n int, body string) map[int]in
 	return codes
 }
 
-// raceTimeout is the store timeout of these tests: they are about exactly one 201 among racing
-// sign-ups, not about latency. At the default 1.5 s a loaded machine (load average 42 on 2 cores, seen
-// under -race) answered 52 of the 100 requests 502 while they waited for a Redis connection.
-const raceTimeout = 30 * time.Second
-
 func checkOneCreated(t *testing.T, h *harness, codes map[int]int) {
 	t.Helper()
 	if codes[201] != 1 || codes[200] != 99 || len(codes) != 2 {
@@ -64,7 +59,7 @@ func checkOneCreated(t *testing.T, h *harness, codes map[int]int) {
 }
 
 func TestWaitlist_100ConcurrentIdenticalSubmissions_CreateOneEntry(t *testing.T) {
-	h := newHarness(t, harnessOpts{storeTimeout: raceTimeout})
+	h := newHarness(t, harnessOpts{storeTimeout: 30 * time.Second}) // correctness, not latency (below)
 	codes := submitConcurrently(t, h, 100, `{"email":"Race@Example.com","consent":true}`)
 	checkOneCreated(t, h, codes)
 }
@@ -73,7 +68,10 @@ func TestWaitlist_100ConcurrentIdenticalSubmissions_OnRedisCluster_CreateOneEntr
 	cluster := testredis.StartCluster(t, 3, 0)
 	cfg := formstest.Config()
 	cfg.Forms.RateLimitPerMinute = perMinute(1000) // the rate-limit counter runs in the same script and slot
-	h := newHarness(t, harnessOpts{cfg: cfg, cluster: cluster, storeTimeout: raceTimeout})
+	// A store timeout for correctness, not latency: 100 requests at once on a loaded two-core CI machine
+	// took longer than the default 1.5 s and got 502 (65 of 100 in one run), which says nothing about
+	// exactly-once.
+	h := newHarness(t, harnessOpts{cfg: cfg, cluster: cluster, storeTimeout: 30 * time.Second})
 	codes := submitConcurrently(t, h, 100, `{"email":"race@example.com","consent":true}`)
 	checkOneCreated(t, h, codes)
 
