@@ -71,3 +71,14 @@ func TestDoubleOptIn_DefaultsAndValidate(t *testing.T) {
 		}
 	}
 }
+
+// A site's bot-check secret is a secret file like the others: the start refuses it when every user of
+// the machine can write it (cmd/formsservice, checkSecretFiles), found by its key without a list.
+func TestSites_BotCheckSecretFile_IsASecretFile(t *testing.T) {
+	c := &Config{Forms: Forms{Sites: []Site{{Origin: "https://a.example"},
+		{Origin: "https://b.example", BotCheck: &BotCheck{Provider: "turnstile", SecretFile: "/run/secrets/turnstile", VerifyURL: "https://v.example/"}}}}}
+	got := c.SecretFiles()
+	if len(got) != 1 || got[0].Key != "forms.sites[1].botCheck.secretFile" || got[0].Path != "/run/secrets/turnstile" {
+		t.Fatalf("secret files %+v", got)
+	}
+}
