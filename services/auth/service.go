@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
@@ -26,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
@@ -34,6 +36,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -46,6 +49,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Keys sign every token; see keys.Load and keys.Generate.
 	Keys *keys.Set
+	// Mail sends the account notices ("your password was changed"); nil: none are sent.
+	Mail mail.Sender
+	// Now is the clock second-factor codes are checked against (default time.Now).
+	Now func() time.Time
 }
 
 // Service is the auth service.
@@ -60,6 +67,10 @@ type Service struct {
 	sessions *sso.Store
 	throttle *throttle.Limiter
 	pages    *page.Renderer
+	account  *page.AccountRenderer
+	mfa      *mfa.Store
+	mail     mail.Sender
+	now      func() time.Time
 	metrics  *metrics
 	jwks     []byte
 
@@ -89,6 +100,10 @@ type client struct {
 	name            string
 	postLogout      map[string]bool
 	redirectOrigins map[string]bool
+	requireMFA      bool // a second factor in every sign-in to this client
+	// account marks the provider's own account page (account_client.go), which signs in through the
+	// hosted page like a client but gets no code.
+	account bool
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -102,7 +117,14 @@ func New(o Options) (*Service, error) {
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	cfg := o.Config.Current()
+	sealer, err := mfa.LoadSealer(cfg.Auth.MFA.SecretKeyFile)
+	if err != nil {
+		return nil, err
+	}
 	ph := cfg.Auth.PasswordHash
 	hasher := users.NewHasher(users.ParamsFrom(ph), ph.Concurrency)
 	s := &Service{
@@ -115,9 +137,12 @@ func New(o Options) (*Service, error) {
 		sessions: sso.New(o.Redis),
 		throttle: throttle.New(o.Redis),
 		pages:    page.New(),
+		account:  page.NewAccount(),
+		mfa:      mfa.NewStore(o.Redis, sealer, o.Now),
+		mail:     o.Mail,
+		now:      o.Now,
 		jwks:     o.Keys.JWKS(),
 	}
-	var err error
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
 		return nil, err
 	}
@@ -220,6 +245,9 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 	if rt.discovery, err = discoveryDoc(issuer, rt.clients); err != nil {
 		return nil, err
 	}
+	if err := addAccountClient(rt); err != nil { // after discovery: the account page is no client of anyone's
+		return nil, err
+	}
 	fc := &fosite.Config{
 		AccessTokenLifespan:            a.AccessTokenLifetime.D(),
 		RefreshTokenLifespan:           a.RefreshTokenLifetime.D(),
@@ -294,7 +322,7 @@ func newClient(c config.OAuthClient) (*client, error) {
 		h := sha256.Sum256([]byte(secret))
 		dc.Secret = h[:]
 	}
-	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}}
+	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA}
 	if cl.name == "" {
 		cl.name = c.ClientID
 	}
