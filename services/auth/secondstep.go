@@ -174,7 +174,9 @@ func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 		return
 	}
 	code := strings.TrimSpace(r.PostForm.Get("code"))
-	again := func(wait time.Duration) string { return fmt.Sprintf("Too many wrong codes. Try again in %d s.", int(wait/time.Second)) }
+	again := func(wait time.Duration) string {
+		return fmt.Sprintf("Too many wrong codes. Try again in %d s.", int(wait/time.Second))
+	}
 	attempt, wait, err := s.mfa.Reserve(ctx, u.ID, s.mfaLimits(rt))
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)

@@ -3,8 +3,8 @@ package page
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	_ "embed"
+	"encoding/base64"
 	"html/template"
 	"net/http"
 )

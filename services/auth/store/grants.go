@@ -30,7 +30,7 @@ type Grant struct {
 }
 
 // grantScript reads a family's current refresh or access token record (the first still a record) and
-// whether the family is revoked. KEYS: rt, at, revoked. Reply: {record or '', revoked, kind}.
+// whether the family is revoked. KEYS: rt, at, revoked. Reply: {record or ”, revoked, kind}.
 var grantScript = redis.NewScript(`
 local revoked = redis.call('EXISTS', KEYS[3])
 for i = 1, 2 do
