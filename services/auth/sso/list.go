@@ -31,7 +31,7 @@ type Start struct {
 const MaxUserAgent = 256
 
 // metaKey holds what the account page shows of a session (same slot as the session): ua, last (Unix s).
-func metaKey(id string) string { return "auth:sso:{" + id + "}:meta" }
+func metaKey(id string) string { return "auth:sso-meta:{" + id + "}" }
 
 // ID is the session ID of a cookie value (its SHA-256): what the account page names sessions by.
 func ID(token string) string { return sessionID(token) }
