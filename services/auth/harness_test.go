@@ -26,6 +26,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/logging"
+	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
@@ -62,6 +63,8 @@ type setup struct {
 	rdb    redis.UniversalClient // default: a new redis-server
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
+	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
+	mail   mail.Sender      // the account notices' mail (default: none)
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -110,7 +113,7 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now, Mail: s.mail})
 	if err != nil {
 		t.Fatal(err)
 	}

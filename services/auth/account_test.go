@@ -1,0 +1,272 @@
+package auth_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/services/auth/acr"
+	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// testClock is the provider's clock for second-factor codes, which the test moves a time step at a
+// time to get the next code at once (D8); tokens keep the real clock.
+type testClock struct{ t atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.t.Store(time.Now().Unix())
+	return c
+}
+func (c *testClock) now() time.Time { return time.Unix(c.t.Load(), 0) }
+func (c *testClock) nextStep()      { c.t.Add(mfa.Period) }
+
+// code is what the person's authenticator app shows now.
+func (c *testClock) code(t testing.TB, secret string) string {
+	t.Helper()
+	code, err := mfa.Code(secret, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+var (
+	secretRe = regexp.MustCompile(`<p class="secret"[^>]*>([A-Z2-7 ]+)</p>`)
+	codesRe  = regexp.MustCompile(`<li>([a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4})</li>`)
+)
+
+// follow GETs u and follows same-site redirects (the account page's sign-in round trip) until an answer
+// that is not a redirect, or one that leaves the provider.
+func (b *browser) follow(base, u string) response {
+	b.t.Helper()
+	for range 10 {
+		res := b.get(u)
+		if res.StatusCode != http.StatusSeeOther && res.StatusCode != http.StatusFound {
+			return res
+		}
+		loc, err := url.Parse(res.Header.Get("Location"))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		next := res.Request.URL.ResolveReference(loc).String()
+		if !strings.HasPrefix(next, base+"/") || strings.HasPrefix(next, base+"/cb") {
+			return res
+		}
+		u = next
+	}
+	b.t.Fatal("too many redirects")
+	return response{}
+}
+
+// accountSignIn opens /account in b, signing in on the way with the password (and a code when asked).
+func (p *provider) accountSignIn(b *browser, email, password string, code func() string) response {
+	p.t.Helper()
+	page := b.follow(p.base, p.base+"/account")
+	if !strings.Contains(page.body, `name="password"`) {
+		p.t.Fatalf("no sign-in page on the way to /account: %d\n%.500s", page.StatusCode, page.body)
+	}
+	res := b.signIn(p.base, page.body, email, password)
+	if res.StatusCode == http.StatusOK && strings.Contains(res.body, `value="mfa"`) {
+		f := forms(p.t, p.base, res.body)[0]
+		f.fields.Set("code", code())
+		res = b.postForm(f.action, f.fields)
+	}
+	if res.StatusCode != http.StatusSeeOther || !strings.HasSuffix(res.Header.Get("Location"), "/account") {
+		p.t.Fatalf("sign-in for the account page: %d %s\n%.500s", res.StatusCode, res.Header.Get("Location"), res.body)
+	}
+	return b.follow(p.base, p.base+"/account")
+}
+
+// enrolTOTP sets up an authenticator app from the signed-in account page of b and returns its secret
+// and recovery codes.
+func (p *provider) enrolTOTP(b *browser, clock *testClock) (string, []string) {
+	p.t.Helper()
+	secret, codes, _ := p.enrolTOTPFrom(b, clock, b.get(p.base+"/account/totp"))
+	return secret, codes
+}
+
+// enrolTOTPFrom confirms the app on an enrolment page already open; it returns the secret, the recovery
+// codes and the page that shows them.
+func (p *provider) enrolTOTPFrom(b *browser, clock *testClock, page response) (string, []string, string) {
+	p.t.Helper()
+	m := secretRe.FindStringSubmatch(page.body)
+	if page.StatusCode != http.StatusOK || m == nil {
+		p.t.Fatalf("enrolment page %d:\n%.800s", page.StatusCode, page.body)
+	}
+	secret := strings.ReplaceAll(m[1], " ", "")
+	f := forms(p.t, p.base, page.body)[0]
+	f.fields.Set("code", clock.code(p.t, secret))
+	res := b.postForm(f.action, f.fields)
+	var codes []string
+	for _, c := range codesRe.FindAllStringSubmatch(res.body, -1) {
+		codes = append(codes, c[1])
+	}
+	if res.StatusCode != http.StatusOK || len(codes) != 10 {
+		p.t.Fatalf("confirming the app: %d, %d codes\n%.800s", res.StatusCode, len(codes), res.body)
+	}
+	return secret, codes, res.body
+}
+
+// secondStep answers the code page of a sign-in with code.
+func (b *browser) secondStep(base string, page response, code string) response {
+	b.t.Helper()
+	if !strings.Contains(page.body, `value="mfa"`) {
+		b.t.Fatalf("no code page (%d):\n%.600s", page.StatusCode, page.body)
+	}
+	f := forms(b.t, base, page.body)[0]
+	f.fields.Set("code", code)
+	return b.postForm(f.action, f.fields)
+}
+
+// verifyIDToken checks an ID token as a relying party does (go-oidc, discovery and JWKS) and returns
+// its amr and acr.
+func (p *provider) verifyIDToken(raw string) ([]string, string) {
+	p.t.Helper()
+	ctx := context.Background()
+	op, err := oidc.NewProvider(ctx, p.base)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	tok, err := op.Verifier(&oidc.Config{ClientID: clientID}).Verify(ctx, raw)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var c struct {
+		AMR []string `json:"amr"`
+		ACR string   `json:"acr"`
+	}
+	if err := tok.Claims(&c); err != nil {
+		p.t.Fatal(err)
+	}
+	return c.AMR, c.ACR
+}
+
+// Password and TOTP: the second step after the password, a wrong and a replayed code refused, a
+// recovery code once; the ID token says how (amr, acr), for a relying party verifying it with go-oidc.
+func TestSecondStep_PasswordThenCode_AMRAndACRInTheIDToken(t *testing.T) {
+	clock := newTestClock()
+	p := startProvider(t, setup{now: clock.now})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	p.accountSignIn(b, testEmail, testPassword, nil)
+	secret, codes := p.enrolTOTP(b, clock)
+
+	// A new browser signs in: the password, then the code.
+	other := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := other.get(p.authorizeURL("state-0123456789", verifier))
+	step := other.signIn(p.base, page.body, testEmail, testPassword)
+	if step.StatusCode != http.StatusOK || !strings.Contains(step.body, "Enter your code") {
+		t.Fatalf("after the password: %d\n%.500s", step.StatusCode, step.body)
+	}
+	wrong := other.secondStep(p.base, step, "000000")
+	if wrong.StatusCode != http.StatusUnauthorized || !strings.Contains(wrong.body, "not right") {
+		t.Fatalf("a wrong code: %d\n%.500s", wrong.StatusCode, wrong.body)
+	}
+	// The code that confirmed the app a moment ago is spent.
+	replayed := other.secondStep(p.base, wrong, clock.code(t, secret))
+	if replayed.StatusCode != http.StatusUnauthorized || !strings.Contains(replayed.body, "used already") {
+		t.Fatalf("a replayed code: %d\n%.500s", replayed.StatusCode, replayed.body)
+	}
+	clock.nextStep()
+	code, _ := codeFrom(t, other.secondStep(p.base, replayed, clock.code(t, secret)), p.redirect)
+	tk := p.exchange(code, verifier)
+	amr, level := p.verifyIDToken(tk.IDToken)
+	if strings.Join(amr, " ") != "pwd otp mfa" || level != acr.TwoFactor {
+		t.Fatalf("amr %v acr %q, want [pwd otp mfa] %s", amr, level, acr.TwoFactor)
+	}
+	// The refreshed ID token says the same: it is the same sign-in.
+	rt := p.refresh(tk.RefreshToken)
+	if amr, level := p.verifyIDToken(rt.IDToken); strings.Join(amr, " ") != "pwd otp mfa" || level != acr.TwoFactor {
+		t.Fatalf("after refresh: amr %v acr %q", amr, level)
+	}
+
+	// A recovery code works once.
+	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
+		b3 := newBrowser(t)
+		page := b3.get(p.authorizeURL("state-0123456789", verifier))
+		res := b3.secondStep(p.base, b3.signIn(p.base, page.body, testEmail, testPassword), strings.ToUpper(codes[0]))
+		if res.StatusCode != want {
+			t.Fatalf("recovery code, use %d: %d, want %d\n%.500s", i+1, res.StatusCode, want, res.body)
+		}
+	}
+}
+
+// A client with requireMFA: a user without a second factor sets one up before the client gets its code,
+// and then comes back to the same authorization request; a browser signed in with the password alone is
+// asked for a code.
+func TestRequireMFA_EnrolBeforeTheCode_StepUpForAPasswordSession(t *testing.T) {
+	clock := newTestClock()
+	p := startProvider(t, setup{now: clock.now, mutate: func(c *config.Config) {
+		c.Auth.Clients[0].RequireMFA = true
+		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "plain", RedirectURIs: []string{c.PublicURL + "/cb"}})
+	}})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(p.authorizeURL("state-0123456789", verifier))
+	res := b.signIn(p.base, page.body, testEmail, testPassword)
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/account/totp?return=") {
+		t.Fatalf("a user without a second factor: %d %q, want the set-up", res.StatusCode, loc)
+	}
+	enrol := b.get(p.base + loc)
+	if !strings.Contains(enrol.body, "Test App</strong> asks for a second step") {
+		t.Fatalf("the set-up does not say who asks:\n%.800s", enrol.body)
+	}
+	_, _, codesPage := p.enrolTOTPFrom(b, clock, enrol)
+	cont := regexp.MustCompile(`<a class="button" href="([^"]+)">Continue to Test App</a>`).FindStringSubmatch(codesPage)
+	if cont == nil {
+		t.Fatalf("no way back to the app:\n%.800s", codesPage)
+	}
+	code, state := codeFrom(t, b.get(p.base+html.UnescapeString(cont[1])), p.redirect)
+	if state != "state-0123456789" {
+		t.Fatalf("state %q", state)
+	}
+	amr, level := p.verifyIDToken(p.exchange(code, verifier).IDToken)
+	if level != acr.TwoFactor || strings.Join(amr, " ") != "pwd otp mfa" {
+		t.Fatalf("amr %v acr %q", amr, level)
+	}
+
+	// A browser signed in with the password alone (to a client that does not require more, before the
+	// user set up an app): the requireMFA client asks it for a code, without the password again.
+	const grace = "grace@example.com"
+	p.user(grace, testPassword)
+	early := newBrowser(t)
+	plain := p.oauth2Config()
+	plain.ClientID = "plain"
+	page = early.get(plain.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(verifier)))
+	codeFrom(t, early.signIn(p.base, page.body, grace, testPassword), p.redirect)
+	setup := newBrowser(t)
+	p.accountSignIn(setup, grace, testPassword, nil)
+	secret, _ := p.enrolTOTP(setup, clock)
+	step := early.get(p.authorizeURL("state-0123456789", verifier))
+	if step.StatusCode != http.StatusOK || strings.Contains(step.body, `name="password"`) {
+		t.Fatalf("step-up: %d, want the code page without the password\n%.600s", step.StatusCode, step.body)
+	}
+	clock.nextStep()
+	code, _ = codeFrom(t, early.secondStep(p.base, step, clock.code(t, secret)), p.redirect)
+	if amr, _ := p.verifyIDToken(p.exchange(code, verifier).IDToken); strings.Join(amr, " ") != "pwd otp mfa" {
+		t.Fatalf("after the step-up: amr %v", amr)
+	}
+	// prompt=none cannot ask: a password-only session gets login_required from the requireMFA client.
+	late := newBrowser(t)
+	p.user("hedy@example.com", testPassword)
+	page = late.get(plain.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(verifier)))
+	codeFrom(t, late.signIn(p.base, page.body, "hedy@example.com", testPassword), p.redirect)
+	res = late.get(p.authorizeURL("state-0123456789", verifier, oauth2.SetAuthURLParam("prompt", "none")))
+	if loc, _ := url.Parse(res.Header.Get("Location")); res.StatusCode != http.StatusSeeOther || loc.Query().Get("error") != "login_required" {
+		t.Fatalf("prompt=none with too little: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+}
