@@ -133,12 +133,18 @@ func (b *browser) secondStep(base string, page response, code string) response {
 // its amr and acr.
 func (p *provider) verifyIDToken(raw string) ([]string, string) {
 	p.t.Helper()
+	return p.verifyIDTokenFor(clientID, raw)
+}
+
+// verifyIDTokenFor is verifyIDToken for another client.
+func (p *provider) verifyIDTokenFor(client, raw string) ([]string, string) {
+	p.t.Helper()
 	ctx := context.Background()
 	op, err := oidc.NewProvider(ctx, p.base)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	tok, err := op.Verifier(&oidc.Config{ClientID: clientID}).Verify(ctx, raw)
+	tok, err := op.Verifier(&oidc.Config{ClientID: client}).Verify(ctx, raw)
 	if err != nil {
 		p.t.Fatal(err)
 	}
