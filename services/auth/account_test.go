@@ -276,3 +276,120 @@ func TestRequireMFA_EnrolBeforeTheCode_StepUpForAPasswordSession(t *testing.T) {
 		t.Fatalf("prompt=none with too little: %d %s", res.StatusCode, res.Header.Get("Location"))
 	}
 }
+
+var styleNonceRe = regexp.MustCompile(`<style nonce="([^"]+)">`)
+
+// The account page: only with a session (else the hosted sign-in page, for the provider's own client,
+// and back), the hosted page's headers with a fresh style nonce in every answer, CSRF on every form, and
+// a session or grant of someone else cannot be ended by naming it.
+func TestAccountPage_HeadersCSRFAndSignIn(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	p.user("eve@example.com", testPassword)
+	b := newBrowser(t)
+	res := b.get(p.base + "/account/totp?x=1")
+	loc, _ := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther || loc.Path != "/oauth2/authorize" || loc.Query().Get("client_id") != "formsservice-account" ||
+		loc.Query().Get("state") != "/account/totp?x=1" || loc.Query().Get("code_challenge_method") != "S256" {
+		t.Fatalf("/account without a session: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	first := p.accountSignIn(b, testEmail, testPassword, nil)
+	second := b.get(p.base + "/account")
+	for _, page := range []response{first, second} {
+		h := page.Header
+		m := styleNonceRe.FindStringSubmatch(page.body)
+		if m == nil || !strings.Contains(h.Get("Content-Security-Policy"), "style-src 'nonce-"+m[1]+"';") ||
+			!strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || strings.Contains(h.Get("Content-Security-Policy"), "unsafe-inline") {
+			t.Fatalf("CSP %q for the page's style nonce", h.Get("Content-Security-Policy"))
+		}
+		if h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("headers %v", h)
+		}
+	}
+	if styleNonceRe.FindStringSubmatch(first.body)[1] == styleNonceRe.FindStringSubmatch(second.body)[1] {
+		t.Error("the same nonce in two answers")
+	}
+
+	// Eve's browser and grant.
+	eveTokens, eve := p.fullSignIn("eve@example.com", testPassword)
+	eveAccount := eve.follow(p.base, p.base+"/account")
+	eveSession := regexp.MustCompile(`name="session" value="([^"]+)"`).FindStringSubmatch(eveAccount.body)[1]
+	eveGrant := regexp.MustCompile(`name="grant" value="([^"]+)"`).FindStringSubmatch(eveAccount.body)[1]
+
+	f := forms(t, p.base, second.body)
+	var endSession, endGrant pageForm
+	for _, x := range f {
+		if strings.HasSuffix(x.action, "/account/sessions/end") {
+			endSession = x
+		}
+	}
+	endGrant = pageForm{action: p.base + "/account/grants/end", fields: url.Values{"csrf_token": {endSession.fields.Get("csrf_token")}}}
+	// Without the CSRF token, or from another origin: 403, nothing ended.
+	noToken := url.Values{"session": {endSession.fields.Get("session")}}
+	if res := b.postForm(endSession.action, noToken); res.StatusCode != http.StatusForbidden {
+		t.Errorf("without the CSRF token: %d", res.StatusCode)
+	}
+	if res := b.postForm(endSession.action, endSession.fields, "Origin", "https://evil.example"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("from another origin: %d", res.StatusCode)
+	}
+	// Naming Eve's session or grant ends nothing.
+	other := url.Values{"csrf_token": endSession.fields["csrf_token"], "session": {eveSession}}
+	if res := b.postForm(endSession.action, other); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("ending someone else's session: %d", res.StatusCode)
+	}
+	endGrant.fields.Set("grant", eveGrant)
+	if res := b.postForm(endGrant.action, endGrant.fields); res.StatusCode != http.StatusSeeOther || strings.Contains(res.Header.Get("Location"), "done=") {
+		t.Errorf("ending someone else's grant: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	if again := eve.get(p.base + "/account"); again.StatusCode != http.StatusOK {
+		t.Errorf("Eve's session ended by someone else: %d", again.StatusCode)
+	}
+	if got := p.refresh(eveTokens.RefreshToken); got.status != http.StatusOK {
+		t.Errorf("Eve's grant ended by someone else: %d %s", got.status, got.Error)
+	}
+	// Still signed in after all that, with the CSRF token: this browser's own session ends, signed out.
+	if res := b.postForm(endSession.action, endSession.fields); res.StatusCode != http.StatusOK || !strings.Contains(res.body, "You are signed out") {
+		t.Fatalf("ending this browser's session: %d", res.StatusCode)
+	}
+	if res := b.get(p.base + "/account"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("/account after signing out: %d, want the sign-in", res.StatusCode)
+	}
+}
+
+// A new session value after the second step (ASVS 3.2.1): the cookie the browser had after the password
+// (of a password-only session, here of another client) does not survive the code.
+func TestSecondStep_NewSessionValue(t *testing.T) {
+	clock := newTestClock()
+	p := startProvider(t, setup{now: clock.now, mutate: func(c *config.Config) { c.Auth.Clients[0].RequireMFA = true }})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	p.accountSignIn(b, testEmail, testPassword, nil)
+	before := sessionCookieValue(b, p.base)
+	secret, _ := p.enrolTOTP(b, clock)
+	afterSetUp := sessionCookieValue(b, p.base)
+	if before == "" || afterSetUp == "" || before == afterSetUp {
+		t.Fatalf("session value %q before the set-up, %q after: want a new one", before, afterSetUp)
+	}
+	c := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := c.get(p.authorizeURL("state-0123456789", verifier))
+	step := c.signIn(p.base, page.body, testEmail, testPassword)
+	if sessionCookieValue(c, p.base) != "" {
+		t.Fatal("a session before the code")
+	}
+	clock.nextStep()
+	codeFrom(t, c.secondStep(p.base, step, clock.code(t, secret)), p.redirect)
+	if sessionCookieValue(c, p.base) == "" {
+		t.Fatal("no session after the code")
+	}
+}
+
+func sessionCookieValue(b *browser, base string) string {
+	u, _ := url.Parse(base)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "fs_session" {
+			return c.Value
+		}
+	}
+	return ""
+}

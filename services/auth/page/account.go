@@ -138,7 +138,7 @@ func (r *AccountRenderer) RenderNotSignedIn(w http.ResponseWriter, base string) 
 func (r *AccountRenderer) render(w http.ResponseWriter, status int, name string, frame *Frame, data any) {
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
-	frame.Nonce = base64.StdEncoding.EncodeToString(b)
+	frame.Nonce = base64.RawURLEncoding.EncodeToString(b) // nothing html/template escapes in the attribute
 	var buf bytes.Buffer
 	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		http.Error(w, "page error", http.StatusInternalServerError)
