@@ -65,6 +65,7 @@ type setup struct {
 	mutate func(*config.Config)
 	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
 	mail   mail.Sender      // the account notices' mail (default: none)
+	dev    bool // as the dev server runs it (refusals_test.go)
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -113,7 +114,7 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now, Mail: s.mail})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now, Mail: s.mail, Dev: s.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

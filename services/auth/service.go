@@ -37,6 +37,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	Mail mail.Sender
 	// Now is the clock second-factor codes are checked against (default time.Now).
 	Now func() time.Time
+	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
+	// error page (refusals.go).
+	Dev bool
 }
 
 // Service is the auth service.
@@ -73,6 +77,7 @@ type Service struct {
 	now      func() time.Time
 	metrics  *metrics
 	jwks     []byte
+	refusals *refusal.Recorder
 
 	mu      sync.Mutex // serialises rebuilding the runtime after a config change
 	current atomic.Pointer[runtime]
@@ -144,6 +149,10 @@ func New(o Options) (*Service, error) {
 		jwks:     o.Keys.JWKS(),
 	}
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
+		return nil, err
+	}
+	s.refusals, err = refusal.New(refusal.Options{Service: "auth", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
 		return nil, err
 	}
 	s.store = store.New(store.Options{
