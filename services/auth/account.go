@@ -303,6 +303,7 @@ func (s *Service) renderEnrol(w http.ResponseWriter, r *http.Request, rt *runtim
 		return
 	}
 	d.Frame = page.Frame{CSRF: csrfToken(w, r, rt), Base: rt.basePath}
+	d.NeedPassword = d.NeedPassword || s.needsReauthentication(r, rt)
 	d.QR, d.URI = qr, key.URI
 	d.Secret, d.SecretSpoken = groupsOfFour(key.Secret), strings.Join(strings.Split(key.Secret, ""), " ")
 	s.account.RenderEnrol(w, status, d)
@@ -310,7 +311,7 @@ func (s *Service) renderEnrol(w http.ResponseWriter, r *http.Request, rt *runtim
 
 // confirmEnrolment is POST /account/totp: the app's code turns the second factor on; the session now
 // counts as signed in with it, and the recovery codes are shown once.
-func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, _ string) {
+func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := s.rt()
 	ctx := r.Context()
 	u, sess, ok := s.accountForm(w, r, rt)
@@ -319,6 +320,20 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, _ str
 	}
 	back, clientName := enrolReturn(rt, r.PostForm.Get("return"))
 	d := page.Enrol{Return: back, ClientName: clientName}
+	if time.Since(sess.AuthTime) > recentSignIn {
+		// A session signed in a while ago (perhaps someone else's hands on it) sets up no second factor
+		// without the password: a factor only they hold would lock the person out.
+		msg, status, err := s.checkPassword(ctx, w, rt, u, r.PostForm.Get("password"), clientKey)
+		if err != nil {
+			s.accountUnavailable(w, err)
+			return
+		}
+		if msg != "" {
+			d.NeedPassword, d.PasswordError, d.Error = true, msg, "Nothing was set up."
+			s.renderEnrol(w, r, rt, u, status, d)
+			return
+		}
+	}
 	codes, res, err := s.mfa.Confirm(ctx, u.ID, r.PostForm.Get("code"))
 	switch {
 	case errors.Is(err, mfa.ErrNotEnrolled):
@@ -398,6 +413,15 @@ func (s *Service) endGrant(w http.ResponseWriter, r *http.Request, _ string) {
 	s.metrics.revocations.WithLabelValues("account").Inc()
 	s.accountEvent(ctx, "grant_ended", u, "grant", family)
 	http.Redirect(w, r, rt.basePath+"/account?done=grant", http.StatusSeeOther)
+}
+
+// recentSignIn is how long after signing in the set-up of a second factor takes no password.
+const recentSignIn = 10 * time.Minute
+
+// needsReauthentication reports whether the browser signed in longer than recentSignIn ago.
+func (s *Service) needsReauthentication(r *http.Request, rt *runtime) bool {
+	sess, _, err := s.signedIn(r.Context(), r, rt)
+	return err == nil && sess != nil && time.Since(sess.AuthTime) > recentSignIn
 }
 
 // productName names the service in authenticator apps and mails: the issuer's host, until the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -392,4 +393,40 @@ func sessionCookieValue(b *browser, base string) string {
 		}
 	}
 	return ""
+}
+
+// A session that signed in more than ten minutes ago sets up no second factor without the password
+// (someone else's hands on an open session must not add a factor only they hold).
+func TestEnrolment_OldSessionNeedsThePassword(t *testing.T) {
+	clock := newTestClock()
+	p := startProvider(t, setup{now: clock.now})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	p.accountSignIn(b, testEmail, testPassword, nil)
+	// The session signed in eleven minutes ago: its record's auth time moved back.
+	ctx := context.Background()
+	keys, _ := p.rdb.Keys(ctx, "auth:sso:{*}").Result()
+	if len(keys) != 1 {
+		t.Fatalf("session keys %v", keys)
+	}
+	v, _ := p.rdb.Get(ctx, keys[0]).Result()
+	parts := strings.SplitN(v, "|", 3)
+	parts[1] = strconv.FormatInt(time.Now().Add(-11*time.Minute).Unix(), 10)
+	p.rdb.Set(ctx, keys[0], strings.Join(parts, "|"), time.Hour)
+
+	page := b.get(p.base + "/account/totp")
+	if !strings.Contains(page.body, `id="enrol-password"`) {
+		t.Fatalf("no password field for an old session:\n%.600s", page.body)
+	}
+	secret := strings.ReplaceAll(secretRe.FindStringSubmatch(page.body)[1], " ", "")
+	f := forms(t, p.base, page.body)[0]
+	f.fields.Set("code", clock.code(t, secret))
+	f.fields.Set("password", "not the password")
+	if res := b.postForm(f.action, f.fields); res.StatusCode != http.StatusUnauthorized || strings.Contains(res.body, "recovery codes") {
+		t.Fatalf("a wrong password: %d\n%.600s", res.StatusCode, res.body)
+	}
+	f.fields.Set("password", testPassword)
+	if res := b.postForm(f.action, f.fields); res.StatusCode != http.StatusOK || !codesRe.MatchString(res.body) {
+		t.Fatalf("with the password: %d\n%.600s", res.StatusCode, res.body)
+	}
 }

@@ -96,6 +96,10 @@ type Enrol struct {
 	// ClientName the application that asked for a second factor.
 	Return     string
 	ClientName string
+	// NeedPassword asks for the password too (the session signed in a while ago); PasswordError is
+	// what was wrong with it.
+	NeedPassword  bool
+	PasswordError string
 }
 
 // Codes is the data of the page that shows new recovery codes, once.
