@@ -65,7 +65,7 @@ type setup struct {
 	mutate func(*config.Config)
 	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
 	mail   mail.Sender      // the account notices' mail (default: none)
-	dev    bool // as the dev server runs it (refusals_test.go)
+	dev    bool             // as the dev server runs it (refusals_test.go)
 }
 
 func startProvider(t testing.TB, s setup) *provider {
