@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -67,13 +68,32 @@ func (x *person) check(what, shot string) {
 }
 
 // waitFor waits until the page shows sel (after a form was sent).
+// mark flags the page shown now, before an action that leaves it: waitFor then waits for a page
+// without the flag, so it never mistakes the old page for the next one.
+func (x *person) mark() {
+	x.t.Helper()
+	testbrowser.Get(x.t, x.ctx, "marking the page", chromedp.Evaluate[bool](`window.__left = true`))
+}
+
+// waitFor waits until a page loaded after the last mark shows sel.
 func (x *person) waitFor(what, sel string) {
 	x.t.Helper()
-	ctx, cancel := context.WithTimeout(x.ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+	js := fmt.Sprintf(`(() => { if (window.__left || document.readyState !== "complete") return false;
+		const e = document.querySelector(%q); return !!e && e.getClientRects().length > 0; })()`, sel)
+	if err := testwait.Poll(30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(x.ctx, 5*time.Second)
+		defer cancel()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			return err // the page is between documents
+		}
+		if !ok {
+			return errors.New("not shown yet")
+		}
+		return nil
+	}); err != nil {
 		body, _ := chromedp.Run(x.ctx, chromedp.Text("body"))
-		x.t.Fatalf("%s: %v; at %s the page says:\n%.1500s", what, err, x.location(), body)
+		x.t.Fatalf("%s: %s: %v; at %s the page says:\n%.1500s", what, sel, err, x.location(), body)
 	}
 }
 
@@ -98,6 +118,7 @@ func (x *person) landedCode() string {
 func (x *person) signIn(email, password string) {
 	x.t.Helper()
 	x.waitFor("the sign-in page", "#password")
+	x.mark()
 	x.do("signing in", chromedp.SendKeys(chromedp.CSS("#email"), email), chromedp.SendKeys(chromedp.CSS("#password"), password), chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
 }
 
@@ -109,6 +130,7 @@ func (x *person) clearCode() {
 func (x *person) enterCode(code, waitSel string) {
 	x.t.Helper()
 	x.clearCode()
+	x.mark()
 	x.do("entering "+code, chromedp.SendKeys(chromedp.CSS("#code"), code), chromedp.Click(chromedp.CSS(`form button[type="submit"]`)))
 	x.waitFor("after the code", waitSel)
 }
@@ -147,6 +169,7 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 
 	// Set up the app: the QR code and the key as text; a wrong code refused; the right one shows the
 	// recovery codes once.
+	a.mark()
 	a.do("setting up", chromedp.Click(chromedp.CSS(`a[href$="/account/totp"]`)))
 	a.waitFor("the set-up", "svg.qr")
 	a.check("set-up of an authenticator app", "totp")
@@ -163,6 +186,7 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	if len(codes) != 10 {
 		t.Fatalf("recovery codes %v", codes)
 	}
+	a.mark()
 	a.do("back", chromedp.Click(chromedp.CSS(`a.button`)))
 	a.waitFor("the account page", "#mfa-title")
 	if s := a.text("two-step", "#mfa-title + p"); !strings.Contains(s, "10 of 10 recovery codes left") {
@@ -184,6 +208,7 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	}
 	clock.nextStep()
 	b.clearCode()
+	b.mark()
 	b.do("entering the right code", chromedp.SendKeys(chromedp.CSS("#code"), clock.code(t, secret)), chromedp.Click(chromedp.CSS(`form button[type="submit"]`)))
 	tk := p.exchange(b.landedCode(), verifier)
 	if amr, level := p.verifyIDToken(tk.IDToken); strings.Join(amr, " ") != "pwd otp mfa" || level != acr.TwoFactor {
@@ -196,6 +221,7 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 		b.signIn(testEmail, testPassword)
 		b.waitFor("the second step", "#code")
 		if i == 0 {
+			b.mark()
 			b.do("a recovery code", chromedp.SendKeys(chromedp.CSS("#code"), codes[0]), chromedp.Click(chromedp.CSS(`form button[type="submit"]`)))
 			b.landedCode()
 			continue
@@ -217,11 +243,13 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 		t.Errorf("the grant: %q", s)
 	}
 	a.check("account page with sessions and grants", "sessions")
+	a.mark()
 	a.do("removing the app's access", chromedp.Click(chromedp.CSS(`form[action$="/account/grants/end"] button`)))
 	a.waitFor("the notice", `div[role="status"]`)
 	if got := p.refresh(tk.RefreshToken); got.status != http.StatusBadRequest || got.Error != "invalid_grant" {
 		t.Fatalf("the removed grant's refresh token: %d %s", got.status, got.Error)
 	}
+	a.mark()
 	a.do("signing the other browser out", chromedp.Click(chromedp.CSS(`section[aria-labelledby="sessions-title"] li:not(:has(.tag)) button`)))
 	a.waitFor("the notice", `div[role="status"]`)
 	a.check("account page after ending a session", "")
@@ -243,6 +271,7 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	c.check("set-up asked for by a client", "totp-required")
 	graceSecret := strings.ReplaceAll(c.text("the key", ".secret"), " ", "")
 	c.enterCode(clock.code(t, graceSecret), "ol.codes")
+	c.mark()
 	c.do("continuing to the app", chromedp.Click(chromedp.CSS(`a.button`)))
 	tk2 := p.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {c.landedCode()}, "redirect_uri": {p.redirect},
 		"client_id": {"strict"}, "code_verifier": {verifier}})
@@ -259,11 +288,13 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	b.landedCode()
 	a.do("reloading the account page", chromedp.Navigate(p.base+"/account"))
 	a.waitFor("the account page", "#current-password")
+	a.mark()
 	a.do("a wrong current password", chromedp.SendKeys(chromedp.CSS("#current-password"), "not my password"), chromedp.SendKeys(chromedp.CSS("#new-password"), "a brand new passphrase"),
 		chromedp.Click(chromedp.CSS(`form[action$="/account/password"] button`)))
 	a.waitFor("the error", "#current-password-error")
 	a.check("password change, wrong current password", "password-wrong")
 	const newPassword = "a brand new passphrase"
+	a.mark()
 	a.do("the right current password", chromedp.SendKeys(chromedp.CSS("#current-password"), testPassword), chromedp.SendKeys(chromedp.CSS("#new-password"), newPassword),
 		chromedp.Click(chromedp.CSS(`form[action$="/account/password"] button`)))
 	a.waitFor("the notice", `div[role="status"]`)
@@ -278,6 +309,7 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	b.do("the app again", chromedp.Navigate(p.authorizeURL("state-0123456789", verifier)))
 	b.waitFor("the sign-in page: signed out by the password change", "#password")
 	// This browser stays signed in; its own session's "Sign out" ends it.
+	a.mark()
 	a.do("signing this browser out", chromedp.Click(chromedp.CSS(`section[aria-labelledby="sessions-title"] li:has(.tag) button`)))
 	a.waitFor("signed out", "h1")
 	if h := a.text("title", "h1"); h != "You are signed out" {
