@@ -1,7 +1,7 @@
 // Package acr names how a person signed in, for the ID token: the methods (amr, RFC 8176) and the
 // level they reach together (acr, OpenID Connect Core 2), and what an authorization request's
 // acr_values ask for. docs/auth.md "How the person signed in" documents the values;
-// docs/architecture.md D18 why these.
+// docs/architecture.md D20 why these.
 package acr
 
 import (

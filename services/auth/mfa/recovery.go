@@ -15,7 +15,7 @@ const RecoveryCodes = 10
 const recoveryAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
 
 // recoveryLen is the characters of a code: 16 × log2(31) = 79 random bits, written as four groups of
-// four. At 79 bits a single SHA-256 is enough to store it (docs/architecture.md D18): no one searches
+// four. At 79 bits a single SHA-256 is enough to store it (docs/architecture.md D20): no one searches
 // 2^79 hashes offline.
 const recoveryLen = 16
 

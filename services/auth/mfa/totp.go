@@ -3,7 +3,7 @@
 // (github.com/pquerna/otp), keeps each user's factor in Redis (store.go: the secret, the last time step
 // accepted so that a code is accepted once, the recovery codes as hashes), throttles wrong codes before
 // they are checked (throttle.go), seals secrets at rest when a key is configured (seal.go) and draws the
-// enrolment QR code as inline SVG (qr.go). docs/architecture.md D18 records the choices.
+// enrolment QR code as inline SVG (qr.go). docs/architecture.md D20 records the choices.
 package mfa
 
 import (
