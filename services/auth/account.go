@@ -15,6 +15,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
@@ -131,20 +132,27 @@ func (s *Service) accountForm(w http.ResponseWriter, r *http.Request, rt *runtim
 }
 
 // checkPassword checks the signed-in user's password as the sign-in page does, against the same
-// throttle (an account page left open must not become a way to guess it). It returns "" when the
-// password is right, else what to tell the person (the status is set on w's headers and returned).
-func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, rt *runtime, u *users.User, password, clientKey string) (string, int, error) {
+// throttle budgets (package throttle: this browser's own budget when it holds the account's device
+// cookie, else the account's unknown browsers' and the client address's), reserved before the hash: an
+// account page left open must not become a way to guess the password. It returns "" when the password
+// is right, else what to tell the person (Retry-After is set on w when they must wait) and the status.
+func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, password, clientKey string) (string, int, error) {
 	account, ok := email.Canonical(u.Email)
 	if !ok {
 		account = strings.ToLower(u.Email)
 	}
-	res, wait, err := s.throttle.Reserve(ctx, account, clientKey, s.limits(rt))
+	retry := func(wait time.Duration) { w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second))) }
+	res, refusal, err := s.throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: s.knownDevice(r, rt, account), IP: clientKey}, s.limits(rt))
 	if err != nil {
 		return "", 0, err
 	}
-	if res == nil {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		return fmt.Sprintf("Too many wrong passwords. Try again in %d s.", int(wait/time.Second)), http.StatusTooManyRequests, nil
+	if refusal != nil {
+		retry(refusal.Wait)
+		lead := "Too many wrong passwords."
+		if !refusal.Locked {
+			lead = "Please wait a moment after a wrong password."
+		}
+		return waitMessage(lead, refusal.Wait), http.StatusTooManyRequests, nil
 	}
 	if _, err := s.users.Authenticate(ctx, u.Email, password); err != nil {
 		if !errors.Is(err, users.ErrBadCredentials) {
@@ -152,9 +160,16 @@ func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, rt *
 			return "", 0, err
 		}
 		msg, status := "That is not your password.", http.StatusUnauthorized
-		if wait := res.Failed(); wait > 0 {
-			msg, status = fmt.Sprintf("%s Try again in %d s.", msg, int(wait/time.Second)), http.StatusTooManyRequests
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		wait, usedUp, err := res.Failed(ctx)
+		if err != nil { // the failure is counted; only its delay was not recorded
+			s.log.Warn("account: a wrong password's delay was not recorded", "err", err)
+		}
+		if wait > 0 {
+			msg = waitMessage(msg, wait)
+			retry(wait)
+		}
+		if len(usedUp) > 0 {
+			status = http.StatusTooManyRequests
 		}
 		return msg, status, nil
 	}
@@ -176,7 +191,7 @@ func (s *Service) changePassword(w http.ResponseWriter, r *http.Request, clientK
 		s.renderAccount(w, r, rt, u, sess, status, page.Account{PasswordError: "Your password was not changed.", Fields: map[string]string{field: msg}})
 	}
 	next := r.PostForm.Get("new_password")
-	msg, status, err := s.checkPassword(ctx, w, rt, u, r.PostForm.Get("current_password"), clientKey)
+	msg, status, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("current_password"), clientKey)
 	switch {
 	case err != nil:
 		s.accountUnavailable(w, err)
@@ -227,7 +242,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		s.renderAccount(w, r, rt, u, sess, http.StatusBadRequest, page.Account{MFAError: "Choose new recovery codes or turn it off."})
 		return
 	}
-	msg, status, err := s.checkPassword(ctx, w, rt, u, r.PostForm.Get("password"), clientKey)
+	msg, status, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
 	switch {
 	case err != nil:
 		s.accountUnavailable(w, err)
@@ -323,7 +338,7 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 	if time.Since(sess.AuthTime) > recentSignIn {
 		// A session signed in a while ago (perhaps someone else's hands on it) sets up no second factor
 		// without the password: a factor only they hold would lock the person out.
-		msg, status, err := s.checkPassword(ctx, w, rt, u, r.PostForm.Get("password"), clientKey)
+		msg, status, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
 		if err != nil {
 			s.accountUnavailable(w, err)
 			return

@@ -20,7 +20,6 @@ import (
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/mail"
 )
 
 // person is one headless Chromium (its own cookies) used by the browser tests.
@@ -144,11 +143,7 @@ func (x *person) enterCode(code, waitSel string) {
 func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	clock := newTestClock()
 	mp := testmail.Start(t, testmail.Options{})
-	sender, err := mail.NewSMTP(mail.SMTPOptions{Addr: mp.SMTPAddr, Security: mail.Plain, Defaults: mail.Defaults{From: "Accounts <no-reply@id.example>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startProvider(t, setup{now: clock.now, mail: sender, mutate: func(c *config.Config) {
+	p := startProvider(t, setup{now: clock.now, mail: mp, mutate: func(c *config.Config) {
 		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "strict", Name: "Strict App", RequireMFA: true,
 			RedirectURIs: []string{c.PublicURL + "/cb"}})
 	}})
