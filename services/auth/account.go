@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/services/auth/acr"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -131,12 +132,25 @@ func (s *Service) accountForm(w http.ResponseWriter, r *http.Request, rt *runtim
 	return u, sess, true
 }
 
+// passwordCheck is the outcome of checkPassword: ok, or what to tell the person (msg, status) and what
+// the audit trail records (reason wrong_password or throttled; the refusal, or the budgets the failure
+// used up and the wait).
+type passwordCheck struct {
+	ok      bool
+	msg     string
+	status  int
+	reason  string
+	refusal *throttle.Refusal
+	usedUp  []string
+	wait    time.Duration
+}
+
 // checkPassword checks the signed-in user's password as the sign-in page does, against the same
 // throttle budgets (package throttle: this browser's own budget when it holds the account's device
 // cookie, else the account's unknown browsers' and the client address's), reserved before the hash: an
-// account page left open must not become a way to guess the password. It returns "" when the password
-// is right, else what to tell the person (Retry-After is set on w when they must wait) and the status.
-func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, password, clientKey string) (string, int, error) {
+// account page left open must not become a way to guess the password. Retry-After is set on w when the
+// person must wait.
+func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, password, clientKey string) (passwordCheck, error) {
 	account, ok := email.Canonical(u.Email)
 	if !ok {
 		account = strings.ToLower(u.Email)
@@ -144,7 +158,7 @@ func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, r *h
 	retry := func(wait time.Duration) { w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second))) }
 	res, refusal, err := s.throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: s.knownDevice(r, rt, account), IP: clientKey}, s.limits(rt))
 	if err != nil {
-		return "", 0, err
+		return passwordCheck{}, err
 	}
 	if refusal != nil {
 		retry(refusal.Wait)
@@ -152,29 +166,29 @@ func (s *Service) checkPassword(ctx context.Context, w http.ResponseWriter, r *h
 		if !refusal.Locked {
 			lead = "Please wait a moment after a wrong password."
 		}
-		return waitMessage(lead, refusal.Wait), http.StatusTooManyRequests, nil
+		return passwordCheck{msg: waitMessage(lead, refusal.Wait), status: http.StatusTooManyRequests, reason: "throttled", refusal: refusal}, nil
 	}
 	if _, err := s.users.Authenticate(ctx, u.Email, password); err != nil {
 		if !errors.Is(err, users.ErrBadCredentials) {
 			res.Release(context.WithoutCancel(ctx))
-			return "", 0, err
+			return passwordCheck{}, err
 		}
-		msg, status := "That is not your password.", http.StatusUnauthorized
-		wait, usedUp, err := res.Failed(ctx)
+		c := passwordCheck{msg: "That is not your password.", status: http.StatusUnauthorized, reason: "wrong_password"}
+		c.wait, c.usedUp, err = res.Failed(ctx)
 		if err != nil { // the failure is counted; only its delay was not recorded
 			s.log.Warn("account: a wrong password's delay was not recorded", "err", err)
 		}
-		if wait > 0 {
-			msg = waitMessage(msg, wait)
-			retry(wait)
+		if c.wait > 0 {
+			c.msg = waitMessage(c.msg, c.wait)
+			retry(c.wait)
 		}
-		if len(usedUp) > 0 {
-			status = http.StatusTooManyRequests
+		if len(c.usedUp) > 0 {
+			c.status = http.StatusTooManyRequests
 		}
-		return msg, status, nil
+		return c, nil
 	}
 	_ = res.Succeeded(ctx)
-	return "", http.StatusOK, nil
+	return passwordCheck{ok: true, status: http.StatusOK}, nil
 }
 
 // changePassword is POST /account/password: the current password, then the new one under the sign-up
@@ -191,17 +205,18 @@ func (s *Service) changePassword(w http.ResponseWriter, r *http.Request, clientK
 		s.renderAccount(w, r, rt, u, sess, status, page.Account{PasswordError: "Your password was not changed.", Fields: map[string]string{field: msg}})
 	}
 	next := r.PostForm.Get("new_password")
-	msg, status, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("current_password"), clientKey)
+	check, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("current_password"), clientKey)
 	switch {
 	case err != nil:
 		s.accountUnavailable(w, err)
 		return
-	case msg != "":
-		s.accountEvent(ctx, "password_change_refused", u, "reason", "wrong_current_password")
-		fail(status, "current_password", msg)
+	case !check.ok:
+		s.accountRefused(ctx, audit.PasswordChanged, u, check)
+		fail(check.status, "current_password", check.msg)
 		return
 	}
 	if users.CheckPassword(next) != nil {
+		s.accountRefused(ctx, audit.PasswordChanged, u, passwordCheck{reason: "invalid"})
 		fail(http.StatusBadRequest, "new_password", fmt.Sprintf("Use %d to %d characters.", users.MinPasswordLen, users.MaxPasswordLen))
 		return
 	}
@@ -214,7 +229,7 @@ func (s *Service) changePassword(w http.ResponseWriter, r *http.Request, clientK
 		s.accountUnavailable(w, err)
 		return
 	}
-	s.accountEvent(ctx, "password_changed", u, "grants", grants, "sessions", sessions)
+	s.accountEvent(ctx, audit.PasswordChanged, u, map[string]string{"grants": count(grants), "sessions": count(sessions)})
 	// This browser stays signed in, on a new session (the old one ended with the rest).
 	if _, err := s.replaceSession(w, r, rt, u, sess.AMR, sess.AuthTime); err != nil {
 		s.accountUnavailable(w, err)
@@ -242,13 +257,18 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		s.renderAccount(w, r, rt, u, sess, http.StatusBadRequest, page.Account{MFAError: "Choose new recovery codes or turn it off."})
 		return
 	}
-	msg, status, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
+	kind := audit.RecoveryReplaced
+	if action == "remove" {
+		kind = audit.MFARemoved
+	}
+	check, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
 	switch {
 	case err != nil:
 		s.accountUnavailable(w, err)
 		return
-	case msg != "":
-		s.renderAccount(w, r, rt, u, sess, status, page.Account{MFAError: "Nothing was changed.", Fields: map[string]string{"mfa_password": msg}})
+	case !check.ok:
+		s.accountRefused(ctx, kind, u, check)
+		s.renderAccount(w, r, rt, u, sess, check.status, page.Account{MFAError: "Nothing was changed.", Fields: map[string]string{"mfa_password": check.msg}})
 		return
 	}
 	if action == "remove" {
@@ -256,7 +276,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 			s.accountUnavailable(w, err)
 			return
 		}
-		s.accountEvent(ctx, "totp_removed", u)
+		s.accountEvent(ctx, audit.MFARemoved, u, nil)
 		http.Redirect(w, r, rt.basePath+"/account?done=mfa-off", http.StatusSeeOther)
 		return
 	}
@@ -269,7 +289,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		s.accountUnavailable(w, err)
 		return
 	}
-	s.accountEvent(ctx, "recovery_codes_replaced", u)
+	s.accountEvent(ctx, audit.RecoveryReplaced, u, map[string]string{"codes": count(len(codes))})
 	s.account.RenderCodes(w, page.Codes{Frame: page.Frame{Base: rt.basePath}, Codes: codes,
 		Notice: "Your earlier recovery codes no longer work.", ContinueURL: rt.basePath + "/account", ContinueLabel: "Back to your account"})
 }
@@ -338,20 +358,22 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 	if time.Since(sess.AuthTime) > recentSignIn {
 		// A session signed in a while ago (perhaps someone else's hands on it) sets up no second factor
 		// without the password: a factor only they hold would lock the person out.
-		msg, status, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
+		check, err := s.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
 		if err != nil {
 			s.accountUnavailable(w, err)
 			return
 		}
-		if msg != "" {
-			d.NeedPassword, d.PasswordError, d.Error = true, msg, "Nothing was set up."
-			s.renderEnrol(w, r, rt, u, status, d)
+		if !check.ok {
+			s.accountRefused(ctx, audit.MFAEnrolled, u, check)
+			d.NeedPassword, d.PasswordError, d.Error = true, check.msg, "Nothing was set up."
+			s.renderEnrol(w, r, rt, u, check.status, d)
 			return
 		}
 	}
 	codes, res, err := s.mfa.Confirm(ctx, u.ID, r.PostForm.Get("code"))
 	switch {
 	case errors.Is(err, mfa.ErrNotEnrolled):
+		s.accountRefused(ctx, audit.MFAEnrolled, u, passwordCheck{reason: "expired"})
 		d.Error = "The set-up took too long. Scan the new code below and enter the code the app shows."
 		s.renderEnrol(w, r, rt, u, http.StatusConflict, d)
 		return
@@ -359,11 +381,12 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 		s.accountUnavailable(w, err)
 		return
 	case res != mfa.Accepted:
+		s.accountRefused(ctx, audit.MFAEnrolled, u, passwordCheck{reason: "wrong_code"})
 		d.Error = "That code is not right. Check that the app shows this account, and enter the code it shows now."
 		s.renderEnrol(w, r, rt, u, http.StatusBadRequest, d)
 		return
 	}
-	s.accountEvent(ctx, "totp_enrolled", u)
+	s.accountEvent(ctx, audit.MFAEnrolled, u, map[string]string{"method": "totp", "codes": count(len(codes))})
 	// The code proved the app: this browser is now signed in with two factors (a new session value).
 	if _, err := s.replaceSession(w, r, rt, u, acr.With(sess.AMR, acr.OTP), time.Now().UTC()); err != nil {
 		s.accountUnavailable(w, err)
@@ -397,7 +420,7 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	if found {
 		s.metrics.revocations.WithLabelValues("logout").Add(float64(len(families)))
-		s.accountEvent(ctx, "session_ended", u, "current", id == sess.ID, "grants", len(families))
+		s.accountEvent(ctx, audit.SessionEnded, u, map[string]string{"current": strconv.FormatBool(id == sess.ID), "grants": count(len(families))})
 	}
 	if id == sess.ID {
 		setCookie(w, rt, sessionCookie, "", -1)
@@ -426,7 +449,7 @@ func (s *Service) endGrant(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	s.metrics.revocations.WithLabelValues("account").Inc()
-	s.accountEvent(ctx, "grant_ended", u, "grant", family)
+	s.audit.Record(ctx, audit.Event{Kind: audit.GrantEnded, Outcome: audit.Success, User: u.ID, Client: accountClientID, Grant: family})
 	http.Redirect(w, r, rt.basePath+"/account?done=grant", http.StatusSeeOther)
 }
 

@@ -76,6 +76,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 					s.stepUp(w, r, rt, cl, ar, user, sess)
 					return
 				}
+				s.mfaRequired(ctx, user, cl, "prompt_none")
 			}
 		}
 		if prompt["none"] {
@@ -103,7 +104,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 	case "signup":
 		s.signup(w, r, rt, cl, ar, clientKey)
 	case "mfa":
-		s.submitSecondStep(w, r, rt, cl, ar)
+		s.submitSecondStep(w, r, rt, cl, ar, clientKey)
 	default:
 		s.signin(w, r, rt, cl, ar, clientKey)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 )
 
@@ -40,9 +41,12 @@ func challengeKey(token string) string {
 	return "auth:mfa-challenge:{" + base64.RawURLEncoding.EncodeToString(h[:]) + "}"
 }
 
-func (s *Service) mfaLimits(rt *runtime) mfa.Limits {
-	m := rt.cfg.Auth.MFA
-	return mfa.Limits{Failures: m.Failures, Window: m.Window.D()}
+// codeLimits are the second step's budgets (throttle.ReserveCode): auth.mfa.failures per user within
+// auth.mfa.window, slowed down as sign-ins are, and the client address's sign-in budget.
+func (s *Service) codeLimits(rt *runtime) throttle.CodeLimits {
+	m, t := rt.cfg.Auth.MFA, rt.cfg.Auth.Throttle
+	return throttle.CodeLimits{PerUser: m.Failures, Window: m.Window.D(), DelayAfter: t.DelayAfter, MaxDelay: t.MaxDelay.D(),
+		IP: t.IPFailures, IPWindow: t.Window.D()}
 }
 
 // requestedACR is the level the authorization request asks for (checkAuthorizeParams refused values it
@@ -81,6 +85,7 @@ func (s *Service) secondStep(w http.ResponseWriter, r *http.Request, rt *runtime
 			s.unavailablePage(w, r, rt, cl, u.Email, err)
 			return true
 		}
+		s.mfaRequired(r.Context(), u, cl, "not_enrolled")
 		s.toEnrolment(w, r, rt)
 		return true
 	}
@@ -95,9 +100,11 @@ func (s *Service) stepUp(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		return
 	}
 	if enrolled {
+		s.mfaRequired(r.Context(), u, cl, "step_up")
 		s.challenge(w, r, rt, cl, u, sess.AMR)
 		return
 	}
+	s.mfaRequired(r.Context(), u, cl, "not_enrolled")
 	s.toEnrolment(w, r, rt)
 }
 
@@ -151,8 +158,9 @@ func (s *Service) readChallenge(ctx context.Context, r *http.Request, rt *runtim
 }
 
 // submitSecondStep checks the code of the second step (action=mfa): a TOTP code accepted once, or a
-// recovery code spent; wrong codes are counted per user before they are checked, like passwords.
-func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester) {
+// recovery code spent. Each code is reserved against the throttle's code budgets before it is checked,
+// as a password is (throttle.ReserveCode).
+func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, clientKey string) {
 	ctx := r.Context()
 	userID, first, err := s.readChallenge(ctx, r, rt)
 	if err != nil {
@@ -174,63 +182,71 @@ func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 		return
 	}
 	code := strings.TrimSpace(r.PostForm.Get("code"))
-	again := func(wait time.Duration) string {
-		return fmt.Sprintf("Too many wrong codes. Try again in %d s.", int(wait/time.Second))
-	}
-	attempt, wait, err := s.mfa.Reserve(ctx, u.ID, s.mfaLimits(rt))
+	retry := func(wait time.Duration) { w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second))) }
+	res, refusal, err := s.throttle.ReserveCode(ctx, u.ID, clientKey, s.codeLimits(rt))
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return
 	}
-	if attempt == nil {
+	if refusal != nil {
 		s.metrics.signins.WithLabelValues(signinMFAThrottled).Inc()
-		s.mfaFailed(ctx, u, cl, "throttled")
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		s.renderSecondStep(w, r, rt, cl, http.StatusTooManyRequests, page.SecondStep{Email: u.Email, Error: again(wait)})
+		s.codeThrottled(ctx, u, cl, refusal)
+		retry(refusal.Wait)
+		lead := "Too many wrong codes."
+		if !refusal.Locked {
+			lead = "Please wait a moment after a wrong code."
+		}
+		s.renderSecondStep(w, r, rt, cl, http.StatusTooManyRequests, page.SecondStep{Email: u.Email, Error: waitMessage(lead, refusal.Wait)})
 		return
 	}
-	var res mfa.Result
+	var result mfa.Result
 	recovery := mfa.LooksLikeRecoveryCode(code)
 	if recovery {
 		var ok bool
 		if ok, err = s.mfa.UseRecoveryCode(ctx, u.ID, code); ok {
-			res = mfa.Accepted
+			result = mfa.Accepted
 		}
 	} else {
-		res, err = s.mfa.Verify(ctx, u.ID, code)
+		result, err = s.mfa.Verify(ctx, u.ID, code)
 	}
 	if err != nil && !errors.Is(err, mfa.ErrNotEnrolled) {
-		attempt.Release(context.WithoutCancel(ctx))
+		res.Release(context.WithoutCancel(ctx))
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return
 	}
-	if res != mfa.Accepted {
+	if result != mfa.Accepted {
 		s.metrics.signins.WithLabelValues(signinMFAWrong).Inc()
 		reason := "wrong_code"
 		msg := "That code is not right. Enter the code your app shows now."
 		switch {
-		case res == mfa.Replayed:
+		case result == mfa.Replayed:
 			reason, msg = "replayed_code", "That code was used already. Wait for the next code in your app."
 		case recovery:
 			reason, msg = "wrong_recovery_code", "That recovery code is not right, or was used already."
 		}
-		s.mfaFailed(ctx, u, cl, reason)
 		status := http.StatusUnauthorized
-		if wait := attempt.Failed(); wait > 0 {
-			msg, status = msg+" "+again(wait), http.StatusTooManyRequests
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		wait, usedUp, err := res.Failed(ctx)
+		if err != nil { // the failure is counted; only its delay was not recorded
+			s.log.Warn("second step: a wrong code's delay was not recorded", "err", err)
+		}
+		s.codeFailed(ctx, u, cl, reason, usedUp, wait)
+		if wait > 0 {
+			msg = waitMessage(msg, wait)
+			retry(wait)
+		}
+		if len(usedUp) > 0 {
+			status = http.StatusTooManyRequests
 		}
 		s.renderSecondStep(w, r, rt, cl, status, page.SecondStep{Email: u.Email, Error: msg})
 		return
 	}
-	_ = attempt.Succeeded(ctx)
+	_ = res.Succeeded(ctx)
 	_ = s.rdb.Del(ctx, challengeKey(readCookie(r, rt, mfaCookie))).Err()
 	setCookie(w, rt, mfaCookie, "", -1)
-	if recovery {
-		s.recoveryCodeUsed(ctx, u, cl)
-	}
+	amr := acr.With(first, acr.OTP)
+	s.codeAccepted(ctx, u, cl, recovery, amr)
 	s.metrics.signins.WithLabelValues(signinMFA).Inc()
-	s.openSession(w, r, rt, cl, ar, u, acr.With(first, acr.OTP))
+	s.openSession(w, r, rt, cl, ar, u, amr)
 }
 
 // replaceSession starts a new sign-in session for u signed in with amr at authTime and sets its cookie:

@@ -44,7 +44,6 @@ func NewStore(rdb redis.UniversalClient, sealer Sealer, now func() time.Time) *S
 func factorKey(user string) string   { return "auth:mfa:{" + user + "}" }
 func pendingKey(user string) string  { return "auth:mfa:{" + user + "}:pending" }
 func recoveryKey(user string) string { return "auth:mfa:{" + user + "}:recovery" }
-func failuresKey(user string) string { return "auth:mfa:{" + user + "}:failures" }
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
@@ -275,7 +274,7 @@ func (s *Store) Remove(ctx context.Context, user string) error {
 
 // Forget deletes everything the store keeps of a user (a deleted account).
 func (s *Store) Forget(ctx context.Context, user string) error {
-	if err := s.rdb.Del(ctx, factorKey(user), pendingKey(user), recoveryKey(user), failuresKey(user)).Err(); err != nil {
+	if err := s.rdb.Del(ctx, factorKey(user), pendingKey(user), recoveryKey(user)).Err(); err != nil {
 		return unavailable(err)
 	}
 	return nil
