@@ -1,6 +1,7 @@
 package throttle_test
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,7 @@ func TestReserveCode_ParallelGuessesGetExactlyTheBudget(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			r, ref, err := l.ReserveCode(ctx, "user-1", "192.0.2."+string(rune('0'+i%10))+string(rune('0'+i/10)), codeLim)
+			r, ref, err := l.ReserveCode(ctx, "user-1", "192.0.2."+strconv.Itoa(i), codeLim)
 			if err != nil {
 				t.Error(err)
 				return

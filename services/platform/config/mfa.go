@@ -13,7 +13,8 @@ type MFA struct {
 	// as they are. Read at start-up.
 	SecretKeyFile string `json:"secretKeyFile,omitempty"`
 	// Failures wrong codes (TOTP or recovery) per user within Window, then "try again in N s" until the
-	// window ends. Defaults 5 and 15m.
+	// window ends; slowed down before that by throttle.delayAfter and maxDelay, and counted against the
+	// client address's throttle.ipFailures too (package throttle, ReserveCode). Defaults 5 and 15m.
 	Failures int      `json:"failures,omitempty"`
 	Window   Duration `json:"window,omitempty"`
 	// ChallengeLifetime is how long the second step of a sign-in waits for its code after the password
