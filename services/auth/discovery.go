@@ -2,13 +2,18 @@ package auth
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/formsservice/formsservice/services/auth/acr"
+	"github.com/formsservice/formsservice/services/auth/keys"
 )
+
+var jwksCacheControl = fmt.Sprintf("public, max-age=%d", int(keys.JWKSMaxAge/time.Second))
 
 // discovery is /.well-known/openid-configuration (OpenID Connect Discovery 1.0, RFC 8414). Browsers
 // fetch it from any origin, so it is served with Access-Control-Allow-Origin: *. The document depends
@@ -62,14 +67,15 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
 		"claims_parameter_supported":                     false,
-		"authorization_response_iss_parameter_supported": false,
+		"authorization_response_iss_parameter_supported": true,
 	})
 }
 
-// jwksHandler is /.well-known/jwks.json: the current and the previous signing key.
+// jwksHandler is /.well-known/jwks.json: the current, previous and next signing keys. Its max-age is
+// the wait a rotation keeps between publishing a next key and signing with it (keys.JWKSMaxAge).
 func (s *Service) jwksHandler(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderCacheControl, jwksCacheControl)
 	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
 	return c.Send(s.jwks)
 }

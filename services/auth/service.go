@@ -122,6 +122,9 @@ type client struct {
 	// account marks the provider's own account page (account_client.go), which signs in through the
 	// hosted page like a client but gets no code.
 	account bool
+	// resources are the APIs this client serves as a resource server (config resources): introspection
+	// discloses the access tokens for them.
+	resources []string
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -376,7 +379,8 @@ func newClient(c config.OAuthClient) (*client, error) {
 		h := sha256.Sum256([]byte(secret))
 		dc.Secret = h[:]
 	}
-	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA}
+	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA,
+		resources: c.Resources}
 	if cl.name == "" {
 		cl.name = c.ClientID
 	}

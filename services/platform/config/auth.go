@@ -14,10 +14,14 @@ type Auth struct {
 	Issuer  string        `json:"issuer,omitempty"`
 	Clients []OAuthClient `json:"clients,omitempty"`
 	// SigningKeyFile holds the current signing key (PEM, EC P-256); PreviousSigningKeyFile, when set,
-	// is served in the JWKS only, so that tokens signed before a rotation still verify. The dev server
-	// generates an ephemeral key when SigningKeyFile is empty; every other command requires it.
+	// is served in the JWKS only, so that tokens signed before a rotation still verify;
+	// NextSigningKeyFile, when set, is served in the JWKS before it signs anything, so that verifiers
+	// that cache the JWKS know it when it is promoted to current (docs/auth.md, "Rotating the signing
+	// key"). The dev server generates an ephemeral key when SigningKeyFile is empty; every other command
+	// requires it.
 	SigningKeyFile         string `json:"signingKeyFile,omitempty"`
 	PreviousSigningKeyFile string `json:"previousSigningKeyFile,omitempty"`
+	NextSigningKeyFile     string `json:"nextSigningKeyFile,omitempty"`
 	// Lifetimes; defaults access 15m, refresh 720h (30 days), code 60s, id_token 1h, sign-in session
 	// (the SSO cookie that lets a second authorize skip the form) 24h.
 	AccessTokenLifetime  Duration `json:"accessTokenLifetime,omitempty"`
@@ -118,6 +122,11 @@ type OAuthClient struct {
 	// up (an authenticator app) before the client gets its code; a browser signed in with a password
 	// alone is asked for a code.
 	RequireMFA bool `json:"requireMFA,omitempty"`
+	// Resources are the APIs (absolute URIs, as in other clients' audiences) this client serves as a
+	// resource server: with its secret it may introspect the access tokens whose aud names one of them
+	// or its client ID. Any other token (another API's, another client's refresh token) introspects as
+	// inactive.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // Defaults of the auth section, also used by tools that build an Auth by hand.
@@ -240,9 +249,11 @@ func (a Auth) validate() []error {
 		if len(cl.RedirectURIs) == 0 {
 			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
 		}
-		for _, a := range cl.Audiences {
-			if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
-				errs = append(errs, fmt.Errorf("auth.clients[%s].audiences: %q: want an absolute URI without fragment (RFC 8707)", cl.ClientID, a))
+		for key, list := range map[string][]string{"audiences": cl.Audiences, "resources": cl.Resources} {
+			for _, a := range list {
+				if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+					errs = append(errs, fmt.Errorf("auth.clients[%s].%s: %q: want an absolute URI without fragment (RFC 8707)", cl.ClientID, key, a))
+				}
 			}
 		}
 		for _, list := range [][]string{cl.RedirectURIs, cl.PostLogoutRedirectURIs} {
