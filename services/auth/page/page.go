@@ -29,6 +29,7 @@ type Renderer struct {
 func New() *Renderer {
 	css := template.CSS(pageCSS)
 	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Parse(pageHTML))
+	t = template.Must(t.Parse(secondStepHTML))
 	h := sha256.Sum256([]byte(pageCSS))
 	return &Renderer{tmpl: t, styleHash: "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"}
 }
