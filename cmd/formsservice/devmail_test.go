@@ -23,7 +23,7 @@ func TestDevServer_ServesTheDevMailPage(t *testing.T) {
 }
 
 func TestFormsCommand_DoesNotServeTheDevMailPage(t *testing.T) {
-	url := startFormsCommand(t, testredis.Start(t).URL())
+	url := startFormsCommand(t, testredis.Start(t, testredis.Options{AppendFsync: "no"}).URL())
 	if code, _ := httpGet(t, url+"/dev/mail/"); code != 404 {
 		t.Fatalf("production forms service answered /dev/mail/ with %d, want 404", code)
 	}

@@ -21,10 +21,11 @@ import (
 // buildForms constructs the forms service (POST /contact, POST /waitlist and the delivery worker).
 func buildForms(d deps) (server.Service, error) {
 	return forms.New(forms.Options{
-		Config:     d.Config,
-		Redis:      d.Redis,
-		Logger:     d.Logger.With("component", "forms"),
-		Registerer: d.Metrics.Registry,
+		Config:        d.Config,
+		Redis:         d.Redis,
+		Logger:        d.Logger.With("component", "forms"),
+		Registerer:    d.Metrics.Registry,
+		EmbeddedStore: d.EmbeddedStore,
 	})
 }
 

@@ -38,6 +38,8 @@ type deps struct {
 	Peers []server.Service
 	// Mail sends transactional mail (devmail.go).
 	Mail mail.Sender
+	// EmbeddedStore is true when Redis is the dev server's in-memory store, which keeps nothing.
+	EmbeddedStore bool
 }
 
 // serviceBuilders constructs each service by name; each builder lives in the service's own file here.
@@ -121,7 +123,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	}
 	cfg := watcher.Current()
 
-	if cfg.Redis.Empty() {
+	embedded := cfg.Redis.Empty()
+	if embedded {
 		if !dev {
 			return errors.New("no store configured: set redis in the configuration or REDIS_URL")
 		}
@@ -140,7 +143,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	defer rdb.Close()
 
 	metrics := server.NewMetrics()
-	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
+	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev, EmbeddedStore: embedded}
 	var outbox *devmail.Outbox
 	d.Mail, outbox = mailSender(watcher, dev, log, publicURL)
 	var services []server.Service

@@ -316,14 +316,17 @@ func waitReplica(addr string, within time.Duration) error {
 	return errors.New("the bench replica did not acknowledge a write")
 }
 
-// startRedis runs a redis-server without persistence on a free loopback port; extra arguments override.
+// startRedis runs a redis-server on a free loopback port with what the forms' default durability
+// (process) needs, the append-only file (with Redis's own default policy when it is on, appendfsync
+// everysec), and no RDB snapshots; extra arguments override. The baselines share it, so every target
+// pays the same for persistence.
 func startRedis(bin, dir string, extra ...string) (string, func(), error) {
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
 	cmd := exec.Command(bin, args...)
 	stop, err := startProcess(cmd)

@@ -64,7 +64,7 @@ func TestWaitlist_100ConcurrentIdenticalSubmissions_CreateOneEntry(t *testing.T)
 }
 
 func TestWaitlist_100ConcurrentIdenticalSubmissions_OnRedisCluster_CreateOneEntry(t *testing.T) {
-	cluster := testredis.StartCluster(t, 3, 0)
+	cluster := testredis.StartCluster(t, 3, 0, durableRedis)
 	cfg := formstest.Config()
 	cfg.Forms.RateLimitPerMinute = perMinute(1000) // the rate-limit counter runs in the same script and slot
 	h := newHarness(t, harnessOpts{cfg: cfg, cluster: cluster})

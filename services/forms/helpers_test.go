@@ -42,6 +42,8 @@ type harness struct {
 	rdb   redis.UniversalClient
 	redis *testredis.Server
 	proxy *testredis.Proxy // between the service and redis, when harnessOpts.proxy
+	// ticks paces the store's durability checks after the first (checkDurability).
+	ticks chan time.Time
 }
 
 type harnessOpts struct {
@@ -54,6 +56,8 @@ type harnessOpts struct {
 	// storeTimeout is the service's StoreTimeout and its Redis client's timeout (default 1.5 s and 1 s):
 	// a long one keeps a request waiting for durability until the test ends the wait.
 	storeTimeout time.Duration
+	// log, when set, receives the service's log (JSON lines).
+	log io.Writer
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -61,7 +65,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.cfg == nil {
 		o.cfg = formstest.Config()
 	}
-	h := &harness{t: t, src: &formstest.Source{}, reg: prometheus.NewRegistry()}
+	h := &harness{t: t, src: &formstest.Source{}, reg: prometheus.NewRegistry(), ticks: make(chan time.Time)}
 	h.src.Set(t, o.cfg)
 	rc := config.Redis{Timeout: config.Duration(cmp.Or(o.storeTimeout, time.Second))}
 	switch {
@@ -71,7 +75,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		h.redis = o.redis
 		rc.URL = h.redis.URL()
 	default:
-		h.redis = testredis.Start(t)
+		h.redis = testredis.Start(t, durableRedis)
 		rc.URL = h.redis.URL()
 	}
 	if o.proxy && h.redis != nil {
@@ -85,11 +89,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Cleanup(func() { rdb.Close() })
 	h.rdb = rdb
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
+	switch {
+	case o.log != nil:
+		log = slog.New(slog.NewJSONHandler(o.log, nil))
+	case testing.Verbose():
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout})
+		StoreTimeout: o.storeTimeout, DurabilityTicks: h.ticks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +129,23 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		}
 	})
 	return h
+}
+
+// durableRedis is a redis-server set up as the default durability level, process, needs: appendonly
+// yes (here without fsync, which that level does not ask for).
+var durableRedis = testredis.Options{AppendFsync: "no"}
+
+// checkDurability makes the service check its store's durability now and waits until it has: the
+// check that runs after a change the test made.
+func (h *harness) checkDurability() {
+	h.t.Helper()
+	select {
+	case h.ticks <- time.Now(): // taken once the previous check has ended
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("the durability check loop did not take a tick")
+	}
+	from := h.svc.DurabilityChecks()
+	testwait.For(h.t, 10*time.Second, "a durability check", func() bool { return h.svc.DurabilityChecks() > from })
 }
 
 // answer is a decoded response.

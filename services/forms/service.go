@@ -35,6 +35,12 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// DurabilityTicks, when set, paces the durability checks instead of a ticker of store.CheckEvery
+	// (a test sends on it to make a check happen, and waits for Service.DurabilityChecks to move).
+	DurabilityTicks <-chan time.Time
+	// EmbeddedStore says the store is the dev server's in-memory one: it keeps nothing across a restart
+	// whatever its settings, so its durability is not checked.
+	EmbeddedStore bool
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -47,6 +53,7 @@ type Service struct {
 	m            *metrics
 	now          func() time.Time
 	storeTimeout time.Duration
+	ticks        <-chan time.Time
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
@@ -88,10 +95,16 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, err := store.New(o.Redis, store.Options{Logger: o.Logger, Registerer: o.Registerer, Off: o.EmbeddedStore,
+		Level: func() config.Durability { return o.Config.Current().Forms.Durability }})
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
 		cfg:          o.Config,
 		rdb:          o.Redis,
-		store:        store.New(o.Redis),
+		store:        st,
+		ticks:        o.DurabilityTicks,
 		delivery:     worker,
 		log:          o.Logger,
 		m:            m,
@@ -105,11 +118,27 @@ func (s *Service) Name() string { return "forms" }
 
 // Ready reports whether the store answers and can keep the durability promise configured.
 func (s *Service) Ready(ctx context.Context) error {
-	return store.Ready(ctx, s.rdb, s.cfg.Current().Forms.Durability)
+	return s.store.Ready(ctx, s.cfg.Current().Forms.Durability)
 }
 
-// Run is the delivery worker; it returns when ctx ends.
-func (s *Service) Run(ctx context.Context) error { return s.delivery.Run(ctx) }
+// Run is the background work: the store's durability checks and the delivery worker. It returns when
+// ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	ticks := s.ticks
+	if ticks == nil {
+		t := time.NewTicker(store.CheckEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
+	guarded := make(chan struct{})
+	go func() { defer close(guarded); s.store.Guard().Run(ctx, ticks) }()
+	err := s.delivery.Run(ctx)
+	<-guarded
+	return err
+}
+
+// DurabilityChecks counts the store's completed durability checks (tests wait for one).
+func (s *Service) DurabilityChecks() int64 { return s.store.Guard().Checks() }
 
 // live returns the compiled form of the current configuration.
 func (s *Service) live() *liveConfig {
@@ -130,6 +159,9 @@ func (s *Service) live() *liveConfig {
 // logStoreError logs storage failures at most once a second: during an outage every request fails the
 // same way, and the metric counts them all.
 func (s *Service) logStoreError(ep endpoint, err error) {
+	if errors.As(err, new(*store.Unmet)) {
+		return // the store's guard logs each change of its verdict, with what to change
+	}
 	now := time.Now().UnixNano()
 	last := s.lastErrLog.Load()
 	if now-last < int64(time.Second) || !s.lastErrLog.CompareAndSwap(last, now) {
