@@ -21,7 +21,7 @@ func cmdDeliveries(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprintln(env.stderr, "       formsservice deliveries retry ID... | --all")
 		fmt.Fprintln(env.stderr, "       formsservice deliveries drop ID... | --all")
 		fmt.Fprintln(env.stderr, "\nContact messages whose delivery was given up (forms.delivery.maxAttempts or maxAge) wait in")
-		fmt.Fprintln(env.stderr, "the dead letters. list shows them; retry hands them back to delivery as new messages (every")
+		fmt.Fprintln(env.stderr, "the dead letters. list shows them; retry hands them back to delivery under their ID (every")
 		fmt.Fprintln(env.stderr, "channel again); drop deletes the dead letter (the message itself stays stored until retention")
 		fmt.Fprintln(env.stderr, "or forget erases it). ID is the message ID that list, the logs and the webhook-id show.")
 		fs.PrintDefaults()
@@ -89,8 +89,8 @@ func cmdDeliveries(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return fmt.Errorf("deliveries retry: %w", err)
 		}
-		for old, id := range moved {
-			fmt.Fprintf(env.stdout, "%s: queued again as %s\n", old, id)
+		for _, id := range moved {
+			fmt.Fprintf(env.stdout, "%s: queued again (same ID, webhook-id and Message-ID)\n", id)
 		}
 		fmt.Fprintf(env.stderr, "%d %s handed back to delivery\n", len(moved), plural(len(moved), "message", "messages"))
 	case "drop":

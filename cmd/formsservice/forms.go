@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/forms"
+	"github.com/formsservice/formsservice/services/forms/delivery"
 	"github.com/formsservice/formsservice/services/forms/store"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -18,16 +19,26 @@ import (
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
-// buildForms constructs the forms service (POST /contact, POST /waitlist and the delivery worker).
+// buildForms constructs the forms service (POST /contact, POST /waitlist and the delivery worker). The
+// dev server mails contact messages through deps.Mail (its outbox, without a relay) while
+// forms.delivery names none.
 func buildForms(d deps) (server.Service, error) {
+	var dev *delivery.DevMail
+	if d.Dev {
+		dev = &delivery.DevMail{Sender: d.Mail, To: devTeamAddress}
+	}
 	return forms.New(forms.Options{
 		Config:        d.Config,
 		Redis:         d.Redis,
 		Logger:        d.Logger.With("component", "forms"),
 		Registerer:    d.Metrics.Registry,
 		EmbeddedStore: d.EmbeddedStore,
+		DevMail:       dev,
 	})
 }
+
+// devTeamAddress receives the dev server's contact mail: the operating team of `make run`.
+const devTeamAddress = "Operating team <team@formsservice.localhost>"
 
 // cmdExport: formsservice export waitlist|contact [--format csv|jsonl] [-o file] [-config file].
 func cmdExport(ctx context.Context, env *environment, args []string) error {

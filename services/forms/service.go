@@ -41,6 +41,9 @@ type Options struct {
 	// EmbeddedStore says the store is the dev server's in-memory one: it keeps nothing across a restart
 	// whatever its settings, so its durability is not checked.
 	EmbeddedStore bool
+	// DevMail, in the dev server only, takes contact messages as mail while forms.delivery names no
+	// relay (delivery.Options.DevMail).
+	DevMail *delivery.DevMail
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -87,7 +90,7 @@ func New(o Options) (*Service, error) {
 	}
 	// The worker is built first: it refuses to start on delivery targets it cannot use.
 	worker, err := delivery.New(delivery.Options{Config: o.Config, Redis: o.Redis, Logger: o.Logger,
-		Registerer: o.Registerer, ConsumerName: o.ConsumerName, Now: o.Now})
+		Registerer: o.Registerer, ConsumerName: o.ConsumerName, Now: o.Now, DevMail: o.DevMail})
 	if err != nil {
 		return nil, err
 	}
