@@ -125,6 +125,9 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"webhook url that is not http(s)", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "hooks.slack.com/services/x"}}
 		}, "webhook url must be an http or https URL"},
+		{"a previous webhook signing secret without the new one", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{WebhookPreviousSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "h", Key: "old"}}
+		}, "webhookPreviousSigningSecretRef is set only during a rotation"},
 		{"name that is not a DNS label", func(fs *v1alpha1.FormsService) { fs.Name = "9lives" },
 			"name must start with a letter"},
 		{"name too long for the objects it prefixes", func(fs *v1alpha1.FormsService) { fs.Name = strings.Repeat("a", 41) },
