@@ -56,7 +56,9 @@ type harnessOpts struct {
 	// storeTimeout is the service's StoreTimeout and its Redis client's timeout (default 1.5 s and 1 s):
 	// a long one keeps a request waiting for durability until the test ends the wait.
 	storeTimeout time.Duration
-	// log, when set, receives the service's log (JSON lines).
+	// dev and log: the service as the dev server runs it, and where its log goes (JSON lines, info and
+	// up; refusals_test.go).
+	dev bool
 	log io.Writer
 }
 
@@ -89,14 +91,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Cleanup(func() { rdb.Close() })
 	h.rdb = rdb
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	switch {
-	case o.log != nil:
-		log = slog.New(slog.NewJSONHandler(o.log, nil))
-	case testing.Verbose():
+	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if o.log != nil {
+		log = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout, DurabilityTicks: h.ticks})
+		StoreTimeout: o.storeTimeout, DurabilityTicks: h.ticks, Dev: o.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

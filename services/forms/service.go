@@ -19,6 +19,7 @@ import (
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
 // Options are the service's dependencies; New takes nothing from globals.
@@ -44,6 +45,8 @@ type Options struct {
 	// DevMail, in the dev server only, takes contact messages as mail while forms.delivery names no
 	// relay (delivery.Options.DevMail).
 	DevMail *delivery.DevMail
+	// Dev is the all-in-one dev server: refused requests are explained at info level (refusals.go).
+	Dev bool
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -57,6 +60,7 @@ type Service struct {
 	now          func() time.Time
 	storeTimeout time.Duration
 	ticks        <-chan time.Time
+	refusals     *refusal.Recorder
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
@@ -103,7 +107,12 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	refusals, err := refusal.New(refusal.Options{Service: "forms", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
+		refusals:     refusals,
 		cfg:          o.Config,
 		rdb:          o.Redis,
 		store:        st,
@@ -152,7 +161,7 @@ func (s *Service) live() *liveConfig {
 	lc := &liveConfig{
 		cfg:       cfg,
 		origins:   newOriginMatcher(cfg.AllowedOrigins),
-		proxies:   clientip.ParseProxies(cfg.TrustedProxies),
+		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
 	}
 	s.compiled.Store(lc)

@@ -40,6 +40,7 @@ type SignIn struct {
 	ClientName string
 	Email      string
 	Error      string // shown above the sign-in form: wrong credentials, throttled, expired form
+	Notice     string // a status above the sign-in form (after a sign-up: "we sent you a message")
 	SelfSignup bool
 	SignupOpen bool
 	SignupName string
@@ -53,6 +54,8 @@ type SignIn struct {
 type Error struct {
 	Title   string
 	Message string
+	// Developer is shown by the dev server only: what the request sent and what is registered.
+	Developer []string
 }
 
 // Logout is the data of the sign-out confirmation.
