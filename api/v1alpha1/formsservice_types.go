@@ -216,6 +216,13 @@ type OAuthClient struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=set
 	Audiences []Audience `json:"audiences,omitempty"`
+	// Resources are the APIs this client serves as a resource server: with its secret it may introspect
+	// the access tokens whose aud names one of them (or its client ID); other tokens introspect as
+	// inactive.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Resources []Audience `json:"resources,omitempty"`
 	// SecretRef makes the client confidential (it authenticates at the token endpoint with this secret).
 	// Without it the client is public and must use PKCE with S256, as browser apps do.
 	// +optional

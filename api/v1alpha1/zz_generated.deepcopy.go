@@ -568,6 +568,11 @@ func (in *OAuthClient) DeepCopyInto(out *OAuthClient) {
 		*out = make([]Audience, len(*in))
 		copy(*out, *in)
 	}
+	if in.Resources != nil {
+		in, out := &in.Resources, &out.Resources
+		*out = make([]Audience, len(*in))
+		copy(*out, *in)
+	}
 	if in.SecretRef != nil {
 		in, out := &in.SecretRef, &out.SecretRef
 		*out = new(SecretKeySelector)

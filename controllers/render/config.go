@@ -180,6 +180,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		for _, a := range cl.Audiences {
 			oc.Audiences = append(oc.Audiences, string(a))
 		}
+		for _, a := range cl.Resources {
+			oc.Resources = append(oc.Resources, string(a))
+		}
 		if r := cl.SecretRef; r != nil {
 			oc.SecretFile = SecretPath(r.Name, r.Key)
 		}

@@ -124,8 +124,12 @@ func TestServiceConfig(t *testing.T) {
 			fs.Spec.Auth.Throttle = &v1alpha1.ThrottleSpec{AccountFailures: ptr.To[int32](5), Window: &metav1.Duration{Duration: time.Hour}}
 			fs.Spec.OAuthClients[0].Name = "Acme Web"
 			fs.Spec.OAuthClients[0].Audiences = []v1alpha1.Audience{"https://api.acme.example"}
+			fs.Spec.OAuthClients[0].Resources = []v1alpha1.Audience{"https://reports.acme.example"}
 		}, Inputs{PreviousSigningKey: true}, Auth, func(t *testing.T, c *config.Config) {
 			a := c.Auth
+			if got := a.Clients[0].Resources; len(got) != 1 || got[0] != "https://reports.acme.example" {
+				t.Errorf("resources = %v", got)
+			}
 			if got := a.Clients[0].Audiences; len(got) != 1 || got[0] != "https://api.acme.example" {
 				t.Errorf("audiences = %v", got)
 			}
