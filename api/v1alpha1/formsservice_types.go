@@ -550,7 +550,7 @@ type FormsServiceStatus struct {
 	// ObservedGeneration is the generation the conditions describe.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Progressing, Degraded.
+	// Conditions: Ready, Progressing, Degraded, and the kstatus Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -571,6 +571,16 @@ type FormsServiceStatus struct {
 	// SigningKeySecret names the Secret that holds the token signing keys.
 	// +optional
 	SigningKeySecret string `json:"signingKeySecret,omitempty"`
+	// Image is the image the services run once the rollout of the current spec is done: spec.image, else
+	// the operator's --service-image.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Routes say whether the ingress controller and the Gateways took the platform's routes.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	Routes []RouteStatus `json:"routes,omitempty"`
 }
 
 // FormsService runs the formsservice platform: forms, auth and health behind one ingress, backed by Redis.
