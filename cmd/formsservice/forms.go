@@ -7,9 +7,9 @@ import (
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
-// buildForms constructs the forms service (POST /contact, POST /waitlist and the delivery worker). The
-// dev server mails contact messages through deps.Mail (its outbox, without a relay) while
-// forms.delivery names none.
+// buildForms constructs the forms service (POST /contact, POST /waitlist, the waitlist's confirmation
+// pages, the delivery worker and the confirmation mailer). The dev server mails contact messages through
+// deps.Mail (its outbox, without a relay) while forms.delivery names none.
 func buildForms(d deps) (server.Service, error) {
 	var dev *delivery.DevMail
 	if d.Dev {
@@ -20,6 +20,7 @@ func buildForms(d deps) (server.Service, error) {
 		Redis:         d.Redis,
 		Logger:        d.Logger.With("component", "forms"),
 		Registerer:    d.Metrics.Registry,
+		Mail:          d.Mail, // the waitlist's confirmation mails (the dev server's outbox in dev)
 		EmbeddedStore: d.EmbeddedStore,
 		DevMail:       dev,
 		Dev:           d.Dev,

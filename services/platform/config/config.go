@@ -257,6 +257,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("redis: sentinelUsername and sentinelPasswordFile are for Sentinel: set masterName and addrs (the sentinels), or remove them"))
 	}
 	errs = append(errs, c.Forms.validate()...)
+	errs = append(errs, validateSites(c.Forms.Sites, c.AllowedOrigins)...)
+	errs = append(errs, c.Forms.validateOptIn(c.PublicURL)...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Health.validate()...)
 	errs = append(errs, c.Mail.validate()...)
