@@ -154,24 +154,33 @@ func TestReserve_ParallelAttempts_NoMoreThanTheBudget(t *testing.T) {
 			l, _, _ := newLimiter(t)
 			lim := throttle.Limits{Account: 10, IP: 1000, Window: time.Minute, DelayAfter: c.delayAfter, MaxDelay: time.Minute}
 			var granted atomic.Int32
-			var wg sync.WaitGroup
+			// Every attempt is reserved before any is settled as a failure: 200 guesses in flight
+			// together. (Settling as they came let the delay of the first settled failures refuse some
+			// of the others, so the count depended on the scheduling: 4 of 200 in one loaded run.)
+			var reserved, settled sync.WaitGroup
+			allReserved := make(chan struct{})
 			for i := range 200 {
-				wg.Add(1)
+				reserved.Add(1)
+				settled.Add(1)
 				go func() {
-					defer wg.Done()
+					defer settled.Done()
 					a := throttle.Attempt{Account: "ada@example.com", IP: "192.0.2." + string(rune('0'+i%10))}
 					r, ref, err := l.Reserve(ctx, a, lim)
+					reserved.Done()
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					if ref == nil {
 						granted.Add(1)
+						<-allReserved
 						_, _, _ = r.Failed(ctx)
 					}
 				}()
 			}
-			wg.Wait()
+			reserved.Wait()
+			close(allReserved)
+			settled.Wait()
 			if n := int(granted.Load()); n != c.want {
 				t.Fatalf("%d of 200 parallel attempts reserved, want %d", n, c.want)
 			}
