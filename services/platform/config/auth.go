@@ -40,6 +40,8 @@ type Auth struct {
 	MaxGrantsPerUser int `json:"maxGrantsPerUser,omitempty"`
 	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
 	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
+	// Passkeys configures signing in with passkeys (WebAuthn); see passkeys.go.
+	Passkeys AuthPasskeys `json:"passkeys,omitempty"`
 }
 
 // AuthRateLimit bounds /oauth2/authorize and /oauth2/token, each on its own budget, per client address
@@ -134,6 +136,7 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.RateLimit.PerUser = 300
 	}
 	setDuration(&a.RateLimit.Window, time.Minute)
+	a.Passkeys.applyDefaults()
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -174,6 +177,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
+	errs = append(errs, a.Passkeys.validate()...)
 	seen := map[string]bool{}
 	for _, cl := range a.Clients {
 		if cl.ClientID == "" {
