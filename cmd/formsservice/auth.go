@@ -15,6 +15,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -42,7 +43,7 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks})
+	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks, Mail: d.Mail})
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +186,9 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		n, _, err := signOutEverywhere(ctx, rdb, cfg, u.ID)
 		if err != nil {
 			return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", u.Email, err)
+		}
+		if err := passkey.NewStore(rdb, nil).RemoveAll(ctx, u.ID); err != nil {
+			return fmt.Errorf("deleted %s, but removing its passkeys failed (they sign nobody in, since the user is gone): %w", u.Email, err)
 		}
 		fmt.Fprintf(env.stdout, "deleted %s (id %s); revoked %d grant(s)\n", u.Email, u.ID, n)
 	case "list":

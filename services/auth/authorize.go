@@ -68,7 +68,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
 				s.metrics.signins.WithLabelValues(signinSession).Inc()
-				s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie))
+				s.issueCode(w, r, rt, ar, user, sess.AuthTime, sess.AMR, readCookie(r, rt, sessionCookie))
 				return
 			}
 		}
@@ -91,6 +91,8 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		s.decline(w, r, rt, ar)
 	case "signup":
 		s.signup(w, r, rt, cl, ar, clientKey)
+	case "passkey":
+		s.passkeySignIn(w, r, rt, cl, ar, clientKey)
 	default:
 		s.signin(w, r, rt, cl, ar, clientKey)
 	}
@@ -313,6 +315,7 @@ func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runti
 	d.Action = rt.basePath + "/oauth2/authorize?" + r.URL.RawQuery // host-relative: works under any host alias
 	d.ClientName = cl.name
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
+	d.Passkey = passkeyOffer(rt, d.Passkey)
 	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 
@@ -448,25 +451,30 @@ func (s *Service) unavailablePage(w http.ResponseWriter, r *http.Request, rt *ru
 }
 
 // startSession sets a new sign-in session cookie (a new value at every sign-in, against session
-// fixation) and answers the authorization request.
+// fixation) and answers the authorization request, after a sign-in with the password.
 func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User) {
+	s.startSessionWith(w, r, rt, cl, ar, u, []string{"pwd"})
+}
+
+// startSessionWith is startSession after a sign-in with the methods amr (RFC 8176).
+func (s *Service) startSessionWith(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
 	now := time.Now().UTC()
 	if old := readCookie(r, rt, sessionCookie); old != "" {
 		_ = s.sessions.Delete(r.Context(), old)
 	}
 	lifetime := rt.cfg.Auth.SessionLifetime.D()
-	token, err := s.sessions.Create(r.Context(), u.ID, now, lifetime)
+	token, err := s.sessions.Start(r.Context(), sso.Session{UserID: u.ID, AuthTime: now, AMR: amr}, lifetime)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return
 	}
 	setCookie(w, rt, sessionCookie, token, lifetime)
-	s.issueCode(w, r, rt, ar, u, now, token)
+	s.issueCode(w, r, rt, ar, u, now, amr, token)
 }
 
 // issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
 // the authorization code.
-func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string) {
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, amr []string, session string) {
 	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
 		return
 	}
@@ -490,6 +498,7 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 		ar.GrantAudience(a)
 	}
 	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
+	sess.IDTokenClaims().AuthenticationMethodsReferences = amr // the sign-in's methods, in every ID token of the grant
 	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step.
 	ctx, _ := s.store.BeginTX(r.Context())
 	resp, err := rt.provider.NewAuthorizeResponse(ctx, ar, sess)

@@ -26,6 +26,8 @@ const (
 	signinSignupRefused  = "signup_refused"
 	signinLoginRequired  = "login_required"
 	signinCancelled      = "cancelled"
+	signinPasskey        = "passkey"
+	signinPasskeyRefused = "passkey_refused"
 	signinError          = "error"
 )
 
@@ -33,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_signins_total",
-			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), error.",
+			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, error.",
 		}, []string{"result"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_tokens_issued_total",

@@ -33,6 +33,13 @@ func (s *Service) Routes() []server.Route {
 
 		server.Get("/oauth2/logout", s.handle(s.logout)),
 		server.Post("/oauth2/logout", s.handle(s.logout)),
+
+		// Passkeys (passkeys.go): the sign-in page's script asks for a ceremony here and posts the answer
+		// to /oauth2/authorize; the passkeys page is reached with the sign-in session.
+		server.Post("/oauth2/passkey/begin", s.handleClient(s.passkeyBegin)),
+		server.Get("/account/passkeys", s.handleClient(s.passkeysPage)),
+		server.Post("/account/passkeys", s.handleClient(s.passkeysPage)),
+		server.Post("/account/passkeys/begin", s.handleClient(s.passkeyRegisterBegin)),
 	}
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{s.hsts}, r.Handlers...)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -46,6 +48,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Keys sign every token; see keys.Load and keys.Generate.
 	Keys *keys.Set
+	// Mail sends the mails to people ("a passkey was added"); nil: none are sent.
+	Mail mail.Sender
 }
 
 // Service is the auth service.
@@ -59,6 +63,8 @@ type Service struct {
 	users    *users.Store
 	sessions *sso.Store
 	throttle *throttle.Limiter
+	passkeys *passkey.Store
+	mail     mail.Sender
 	pages    *page.Renderer
 	metrics  *metrics
 	jwks     []byte
@@ -79,6 +85,8 @@ type runtime struct {
 	clients  map[string]*client
 	origins  map[string]bool // origins of every client's redirect URIs (CORS)
 	proxies  *clientip.Proxies
+	// rp is the WebAuthn relying party; nil when passkeys are off (or the issuer is an IP address).
+	rp *passkey.RelyingParty
 	// discovery is the encoded /.well-known/openid-configuration document.
 	discovery []byte
 }
@@ -114,6 +122,8 @@ func New(o Options) (*Service, error) {
 		users:    users.NewStore(o.Redis, hasher),
 		sessions: sso.New(o.Redis),
 		throttle: throttle.New(o.Redis),
+		passkeys: passkey.NewStore(o.Redis, nil),
+		mail:     o.Mail,
 		pages:    page.New(),
 		jwks:     o.Keys.JWKS(),
 	}
@@ -218,6 +228,9 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		}
 	}
 	if rt.discovery, err = discoveryDoc(issuer, rt.clients); err != nil {
+		return nil, err
+	}
+	if rt.rp, err = relyingParty(issuer, a.Passkeys); err != nil {
 		return nil, err
 	}
 	fc := &fosite.Config{

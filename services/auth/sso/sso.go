@@ -24,6 +24,9 @@ var ErrUnavailable = errors.New("session store unavailable")
 type Session struct {
 	UserID   string
 	AuthTime time.Time
+	// AMR are the authentication methods of the sign-in (RFC 8176: pwd, hwk, swk, mfa), which every
+	// ID token issued through the session repeats.
+	AMR []string
 }
 
 // Store keeps sessions.
@@ -55,12 +58,22 @@ func userKey(userID string) string { return "auth:sso-user:{" + userID + "}" }
 
 // Create starts a session and returns the cookie value.
 func (s *Store) Create(ctx context.Context, userID string, authTime time.Time, ttl time.Duration) (string, error) {
+	return s.Start(ctx, Session{UserID: userID, AuthTime: authTime}, ttl)
+}
+
+// Start starts the session sess and returns the cookie value. The stored value is
+// "user|auth time|amr" (amr space-separated; older sessions have no third part).
+func (s *Store) Start(ctx context.Context, sess Session, ttl time.Duration) (string, error) {
+	userID := sess.UserID
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
 	token := base64.RawURLEncoding.EncodeToString(b)
-	v := userID + "|" + strconv.FormatInt(authTime.Unix(), 10)
+	v := userID + "|" + strconv.FormatInt(sess.AuthTime.Unix(), 10)
+	if len(sess.AMR) > 0 {
+		v += "|" + strings.Join(sess.AMR, " ")
+	}
 	id := sessionID(token)
 	now := time.Now()
 	var size *redis.IntCmd
@@ -187,11 +200,12 @@ func (s *Store) Get(ctx context.Context, token string) (*Session, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	uid, at, ok := strings.Cut(v, "|")
+	at, amr, _ := strings.Cut(at, "|")
 	secs, err := strconv.ParseInt(at, 10, 64)
 	if !ok || err != nil {
 		return nil, nil
 	}
-	return &Session{UserID: uid, AuthTime: time.Unix(secs, 0).UTC()}, nil
+	return &Session{UserID: uid, AuthTime: time.Unix(secs, 0).UTC(), AMR: strings.Fields(amr)}, nil
 }
 
 // Delete ends a session.
