@@ -52,12 +52,13 @@ fi
 stamp=bin/.promtool-version
 if [[ ! -x bin/promtool || "$(cat "$stamp" 2>/dev/null)" != "$PROMETHEUS_VERSION" ]]; then
   log "building promtool $PROMETHEUS_VERSION in a scratch module, without service discovery (remove_all_sd: rule tests need none)"
-  src=bin/.src/promtool
-  rm -rf "$src" && mkdir -p "$src"
+  # A scratch module and output of this run's own: two runs at once (two checkouts sharing bin/) must not
+  # remove each other's folder.
+  mkdir -p bin/.src && src="$(mktemp -d "$PWD/bin/.src/promtool.XXXXXX")"
   (cd "$src" && go mod init formsservice.local/promtool >/dev/null 2>&1 &&
     go get -tool "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" &&
-    CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags "-s -w" -o ../../promtool.tmp github.com/prometheus/prometheus/cmd/promtool)
-  mv bin/promtool.tmp bin/promtool
+    CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags "-s -w" -o "$src/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  mv "$src/promtool" bin/promtool && rm -rf "$src"
   echo "$PROMETHEUS_VERSION" >"$stamp"
 fi
 
@@ -67,9 +68,10 @@ if [[ "$(cat "$crds/.version" 2>/dev/null)" != "$PROMETHEUS_OPERATOR_VERSION" ]]
   dir="$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json \
     "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  rm -rf "$crds" && mkdir -p "$crds"
+  mkdir -p bin/crds && next="$(mktemp -d "$PWD/bin/crds/.prometheus-operator.XXXXXX")"
   for kind in servicemonitors prometheusrules; do
-    install -m 0644 "$dir/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$crds/"
+    install -m 0644 "$dir/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$next/"
   done
-  echo "$PROMETHEUS_OPERATOR_VERSION" >"$crds/.version"
+  echo "$PROMETHEUS_OPERATOR_VERSION" >"$next/.version"
+  rm -rf "$crds" && mv "$next" "$crds"
 fi

@@ -52,6 +52,9 @@ hack/fuzz.sh
 step "browser SDK and demo page in headless Chromium against formsservice dev + redis-server (screenshots in artifacts/)"
 (cd sdk && npm run test:browser)
 
+step "React + Vite example (sdk/examples/react-vite): npm ci (the SDK packed from sdk/), type check, production build, headless Chromium against formsservice dev"
+(cd sdk/examples/react-vite && npm ci --no-audit --no-fund && npm run typecheck && npm run build && npm test)
+
 step "end to end on a real one-node cluster of this machine: chart, sample, forms, browser sign-in, health, HPA, RBAC, ingress, Prometheus, day two (make e2e, hack/node-cluster)"
 make --no-print-directory e2e
 

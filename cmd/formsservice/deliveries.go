@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/formsservice/formsservice/services/forms"
+	"github.com/formsservice/formsservice/services/forms/store"
 )
 
 // cmdDeliveries: formsservice deliveries list|retry|drop [ID...|--all] [--format table|jsonl] [-config file].
@@ -61,7 +61,7 @@ func cmdDeliveries(ctx context.Context, env *environment, args []string) error {
 
 	switch action {
 	case "list":
-		dead, err := forms.ListDeadLetters(ctx, rdb)
+		dead, err := store.ListDeadLetters(ctx, rdb)
 		if err != nil {
 			return fmt.Errorf("deliveries list: %w", err)
 		}
@@ -85,7 +85,7 @@ func cmdDeliveries(ctx context.Context, env *environment, args []string) error {
 		}
 		fmt.Fprintf(env.stderr, "%d dead %s\n", len(dead), plural(len(dead), "letter", "letters"))
 	case "retry":
-		moved, err := forms.RetryDeadLetters(ctx, rdb, ids)
+		moved, err := store.RetryDeadLetters(ctx, rdb, ids)
 		if err != nil {
 			return fmt.Errorf("deliveries retry: %w", err)
 		}
@@ -94,7 +94,7 @@ func cmdDeliveries(ctx context.Context, env *environment, args []string) error {
 		}
 		fmt.Fprintf(env.stderr, "%d %s handed back to delivery\n", len(moved), plural(len(moved), "message", "messages"))
 	case "drop":
-		dropped, err := forms.DropDeadLetters(ctx, rdb, ids)
+		dropped, err := store.DropDeadLetters(ctx, rdb, ids)
 		if err != nil {
 			return fmt.Errorf("deliveries drop: %w", err)
 		}

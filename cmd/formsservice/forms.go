@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/forms"
+	"github.com/formsservice/formsservice/services/forms/store"
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
@@ -38,7 +39,7 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		fs.PrintDefaults()
 	}
 	configPath := configFlag(fs, env)
-	format := fs.String("format", forms.FormatCSV, "csv or jsonl")
+	format := fs.String("format", store.FormatCSV, "csv or jsonl")
 	output := fs.String("o", "", "write to this file instead of standard output")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -48,7 +49,7 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if *format != forms.FormatCSV && *format != forms.FormatJSONL {
+	if *format != store.FormatCSV && *format != store.FormatJSONL {
 		fmt.Fprintf(env.stderr, "--format %q: want csv or jsonl\n", *format)
 		return errUsage
 	}
@@ -66,9 +67,9 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		defer f.Close()
 		w = f
 	}
-	export := forms.ExportWaitlist
+	export := store.ExportWaitlist
 	if pos[0] == "contact" {
-		export = forms.ExportContact
+		export = store.ExportContact
 	}
 	n, err := export(ctx, rdb, w, *format)
 	if err != nil {
@@ -103,7 +104,7 @@ func cmdForget(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	rep, err := forms.Forget(ctx, rdb, *email)
+	rep, err := store.Forget(ctx, rdb, *email)
 	if err != nil {
 		return fmt.Errorf("forget: %w", err)
 	}

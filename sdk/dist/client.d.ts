@@ -1,91 +1,12 @@
-import { AuthError } from './errors';
-import { type User } from './jwt';
-/**
- * Options of {@link ServiceAuthClient}. Bad values throw an {@link AuthError} `configuration_error` at
- * construction.
- *
- * @example
- * const auth = new ServiceAuthClient({
- *   baseUrl: 'https://id.example.com',
- *   clientId: 'my-app',
- *   redirectUri: 'https://app.example.com/callback',
- *   postLogoutRedirectUri: 'https://app.example.com/',
- * })
- */
-export interface ServiceAuthClientOptions {
-    /** The provider's issuer URL; the discovery document is read from `{baseUrl}/.well-known/openid-configuration`. */
-    baseUrl: string;
-    /** The client ID registered at the provider. */
-    clientId: string;
-    /** Where the provider sends the browser back; must be registered exactly as written here. */
-    redirectUri: string;
-    /** Space-separated scopes; must include `openid`. Default `openid profile email offline_access`
-     * (`offline_access` is what gets a refresh token). */
-    scope?: string;
-    /** Where the provider sends the browser after `signOut()`; must be registered at the provider. */
-    postLogoutRedirectUri?: string;
-    /**
-     * Where tokens are kept. `session` (default): this tab only, survives reloads. `memory`: this page only,
-     * a reload needs a new sign-in (a redirect; no form when the provider session lives). `local`: every
-     * tab of the origin, survives restarts — readable by any script on the origin, so choose it knowingly.
-     */
-    storage?: 'memory' | 'session' | 'local';
-    /** Refresh the access token this many seconds before it expires (at most half its lifetime). Default 30. */
-    refreshLeewaySeconds?: number;
-    /** Tolerated difference between this device's clock and the provider's, for id_token checks. Default 120. */
-    clockSkewSeconds?: number;
-}
-/** Options of {@link ServiceAuthClient.signIn}. */
-export interface SignInOptions {
-    /** Handed back by `handleRedirectCallback()`, for the app to navigate to. Default: the current path. */
-    returnTo?: string;
-    /** `none` (fail with `login_required` unless the provider session lives), `login` (always show the form)… */
-    prompt?: string;
-    /** Pre-fills the e-mail field of the sign-in page. */
-    loginHint?: string;
-    /** More authorization request parameters; they cannot replace the ones the SDK sets. */
-    extraParams?: Record<string, string>;
-}
-/** Options of {@link ServiceAuthClient.signOut}. */
-export interface SignOutOptions {
-    /** Where the provider sends the browser afterwards. Default: the `postLogoutRedirectUri` option. */
-    returnTo?: string;
-    /** false: only revoke and forget the tokens here, leaving the provider's session and the page alone. */
-    redirect?: boolean;
-}
-/** What {@link ServiceAuthClient.handleRedirectCallback} resolves to. */
-export interface RedirectResult {
-    /** The `returnTo` given to `signIn()`. */
-    returnTo?: string;
-    /** The signed-in user (the id_token's claims). */
-    user: User;
-}
-/** The current session, without any network call. */
-export interface Session {
-    user: User;
-    /** When the access token expires, in milliseconds since the epoch. */
-    expiresAt: number;
-    /** The granted scopes. */
-    scope: string;
-}
-/** The events of {@link ServiceAuthClient.on} and what their listeners receive. */
-export interface AuthEvents {
-    /** A sign-in completed in this tab. */
-    signedIn: User;
-    /** The session ended: `signOut()` here or in a tab sharing it, or the provider refused the refresh token. */
-    signedOut: undefined;
-    /** New tokens arrived, refreshed here or in another tab. */
-    tokenRefreshed: {
-        expiresAt: number;
-    };
-    /** An operation failed; every error the client throws is emitted here too (once), except `login_required` from `getAccessToken()` while simply signed out. */
-    error: AuthError;
-}
-export type { User };
+import { AuthError } from './errors.js';
+import { type AuthEvents } from './events.js';
+import { type User } from './jwt.js';
+import { type RedirectResult, type ServiceAuthClientOptions, type Session, type SignInOptions, type SignOutOptions } from './options.js';
 /**
  * Sign-in with the service for a browser app: OAuth 2.0 authorization code with PKCE (S256) and OpenID
  * Connect, refresh-token rotation safe across tabs, no iframes, no third-party cookies. Importing it has
  * no side effects, and constructing it touches no browser API outside a browser (server-side rendering).
+ * Create one per app (at module level, or once in a React provider), not one per component or effect.
  *
  * @example
  * const auth = new ServiceAuthClient({ baseUrl: 'http://127.0.0.1:8080', clientId: 'demo',
@@ -115,6 +36,8 @@ export declare class ServiceAuthClient {
     /**
      * Completes a sign-in on the redirect URI: checks the state (once), exchanges the code with the PKCE
      * verifier, validates the id_token, keeps the tokens, and removes the response from the address bar.
+     * Calling it again for the same URL (React's StrictMode runs effects twice in development) gets the
+     * first call's result, even though the first call has already cleaned the address bar.
      *
      * @example
      * try {

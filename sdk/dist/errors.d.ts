@@ -40,5 +40,3 @@ export declare class AuthError extends Error {
     readonly error?: string;
     constructor(code: AuthErrorCode, message: string, description?: string, error?: string, cause?: unknown);
 }
-/** providerError turns an OAuth error response (`error`, `error_description`) into an AuthError. */
-export declare function providerError(error: unknown, description: unknown, fallback: string): AuthError;

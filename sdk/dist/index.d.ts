@@ -6,7 +6,9 @@
  * import { ServiceAuthClient, AuthError } from '@formsservice/service-auth-client'
  * @packageDocumentation
  */
-export { ServiceAuthClient } from './client';
-export type { AuthEvents, RedirectResult, ServiceAuthClientOptions, Session, SignInOptions, SignOutOptions, User, } from './client';
-export { AuthError } from './errors';
-export type { AuthErrorCode } from './errors';
+export { ServiceAuthClient } from './client.js';
+export type { AuthEvents } from './events.js';
+export type { User } from './jwt.js';
+export type { RedirectResult, ServiceAuthClientOptions, Session, SignInOptions, SignOutOptions } from './options.js';
+export { AuthError } from './errors.js';
+export type { AuthErrorCode } from './errors.js';

@@ -32,6 +32,9 @@ function providerError(error, description, fallback) {
     e
   );
 }
+function configError(message) {
+  throw new AuthError("configuration_error", "ServiceAuthClient: " + message);
+}
 
 // src/encoding.ts
 function b64url(bytes) {
@@ -59,6 +62,9 @@ function randomString(n = 32) {
 async function pkceChallenge(verifier) {
   return b64url(new Uint8Array(await subtle().digest("SHA-256", new TextEncoder().encode(verifier))));
 }
+
+// src/events.ts
+var events = ["signedIn", "signedOut", "tokenRefreshed", "error"];
 
 // src/jwt.ts
 var ecdsa = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
@@ -114,6 +120,65 @@ async function verifyIdToken(token, c, now = Date.now()) {
   return claims;
 }
 
+// src/options.ts
+var isLoopback = (h) => h === "localhost" || h.endsWith(".localhost") || h === "[::1]" || /^127(\.\d+){3}$/.test(h);
+function checkUrl(name, v) {
+  let u;
+  try {
+    u = new URL(v);
+  } catch {
+  }
+  if (!u || !/^https?:$/.test(u.protocol) || u.hash) {
+    configError(`${name} must be an http(s) URL without #fragment, got ${v}`);
+  }
+  if (u.protocol === "http:" && !isLoopback(u.hostname)) {
+    configError(`${name} must use https (http only for localhost), got ${v}`);
+  }
+  return v;
+}
+function seconds(name, v, fallback) {
+  if (v === void 0) return fallback;
+  if (typeof v !== "number" || !(v >= 0) || v === Infinity) configError(`${name} must be a number of seconds >= 0`);
+  return v;
+}
+function settings(options) {
+  const o = options || {};
+  const issuer = checkUrl("baseUrl", o.baseUrl).replace(/\/+$/, "");
+  if (typeof o.clientId !== "string" || !o.clientId) configError("clientId is required");
+  checkUrl("redirectUri", o.redirectUri);
+  if (o.postLogoutRedirectUri !== void 0) checkUrl("postLogoutRedirectUri", o.postLogoutRedirectUri);
+  const scope = o.scope ?? "openid profile email offline_access";
+  if (typeof scope !== "string" || !scope.split(" ").includes("openid")) configError("scope must include openid");
+  const storage = o.storage ?? "session";
+  if (!["memory", "session", "local"].includes(storage)) configError(`storage must be 'memory', 'session' or 'local'`);
+  return {
+    ...o,
+    issuer,
+    scope,
+    storage,
+    refreshLeewaySeconds: seconds("refreshLeewaySeconds", o.refreshLeewaySeconds, 30),
+    clockSkewSeconds: seconds("clockSkewSeconds", o.clockSkewSeconds, 120),
+    key: "sac:" + o.clientId
+  };
+}
+
+// src/provider.ts
+async function send(url, init) {
+  let res;
+  try {
+    res = await fetch(url, { credentials: "omit", cache: "no-store", ...init });
+  } catch (e) {
+    throw new AuthError("network_error", `could not reach ${url}`, void 0, void 0, e);
+  }
+  const body = await res.json().catch(() => 0);
+  return [res, body && typeof body === "object" ? body : {}];
+}
+function withParams(base, params) {
+  const u = new URL(base);
+  for (const [k, v] of Object.entries(params)) if (v !== void 0) u.searchParams.set(k, v);
+  return u.href;
+}
+
 // src/storage.ts
 function memoryStore() {
   const m = /* @__PURE__ */ new Map();
@@ -149,104 +214,122 @@ function writeJson(s, key, value) {
   }
 }
 
-// src/client.ts
+// src/redirect.ts
 var transactionTTL = 36e5;
-var events = ["signedIn", "signedOut", "tokenRefreshed", "error"];
 var responseParams = ["code", "state", "error", "error_description", "error_uri", "iss", "scope", "session_state"];
-var signedOutMessage = "not signed in: call signIn()";
-function configError(message) {
-  throw new AuthError("configuration_error", "ServiceAuthClient: " + message);
-}
-var isLoopback = (h) => h === "localhost" || h.endsWith(".localhost") || h === "[::1]" || /^127(\.\d+){3}$/.test(h);
-function checkUrl(name, v) {
-  let u;
-  try {
-    u = new URL(v);
-  } catch {
-  }
-  if (!u || !/^https?:$/.test(u.protocol) || u.hash) {
-    configError(`${name} must be an http(s) URL without #fragment, got ${v}`);
-  }
-  if (u.protocol === "http:" && !isLoopback(u.hostname)) {
-    configError(`${name} must use https (http only for localhost), got ${v}`);
-  }
-  return v;
-}
-function seconds(name, v, fallback) {
-  if (v === void 0) return fallback;
-  if (typeof v !== "number" || !(v >= 0) || v === Infinity) configError(`${name} must be a number of seconds >= 0`);
-  return v;
-}
-function withParams(base, params) {
-  const u = new URL(base);
-  for (const [k, v] of Object.entries(params)) if (v !== void 0) u.searchParams.set(k, v);
-  return u.href;
-}
-async function send(url, init) {
-  let res;
-  try {
-    res = await fetch(url, { credentials: "omit", cache: "no-store", ...init });
-  } catch (e) {
-    throw new AuthError("network_error", `could not reach ${url}`, void 0, void 0, e);
-  }
-  const body = await res.json().catch(() => 0);
-  return [res, body && typeof body === "object" ? body : {}];
-}
 var browser = () => {
   if (!globalThis.location) configError("this method needs a browser window");
   return globalThis.location;
 };
+function pending(store, key) {
+  const stored = readJson(store, key);
+  const txs = {};
+  if (typeof stored === "object") {
+    for (const [k, tx] of Object.entries(stored)) if (Date.now() - tx?.created < transactionTTL) txs[k] = tx;
+  }
+  return txs;
+}
+function takeTransaction(store, key, state) {
+  const txs = pending(store, key);
+  const tx = txs[state];
+  if (!tx) {
+    throw Object.keys(txs).length ? new AuthError("state_mismatch", "the response is not for the sign-in started in this tab") : new AuthError(
+      "state_not_found",
+      "no sign-in was started in this tab for this response (reload, back button, other tab): sign in again"
+    );
+  }
+  delete txs[state];
+  writeJson(store, key, txs);
+  return tx;
+}
+async function authorizationRequest(s, endpoint, store, o) {
+  const loc = browser();
+  const state = randomString();
+  const nonce = randomString();
+  const verifier = randomString();
+  const url = withParams(endpoint, {
+    prompt: o.prompt,
+    login_hint: o.loginHint,
+    ...o.extraParams,
+    response_type: "code",
+    client_id: s.clientId,
+    redirect_uri: s.redirectUri,
+    scope: s.scope,
+    state,
+    nonce,
+    code_challenge: await pkceChallenge(verifier),
+    code_challenge_method: "S256"
+  });
+  const tx = {
+    verifier,
+    nonce,
+    returnTo: o.returnTo ?? loc.pathname + loc.search + loc.hash,
+    redirectUri: s.redirectUri,
+    created: Date.now()
+  };
+  writeJson(store, s.key + ":tx", { ...pending(store, s.key + ":tx"), [state]: tx });
+  return url;
+}
+function withoutResponse(href) {
+  try {
+    const u = new URL(href);
+    for (const k of responseParams) u.searchParams.delete(k);
+    return u.href;
+  } catch {
+    return void 0;
+  }
+}
+function readResponse(href) {
+  let u;
+  try {
+    u = new URL(href);
+  } catch {
+    throw new AuthError("missing_code", `not a callback URL: ${href}`);
+  }
+  if (globalThis.location?.href === u.href) history.replaceState(history.state, "", withoutResponse(u.href));
+  return Object.fromEntries(u.searchParams);
+}
+
+// src/tabs.ts
+var Refreshing = "b";
+var Rotated = "r";
+var Failed = "x";
+var Ended = "o";
+
+// src/client.ts
+var signedOutMessage = "not signed in: call signIn()";
 var ServiceAuthClient = class {
   /** The error class, also reachable from the global of the script-tag build: `ServiceAuthClient.AuthError`. */
   static AuthError = AuthError;
-  #issuer;
-  #clientId;
-  #redirectUri;
-  #scope;
-  #postLogoutRedirectUri;
-  #leeway;
-  #skew;
-  #key;
-  #store;
-  #transactionStore;
+  #s;
   #discovery;
   #jwks;
-  #refreshing;
+  /** Where the tokens are kept: the storage the options chose, or memory when that refuses. */
+  #store;
+  /** The refresh token this tab holds: news from other tabs about it concern this tab. */
+  #held;
+  /** The sign-ins in progress of this tab: they must survive the redirect, whatever the token storage is. */
+  #transactions = webStore("session") || memoryStore();
   #listeners = {};
   #emitted = /* @__PURE__ */ new WeakSet();
   #channel;
-  /** The refresh token this tab holds: messages about it concern this tab. */
-  #known;
-  /** Refresh tokens other tabs are refreshing right now, with the lowest tab id that said so. */
   #busy = /* @__PURE__ */ new Map();
   #wake = /* @__PURE__ */ new Map();
   #id = Math.random();
+  #refreshing;
+  /** The last callback handled: its URL before and after cleaning, and its outcome. */
+  #callback;
   /** @throws {AuthError} `configuration_error` when an option is missing or wrong. */
   constructor(options) {
-    const o = options || {};
-    this.#issuer = checkUrl("baseUrl", o.baseUrl).replace(/\/+$/, "");
-    if (typeof o.clientId !== "string" || !o.clientId) configError("clientId is required");
-    this.#clientId = o.clientId;
-    this.#redirectUri = checkUrl("redirectUri", o.redirectUri);
-    if (o.postLogoutRedirectUri !== void 0) checkUrl("postLogoutRedirectUri", o.postLogoutRedirectUri);
-    this.#postLogoutRedirectUri = o.postLogoutRedirectUri;
-    this.#scope = o.scope ?? "openid profile email offline_access";
-    if (typeof this.#scope !== "string" || !this.#scope.split(" ").includes("openid")) configError("scope must include openid");
-    const storage = o.storage ?? "session";
-    if (!["memory", "session", "local"].includes(storage)) configError(`storage must be 'memory', 'session' or 'local'`);
-    this.#leeway = seconds("refreshLeewaySeconds", o.refreshLeewaySeconds, 30);
-    this.#skew = seconds("clockSkewSeconds", o.clockSkewSeconds, 120);
-    this.#key = "sac:" + this.#clientId;
-    this.#store = storage !== "memory" && webStore(storage) || memoryStore();
-    this.#transactionStore = webStore("session") || this.#store;
+    const s = this.#s = settings(options);
+    this.#store = s.storage !== "memory" && webStore(s.storage) || memoryStore();
     this.#load();
-    const doc = globalThis.document;
-    if (!doc) return;
-    if (typeof BroadcastChannel === "function") {
-      this.#channel = new BroadcastChannel(this.#key);
+    if (globalThis.document && typeof BroadcastChannel === "function") {
+      this.#channel = new BroadcastChannel(s.key);
       this.#channel.onmessage = (e) => this.#receive(e.data);
     }
-    doc.addEventListener("visibilitychange", () => {
+    const doc = globalThis.document;
+    doc?.addEventListener("visibilitychange", () => {
       const t = this.#load();
       if (doc.visibilityState === "visible" && t?.refresh && Date.now() >= t.refreshAt) this.getAccessToken().catch(() => {
       });
@@ -265,32 +348,7 @@ var ServiceAuthClient = class {
       const loc = browser();
       subtle();
       const d = await this.#config();
-      const state = randomString();
-      const nonce = randomString();
-      const verifier = randomString();
-      const txs = this.#transactions();
-      txs[state] = {
-        verifier,
-        nonce,
-        returnTo: options.returnTo ?? loc.pathname + loc.search + loc.hash,
-        redirectUri: this.#redirectUri,
-        created: Date.now()
-      };
-      const url = withParams(d.authorization_endpoint, {
-        prompt: options.prompt,
-        login_hint: options.loginHint,
-        ...options.extraParams,
-        response_type: "code",
-        client_id: this.#clientId,
-        redirect_uri: this.#redirectUri,
-        scope: this.#scope,
-        state,
-        nonce,
-        code_challenge: await pkceChallenge(verifier),
-        code_challenge_method: "S256"
-      });
-      writeJson(this.#transactionStore, this.#key + ":tx", txs);
-      loc.assign(url);
+      loc.assign(await authorizationRequest(this.#s, d.authorization_endpoint, this.#transactions, options));
     } catch (e) {
       throw this.#fail(e);
     }
@@ -298,6 +356,8 @@ var ServiceAuthClient = class {
   /**
    * Completes a sign-in on the redirect URI: checks the state (once), exchanges the code with the PKCE
    * verifier, validates the id_token, keeps the tokens, and removes the response from the address bar.
+   * Calling it again for the same URL (React's StrictMode runs effects twice in development) gets the
+   * first call's result, even though the first call has already cleaned the address bar.
    *
    * @example
    * try {
@@ -311,48 +371,29 @@ var ServiceAuthClient = class {
    * @throws {AuthError} `state_not_found`, `state_mismatch`, `missing_code`, `access_denied`, `login_required`,
    * `invalid_grant`, `invalid_id_token`, `network_error`, `discovery_failed`, `server_error`.
    */
-  async handleRedirectCallback(url) {
+  handleRedirectCallback(url) {
+    const href = url ?? globalThis.location?.href;
+    const last = this.#callback;
+    if (href && last?.[0].includes(href)) return last[1];
+    const result = this.#completeSignIn(url);
+    this.#callback = [[href, withoutResponse(href)], result];
+    return result;
+  }
+  async #completeSignIn(url) {
     try {
-      let u;
-      try {
-        u = new URL(url ?? browser().href);
-      } catch {
-        throw new AuthError("missing_code", `not a callback URL: ${url}`);
-      }
-      const p = Object.fromEntries(u.searchParams);
-      const loc = globalThis.location;
-      if (loc?.href === u.href) {
-        for (const k of responseParams) u.searchParams.delete(k);
-        history.replaceState(history.state, "", u.href);
-      }
+      const p = readResponse(url ?? browser().href);
       if (!p.state) {
         if (p.code || p.error) throw new AuthError("state_mismatch", "no state in the URL");
         throw new AuthError("missing_code", "no code in the URL");
       }
-      const txs = this.#transactions();
-      const tx = txs[p.state];
-      if (!tx) {
-        throw Object.keys(txs).length ? new AuthError("state_mismatch", "the response is not for the sign-in started in this tab") : new AuthError(
-          "state_not_found",
-          "no sign-in was started in this tab for this response (reload, back button, other tab): sign in again"
-        );
-      }
-      delete txs[p.state];
-      writeJson(this.#transactionStore, this.#key + ":tx", txs);
+      const tx = takeTransaction(this.#transactions, this.#s.key + ":tx", p.state);
       if (p.iss !== void 0 && p.iss !== (await this.#config()).issuer) {
         throw new AuthError("state_mismatch", `the response is from issuer ${p.iss}`);
       }
       if (p.error) throw providerError(p.error, p.error_description, "the sign-in failed");
       if (!p.code) throw new AuthError("missing_code", "no code in the URL");
-      const d = await this.#config();
-      const t = await this.#accept(
-        d,
-        await this.#tokenRequest(d, {
-          grant_type: "authorization_code",
-          code: p.code,
-          redirect_uri: tx.redirectUri,
-          code_verifier: tx.verifier
-        }),
+      const t = await this.#grant(
+        { grant_type: "authorization_code", code: p.code, redirect_uri: tx.redirectUri, code_verifier: tx.verifier },
         tx.nonce
       );
       this.#save(t);
@@ -450,19 +491,16 @@ var ServiceAuthClient = class {
     if (t?.refresh && d?.revocation_endpoint) {
       await send(d.revocation_endpoint, {
         method: "POST",
-        body: new URLSearchParams({ token: t.refresh, token_type_hint: "refresh_token", client_id: this.#clientId })
+        body: new URLSearchParams({ token: t.refresh, token_type_hint: "refresh_token", client_id: this.#s.clientId })
       }).catch(() => {
       });
     }
-    this.#save();
-    if (t) {
-      if (t.refresh) this.#post({ t: "o", r: t.refresh });
-      this.#emit("signedOut", void 0);
-    }
+    if (t) this.#end(t.refresh);
+    else this.#save();
     if (options.redirect === false) return;
     if (!d) throw this.#fail(failure);
     const loc = browser();
-    const params = { client_id: this.#clientId, post_logout_redirect_uri: options.returnTo ?? this.#postLogoutRedirectUri };
+    const params = { client_id: this.#s.clientId, post_logout_redirect_uri: options.returnTo ?? this.#s.postLogoutRedirectUri };
     const end = d.end_session_endpoint;
     if (end && t?.idToken && new URL(end).origin === loc.origin) {
       const doc = document;
@@ -491,53 +529,78 @@ var ServiceAuthClient = class {
     set.add(listener);
     return () => void set.delete(listener);
   }
-  #emit(event, payload) {
-    for (const l of [...this.#listeners[event] || []]) {
+  /** Ends the session here, and with r in the tabs that hold the same refresh token. */
+  #end(r) {
+    this.#save();
+    if (r) this.#post({ t: Ended, r });
+    this.#emit("signedOut", void 0);
+  }
+  /** One refresh per tab at a time; across tabs, Web Locks where present, else the tabs' election. */
+  #refresh() {
+    return this.#refreshing ||= (async () => {
       try {
-        l(payload);
+        const locks = globalThis.navigator?.locks;
+        return await (locks ? locks.request(this.#s.key, () => this.#refreshLocked(false)) : this.#refreshLocked(true));
       } catch (e) {
-        setTimeout(() => {
-          throw e;
-        });
+        throw this.#fail(e);
+      } finally {
+        this.#refreshing = void 0;
       }
-    }
+    })();
   }
-  /** Turns anything thrown into an AuthError and emits it once. */
-  #fail(e) {
-    const err = e instanceof AuthError ? e : new AuthError("server_error", "unexpected: " + (e?.message ?? String(e)), void 0, void 0, e);
-    if (!this.#emitted.has(err)) {
-      this.#emitted.add(err);
-      this.#emit("error", err);
+  async #refreshLocked(elect) {
+    let t = this.#load();
+    if (t?.refresh && Date.now() >= t.refreshAt && await this.#waited(t.refresh)) t = this.#load();
+    if (!t) throw new AuthError("login_required", signedOutMessage);
+    if (Date.now() < t.refreshAt) return t;
+    const r = t.refresh;
+    if (!r) {
+      if (Date.now() < t.expiresAt) return t;
+      this.#end();
+      throw new AuthError("login_required", "the session expired (no refresh token)");
     }
-    return err;
+    this.#post({ t: Refreshing, r, i: this.#id });
+    if (elect && this.#channel) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if ((this.#busy.get(r) ?? 2) < this.#id) return this.#refreshLocked(true);
+    }
+    try {
+      t = await this.#grant({ grant_type: "refresh_token", refresh_token: r }, void 0, t);
+    } catch (e) {
+      const code = e.code;
+      if (code === "invalid_grant" || code === "invalid_id_token") {
+        this.#end(r);
+      } else {
+        this.#post({ t: Failed, r });
+      }
+      throw e;
+    }
+    this.#save(t);
+    this.#post({ t: Rotated, r, s: t });
+    this.#emit("tokenRefreshed", { expiresAt: t.expiresAt });
+    return t;
   }
+  // ---- tokens ----
   #load() {
-    const t = readJson(this.#store, this.#key);
+    const t = readJson(this.#store, this.#s.key);
     if (!t || typeof t.access !== "string" || !t.user) return void 0;
-    this.#known = t.refresh;
+    this.#held = t.refresh;
     return t;
   }
   /** Keeps t (undefined forgets); a store that refuses (quota) is replaced by memory for this page. */
   #save(t) {
-    this.#known = t?.refresh;
-    if (!writeJson(this.#store, this.#key, t)) writeJson(this.#store = memoryStore(), this.#key, t);
+    this.#held = t?.refresh;
+    if (!writeJson(this.#store, this.#s.key, t)) writeJson(this.#store = memoryStore(), this.#s.key, t);
   }
-  #transactions() {
-    const stored = readJson(this.#transactionStore, this.#key + ":tx");
-    const txs = {};
-    if (typeof stored === "object") {
-      for (const [k, tx] of Object.entries(stored)) if (Date.now() - tx?.created < transactionTTL) txs[k] = tx;
-    }
-    return txs;
-  }
+  // ---- the provider ----
   /** The discovery document, fetched once; a failure is not cached. */
   #config() {
     return this.#discovery ||= (async () => {
-      const url = this.#issuer + "/.well-known/openid-configuration";
+      const url = this.#s.issuer + "/.well-known/openid-configuration";
       try {
         const [res, d] = await send(url);
         if (!res.ok) throw Error(`it answered ${res.status}`);
-        if (typeof d.issuer !== "string" || d.issuer.replace(/\/+$/, "") !== this.#issuer) {
+        if (typeof d.issuer !== "string" || d.issuer.replace(/\/+$/, "") !== this.#s.issuer) {
           throw Error(`its issuer ${d.issuer} is not baseUrl`);
         }
         if (!d.authorization_endpoint || !d.token_endpoint || !d.jwks_uri) throw Error("it lacks endpoints");
@@ -560,23 +623,25 @@ var ServiceAuthClient = class {
     }
     return this.#jwks;
   };
-  async #tokenRequest(d, params) {
-    const [res, body] = await send(d.token_endpoint, {
+  /**
+   * Asks the token endpoint for tokens and validates the answer: its id_token against the nonce of the
+   * sign-in, or after a refresh against the tokens it replaces (prev).
+   */
+  async #grant(params, nonce, prev) {
+    const s = this.#s;
+    const d = await this.#config();
+    const [r, res] = await send(d.token_endpoint, {
       method: "POST",
-      body: new URLSearchParams({ ...params, client_id: this.#clientId })
+      body: new URLSearchParams({ ...params, client_id: s.clientId })
     });
-    if (!res.ok || typeof body.access_token !== "string") {
-      throw providerError(body.error, body.error_description, `the token endpoint answered ${res.status}`);
+    if (!r.ok || typeof res.access_token !== "string") {
+      throw providerError(res.error, res.error_description, `the token endpoint answered ${r.status}`);
     }
-    return body;
-  }
-  /** Validates a token response (its id_token against nonce, or against the previous one after a refresh). */
-  async #accept(d, res, nonce, prev) {
     const now = Date.now();
     const ttl = res.expires_in > 0 ? +res.expires_in : 300;
     const user = res.id_token ? await verifyIdToken(
       res.id_token,
-      { issuer: d.issuer, clientId: this.#clientId, nonce, previous: prev?.user, skewSeconds: this.#skew, keys: this.#keys },
+      { issuer: d.issuer, clientId: s.clientId, nonce, previous: prev?.user, skewSeconds: s.clockSkewSeconds, keys: this.#keys },
       now
     ) : prev?.user;
     if (!user) throw new AuthError("invalid_id_token", "invalid id_token: the token response has none");
@@ -584,95 +649,66 @@ var ServiceAuthClient = class {
       access: res.access_token,
       refresh: res.refresh_token || prev?.refresh,
       idToken: res.id_token || prev?.idToken,
-      scope: res.scope || prev?.scope || this.#scope,
+      scope: res.scope || prev?.scope || s.scope,
       expiresAt: now + ttl * 1e3,
-      refreshAt: now + Math.max(ttl - this.#leeway, ttl / 2) * 1e3,
+      refreshAt: now + Math.max(ttl - s.refreshLeewaySeconds, ttl / 2) * 1e3,
       user
     };
   }
-  /** One refresh per tab at a time; across tabs, Web Locks where present, else the channel's election. */
-  #refresh() {
-    return this.#refreshing ||= (async () => {
-      try {
-        const locks = globalThis.navigator?.locks;
-        return await (locks ? locks.request(this.#key, () => this.#refreshLocked(false)) : this.#refreshLocked(true));
-      } catch (e) {
-        throw this.#fail(e);
-      } finally {
-        this.#refreshing = void 0;
-      }
-    })();
+  // ---- the tabs' protocol (tabs.ts) ----
+  #post(m) {
+    this.#channel?.postMessage(m);
   }
-  async #refreshLocked(elect) {
-    let t = this.#load();
-    if (t?.refresh && Date.now() >= t.refreshAt && this.#busy.has(t.refresh)) {
-      await this.#waitFor(t.refresh);
-      t = this.#load();
+  #receive(m) {
+    if (m.t === Refreshing) {
+      this.#busy.set(m.r, Math.min(this.#busy.get(m.r) ?? 2, m.i));
+      return;
     }
-    if (!t) throw new AuthError("login_required", signedOutMessage);
-    if (Date.now() < t.refreshAt) return t;
-    const r = t.refresh;
-    if (!r) {
-      if (Date.now() < t.expiresAt) return t;
-      this.#save();
-      this.#emit("signedOut", void 0);
-      throw new AuthError("login_required", "the session expired (no refresh token)");
-    }
-    this.#post({ t: "b", r, i: this.#id });
-    if (elect && this.#channel) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      if ((this.#busy.get(r) ?? 2) < this.#id) return this.#refreshLocked(true);
-    }
-    try {
-      const d = await this.#config();
-      t = await this.#accept(d, await this.#tokenRequest(d, { grant_type: "refresh_token", refresh_token: r }), void 0, t);
-    } catch (e) {
-      const code = e.code;
-      if (code === "invalid_grant" || code === "invalid_id_token") {
-        this.#post({ t: "o", r });
-        this.#save();
-        this.#emit("signedOut", void 0);
-      } else {
-        this.#post({ t: "x", r });
+    this.#busy.delete(m.r);
+    if (this.#held === m.r) {
+      if (m.t === Rotated) {
+        this.#save(m.s);
+        this.#emit("tokenRefreshed", { expiresAt: m.s.expiresAt });
+      } else if (m.t === Ended) {
+        this.#end();
       }
-      throw e;
     }
-    this.#save(t);
-    this.#post({ t: "r", r, s: t });
-    this.#emit("tokenRefreshed", { expiresAt: t.expiresAt });
-    return t;
+    this.#wake.get(m.r)?.();
   }
-  #waitFor(r) {
-    return new Promise((resolve) => {
+  /** When another tab is refreshing with r, resolves true once it is done (or after 10 s: that tab may
+   * have died mid-refresh); else false at once. */
+  async #waited(r) {
+    return this.#busy.has(r) && new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.#wake.delete(r);
         this.#busy.delete(r);
-        resolve();
+        resolve(true);
       };
       const timer = setTimeout(done, 1e4);
       this.#wake.set(r, done);
     });
   }
-  #post(m) {
-    this.#channel?.postMessage(m);
-  }
-  #receive(m) {
-    if (m.t === "b") {
-      this.#busy.set(m.r, Math.min(this.#busy.get(m.r) ?? 2, m.i));
-      return;
-    }
-    this.#busy.delete(m.r);
-    if (this.#known === m.r) {
-      if (m.t === "r") {
-        this.#save(m.s);
-        this.#emit("tokenRefreshed", { expiresAt: m.s.expiresAt });
-      } else if (m.t === "o") {
-        this.#save();
-        this.#emit("signedOut", void 0);
+  // ---- events ----
+  #emit(event, payload) {
+    for (const l of [...this.#listeners[event] || []]) {
+      try {
+        l(payload);
+      } catch (e) {
+        setTimeout(() => {
+          throw e;
+        });
       }
     }
-    this.#wake.get(m.r)?.();
+  }
+  /** Turns anything thrown into an AuthError and emits it once. */
+  #fail(e) {
+    const err = e instanceof AuthError ? e : new AuthError("server_error", "unexpected: " + (e?.message ?? String(e)), void 0, void 0, e);
+    if (!this.#emitted.has(err)) {
+      this.#emitted.add(err);
+      this.#emit("error", err);
+    }
+    return err;
   }
 };
 export {

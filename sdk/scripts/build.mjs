@@ -1,12 +1,13 @@
-// Builds dist/: the ES module, the minified script-tag (IIFE) bundle defining the global
-// ServiceAuthClient, and the type declarations; checks the size budget and prints the gzipped size.
+// Builds dist/: the ES module, the CommonJS module, the minified script-tag (IIFE) bundle defining the
+// global ServiceAuthClient, and the type declarations (.d.ts for import, .d.cts for require); checks the
+// size budget and prints the gzipped size.
 //
 //   node scripts/build.mjs          build into dist/
 //   node scripts/build.mjs --check  build elsewhere and fail when the committed dist/ differs
 //
 // dist/ is committed so that `go build` and `make run` (which embed the bundle for /demo/) need no npm.
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, mkdirSync, existsSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, mkdirSync, existsSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -29,6 +30,15 @@ await build({
   outfile: join(out, 'service-auth-client.js'),
   banner: { js: '// ServiceAuthClient — https://github.com/formsservice/formsservice/tree/main/sdk (generated: npm run build)' },
 })
+// For require(): Jest's default setup, CommonJS TypeScript (module node16/nodenext in a CommonJS package),
+// older tools. Node 20.19 and 22.12+ can require() the ES module too, but TypeScript under node16 cannot.
+await build({
+  ...common,
+  entryPoints: [join(root, 'src/index.ts')],
+  format: 'cjs',
+  outfile: join(out, 'service-auth-client.cjs'),
+  banner: { js: '// ServiceAuthClient — https://github.com/formsservice/formsservice/tree/main/sdk (generated: npm run build)' },
+})
 await build({
   ...common,
   entryPoints: [join(root, 'src/iife.ts')],
@@ -40,6 +50,21 @@ execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '
   stdio: 'inherit',
 })
 rmSync(join(out, 'iife.d.ts'))
+// Only the declarations the public types reach (from index.d.ts): the internal modules' stay out of the package.
+const reached = new Set()
+const visit = (name) => {
+  if (reached.has(name)) return
+  reached.add(name)
+  for (const [, dep] of readFileSync(join(out, name), 'utf8').matchAll(/['"]\.\/([\w-]+)\.js['"]/g)) visit(dep + '.d.ts')
+}
+visit('index.d.ts')
+for (const name of readdirSync(out)) if (name.endsWith('.d.ts') && !reached.has(name)) rmSync(join(out, name))
+// The same declarations for require(): .d.cts files, importing each other as .cjs, so that TypeScript
+// reads them as CommonJS (a .d.ts in this "type": "module" package is an ES module to it).
+for (const name of readdirSync(out).filter((n) => n.endsWith('.d.ts'))) {
+  const text = readFileSync(join(out, name), 'utf8').replace(/(['"]\.\/[\w-]+)\.js(['"])/g, '$1.cjs$2')
+  writeFileSync(join(out, name.replace(/\.d\.ts$/, '.d.cts')), text)
+}
 
 const min = readFileSync(join(out, 'service-auth-client.min.js'))
 const gz = gzipSync(min, { level: 9 }).length

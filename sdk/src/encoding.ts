@@ -1,4 +1,4 @@
-import { AuthError } from './errors'
+import { AuthError } from './errors.js'
 
 /** base64url without padding (RFC 4648 section 5), as JWTs and PKCE use it. */
 export function b64url(bytes: Uint8Array): string {

@@ -71,7 +71,7 @@ function codeOf(e: string): AuthErrorCode {
   return 'server_error'
 }
 
-/** providerError turns an OAuth error response (`error`, `error_description`) into an AuthError. */
+/** providerError turns an OAuth error response (`error`, `error_description`) into an AuthError. @internal */
 export function providerError(error: unknown, description: unknown, fallback: string): AuthError {
   const e = typeof error === 'string' ? error : undefined
   const d = typeof description === 'string' ? description : undefined
@@ -81,4 +81,9 @@ export function providerError(error: unknown, description: unknown, fallback: st
     d,
     e,
   )
+}
+
+/** Throws `configuration_error`: a wrong option, or a method called where it cannot work. @internal */
+export function configError(message: string): never {
+  throw new AuthError('configuration_error', 'ServiceAuthClient: ' + message)
 }

@@ -1,4 +1,4 @@
 // The script-tag build: defines the global ServiceAuthClient (with ServiceAuthClient.AuthError).
-import { ServiceAuthClient } from './client'
+import { ServiceAuthClient } from './client.js'
 
 ;(globalThis as { ServiceAuthClient?: typeof ServiceAuthClient }).ServiceAuthClient = ServiceAuthClient

@@ -1,5 +1,5 @@
-import { fromB64url, subtle } from './encoding'
-import { AuthError } from './errors'
+import { fromB64url, subtle } from './encoding.js'
+import { AuthError } from './errors.js'
 
 /** The claims of an id_token: the standard ones, and whatever else the provider adds. */
 export interface User {
@@ -10,6 +10,7 @@ export interface User {
   [claim: string]: unknown
 }
 
+/** @internal */
 export interface IdTokenChecks {
   issuer: string
   clientId: string
@@ -37,6 +38,7 @@ function part(s: string): Record<string, unknown> {
 /**
  * Verifies an id_token's signature against the provider's keys and its claims (OpenID Connect Core
  * 3.1.3.7 and 12.2), and returns the claims.
+ * @internal
  */
 export async function verifyIdToken(token: unknown, c: IdTokenChecks, now = Date.now()): Promise<User> {
   const parts = typeof token === 'string' ? token.split('.') : []

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/store"
 )
 
 // submitConcurrently sends n identical waitlist submissions at the same moment, each on its own
@@ -22,7 +24,7 @@ func submitConcurrently(t *testing.T, h *harness, n int, body string) map[int]in
 	for range n {
 		wg.Go(func() {
 			req, _ := http.NewRequest(http.MethodPost, h.url+"/waitlist", strings.NewReader(body))
-			req.Header.Set("Origin", testOrigin)
+			req.Header.Set("Origin", formstest.Origin)
 			req.Header.Set("Content-Type", "application/json")
 			<-start
 			resp, err := client.Do(req)
@@ -47,10 +49,10 @@ func checkOneCreated(t *testing.T, h *harness, codes map[int]int) {
 	if codes[201] != 1 || codes[200] != 99 || len(codes) != 2 {
 		t.Fatalf("answers by status: %v, want exactly one 201 and 99 200", codes)
 	}
-	if n := h.rdb.HLen(t.Context(), waitlistEntries).Val(); n != 1 {
+	if n := h.rdb.HLen(t.Context(), store.WaitlistEntries).Val(); n != 1 {
 		t.Fatalf("%d entries, want 1", n)
 	}
-	if n := h.rdb.LLen(t.Context(), waitlistOrder).Val(); n != 1 {
+	if n := h.rdb.LLen(t.Context(), store.WaitlistOrder).Val(); n != 1 {
 		t.Fatalf("%d index entries, want 1", n)
 	}
 }
@@ -63,7 +65,7 @@ func TestWaitlist_100ConcurrentIdenticalSubmissions_CreateOneEntry(t *testing.T)
 
 func TestWaitlist_100ConcurrentIdenticalSubmissions_OnRedisCluster_CreateOneEntry(t *testing.T) {
 	cluster := testredis.StartCluster(t, 3, 0)
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.RateLimitPerMinute = perMinute(1000) // the rate-limit counter runs in the same script and slot
 	h := newHarness(t, harnessOpts{cfg: cfg, cluster: cluster})
 	codes := submitConcurrently(t, h, 100, `{"email":"race@example.com","consent":true}`)
@@ -72,22 +74,22 @@ func TestWaitlist_100ConcurrentIdenticalSubmissions_OnRedisCluster_CreateOneEntr
 	// Contact messages with an Idempotency-Key run their script on the cluster too.
 	h.post("/contact", validContact, "Idempotency-Key", "k1").expect(t, 201, "created")
 	h.post("/contact", validContact, "Idempotency-Key", "k1").expect(t, 201, "created")
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 1 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 1 {
 		t.Fatalf("%d contact messages, want 1", n)
 	}
 
 	// Export and erasure find everything: each endpoint's keys are on one master, and the client goes there.
-	if out, n := exportLines(t, h.rdb, "waitlist", FormatJSONL); n != 1 || !strings.Contains(out, "race@example.com") {
+	if out, n := exportLines(t, h.rdb, "waitlist", store.FormatJSONL); n != 1 || !strings.Contains(out, "race@example.com") {
 		t.Fatalf("cluster export: %d %q", n, out)
 	}
-	if _, n := exportLines(t, h.rdb, "contact", FormatCSV); n != 1 {
+	if _, n := exportLines(t, h.rdb, "contact", store.FormatCSV); n != 1 {
 		t.Fatalf("cluster contact export: %d", n)
 	}
-	rep, err := Forget(t.Context(), h.rdb, "ada@example.com")
+	rep, err := store.Forget(t.Context(), h.rdb, "ada@example.com")
 	if err != nil || len(rep.ContactMessages) != 1 {
 		t.Fatalf("cluster forget: %+v %v", rep, err)
 	}
-	if rep, _ := Forget(t.Context(), h.rdb, "race@example.com"); rep.WaitlistEntries != 1 {
+	if rep, _ := store.Forget(t.Context(), h.rdb, "race@example.com"); rep.WaitlistEntries != 1 {
 		t.Fatalf("cluster forget waitlist: %+v", rep)
 	}
 }

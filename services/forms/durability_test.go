@@ -10,6 +10,8 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -34,7 +36,7 @@ func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
 }
 
 func primaryLevelConfig() *config.Config {
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityPrimary
 	return cfg
 }
@@ -45,7 +47,7 @@ func TestContact_PrimaryLevel_201OnlyOnceAReplicaHasIt(t *testing.T) {
 	rc := replica.Client()
 
 	h.post("/contact", validContact, "Idempotency-Key", "k-1").expect(t, 201, "created")
-	if n := rc.XLen(t.Context(), contactStream).Val(); n != 1 {
+	if n := rc.XLen(t.Context(), store.ContactStream).Val(); n != 1 {
 		t.Fatalf("the replica has %d messages right after the 201, want 1", n)
 	}
 
@@ -63,10 +65,10 @@ func TestContact_PrimaryLevel_201OnlyOnceAReplicaHasIt(t *testing.T) {
 	testwait.For(t, 5*time.Second, "the retry to be acknowledged", func() bool {
 		return h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1), "Idempotency-Key", "k-2").code == 201
 	})
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 2 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 2 {
 		t.Fatalf("%d messages stored, want 2", n)
 	}
-	if n := rc.XLen(t.Context(), contactStream).Val(); n != 2 {
+	if n := rc.XLen(t.Context(), store.ContactStream).Val(); n != 2 {
 		t.Fatalf("the replica has %d messages, want 2", n)
 	}
 	// The sign-up made while the replica was frozen was kept; its retry is told so, once it is safe.
@@ -105,13 +107,13 @@ func TestContact_PrimaryLevel_SameKeyOnAnotherReplicaWhileTheFirstWaits_Returns4
 	<-done
 	firstAnswer.expect(t, 201, "created")
 	second.post("/contact", validContact, "Idempotency-Key", "double-click").expect(t, 201, "created")
-	if n := first.rdb.XLen(t.Context(), contactStream).Val(); n != 1 {
+	if n := first.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 1 {
 		t.Fatalf("%d messages stored, want 1", n)
 	}
 }
 
 func TestForms_MachineLevelOnAStoreThatCannotFsyncOnDemand_IsNotReady(t *testing.T) {
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityMachine
 	h := newHarness(t, harnessOpts{cfg: cfg}) // appendonly no (and before Redis 7.2, no WAITAOF at all)
 	err := h.svc.Ready(t.Context())
@@ -127,7 +129,7 @@ func TestForms_MachineLevelOnAStoreThatCannotFsyncOnDemand_IsNotReady(t *testing
 // Redis after the last 201.
 func TestContact_MachineLevel_ManagedRedisSettings_EveryAcknowledgedMessageSurvivesAKill(t *testing.T) {
 	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityMachine
 	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
 	if err := h.svc.Ready(t.Context()); err != nil {
@@ -144,7 +146,7 @@ func TestContact_MachineLevel_ManagedRedisSettings_EveryAcknowledgedMessageSurvi
 	wg.Wait()
 	rs.Kill()
 	rs.Restart()
-	if n := rs.Client().XLen(t.Context(), contactStream).Val(); n != 40 {
+	if n := rs.Client().XLen(t.Context(), store.ContactStream).Val(); n != 40 {
 		t.Fatalf("%d messages after a kill, want the 40 acknowledged", n)
 	}
 }
@@ -153,7 +155,7 @@ func TestContact_MachineLevel_ManagedRedisSettings_EveryAcknowledgedMessageSurvi
 // a second (appendfsync everysec): the answer waits for WAITAOF. It needs Redis 7.2 or later.
 func TestContact_MachineLevel_WAITAOF_201AfterTheFsync(t *testing.T) {
 	rs := testredis.Start(t, testredis.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "everysec"}})
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityMachine
 	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
 	if v := redisVersion(t, rs); v < 70200 {
@@ -170,7 +172,7 @@ func TestContact_MachineLevel_WAITAOF_201AfterTheFsync(t *testing.T) {
 	h.post("/contact", validContact, "Idempotency-Key", "w-1").expect(t, 201, "created")
 	rs.Kill()
 	rs.Restart()
-	if n := rs.Client().XLen(t.Context(), contactStream).Val(); n != 1 {
+	if n := rs.Client().XLen(t.Context(), store.ContactStream).Val(); n != 1 {
 		t.Fatalf("%d messages after a kill, want 1", n)
 	}
 }

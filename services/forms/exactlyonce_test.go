@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/services/forms/store"
 )
 
 // lateReply is longer than the harness's Redis read timeout (1 s) and shorter than the store timeout
@@ -17,7 +19,7 @@ func TestWaitlist_ReplyArrivesAfterReadTimeout_ClientRetryGetsTheFirstAnswer(t *
 	// Redis stores the address, the answer is late, go-redis sends the script again: the second run must
 	// not answer "duplicate" to the person who just signed up.
 	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
-	if n := h.rdb.LLen(t.Context(), waitlistOrder).Val(); n != 2 {
+	if n := h.rdb.LLen(t.Context(), store.WaitlistOrder).Val(); n != 2 {
 		t.Fatalf("%d addresses in the sign-up order, want 2", n)
 	}
 }
@@ -27,7 +29,7 @@ func TestContact_ReplyArrivesAfterReadTimeout_StoredOnce(t *testing.T) {
 	h.post("/contact", validContact).expect(t, 201, "created")
 	h.proxy.HoldNextReply("EVALSHA", lateReply)
 	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 2 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 2 {
 		t.Fatalf("%d messages stored, want 2 (a client retry ran the script twice)", n)
 	}
 }
@@ -45,7 +47,7 @@ func TestContact_IdempotencyKeyReusedWithAnotherBody_Returns422(t *testing.T) {
 	// The same message again (white space around a field does not make it another message) replays.
 	spaced := strings.Replace(validContact, `"Ada Lovelace"`, `"  Ada Lovelace "`, 1)
 	h.post("/contact", spaced, "Idempotency-Key", key).expect(t, 201, "created")
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 1 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 1 {
 		t.Fatalf("%d messages stored, want 1", n)
 	}
 	if h.counter("formsservice_forms_submissions_total", "endpoint", "contact", "result", "idempotency_conflict") != 1 {
@@ -58,7 +60,7 @@ func TestContact_SameIdempotencyKeyFromAnotherOrigin_IsAnotherMessage(t *testing
 	const key = "order-form-1"
 	h.post("/contact", validContact, "Idempotency-Key", key).expect(t, 201, "created")
 	h.post("/contact", validContact, "Idempotency-Key", key, "Origin", "https://shop.example.org").expect(t, 201, "created")
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 2 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 2 {
 		t.Fatalf("%d messages stored, want 2: another site's key is its own", n)
 	}
 	if h.counter("formsservice_forms_submissions_total", "endpoint", "contact", "result", "replayed") != 0 {

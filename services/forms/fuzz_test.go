@@ -1,14 +1,14 @@
 package forms
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
@@ -52,9 +52,10 @@ func FuzzDecodeContact(f *testing.F) {
 			t.Fatalf("accepted %+v", c)
 		}
 		// ...is stored as a record that reads back the same...
-		var rec contactRecord
-		if err := json.Unmarshal(appendContactRecord(nil, contactRecord{Contact: c}), &rec); err != nil || rec.Contact != c {
-			t.Fatalf("record of %+v reads back as %+v (%v)", c, rec.Contact, err)
+		var rec store.ContactRecord
+		err := json.Unmarshal(store.AppendContactRecord(nil, contactRecord(c, time.Time{}, "")), &rec)
+		if back := (Contact{Name: rec.Name, Email: rec.Email, Organization: rec.Organization, Topic: rec.Topic, Message: rec.Message}); err != nil || back != c {
+			t.Fatalf("record of %+v reads back as %+v (%v)", c, back, err)
 		}
 		// ...and decodes to itself when sent again.
 		again, _ := json.Marshal(c)
@@ -84,9 +85,10 @@ func FuzzDecodeWaitlist(f *testing.F) {
 		if _, ok := email.Canonical(w.Email); !ok {
 			t.Fatalf("accepted address %q has no canonical form", w.Email)
 		}
-		var rec waitlistRecord
-		if err := json.Unmarshal(appendWaitlistRecord(nil, waitlistRecord{WaitlistEntry: w, Consent: true}), &rec); err != nil || rec.WaitlistEntry != w {
-			t.Fatalf("record of %+v reads back as %+v (%v)", w, rec.WaitlistEntry, err)
+		var rec store.WaitlistRecord
+		err := json.Unmarshal(store.AppendWaitlistRecord(nil, waitlistRecord(w, time.Time{}, "")), &rec)
+		if back := (WaitlistEntry{Email: rec.Email, Name: rec.Name, Association: rec.Association, Role: rec.Role, Size: rec.Size}); err != nil || back != w {
+			t.Fatalf("record of %+v reads back as %+v (%v)", w, back, err)
 		}
 		again, _ := json.Marshal(struct {
 			WaitlistEntry
@@ -97,107 +99,4 @@ func FuzzDecodeWaitlist(f *testing.F) {
 			t.Fatalf("round trip: %+v -> %+v %v", w, w2, errs2)
 		}
 	})
-}
-
-// FuzzJSONObject_AgreesWithEncodingJSON holds the hand-written reader to encoding/json: the same
-// documents are objects (except the two refusals jsonobj.go documents: invalid UTF-8 and a repeated known
-// member), and every known member decodes to the same value.
-func FuzzJSONObject_AgreesWithEncodingJSON(f *testing.F) {
-	f.Add([]byte(validContact))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		keys := append(append([]string{}, contactKeys...), waitlistKeys...)
-		vals := make([]jsonValue, len(keys))
-		err := readJSONObject(body, keys, vals)
-		var m map[string]json.RawMessage
-		jerr := json.Unmarshal(body, &m)
-		// The deliberate differences (see jsonobj.go): invalid UTF-8, and a member the forms read twice.
-		isObject := jerr == nil && m != nil && utf8.Valid(body) && !repeatsKnownMember(body, keys)
-		if (err == nil) != isObject {
-			t.Fatalf("readJSONObject: %v; encoding/json: %v (object %v) for %q", err, jerr, isObject, body)
-		}
-		if err != nil {
-			return
-		}
-		for i, k := range keys {
-			raw, ok := m[k]
-			v := vals[i]
-			if !ok {
-				if v.kind != jsonAbsent {
-					t.Fatalf("%q: found %v, encoding/json did not", k, v.kind)
-				}
-				continue
-			}
-			var want any
-			if err := json.Unmarshal(raw, &want); err != nil {
-				t.Fatal(err)
-			}
-			switch w := want.(type) {
-			case string:
-				if v.kind != jsonString || v.text() != w {
-					t.Fatalf("%q: %q, encoding/json %q", k, v.text(), w)
-				}
-			case nil:
-				if v.kind != jsonNull {
-					t.Fatalf("%q: kind %v, want null", k, v.kind)
-				}
-			case bool:
-				if (w && v.kind != jsonTrue) || (!w && v.kind != jsonFalse) {
-					t.Fatalf("%q: kind %v, want %v", k, v.kind, w)
-				}
-			case float64:
-				if v.kind != jsonNumber {
-					t.Fatalf("%q: kind %v, want number", k, v.kind)
-				}
-			case map[string]any:
-				if v.kind != jsonObject {
-					t.Fatalf("%q: kind %v, want object", k, v.kind)
-				}
-			case []any:
-				if v.kind != jsonArray {
-					t.Fatalf("%q: kind %v, want array", k, v.kind)
-				}
-			}
-		}
-	})
-}
-
-// repeatsKnownMember reports whether a JSON object (already known to be valid) names one of keys twice at
-// its top level, compared after unescaping, as encoding/json's tokenizer sees them.
-func repeatsKnownMember(body []byte, keys []string) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // {
-		return false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		k, _ := tok.(string)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
-		}
-		if slices.Contains(keys, k) {
-			if seen[k] {
-				return true
-			}
-			seen[k] = true
-		}
-	}
-	return false
-}
-
-func TestJSONObject_NestingLimitLikeEncodingJSON(t *testing.T) {
-	for _, depth := range []int{9999, 10000, 10001} {
-		// depth counts the top-level object: {"a": [[[...]]]} with depth-1 arrays
-		body := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
-		var m map[string]json.RawMessage
-		jerr := json.Unmarshal([]byte(body), &m)
-		err := readJSONObject([]byte(body), []string{"a"}, make([]jsonValue, 1))
-		if (err == nil) != (jerr == nil) {
-			t.Errorf("depth %d: ours %v, encoding/json %v", depth, err, jerr)
-		}
-	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
@@ -31,21 +32,18 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 const MaxIdempotencyKey = 255
 
 // waitlistRecord and contactRecord are what is stored: the validated fields plus where and when.
-type waitlistRecord struct {
-	WaitlistEntry
-	Consent   bool      `json:"consent"`
-	CreatedAt time.Time `json:"created_at"`
-	Origin    string    `json:"origin,omitempty"`
+func waitlistRecord(w WaitlistEntry, createdAt time.Time, origin string) store.WaitlistRecord {
+	return store.WaitlistRecord{Email: w.Email, Name: w.Name, Association: w.Association, Role: w.Role, Size: w.Size,
+		Consent: true, CreatedAt: createdAt, Origin: origin}
 }
 
-type contactRecord struct {
-	Contact
-	ReceivedAt time.Time `json:"received_at"`
-	Origin     string    `json:"origin,omitempty"`
+func contactRecord(c Contact, receivedAt time.Time, origin string) store.ContactRecord {
+	return store.ContactRecord{Name: c.Name, Email: c.Email, Organization: c.Organization, Topic: c.Topic, Message: c.Message,
+		ReceivedAt: receivedAt, Origin: origin}
 }
 
-// submission is a request that passed the checks every forms endpoint shares.
-type submission struct {
+// admitted is a request that passed the checks every forms endpoint shares.
+type admitted struct {
 	body   []byte
 	origin string
 	client netip.Addr
@@ -54,7 +52,7 @@ type submission struct {
 
 // admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
 // (415) — and reads the body. When it returns false the answer has been written.
-func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool) {
+func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) {
 	lc := s.live()
 	h := &c.Response().Header
 	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
@@ -62,7 +60,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	if !lc.origins.allowed(origin) {
 		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
 		finishUnread(c)
-		return submission{}, false
+		return admitted{}, false
 	}
 	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
 	h.Set(fiber.HeaderAccessControlExposeHeaders, fiber.HeaderRetryAfter)
@@ -73,17 +71,17 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (submission, bool
 	case errTooLarge:
 		s.reply(c, ep, resultTooLarge, fiber.StatusRequestEntityTooLarge, bodyError)
 		finishUnread(c)
-		return submission{}, false
+		return admitted{}, false
 	default:
 		c.Context().SetConnectionClose()
 		s.replyInvalid(c, ep, resultBadRequest, Errors{BodyField: CodeInvalidJSON})
-		return submission{}, false
+		return admitted{}, false
 	}
 	if !isJSON(c.Request().Header.ContentType()) || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
 		s.reply(c, ep, resultUnsupported, fiber.StatusUnsupportedMediaType, bodyError)
-		return submission{}, false
+		return admitted{}, false
 	}
-	return submission{
+	return admitted{
 		body:   body,
 		origin: string(origin),
 		client: clientip.Addr(c, lc.proxies),
@@ -111,10 +109,10 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	}
 	canonical, _ := email.Canonical(entry.Email)
 	now := s.now().UTC()
-	bufs.record = appendWaitlistRecord(bufs.record[:0], waitlistRecord{WaitlistEntry: entry, Consent: true, CreatedAt: now, Origin: sub.origin})
+	bufs.record = store.AppendWaitlistRecord(bufs.record[:0], waitlistRecord(entry, now, sub.origin))
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record, sub.live.cfg.Forms.Durability)
+	res, err := s.store.AddWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -144,16 +142,16 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
 		return nil
 	}
-	idem := idempotency{origin: sub.origin, key: key}
+	idem := store.Idempotency{Origin: sub.origin, Key: key}
 	if key != "" {
 		// The key is bound to the validated message, so a retry that encodes it differently (white
 		// space, field order, an ignored field) is still the same request.
-		idem.message, _ = json.Marshal(msg) // strings always encode
+		idem.Message, _ = json.Marshal(msg) // strings always encode
 	}
-	bufs.record = appendContactRecord(bufs.record[:0], contactRecord{Contact: msg, ReceivedAt: s.now().UTC(), Origin: sub.origin})
+	bufs.record = store.AppendContactRecord(bufs.record[:0], contactRecord(msg, s.now().UTC(), sub.origin))
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.addContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
+	res, err := s.store.AddContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -173,27 +171,27 @@ func checkIdempotencyKey(k string) string {
 }
 
 // replyStored answers what the store decided, or 502 when it could not decide (err).
-func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res storeResult, err error) {
+func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res store.Result, err error) {
 	if err != nil {
 		s.logStoreError(ep, err)
 		s.m.storeErrors[classifyStoreError(err)].Inc()
 		s.reply(c, ep, resultStoreError, fiber.StatusBadGateway, bodyError)
 		return
 	}
-	switch res.outcome {
-	case duplicate:
+	switch res.Outcome {
+	case store.Duplicate:
 		s.reply(c, ep, resultDuplicate, fiber.StatusOK, bodyDuplicate)
-	case replayed:
+	case store.Replayed:
 		s.reply(c, ep, resultReplayed, fiber.StatusCreated, bodyCreated)
-	case keyReused:
+	case store.KeyReused:
 		// The IETF Idempotency-Key draft's answer to a key reused with another payload.
 		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusUnprocessableEntity, bodyKeyReused)
-	case inFlight:
+	case store.InFlight:
 		// The draft's answer to a retry while the first request is still being processed.
 		c.Response().Header.Set(fiber.HeaderRetryAfter, "1")
 		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusConflict, bodyKeyInFlight)
-	case rateLimited:
-		secs := int((res.retryAfter + time.Second - 1) / time.Second)
+	case store.RateLimited:
+		secs := int((res.RetryAfter + time.Second - 1) / time.Second)
 		c.Response().Header.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(secs, 1)))
 		s.reply(c, ep, resultRateLimited, fiber.StatusTooManyRequests, bodyError)
 	default:

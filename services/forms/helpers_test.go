@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,47 +19,24 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
-const testOrigin = "https://www.example.com"
-
-// liveSource is a config.Source the test can swap, as a reloaded file would.
-type liveSource struct{ p atomic.Pointer[config.Config] }
-
-func (s *liveSource) Current() *config.Config { return s.p.Load() }
-
-func (s *liveSource) set(t *testing.T, c *config.Config) {
-	t.Helper()
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatalf("test config: %v", err)
-	}
-	s.p.Store(c)
-}
-
-// testConfig allows testOrigin and *.example.org, with rate limiting off unless a test turns it on.
-func testConfig() *config.Config {
-	zero := 0
-	return &config.Config{
-		AllowedOrigins: []string{testOrigin, "https://*.example.org", "http://localhost:3000"},
-		Forms:          config.Forms{RateLimitPerMinute: &zero},
-	}
-}
-
 func perMinute(n int) *int { return &n }
 
 // harness is the forms service on the real platform app, listening on a loopback port, backed by a real
 // redis-server (or cluster) through the production Redis client. app.Serve also runs the delivery
-// worker, which idles until the configuration names a delivery target.
+// worker, which idles until the configuration names a delivery target (none of these tests does: the
+// worker's own are in package delivery).
 type harness struct {
 	t     *testing.T
 	url   string
 	addr  string
-	src   *liveSource
+	src   *formstest.Source
 	svc   *Service
 	reg   *prometheus.Registry
 	rdb   redis.UniversalClient
@@ -75,8 +51,6 @@ type harnessOpts struct {
 	redis *testredis.Server
 	// proxy puts a testredis.Proxy between the service and its redis-server.
 	proxy bool
-	// now is the service's clock (default time.Now).
-	now func() time.Time
 	// storeTimeout is the service's StoreTimeout and its Redis client's timeout (default 1.5 s and 1 s):
 	// a long one keeps a request waiting for durability until the test ends the wait.
 	storeTimeout time.Duration
@@ -85,10 +59,10 @@ type harnessOpts struct {
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
 	if o.cfg == nil {
-		o.cfg = testConfig()
+		o.cfg = formstest.Config()
 	}
-	h := &harness{t: t, src: &liveSource{}, reg: prometheus.NewRegistry()}
-	h.src.set(t, o.cfg)
+	h := &harness{t: t, src: &formstest.Source{}, reg: prometheus.NewRegistry()}
+	h.src.Set(t, o.cfg)
 	rc := config.Redis{Timeout: config.Duration(cmp.Or(o.storeTimeout, time.Second))}
 	switch {
 	case o.cluster != nil:
@@ -114,12 +88,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg, ConsumerName: "test-" + randomHex(3), Now: o.now,
+	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
 		StoreTimeout: o.storeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.svc.workerWait = testWorkerWait
 	metrics := server.NewMetrics()
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, h.svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -197,10 +170,10 @@ func decodeAnswer(t *testing.T, resp *http.Response) answer {
 	return a
 }
 
-// post sends a JSON body from testOrigin with extra headers as key/value pairs.
+// post sends a JSON body from formstest.Origin with extra headers as key/value pairs.
 func (h *harness) post(path, body string, kv ...string) answer {
 	h.t.Helper()
-	hdr := map[string]string{"Origin": testOrigin, "Content-Type": "application/json"}
+	hdr := map[string]string{"Origin": formstest.Origin, "Content-Type": "application/json"}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if kv[i+1] == "" {
 			delete(hdr, kv[i])
@@ -220,47 +193,8 @@ func (a answer) expect(t *testing.T, code int, status string) {
 
 func (h *harness) counter(name string, labels ...string) float64 {
 	h.t.Helper()
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			if m.Counter != nil {
-				return m.GetCounter().GetValue()
-			}
-			if m.Histogram != nil {
-				return float64(m.GetHistogram().GetSampleCount())
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
+	return formstest.Counter(h.t, h.reg, name, labels...)
 }
-
-// testClock is a service clock (harnessOpts.now, startWorker) that runs with real time and that a test
-// moves ahead with Advance, as agePending moves the delivery group's idle times on Redis's clock: the
-// two clocks a delivery decision reads then stay in step.
-type testClock struct{ ahead atomic.Int64 }
-
-func (c *testClock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
-
-func (c *testClock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 const (
 	validWaitlist = `{"email":"ada@example.com","consent":true}`

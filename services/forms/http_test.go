@@ -12,21 +12,23 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/store"
 )
 
 func TestWaitlist_NewAddress_Returns201AndStoresLowerCase(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.post("/waitlist", `{"email":"Ada.Lovelace@Example.COM","consent":true,"name":" Ada ","size":"1-50","role":"admin"}`).
 		expect(t, 201, "created")
-	raw, err := h.rdb.HGet(t.Context(), waitlistEntries, "ada.lovelace@example.com").Result()
+	raw, err := h.rdb.HGet(t.Context(), store.WaitlistEntries, "ada.lovelace@example.com").Result()
 	if err != nil {
 		t.Fatalf("entry not stored under the lower-case address: %v", err)
 	}
-	var rec waitlistRecord
+	var rec store.WaitlistRecord
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Email != "ada.lovelace@example.com" || rec.Name != "Ada" || rec.Size != "1–50" || !rec.Consent || rec.Origin != testOrigin || rec.CreatedAt.IsZero() {
+	if rec.Email != "ada.lovelace@example.com" || rec.Name != "Ada" || rec.Size != "1–50" || !rec.Consent || rec.Origin != formstest.Origin || rec.CreatedAt.IsZero() {
 		t.Fatalf("stored %+v", rec)
 	}
 	if h.counter("formsservice_forms_submissions_total", "endpoint", "waitlist", "result", "created") != 1 {
@@ -39,11 +41,11 @@ func TestWaitlist_DuplicateInOtherCase_Returns200(t *testing.T) {
 	h.post("/waitlist", `{"email":"ada@example.com","consent":true}`).expect(t, 201, "created")
 	h.post("/waitlist", `{"email":"ADA@Example.com","consent":true,"name":"Someone else"}`).expect(t, 200, "duplicate")
 	h.post("/waitlist", `{"email":"ada@example.com","consent":true}`).expect(t, 200, "duplicate")
-	if n := h.rdb.HLen(t.Context(), waitlistEntries).Val(); n != 1 {
+	if n := h.rdb.HLen(t.Context(), store.WaitlistEntries).Val(); n != 1 {
 		t.Fatalf("%d entries, want 1", n)
 	}
-	var rec waitlistRecord
-	_ = json.Unmarshal([]byte(h.rdb.HGet(t.Context(), waitlistEntries, "ada@example.com").Val()), &rec)
+	var rec store.WaitlistRecord
+	_ = json.Unmarshal([]byte(h.rdb.HGet(t.Context(), store.WaitlistEntries, "ada@example.com").Val()), &rec)
 	if rec.Name != "" {
 		t.Fatalf("a duplicate overwrote the first entry: %+v", rec)
 	}
@@ -59,11 +61,11 @@ func TestContact_Valid_Returns201AndStoresInStreamBeforeAnswering(t *testing.T) 
 	h := newHarness(t, harnessOpts{})
 	h.post("/contact", `{"name":"Ada","email":"ada@example.com","message":"Hello there, a question.","topic":"sales","organization":"ACME"}`).
 		expect(t, 201, "created")
-	msgs, err := h.rdb.XRange(t.Context(), contactStream, "-", "+").Result()
+	msgs, err := h.rdb.XRange(t.Context(), store.ContactStream, "-", "+").Result()
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("stream holds %d messages (%v), want 1", len(msgs), err)
 	}
-	var rec contactRecord
+	var rec store.ContactRecord
 	if err := json.Unmarshal([]byte(msgs[0].Values["m"].(string)), &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestContact_InvalidFields_Returns400WithErrorsByField(t *testing.T) {
 	if fmt.Sprint(a.errors) != fmt.Sprint(want) {
 		t.Fatalf("errors %v, want %v", a.errors, want)
 	}
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 0 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 0 {
 		t.Fatalf("an invalid message was stored")
 	}
 }
@@ -122,7 +124,7 @@ func TestForms_OriginNotAllowed_Returns403(t *testing.T) {
 		// No Origin header at all (curl, a server-side script) is not an allowed origin.
 		h.post(p, validWaitlist, "Origin", "").expect(t, 403, "error")
 	}
-	if h.rdb.HLen(t.Context(), waitlistEntries).Val() != 0 {
+	if h.rdb.HLen(t.Context(), store.WaitlistEntries).Val() != 0 {
 		t.Fatal("a refused origin stored an entry")
 	}
 }
@@ -146,7 +148,7 @@ func TestForms_EveryAnswerToAllowedOrigin_CarriesCORSHeaders(t *testing.T) {
 		h.post("/waitlist", validWaitlist, "Content-Type", "text/plain"), // 415
 	}
 	for _, a := range answers {
-		if a.header.Get("Access-Control-Allow-Origin") != testOrigin {
+		if a.header.Get("Access-Control-Allow-Origin") != formstest.Origin {
 			t.Errorf("%d answer: Access-Control-Allow-Origin %q", a.code, a.header.Get("Access-Control-Allow-Origin"))
 		}
 		if !strings.Contains(a.header.Get("Vary"), "Origin") {
@@ -162,14 +164,14 @@ func TestForms_Preflight(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	for _, p := range []string{"/contact", "/waitlist"} {
 		a := h.do(http.MethodOptions, p, map[string]string{
-			"Origin": testOrigin, "Access-Control-Request-Method": "POST",
+			"Origin": formstest.Origin, "Access-Control-Request-Method": "POST",
 			"Access-Control-Request-Headers": "content-type,idempotency-key",
 		}, "")
 		if a.code != 204 {
 			t.Fatalf("%s preflight: %d", p, a.code)
 		}
 		want := map[string]string{
-			"Access-Control-Allow-Origin":  testOrigin,
+			"Access-Control-Allow-Origin":  formstest.Origin,
 			"Access-Control-Allow-Methods": "POST",
 			"Access-Control-Allow-Headers": "content-type, idempotency-key",
 			"Access-Control-Max-Age":       "600",
@@ -280,7 +282,7 @@ func chunked(body string, chunk int) string {
 }
 
 func postHead(path string, extra string) string {
-	return "POST " + path + " HTTP/1.1\r\nHost: forms\r\nOrigin: " + testOrigin + "\r\nContent-Type: application/json\r\n" + extra
+	return "POST " + path + " HTTP/1.1\r\nHost: forms\r\nOrigin: " + formstest.Origin + "\r\nContent-Type: application/json\r\n" + extra
 }
 
 func TestForms_ChunkedBodyOverLimit_Returns413(t *testing.T) {
@@ -295,7 +297,7 @@ func TestForms_ChunkedBodyOverLimit_Returns413(t *testing.T) {
 		}
 		a.expect(t, 413, "error")
 	}
-	if h.rdb.XLen(t.Context(), contactStream).Val() != 0 {
+	if h.rdb.XLen(t.Context(), store.ContactStream).Val() != 0 {
 		t.Fatal("stored something")
 	}
 }
@@ -319,7 +321,7 @@ func TestForms_ConnectionAfterRefusedBody_ServesNextRequestCleanly(t *testing.T)
 	cases := map[string]string{
 		"content-length 413": postHead("/waitlist", "Content-Length: 20000\r\n\r\n") + strings.Repeat("a", 20000),
 		"chunked 413":        postHead("/waitlist", "Transfer-Encoding: chunked\r\n\r\n") + chunked(strings.Repeat("a", 20000), 3000),
-		"403 with a body":    strings.Replace(postHead("/waitlist", "Content-Length: 12000\r\n\r\n"), testOrigin, "https://evil.example", 1) + smuggled(12000),
+		"403 with a body":    strings.Replace(postHead("/waitlist", "Content-Length: 12000\r\n\r\n"), formstest.Origin, "https://evil.example", 1) + smuggled(12000),
 		"413 with a body":    postHead("/waitlist", "Content-Length: 20000\r\n\r\n") + smuggled(20000),
 	}
 	i := 0
@@ -339,7 +341,7 @@ func TestForms_ConnectionAfterRefusedBody_ServesNextRequestCleanly(t *testing.T)
 		}
 		a.expect(t, 201, "created")
 	}
-	if h.rdb.HExists(t.Context(), waitlistEntries, "smuggled@example.com").Val() {
+	if h.rdb.HExists(t.Context(), store.WaitlistEntries, "smuggled@example.com").Val() {
 		t.Fatal("the tail of a refused body was served as a request")
 	}
 }
@@ -356,7 +358,7 @@ func TestWaitlist_HoneypotFilled_Returns201AndStoresNothing(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.post("/waitlist", `{"email":"bot@example.com","consent":true,"_gotcha":"http://spam"}`).expect(t, 201, "created")
 	h.post("/contact", `{"_gotcha":"x","message":"buy now"}`).expect(t, 201, "created")
-	if h.rdb.HLen(t.Context(), waitlistEntries).Val() != 0 || h.rdb.XLen(t.Context(), contactStream).Val() != 0 {
+	if h.rdb.HLen(t.Context(), store.WaitlistEntries).Val() != 0 || h.rdb.XLen(t.Context(), store.ContactStream).Val() != 0 {
 		t.Fatal("a honeypot submission was stored")
 	}
 	if h.counter("formsservice_forms_honeypot_hits_total", "endpoint", "waitlist") != 1 ||
@@ -373,10 +375,10 @@ func TestContact_SameIdempotencyKey_StoresOnce(t *testing.T) {
 	}
 	h.post("/contact", validContact, "Idempotency-Key", "another-key").expect(t, 201, "created")
 	h.post("/contact", validContact).expect(t, 201, "created") // no key: a new message each time
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != 3 {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 3 {
 		t.Fatalf("%d messages stored, want 3", n)
 	}
-	ttl := h.rdb.PTTL(t.Context(), idempotencyRecordKey(testOrigin, key)).Val()
+	ttl := h.rdb.PTTL(t.Context(), store.IdempotencyRecordKey(formstest.Origin, key)).Val()
 	if ttl < 23*time.Hour || ttl > 24*time.Hour {
 		t.Fatalf("idempotency record lives %s, want 24h", ttl)
 	}
@@ -396,7 +398,7 @@ func TestContact_BadIdempotencyKey_Returns400(t *testing.T) {
 }
 
 func TestForms_RateLimit_Returns429WithRetryAfter_PerEndpointAndClient(t *testing.T) {
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.RateLimitPerMinute = perMinute(3)
 	cfg.TrustedProxies = []string{"127.0.0.1"}
 	h := newHarness(t, harnessOpts{cfg: cfg})
@@ -412,7 +414,7 @@ func TestForms_RateLimit_Returns429WithRetryAfter_PerEndpointAndClient(t *testin
 	if a.header.Get("Access-Control-Expose-Headers") != "Retry-After" {
 		t.Fatal("Retry-After not exposed to the page's script")
 	}
-	if h.rdb.HExists(t.Context(), waitlistEntries, "u9@example.com").Val() {
+	if h.rdb.HExists(t.Context(), store.WaitlistEntries, "u9@example.com").Val() {
 		t.Fatal("a rate-limited submission was stored")
 	}
 	// The other endpoint has its own budget.
@@ -429,7 +431,7 @@ func TestForms_RateLimit_Returns429WithRetryAfter_PerEndpointAndClient(t *testin
 // The budget is per client across every replica: the counter lives in Redis, not in the process, so a
 // client that the load balancer spreads over two replicas gets the limit once, not twice.
 func TestForms_RateLimit_IsSharedAcrossReplicas(t *testing.T) {
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.RateLimitPerMinute = perMinute(3)
 	a := newHarness(t, harnessOpts{cfg: cfg})
 	b := newHarness(t, harnessOpts{cfg: cfg, redis: a.redis})
@@ -448,7 +450,7 @@ func TestForms_RateLimitZero_IsOff(t *testing.T) {
 }
 
 func TestForms_RateLimitDefault_Is60PerMinute(t *testing.T) {
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.Forms.RateLimitPerMinute = nil
 	h := newHarness(t, harnessOpts{cfg: cfg})
 	for i := range 60 {
@@ -460,14 +462,14 @@ func TestForms_RateLimitDefault_Is60PerMinute(t *testing.T) {
 func TestForms_AllowedOriginsReloadedLive(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.post("/waitlist", validWaitlist, "Origin", "https://new.example").expect(t, 403, "error")
-	cfg := testConfig()
+	cfg := formstest.Config()
 	cfg.AllowedOrigins = append(cfg.AllowedOrigins, "https://new.example")
-	h.src.set(t, cfg)
+	h.src.Set(t, cfg)
 	h.post("/waitlist", validWaitlist, "Origin", "https://new.example").expect(t, 201, "created")
-	cfg = testConfig()
+	cfg = formstest.Config()
 	cfg.AllowedOrigins = []string{"https://new.example"}
-	h.src.set(t, cfg)
-	h.post("/waitlist", validWaitlist, "Origin", testOrigin).expect(t, 403, "error")
+	h.src.Set(t, cfg)
+	h.post("/waitlist", validWaitlist, "Origin", formstest.Origin).expect(t, 403, "error")
 }
 
 func TestForms_StoreStopped_Returns502Within2sThenRecovers(t *testing.T) {
@@ -515,7 +517,7 @@ func TestForms_StoreHanging_Returns502Within2s(t *testing.T) {
 
 func TestForms_OtherMethods_AreRefusedWithJSON(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	a := h.do(http.MethodGet, "/waitlist", map[string]string{"Origin": testOrigin}, "")
+	a := h.do(http.MethodGet, "/waitlist", map[string]string{"Origin": formstest.Origin}, "")
 	if a.code != 405 || a.status != "error" {
 		t.Fatalf("GET /waitlist: %d %q", a.code, a.raw)
 	}

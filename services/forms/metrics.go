@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/forms/store"
 )
 
 // endpoint is one of the two forms endpoints.
@@ -48,19 +50,12 @@ const (
 var resultNames = [numResults]string{"created", "duplicate", "replayed", "honeypot", "invalid", "forbidden",
 	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable", "idempotency_conflict"}
 
-// metrics are the forms service's own collectors. Counters for the hot path are resolved once, so that
-// counting a submission is one atomic add.
+// metrics are the forms intake's own collectors (the delivery worker has its own). Counters for the hot
+// path are resolved once, so that counting a submission is one atomic add.
 type metrics struct {
 	submissions [numEndpoints][numResults]prometheus.Counter
 	honeypot    [numEndpoints]prometheus.Counter
-
-	deliveryAttempts *prometheus.CounterVec
-	deliveryFailures *prometheus.CounterVec
-	deliveryLag      prometheus.Histogram
-	deliveryPending  prometheus.Gauge
-	deadLetters      *prometheus.CounterVec
-	deadLetterCount  prometheus.Gauge
-	storeErrors      [numStoreErrors]prometheus.Counter
+	storeErrors [numStoreErrors]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,45 +67,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "formsservice_forms_honeypot_hits_total",
 		Help: "Submissions with the hidden _gotcha field filled in (answered 201, not stored).",
 	}, []string{"endpoint"})
-	m := &metrics{
-		deliveryAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formsservice_forms_delivery_attempts_total",
-			Help: "Attempts to deliver a contact message, by channel (smtp, webhook).",
-		}, []string{"channel"}),
-		deliveryFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formsservice_forms_delivery_failures_total",
-			Help: "Failed attempts to deliver a contact message, by channel; the message is retried with backoff.",
-		}, []string{"channel"}),
-		deliveryLag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "formsservice_forms_delivery_lag_seconds",
-			Help:    "Time from storing a contact message to its delivery to every channel.",
-			Buckets: []float64{.01, .05, .1, .5, 1, 5, 30, 60, 300, 900, 3600, 6 * 3600, 24 * 3600},
-		}),
-		deliveryPending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "formsservice_forms_delivery_pending",
-			Help: "Contact messages read by a delivery worker and not yet delivered (waiting for a retry).",
-		}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formsservice_forms_delivery_dead_letters_total",
-			Help: "Contact messages given up on (maxAttempts or maxAge reached) and moved to the dead letters, by the channel that failed last.",
-		}, []string{"channel"}),
-		deadLetterCount: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "formsservice_forms_delivery_dead_letters",
-			Help: "Contact messages in the dead letters, waiting for `formsservice deliveries retry` or `drop`.",
-		}),
-	}
-	for _, c := range []prometheus.Collector{subs, honeypot, m.deliveryAttempts, m.deliveryFailures, m.deliveryLag, m.deliveryPending, m.deadLetters, m.deadLetterCount} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	storeErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_store_errors_total",
 		Help: "Submissions answered 502 because the store failed, by reason: full (Redis refused the write at maxmemory: OOM), not_durable (written but not acknowledged at the durability level in time), timeout, unavailable (any other error).",
 	}, []string{"reason"})
-	if err := reg.Register(storeErrors); err != nil {
-		return nil, err
+	for _, c := range []prometheus.Collector{subs, honeypot, storeErrors} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
+	m := &metrics{}
 	for r := range numStoreErrors {
 		m.storeErrors[r] = storeErrors.WithLabelValues(storeErrorNames[r])
 	}
@@ -119,11 +85,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			m.submissions[e][r] = subs.WithLabelValues(e.String(), resultNames[r])
 		}
 		m.honeypot[e] = honeypot.WithLabelValues(e.String())
-	}
-	for _, ch := range []string{"smtp", "webhook"} {
-		m.deliveryAttempts.WithLabelValues(ch)
-		m.deliveryFailures.WithLabelValues(ch)
-		m.deadLetters.WithLabelValues(ch)
 	}
 	return m, nil
 }
@@ -144,7 +105,7 @@ var storeErrorNames = [numStoreErrors]string{"full", "not_durable", "timeout", "
 
 // classifyStoreError sorts a store error into its reason.
 func classifyStoreError(err error) storeError {
-	var nd errNotDurable
+	var nd store.NotDurableError
 	var nerr net.Error
 	switch {
 	case errors.As(err, &nd):

@@ -1,24 +1,24 @@
 // Package forms is the forms service: POST /contact and POST /waitlist for a product's web site, with
 // origin checks and CORS, a 16 KB body limit, validation, per-IP rate limits, a spam honeypot, idempotent
-// retries, atomic waitlist uniqueness and durable storage in Redis, and a worker that delivers stored
-// contact messages to the operating team by SMTP and webhook.
+// retries, atomic waitlist uniqueness and durable storage in Redis (package store), and a worker that
+// delivers stored contact messages to the operating team by SMTP and webhook (package delivery). This
+// package is the HTTP intake: its routes, the checks in their order, validation and the answers.
 package forms
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/forms/delivery"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
 
 // Options are the service's dependencies; New takes nothing from globals.
@@ -28,7 +28,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the service's metrics (the process's shared registry).
 	Registerer prometheus.Registerer
-	// ConsumerName names this replica's delivery consumer; default hostname-pid.
+	// ConsumerName names this replica's delivery consumer; default hostname-<random hex>.
 	ConsumerName string
 	// StoreTimeout bounds one submission's Redis work, so that a slow or dead store answers 502 in under
 	// two seconds. Default 1.5s.
@@ -41,26 +41,15 @@ type Options struct {
 type Service struct {
 	cfg          config.Source
 	rdb          redis.UniversalClient
-	store        *store
+	store        *store.Store
+	delivery     *delivery.Worker
 	log          *slog.Logger
 	m            *metrics
 	now          func() time.Time
 	storeTimeout time.Duration
-	consumer     string
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
-	// startTargets are the delivery targets of the configuration at start-up, built (and a webhook's
-	// urlFile read) by New so that a missing or wrong file stops the service before it serves.
-	startTargets *deliveryTargets
-
-	// passes counts the delivery worker's completed passes (Run's loop), so that a test can wait until
-	// a whole pass ran after some change instead of sleeping for "the worker had its chance".
-	passes atomic.Int64
-	// workerWait, when set (by the package's tests, before Run), replaces the worker's waits for work —
-	// the XREADGROUP block and the recheck of a configuration without targets — so that a pass takes
-	// milliseconds. It is a poll latency; no schedule depends on it (retries follow Redis idle times).
-	workerWait time.Duration
 }
 
 // liveConfig is what the request path needs from the configuration, compiled once per configuration
@@ -89,60 +78,38 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.ConsumerName == "" {
-		host, _ := os.Hostname()
-		o.ConsumerName = host + "-" + randomHex(4)
-	}
-	var start *deliveryTargets
-	if cfg := o.Config.Current(); cfg != nil {
-		senders, err := buildSenders(cfg.Forms.Delivery)
-		if err != nil {
-			return nil, err
-		}
-		start = &deliveryTargets{cfg: cfg, senders: senders}
+	// The worker is built first: it refuses to start on delivery targets it cannot use.
+	worker, err := delivery.New(delivery.Options{Config: o.Config, Redis: o.Redis, Logger: o.Logger,
+		Registerer: o.Registerer, ConsumerName: o.ConsumerName, Now: o.Now})
+	if err != nil {
+		return nil, err
 	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
-		startTargets: start,
 		cfg:          o.Config,
 		rdb:          o.Redis,
-		store:        newStore(o.Redis),
+		store:        store.New(o.Redis),
+		delivery:     worker,
 		log:          o.Logger,
 		m:            m,
 		now:          o.Now,
 		storeTimeout: o.StoreTimeout,
-		consumer:     o.ConsumerName,
 	}, nil
 }
 
 // Name labels metrics and logs.
 func (s *Service) Name() string { return "forms" }
 
-// Ready reports whether the store answers, and can keep the durability promise configured: at
-// "machine" it must fsync before answering (appendfsync always) or on demand (WAITAOF, Redis 7.2 or
-// later, appendonly yes), or every submission would be answered 502.
+// Ready reports whether the store answers and can keep the durability promise configured.
 func (s *Service) Ready(ctx context.Context) error {
-	if err := redisclient.Ping(ctx, s.rdb); err != nil {
-		return err
-	}
-	if s.cfg.Current().Forms.Durability != config.DurabilityMachine {
-		return nil
-	}
-	c, err := primaryFor(ctx, s.rdb, contactStream)
-	if err != nil {
-		return err
-	}
-	if always, err := appendfsyncAlways(ctx, c); err != nil || always {
-		return err
-	}
-	if err := c.Do(ctx, "waitaof", 1, 0, 1).Err(); err != nil {
-		return fmt.Errorf("forms.durability machine needs a store with appendonly yes and either appendfsync always or WAITAOF (Redis 7.2 or later): %w", err)
-	}
-	return nil
+	return store.Ready(ctx, s.rdb, s.cfg.Current().Forms.Durability)
 }
+
+// Run is the delivery worker; it returns when ctx ends.
+func (s *Service) Run(ctx context.Context) error { return s.delivery.Run(ctx) }
 
 // live returns the compiled form of the current configuration.
 func (s *Service) live() *liveConfig {

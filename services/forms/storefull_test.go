@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/forms/store"
 )
 
 // TestForms_StoreAtMaxmemory_Answers502AndKeepsWhatItAcknowledged runs on a Redis with a small
@@ -32,7 +33,7 @@ func TestForms_StoreAtMaxmemory_Answers502AndKeepsWhatItAcknowledged(t *testing.
 	if !full || created == 0 {
 		t.Fatalf("%d created, full %v: the store never refused a write", created, full)
 	}
-	if n := h.rdb.XLen(t.Context(), contactStream).Val(); n != int64(created) {
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != int64(created) {
 		t.Fatalf("%d messages stored, %d acknowledged", n, created)
 	}
 	if h.counter("formsservice_forms_submissions_total", "endpoint", "contact", "result", "store_error") < 1 {

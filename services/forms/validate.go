@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/formsservice/formsservice/services/forms/jsonobj"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
@@ -81,7 +82,7 @@ var (
 // DecodeContact parses and validates a POST /contact body. honeypot reports a filled-in _gotcha field:
 // the caller answers 201 and stores nothing, whatever else is wrong, so that a bot learns nothing.
 func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
-	var vals [6]jsonValue
+	var vals [6]jsonobj.Value
 	f, errs := parseObject(body, contactKeys, vals[:])
 	if errs != nil {
 		return c, false, errs
@@ -102,7 +103,7 @@ func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
 
 // DecodeWaitlist parses and validates a POST /waitlist body; see DecodeContact for honeypot.
 func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
-	var vals [7]jsonValue
+	var vals [7]jsonobj.Value
 	f, errs := parseObject(body, waitlistKeys, vals[:])
 	if errs != nil {
 		return w, false, errs
@@ -122,12 +123,12 @@ func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
 // fields are the members of one form's object and the errors found so far.
 type fields struct {
 	keys []string
-	vals []jsonValue
+	vals []jsonobj.Value
 	errs Errors
 }
 
-func parseObject(body []byte, keys []string, vals []jsonValue) (fields, Errors) {
-	if err := readJSONObject(body, keys, vals); err != nil {
+func parseObject(body []byte, keys []string, vals []jsonobj.Value) (fields, Errors) {
+	if err := jsonobj.Read(body, keys, vals); err != nil {
 		return fields{}, Errors{BodyField: CodeInvalidJSON}
 	}
 	return fields{keys: keys, vals: vals}, nil
@@ -140,26 +141,26 @@ func (f *fields) fail(name, code string) {
 	f.errs[name] = code
 }
 
-// value returns name's value; absent and null both mean "not given" (jsonAbsent).
-func (f *fields) value(name string) jsonValue {
+// value returns name's value; absent and null both mean "not given" (jsonobj.Absent).
+func (f *fields) value(name string) jsonobj.Value {
 	for i, k := range f.keys {
 		if k == name {
-			if f.vals[i].kind == jsonNull {
-				return jsonValue{}
+			if f.vals[i].Kind == jsonobj.Null {
+				return jsonobj.Value{}
 			}
 			return f.vals[i]
 		}
 	}
-	return jsonValue{}
+	return jsonobj.Value{}
 }
 
 // str reads a string field, trimmed. ok is false (and the error recorded) when it is not a string.
 func (f *fields) str(name string) (s string, ok bool) {
-	switch v := f.value(name); v.kind {
-	case jsonAbsent:
+	switch v := f.value(name); v.Kind {
+	case jsonobj.Absent:
 		return "", true
-	case jsonString:
-		return strings.TrimSpace(v.text()), true
+	case jsonobj.String:
+		return strings.TrimSpace(v.Text()), true
 	}
 	f.fail(name, CodeInvalidType)
 	return "", false
@@ -252,11 +253,11 @@ func (f *fields) choice(name string, canon func(string) (string, bool)) string {
 // consent must be the JSON literal true: false is refused, and so is the string "true", which is what a
 // form serialised without care sends and what a person did not necessarily tick.
 func (f *fields) consent(name string) {
-	switch f.value(name).kind {
-	case jsonAbsent:
+	switch f.value(name).Kind {
+	case jsonobj.Absent:
 		f.fail(name, CodeRequired)
-	case jsonTrue:
-	case jsonFalse:
+	case jsonobj.True:
+	case jsonobj.False:
 		f.fail(name, CodeMustBeTrue)
 	default:
 		f.fail(name, CodeInvalidType)
@@ -266,11 +267,11 @@ func (f *fields) consent(name string) {
 // honeypot reports whether the hidden field carries anything: a non-blank string or any other non-null,
 // non-false value.
 func (f *fields) honeypot() bool {
-	switch v := f.value(HoneypotField); v.kind {
-	case jsonAbsent, jsonFalse:
+	switch v := f.value(HoneypotField); v.Kind {
+	case jsonobj.Absent, jsonobj.False:
 		return false
-	case jsonString:
-		return strings.TrimSpace(v.text()) != ""
+	case jsonobj.String:
+		return strings.TrimSpace(v.Text()) != ""
 	}
 	return true
 }

@@ -203,6 +203,37 @@ describe('sign-out', () => {
   })
 })
 
+describe('handleRedirectCallback twice for one response (React 18 StrictMode runs effects twice)', () => {
+  it('the second call gets the first call’s result, and the code is exchanged once', async () => {
+    const { page } = b
+    // The SDK on its own: the demo page without its app.js, so that the test makes the two calls.
+    const appJs = (u: URL) => u.pathname === '/demo/app.js'
+    await page.route(appJs, (route) =>
+      route.fulfill({ contentType: 'text/javascript', headers: { 'cache-control': 'no-store' }, body: '' }),
+    )
+    const client = `new ServiceAuthClient({ baseUrl: document.documentElement.dataset.authBase, clientId: 'demo',
+      redirectUri: location.origin + '/demo/callback' })`
+    await page.goto(devUrl + '/demo/')
+    await page.waitForFunction(() => 'ServiceAuthClient' in window)
+    await page.evaluate(`void ${client}.signIn({ returnTo: '/demo/orders' })`) // navigates: not awaited
+    await submitHostedPage(page)
+    await page.waitForURL((u) => u.pathname === '/demo/callback' && u.searchParams.has('code'))
+    await page.waitForFunction(() => 'ServiceAuthClient' in window)
+    const outcome = await page.evaluate(`(async () => {
+      const auth = ${client}
+      const settle = (p) => p.then((r) => ({ email: r.user.email, returnTo: r.returnTo }), (e) => ({ error: e.code }))
+      const first = auth.handleRedirectCallback() // the effect
+      const cleaned = location.href
+      const second = auth.handleRedirectCallback() // the effect again, on the cleaned address
+      return { cleaned, same: first === second, first: await settle(first), second: await settle(second) }
+    })()`)
+    const result = { email: demoUser.email, returnTo: '/demo/orders' }
+    expect(outcome).toEqual({ cleaned: devUrl + '/demo/callback', same: true, first: result, second: result })
+    expect(tokenPosts(b)).toHaveLength(1)
+    expect(b.errors).toEqual([])
+  })
+})
+
 describe('callbacks that are not the page’s own', () => {
   it('a tampered state is refused with state_mismatch and the code is never exchanged', async () => {
     const { page } = b

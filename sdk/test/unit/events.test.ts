@@ -56,7 +56,7 @@ describe('every error code', () => {
       const c = w.client()
       const back = await w.startSignIn(c)
       await c.handleRedirectCallback(back)
-      return c.handleRedirectCallback(back)
+      return w.client().handleRedirectCallback(back) // replayed after a reload
     },
     missing_code: async (w) => w.client().handleRedirectCallback('http://127.0.0.1:8080/demo/callback'),
     access_denied: async (w) => {

@@ -85,14 +85,15 @@ describe('signIn', () => {
 })
 
 describe('handleRedirectCallback refuses what is not its own', () => {
-  it('a replayed callback: state_not_found, and the session stays', async () => {
+  it('a callback replayed after a reload (a new page, a new client): state_not_found, and the session stays', async () => {
     const w = await world()
     const c = w.client()
     const back = await w.startSignIn(c)
     await c.handleRedirectCallback(back)
-    const err = await rejection(c.handleRedirectCallback(back))
+    const reloaded = w.client()
+    const err = await rejection(reloaded.handleRedirectCallback(back))
     expect(err).toMatchObject({ code: 'state_not_found', message: /sign in again/ })
-    expect(await c.isAuthenticated()).toBe(true)
+    expect(await reloaded.isAuthenticated()).toBe(true)
     expect(w.provider.callsTo('/oauth2/token')).toHaveLength(1) // the code was not sent twice
   })
 
@@ -286,5 +287,60 @@ describe('id_token validation', () => {
     vi.stubGlobal('fetch', w.provider.fetch)
     await expect(c.handleRedirectCallback(back)).resolves.toBeTruthy()
     expect(w.provider.callsTo('/.well-known/jwks.json')).toHaveLength(2)
+  })
+})
+
+describe('handleRedirectCallback called twice for one response (React StrictMode runs effects twice)', () => {
+  it('the second call, on the address the first call cleaned, gets the first call’s result while it is pending', async () => {
+    const w = await world()
+    const c = w.client()
+    const signedIn = vi.fn()
+    c.on('signedIn', signedIn)
+    w.provider.tokenDelay = 30 // the first exchange is still under way when the second call comes
+    w.browser.location.href = await w.startSignIn(c, { returnTo: '/demo/orders' })
+    const first = c.handleRedirectCallback()
+    expect(w.browser.location.href).toBe('http://127.0.0.1:8080/demo/callback') // cleaned at once
+    const second = c.handleRedirectCallback()
+    expect(second).toBe(first)
+    expect(await second).toMatchObject({ returnTo: '/demo/orders', user: { sub: 'user-1' } })
+    expect(w.provider.callsTo('/oauth2/token')).toHaveLength(1)
+    expect(signedIn).toHaveBeenCalledTimes(1)
+  })
+
+  it('after the first call has finished, with the URL passed explicitly, raw or cleaned', async () => {
+    const w = await world()
+    const c = w.client()
+    const back = await w.startSignIn(c)
+    w.browser.location.href = back
+    const result = await c.handleRedirectCallback(w.browser.location.href)
+    await expect(c.handleRedirectCallback(w.browser.location.href)).resolves.toBe(result) // the cleaned one
+    await expect(c.handleRedirectCallback(back)).resolves.toBe(result) // the raw one, kept by a router
+    expect(w.provider.callsTo('/oauth2/token')).toHaveLength(1)
+  })
+
+  it('a failure is the same failure, reported once', async () => {
+    const w = await world()
+    const c = w.client()
+    const onError = vi.fn()
+    c.on('error', onError)
+    await c.signIn()
+    w.browser.location.href = w.provider.deny(w.browser.location.assigned[0])
+    const first = await rejection(c.handleRedirectCallback())
+    const second = await rejection(c.handleRedirectCallback())
+    expect(first).toMatchObject({ code: 'access_denied' })
+    expect(second).toBe(first)
+    expect(onError).toHaveBeenCalledTimes(1)
+  })
+
+  it('a new response on the same callback URL is handled, not answered from the last one', async () => {
+    const w = await world()
+    const c = w.client()
+    w.browser.location.href = await w.startSignIn(c)
+    const first = await c.handleRedirectCallback()
+    w.browser.location.href = await w.startSignIn(c, { returnTo: '/demo/again' })
+    const second = await c.handleRedirectCallback()
+    expect(second).not.toBe(first)
+    expect(second.returnTo).toBe('/demo/again')
+    expect(w.provider.callsTo('/oauth2/token')).toHaveLength(2)
   })
 })

@@ -1,0 +1,69 @@
+import type { User } from './jwt.cjs';
+/**
+ * Options of {@link ServiceAuthClient}. Bad values throw an {@link AuthError} `configuration_error` at
+ * construction.
+ *
+ * @example
+ * const auth = new ServiceAuthClient({
+ *   baseUrl: 'https://id.example.com',
+ *   clientId: 'my-app',
+ *   redirectUri: 'https://app.example.com/callback',
+ *   postLogoutRedirectUri: 'https://app.example.com/',
+ * })
+ */
+export interface ServiceAuthClientOptions {
+    /** The provider's issuer URL; the discovery document is read from `{baseUrl}/.well-known/openid-configuration`. */
+    baseUrl: string;
+    /** The client ID registered at the provider. */
+    clientId: string;
+    /** Where the provider sends the browser back; must be registered exactly as written here. */
+    redirectUri: string;
+    /** Space-separated scopes; must include `openid`. Default `openid profile email offline_access`
+     * (`offline_access` is what gets a refresh token). */
+    scope?: string;
+    /** Where the provider sends the browser after `signOut()`; must be registered at the provider. */
+    postLogoutRedirectUri?: string;
+    /**
+     * Where tokens are kept. `session` (default): this tab only, survives reloads. `memory`: this page only,
+     * a reload needs a new sign-in (a redirect; no form when the provider session lives). `local`: every
+     * tab of the origin, survives restarts — readable by any script on the origin, so choose it knowingly.
+     */
+    storage?: 'memory' | 'session' | 'local';
+    /** Refresh the access token this many seconds before it expires (at most half its lifetime). Default 30. */
+    refreshLeewaySeconds?: number;
+    /** Tolerated difference between this device's clock and the provider's, for id_token checks. Default 120. */
+    clockSkewSeconds?: number;
+}
+/** Options of {@link ServiceAuthClient.signIn}. */
+export interface SignInOptions {
+    /** Handed back by `handleRedirectCallback()`, for the app to navigate to. Default: the current path. */
+    returnTo?: string;
+    /** `none` (fail with `login_required` unless the provider session lives), `login` (always show the form)… */
+    prompt?: string;
+    /** Pre-fills the e-mail field of the sign-in page. */
+    loginHint?: string;
+    /** More authorization request parameters; they cannot replace the ones the SDK sets. */
+    extraParams?: Record<string, string>;
+}
+/** Options of {@link ServiceAuthClient.signOut}. */
+export interface SignOutOptions {
+    /** Where the provider sends the browser afterwards. Default: the `postLogoutRedirectUri` option. */
+    returnTo?: string;
+    /** false: only revoke and forget the tokens here, leaving the provider's session and the page alone. */
+    redirect?: boolean;
+}
+/** What {@link ServiceAuthClient.handleRedirectCallback} resolves to. */
+export interface RedirectResult {
+    /** The `returnTo` given to `signIn()`. */
+    returnTo?: string;
+    /** The signed-in user (the id_token's claims). */
+    user: User;
+}
+/** The current session, without any network call. */
+export interface Session {
+    user: User;
+    /** When the access token expires, in milliseconds since the epoch. */
+    expiresAt: number;
+    /** The granted scopes. */
+    scope: string;
+}

@@ -1,0 +1,62 @@
+package delivery
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/formsservice/formsservice/services/forms/notify"
+	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/secretfile"
+)
+
+// targets are the senders for one configuration, rebuilt when the configuration changes so that
+// a reloaded relay or webhook URL takes effect without a restart.
+type targets struct {
+	cfg     *config.Config
+	senders []notify.Sender
+}
+
+// buildSenders makes the senders for d. It reads a webhook's urlFile, so that New can refuse to start
+// on a missing or wrong file (it runs at start-up) and a reload picks up the file a new configuration
+// names.
+func buildSenders(d config.Delivery) ([]notify.Sender, error) {
+	var out []notify.Sender
+	if d.SMTP != nil {
+		out = append(out, notify.NewSMTP(*d.SMTP))
+	}
+	if d.Webhook != nil {
+		u, err := webhookURL(*d.Webhook)
+		if err != nil {
+			return nil, err
+		}
+		wh := notify.NewWebhook(u, nil)
+		if f := d.Webhook.SecretFile; f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: cannot read the signing secret: %w", err)
+			}
+			if wh, err = wh.WithSecret(strings.TrimSpace(string(b))); err != nil {
+				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: %s: %w", f, err)
+			}
+		}
+		out = append(out, wh)
+	}
+	return out, nil
+}
+
+// webhookURL is the webhook's address: url, or the trimmed content of urlFile. Errors name the file,
+// never its content, which is a secret.
+func webhookURL(w config.Webhook) (string, error) {
+	if w.URLFile == "" {
+		return w.URL, nil
+	}
+	u, err := secretfile.Read(w.URLFile)
+	if err != nil {
+		return "", fmt.Errorf("forms.delivery.webhook.urlFile: cannot read the webhook URL: %w", err)
+	}
+	if err := config.CheckWebhookURL(u); err != nil {
+		return "", fmt.Errorf("forms.delivery.webhook.urlFile: the content of %s %w", w.URLFile, err)
+	}
+	return u, nil
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/email"
+)
+
+// ForgetReport says what an erasure removed.
+type ForgetReport struct {
+	Email           string   `json:"email"`
+	WaitlistEntries int      `json:"waitlist_entries"`
+	ContactMessages []string `json:"contact_messages"` // stream IDs of the erased messages
+	DeadLetters     int      `json:"dead_letters"`     // dead letters (copies of undeliverable messages) erased
+}
+
+// Forget erases an address (compared in its canonical form) from the waitlist and every stored contact
+// message, including messages still waiting for delivery and dead letters. It is idempotent.
+func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
+	canonical, ok := email.Canonical(address)
+	if !ok {
+		return ForgetReport{}, fmt.Errorf("%q is not a valid e-mail address", address)
+	}
+	rep := ForgetReport{Email: canonical, ContactMessages: []string{}}
+	n, err := rdb.HDel(ctx, WaitlistEntries, canonical).Result()
+	if err != nil {
+		return rep, err
+	}
+	if err := rdb.LRem(ctx, WaitlistOrder, 0, canonical).Err(); err != nil {
+		return rep, err
+	}
+	rep.WaitlistEntries = int(n)
+
+	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec ContactRecord) error {
+		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
+			rep.ContactMessages = append(rep.ContactMessages, msg.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	for start := 0; start < len(rep.ContactMessages); start += exportPage {
+		ids := rep.ContactMessages[start:min(start+exportPage, len(rep.ContactMessages))]
+		pipe := rdb.TxPipeline()
+		pipe.XDel(ctx, ContactStream, ids...)
+		for _, id := range ids {
+			pipe.Del(ctx, DeliveredKey(id))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return rep, err
+		}
+		// Drop them from the delivery group's pending list too; no group yet is fine.
+		if err := rdb.XAck(ctx, ContactStream, DeliveryGroup, ids...).Err(); err != nil && !strings.Contains(err.Error(), "NOGROUP") {
+			return rep, err
+		}
+	}
+	dead, err := ListDeadLetters(ctx, rdb)
+	if err != nil {
+		return rep, err
+	}
+	for _, d := range dead {
+		var rec ContactRecord
+		if json.Unmarshal([]byte(d.record), &rec) != nil {
+			continue
+		}
+		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
+			if err := rdb.XDel(ctx, DeadLetterStream, d.Entry).Err(); err != nil {
+				return rep, err
+			}
+			rep.DeadLetters++
+		}
+	}
+	return rep, nil
+}

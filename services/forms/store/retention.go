@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TrimContactMessages erases contact messages stored before now−retention, and dead letters that died
+// before then. When delivery is on it never erases a message still waiting for it: the cut stops at the
+// oldest pending message and at the first message the delivery group has not read yet. A message whose
+// delivery was given up is no longer pending (it moved to the dead letters), so it holds nothing back.
+// It returns how many entries it erased.
+func TrimContactMessages(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
+	cutoff := now.Add(-retention).UnixMilli()
+	minID := strconv.FormatInt(cutoff, 10) + "-0"
+	if deliveryOn {
+		groups, err := rdb.XInfoGroups(ctx, ContactStream).Result()
+		if err != nil && !isNoSuchKey(err) {
+			return 0, err
+		}
+		found := false
+		for _, g := range groups {
+			if g.Name != DeliveryGroup {
+				continue
+			}
+			found = true
+			// Everything after the last message the group read is unread, so undelivered.
+			if firstUnread := nextID(g.LastDeliveredID); idLess(firstUnread, minID) {
+				minID = firstUnread
+			}
+		}
+		if !found {
+			return 0, nil // the worker has not started reading: nothing is known to be delivered
+		}
+		sum, err := rdb.XPending(ctx, ContactStream, DeliveryGroup).Result()
+		if err != nil {
+			return 0, err
+		}
+		if sum.Count > 0 && idLess(sum.Lower, minID) {
+			minID = sum.Lower
+		}
+	}
+	n, err := rdb.XTrimMinID(ctx, ContactStream, minID).Result()
+	if err != nil {
+		return n, err
+	}
+	// Dead letters keep their own copy of the message; they go after retention too, counted from when
+	// delivery was given up, so an operator has the whole retention period to look at them.
+	dead, err := rdb.XTrimMinID(ctx, DeadLetterStream, strconv.FormatInt(cutoff, 10)+"-0").Result()
+	return n + dead, err
+}
+
+func isNoSuchKey(err error) bool { return strings.Contains(err.Error(), "no such key") }
+
+// idLess compares stream IDs "ms-seq".
+func idLess(a, b string) bool {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	return am < bm || (am == bm && as < bs)
+}
+
+func splitID(id string) (uint64, uint64) {
+	ms, seq, _ := strings.Cut(id, "-")
+	m, _ := strconv.ParseUint(ms, 10, 64)
+	s, _ := strconv.ParseUint(seq, 10, 64)
+	return m, s
+}
+
+func nextID(id string) string {
+	m, s := splitID(id)
+	return strconv.FormatUint(m, 10) + "-" + strconv.FormatUint(s+1, 10)
+}

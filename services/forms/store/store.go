@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/clientip"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
+// decided in turn and atomically: the rate limit, then the idempotency record, the uniqueness check and the
+// durable record. They answer one integer per submission: 1 stored, 2 duplicate, 3 replayed, 4 an
+// Idempotency-Key reused with another message, 5 an Idempotency-Key whose first request still waits for
+// its durability, or minus the milliseconds left in the client's rate-limit window.
+//
+// A script call is idempotent: it carries a run key (KEYS[1], unique per call) under which its
+// first run leaves its answer for runLifetime, and a second run of the same call answers that instead of
+// deciding again. go-redis sends a command again when its answer does not come within the read timeout
+// although the server may have run it; without the run key a slow Redis would store a contact message
+// twice, or answer a first sign-up "duplicate".
+//
+// The rate limit is a fixed one-minute window per client per endpoint, started by the client's first
+// request: INCR, and PEXPIRE when the counter is new. limit 0 turns it off.
+var rateLimitLua = `
+local function rate(key, limit)
+  if limit <= 0 then return 0 end
+  local n = redis.call('INCR', key)
+  if n == 1 then redis.call('PEXPIRE', key, ` + ms(rateWindow) + `) end
+  if n <= limit then return 0 end
+  local ttl = redis.call('PTTL', key)
+  if ttl < 1 then redis.call('PEXPIRE', key, ` + ms(rateWindow) + `); ttl = ` + ms(rateWindow) + ` end
+  return -ttl
+end
+local function remember(key, out)
+  redis.call('SET', key, cjson.encode(out), 'PX', ` + ms(runLifetime) + `)
+  return out
+end
+local out = {}
+`
+
+// firstRun answers a call's earlier answer when this is a second run of it; KEYS[1] is the run key.
+const firstRun = `
+local earlier = redis.call('GET', KEYS[1])
+if earlier then return cjson.decode(earlier) end
+`
+
+// waitlistLua: KEYS run, entries, order, then each submission's rate key; ARGV per submission: limit,
+// canonical address, record.
+var waitlistLua = firstRun + rateLimitLua + `
+for i = 1, #KEYS - 3 do
+  local r = rate(KEYS[i + 3], tonumber(ARGV[3*i - 2]))
+  if r == 0 then
+    if redis.call('HSETNX', KEYS[2], ARGV[3*i - 1], ARGV[3*i]) == 0 then
+      r = 2
+    else
+      redis.call('RPUSH', KEYS[3], ARGV[3*i - 1])
+      r = 1
+    end
+  end
+  out[i] = r
+end
+return remember(KEYS[1], out)
+`
+
+// contactLua: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
+// key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
+// (else ""), and "1" when the answer will wait for durability (machine or primary). The idempotency
+// record holds that hash: the same key with the same message replays (stores nothing), with another
+// message it is refused (4). While the request that stored it still waits for durability, its in-flight
+// key (value: the run key) is set, and the same key is answered "in flight" (5); the call's settle
+// script removes it once the answer is decided.
+var contactLua = firstRun + rateLimitLua + `
+for i = 1, (#KEYS - 2) / 3 do
+  local r = rate(KEYS[3*i], tonumber(ARGV[4*i - 3]))
+  if r == 0 then
+    local hash = ARGV[4*i - 1]
+    local seen = false
+    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 1]) end
+    if seen then
+      if seen ~= hash then r = 4
+      elseif redis.call('EXISTS', KEYS[3*i + 2]) == 1 then r = 5
+      else r = 3 end
+    else
+      redis.call('XADD', KEYS[2], '*', 'm', ARGV[4*i - 2])
+      if hash ~= '' then
+        redis.call('SET', KEYS[3*i + 1], hash, 'PX', ` + ms(idempotencyLifetime) + `)
+        if ARGV[4*i] == '1' then redis.call('SET', KEYS[3*i + 2], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
+      end
+      r = 1
+    end
+  end
+  out[i] = r
+end
+return remember(KEYS[1], out)
+`
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Outcome is what the store decided.
+type Outcome int
+
+const (
+	Stored Outcome = iota + 1
+	Duplicate
+	Replayed
+	RateLimited
+	KeyReused // an Idempotency-Key sent before with another message
+	InFlight  // an Idempotency-Key whose first request is still waiting for its answer
+)
+
+// Result is one submission's outcome; RetryAfter is set for RateLimited.
+type Result struct {
+	Outcome    Outcome
+	RetryAfter time.Duration
+}
+
+// Store runs the submission scripts through one batcher per endpoint. Records are copied into the
+// operation (string(record)): a queued operation may outlive the handler that gave up waiting for it.
+type Store struct {
+	rdb      redis.UniversalClient
+	waitlist *batcher
+	contact  *batcher
+}
+
+// New returns the store of the forms on rdb.
+func New(rdb redis.UniversalClient) *Store {
+	return &Store{
+		rdb:      rdb,
+		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder}, "fs:{waitlist}"+runPrefix),
+		contact:  newBatcher(rdb, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
+	}
+}
+
+// AddWaitlist stores a sign-up (its canonical address and record) unless the address is there already,
+// within client's rate limit (limit per minute, 0: none), as durable as level asks.
+func (s *Store) AddWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, level config.Durability) (Result, error) {
+	n, err := s.waitlist.do(ctx, storeOp{keys: []string{waitlistRatePrefix + clientip.Key(client)}, args: []any{limit, canonical, string(record)}, level: level})
+	if err != nil {
+		return Result{}, err
+	}
+	return scriptResult(n)
+}
+
+// Idempotency is a contact submission's Idempotency-Key, scoped to the origin that sent it and bound
+// to the message it carried. The zero value means "no key".
+type Idempotency struct {
+	Origin, Key string
+	Message     []byte // what the key is bound to: the validated message, not the bytes of the body
+}
+
+// AddContact stores a contact message's record unless idem replays an earlier one, within client's rate
+// limit (limit per minute, 0: none), as durable as level asks.
+func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, idem Idempotency, record []byte, level config.Durability) (Result, error) {
+	op := storeOp{level: level}
+	hash, waits, idemKey := "", "0", IdempotencyRecordKey(idem.Origin, idem.Key)
+	if idem.Key != "" {
+		sum := sha256.Sum256(idem.Message)
+		hash = hex.EncodeToString(sum[:])
+		if level != config.DurabilityProcess {
+			waits = "1"
+			op.settle = idemKey + contactBusySuffix
+		}
+	}
+	op.keys = []string{contactRatePrefix + clientip.Key(client), idemKey, idemKey + contactBusySuffix}
+	op.args = []any{limit, string(record), hash, waits}
+	n, err := s.contact.do(ctx, op)
+	if err != nil {
+		return Result{}, err
+	}
+	return scriptResult(n)
+}
+
+// IdempotencyRecordKey is where a key's record lives: a hash of the origin and the key. Keys are the
+// client's to choose, so two sites (origins) that happen to pick the same key are two keys; the length
+// is fixed; and a key, which a client may have derived from the message, is not kept.
+func IdempotencyRecordKey(origin, key string) string {
+	if key == "" {
+		return contactIdemPrefix + "-" // never read or written: the script checks the hash first
+	}
+	h := sha256.New()
+	h.Write([]byte(origin))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return contactIdemPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+func scriptResult(n int64) (Result, error) {
+	switch {
+	case n < 0:
+		return Result{Outcome: RateLimited, RetryAfter: time.Duration(-n) * time.Millisecond}, nil
+	case n == 1:
+		return Result{Outcome: Stored}, nil
+	case n == 2:
+		return Result{Outcome: Duplicate}, nil
+	case n == 3:
+		return Result{Outcome: Replayed}, nil
+	case n == 4:
+		return Result{Outcome: KeyReused}, nil
+	case n == 5:
+		return Result{Outcome: InFlight}, nil
+	}
+	return Result{}, fmt.Errorf("script: unexpected answer %d", n)
+}
