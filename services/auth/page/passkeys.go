@@ -73,7 +73,7 @@ type passkeysPage struct {
 func newNonce() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return base64.RawStdEncoding.EncodeToString(b)
+	return base64.RawURLEncoding.EncodeToString(b) // CSP allows - and _; no + to escape in HTML
 }
 
 // RenderPasskeys writes the page of a person's passkeys.

@@ -24,7 +24,7 @@ const (
 var ctx = context.Background()
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	rdb   redis.UniversalClient
 	store *Store
 	rp    *RelyingParty
@@ -32,7 +32,7 @@ type fixture struct {
 	accts map[string]*Account
 }
 
-func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
+func newFixture(t testing.TB, rdb redis.UniversalClient) *fixture {
 	t.Helper()
 	if rdb == nil {
 		srv := testredis.Start(t)
