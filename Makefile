@@ -20,7 +20,7 @@ help: ## Show the targets.
 
 .PHONY: run
 run: build ## Run every service on $(ADDR) with the embedded store (CONFIG=file adds your origins and clients).
-	$(BIN)/formsservice dev -addr $(ADDR) $(if $(CONFIG),-config $(CONFIG),)
+	$(BIN)/formsservice dev --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG),)
 
 .PHONY: build
 build: ## Build bin/formsservice.

@@ -102,7 +102,7 @@ func TestDevServer_DemoClientAndUserSignIn(t *testing.T) {
 	logs := &testproc.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "-addr", "127.0.0.1:0"}, func(string) string { return "" }, strings.NewReader(""), io.Discard, logs)
+		done <- run(ctx, []string{"dev", "-addr", "127.0.0.1:0"}, devEnv(t, nil), strings.NewReader(""), io.Discard, logs)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	urlRe := regexp.MustCompile(`"msg":"dev server ready"[^\n]*"url":"(http://[^"]+)"`)

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/formsservice/formsservice/internal/testbrowser"
 	"github.com/formsservice/formsservice/internal/testredis"
 )
 
@@ -21,7 +24,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 func TestDevServer_ServesTheDemoPageWithTheSDK(t *testing.T) {
-	url := startCommand(t, "dev", func(string) string { return "" })
+	url := startCommand(t, "dev", devEnv(t, nil))
 	code, page := httpGet(t, url+"/demo/")
 	if code != 200 {
 		t.Fatalf("GET /demo/: %d %s", code, page)
@@ -41,5 +44,26 @@ func TestFormsCommand_DoesNotServeTheDemoPage(t *testing.T) {
 	url := startFormsCommand(t, testredis.Start(t).URL())
 	if code, _ := httpGet(t, url+"/demo/"); code != 404 {
 		t.Fatalf("production forms service answered /demo/ with %d, want 404", code)
+	}
+}
+
+// The demo page is one of the pages we render: axe-core (WCAG 2.2 AA) at 320 px in both colour schemes,
+// nothing scrolling sideways, and the dark palette in dark mode. (The SDK's Chromium tests check the
+// same page signed in, at 320 and 390 px, sdk/test/browser/layout.test.ts.)
+func TestDevServer_DemoPage_AccessibleAtPhoneWidthInLightAndDark(t *testing.T) {
+	url := startCommand(t, "dev", devEnv(t, nil))
+	ctx := testbrowser.New(t)
+	for _, scheme := range []string{"light", "dark"} {
+		what := "/demo/ at 320 px, " + scheme
+		testbrowser.Do(t, ctx, what, testbrowser.Viewport(320, scheme), chromedp.Navigate(url+"/demo/"),
+			chromedp.WaitVisible(`#auth-status[data-state="signed-out"]`))
+		testbrowser.Accessible(t, ctx, what)
+		if w := testbrowser.Get(t, ctx, what, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 320 {
+			t.Errorf("%s: the page is %d px wide", what, w)
+		}
+		bg := testbrowser.Get(t, ctx, what, chromedp.Evaluate[string](`getComputedStyle(document.documentElement).backgroundColor`))
+		if (scheme == "dark") != (bg == "rgb(21, 23, 26)") {
+			t.Errorf("%s: the background is %s", what, bg)
+		}
 	}
 }

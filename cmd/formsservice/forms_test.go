@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,26 +43,38 @@ func startFormsCommand(t *testing.T, redisURL string) string {
 
 // startCommand runs a serving command (forms, dev) on a loopback port the kernel picks, with getenv as its
 // environment, stops it when the test ends, and returns its base URL once /readyz answers 200.
-func startCommand(t *testing.T, name string, getenv func(string) string) string {
+func startCommand(t *testing.T, name string, getenv func(string) string, args ...string) string {
+	t.Helper()
+	url, _, _ := startCommandStop(t, name, getenv, args...)
+	return url
+}
+
+// startCommandStop is startCommand that also returns its logs and a function that stops it and waits
+// until it has (the test's end calls it too; a second call does nothing).
+func startCommandStop(t *testing.T, name string, getenv func(string) string, args ...string) (string, *testproc.Buffer, func()) {
 	t.Helper()
 	logs := &testproc.Buffer{Max: 1 << 20}
 	logWriter, listening := testproc.WatchListening(logs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{name, "-addr", "127.0.0.1:0"}, getenv, strings.NewReader(""), io.Discard, logWriter)
+		done <- run(ctx, append([]string{name, "--addr", "127.0.0.1:0"}, args...), getenv, strings.NewReader(""), io.Discard, logWriter)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s command: %v", name, err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s command: %v", name, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("%s command did not stop", name)
 			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s command did not stop", name)
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	var addr string
 	select {
 	case addr = <-listening:
@@ -87,7 +100,7 @@ func startCommand(t *testing.T, name string, getenv func(string) string) string 
 		}
 		return nil
 	})
-	return url
+	return url, logs, stop
 }
 
 func formsPost(t *testing.T, url, path, body string) int {
@@ -175,14 +188,14 @@ func TestFormsTools_BadUsage_Refused(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
-	err := run(t.Context(), []string{"export", "waitlist"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	err := run(t.Context(), []string{"export", "waitlist"}, devEnv(t, nil), strings.NewReader(""), &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
 		t.Fatalf("without a store: %v", err)
 	}
 }
 
 func TestDevServer_FormsWorkOnEmbeddedStoreWithoutRateLimit(t *testing.T) {
-	url := startCommand(t, "dev", func(string) string { return "" })
+	url := startCommand(t, "dev", devEnv(t, nil))
 	post := func(path, origin, body string) int {
 		req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
 		req.Header.Set("Origin", origin)

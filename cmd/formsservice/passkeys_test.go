@@ -20,7 +20,7 @@ func TestUsersDelete_RemovesThePasskeys(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("auth:\n  passwordHash: {memoryKiB: 64, iterations: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := usersCmd(t, srv.URL(), cfg, "a password\n", "create", "-email", "ada@example.com")
+	out, err := usersCmd(t, srv.URL(), cfg, "a password\n", "create", "--email", "ada@example.com")
 	id := regexp.MustCompile(`\(id ([0-9a-f]+)\)`).FindStringSubmatch(out)
 	if err != nil || id == nil {
 		t.Fatalf("create: %v %s", err, out)
@@ -34,7 +34,7 @@ func TestUsersDelete_RemovesThePasskeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if out, err := usersCmd(t, srv.URL(), cfg, "", "delete", "-email", "ada@example.com"); err != nil {
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "delete", "--email", "ada@example.com"); err != nil {
 		t.Fatalf("delete: %v %s", err, out)
 	}
 	if n, err := rdb.Exists(ctx, keys...).Result(); err != nil || n != 0 {

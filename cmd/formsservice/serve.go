@@ -3,8 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/formsservice/formsservice/services/demo"
 
@@ -55,44 +54,108 @@ type serveFlags struct {
 	configPath string
 	addr       string
 	drainDelay time.Duration
+	logFormat  string
 }
 
-func parseServeFlags(name string, env *environment, args []string, defaultAddr string) (*serveFlags, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func (f *serveFlags) register(cmd *cobra.Command, env *environment, defaultAddr string) {
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	configFlag(fl, env, &f.configPath, "configuration file (YAML); reloaded live when it changes")
+	fl.StringVar(&f.addr, "addr", cmp.Or(env.getenv("ADDR"), defaultAddr), "listen address (host:port; port 0 picks a free one)")
+	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes")
+	enumFlag(fl, &f.logFormat, "log-format", cmp.Or(env.getenv("FORMSSERVICE_LOG_FORMAT"), "auto"),
+		"auto (text on a terminal, else JSON lines), text or json", "auto", "text", "json")
+}
+
+// logOptions resolves --log-format: readable text for a person at a terminal, JSON lines for everything
+// else (a log collector, a pipe, a test).
+func (f *serveFlags) logOptions(env *environment, level string) (logging.Options, error) {
+	term := isTerminal(env.stderr)
+	o := logging.Options{Level: level, Color: term && env.getenv("NO_COLOR") == "" && env.getenv("TERM") != "dumb"}
+	switch f.logFormat {
+	case "auto":
+		o.Text = term
+	case "text":
+		o.Text = true
+	case "json":
+	default: // only FORMSSERVICE_LOG_FORMAT can get here; the flag checks its own value
+		return o, fmt.Errorf("FORMSSERVICE_LOG_FORMAT=%q: want auto, text or json", f.logFormat)
+	}
+	return o, nil
+}
+
+// serviceHelp describes each service command for its --help.
+var serviceHelp = map[string]struct{ short, long string }{
+	"forms": {"run the forms service (POST /contact, POST /waitlist)",
+		`Runs the forms service: POST /contact and POST /waitlist with origin checks, CORS, validation, rate
+limits and durable delivery of contact messages (docs/forms.md). Production runs one per Deployment,
+as the operator renders it; the store is the configuration's redis section or REDIS_URL.`},
+	"auth": {"run the OAuth 2.0 / OpenID Connect provider and its hosted sign-in page",
+		`Runs the sign-in provider: authorization code + PKCE, tokens, userinfo, the hosted sign-in page and
+the discovery documents (docs/auth.md). It needs auth.signingKeyFile (PEM, EC P-256) and a store.`},
+	"health": {"run the platform health service (GET /health)",
+		`Runs GET /health for the whole platform in the IETF health-check format: the store and the forms and
+auth services, each with its response time (docs/health.md).`},
+}
+
+// serveEnv is what the serving commands read from the environment.
+var serveEnv = []envVar{
+	{"ADDR", "listen address when --addr is not given"},
+	{"FORMSSERVICE_CONFIG", "configuration file when --config is not given (CONFIG is read after it)"},
+	{"REDIS_URL", "the store (redis:// or rediss://); overrides the configuration's redis section"},
+	{"REDIS_PASSWORD", "the store's password; overrides redis.passwordFile"},
+	{"FORMSSERVICE_PUBLIC_URL", "the public base URL (the OAuth issuer); overrides publicURL"},
+	{"FORMSSERVICE_ALLOWED_ORIGINS", "comma-separated origins allowed to post forms; overrides allowedOrigins"},
+	{"FORMSSERVICE_LOG_LEVEL", "debug, info, warn or error; overrides logLevel"},
+	{"FORMSSERVICE_LOG_FORMAT", "auto, text or json when --log-format is not given; NO_COLOR turns text colours off"},
+	{"GOGC, GOMEMLIMIT", "Go's collector settings (default GOGC=400; auth sets a soft memory limit)"},
+}
+
+func newServeCmd(env *environment, name string) *cobra.Command {
 	f := &serveFlags{}
-	fs.StringVar(&f.configPath, "config", defaultConfigPath(env), "configuration file (YAML); reloaded when it changes")
-	fs.StringVar(&f.addr, "addr", cmp.Or(env.getenv("ADDR"), defaultAddr), "listen address")
-	fs.DurationVar(&f.drainDelay, "drain-delay", 0, "how long /readyz says draining before the listener closes on SIGTERM")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, errUsage
-		}
-		return nil, err
+	h := serviceHelp[name]
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: h.short,
+		Long:  h.long,
+		Example: fmt.Sprintf(`  formsservice %[1]s --config /etc/formsservice/config.yaml --drain-delay 5s
+  REDIS_URL=redis://127.0.0.1:6379/0 formsservice %[1]s --config %[1]s.yaml --addr 127.0.0.1:0`, name),
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), env, f, []string{name}, false)
+		},
 	}
-	return f, nil
+	f.register(cmd, env, ":8080")
+	readsEnv(cmd, serveEnv...)
+	return cmd
 }
 
-func cmdServe(ctx context.Context, env *environment, name string, args []string) error {
-	f, err := parseServeFlags(name, env, args, ":8080")
-	if err != nil {
-		return err
+func newDevCmd(env *environment) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "run every service in one process for development (make run)",
+		Long: `Runs forms, auth and health in one process on 127.0.0.1:8080, routed the way the ingress routes them,
+with the demo page at /demo/, a demo OAuth client and a demo user (demo@example.com / demo-password).
+The store is REDIS_URL when set, otherwise an embedded in-memory store whose data is lost on exit.
+A --config file is merged over the fixtures (your origins and clients) and reloaded live.`,
+		Example: `  formsservice dev
+  formsservice dev --config my-app.yaml --addr 127.0.0.1:9090
+  REDIS_URL=redis://127.0.0.1:6379/0 formsservice dev`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var names []string
+			for _, n := range devOrder {
+				if _, ok := serviceBuilders[n]; ok {
+					names = append(names, n)
+				}
+			}
+			return serve(cmd.Context(), env, f, names, true)
+		},
 	}
-	return serve(ctx, env, f, []string{name}, false)
-}
-
-func cmdDev(ctx context.Context, env *environment, args []string) error {
-	f, err := parseServeFlags("dev", env, args, "127.0.0.1:8080")
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, n := range devOrder {
-		if _, ok := serviceBuilders[n]; ok {
-			names = append(names, n)
-		}
-	}
-	return serve(ctx, env, f, names, true)
+	f.register(cmd, env, "127.0.0.1:8080")
+	readsEnv(cmd, serveEnv...)
+	return cmd
 }
 
 // serve loads the configuration, connects Redis, builds the named services on one app and serves
@@ -114,16 +177,21 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	if err != nil {
 		return err
 	}
-	log := logging.New(env.stderr, first.LogLevel).With("service", strings.Join(names, "+"))
+	logOpts, err := f.logOptions(env, first.LogLevel)
+	if err != nil {
+		return err
+	}
+	log := logging.NewWith(env.stderr, logOpts).With("service", strings.Join(names, "+"))
 	watcher, err := config.NewWatcher(f.configPath, load, log)
 	if err != nil {
 		return err
 	}
 	cfg := watcher.Current()
 
+	embedded := false
 	if cfg.Redis.Empty() {
 		if !dev {
-			return errors.New("no store configured: set redis in the configuration or REDIS_URL")
+			return errNoStore(f.configPath)
 		}
 		mini, err := startEmbeddedRedis(log)
 		if err != nil {
@@ -131,6 +199,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		}
 		defer mini.Close()
 		cfg.Redis.URL = "redis://" + mini.Addr()
+		embedded = true
 	}
 	redis.SetLogger(redisclient.Logger{Log: log})
 	rdb, err := redisclient.New(cfg.Redis, env.getenv)
@@ -165,7 +234,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev {
-		log.Info("dev server ready", "url", publicURL, "demo", publicURL+"/demo/", "user", config.DevEmail)
+		remove := announceDev(env, log, logOpts, devState{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now()})
+		defer remove()
 	}
 	return app.Serve(ctx, server.ServeOptions{
 		Listener:   ln,
@@ -191,9 +261,4 @@ func displayAddr(addr string) string {
 		return "127.0.0.1:" + port
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// defaultConfigPath is the configuration file of every command when -config does not name one.
-func defaultConfigPath(env *environment) string {
-	return cmp.Or(env.getenv("FORMSSERVICE_CONFIG"), env.getenv("CONFIG"))
 }

@@ -44,7 +44,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		}
 		areq = queryOnly(r)
 	}
-	cl, ok := s.checkClient(w, rt, areq.URL.Query())
+	cl, ok := s.checkClient(ctx, w, rt, areq.URL.Query())
 	if !ok {
 		return
 	}
@@ -120,29 +120,37 @@ func queryOnly(r *http.Request) *http.Request {
 }
 
 // checkClient answers an unknown client or a redirect URI that is not registered exactly with an error
-// page: redirecting there would make the provider an open redirector.
-func (s *Service) checkClient(w http.ResponseWriter, rt *runtime, q url.Values) (*client, bool) {
-	fail := func(msg string) (*client, bool) {
-		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "This sign-in link is not valid", Message: msg})
+// page: redirecting there would make the provider an open redirector. The developer learns what was sent
+// and what is registered (refusals.go).
+func (s *Service) checkClient(ctx context.Context, w http.ResponseWriter, rt *runtime, q url.Values) (*client, bool) {
+	const title = "This sign-in link is not valid"
+	if len(q["client_id"]) != 1 || len(q["redirect_uri"]) > 1 {
+		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: title,
+			Message: "The request must name exactly one application (client_id) and at most one return address."})
 		return nil, false
 	}
-	if len(q["client_id"]) != 1 || len(q["redirect_uri"]) > 1 {
-		return fail("The request must name exactly one application (client_id) and at most one return address.")
-	}
-	cl, ok := rt.clients[q.Get("client_id")]
+	id, ru := q.Get("client_id"), q.Get("redirect_uri")
+	cl, ok := rt.clients[id]
 	if !ok {
-		return fail("The application that sent you here is not registered.")
+		s.refusePage(ctx, w, refusedUnknownClient, page.Error{Title: title, Message: "The application that sent you here is not registered."},
+			"refused a sign-in: the client_id is not a registered client; add it to auth.clients",
+			fact{"client_id", id}, fact{"registered clients", rt.clientIDs()})
+		return nil, false
 	}
-	ru := q.Get("redirect_uri")
 	if ru == "" {
-		return fail("The request does not say where to return to (redirect_uri).")
+		s.refusePage(ctx, w, refusedRedirectURIMissing, page.Error{Title: title, Message: "The request does not say where to return to (redirect_uri)."},
+			"refused a sign-in: the request has no redirect_uri", fact{"client_id", id}, fact{"registered redirect URIs", cl.RedirectURIs})
+		return nil, false
 	}
 	for _, reg := range cl.RedirectURIs {
 		if ru == reg {
 			return cl, true
 		}
 	}
-	return fail("The return address of this request is not registered for the application.")
+	s.refusePage(ctx, w, refusedRedirectURI, page.Error{Title: title, Message: "The return address of this request is not registered for the application."},
+		"refused a sign-in: the redirect_uri is not one of the client's redirectURIs (compared exactly: scheme, host, port and path)",
+		fact{"client_id", id}, fact{"redirect_uri sent", ru}, fact{"registered redirect URIs", cl.RedirectURIs})
+	return nil, false
 }
 
 // checkAuthorizeParams enforces what fosite checks only later, or not as strictly: every parameter at

@@ -64,6 +64,7 @@ type setup struct {
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
 	mail   mail.Sender // default: none
+	dev    bool // as the dev server runs it (refusals_test.go)
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -112,7 +113,7 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Mail: s.mail})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Dev: s.dev, Mail: s.mail})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,10 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 	if redirect != "" {
 		cl, ok := rt.clients[clientID]
 		if !ok || !cl.postLogout[redirect] {
-			bad("The return address after signing out is not registered for the application.")
+			s.refusePage(ctx, w, refusedPostLogoutURI, page.Error{Title: "This sign-out link is not valid",
+				Message: "The return address after signing out is not registered for the application."},
+				"refused a sign-out: the post_logout_redirect_uri is not one of the client's postLogoutRedirectURIs (compared exactly)",
+				fact{"client_id", clientID}, fact{"post_logout_redirect_uri sent", redirect}, fact{"registered post-logout URIs", rt.postLogoutURIs(clientID)})
 			return
 		}
 	}

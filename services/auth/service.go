@@ -36,6 +36,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	Keys *keys.Set
 	// Mail sends the mails to people ("a passkey was added"); nil: none are sent.
 	Mail mail.Sender
+	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
+	// error page (refusals.go).
+	Dev bool
 }
 
 // Service is the auth service.
@@ -68,6 +72,7 @@ type Service struct {
 	pages    *page.Renderer
 	metrics  *metrics
 	jwks     []byte
+	refusals *refusal.Recorder
 
 	mu      sync.Mutex // serialises rebuilding the runtime after a config change
 	current atomic.Pointer[runtime]
@@ -129,6 +134,10 @@ func New(o Options) (*Service, error) {
 	}
 	var err error
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
+		return nil, err
+	}
+	s.refusals, err = refusal.New(refusal.Options{Service: "auth", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
 		return nil, err
 	}
 	s.store = store.New(store.Options{

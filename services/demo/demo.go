@@ -61,6 +61,12 @@ func (s *Service) Name() string { return "demo" }
 // Ready implements server.Service: the page is in the binary.
 func (s *Service) Ready(context.Context) error { return nil }
 
+// redirectToDemo answers GET / on the dev server: someone who opens the address `make run` printed lands
+// on the demo instead of a JSON 404.
+func (s *Service) redirectToDemo(c *fiber.Ctx) error {
+	return c.Redirect("/demo/", fiber.StatusFound)
+}
+
 // servePageWithSlash answers /demo/, and sends /demo there: routing is not strict, and the page's
 // relative URLs need the slash.
 func (s *Service) servePageWithSlash(c *fiber.Ctx) error {

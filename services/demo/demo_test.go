@@ -107,3 +107,11 @@ func TestDemo_BarePath_RedirectsToSlash(t *testing.T) {
 		t.Fatalf("status %d location %q", res.StatusCode, res.Header.Get("Location"))
 	}
 }
+
+func TestDemo_Root_LeadsToTheDemoPage(t *testing.T) {
+	app := newApp(t, &config.Config{PublicURL: "http://127.0.0.1:8080"})
+	res, _ := get(t, app, "/")
+	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "/demo/" {
+		t.Fatalf("GET /: %d Location %q, want 302 to /demo/", res.StatusCode, res.Header.Get("Location"))
+	}
+}

@@ -58,6 +58,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
 	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
 	if !lc.origins.allowed(origin) {
+		s.refuseOrigin(c, lc, origin)
 		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
 		finishUnread(c)
 		return admitted{}, false
@@ -69,6 +70,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 	switch err {
 	case nil:
 	case errTooLarge:
+		s.refuse(c, refusedBodyTooLarge)
 		s.reply(c, ep, resultTooLarge, fiber.StatusRequestEntityTooLarge, bodyError)
 		finishUnread(c)
 		return admitted{}, false
@@ -78,6 +80,11 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		return admitted{}, false
 	}
 	if !isJSON(c.Request().Header.ContentType()) || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
+		if !isJSON(c.Request().Header.ContentType()) {
+			s.refuse(c, refusedContentType)
+		} else {
+			s.refuse(c, refusedContentEncoding)
+		}
 		s.reply(c, ep, resultUnsupported, fiber.StatusUnsupportedMediaType, bodyError)
 		return admitted{}, false
 	}
@@ -234,6 +241,7 @@ func (s *Service) preflight(c *fiber.Ctx) error {
 	h.Add(fiber.HeaderVary, fiber.HeaderOrigin)
 	origin := c.Request().Header.Peek(fiber.HeaderOrigin)
 	if !lc.origins.allowed(origin) {
+		s.refuseOrigin(c, lc, origin)
 		c.Status(fiber.StatusForbidden)
 		h.SetContentType(fiber.MIMEApplicationJSON)
 		c.Response().SetBodyRaw(bodyError)

@@ -54,6 +54,9 @@ type harnessOpts struct {
 	// storeTimeout is the service's StoreTimeout and its Redis client's timeout (default 1.5 s and 1 s):
 	// a long one keeps a request waiting for durability until the test ends the wait.
 	storeTimeout time.Duration
+	// dev and log: the service as the dev server runs it, and where its log goes (refusals_test.go).
+	dev bool
+	log io.Writer
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -88,8 +91,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if o.log != nil {
+		log = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout})
+		StoreTimeout: o.storeTimeout, Dev: o.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

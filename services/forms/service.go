@@ -19,6 +19,7 @@ import (
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
 // Options are the service's dependencies; New takes nothing from globals.
@@ -35,6 +36,8 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Dev is the all-in-one dev server: refused requests are explained at info level (refusals.go).
+	Dev bool
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -47,6 +50,7 @@ type Service struct {
 	m            *metrics
 	now          func() time.Time
 	storeTimeout time.Duration
+	refusals     *refusal.Recorder
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
@@ -88,7 +92,12 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	refusals, err := refusal.New(refusal.Options{Service: "forms", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
+		refusals:     refusals,
 		cfg:          o.Config,
 		rdb:          o.Redis,
 		store:        store.New(o.Redis),

@@ -59,6 +59,8 @@ type SignIn struct {
 type Error struct {
 	Title   string
 	Message string
+	// Developer is shown by the dev server only: what the request sent and what is registered.
+	Developer []string
 }
 
 // Logout is the data of the sign-out confirmation.

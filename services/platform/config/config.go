@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -59,20 +60,24 @@ type Redis struct {
 // Empty reports whether no store was configured.
 func (r Redis) Empty() bool { return r.URL == "" && len(r.Addrs) == 0 }
 
-// Parse reads a YAML (or JSON) document strictly: an unknown key is an error, so that a typo in a
-// ConfigMap fails loudly instead of being ignored.
+// Parse reads a YAML (or JSON) document strictly: an unknown key is an error, matched in its exact case,
+// so that a typo in a ConfigMap fails loudly instead of being ignored. Every unknown key is reported at
+// once, each with its path and the closest known key.
 func Parse(data []byte) (*Config, error) {
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("config: %w", decodeError(err))
+	}
+	if errs := checkKeys(doc, reflect.TypeFor[Config](), ""); len(errs) > 0 {
+		return nil, fmt.Errorf("config: %w", errors.Join(errs...))
+	}
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", decodeError(err))
 	}
 	// A double-quoted YAML string can spell any code point ("\x7f"). No setting needs a control
 	// character, and YAML cannot write some of them back, so the operator could not render what a
 	// service had read: refuse them here, by name, instead.
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
 	if err := checkText(doc, ""); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -126,7 +131,7 @@ func pathOrRoot(path string) string {
 }
 
 // Load reads path (empty path: an empty config), then applies the environment (getenv) and defaults,
-// and validates the result.
+// and validates the result. Every error names the file.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	if path != "" {
@@ -135,15 +140,42 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		if c, err = Parse(data); err != nil {
-			return nil, err
+			return nil, InFile(path, err)
 		}
 	}
 	c.ApplyEnv(getenv)
 	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {
-		return nil, err
+		if path == "" {
+			return nil, fmt.Errorf("config (from the environment): %w", err)
+		}
+		return nil, InFile(path, err)
 	}
 	return c, nil
+}
+
+// InFile names the configuration file in front of every line of err ("config file app.yaml:
+// auth.clients[0].clientId: unknown key ..."), keeping err for errors.Is and errors.As.
+func InFile(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fileError{path: path, err: err}
+}
+
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Unwrap() error { return e.err }
+
+func (e *fileError) Error() string {
+	lines := strings.Split(strings.TrimPrefix(e.err.Error(), "config: "), "\n")
+	for i, l := range lines {
+		lines[i] = "config file " + e.path + ": " + l
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ApplyEnv applies environment overrides. They exist for the few values that differ per machine.

@@ -68,7 +68,7 @@ func TestForms_WebhookURLOrURLFile(t *testing.T) {
 		{"forms: {delivery: {webhook: {urlFile: '/hook '}}}", "forms.delivery.webhook.urlFile"},
 		{"forms: {delivery: {webhook: {url: 'ftp://x/" + secret + "'}}}", "forms.delivery.webhook.url: must be an http(s) URL"},
 		{"forms: {delivery: {webhook: {url: 'hooks.slack.com/services/" + secret + "'}}}", "forms.delivery.webhook.url: must be an http(s) URL"},
-		{"forms: {delivery: {webhook: {url_file: /hook}}}", "unknown field"}, // strict: a typo is refused
+		{"forms: {delivery: {webhook: {url_file: /hook}}}", "unknown key"}, // strict: a typo is refused
 	}
 	for _, tc := range cases {
 		c, err := Parse([]byte(tc.doc))

@@ -42,6 +42,8 @@ func FuzzParse(f *testing.F) {
 		"? [complex, key]\n: value\n",
 		"publicURL: \"\\u0000\\ud800\"\n",
 		"logLevel: info\nlogLevel: debug\n",
+		"auth: {clients: [{clientId: a, redirectURIS: [x]}]}\nallowedorigins: []\n",
+		"health: {checks: {x: [1], y: {warnAfter: {a: b}}}}\nredis: 5\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

@@ -8,7 +8,9 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -125,4 +127,21 @@ type Logger struct{ Log *slog.Logger }
 // Printf implements go-redis's logging interface.
 func (l Logger) Printf(ctx context.Context, format string, v ...any) {
 	l.Log.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
+
+// Describe names the store c points at for a message, without its password: the URL (redacted), or the
+// Sentinel master and its sentinels, or the Cluster's seed addresses.
+func Describe(c config.Redis) string {
+	switch {
+	case c.URL != "":
+		if u, err := url.Parse(c.URL); err == nil {
+			return u.Redacted()
+		}
+		return "an unreadable redis URL"
+	case c.MasterName != "":
+		return fmt.Sprintf("Sentinel master %q via %s", c.MasterName, strings.Join(c.Addrs, ", "))
+	case c.Cluster || len(c.Addrs) > 1:
+		return "Cluster " + strings.Join(c.Addrs, ", ")
+	}
+	return strings.Join(c.Addrs, ", ")
 }

@@ -83,3 +83,16 @@ func TestNew_ClusterMode(t *testing.T) {
 		t.Fatalf("cluster DBSIZE = %d, %v", n, err)
 	}
 }
+
+func TestDescribe_NamesTheStoreWithoutItsPassword(t *testing.T) {
+	for c, want := range map[*config.Redis]string{
+		{URL: "redis://:s3cret@127.0.0.1:6379/2"}:                    "redis://:xxxxx@127.0.0.1:6379/2",
+		{URL: "rediss://app:s3cret@r.example:6380"}:                  "rediss://app:xxxxx@r.example:6380",
+		{Addrs: []string{"s-0:26379", "s-1:26379"}, MasterName: "m"}: `Sentinel master "m" via s-0:26379, s-1:26379`,
+		{Addrs: []string{"c-0:6379", "c-1:6379"}, Cluster: true}:     "Cluster c-0:6379, c-1:6379",
+	} {
+		if got := Describe(*c); got != want {
+			t.Errorf("Describe(%+v) = %q, want %q", *c, got, want)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	formstore "github.com/formsservice/formsservice/services/forms/store"
+)
+
+// newForgetCmd is the smallest whole command: a description, examples, its flags and the store.
+func newForgetCmd(env *environment) *cobra.Command {
+	var store storeFlags
+	var email string
+	cmd := &cobra.Command{
+		Use:   "forget --email ADDRESS",
+		Short: "erase an e-mail address from every store (a GDPR erasure request)",
+		Long: `Erases the address from the waitlist, every stored contact message and the dead letters, and says
+what it removed. The address is compared in lower case.`,
+		Example: `  formsservice forget --email ada@example.com`,
+		Args:    usageArgs(cobra.NoArgs),
+		PreRunE: requireFlags("email"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, rdb, err := store.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			rep, err := formstore.Forget(cmd.Context(), rdb, email)
+			if err != nil {
+				return fmt.Errorf("forget: %w", err)
+			}
+			fmt.Fprintf(env.stdout, "erased %s: %d waitlist %s, %d contact %s",
+				rep.Email, rep.WaitlistEntries, plural(rep.WaitlistEntries, "entry", "entries"),
+				len(rep.ContactMessages), plural(len(rep.ContactMessages), "message", "messages"))
+			if len(rep.ContactMessages) > 0 {
+				fmt.Fprintf(env.stdout, " (%s)", strings.Join(rep.ContactMessages, ", "))
+			}
+			if rep.DeadLetters > 0 {
+				fmt.Fprintf(env.stdout, ", %d dead %s", rep.DeadLetters, plural(rep.DeadLetters, "letter", "letters"))
+			}
+			fmt.Fprintln(env.stdout)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&email, "email", "", "the address to erase (required)")
+	store.register(cmd, env)
+	return cmd
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

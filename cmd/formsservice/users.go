@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/passkey"
+	"github.com/formsservice/formsservice/services/auth/users"
+
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// newUsersCmd groups the account tools. Each subcommand is one newUsersXxxCmd below.
+func newUsersCmd(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "users",
+		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, list)",
+		Long: `Manages the accounts people sign in with on the hosted page. Passwords are read from standard input
+(one line), never from the command line, so that they stay out of argv and shell history.`,
+		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name Ada
+  formsservice users list
+  formsservice users disable --email ada@example.com`,
+		Args: cobra.ArbitraryArgs,
+		RunE: needSubcommand,
+	}
+	cmd.AddCommand(
+		newUsersCreateCmd(env),
+		newUsersSetPasswordCmd(env),
+		newUsersSignoutCmd(env, "signout"),
+		newUsersSignoutCmd(env, "disable"),
+		newUsersEnableCmd(env),
+		newUsersDeleteCmd(env),
+		newUsersListCmd(env),
+	)
+	readsEnv(cmd, storeEnv...)
+	return cmd
+}
+
+// usersTool is what every users subcommand has: the store, an account's address, and how to open them.
+type usersTool struct {
+	store storeFlags
+	email string
+}
+
+// register adds --config (and --email when withEmail) to cmd.
+func (u *usersTool) register(cmd *cobra.Command, env *environment, withEmail bool) {
+	if withEmail {
+		cmd.Flags().StringVar(&u.email, "email", "", "e-mail address of the account (required)")
+		cmd.PreRunE = requireFlags("email")
+	}
+	u.store.register(cmd, env)
+}
+
+func (u *usersTool) open(ctx context.Context, env *environment) (*config.Config, redis.UniversalClient, *users.Store, error) {
+	cfg, rdb, err := u.store.open(ctx, env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, rdb, users.NewStore(rdb, users.NewHasher(users.ParamsFrom(cfg.Auth.PasswordHash), 1)), nil
+}
+
+func newUsersCreateCmd(env *environment) *cobra.Command {
+	var u usersTool
+	var name string
+	cmd := &cobra.Command{
+		Use:     "create --email ADDRESS [--name NAME]",
+		Short:   "create an account; the password is read from standard input (one line)",
+		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name "Ada Lovelace"`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pw, err := readPassword(env.stdin)
+			if err != nil {
+				return err
+			}
+			_, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			created, err := us.Create(cmd.Context(), u.email, name, pw)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "created %s (id %s)\n", created.Email, created.ID)
+			return nil
+		},
+	}
+	u.register(cmd, env, true)
+	cmd.Flags().StringVar(&name, "name", "", "display name")
+	return cmd
+}
+
+func newUsersSetPasswordCmd(env *environment) *cobra.Command {
+	var u usersTool
+	cmd := &cobra.Command{
+		Use:   "set-password --email ADDRESS",
+		Short: "replace the password (read from standard input) and sign the user out everywhere",
+		Long: `Replaces the account's password with the line read from standard input, then signs the user out
+everywhere: every sign-in session and every grant (refresh token) ends.`,
+		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users set-password --email ada@example.com`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pw, err := readPassword(env.stdin)
+			if err != nil {
+				return err
+			}
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			user, err := us.SetPassword(cmd.Context(), u.email, pw)
+			if err != nil {
+				return err
+			}
+			grants, sessions, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
+			if err != nil {
+				return fmt.Errorf("password set for %s, but signing it out everywhere failed (run `users signout`): %w", user.Email, err)
+			}
+			fmt.Fprintf(env.stdout, "password set for %s; ended %d sign-in session(s), revoked %d grant(s)\n", user.Email, sessions, grants)
+			return nil
+		},
+	}
+	u.register(cmd, env, true)
+	return cmd
+}
+
+// newUsersSignoutCmd is `users signout` (end every session and grant) or `users disable` (the same,
+// and refuse the account's sign-ins until `users enable`).
+func newUsersSignoutCmd(env *environment, action string) *cobra.Command {
+	var u usersTool
+	short := "sign the user out everywhere (every sign-in session and grant ends)"
+	if action == "disable" {
+		short = "refuse the account's sign-ins and sign it out everywhere"
+	}
+	cmd := &cobra.Command{
+		Use:     action + " --email ADDRESS",
+		Short:   short,
+		Example: "  formsservice users " + action + " --email ada@example.com",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			user, err := us.ByEmail(cmd.Context(), u.email)
+			if action == "disable" {
+				user, err = us.SetDisabled(cmd.Context(), u.email, true)
+			}
+			if err != nil {
+				return err
+			}
+			grants, sessions, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
+			if err != nil {
+				return err
+			}
+			verb := "signed out"
+			if action == "disable" {
+				verb = "disabled and signed out"
+			}
+			fmt.Fprintf(env.stdout, "%s %s; ended %d sign-in session(s), revoked %d grant(s)\n", verb, user.Email, sessions, grants)
+			return nil
+		},
+	}
+	u.register(cmd, env, true)
+	return cmd
+}
+
+func newUsersEnableCmd(env *environment) *cobra.Command {
+	var u usersTool
+	cmd := &cobra.Command{
+		Use:     "enable --email ADDRESS",
+		Short:   "allow a disabled account to sign in again",
+		Example: "  formsservice users enable --email ada@example.com",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			user, err := us.SetDisabled(cmd.Context(), u.email, false)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "enabled %s\n", user.Email)
+			return nil
+		},
+	}
+	u.register(cmd, env, true)
+	return cmd
+}
+
+func newUsersDeleteCmd(env *environment) *cobra.Command {
+	var u usersTool
+	cmd := &cobra.Command{
+		Use:     "delete --email ADDRESS",
+		Short:   "delete the account, revoke every token issued to it and delete its passkeys",
+		Example: "  formsservice users delete --email ada@example.com",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			user, err := us.Delete(cmd.Context(), u.email)
+			if err != nil {
+				return err
+			}
+			n, _, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
+			if err != nil {
+				return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", user.Email, err)
+			}
+			if err := passkey.NewStore(rdb, nil).RemoveAll(cmd.Context(), user.ID); err != nil {
+				return fmt.Errorf("deleted %s, but removing its passkeys failed (they sign nobody in, since the user is gone): %w", user.Email, err)
+			}
+			fmt.Fprintf(env.stdout, "deleted %s (id %s); revoked %d grant(s)\n", user.Email, user.ID, n)
+			return nil
+		},
+	}
+	u.register(cmd, env, true)
+	return cmd
+}
+
+func newUsersListCmd(env *environment) *cobra.Command {
+	var u usersTool
+	var format string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list [--format table|jsonl]",
+		Short:   "print every account (id, e-mail, name, created)",
+		Example: "  formsservice users list\n  formsservice users list --format jsonl | jq -r .email",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				format = "jsonl"
+			}
+			_, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			enc := json.NewEncoder(env.stdout)
+			return us.List(cmd.Context(), func(user *users.User) error {
+				if format == "jsonl" {
+					return enc.Encode(map[string]any{"id": user.ID, "email": user.Email, "name": user.Name, "created": user.CreatedAt})
+				}
+				_, err := fmt.Fprintf(env.stdout, "%s\t%s\t%s\t%s\n", user.ID, user.Email, user.Name, user.CreatedAt.Format(time.RFC3339))
+				return err
+			})
+		},
+	}
+	enumFlag(cmd.Flags(), &format, "format", "table", "table (tab-separated) or jsonl", "table", "jsonl")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as --format jsonl")
+	cmd.Flags().MarkDeprecated("json", "use --format jsonl") //nolint:errcheck // the flag exists
+	u.register(cmd, env, false)
+	return cmd
+}
+
+// signOutEverywhere revokes every grant and ends every sign-in session of the user.
+func signOutEverywhere(ctx context.Context, rdb redis.UniversalClient, cfg *config.Config, userID string) (grants, sessions int, err error) {
+	return auth.SignOutEverywhere(ctx, rdb, cfg.Auth, userID)
+}
+
+// readPassword reads one line from stdin, so that the password never appears in argv or shell history.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	pw := strings.TrimRight(line, "\r\n")
+	if pw == "" {
+		return "", errors.New("no password on stdin (pipe one line, e.g. `read -rs PW; printf '%s\\n' \"$PW\" | formsservice users create ...`)")
+	}
+	return pw, nil
+}
