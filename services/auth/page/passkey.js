@@ -141,10 +141,22 @@
         show(signinError, message(e, "Signing in with a passkey"));
       });
     });
+    // The autofill is an offer, renewed when its ceremony times out (a page left open); the button
+    // reports errors. A request that ends at once is not renewed, so nothing loops.
+    var offer = function () {
+      var started = Date.now();
+      var request = run(true);
+      var mine = pending; // run sets it at once; a press of the button replaces it
+      request.catch(function (e) {
+        if (e && e.name === "NotAllowedError" && Date.now() - started > 60000 && pending === mine && !mine.signal.aborted) {
+          offer();
+        }
+      });
+    };
     if (PublicKeyCredential.isConditionalMediationAvailable) {
       PublicKeyCredential.isConditionalMediationAvailable().then(function (ok) {
         if (ok) {
-          run(true).catch(function () {}); // the autofill is an offer; the button reports errors
+          offer();
         }
       });
     }
