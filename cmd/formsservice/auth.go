@@ -35,7 +35,8 @@ func buildAuth(d deps) (server.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks, Dev: d.Dev, Mail: d.Mail})
+	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks, Dev: d.Dev,
+		AuditLog: d.AuditLog, Mail: d.Mail})
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,7 @@ formsservice dev runs all of them in one process for development (make run).`,
 		newExportCmd(env),
 		newForgetCmd(env),
 		newDeliveriesCmd(env),
+		newAuditCmd(env),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetIn(env.stdin)

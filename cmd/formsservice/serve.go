@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/demo"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -37,6 +38,8 @@ type deps struct {
 	Peers []server.Service
 	// Mail sends transactional mail (devmail.go).
 	Mail mail.Sender
+	// AuditLog is the audit trail's log stream (stream=audit, whatever the log level).
+	AuditLog *slog.Logger
 }
 
 // serviceBuilders constructs each service by name; each builder lives in the service's own file here.
@@ -209,7 +212,8 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	defer rdb.Close()
 
 	metrics := server.NewMetrics()
-	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev}
+	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev,
+		AuditLog: audit.NewLog(env.stderr).With("service", strings.Join(names, "+"))}
 	var outbox *devmail.Outbox
 	d.Mail, outbox = mailSender(watcher, dev, log, publicURL)
 	var services []server.Service

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
 
@@ -82,7 +83,7 @@ func newUsersCreateCmd(env *environment) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, rdb, us, err := u.open(cmd.Context(), env)
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -91,6 +92,7 @@ func newUsersCreateCmd(env *environment) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.UserCreated, created.ID, nil)
 			fmt.Fprintf(env.stdout, "created %s (id %s)\n", created.Email, created.ID)
 			return nil
 		},
@@ -123,7 +125,12 @@ everywhere: every sign-in session and every grant (refresh token) ends.`,
 			if err != nil {
 				return err
 			}
+			trail := operatorTrail(rdb, cfg, env)
+			trail(cmd.Context(), audit.PasswordSet, user.ID, nil)
 			grants, sessions, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
+			if err == nil {
+				trail(cmd.Context(), audit.SignOutEverywhere, user.ID, counts(grants, sessions))
+			}
 			if err != nil {
 				return fmt.Errorf("password set for %s, but signing it out everywhere failed (run `users signout`): %w", user.Email, err)
 			}
@@ -161,10 +168,15 @@ func newUsersSignoutCmd(env *environment, action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			trail := operatorTrail(rdb, cfg, env)
+			if action == "disable" {
+				trail(cmd.Context(), audit.UserDisabled, user.ID, nil)
+			}
 			grants, sessions, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
 			if err != nil {
 				return err
 			}
+			trail(cmd.Context(), audit.SignOutEverywhere, user.ID, counts(grants, sessions))
 			verb := "signed out"
 			if action == "disable" {
 				verb = "disabled and signed out"
@@ -185,7 +197,7 @@ func newUsersEnableCmd(env *environment) *cobra.Command {
 		Example: "  formsservice users enable --email ada@example.com",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, rdb, us, err := u.open(cmd.Context(), env)
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -194,6 +206,7 @@ func newUsersEnableCmd(env *environment) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.UserEnabled, user.ID, nil)
 			fmt.Fprintf(env.stdout, "enabled %s\n", user.Email)
 			return nil
 		},
@@ -219,6 +232,7 @@ func newUsersDeleteCmd(env *environment) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.UserDeleted, user.ID, nil)
 			n, _, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
 			if err != nil {
 				return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", user.Email, err)

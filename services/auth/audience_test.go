@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -100,5 +101,45 @@ func TestAccessToken_NoAPIConfigured_AudienceIsTheClientID(t *testing.T) {
 	tk, _ := p.fullSignIn(testEmail, testPassword)
 	if c, err := verifyAccessToken(t, p, tk.AccessToken, clientID); err != nil || !slices.Equal([]string(c.Audience), []string{clientID}) {
 		t.Fatalf("aud %v, %v", c, err)
+	}
+}
+
+// audience and resource are matched exactly against the client's APIs (fosite's default audience
+// matching accepted any sub-path: a client allowed https://api.example/ got a token for
+// https://api.example/admin/billing, kept across refresh), at authorize and again at every refresh.
+func TestAudience_ExactlyTheClientsAPIs_AtAuthorizeAndRefresh(t *testing.T) {
+	const root = "https://api.example/"
+	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.Clients[0].Audiences = []string{root, ordersAPI} }})
+	p.user(testEmail, testPassword)
+
+	for i, param := range []string{"audience", "resource"} {
+		for j, bad := range []string{root + "admin/billing", "https://api.example", "https://API.example/", ordersAPI + "/", root + "?x=1", "http://api.example/"} {
+			state := fmt.Sprintf("state-exact-%d-%d", i, j)
+			u := p.authorizeURL(state, oauth2.GenerateVerifier(), oauth2.SetAuthURLParam(param, bad))
+			authorizeError(t, newBrowser(t).get(u), p.redirect, "invalid_target", state)
+		}
+	}
+
+	// Exactly one of the client's APIs: the token is for it alone, and so is its refresh.
+	b := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(p.authorizeURL("state-exact-ok", verifier, oauth2.SetAuthURLParam("audience", root)))
+	code, _ := codeFrom(t, b.signIn(p.base, page.body, testEmail, testPassword), p.redirect)
+	tk := p.exchange(code, verifier)
+	refreshed := p.refresh(tk.RefreshToken)
+	for _, at := range []string{tk.AccessToken, refreshed.AccessToken} {
+		if c, err := verifyAccessToken(t, p, at, root); err != nil || !slices.Equal([]string(c.Audience), []string{root}) {
+			t.Fatalf("token for %s: %v %v", root, c, err)
+		}
+	}
+
+	// The client loses that API: the grant's next refresh is refused, not renewed for an API it no
+	// longer may call.
+	cfg := *p.live.Current()
+	cfg.Auth.Clients = slices.Clone(cfg.Auth.Clients)
+	cfg.Auth.Clients[0].Audiences = []string{ordersAPI}
+	p.live.c.Store(&cfg)
+	if r := p.refresh(refreshed.RefreshToken); r.status != http.StatusBadRequest || r.Error != "invalid_target" {
+		t.Fatalf("refresh of a grant for an API the client no longer has: %d %s, want 400 invalid_target", r.status, r.Error)
 	}
 }

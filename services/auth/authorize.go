@@ -13,11 +13,10 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
-	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
-	mail "github.com/formsservice/formsservice/services/platform/email"
 )
 
 // authorize is /oauth2/authorize. GET validates the authorization request, then either answers at once
@@ -83,6 +82,11 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 
 	if !csrfValid(r, rt) {
 		s.metrics.signins.WithLabelValues(signinCSRF).Inc()
+		kind := audit.SignIn
+		if r.PostForm.Get("action") == "signup" {
+			kind = audit.SignUp
+		}
+		s.audit.Record(ctx, audit.Event{Kind: kind, Outcome: audit.Failure, Reason: "csrf", Client: cl.GetID()})
 		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, page.SignIn{Error: "This form has expired or was not sent from this page. Please try again."})
 		return
 	}
@@ -325,128 +329,6 @@ func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runti
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
 	d.Passkey = passkeyOffer(rt, d.Passkey)
 	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
-}
-
-func (s *Service) limits(rt *runtime) throttle.Limits {
-	t := rt.cfg.Auth.Throttle
-	return throttle.Limits{Account: t.AccountFailures, IP: t.IPFailures, Window: t.Window.D()}
-}
-
-// signin checks the e-mail and password (throttled per account and per address), starts the sign-in
-// session and answers the authorization request.
-func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, ip string) {
-	ctx := r.Context()
-	email := strings.TrimSpace(r.PostForm.Get("email"))
-	if len(email) > mail.MaxLen {
-		email = email[:mail.MaxLen]
-	}
-	password := r.PostForm.Get("password")
-	// One budget per account, whichever spelling of it is typed (an IDN domain or its punycode).
-	account, ok := mail.Canonical(email)
-	if !ok {
-		account = strings.ToLower(email)
-	}
-	lim := s.limits(rt)
-	again := func(wait time.Duration) string {
-		return fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second))
-	}
-
-	// The attempt is counted before the password is hashed, so that a burst of parallel guesses on any
-	// number of replicas gets no more password checks than the limit; the outcome settles it.
-	res, wait, err := s.throttle.Reserve(ctx, account, ip, lim)
-	if err != nil {
-		s.unavailablePage(w, r, rt, cl, email, err)
-		return
-	}
-	if res == nil {
-		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, page.SignIn{Email: email, Error: again(wait)})
-		return
-	}
-	u, err := s.users.Authenticate(ctx, email, password)
-	switch {
-	case errors.Is(err, users.ErrBadCredentials):
-		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
-		msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
-		if wait := res.Failed(); wait > 0 {
-			msg, status = msg+" "+again(wait), http.StatusTooManyRequests
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		}
-		s.renderSignIn(w, r, rt, cl, status, page.SignIn{Email: email, Error: msg})
-		return
-	case err != nil:
-		res.Release(context.WithoutCancel(ctx))
-		s.unavailablePage(w, r, rt, cl, email, err)
-		return
-	}
-	_ = res.Succeeded(ctx)
-	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
-	s.startSession(w, r, rt, cl, ar, u)
-}
-
-// signup creates an account (when the configuration allows it) and signs it in.
-func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, ip string) {
-	ctx := r.Context()
-	name := strings.TrimSpace(r.PostForm.Get("name"))
-	email := strings.TrimSpace(r.PostForm.Get("email"))
-	password := r.PostForm.Get("password")
-	d := page.SignIn{SignupOpen: true, SignupName: truncate(name, 120), SignupEmail: truncate(email, mail.MaxLen), Fields: map[string]string{}}
-	if !rt.cfg.Auth.SelfSignup {
-		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
-		d.SignupOpen = false
-		d.Error = "Creating an account here is not enabled. Ask the operators of the application for an account."
-		s.renderSignIn(w, r, rt, cl, http.StatusForbidden, d)
-		return
-	}
-	lim := s.limits(rt)
-	if wait, _, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
-		s.unavailablePage(w, r, rt, cl, "", err)
-		return
-	} else if wait > 0 {
-		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
-		d.SignupError = fmt.Sprintf("Too many attempts from your network. Try again in %d s.", int(wait/time.Second))
-		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, d)
-		return
-	}
-	if len([]rune(name)) > users.MaxNameLen {
-		d.Fields["name"] = fmt.Sprintf("At most %d characters.", users.MaxNameLen)
-	}
-	if _, err := users.NormalizeEmail(email); err != nil {
-		d.Fields["email"] = "Enter an e-mail address like name@example.com."
-	}
-	if err := users.CheckPassword(password); err != nil {
-		d.Fields["password"] = "Use 8 to 256 characters."
-	}
-	if len(d.Fields) > 0 {
-		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
-		d.SignupError = "Please correct the fields marked below."
-		s.renderSignIn(w, r, rt, cl, http.StatusBadRequest, d)
-		return
-	}
-	u, err := s.users.Create(ctx, email, name, password)
-	if errors.Is(err, users.ErrEmailTaken) {
-		_, _ = s.throttle.Fail(ctx, "", ip, lim) // probing for addresses counts against the network
-		s.metrics.signins.WithLabelValues(signinSignupRefused).Inc()
-		d.Fields["email"] = "An account with this e-mail address already exists. Sign in above instead."
-		d.SignupError = "Please correct the fields marked below."
-		s.renderSignIn(w, r, rt, cl, http.StatusConflict, d)
-		return
-	}
-	if err != nil {
-		s.unavailablePage(w, r, rt, cl, "", err)
-		return
-	}
-	s.log.Info("account created on the sign-in page", "user", u.ID)
-	s.metrics.signins.WithLabelValues(signinSignup).Inc()
-	s.startSession(w, r, rt, cl, ar, u)
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n])
-	}
-	return s
 }
 
 // unavailablePage answers a sign-in that could not be checked (store down, hashing pool full) with the

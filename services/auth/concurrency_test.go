@@ -38,7 +38,7 @@ func TestConcurrency_ManyRefreshesAndSignInsAtOnce(t *testing.T) {
 				res := b.signIn(p.base, page.body, email, testPassword)
 				if res.StatusCode != http.StatusSeeOther {
 					failures.Add(1)
-					t.Errorf("%s sign-in: %d", email, res.StatusCode)
+					t.Errorf("%s sign-in: %d %s", email, res.StatusCode, res.body)
 					return
 				}
 				code, _ := codeFrom(t, res, p.redirect)

@@ -20,13 +20,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/keys"
 
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/logging"
-	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
@@ -63,8 +63,9 @@ type setup struct {
 	rdb    redis.UniversalClient // default: a new redis-server
 	keys   *keys.Set             // default: a fresh key
 	mutate func(*config.Config)
-	mail   mail.Sender // default: none
-	dev    bool // as the dev server runs it (refusals_test.go)
+	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
+	mail   *testmail.Server // the relay the service's mail goes to (a real Mailpit); default none
+	dev    bool             // as the dev server runs it (refusals_test.go)
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -97,6 +98,9 @@ func startProvider(t testing.TB, s setup) *provider {
 			PasswordHash: cheapHash,
 		},
 	}
+	if s.mail != nil {
+		cfg.Mail = config.Mail{From: "Test App <no-reply@example.com>", SMTP: &config.MailSMTP{Addr: s.mail.SMTPAddr, TLS: config.MailTLSNone}}
+	}
 	if s.mutate != nil {
 		s.mutate(cfg)
 	}
@@ -113,7 +117,7 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Dev: s.dev, Mail: s.mail})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now, Dev: s.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -13,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -27,7 +29,7 @@ const maxBody = 64 << 10
 // handle mounts a net/http handler (what fosite speaks) in Fiber. The server has already bounded the
 // body (maxBody, declared in routes.go).
 func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
-	return adaptor.HTTPHandlerFunc(asNetHTTP(h))
+	return s.handleClient(func(w http.ResponseWriter, r *http.Request, _ string) { h(w, r) })
 }
 
 // clientHandler is a net/http handler that also counts the client: clientKey is its clientip.Key (its
@@ -35,13 +37,22 @@ func (s *Service) handle(h http.HandlerFunc) fiber.Handler {
 // right-most untrusted hop, which a client cannot forge).
 type clientHandler func(w http.ResponseWriter, r *http.Request, clientKey string)
 
-// handleClient mounts a clientHandler: the client's key is read from the connection here, where Fiber
-// has it, and passed on as an argument.
+// handleClient mounts a clientHandler: the client's address is read from the connection here, where
+// Fiber has it, passed on as the key, and carried in the request's context with its user agent for the
+// audit trail (audit.WithOrigin).
 func (s *Service) handleClient(h clientHandler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		client := clientip.Key(clientip.Addr(c, s.rt().proxies))
+		addr := clientip.Addr(c, s.rt().proxies)
+		key := clientip.Key(addr)
+		ua := string(c.Request().Header.UserAgent())
 		return adaptor.HTTPHandlerFunc(asNetHTTP(func(w http.ResponseWriter, r *http.Request) {
-			h(w, r, client)
+			// The adaptor's context is fasthttp's RequestCtx, whose Done (v1.51) reads a field that the
+			// server's Shutdown writes without a lock: a context.WithTimeout under it (the mail's send
+			// deadline) watched Done from a goroutine and raced a shutdown (found by -race in CI).
+			// WithoutCancel keeps its values and drops a Done that only ever closed at shutdown, which
+			// waits for open requests anyway.
+			ctx := context.WithoutCancel(r.Context())
+			h(w, r.WithContext(audit.WithOrigin(ctx, addr, ua)), key)
 		}))(c)
 	}
 }

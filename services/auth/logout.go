@@ -9,6 +9,7 @@ import (
 
 	"github.com/ory/fosite/token/jwt"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 )
 
@@ -102,8 +103,9 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			err = s.store.RevokeFamilies(ctx, families)
 		}
+		var user string
 		if err == nil {
-			_, err = s.sessions.End(ctx, token)
+			user, _, err = s.sessions.End(ctx, token)
 		}
 		if err != nil {
 			s.log.Warn("logout: session store unavailable", "err", err)
@@ -112,6 +114,10 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(families) > 0 {
 			s.metrics.revocations.WithLabelValues("logout").Add(float64(len(families)))
+		}
+		if user != "" {
+			s.audit.Record(ctx, audit.Event{Kind: audit.Logout, Outcome: audit.Success, User: user, Client: knownClient(rt, clientID),
+				Detail: map[string]string{"grants": count(len(families))}})
 		}
 	}
 	setCookie(w, rt, sessionCookie, "", -1)

@@ -1,8 +1,11 @@
 package auth_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -207,31 +211,54 @@ func TestLogout_WithoutHint_AsksForConfirmation(t *testing.T) {
 	}
 }
 
-func TestSignup_WhenEnabled_CreatesAccountAndSignsIn(t *testing.T) {
-	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.SelfSignup = true }})
-	b := newBrowser(t)
-	verifier := oauth2.GenerateVerifier()
-	page := b.get(p.authorizeURL("state-signup", verifier))
-	fs := forms(t, p.base, page.body) // sign in, cancel, sign up
-	if len(fs) != 3 || fs[2].fields.Get("action") != "signup" {
-		t.Fatalf("want a sign-up form, got %d forms", len(fs))
-	}
-	signup := func(name, email, password string) response {
+// Sign-up answers a new address and a taken one alike: the same status, the same page (but for its
+// CSRF token), the same cookies, nobody signed in, so that the form tells nobody which addresses have
+// accounts (it used to answer 409). The owner of the address learns the difference by mail, through a
+// real SMTP server (Mailpit); the new account signs in with its password.
+func TestSignup_NewAndTakenAddress_SameAnswer_TheMailTellsTheOwner(t *testing.T) {
+	mp := testmail.Start(t, testmail.Options{})
+	p := startProvider(t, setup{mail: mp, mutate: func(c *config.Config) { c.Auth.SelfSignup = true }})
+	p.user("taken@example.com", testPassword)
+	csrf := regexp.MustCompile(`name="csrf_token" value="[^"]*"`)
+	verifier := oauth2.GenerateVerifier() // one authorization request: the pages differ in nothing else
+	signup := func(email string) (response, string) {
+		b := newBrowser(t)
+		page := b.get(p.authorizeURL("state-signup", verifier))
+		fs := forms(t, p.base, page.body) // sign in, cancel, sign up
+		if len(fs) != 3 || fs[2].fields.Get("action") != "signup" {
+			t.Fatalf("want a sign-up form, got %d forms", len(fs))
+		}
 		f := fs[2]
-		f.fields.Set("name", name)
+		f.fields.Set("name", "Grace Hopper")
 		f.fields.Set("email", email)
-		f.fields.Set("password", password)
-		return b.postForm(f.action, f.fields)
+		f.fields.Set("password", "a long enough password")
+		res := b.postForm(f.action, f.fields)
+		var cookies []string
+		for _, c := range res.Cookies() {
+			cookies = append(cookies, c.Name)
+		}
+		body := strings.ReplaceAll(csrf.ReplaceAllString(res.body, `name="csrf_token" value=""`), email, "ADDRESS")
+		return res, fmt.Sprintf("%d %v %s", res.StatusCode, cookies, body)
 	}
-	res := signup("Grace", "not-an-address", "short")
-	if res.StatusCode != http.StatusBadRequest || !strings.Contains(res.body, `id="signup-email-error"`) || !strings.Contains(res.body, `id="signup-password-error"`) {
-		t.Fatalf("invalid sign-up: %d\n%.400s", res.StatusCode, res.body)
+	newRes, newAnswer := signup("grace@example.com")
+	_, takenAnswer := signup("taken@example.com")
+	if newAnswer != takenAnswer {
+		t.Fatalf("a new and a taken address are answered differently:\n%s\n---\n%s", newAnswer, takenAnswer)
 	}
-	code, _ := codeFrom(t, signup("Grace Hopper", "Grace@Example.com", "a long enough password"), p.redirect)
-	tk := p.exchange(code, verifier)
-	if tk.status != http.StatusOK {
-		t.Fatalf("exchange after sign-up: %d", tk.status)
+	if newRes.StatusCode != http.StatusOK || !strings.Contains(newRes.body, `role="status"`) || !strings.Contains(newRes.body, "We have sent a message to grace@example.com") {
+		t.Fatalf("the answer: %d\n%.800s", newRes.StatusCode, newRes.body)
 	}
+	if _, err := p.svc.Users().ByEmail(t.Context(), "grace@example.com"); err != nil {
+		t.Fatalf("the new account was not created: %v", err)
+	}
+	created := mp.Latest(t, "grace@example.com", 10*time.Second)
+	taken := mp.Latest(t, "taken@example.com", 10*time.Second)
+	if !strings.Contains(created.Subject, "Your Test App account") || !strings.Contains(taken.Subject, "tried to create") ||
+		!slices.Contains(taken.Links(), p.base) || !slices.Contains(created.Links(), p.base) {
+		t.Fatalf("mails: %q %v / %q %v", created.Subject, created.Links(), taken.Subject, taken.Links())
+	}
+	// The new account signs in with its password, and its claims are what was typed.
+	tk, _ := p.fullSignIn("Grace@Example.com", "a long enough password")
 	prov, err := oidc.NewProvider(t.Context(), p.base)
 	if err != nil {
 		t.Fatal(err)
@@ -245,9 +272,14 @@ func TestSignup_WhenEnabled_CreatesAccountAndSignsIn(t *testing.T) {
 	if claims.Email != "grace@example.com" || claims.Name != "Grace Hopper" {
 		t.Fatalf("claims after sign-up: %+v", claims)
 	}
-	// The address is unique in any case.
-	if res := signup("Other", "GRACE@example.com", "another long password"); res.StatusCode != http.StatusConflict {
-		t.Fatalf("duplicate sign-up: %d", res.StatusCode)
+	// Invalid fields are still named (they say nothing about who has an account).
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-signup-bad", oauth2.GenerateVerifier()))
+	f := forms(t, p.base, page.body)[2]
+	f.fields.Set("email", "not-an-address")
+	f.fields.Set("password", "short")
+	if res := b.postForm(f.action, f.fields); res.StatusCode != http.StatusBadRequest || !strings.Contains(res.body, `id="signup-email-error"`) || !strings.Contains(res.body, `id="signup-password-error"`) {
+		t.Fatalf("invalid sign-up: %d\n%.400s", res.StatusCode, res.body)
 	}
 }
 

@@ -27,8 +27,9 @@ import (
 	"github.com/formsservice/formsservice/internal/testbrowser"
 	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/mail"
 )
 
 // passkeyProvider is a provider whose issuer is http://localhost:<port> (WebAuthn needs a host name as
@@ -61,13 +62,8 @@ func (s *syncBuffer) String() string {
 func startPasskeyProvider(t *testing.T, mutate func(*config.Config)) *passkeyProvider {
 	t.Helper()
 	mp := testmail.Start(t, testmail.Options{})
-	sender, err := mail.NewSMTP(mail.SMTPOptions{Addr: mp.SMTPAddr, Security: mail.Plain, Timeout: 10 * time.Second,
-		Defaults: mail.Defaults{From: "Acme <no-reply@acme.example>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	pp := &passkeyProvider{mail: mp, logs: &syncBuffer{}}
-	pp.provider = startProvider(t, setup{mail: sender, logs: pp.logs, mutate: func(c *config.Config) {
+	pp.provider = startProvider(t, setup{mail: mp, logs: pp.logs, mutate: func(c *config.Config) {
 		u, _ := url.Parse(c.PublicURL)
 		pp.issuer = "http://localhost:" + u.Port()
 		c.Auth.Issuer = pp.issuer
@@ -280,15 +276,21 @@ func otherOrigin(t *testing.T, base string) string {
 	return "http://localhost:" + strings.TrimPrefix(ln.Addr().String(), "127.0.0.1:")
 }
 
-func (p *passkeyProvider) wantEvent(t *testing.T, kind, outcome, reason string) {
+// wantEvent finds an audit event of kind, outcome and reason ("": any) of the user in the trail the
+// provider stored in Redis, naming the client address, and returns it.
+func (p *passkeyProvider) wantEvent(t *testing.T, kind audit.Kind, outcome audit.Outcome, reason, user string) audit.Event {
 	t.Helper()
-	want := fmt.Sprintf(`"kind":%q,"outcome":%q`, kind, outcome)
-	for _, line := range strings.Split(p.logs.String(), "\n") {
-		if strings.Contains(line, want) && (reason == "" || strings.Contains(line, fmt.Sprintf(`"reason":%q`, reason))) {
-			return
+	evs := trail(t, p.provider)
+	for _, e := range evs {
+		if e.Kind == kind && e.Outcome == outcome && (reason == "" || e.Reason == reason) && e.User == user {
+			if e.Addr == "" || e.UserAgent == "" {
+				t.Errorf("%s %s: no client address or user agent in %+v", kind, outcome, e)
+			}
+			return e
 		}
 	}
-	t.Errorf("no %s %s event (reason %q) in the log:\n%s", kind, outcome, reason, p.logs.String())
+	t.Errorf("no %s %s event (reason %q) of user %q in the audit trail: %+v", kind, outcome, reason, user, evs)
+	return audit.Event{}
 }
 
 // The passkey journey in Chromium with its virtual authenticators (the DevTools WebAuthn domain), a real
@@ -342,7 +344,10 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 		!slices.Contains(m.Links(), p.issuer+"/account/passkeys") || m.HTML == "" {
 		t.Errorf("passkey mail: subject %q, links %v, text:\n%s", m.Subject, m.Links(), m.Text)
 	}
-	p.wantEvent(t, "passkey.added", "success", "")
+	if e := p.wantEvent(t, audit.PasskeyAdded, audit.Success, "", userID); e.Detail["passkey"] == "" || e.Detail["synced"] != "false" {
+		t.Errorf("passkey.added: detail %v, want the passkey's ID and synced false", e.Detail)
+	}
+	p.wantEvent(t, audit.PasskeyAdded, audit.Failure, "bad_password", userID)
 	saved := credentials(t, ctx, laptop)
 	if len(saved) != 1 || !saved[0].IsResidentCredential || string(saved[0].UserHandle) != userID || saved[0].RpID != "localhost" {
 		t.Fatalf("the authenticator holds %+v; want one discoverable credential for RP localhost with the user's ID as handle", saved)
@@ -367,6 +372,24 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 		t.Errorf("list: %s", got)
 	}
 	p.mail.WaitTo(t, testEmail, 2, 30*time.Second)
+
+	// Renamed in place (a form in a disclosure, no script needed): the list shows the new name.
+	testbrowser.Do(t, ctx, "rename", chromedp.Click(chromedp.CSS(".passkeys li:nth-child(2) summary")),
+		chromedp.WaitVisible(chromedp.CSS(".passkeys li:nth-child(2) details input[name=name]")))
+	accessibleAt320(t, ctx, "passkeys page, renaming")
+	testbrowser.Do(t, ctx, "rename", chromedp.Evaluate[chromedp.Void](`document.querySelector(".passkeys li:nth-child(2) details input[name=name]").value = ""`),
+		chromedp.SendKeys(chromedp.CSS(".passkeys li:nth-child(2) details input[name=name]"), "Pixel phone"),
+		// The page being left is marked, so that its notice ("added") is not taken for the next one's.
+		chromedp.Evaluate[chromedp.Void](`document.body.dataset.left = "1"`),
+		chromedp.Click(chromedp.CSS(".passkeys li:nth-child(2) details button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("body:not([data-left]) .notice")))
+	if n := text(t, ctx, ".notice"); n != "The passkey was renamed." {
+		t.Errorf("after renaming: notice %q", n)
+	}
+	if got := text(t, ctx, ".passkeys"); !strings.Contains(got, "Pixel phone") || !strings.Contains(got, "Work laptop") {
+		t.Errorf("after renaming Phone to Pixel phone: %s", got)
+	}
+	p.wantEvent(t, audit.PasskeyRenamed, audit.Success, "", userID)
 
 	// Sign in with the passkey alone, through the browser's autofill (conditional mediation): the
 	// virtual authenticator answers the page's conditional request as a person picking the passkey would.
@@ -395,7 +418,9 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	if claims["sub"] != userID || strings.Join(amrOf(claims), " ") != "swk mfa" {
 		t.Errorf("button sign-in: sub %v amr %v, want %s and swk mfa", claims["sub"], claims["amr"], userID)
 	}
-	p.wantEvent(t, "signin.passkey", "success", "")
+	if e := p.wantEvent(t, audit.SignInPasskey, audit.Success, "", userID); e.Client != clientID || e.Detail["passkey"] == "" {
+		t.Errorf("signin.passkey: %+v, want the client and the passkey", e)
+	}
 	if after := credentials(t, ctx, phone); len(snapshot) != 1 || len(after) != 1 || after[0].SignCount <= snapshot[0].SignCount {
 		t.Fatalf("the phone's counter went from %v to %v; the clone check needs a counter that goes up", snapshot, after)
 	}
@@ -410,7 +435,9 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 		t.Errorf("a cloned authenticator: %q", msg)
 	}
 	accessibleAt320(t, ctx, "sign-in page, passkey refused")
-	p.wantEvent(t, "passkey.cloned", "failure", "cloned")
+	if e := p.wantEvent(t, audit.SignInPasskey, audit.Failure, passkey.ReasonCloned, userID); e.Detail["passkey"] == "" {
+		t.Errorf("a cloned passkey's refusal does not name the passkey: %+v", e)
+	}
 	removeAuthenticator(t, ctx, clone)
 
 	// An assertion made on another origin that may use the RP ID (another port of localhost) is refused,
@@ -419,7 +446,7 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	addCredential(t, ctx, laptop, saved[0])
 	p.passkeySignIn(t, ctx, otherOrigin(t, p.base), oauth2.GenerateVerifier())
 	refusedOnPage(t, ctx, "another origin")
-	p.wantEvent(t, "signin.passkey", "failure", "wrong_origin")
+	p.wantEvent(t, audit.SignInPasskey, audit.Failure, passkey.ReasonWrongOrigin, "")
 
 	// An authenticator that did not verify the person (no UV flag): refused.
 	bad := true
@@ -428,7 +455,7 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	}
 	p.passkeySignIn(t, ctx, p.issuer, oauth2.GenerateVerifier())
 	refusedOnPage(t, ctx, "no user verification")
-	p.wantEvent(t, "signin.passkey", "failure", "user_verification")
+	p.wantEvent(t, audit.SignInPasskey, audit.Failure, passkey.ReasonUserVerification, userID)
 	bad = false
 	if _, err := chromedp.Call(ctx, webauthn.SetResponseOverrideBits, webauthn.SetResponseOverrideBitsParams{AuthenticatorID: laptop, IsBadUV: &bad}); err != nil {
 		t.Fatal(err)
@@ -442,12 +469,12 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	}
 	accessibleAt320(t, ctx, "passkeys page, a copy refused")
 	testbrowser.Do(t, ctx, "remove", chromedp.Click(chromedp.CSS(`button[aria-label="Remove Work laptop"]`)), chromedp.WaitVisible(chromedp.CSS(".notice")))
-	if got := text(t, ctx, ".passkeys"); strings.Contains(got, "Work laptop") || !strings.Contains(got, "Phone") {
+	if got := text(t, ctx, ".passkeys"); strings.Contains(got, "Work laptop") || !strings.Contains(got, "Pixel phone") {
 		t.Errorf("after removing the laptop's passkey: %s", got)
 	}
 	accessibleAt320(t, ctx, "passkeys page, one removed")
-	p.wantEvent(t, "passkey.removed", "success", "")
+	p.wantEvent(t, audit.PasskeyRemoved, audit.Success, "", userID)
 	p.passkeySignIn(t, ctx, p.issuer, oauth2.GenerateVerifier())
 	refusedOnPage(t, ctx, "removed passkey")
-	p.wantEvent(t, "signin.passkey", "failure", "unknown_passkey")
+	p.wantEvent(t, audit.SignInPasskey, audit.Failure, passkey.ReasonUnknownPasskey, userID)
 }

@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ory/fosite"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
+	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/email"
 	"github.com/formsservice/formsservice/services/platform/mail"
 )
 
@@ -96,10 +100,12 @@ func (s *Service) passkeyBegin(w http.ResponseWriter, r *http.Request, clientKey
 }
 
 // passkeySignIn finishes a sign-in with a passkey: the page's form (action=passkey) carries the ceremony
-// and the browser's answer. A refused passkey counts against the client address's sign-in budget, as a
-// wrong password does; a passkey names its account only once its signature verified, so it counts
-// against no account's budget (nobody can lock an account by sending its user handle). A success starts
-// the sign-in session exactly as a password does, with the passkey's authentication methods.
+// and the browser's answer. The attempt is reserved against the client address's sign-in budget before
+// the answer is checked, as a password is (package throttle; a refusal keeps it, a success gives it
+// back); a passkey names its account only once its signature verified, so it counts against no
+// account's budget (nobody can lock an account by sending its user handle). A success starts the
+// sign-in session exactly as a password does, with the passkey's authentication methods. Every outcome
+// is an audit event (audit.SignInPasskey) with the refusal's reason.
 func (s *Service) passkeySignIn(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, ip string) {
 	ctx := r.Context()
 	refused := func(status int, msg string) {
@@ -109,15 +115,18 @@ func (s *Service) passkeySignIn(w http.ResponseWriter, r *http.Request, rt *runt
 		refused(http.StatusBadRequest, "Passkeys are not enabled here.")
 		return
 	}
-	lim := s.limits(rt)
-	if wait, _, err := s.throttle.Check(ctx, "", ip, lim); err != nil {
+	retry := func(wait time.Duration) { w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second))) }
+	res, limited, err := s.throttle.Reserve(ctx, throttle.Attempt{IP: ip}, s.limits(rt))
+	if err != nil {
 		s.unavailablePage(w, r, rt, cl, "", err)
 		return
-	} else if wait > 0 {
+	}
+	if limited != nil {
 		s.metrics.signins.WithLabelValues(signinThrottled).Inc()
-		s.passkeyEvent(ctx, passkeyEventSignIn, false, "throttled", "", cl.GetID(), nil)
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		refused(http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins. Try again in %d s.", int(wait/time.Second)))
+		s.audit.Record(ctx, audit.Event{Kind: audit.SignInPasskey, Outcome: audit.Failure, Reason: "throttled", Client: cl.GetID(),
+			Detail: map[string]string{"budget": limited.Budget, "retryAfter": strconv.Itoa(int(limited.Wait / time.Second))}})
+		retry(limited.Wait)
+		refused(http.StatusTooManyRequests, waitMessage("Too many failed sign-ins.", limited.Wait))
 		return
 	}
 	var user *users.User
@@ -137,32 +146,42 @@ func (s *Service) passkeySignIn(w http.ResponseWriter, r *http.Request, rt *runt
 	switch {
 	case errors.As(err, &refusal):
 		s.metrics.signins.WithLabelValues(signinPasskeyRefused).Inc()
-		detail := map[string]string{}
+		e := audit.Event{Kind: audit.SignInPasskey, Outcome: audit.Failure, Reason: refusal.Reason, User: refusal.UserID, Client: cl.GetID()}
 		if refusal.Passkey != nil {
-			detail["passkey"] = refusal.Passkey.ID
+			e.Detail = map[string]string{"passkey": refusal.Passkey.ID}
 		}
 		if refusal.Reason == passkey.ReasonCloned {
-			// The counter went backwards: a copy of the authenticator is in use somewhere.
-			s.passkeyEvent(ctx, passkeyEventCloned, false, refusal.Reason, refusal.UserID, cl.GetID(), detail)
+			// The counter did not go up: a copy of the authenticator is in use somewhere.
+			s.log.Warn("passkey sign-in refused: the signature counter did not go up (a cloned authenticator)", "user", refusal.UserID, "passkey", e.Detail["passkey"])
 		}
-		s.passkeyEvent(ctx, passkeyEventSignIn, false, refusal.Reason, refusal.UserID, cl.GetID(), detail)
+		s.audit.Record(ctx, e)
 		status, msg := http.StatusUnauthorized, "This passkey cannot be used to sign in here."
 		if refusal.Reason == passkey.ReasonExpired {
 			msg = "The passkey sign-in took too long or was already used. Please try again."
 		}
-		if wait, ferr := s.throttle.Fail(ctx, "", ip, lim); ferr == nil && wait > 0 {
+		wait, usedUp, ferr := res.Failed(ctx)
+		if ferr != nil { // the failure is counted; only its delay was not recorded
+			s.log.Warn("sign-in throttle: a failure's delay was not recorded", "err", ferr)
+		}
+		if wait > 0 {
+			msg = waitMessage(msg, wait)
+			retry(wait)
+		}
+		if len(usedUp) > 0 {
 			status = http.StatusTooManyRequests
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-			msg += fmt.Sprintf(" Too many failed sign-ins: try again in %d s.", int(wait/time.Second))
+			s.lockout(ctx, cl.GetID(), nil, usedUp, wait, "passkey")
 		}
 		refused(status, msg)
 		return
 	case err != nil:
+		res.Release(context.WithoutCancel(ctx))
 		s.unavailablePage(w, r, rt, cl, "", err)
 		return
 	}
+	_ = res.Succeeded(ctx)
 	s.metrics.signins.WithLabelValues(signinPasskey).Inc()
-	s.passkeyEvent(ctx, passkeyEventSignIn, true, "", user.ID, cl.GetID(), map[string]string{"passkey": in.Passkey.ID})
+	s.audit.Record(ctx, audit.Event{Kind: audit.SignInPasskey, Outcome: audit.Success, User: user.ID, Client: cl.GetID(),
+		Detail: map[string]string{"passkey": in.Passkey.ID, "synced": strconv.FormatBool(in.Passkey.Synced)}})
 	s.startSessionWith(w, r, rt, cl, ar, user, in.Passkey.AMR())
 }
 
@@ -203,6 +222,8 @@ func (s *Service) passkeysPage(w http.ResponseWriter, r *http.Request, _ string)
 			status, d.Error = s.passkeyAdd(w, r, rt, u)
 		case "remove":
 			status, d.Error = s.passkeyRemove(w, r, rt, u)
+		case "rename":
+			status, d.Error = s.passkeyRename(w, r, rt, u)
 		default:
 			status, d.Error = http.StatusBadRequest, "Unknown action."
 		}
@@ -211,6 +232,7 @@ func (s *Service) passkeysPage(w http.ResponseWriter, r *http.Request, _ string)
 		}
 	default:
 		d.Notice = map[string]string{"added": "Your passkey was added. You can sign in with it from now on.",
+			"renamed": "The passkey was renamed.",
 			"removed": "The passkey was removed. It can no longer sign you in."}[r.URL.Query().Get("done")]
 	}
 	list, err := s.passkeys.List(ctx, u.ID)
@@ -237,7 +259,7 @@ func (s *Service) passkeyAdd(w http.ResponseWriter, r *http.Request, rt *runtime
 	var refusal *passkey.Refusal
 	switch {
 	case errors.As(err, &refusal):
-		s.passkeyEvent(ctx, passkeyEventAdded, false, refusal.Reason, u.ID, "", nil)
+		s.passkeyEvent(ctx, audit.PasskeyAdded, audit.Failure, refusal.Reason, u.ID, nil)
 		switch refusal.Reason {
 		case passkey.ReasonExpired:
 			return http.StatusBadRequest, "Adding the passkey took too long or was already done. Please try again."
@@ -246,14 +268,14 @@ func (s *Service) passkeyAdd(w http.ResponseWriter, r *http.Request, rt *runtime
 		}
 		return http.StatusBadRequest, "The passkey was not added: the browser's answer was not accepted."
 	case errors.Is(err, passkey.ErrTooMany):
-		s.passkeyEvent(ctx, passkeyEventAdded, false, "too_many", u.ID, "", nil)
+		s.passkeyEvent(ctx, audit.PasskeyAdded, audit.Failure, "too_many", u.ID, nil)
 		return http.StatusConflict, fmt.Sprintf("An account can have at most %d passkeys. Remove one to add another.", passkey.MaxPerUser)
 	case err != nil:
 		s.log.Warn("passkey could not be added", "err", err)
 		w.Header().Set("Retry-After", "5")
 		return http.StatusServiceUnavailable, "Passkeys are briefly unavailable. Please try again in a moment."
 	}
-	s.passkeyEvent(ctx, passkeyEventAdded, true, "", u.ID, "", map[string]string{"passkey": p.ID, "synced": strconv.FormatBool(p.Synced)})
+	s.passkeyEvent(ctx, audit.PasskeyAdded, audit.Success, "", u.ID, map[string]string{"passkey": p.ID, "synced": strconv.FormatBool(p.Synced)})
 	s.mailPasskeyAdded(ctx, rt, u, p)
 	http.Redirect(w, r, passkeysPath(rt)+"?done=added", http.StatusSeeOther)
 	return http.StatusSeeOther, ""
@@ -265,14 +287,35 @@ func (s *Service) passkeyRemove(w http.ResponseWriter, r *http.Request, rt *runt
 	p, err := s.passkeys.Remove(ctx, u.ID, r.PostForm.Get("id"))
 	switch {
 	case errors.Is(err, passkey.ErrNotFound):
+		s.passkeyEvent(ctx, audit.PasskeyRemoved, audit.Failure, "not_found", u.ID, map[string]string{"passkey": r.PostForm.Get("id")})
 		return http.StatusNotFound, "That passkey is not one of yours, or was removed already."
 	case err != nil:
 		s.log.Warn("passkey could not be removed", "err", err)
 		w.Header().Set("Retry-After", "5")
 		return http.StatusServiceUnavailable, "Passkeys are briefly unavailable. Please try again in a moment."
 	}
-	s.passkeyEvent(ctx, passkeyEventRemoved, true, "", u.ID, "", map[string]string{"passkey": p.ID})
+	s.passkeyEvent(ctx, audit.PasskeyRemoved, audit.Success, "", u.ID, map[string]string{"passkey": p.ID})
 	http.Redirect(w, r, passkeysPath(rt)+"?done=removed", http.StatusSeeOther)
+	return http.StatusSeeOther, ""
+}
+
+// passkeyRename gives one of the person's passkeys another name and redirects (303).
+func (s *Service) passkeyRename(w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User) (int, string) {
+	ctx := r.Context()
+	p, err := s.passkeys.Rename(ctx, u.ID, r.PostForm.Get("id"), r.PostForm.Get("name"))
+	switch {
+	case errors.Is(err, passkey.ErrName):
+		return http.StatusBadRequest, fmt.Sprintf("Give the passkey a name of 1 to %d characters.", passkey.MaxNameLen)
+	case errors.Is(err, passkey.ErrNotFound):
+		s.passkeyEvent(ctx, audit.PasskeyRenamed, audit.Failure, "not_found", u.ID, map[string]string{"passkey": r.PostForm.Get("id")})
+		return http.StatusNotFound, "That passkey is not one of yours, or was removed already."
+	case err != nil:
+		s.log.Warn("passkey could not be renamed", "err", err)
+		w.Header().Set("Retry-After", "5")
+		return http.StatusServiceUnavailable, "Passkeys are briefly unavailable. Please try again in a moment."
+	}
+	s.passkeyEvent(ctx, audit.PasskeyRenamed, audit.Success, "", u.ID, map[string]string{"passkey": p.ID})
+	http.Redirect(w, r, passkeysPath(rt)+"?done=renamed", http.StatusSeeOther)
 	return http.StatusSeeOther, ""
 }
 
@@ -324,31 +367,50 @@ func (s *Service) passkeyRegisterBegin(w http.ResponseWriter, r *http.Request, c
 	passkeyJSON(w, http.StatusOK, o)
 }
 
-// passkeyReauthenticate checks the signed-in person's current password, counted against the account's
-// and the address's sign-in budgets exactly as a sign-in is, and answers the script when it fails.
+// passkeyReauthenticate checks the signed-in person's current password, reserved against the sign-in
+// budgets exactly as a sign-in is (this browser's device budget when it holds a device cookie of the
+// account, else the account's unknown browsers' and the address's), and answers the script when it
+// fails. A wrong password, or one not checked for the throttle, is a refused passkey.added.
 func (s *Service) passkeyReauthenticate(w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, ip string) bool {
 	ctx := r.Context()
-	lim := s.limits(rt)
 	retry := func(wait time.Duration) string {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		return fmt.Sprintf(" Too many wrong passwords: try again in %d s.", int(wait/time.Second))
+		return fmt.Sprintf(" Try again in %d s.", int(wait/time.Second))
 	}
-	res, wait, err := s.throttle.Reserve(ctx, u.Email, ip, lim)
+	account, ok := email.Canonical(u.Email)
+	if !ok {
+		account = strings.ToLower(u.Email)
+	}
+	attempt := throttle.Attempt{Account: account, Device: s.knownDevice(r, rt, account), IP: ip}
+	res, limited, err := s.throttle.Reserve(ctx, attempt, s.limits(rt))
 	if err != nil {
 		passkeyJSON(w, http.StatusServiceUnavailable, passkeyError{Error: "Passkeys are briefly unavailable. Please try again in a moment."})
 		return false
 	}
-	if res == nil {
-		passkeyJSON(w, http.StatusTooManyRequests, passkeyError{Error: "Wrong password." + retry(wait), Field: "password"})
+	if limited != nil {
+		s.passkeyEvent(ctx, audit.PasskeyAdded, audit.Failure, "throttled", u.ID, map[string]string{"budget": limited.Budget})
+		passkeyJSON(w, http.StatusTooManyRequests, passkeyError{Error: "Too many wrong passwords." + retry(limited.Wait), Field: "password"})
 		return false
 	}
 	_, err = s.users.Authenticate(ctx, u.Email, r.PostForm.Get("password"))
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
-		s.passkeyEvent(ctx, passkeyEventAdded, false, "bad_password", u.ID, "", nil)
+		s.passkeyEvent(ctx, audit.PasskeyAdded, audit.Failure, "bad_password", u.ID, nil)
 		status, msg := http.StatusUnauthorized, "Wrong password."
-		if wait := res.Failed(); wait > 0 {
-			status, msg = http.StatusTooManyRequests, msg+retry(wait)
+		wait, usedUp, ferr := res.Failed(ctx)
+		if ferr != nil {
+			s.log.Warn("sign-in throttle: a failure's delay was not recorded", "err", ferr)
+		}
+		if wait > 0 {
+			msg += retry(wait)
+		}
+		if len(usedUp) > 0 {
+			status = http.StatusTooManyRequests
+			browser := "unknown"
+			if attempt.Device != "" {
+				browser = "known"
+			}
+			s.lockout(ctx, "", u, usedUp, wait, browser)
 		}
 		passkeyJSON(w, status, passkeyError{Error: msg, Field: "password"})
 		return false
@@ -380,9 +442,6 @@ type passkeyMailData struct {
 // mailPasskeyAdded tells the person a passkey was added. A mail that cannot be sent is logged; the
 // passkey stays (the person is looking at the page that lists it).
 func (s *Service) mailPasskeyAdded(ctx context.Context, rt *runtime, u *users.User, p *passkey.Passkey) {
-	if s.mail == nil {
-		return
-	}
 	m, err := passkeyAddedMail.Render("en", mail.Brand{Product: rt.rp.Name}, passkeyMailData{
 		Passkey: p.Name, Email: u.Email, When: p.Created.UTC().Format("2 January 2006 at 15:04 UTC"), Link: rt.issuer + "/account/passkeys"})
 	if err == nil {
@@ -391,41 +450,13 @@ func (s *Service) mailPasskeyAdded(ctx context.Context, rt *runtime, u *users.Us
 		defer cancel()
 		err = s.mail.Send(ctx, m)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, mail.ErrNoRelay) {
 		s.log.Warn("the passkey-added mail could not be sent", "user", u.ID, "err", err)
 	}
 }
 
-// Passkey events; see passkeyEvent.
-const (
-	passkeyEventAdded   = "passkey.added"
-	passkeyEventRemoved = "passkey.removed"
-	passkeyEventSignIn  = "signin.passkey"
-	passkeyEventCloned  = "passkey.cloned"
-)
-
-// passkeyEvent records a security event of passkeys: a passkey added (or refused, with the reason),
-// removed, a sign-in with a passkey and its outcome, a counter that went backwards. Never a secret:
-// IDs and a closed vocabulary of reasons only.
-func (s *Service) passkeyEvent(ctx context.Context, kind string, success bool, reason, userID, clientID string, detail map[string]string) {
-	outcome := "failure"
-	if success {
-		outcome = "success"
-	}
-	attrs := []any{"kind", kind, "outcome", outcome, "user", userID}
-	if reason != "" {
-		attrs = append(attrs, "reason", reason)
-	}
-	if clientID != "" {
-		attrs = append(attrs, "client", clientID)
-	}
-	for k, v := range detail {
-		attrs = append(attrs, k, v)
-	}
-	level := s.log.Info
-	if kind == passkeyEventCloned {
-		level = s.log.Warn
-	}
-	level("passkey event", attrs...)
-	_ = ctx
+// passkeyEvent records an audit event of the passkeys page: a passkey added (or refused, with the
+// reason), renamed, removed. Identifiers and a closed vocabulary of reasons only, never a secret.
+func (s *Service) passkeyEvent(ctx context.Context, kind audit.Kind, outcome audit.Outcome, reason, userID string, detail map[string]string) {
+	s.audit.Record(ctx, audit.Event{Kind: kind, Outcome: outcome, Reason: reason, User: userID, Detail: detail})
 }

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -170,9 +172,24 @@ func TestPasskeySignIn_RefusalsCountAgainstTheAddressNotTheAccount(t *testing.T)
 		}
 	}
 	// No account's budget was touched; the address's is shared with passwords.
-	keys, err := p.rdb.Keys(context.Background(), "auth:throttle:account:*").Result()
-	if err != nil || len(keys) != 0 {
-		t.Errorf("account counters after passkey refusals: %v %v", keys, err)
+	keys, err := p.rdb.Keys(context.Background(), "auth:throttle:[^r]*").Result() // not the rate limits
+	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0], "auth:throttle:addr:") {
+		t.Errorf("budgets after passkey refusals: %v %v, want the address's only", keys, err)
+	}
+	// The audit trail reads back each refusal with its reason, the lockout of the address, then the
+	// attempt the budget refused.
+	var got []string
+	for _, e := range trail(t, p) {
+		if e.Addr != "127.0.0.1" {
+			t.Errorf("event %+v: want the client address 127.0.0.1", e)
+		}
+		got = append(got, string(e.Kind)+" "+string(e.Outcome)+" "+e.Reason)
+	}
+	slices.Sort(got)
+	want := []string{"signin.lockout failure address", "signin.passkey failure malformed", "signin.passkey failure malformed",
+		"signin.passkey failure malformed", "signin.passkey failure throttled"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit trail %q, want %q", got, want)
 	}
 	page := b.get(p.authorizeURL("state-throttle", oauth2.GenerateVerifier()))
 	if res := b.signIn(p.base, page.body, testEmail, testPassword); res.StatusCode != http.StatusTooManyRequests {
@@ -181,8 +198,9 @@ func TestPasskeySignIn_RefusalsCountAgainstTheAddressNotTheAccount(t *testing.T)
 }
 
 func TestPasskeysPage_SignInSessionCSRFAndCurrentPassword(t *testing.T) {
-	p := startProvider(t, setup{mutate: localhostIssuer(func(c *config.Config) { c.Auth.Throttle.AccountFailures = 2 })})
-	p.user(testEmail, testPassword)
+	// The browser signs in below and so holds a device cookie: its own budget is the one that counts.
+	p := startProvider(t, setup{mutate: localhostIssuer(func(c *config.Config) { c.Auth.Throttle.DeviceFailures = 2 })})
+	user := p.user(testEmail, testPassword)
 	b := newBrowser(t)
 	if res := b.get(p.base + "/account/passkeys"); res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.body, "Sign in first") {
 		t.Fatalf("without a sign-in session: %d", res.StatusCode)
@@ -221,10 +239,34 @@ func TestPasskeysPage_SignInSessionCSRFAndCurrentPassword(t *testing.T) {
 		t.Errorf("wrong password: %d %q", status, field)
 	}
 	if status, _ := begin("Key", "wrong password"); status != http.StatusTooManyRequests {
-		t.Errorf("second wrong password with accountFailures 2: %d, want 429", status)
+		t.Errorf("second wrong password with deviceFailures 2: %d, want 429", status)
 	}
 	if status, _ := begin("Key", testPassword); status != http.StatusTooManyRequests {
-		t.Errorf("the right password while the account is throttled: %d, want 429", status)
+		t.Errorf("the right password while the browser is throttled: %d, want 429", status)
+	}
+	if r := b.postForm(p.base+"/account/passkeys", url.Values{"csrf_token": {token}, "action": {"rename"}, "id": {"AAAA"}, "name": {"Key"}}); r.StatusCode != http.StatusNotFound {
+		t.Errorf("renaming a passkey the user does not have: %d, want 404", r.StatusCode)
+	}
+	if r := b.postForm(p.base+"/account/passkeys", url.Values{"csrf_token": {token}, "action": {"rename"}, "id": {"AAAA"}, "name": {" "}}); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("renaming to a blank name: %d, want 400", r.StatusCode)
+	}
+
+	// Each refusal is in the audit trail, of this user, with its reason.
+	var got []string
+	for _, e := range trail(t, p) {
+		if e.Kind == audit.SignIn {
+			continue
+		}
+		if e.User != user {
+			t.Errorf("event %+v: want user %s", e, user)
+		}
+		got = append(got, string(e.Kind)+" "+string(e.Outcome)+" "+e.Reason)
+	}
+	slices.Sort(got)
+	want := []string{"passkey.added failure bad_password", "passkey.added failure bad_password", "passkey.added failure expired",
+		"passkey.added failure throttled", "passkey.removed failure not_found", "passkey.renamed failure not_found", "signin.lockout failure device"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit trail %q, want %q", got, want)
 	}
 }
 

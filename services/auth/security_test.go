@@ -323,6 +323,27 @@ func TestSignIn_ThrottlePerClientBehindTrustedProxy(t *testing.T) {
 	}
 }
 
+// HAProxy's `option forwardfor` appends its own X-Forwarded-For line after the one the client sent:
+// the throttle counts the client by the proxy's line, so a forged first line does not escape it (the
+// first line alone used to be read).
+func TestSignIn_ThrottleBehindHAProxy_ForgedFirstLineDoesNotEscape(t *testing.T) {
+	p, signIn, _ := behindProxy(t)
+	signIn("203.0.113.7", "a@example.com", "wrong password")
+	signIn("203.0.113.7", "b@example.com", "wrong password") // the address's budget (2) is used up
+	b := newBrowser(t)
+	page := b.get(p.authorizeURL("state-haproxy", oauth2.GenerateVerifier()))
+	f := forms(t, p.base, page.body)[0]
+	f.fields.Set("email", testEmail)
+	f.fields.Set("password", testPassword)
+	req, _ := http.NewRequest(http.MethodPost, f.action, strings.NewReader(f.fields.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Add("X-Forwarded-For", "198.51.100.1") // the client's forged line
+	req.Header.Add("X-Forwarded-For", "203.0.113.7")  // HAProxy's
+	if res := b.do(req); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a forged first X-Forwarded-For line escaped the address's budget: %d", res.StatusCode)
+	}
+}
+
 // An IPv6 client usually holds a whole /64: the per-address budget is the /64's, so that a client cannot
 // spread its guesses over addresses of its own prefix, while another prefix keeps its own budget.
 func TestSignIn_ThrottlePerIPv6Prefix(t *testing.T) {

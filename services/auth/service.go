@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
@@ -25,6 +26,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/device"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -49,8 +52,15 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Keys sign every token; see keys.Load and keys.Generate.
 	Keys *keys.Set
-	// Mail sends the mails to people ("a passkey was added"); nil: none are sent.
+	// AuditLog is the audit trail's log stream (audit.NewLog, at info whatever the log level); nil:
+	// Logger with stream=audit.
+	AuditLog *slog.Logger
+	// Mail sends the service's mail (nil: the relay of the configuration in force, mail.Live).
 	Mail mail.Sender
+	// SignupMail sends what a sign-up leads to (nil: the sign-up mails, through Mail).
+	SignupMail SignupMail
+	// Now is the clock of the sign-in throttle, device cookies and audit events (default time.Now).
+	Now func() time.Time
 	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
 	// error page (refusals.go).
 	Dev bool
@@ -73,6 +83,12 @@ type Service struct {
 	metrics  *metrics
 	jwks     []byte
 	refusals *refusal.Recorder
+	audit    *audit.Recorder
+	// signupMail tells an address's owner what a sign-up did (signupmail.go).
+	signupMail SignupMail
+	now        func() time.Time
+	// deviceKeys sign device cookies (package device); derived from the signing key.
+	deviceKeys device.Keys
 
 	mu      sync.Mutex // serialises rebuilding the runtime after a config change
 	current atomic.Pointer[runtime]
@@ -115,6 +131,9 @@ func New(o Options) (*Service, error) {
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	cfg := o.Config.Current()
 	ph := cfg.Auth.PasswordHash
 	hasher := users.NewHasher(users.ParamsFrom(ph), ph.Concurrency)
@@ -126,14 +145,31 @@ func New(o Options) (*Service, error) {
 		signer:   o.Keys.Signer(),
 		users:    users.NewStore(o.Redis, hasher),
 		sessions: sso.New(o.Redis),
-		throttle: throttle.New(o.Redis),
+		throttle: throttle.New(o.Redis, o.Now),
 		passkeys: passkey.NewStore(o.Redis, nil),
-		mail:     o.Mail,
 		pages:    page.New(),
 		jwks:     o.Keys.JWKS(),
+		now:      o.Now,
+	}
+	if o.Mail == nil {
+		o.Mail = mail.Live(o.Config, nil)
+	}
+	s.mail = o.Mail
+	if s.signupMail = o.SignupMail; s.signupMail == nil {
+		s.signupMail = mailSignup{sender: o.Mail}
 	}
 	var err error
+	if s.deviceKeys.Current, s.deviceKeys.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {
+		return nil, err
+	}
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
+		return nil, err
+	}
+	if o.AuditLog == nil {
+		o.AuditLog = o.Logger.With("stream", "audit")
+	}
+	trail := audit.NewStore(o.Redis, func() audit.Limits { return auditLimits(s.rt().cfg.Auth) })
+	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
 		return nil, err
 	}
 	s.refusals, err = refusal.New(refusal.Options{Service: "auth", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
@@ -151,11 +187,7 @@ func New(o Options) (*Service, error) {
 			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(),
 				Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
 		},
-		OnReplay: func(kind string) {
-			reason := map[string]string{"code": "code_replay", "refresh": "refresh_reuse"}[kind]
-			s.metrics.revocations.WithLabelValues(reason).Inc()
-			s.log.Warn("token replay detected; the grant is revoked", "kind", kind)
-		},
+		OnReplay: s.replayed,
 	})
 	rt, err := s.build(cfg)
 	if err != nil {
@@ -164,6 +196,12 @@ func New(o Options) (*Service, error) {
 	s.current.Store(rt)
 	return s, nil
 }
+
+// Run implements server.Runner: it writes the audit trail's queued events to Redis until ctx ends.
+func (s *Service) Run(ctx context.Context) error { return s.audit.Run(ctx) }
+
+// Audit returns the service's audit recorder.
+func (s *Service) Audit() *audit.Recorder { return s.audit }
 
 // Name implements server.Service.
 func (s *Service) Name() string { return "auth" }
@@ -225,7 +263,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		return nil, fmt.Errorf("auth: issuer: %w", err)
 	}
 	rt := &runtime{cfg: cfg, seen: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
-		clients: map[string]*client{}, origins: map[string]bool{}, proxies: clientip.ParseProxies(cfg.TrustedProxies)}
+		clients: map[string]*client{}, origins: map[string]bool{}, proxies: clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...)}
 	for _, c := range a.Clients {
 		cl, err := newClient(c)
 		if err != nil {
@@ -251,7 +289,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		AccessTokenIssuer:              issuer,
 		TokenURL:                       issuer + "/oauth2/token",
 		ScopeStrategy:                  fosite.ExactScopeStrategy,
-		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
+		AudienceMatchingStrategy:       exactAudiences,
 		EnforcePKCE:                    true, // every client, confidential ones too (RFC 9700 2.1.1)
 		EnablePKCEPlainChallengeMethod: false,
 		AllowedPromptValues:            supportedPrompts,
@@ -283,6 +321,20 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		compose.OAuth2PKCEFactory,
 	)
 	return rt, nil
+}
+
+// exactAudiences is fosite's audience check, at authorize and at every refresh: each requested (or,
+// at a refresh, granted) audience must be one of the client's exactly, as the resource parameter is
+// (checkAuthorizeParams). fosite's default accepts any sub-path of an allowed URI (a client allowed
+// https://api.example/ would get a token for https://api.example/admin/billing). A refusal is RFC 8707's
+// invalid_target.
+func exactAudiences(allowed, requested []string) error {
+	for _, a := range requested {
+		if !slices.Contains(allowed, a) {
+			return errInvalidTarget.WithHintf("The audience %q is not an API this client may request tokens for.", a)
+		}
+	}
+	return nil
 }
 
 // supportedPrompts are the prompt values the provider honours: none (never shows the page) and login

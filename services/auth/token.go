@@ -9,6 +9,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/users"
 )
@@ -123,6 +124,7 @@ func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
 	err := rt.provider.NewRevocationRequest(r.Context(), r)
 	if err == nil {
 		s.metrics.revocations.WithLabelValues("revoke").Inc()
+		s.revoked(r.Context(), callerID(r), r.PostForm.Get("token"))
 	} else if isUnavailable(err) {
 		err = fosite.ErrTemporarilyUnavailable
 	}
@@ -139,28 +141,44 @@ func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	id, _, basic := r.BasicAuth()
 	if cl, ok := rt.clients[id]; !basic || !ok || cl.IsPublic() || r.Form.Has("access_token") {
+		s.audit.Record(ctx, audit.Event{Kind: audit.Introspection, Outcome: audit.Failure, Reason: "unauthorized", Client: knownClient(rt, id)})
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+rt.issuer+`"`)
 		rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrRequestUnauthorized.WithHint("Introspection needs a confidential client's credentials (HTTP Basic)."))
 		return
 	}
 	resp, err := rt.provider.NewIntrospectionRequest(ctx, r, newSession())
 	if err != nil {
-		if isUnavailable(err) {
+		switch {
+		case isUnavailable(err):
 			err = fosite.ErrTemporarilyUnavailable
+		case errors.Is(err, fosite.ErrInactiveToken):
+			s.audit.Record(ctx, audit.Event{Kind: audit.Introspection, Outcome: audit.Failure, Reason: "inactive", Client: id})
+		default: // the caller's credentials
+			s.audit.Record(ctx, audit.Event{Kind: audit.Introspection, Outcome: audit.Failure, Reason: "unauthorized", Client: id})
 		}
 		rt.provider.WriteIntrospectionError(ctx, w, err)
 		return
 	}
-	if resp.IsActive() {
-		if _, err := s.activeUser(ctx, resp.GetAccessRequester().GetSession().GetSubject()); err != nil {
-			if isUnavailable(err) {
-				rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
-				return
-			}
-			writeJSON(w, http.StatusOK, map[string]bool{"active": false})
+	inactive := audit.Event{Kind: audit.Introspection, Outcome: audit.Failure, Reason: "inactive", Client: id}
+	if !resp.IsActive() {
+		s.audit.Record(ctx, inactive)
+		rt.provider.WriteIntrospectionResponse(ctx, w, resp)
+		return
+	}
+	ar := resp.GetAccessRequester()
+	if _, err := s.activeUser(ctx, ar.GetSession().GetSubject()); err != nil {
+		if isUnavailable(err) {
+			rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
 			return
 		}
+		inactive.User, inactive.Grant = ar.GetSession().GetSubject(), ar.GetID()
+		s.audit.Record(ctx, inactive)
+		writeJSON(w, http.StatusOK, map[string]bool{"active": false})
+		return
 	}
+	// Client is the resource server that asked; the token's own client is in detail.
+	s.audit.Record(ctx, audit.Event{Kind: audit.Introspection, Outcome: audit.Success, Client: id, User: ar.GetSession().GetSubject(),
+		Grant: ar.GetID(), Detail: map[string]string{"tokenClient": ar.GetClient().GetID()}})
 	rt.provider.WriteIntrospectionResponse(ctx, w, resp)
 }
 
@@ -217,6 +235,24 @@ func (s *Service) userinfo(w http.ResponseWriter, r *http.Request) {
 	claims["sub"] = u.ID
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, claims)
+}
+
+// callerID is the client a token or revocation request names: HTTP Basic's user, else client_id in
+// the form (fosite has authenticated it by the time this is read).
+func callerID(r *http.Request) string {
+	if id, _, ok := r.BasicAuth(); ok {
+		return id
+	}
+	return r.PostForm.Get("client_id")
+}
+
+// knownClient is id when it names a registered client, else "" (an event never carries what a caller
+// made up).
+func knownClient(rt *runtime, id string) string {
+	if _, ok := rt.clients[id]; ok {
+		return id
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -129,7 +129,7 @@ func (s *Service) live() *liveConfig {
 	lc := &liveConfig{
 		cfg:       cfg,
 		origins:   newOriginMatcher(cfg.AllowedOrigins),
-		proxies:   clientip.ParseProxies(cfg.TrustedProxies),
+		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
 	}
 	s.compiled.Store(lc)

@@ -175,10 +175,29 @@ func (s *Set) HMACSecrets() (current []byte, rotated [][]byte, err error) {
 	return current, rotated, nil
 }
 
-func hmacSecret(k *Key) ([]byte, error) {
+func hmacSecret(k *Key) ([]byte, error) { return derive(k, "formsservice auth opaque-token hmac v1") }
+
+// Secrets derives a 32-byte secret for purpose (an HKDF info string, one per use) from the current key,
+// and one from the previous key during a rotation, so that what was signed before a rotation still
+// verifies.
+func (s *Set) Secrets(purpose string) (current []byte, previous [][]byte, err error) {
+	if current, err = derive(s.Current, purpose); err != nil {
+		return nil, nil, err
+	}
+	if s.Previous != nil {
+		prev, err := derive(s.Previous, purpose)
+		if err != nil {
+			return nil, nil, err
+		}
+		previous = append(previous, prev)
+	}
+	return current, previous, nil
+}
+
+func derive(k *Key, purpose string) ([]byte, error) {
 	d, err := k.Private.Bytes()
 	if err != nil {
 		return nil, err
 	}
-	return hkdf.Key(sha256.New, d, nil, "formsservice auth opaque-token hmac v1", 32)
+	return hkdf.Key(sha256.New, d, nil, purpose, 32)
 }

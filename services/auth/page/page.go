@@ -44,6 +44,7 @@ type SignIn struct {
 	ClientName string
 	Email      string
 	Error      string // shown above the sign-in form: wrong credentials, throttled, expired form
+	Notice     string // a status above the sign-in form (after a sign-up: "we sent you a message")
 	SelfSignup bool
 	SignupOpen bool
 	SignupName string

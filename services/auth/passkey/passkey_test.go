@@ -423,3 +423,41 @@ func TestCluster_RegisterSignInRemove(t *testing.T) {
 		t.Errorf("a user's passkey keys and record are in different slots")
 	}
 }
+
+func TestRename_OnlyTheOwnersPasskey_NameChecked_SignInUnchanged(t *testing.T) {
+	f := newFixture(t, nil)
+	acct := f.account(userA)
+	k, p := f.register(acct, "Work laptop", nil)
+	f.account(userB)
+
+	got, err := f.store.Rename(ctx, userA, p.ID, "  Old laptop ")
+	if err != nil || got.Name != "Old laptop" || got.ID != p.ID {
+		t.Fatalf("rename: %+v, %v; want Old laptop", got, err)
+	}
+	if _, err := f.store.Rename(ctx, userB, p.ID, "Mine now"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("renaming another user's passkey: %v, want ErrNotFound", err)
+	}
+	if _, err := f.store.Rename(ctx, userA, "bm8tc3VjaA", "Ghost"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("renaming no passkey: %v, want ErrNotFound", err)
+	}
+	for _, bad := range []string{"", "   ", strings.Repeat("x", MaxNameLen+1), "tab\tname"} {
+		if _, err := f.store.Rename(ctx, userA, p.ID, bad); !errors.Is(err, ErrName) {
+			t.Errorf("rename to %q: %v, want ErrName", bad, err)
+		}
+	}
+	list, _ := f.store.List(ctx, userA)
+	if len(list) != 1 || list[0].Name != "Old laptop" || !list[0].Created.Equal(p.Created) {
+		t.Fatalf("listed %+v, want the one passkey renamed Old laptop, created as before", list)
+	}
+	// The record keeps its key and counter: the passkey still signs in, and under its new name.
+	in, err := f.signIn(k, origin, true)
+	if err != nil || in.Passkey.Name != "Old laptop" {
+		t.Fatalf("sign-in after the rename: %+v, %v", in, err)
+	}
+	if _, err := f.store.Remove(ctx, userA, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Rename(ctx, userA, p.ID, "Back"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("renaming a removed passkey: %v, want ErrNotFound", err)
+	}
+}

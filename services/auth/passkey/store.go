@@ -175,6 +175,56 @@ func (s *Store) Remove(ctx context.Context, userID, id string) (*Passkey, error)
 	return &Passkey{ID: id, Name: r.Name, Created: unixOrZero(r.Created), Synced: r.Synced}, nil
 }
 
+// replaceScript sets a passkey's record to ARGV[3] if it is still ARGV[2] (compare and set: the record
+// is JSON, which Redis's Lua would re-encode lossily). Reply: 1 set, 0 changed meanwhile, -1 gone.
+var replaceScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return -1 end
+if v ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+`)
+
+// Rename gives one of the user's passkeys another name (checked with CheckName) and returns it;
+// ErrNotFound when the user has no such passkey, ErrName for a name CheckName refuses.
+func (s *Store) Rename(ctx context.Context, userID, id, name string) (*Passkey, error) {
+	name, err := CheckName(name)
+	if err != nil {
+		return nil, err
+	}
+	if !validUserID(userID) || !validCredentialID(id) {
+		return nil, ErrNotFound
+	}
+	for range 5 { // another rename of the same passkey at the same moment; the last one wins
+		old, err := s.rdb.HGet(ctx, keysKey(userID), id).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		var r record
+		if err := json.Unmarshal([]byte(old), &r); err != nil {
+			return nil, ErrNotFound // not ours to read (as List skips it)
+		}
+		r.Name = name
+		v, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		n, err := replaceScript.Run(ctx, s.rdb, []string{keysKey(userID)}, id, old, v).Int()
+		switch {
+		case err != nil:
+			return nil, unavailable(err)
+		case n == -1:
+			return nil, ErrNotFound
+		case n == 1:
+			return &Passkey{ID: id, Name: r.Name, Created: unixOrZero(r.Created), Synced: r.Synced}, nil
+		}
+	}
+	return nil, unavailable(errors.New("the passkey kept changing while it was renamed"))
+}
+
 // RemoveAll deletes every passkey of a user (the account is being deleted).
 func (s *Store) RemoveAll(ctx context.Context, userID string) error {
 	if !validUserID(userID) {

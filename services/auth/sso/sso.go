@@ -143,21 +143,22 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return {v or '', fams}
 `)
 
-// End ends a session and returns the token families started in it.
-func (s *Store) End(ctx context.Context, token string) ([]string, error) {
+// End ends a session and returns its user ("" when there was no such session) and the token families
+// started in it.
+func (s *Store) End(ctx context.Context, token string) (userID string, families []string, err error) {
 	if token == "" || len(token) > 128 {
-		return nil, nil
+		return "", nil, nil
 	}
 	id := sessionID(token)
 	res, err := endScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id)}).Slice()
 	if err != nil || len(res) != 2 {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return "", nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	v, _ := res[0].(string)
 	if uid, _, ok := strings.Cut(v, "|"); ok {
+		userID = uid
 		_ = s.rdb.ZRem(ctx, userKey(uid), id).Err()
 	}
-	var families []string
 	if list, ok := res[1].([]any); ok {
 		for _, f := range list {
 			if fs, ok := f.(string); ok {
@@ -165,7 +166,7 @@ func (s *Store) End(ctx context.Context, token string) ([]string, error) {
 			}
 		}
 	}
-	return families, nil
+	return userID, families, nil
 }
 
 // EndUser ends every session of a user ("sign out everywhere") and returns how many there were.
@@ -210,6 +211,6 @@ func (s *Store) Get(ctx context.Context, token string) (*Session, error) {
 
 // Delete ends a session.
 func (s *Store) Delete(ctx context.Context, token string) error {
-	_, err := s.End(ctx, token)
+	_, _, err := s.End(ctx, token)
 	return err
 }

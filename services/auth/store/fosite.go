@@ -124,7 +124,7 @@ func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string
 		return nil, fosite.ErrNotFound
 	case v == used || revoked:
 		if v == used && !revoked {
-			s.onReplay(kind)
+			s.onReplay(ctx, kind, family)
 		}
 		return familyOnly(family), errUsed
 	}
@@ -152,7 +152,7 @@ func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.
 	}
 	if v == used {
 		if !revoked {
-			s.onReplay("code")
+			s.onReplay(ctx, "code", family)
 		}
 		return nil, fosite.ErrNotFound
 	}

@@ -63,8 +63,8 @@ type Options struct {
 	NewSession func() fosite.Session
 	Lifetimes  func() Lifetimes
 	// OnReplay, when set, is told each time a used code ("code") or a rotated refresh token ("refresh")
-	// is presented again, which revokes its family.
-	OnReplay func(kind string)
+	// of family is presented again, which revokes the family; ctx is the request's.
+	OnReplay func(ctx context.Context, kind, family string)
 }
 
 // Store implements the storage interfaces fosite's handlers need.
@@ -73,14 +73,14 @@ type Store struct {
 	client     func(ctx context.Context, id string) (fosite.Client, error)
 	newSession func() fosite.Session
 	lifetimes  func() Lifetimes
-	onReplay   func(kind string)
+	onReplay   func(ctx context.Context, kind, family string)
 }
 
 // New returns a Store.
 func New(o Options) *Store {
 	s := &Store{rdb: o.Redis, client: o.Client, newSession: o.NewSession, lifetimes: o.Lifetimes, onReplay: o.OnReplay}
 	if s.onReplay == nil {
-		s.onReplay = func(string) {}
+		s.onReplay = func(context.Context, string, string) {}
 	}
 	return s
 }
@@ -345,6 +345,41 @@ return {v, revoked}
 // getRevokingReplay is get for a code or refresh token: a used one revokes its family in the same step.
 func (s *Store) getRevokingReplay(ctx context.Context, family, k string) (string, bool, error) {
 	return s.runGet(ctx, getRevokingScript, []string{k, revokedKey(family)}, ms(s.markerTTL()))
+}
+
+// ownerScript reads the first of a family's current records that is still a record (a used code is
+// only a marker). KEYS: the records to try, in order.
+var ownerScript = redis.NewScript(`
+for _, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if v then
+    local nl = string.find(v, '\n', 1, true)
+    if nl and string.sub(v, nl + 1, nl + 1) == 'A' then return string.sub(v, nl + 1) end
+  end
+end
+return false
+`)
+
+// FamilyOwner names the user (subject) and client of a family from its current tokens or code, for
+// the audit trail of a replay or a revocation; empty strings when none of its records is left. One
+// script on the family's slot.
+func (s *Store) FamilyOwner(ctx context.Context, family string) (subject, clientID string, err error) {
+	if !validFamily(family) {
+		return "", "", nil
+	}
+	keys := []string{currentKey(family, "rt"), currentKey(family, "at"), currentKey(family, "code")}
+	v, err := ownerScript.Run(ctx, s.rdb, keys).Text()
+	if errors.Is(err, redis.Nil) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", unavailable(err)
+	}
+	sr := storedRequest{Session: s.newSession()}
+	if json.Unmarshal([]byte(v[len(active):]), &sr) != nil {
+		return "", "", nil
+	}
+	return sr.Session.GetSubject(), sr.ClientID, nil
 }
 
 // familyOnly is what fosite receives with ErrInvalidatedAuthorizeCode or ErrInactiveToken: it only reads

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func (s *session) Clone() fosite.Session                     { c := *s; return &
 
 func newStore(t *testing.T) *store.Store { return newStoreWith(t, nil) }
 
-func newStoreWith(t *testing.T, onReplay func(kind string)) *store.Store {
+func newStoreWith(t *testing.T, onReplay func(ctx context.Context, kind, family string)) *store.Store {
 	srv := testredis.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -248,7 +249,7 @@ func TestReplayRead_RevokesFamilyItself(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var replays []string
-			s := newStoreWith(t, func(kind string) { replays = append(replays, kind) })
+			s := newStoreWith(t, func(_ context.Context, kind, family string) { replays = append(replays, kind+" "+family) })
 			family := uuid.NewString()
 			sig := family + "~sig"
 			if err := tc.create(s, family, sig); err != nil {
@@ -256,6 +257,10 @@ func TestReplayRead_RevokesFamilyItself(t *testing.T) {
 			}
 			if _, err := tc.read(s, sig); err != nil {
 				t.Fatalf("first read: %v", err)
+			}
+			// The family's records name its user and client (what the audit trail's replay event reads).
+			if sub, cl, err := s.FamilyOwner(ctx, family); err != nil || sub != "user-1" || cl != "app" {
+				t.Errorf("owner of the family: %q %q %v, want user-1 app", sub, cl, err)
 			}
 			if err := tc.retire(s, family, sig); err != nil {
 				t.Fatal(err)
@@ -272,9 +277,10 @@ func TestReplayRead_RevokesFamilyItself(t *testing.T) {
 			if revoked, err := s.FamilyRevoked(ctx, family); err != nil || !revoked {
 				t.Fatalf("family revoked after the replayed read (no other call): %v %v, want true", revoked, err)
 			}
-			if len(replays) != 1 {
-				t.Errorf("replays reported %v, want one (the second read meets a revoked family)", replays)
+			if len(replays) != 1 || !strings.HasSuffix(replays[0], " "+family) {
+				t.Errorf("replays reported %v, want one of family %s (the second read meets a revoked family)", replays, family)
 			}
+
 		})
 	}
 }

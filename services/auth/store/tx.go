@@ -248,7 +248,7 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	case "missing":
 		return fosite.ErrNotFound
 	case "reused":
-		s.onReplay(u.claim)
+		s.onReplay(ctx, u.claim, u.family)
 	}
 	return ErrReplay // reused, or the family was revoked before
 }

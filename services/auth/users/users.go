@@ -28,6 +28,12 @@ var (
 	ErrWeakPassword   = errors.New("password must be 8 to 256 characters")
 	ErrBadCredentials = errors.New("wrong e-mail address or password")
 	ErrUnavailable    = errors.New("user store unavailable")
+
+	// The three ways credentials fail, for the audit trail only: each is ErrBadCredentials, and the
+	// person is told the same thing whichever it was.
+	ErrUnknownAccount = fmt.Errorf("%w: no such account", ErrBadCredentials)
+	ErrWrongPassword  = fmt.Errorf("%w: wrong password", ErrBadCredentials)
+	ErrDisabled       = fmt.Errorf("%w: account disabled", ErrBadCredentials)
 )
 
 // Password bounds (NIST SP 800-63B: at least 8, allow long passphrases).
@@ -210,7 +216,10 @@ func (s *Store) ByEmail(ctx context.Context, email string) (*User, error) {
 }
 
 // Authenticate checks an e-mail and password. An unknown address costs the same hash as a wrong
-// password and gives the same error. A hash with old parameters is upgraded on success.
+// password and gives the same error (ErrBadCredentials; ErrUnknownAccount, ErrWrongPassword and
+// ErrDisabled tell the audit trail which). A wrong password or a disabled account also returns the
+// user, for the audit trail; a caller must not treat it as signed in. A hash with old parameters is
+// upgraded on success.
 func (s *Store) Authenticate(ctx context.Context, email, password string) (*User, error) {
 	u, err := s.ByEmail(ctx, email)
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -227,8 +236,13 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 	if err != nil {
 		return nil, err
 	}
-	if u == nil || !ok || u.Disabled {
-		return nil, ErrBadCredentials
+	switch {
+	case u == nil:
+		return nil, ErrUnknownAccount
+	case !ok:
+		return u, ErrWrongPassword
+	case u.Disabled:
+		return u, ErrDisabled
 	}
 	if rehash {
 		if h, err := s.hasher.Hash(ctx, password); err == nil {

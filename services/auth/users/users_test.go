@@ -69,10 +69,27 @@ func TestAuthenticate_RightWrongUnknown(t *testing.T) {
 	if u, err := s.Authenticate(ctx, "ADA@example.com ", "a long password"); err != nil || u.Email != "ada@example.com" {
 		t.Fatalf("right password: %v", err)
 	}
-	for _, c := range [][2]string{{"ada@example.com", "wrong password"}, {"nobody@example.com", "a long password"}, {"not an address", "x"}} {
-		if _, err := s.Authenticate(ctx, c[0], c[1]); !errors.Is(err, users.ErrBadCredentials) {
-			t.Fatalf("%v: %v, want ErrBadCredentials", c, err)
+	for _, c := range []struct {
+		email, password string
+		want            error // which failure, for the audit trail; all are ErrBadCredentials
+	}{
+		{"ada@example.com", "wrong password", users.ErrWrongPassword},
+		{"nobody@example.com", "a long password", users.ErrUnknownAccount},
+		{"not an address", "x", users.ErrUnknownAccount},
+	} {
+		u, err := s.Authenticate(ctx, c.email, c.password)
+		if !errors.Is(err, users.ErrBadCredentials) || !errors.Is(err, c.want) {
+			t.Fatalf("%v: %v, want ErrBadCredentials and %v", c, err, c.want)
 		}
+		if (c.want == users.ErrWrongPassword) != (u != nil) {
+			t.Fatalf("%v: user %v: only a wrong password names the account (for the audit trail)", c, u)
+		}
+	}
+	if _, err := s.SetDisabled(ctx, "ada@example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.Authenticate(ctx, "ada@example.com", "a long password"); !errors.Is(err, users.ErrDisabled) || !errors.Is(err, users.ErrBadCredentials) || u == nil {
+		t.Fatalf("disabled account, right password: %v %v, want ErrDisabled (a bad credential) naming the user", u, err)
 	}
 }
 

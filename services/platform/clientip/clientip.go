@@ -1,5 +1,11 @@
 // Package clientip tells who sent a request: the client address behind trusted proxies, and the key
 // that rate limits and throttles count it by.
+//
+// Behind a trusted proxy the client's address is read from the forwarding headers, all of them, in the
+// order their lines arrived: every X-Forwarded-For line (HAProxy's `option forwardfor` appends a line of
+// its own after the client's) and every RFC 7239 Forwarded line, as one list of hops, oldest first. The
+// answer is the right-most hop that is not itself a trusted proxy: everything to the left of it was
+// written by the client and can be forged.
 package clientip
 
 import (
@@ -11,16 +17,34 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// Proxies says which peers' X-Forwarded-For is believed. Build it once per configuration (ParseProxies)
-// and call Addr per request.
+// Header names.
+const (
+	HeaderXForwardedFor = "X-Forwarded-For"
+	HeaderForwarded     = "Forwarded"
+)
+
+// Proxies says which peers' forwarding headers are believed, and which headers. Build it once per
+// configuration (ParseProxies) and call Addr per request.
 type Proxies struct {
 	prefixes []netip.Prefix
+	xff, fwd bool // which headers to read
 }
 
 // ParseProxies reads addresses and CIDRs (the configuration's trustedProxies); entries that do not
-// parse are skipped (the configuration validates them).
-func ParseProxies(list []string) *Proxies {
-	t := &Proxies{}
+// parse are skipped (the configuration validates them). headers names the forwarding headers the
+// proxies write (X-Forwarded-For, Forwarded; any case); none means both. Naming only the one a proxy
+// manages matters when it sets that header without removing the other one a client may have sent (see
+// docs/auth.md "Client address").
+func ParseProxies(list []string, headers ...string) *Proxies {
+	t := &Proxies{xff: len(headers) == 0, fwd: len(headers) == 0}
+	for _, h := range headers {
+		switch {
+		case strings.EqualFold(h, HeaderXForwardedFor):
+			t.xff = true
+		case strings.EqualFold(h, HeaderForwarded):
+			t.fwd = true
+		}
+	}
 	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if p, err := netip.ParsePrefix(s); err == nil {
@@ -45,33 +69,165 @@ func (t *Proxies) trusted(a netip.Addr) bool {
 	return false
 }
 
-// Addr is the address of the client that sent the request. When the peer is a trusted proxy, it is the
-// right-most X-Forwarded-For entry that is not itself a trusted proxy: entries to the left of it were
-// written by the client and can be forged (Fiber's own c.IP() returns the raw header in that case).
+// Addr is the address of the client that sent the request: the peer, or, when the peer is a trusted
+// proxy, the right-most hop of the forwarding headers that is not a trusted proxy. A hop that cannot be
+// read (garbage, "unknown", an obfuscated identifier) ends the walk at the peer: the proxy we trust is
+// the last thing we know. (Fiber's own c.IP() returns the header as the client wrote it.)
 func Addr(c *fiber.Ctx, t *Proxies) netip.Addr {
 	peer := peerAddr(c)
 	if !t.trusted(peer) {
 		return peer
 	}
-	xff := c.Request().Header.Peek(fiber.HeaderXForwardedFor)
-	for len(xff) > 0 {
-		i := bytes.LastIndexByte(xff, ',')
-		part := string(bytes.TrimSpace(xff[i+1:]))
-		if i < 0 {
-			xff = nil
-		} else {
-			xff = xff[:i]
+	var lines []line
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		switch {
+		case t.xff && bytes.EqualFold(k, []byte(HeaderXForwardedFor)):
+			lines = append(lines, line{v, false})
+		case t.fwd && bytes.EqualFold(k, []byte(HeaderForwarded)):
+			lines = append(lines, line{v, true})
 		}
-		a, err := netip.ParseAddr(part)
-		if err != nil {
-			return peer // a garbled hop: the proxy we trust is the last thing we know
-		}
-		a = a.Unmap()
-		if !t.trusted(a) {
-			return a
+	})
+	return rightmostUntrusted(lines, t, peer)
+}
+
+// line is one forwarding header line; forwarded tells the RFC 7239 syntax from X-Forwarded-For's.
+type line struct {
+	v         []byte
+	forwarded bool
+}
+
+// rightmostUntrusted walks the hops from the right (the newest line first, each line from its end).
+func rightmostUntrusted(lines []line, t *Proxies, peer netip.Addr) netip.Addr {
+	for i := len(lines) - 1; i >= 0; i-- {
+		elems := splitElements(lines[i].v)
+		for j := len(elems) - 1; j >= 0; j-- {
+			node := elems[j]
+			if lines[i].forwarded {
+				node = forParam(node)
+			}
+			a, ok := parseNode(node)
+			if !ok {
+				return peer
+			}
+			if !t.trusted(a) {
+				return a
+			}
 		}
 	}
 	return peer
+}
+
+// splitElements splits a header value at the commas outside quoted strings (RFC 7230 lists; in an
+// X-Forwarded-For value there are none). Empty elements are dropped, as RFC 7230 7 asks.
+func splitElements(v []byte) [][]byte {
+	var out [][]byte
+	start, quoted := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			if e := bytes.TrimSpace(v[start:i]); len(e) > 0 {
+				out = append(out, e)
+			}
+			start = i + 1
+		}
+	}
+	if e := bytes.TrimSpace(v[start:]); len(e) > 0 {
+		out = append(out, e)
+	}
+	return out
+}
+
+// forParam returns the value of the for= parameter of a Forwarded element (unquoted), or nil when it
+// has none or is malformed.
+func forParam(elem []byte) []byte {
+	var found []byte
+	for _, pair := range splitPairs(elem) {
+		name, value, ok := bytes.Cut(pair, []byte("="))
+		if !ok {
+			return nil
+		}
+		if !bytes.EqualFold(bytes.TrimSpace(name), []byte("for")) {
+			continue
+		}
+		if found != nil {
+			return nil // two for= in one element: which one would a proxy have meant?
+		}
+		v, ok := unquote(bytes.TrimSpace(value))
+		if !ok {
+			return nil
+		}
+		found = v
+	}
+	return found
+}
+
+// splitPairs splits an element at the semicolons outside quoted strings.
+func splitPairs(elem []byte) [][]byte {
+	var out [][]byte
+	start, quoted := 0, false
+	for i := 0; i < len(elem); i++ {
+		switch c := elem[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == ';' && !quoted:
+			out = append(out, elem[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, elem[start:])
+}
+
+// unquote reads a token or an RFC 7230 quoted-string.
+func unquote(v []byte) ([]byte, bool) {
+	if len(v) == 0 {
+		return nil, false
+	}
+	if v[0] != '"' {
+		return v, !bytes.ContainsAny(v, "\" \t")
+	}
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return nil, false
+	}
+	var out []byte
+	for i := 1; i < len(v)-1; i++ {
+		c := v[i]
+		if c == '\\' {
+			if i+1 >= len(v)-1 {
+				return nil, false
+			}
+			i++
+			c = v[i]
+		} else if c == '"' {
+			return nil, false
+		}
+		out = append(out, c)
+	}
+	return out, true
+}
+
+// parseNode reads a hop: an IP address, with or without a port (1.2.3.4:80, [2001:db8::1]:443, or RFC
+// 7239's "[2001:db8::1]"); "unknown", obfuscated identifiers and anything else are not addresses. A zone
+// is dropped: it names an interface of the proxy, not the client.
+func parseNode(b []byte) (netip.Addr, bool) {
+	s := string(b)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.WithZone("").Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().WithZone("").Unmap(), true
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		if a, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil && a.Is6() {
+			return a.WithZone("").Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 func peerAddr(c *fiber.Ctx) netip.Addr {

@@ -12,7 +12,11 @@ import (
 
 func serveClientIP(t *testing.T, trusted []string) string {
 	t.Helper()
-	trust := ParseProxies(trusted)
+	return serveWith(t, ParseProxies(trusted))
+}
+
+func serveWith(t *testing.T, trust *Proxies) string {
+	t.Helper()
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(Addr(c, trust).String()) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

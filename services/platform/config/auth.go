@@ -42,6 +42,15 @@ type Auth struct {
 	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
 	// Passkeys configures signing in with passkeys (WebAuthn); see passkeys.go.
 	Passkeys AuthPasskeys `json:"passkeys,omitempty"`
+	// Audit bounds the audit trail kept in Redis (the log stream has every event regardless).
+	Audit Audit `json:"audit,omitempty"`
+}
+
+// Audit bounds the audit trail kept in Redis: events older than Retention, and the oldest beyond
+// MaxEntries, are trimmed at every write. Defaults 720h (30 days) and 100000 (about 30 MB).
+type Audit struct {
+	Retention  Duration `json:"retention,omitempty"`
+	MaxEntries int64    `json:"maxEntries,omitempty"`
 }
 
 // AuthRateLimit bounds /oauth2/authorize and /oauth2/token, each on its own budget, per client address
@@ -67,13 +76,27 @@ type PasswordHash struct {
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
-// Throttle bounds failed sign-ins: after AccountFailures failures for one e-mail address, or
-// IPFailures from one client address, within Window, sign-in answers "try again in N s" until the
-// window ends. Defaults 10, 50 and 15m.
+// Throttle bounds failed sign-ins within Window with three budgets (docs/auth.md "Throttling"): each
+// browser that signed in to the account before (it holds a device cookie) has DeviceFailures of its
+// own; every other browser shares AccountFailures per account, and its client address has IPFailures.
+// After DelayAfter failures of a browser or of an account's unknown browsers each further attempt
+// waits, 1 s doubling up to MaxDelay; a used-up budget answers "try again in N s" until its window
+// ends. Device cookies last DeviceLifetime. Defaults 10, 10, 50, 15m, 3, 1m and 4320h (180 days);
+// DelayAfter at or above the limits means no delays. Sign-ups (every one with valid fields, new address
+// or taken) are bounded per client address (SignupsPerIP) and per e-mail address (SignupsPerAddress)
+// within SignupWindow: defaults 10, 3 and 1h.
 type Throttle struct {
 	AccountFailures int      `json:"accountFailures,omitempty"`
 	IPFailures      int      `json:"ipFailures,omitempty"`
 	Window          Duration `json:"window,omitempty"`
+	DeviceFailures  int      `json:"deviceFailures,omitempty"`
+	DelayAfter      int      `json:"delayAfter,omitempty"`
+	MaxDelay        Duration `json:"maxDelay,omitempty"`
+	DeviceLifetime  Duration `json:"deviceLifetime,omitempty"`
+
+	SignupsPerIP      int      `json:"signupsPerIP,omitempty"`
+	SignupsPerAddress int      `json:"signupsPerAddress,omitempty"`
+	SignupWindow      Duration `json:"signupWindow,omitempty"`
 }
 
 // OAuthClient is a registered client (a relying party).
@@ -126,6 +149,21 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.Throttle.IPFailures = 50
 	}
 	setDuration(&a.Throttle.Window, 15*time.Minute)
+	if a.Throttle.DeviceFailures == 0 {
+		a.Throttle.DeviceFailures = 10
+	}
+	if a.Throttle.DelayAfter == 0 {
+		a.Throttle.DelayAfter = 3
+	}
+	setDuration(&a.Throttle.MaxDelay, time.Minute)
+	setDuration(&a.Throttle.DeviceLifetime, 180*24*time.Hour)
+	if a.Throttle.SignupsPerIP == 0 {
+		a.Throttle.SignupsPerIP = 10
+	}
+	if a.Throttle.SignupsPerAddress == 0 {
+		a.Throttle.SignupsPerAddress = 3
+	}
+	setDuration(&a.Throttle.SignupWindow, time.Hour)
 	if a.MaxGrantsPerUser == 0 {
 		a.MaxGrantsPerUser = 1000
 	}
@@ -137,6 +175,10 @@ func (a *Auth) applyDefaults(c *Config) {
 	}
 	setDuration(&a.RateLimit.Window, time.Minute)
 	a.Passkeys.applyDefaults()
+	setDuration(&a.Audit.Retention, 30*24*time.Hour)
+	if a.Audit.MaxEntries == 0 {
+		a.Audit.MaxEntries = 100000
+	}
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -166,7 +208,8 @@ func (a Auth) validate() []error {
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
-		{"throttle.window", a.Throttle.Window}, {"rateLimit.window", a.RateLimit.Window}} {
+		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime}, {"throttle.signupWindow", a.Throttle.SignupWindow},
+		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
@@ -174,10 +217,13 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.Throttle.SignupsPerIP < 0 || a.Throttle.SignupsPerAddress < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	errs = append(errs, a.Passkeys.validate()...)
+	if a.Audit.MaxEntries < 0 {
+		errs = append(errs, fmt.Errorf("auth.audit.maxEntries: must not be negative"))
+	}
 	seen := map[string]bool{}
 	for _, cl := range a.Clients {
 		if cl.ClientID == "" {

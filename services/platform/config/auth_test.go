@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Redirect URIs follow the OAuth 2.0 Security BCP (RFC 9700 4.1) and RFC 8252 7.3: https anywhere,
@@ -75,5 +77,42 @@ func TestValidate_ClientAudiencesAreAbsoluteURIs(t *testing.T) {
 		if errs := client(bad).validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "audiences") {
 			t.Errorf("%q: %v", bad, errs)
 		}
+	}
+}
+
+// The sign-in budgets and the audit trail's bounds have defaults (docs/auth.md states them), and
+// negative values are refused by name.
+func TestAuth_ThrottleAndAuditDefaults(t *testing.T) {
+	c := &Config{PublicURL: "http://127.0.0.1:8080"}
+	c.ApplyDefaults()
+	th, au := c.Auth.Throttle, c.Auth.Audit
+	if th.DeviceFailures != 10 || th.AccountFailures != 10 || th.IPFailures != 50 || th.Window.D() != 15*time.Minute ||
+		th.DelayAfter != 3 || th.MaxDelay.D() != time.Minute || th.DeviceLifetime.D() != 180*24*time.Hour ||
+		th.SignupsPerIP != 10 || th.SignupsPerAddress != 3 || th.SignupWindow.D() != time.Hour {
+		t.Errorf("throttle defaults: %+v", th)
+	}
+	if au.Retention.D() != 30*24*time.Hour || au.MaxEntries != 100000 {
+		t.Errorf("audit defaults: %+v", au)
+	}
+	bad := Auth{Throttle: Throttle{MaxDelay: Duration(-time.Second), DeviceLifetime: Duration(-time.Second), DelayAfter: -1}, Audit: Audit{Retention: Duration(-time.Second), MaxEntries: -1}}
+	msg := errors.Join(bad.validate()...).Error()
+	for _, want := range []string{"throttle.maxDelay", "throttle.deviceLifetime", "audit.retention", "audit.maxEntries", "throttle limits"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("validation does not name %s: %s", want, msg)
+		}
+	}
+}
+
+// forwardingHeaders names only the two headers the client address is read from.
+func TestValidate_ForwardingHeaders(t *testing.T) {
+	ok := &Config{ForwardingHeaders: []string{"x-forwarded-for", "Forwarded"}}
+	ok.ApplyDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := &Config{ForwardingHeaders: []string{"X-Real-IP"}}
+	bad.ApplyDefaults()
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `forwardingHeaders: "X-Real-IP"`) {
+		t.Fatalf("X-Real-IP: %v", err)
 	}
 }

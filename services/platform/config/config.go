@@ -25,7 +25,7 @@ type Config struct {
 	LogLevel string `json:"logLevel,omitempty"`
 	// AllowedOrigins may post to the forms endpoints: exact scheme://host[:port] or https://*.example.com.
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
-	// TrustedProxies are the CIDRs or addresses whose X-Forwarded-For is believed (the ingress).
+	// TrustedProxies are the CIDRs or addresses whose forwarding headers are believed (the ingress).
 	TrustedProxies []string `json:"trustedProxies,omitempty"`
 	Redis          Redis    `json:"redis,omitempty"`
 	Forms          Forms    `json:"forms,omitempty"`
@@ -33,6 +33,11 @@ type Config struct {
 	Health         Health   `json:"health,omitempty"`
 	// Mail is the relay and sender of the mail the services send themselves (mail.go).
 	Mail Mail `json:"mail,omitempty"`
+
+	// ForwardingHeaders are the headers those proxies write the client's address in: X-Forwarded-For,
+	// Forwarded (RFC 7239), or both (empty: both, every line in order). Name only the one the proxy
+	// manages when it does not remove the other (nginx's proxy_set_header X-Forwarded-For does not).
+	ForwardingHeaders []string `json:"forwardingHeaders,omitempty"`
 }
 
 // Redis says how to reach the store. Exactly one of URL or Addrs is used; empty means "embedded" in dev.
@@ -227,6 +232,11 @@ func (c *Config) Validate() error {
 	for _, p := range c.TrustedProxies {
 		if !validProxy(p) {
 			errs = append(errs, fmt.Errorf("trustedProxies: %q is not an IP address or CIDR", p))
+		}
+	}
+	for _, h := range c.ForwardingHeaders {
+		if !strings.EqualFold(h, "X-Forwarded-For") && !strings.EqualFold(h, "Forwarded") {
+			errs = append(errs, fmt.Errorf("forwardingHeaders: %q: want X-Forwarded-For or Forwarded", h))
 		}
 	}
 	if c.Redis.URL != "" && len(c.Redis.Addrs) > 0 {

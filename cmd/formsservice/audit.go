@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// newAuditCmd lists the audit trail. The query and the formats are package audit's; this is the flags.
+func newAuditCmd(env *environment) *cobra.Command {
+	var store storeFlags
+	var user, client, kinds, since, until, format string
+	var limit int
+	var kindHelp strings.Builder
+	for _, k := range audit.Kinds() {
+		fmt.Fprintf(&kindHelp, "  %-24s %s\n", k.Kind, k.Doc)
+	}
+	cmd := &cobra.Command{
+		Use:   "audit [--user ID|EMAIL] [--client ID] [--kind KIND,...] [--since T] [--until T] [--limit N] [--format text|jsonl]",
+		Short: "list the audit trail (sign-ins, tokens, account changes), filtered",
+		Long: `Lists the audit trail kept in Redis (auth.audit.retention, auth.audit.maxEntries), oldest first: one
+event per security-relevant action of the sign-in service and of the users commands. T is RFC 3339
+(2024-05-01T12:00:00Z), a date (2024-05-01) or a duration ago (90m, 24h, 7d), compared with the time
+Redis stored the event. KIND is one of these, or a prefix ending in * (token.*):
+
+` + kindHelp.String(),
+		Example: `  formsservice audit
+  formsservice audit --user ada@example.com --since 24h
+  formsservice audit --kind 'token.*' --client app --format jsonl`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageError(cmd, fmt.Errorf("--limit must not be negative"))
+			}
+			f := audit.Filter{Client: client, Limit: limit}
+			var err error
+			if f.Kinds, err = audit.ParseKinds(kinds); err != nil {
+				return usageError(cmd, err)
+			}
+			now := time.Now()
+			if f.Since, err = audit.ParseTime(since, now); err != nil {
+				return usageError(cmd, err)
+			}
+			if f.Until, err = audit.ParseTime(until, now); err != nil {
+				return usageError(cmd, err)
+			}
+			cfg, rdb, err := store.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			if f.User = user; strings.Contains(f.User, "@") {
+				u, err := users.NewStore(rdb, nil).ByEmail(cmd.Context(), f.User)
+				if err != nil {
+					return fmt.Errorf("audit --user %s: %w (the events of a deleted account are found by its ID)", f.User, err)
+				}
+				f.User = u.ID
+			}
+			events, err := audit.NewStore(rdb, operatorLimits(cfg)).Query(cmd.Context(), f)
+			if err != nil {
+				return fmt.Errorf("audit: %w", err)
+			}
+			if format == "jsonl" {
+				return audit.WriteJSONLines(env.stdout, events)
+			}
+			return audit.WriteText(env.stdout, events)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&user, "user", "", "only events of this user: its ID, or the e-mail address of an existing account")
+	fl.StringVar(&client, "client", "", "only events of this OAuth client ID")
+	fl.StringVar(&kinds, "kind", "", "only these kinds (comma-separated)")
+	fl.StringVar(&since, "since", "", "only events stored at or after T")
+	fl.StringVar(&until, "until", "", "only events stored at or before T")
+	fl.IntVar(&limit, "limit", 100, "the newest N matching events (0: all)")
+	enumFlag(fl, &format, "format", "text", "text or jsonl", "text", "jsonl")
+	store.register(cmd, env)
+	return cmd
+}
+
+func operatorLimits(cfg *config.Config) func() audit.Limits {
+	return func() audit.Limits {
+		return audit.Limits{Retention: cfg.Auth.Audit.Retention.D(), MaxEntries: cfg.Auth.Audit.MaxEntries}
+	}
+}
+
+// operatorTrail records what an operator's command did, in the same trail as the service (actor cli,
+// with the operating-system user who ran it). The action has happened by then: a trail that cannot be
+// written is a warning, not a failed command.
+func operatorTrail(rdb redis.UniversalClient, cfg *config.Config, env *environment) func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
+	rec, newErr := audit.New(audit.Options{Store: audit.NewStore(rdb, operatorLimits(cfg))})
+	return func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
+		err := newErr
+		if err == nil {
+			if osUser := env.getenv("USER"); osUser != "" {
+				if detail == nil {
+					detail = map[string]string{}
+				}
+				detail["osUser"] = osUser
+			}
+			err = rec.Write(ctx, audit.Event{Kind: kind, Outcome: audit.Success, User: userID, Actor: audit.ActorCLI, Detail: detail})
+		}
+		if err != nil {
+			fmt.Fprintf(env.stderr, "warning: the audit event %s was not stored: %v\n", kind, err)
+		}
+	}
+}
+
+// counts is the detail of a sign-out everywhere.
+func counts(grants, sessions int) map[string]string {
+	return map[string]string{"grants": strconv.Itoa(grants), "sessions": strconv.Itoa(sessions)}
+}

@@ -1,0 +1,176 @@
+// Package audit is the provider's audit trail (ASVS 7.1.3, 7.2.1): one structured event for every
+// security-relevant action of the auth service and of the operators' CLI. Each event is written to the
+// log as its own stream (JSON, stream=audit, whatever the log level), kept in a Redis stream bounded by
+// time and size, counted per kind and outcome, and read back by `formsservice audit` (Query, WriteText,
+// WriteJSONLines). An event names people and clients by ID and never carries a secret: no password,
+// token, code or cookie has a field to go in.
+package audit
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kind names what happened. Every kind is declared below with define, one line each, so that a new one
+// (e-mail verified, passkey added, …) is one line: its metrics series, the CLI's -kind check and its
+// help follow from the declaration.
+type Kind string
+
+// Outcome is success or failure.
+type Outcome string
+
+// The two outcomes.
+const (
+	Success Outcome = "success"
+	Failure Outcome = "failure"
+)
+
+// KindInfo describes a declared kind.
+type KindInfo struct {
+	Kind Kind
+	Doc  string
+}
+
+var declared []KindInfo
+
+func define(name, doc string) Kind {
+	declared = append(declared, KindInfo{Kind(name), doc})
+	return Kind(name)
+}
+
+// The kinds. Reasons (Event.Reason) are a closed vocabulary per kind, documented with it.
+var (
+	SignIn            = define("signin", "a password sign-in on the hosted page; failure reasons: bad_password, unknown_account, disabled, throttled, csrf")
+	Lockout           = define("signin.lockout", "a failed sign-in used up a budget; attempts against it wait (reason: the budget)")
+	SignUp            = define("signup", "an account created on the hosted page; failure reasons: throttled, taken, invalid, disabled")
+	Logout            = define("logout", "a browser's sign-in session ended by RP-initiated logout, with the grants started in it")
+	SignOutEverywhere = define("user.signout_everywhere", "every grant and sign-in session of a user ended")
+	PasswordSet       = define("user.password_set", "a user's password replaced (the user is signed out everywhere)")
+	UserCreated       = define("user.created", "an account created by an operator")
+	UserDisabled      = define("user.disabled", "an account disabled (and signed out everywhere)")
+	UserEnabled       = define("user.enabled", "a disabled account enabled again")
+	UserDeleted       = define("user.deleted", "an account deleted (and its grants revoked)")
+	CodeReplay        = define("token.code_replay", "an authorization code presented again: its grant is revoked")
+	RefreshReuse      = define("token.refresh_reuse", "a rotated refresh token presented again: its grant is revoked")
+	TokenRevoked      = define("token.revoked", "a grant revoked through /oauth2/revoke (RFC 7009); failure reason: unknown_token")
+	Introspection     = define("token.introspection", "a resource server asked about a token: success (active), failure (reason inactive or unauthorized)")
+	SignInPasskey     = define("signin.passkey", "a passkey sign-in on the hosted page (detail: passkey); failure reasons: unknown_passkey, cloned (the signature counter did not go up), wrong_origin, user_verification, expired, malformed, invalid, disabled, throttled")
+	PasskeyAdded      = define("passkey.added", "a passkey added on the passkeys page (detail: passkey, synced); failure reasons: bad_password, throttled, expired, exists, too_many, malformed, wrong_origin, user_verification, invalid")
+	PasskeyRenamed    = define("passkey.renamed", "a passkey given another name (detail: passkey); failure reason: not_found")
+	PasskeyRemoved    = define("passkey.removed", "a passkey removed (detail: passkey); failure reason: not_found")
+)
+
+// Kinds lists every declared kind in declaration order.
+func Kinds() []KindInfo { return append([]KindInfo(nil), declared...) }
+
+// Known reports whether k is a declared kind.
+func Known(k Kind) bool {
+	for _, d := range declared {
+		if d.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Actors of events not done by the person signing in.
+const (
+	ActorCLI = "cli" // an operator's `formsservice users` command
+)
+
+// Event is one audit record. Only identifiers, counts and closed vocabularies go in: never a password,
+// token, code, cookie or e-mail address (users are named by ID, which `formsservice users list` maps).
+type Event struct {
+	// ID is the Redis stream entry ID (its time is when the store received the event); set on read.
+	ID      string    `json:"id,omitempty"`
+	Time    time.Time `json:"time"`
+	Kind    Kind      `json:"kind"`
+	Outcome Outcome   `json:"outcome"`
+	// Reason says why, from the kind's vocabulary (bad_password, throttled, …).
+	Reason string `json:"reason,omitempty"`
+	// User is the account's ID (the sub claim), when one is known.
+	User string `json:"user,omitempty"`
+	// Client is the OAuth client's ID.
+	Client string `json:"client,omitempty"`
+	// Addr is the client address (behind trusted proxies, the right-most untrusted hop).
+	Addr      string `json:"addr,omitempty"`
+	UserAgent string `json:"userAgent,omitempty"`
+	// Actor is who acted when it was not the person at Addr (ActorCLI).
+	Actor string `json:"actor,omitempty"`
+	// Grant is the grant (token family) concerned.
+	Grant string `json:"grant,omitempty"`
+	// Detail holds further identifiers and counts (grants: "3"); never a secret.
+	Detail map[string]string `json:"detail,omitempty"`
+}
+
+// Bounds on what a request can put into an event (the user agent is the client's to choose).
+const (
+	maxUserAgent = 256
+	maxField     = 128
+)
+
+// clean bounds the event's free-text fields and removes control characters, so that a hostile user
+// agent can neither grow the store nor forge lines in a terminal.
+func (e *Event) clean() {
+	e.UserAgent = cleanText(e.UserAgent, maxUserAgent)
+	e.Reason = cleanText(e.Reason, maxField)
+	e.User = cleanText(e.User, maxField)
+	e.Client = cleanText(e.Client, maxField)
+	e.Addr = cleanText(e.Addr, maxField)
+	e.Actor = cleanText(e.Actor, maxField)
+	e.Grant = cleanText(e.Grant, maxField)
+	for k, v := range e.Detail {
+		e.Detail[k] = cleanText(v, maxField)
+	}
+}
+
+func cleanText(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = s[:n]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+type originKey struct{}
+
+type origin struct {
+	addr string
+	ua   string
+}
+
+// WithOrigin returns a context that carries the request's client address and user agent, so that an
+// event recorded anywhere below (the token store's replay detection among them) names them.
+func WithOrigin(ctx context.Context, addr netip.Addr, userAgent string) context.Context {
+	o := origin{ua: userAgent}
+	if addr.IsValid() {
+		o.addr = addr.String()
+	}
+	return context.WithValue(ctx, originKey{}, o)
+}
+
+func originOf(ctx context.Context) (origin, bool) {
+	o, ok := ctx.Value(originKey{}).(origin)
+	return o, ok
+}
+
+// Origin returns the client address and user agent WithOrigin put in ctx (empty strings when none).
+func Origin(ctx context.Context) (addr, userAgent string) {
+	o, _ := originOf(ctx)
+	return o.addr, o.ua
+}

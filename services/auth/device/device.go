@@ -1,0 +1,93 @@
+// Package device issues and checks device cookies (OWASP's "Slow Down Online Guessing Attacks with
+// Device Cookies"): a browser that signed in to an account successfully gets a signed token naming that
+// account, and later sign-ins to the same account from it count against a budget of that browser
+// alone (package throttle), so that guesses from anywhere else can never lock it out.
+//
+// A token is "v1.<account>.<id>.<issued>.<mac>": account is an HMAC of the account's canonical e-mail
+// address (the cookie names no address and cannot be moved to another account), id a random
+// identifier (the browser's budget), issued a Unix time, and mac an HMAC-SHA256 of the rest, all
+// base64url. The keys are derived from the signing key (keys.Set.Secrets), the previous key's still
+// accepted during a rotation.
+package device
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Purpose is the HKDF info string the keys are derived with.
+const Purpose = "formsservice auth device-cookie v1"
+
+// Keys sign and check tokens: Current signs, every one of them verifies.
+type Keys struct {
+	Current  []byte
+	Previous [][]byte
+}
+
+const version = "v1"
+
+// b64 is strict: a MAC has one spelling (lax decoding would accept other final characters).
+var b64 = base64.RawURLEncoding.Strict()
+
+func mac(key []byte, parts ...string) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+// accountTag is the account as the token names it: a keyed hash, not the address.
+func accountTag(key []byte, account string) string {
+	return b64.EncodeToString(mac(key, "account", account)[:16])
+}
+
+// Issue returns a new token for account (its canonical e-mail address), issued at now.
+func Issue(k Keys, account string, now time.Time) string {
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	body := version + "." + accountTag(k.Current, account) + "." + b64.EncodeToString(id) + "." + strconv.FormatInt(now.Unix(), 10)
+	return body + "." + b64.EncodeToString(mac(k.Current, body))
+}
+
+// Check returns the token's browser ID when token is a token of ours for account, issued within
+// lifetime before now; ok is false for anything else (another account, a forged or expired token,
+// garbage).
+func Check(k Keys, token, account string, now time.Time, lifetime time.Duration) (id string, ok bool) {
+	if len(token) > 256 {
+		return "", false
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 5 || parts[0] != version {
+		return "", false
+	}
+	got, err := b64.DecodeString(parts[4])
+	if err != nil {
+		return "", false
+	}
+	body := strings.Join(parts[:4], ".")
+	for _, key := range append([][]byte{k.Current}, k.Previous...) {
+		if !hmac.Equal(got, mac(key, body)) {
+			continue
+		}
+		if !hmac.Equal([]byte(parts[1]), []byte(accountTag(key, account))) {
+			return "", false
+		}
+		issued, err := strconv.ParseInt(parts[3], 10, 64)
+		if err != nil {
+			return "", false
+		}
+		age := now.Sub(time.Unix(issued, 0))
+		if age < -time.Hour || age > lifetime { // an hour of clock skew between replicas is tolerated
+			return "", false
+		}
+		return parts[2], true
+	}
+	return "", false
+}

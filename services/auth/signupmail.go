@@ -1,0 +1,73 @@
+package auth
+
+import (
+	"context"
+
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform/mail"
+)
+
+// SignupMail sends what a sign-up leads to. The sign-up page answers a new address and a taken one
+// alike (no enumeration); the difference goes to the address's owner by mail. It is called after the
+// answer is decided and cannot change it (a failure is logged). The e-mail verification of issue 23
+// replaces Created's mail with one carrying a verification link.
+type SignupMail interface {
+	// Created is told of a new account.
+	Created(ctx context.Context, n SignupNotice) error
+	// Taken is told of a sign-up for an address that already has an account (someone, perhaps its
+	// owner who forgot, tried to create a second one).
+	Taken(ctx context.Context, n SignupNotice) error
+}
+
+// SignupNotice is what a sign-up mail is about.
+type SignupNotice struct {
+	User *users.User
+	// App is the name of the application the person was signing up for (the client's name).
+	App string
+	// Continue is where to go on: the application's address (the origin of the request's redirect
+	// URI), never the authorization request itself (it holds the app's state and PKCE challenge).
+	Continue string
+}
+
+// mailSignup sends the sign-up mails through the platform's mail component.
+type mailSignup struct{ sender mail.Sender }
+
+var (
+	signupCreatedMail = mail.MustContent("signup-created",
+		`Your {{.Data.App}} account`,
+		`Your account for {{.Data.App}} was created with this address.
+
+Sign in with it at {{.Data.Continue}}
+
+If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.`,
+		`<p>Your account for <strong>{{.Data.App}}</strong> was created with this address.</p>
+{{.Button .Data.Continue "Go to the application"}}
+<p>If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.</p>`)
+	signupTakenMail = mail.MustContent("signup-taken",
+		`Someone tried to create a {{.Data.App}} account with your address`,
+		`Someone, perhaps you, tried to create an account for {{.Data.App}} with this address. You already have one, so nothing was created.
+
+Sign in with your existing account at {{.Data.Continue}}
+
+If it was not you, you can ignore this message: your account is unchanged.`,
+		`<p>Someone, perhaps you, tried to create an account for <strong>{{.Data.App}}</strong> with this address. You already have one, so nothing was created.</p>
+{{.Button .Data.Continue "Sign in with your account"}}
+<p>If it was not you, you can ignore this message: your account is unchanged.</p>`)
+)
+
+func (m mailSignup) Created(ctx context.Context, n SignupNotice) error {
+	return m.send(ctx, signupCreatedMail, n)
+}
+
+func (m mailSignup) Taken(ctx context.Context, n SignupNotice) error {
+	return m.send(ctx, signupTakenMail, n)
+}
+
+func (m mailSignup) send(ctx context.Context, c *mail.Content, n SignupNotice) error {
+	msg, err := c.Render("en", mail.Brand{Product: n.App}, n)
+	if err != nil {
+		return err
+	}
+	msg.To = []string{n.User.Email}
+	return m.sender.Send(ctx, msg)
+}

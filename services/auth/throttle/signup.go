@@ -1,0 +1,37 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// Sign-up budgets. Every sign-up with valid fields counts, whether it creates an account or finds the
+// address taken (the person is told the same either way), and is reserved before anything is created or
+// sent, so that no number of parallel requests creates more accounts or sends more mail than a budget
+// allows. A sign-up is not given back when it succeeds: the budgets bound creations, not failures.
+const (
+	BudgetSignupAddress = "signup-address" // sign-ups from one client address
+	BudgetSignupEmail   = "signup-email"   // sign-ups for one e-mail address (the mail it is sent)
+)
+
+// SignupLimits are the sign-ups allowed within Window per client address and per e-mail address; 0
+// disables a limit.
+type SignupLimits struct {
+	PerIP      int
+	PerAddress int
+	Window     time.Duration
+}
+
+// ReserveSignup counts a sign-up for email (canonical) from the client address ip. When a budget
+// refuses it counts nothing and says why. The reservation is kept whatever the outcome; Release it only
+// when the sign-up could not be carried out (the store failed).
+func (l *Limiter) ReserveSignup(ctx context.Context, email, ip string, lim SignupLimits) (*Reservation, *Refusal, error) {
+	var bs []budget
+	if lim.PerIP > 0 && ip != "" {
+		bs = append(bs, budget{BudgetSignupAddress, budgetKey("signup-addr", ip), lim.PerIP, 0, 0})
+	}
+	if lim.PerAddress > 0 && email != "" {
+		bs = append(bs, budget{BudgetSignupEmail, budgetKey("signup-email", email), lim.PerAddress, 0, 0})
+	}
+	return l.reserve(ctx, bs, lim.Window, 0)
+}
