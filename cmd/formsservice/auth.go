@@ -23,7 +23,7 @@ func buildAuth(d deps) (server.Service, error) {
 	var err error
 	switch {
 	case cfg.Auth.SigningKeyFile != "":
-		ks, err = keys.Load(cfg.Auth.SigningKeyFile, cfg.Auth.PreviousSigningKeyFile)
+		ks, err = keys.Load(keys.Files{Current: cfg.Auth.SigningKeyFile, Previous: cfg.Auth.PreviousSigningKeyFile, Next: cfg.Auth.NextSigningKeyFile})
 	case d.Dev:
 		ks, err = keys.Generate()
 		if err == nil {

@@ -190,6 +190,9 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		return err
 	}
 	cfg := watcher.Current()
+	if err := checkSecretFiles(cfg, log); err != nil {
+		return err
+	}
 
 	embedded := false
 	if cfg.Redis.Empty() {

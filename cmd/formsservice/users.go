@@ -7,17 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
-
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -74,12 +75,13 @@ func newUsersCreateCmd(env *environment) *cobra.Command {
 	var u usersTool
 	var name string
 	cmd := &cobra.Command{
-		Use:     "create --email ADDRESS [--name NAME]",
-		Short:   "create an account; the password is read from standard input (one line)",
-		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name "Ada Lovelace"`,
-		Args:    usageArgs(cobra.NoArgs),
+		Use:   "create --email ADDRESS [--name NAME]",
+		Short: "create an account; the password is asked on a terminal (twice, not shown) or read from a pipe (one line)",
+		Example: `  formsservice users create --email ada@example.com --name "Ada Lovelace"
+  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name "Ada Lovelace"`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := readPassword(env.stdin)
+			pw, err := readPassword(env)
 			if err != nil {
 				return err
 			}
@@ -106,13 +108,15 @@ func newUsersSetPasswordCmd(env *environment) *cobra.Command {
 	var u usersTool
 	cmd := &cobra.Command{
 		Use:   "set-password --email ADDRESS",
-		Short: "replace the password (read from standard input) and sign the user out everywhere",
-		Long: `Replaces the account's password with the line read from standard input, then signs the user out
-everywhere: every sign-in session and every grant (refresh token) ends.`,
-		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users set-password --email ada@example.com`,
-		Args:    usageArgs(cobra.NoArgs),
+		Short: "replace the password (asked on a terminal, or read from a pipe) and sign the user out everywhere",
+		Long: `Replaces the account's password, then signs the user out everywhere: every sign-in session and every
+grant (refresh token) ends. On a terminal the password is asked twice and not shown; from a pipe it is
+the first line of standard input.`,
+		Example: `  formsservice users set-password --email ada@example.com
+  read -rs PW; printf '%s\n' "$PW" | formsservice users set-password --email ada@example.com`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := readPassword(env.stdin)
+			pw, err := readPassword(env)
 			if err != nil {
 				return err
 			}
@@ -288,15 +292,45 @@ func signOutEverywhere(ctx context.Context, rdb redis.UniversalClient, cfg *conf
 	return auth.SignOutEverywhere(ctx, rdb, cfg.Auth, userID)
 }
 
-// readPassword reads one line from stdin, so that the password never appears in argv or shell history.
-func readPassword(r io.Reader) (string, error) {
-	line, err := bufio.NewReader(r).ReadString('\n')
+// readPassword reads the password so that it never appears in argv, shell history or on the screen: on
+// a terminal, after a prompt on stderr, twice and without echo; otherwise one line from stdin (a pipe).
+func readPassword(env *environment) (string, error) {
+	if f, ok := env.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return readPasswordFromTerminal(int(f.Fd()), env.stderr)
+	}
+	line, err := bufio.NewReader(env.stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
 	pw := strings.TrimRight(line, "\r\n")
 	if pw == "" {
 		return "", errors.New("no password on stdin (pipe one line, e.g. `read -rs PW; printf '%s\\n' \"$PW\" | formsservice users create ...`)")
+	}
+	return pw, nil
+}
+
+// readPasswordFromTerminal asks twice with the terminal's echo off (a typo cannot be seen, so it is
+// caught by the repetition).
+func readPasswordFromTerminal(fd int, prompt io.Writer) (string, error) {
+	ask := func(p string) (string, error) {
+		fmt.Fprint(prompt, p)
+		b, err := term.ReadPassword(fd)
+		fmt.Fprintln(prompt)
+		return string(b), err
+	}
+	pw, err := ask("Password: ")
+	if err != nil {
+		return "", err
+	}
+	if pw == "" {
+		return "", errors.New("no password typed")
+	}
+	again, err := ask("Repeat the password: ")
+	if err != nil {
+		return "", err
+	}
+	if again != pw {
+		return "", errors.New("the two passwords differ; nothing was changed")
 	}
 	return pw, nil
 }

@@ -2,11 +2,17 @@ package auth
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/formsservice/formsservice/services/auth/keys"
 )
+
+var jwksCacheControl = fmt.Sprintf("public, max-age=%d", int(keys.JWKSMaxAge/time.Second))
 
 // discovery is /.well-known/openid-configuration (OpenID Connect Discovery 1.0, RFC 8414). Browsers
 // fetch it from any origin, so it is served with Access-Control-Allow-Origin: *. The document depends
@@ -63,10 +69,11 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 	})
 }
 
-// jwksHandler is /.well-known/jwks.json: the current and the previous signing key.
+// jwksHandler is /.well-known/jwks.json: the current, previous and next signing keys. Its max-age is
+// the wait a rotation keeps between publishing a next key and signing with it (keys.JWKSMaxAge).
 func (s *Service) jwksHandler(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderCacheControl, jwksCacheControl)
 	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
 	return c.Send(s.jwks)
 }

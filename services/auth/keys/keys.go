@@ -1,7 +1,11 @@
 // Package keys holds the provider's signing keys: the current ES256 (P-256) key that signs every token,
-// the previous one that still verifies during a rotation, the JWKS that publishes both, and the HMAC
-// secrets for opaque tokens, derived from the same keys so that every replica agrees without another
-// secret to distribute.
+// the previous one that still verifies after a rotation, the next one that is published before it signs
+// anything, the JWKS that publishes all three, and the HMAC secrets for opaque tokens, derived from the
+// same keys so that every replica agrees without another secret to distribute.
+//
+// A rotation that no verifier notices has two steps (docs/auth.md, "Rotating the signing key"): first
+// the new key is added as next on every replica, and only after every replica serves it and JWKSMaxAge
+// has passed (so every cached JWKS holds it) is it promoted to current, the old current becoming previous.
 package keys
 
 import (
@@ -18,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-jose/go-jose/v3"
 )
@@ -29,26 +34,40 @@ type Key struct {
 	jwk     *jose.JSONWebKey
 }
 
-// Set is the current key and, during a rotation, the previous one.
+// JWKSMaxAge is how long a verifier may cache the JWKS (its Cache-Control max-age). A next key must be
+// served by every replica for at least this long before it is promoted to current.
+const JWKSMaxAge = time.Minute
+
+// Set is the current key and, around a rotation, the previous one and the next one.
 type Set struct {
 	Current  *Key
 	Previous *Key
-	jwks     []byte
+	// Next is published in the JWKS and verifies, but signs nothing until it is promoted to current.
+	Next *Key
+	jwks []byte
 }
 
-// Load reads the current key file and, when previousFile is not empty, the previous one.
-func Load(currentFile, previousFile string) (*Set, error) {
-	cur, err := loadFile(currentFile)
+// Files names the key files: Current is required, Previous and Next may be empty.
+type Files struct{ Current, Previous, Next string }
+
+// Load reads the key files.
+func Load(f Files) (*Set, error) {
+	cur, err := loadFile(f.Current)
 	if err != nil {
 		return nil, err
 	}
-	var prev *ecdsa.PrivateKey
-	if previousFile != "" {
-		if prev, err = loadFile(previousFile); err != nil {
+	var prev, next *ecdsa.PrivateKey
+	if f.Previous != "" {
+		if prev, err = loadFile(f.Previous); err != nil {
 			return nil, err
 		}
 	}
-	return NewSet(cur, prev)
+	if f.Next != "" {
+		if next, err = loadFile(f.Next); err != nil {
+			return nil, err
+		}
+	}
+	return NewRotatingSet(cur, prev, next)
 }
 
 func loadFile(path string) (*ecdsa.PrivateKey, error) {
@@ -74,6 +93,12 @@ func Generate() (*Set, error) {
 
 // NewSet builds a set from keys; previous may be nil.
 func NewSet(current, previous *ecdsa.PrivateKey) (*Set, error) {
+	return NewRotatingSet(current, previous, nil)
+}
+
+// NewRotatingSet builds a set with a next key too; previous and next may be nil. The JWKS lists
+// current, previous and next, each once.
+func NewRotatingSet(current, previous, next *ecdsa.PrivateKey) (*Set, error) {
 	if current == nil {
 		return nil, errors.New("signing key: missing")
 	}
@@ -82,13 +107,22 @@ func NewSet(current, previous *ecdsa.PrivateKey) (*Set, error) {
 	if s.Current, err = newKey(current); err != nil {
 		return nil, err
 	}
-	pub := []jose.JSONWebKey{s.Current.jwk.Public()}
 	if previous != nil {
 		if s.Previous, err = newKey(previous); err != nil {
 			return nil, err
 		}
-		if s.Previous.ID != s.Current.ID {
-			pub = append(pub, s.Previous.jwk.Public())
+	}
+	if next != nil {
+		if s.Next, err = newKey(next); err != nil {
+			return nil, err
+		}
+	}
+	var pub []jose.JSONWebKey
+	seen := map[string]bool{}
+	for _, k := range s.all() {
+		if !seen[k.ID] {
+			seen[k.ID] = true
+			pub = append(pub, k.jwk.Public())
 		}
 	}
 	if s.jwks, err = json.Marshal(jose.JSONWebKeySet{Keys: pub}); err != nil {
@@ -96,6 +130,22 @@ func NewSet(current, previous *ecdsa.PrivateKey) (*Set, error) {
 	}
 	return s, nil
 }
+
+// all is current, previous and next, those that are set, in that order.
+func (s *Set) all() []*Key {
+	out := []*Key{s.Current}
+	for _, k := range []*Key{s.Previous, s.Next} {
+		if k != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// others is previous and next, those that are set: what verifies but does not sign. Next verifies
+// because while a promotion rolls out, a replica that has not promoted yet receives tokens signed by
+// one that has.
+func (s *Set) others() []*Key { return s.all()[1:] }
 
 func newKey(k *ecdsa.PrivateKey) (*Key, error) {
 	if k.Curve != elliptic.P256() {
@@ -145,13 +195,13 @@ func EncodePEM(k *ecdsa.PrivateKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// JWKS is the JSON Web Key Set document: the public halves of the current and previous keys.
+// JWKS is the JSON Web Key Set document: the public halves of the current, previous and next keys.
 func (s *Set) JWKS() []byte { return s.jwks }
 
-// Verifying returns the public key for kid, or nil when kid names neither key.
+// Verifying returns the public key for kid, or nil when kid names none of the keys.
 func (s *Set) Verifying(kid string) *ecdsa.PublicKey {
-	for _, k := range []*Key{s.Current, s.Previous} {
-		if k != nil && k.ID == kid {
+	for _, k := range s.all() {
+		if k.ID == kid {
 			return &k.Private.PublicKey
 		}
 	}
@@ -159,39 +209,27 @@ func (s *Set) Verifying(kid string) *ecdsa.PublicKey {
 }
 
 // HMACSecrets derives the secret for opaque tokens (authorization codes, refresh tokens) from the
-// current key, and the rotated secret from the previous key, so that refresh tokens issued before a key
-// rotation keep working until they are next rotated.
+// current key, and the rotated secrets from the previous and next keys, so that refresh tokens issued
+// before a rotation, or by a replica that promoted first, keep working.
 func (s *Set) HMACSecrets() (current []byte, rotated [][]byte, err error) {
-	if current, err = hmacSecret(s.Current); err != nil {
-		return nil, nil, err
-	}
-	if s.Previous != nil {
-		prev, err := hmacSecret(s.Previous)
-		if err != nil {
-			return nil, nil, err
-		}
-		rotated = append(rotated, prev)
-	}
-	return current, rotated, nil
+	return s.Secrets("formsservice auth opaque-token hmac v1")
 }
 
-func hmacSecret(k *Key) ([]byte, error) { return derive(k, "formsservice auth opaque-token hmac v1") }
-
 // Secrets derives a 32-byte secret for purpose (an HKDF info string, one per use) from the current key,
-// and one from the previous key during a rotation, so that what was signed before a rotation still
-// verifies.
-func (s *Set) Secrets(purpose string) (current []byte, previous [][]byte, err error) {
+// and one from each of the previous and next keys around a rotation (others), so that what was signed
+// before a rotation, or by a replica that promoted first, still verifies.
+func (s *Set) Secrets(purpose string) (current []byte, others [][]byte, err error) {
 	if current, err = derive(s.Current, purpose); err != nil {
 		return nil, nil, err
 	}
-	if s.Previous != nil {
-		prev, err := derive(s.Previous, purpose)
+	for _, k := range s.others() {
+		o, err := derive(k, purpose)
 		if err != nil {
 			return nil, nil, err
 		}
-		previous = append(previous, prev)
+		others = append(others, o)
 	}
-	return current, previous, nil
+	return current, others, nil
 }
 
 func derive(k *Key, purpose string) ([]byte, error) {

@@ -29,11 +29,11 @@ func TestLoad_SEC1AndPKCS8_P256Only(t *testing.T) {
 	pkcs8, _ := keys.EncodePEM(k)
 	pkcs8File := filepath.Join(dir, "pkcs8.pem")
 	_ = os.WriteFile(pkcs8File, pkcs8, 0o600)
-	a, err := keys.Load(sec1File, "")
+	a, err := keys.Load(keys.Files{Current: sec1File})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := keys.Load(pkcs8File, sec1File)
+	b, err := keys.Load(keys.Files{Current: pkcs8File, Previous: sec1File})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestLoad_SEC1AndPKCS8_P256Only(t *testing.T) {
 	if _, err := keys.NewSet(p384, nil); err == nil {
 		t.Fatal("a P-384 key was accepted for ES256")
 	}
-	if _, err := keys.Load(filepath.Join(dir, "missing.pem"), ""); err == nil {
+	if _, err := keys.Load(keys.Files{Current: filepath.Join(dir, "missing.pem")}); err == nil {
 		t.Fatal("a missing key file was accepted")
 	}
 }

@@ -14,10 +14,14 @@ type Auth struct {
 	Issuer  string        `json:"issuer,omitempty"`
 	Clients []OAuthClient `json:"clients,omitempty"`
 	// SigningKeyFile holds the current signing key (PEM, EC P-256); PreviousSigningKeyFile, when set,
-	// is served in the JWKS only, so that tokens signed before a rotation still verify. The dev server
-	// generates an ephemeral key when SigningKeyFile is empty; every other command requires it.
+	// is served in the JWKS only, so that tokens signed before a rotation still verify;
+	// NextSigningKeyFile, when set, is served in the JWKS before it signs anything, so that verifiers
+	// that cache the JWKS know it when it is promoted to current (docs/auth.md, "Rotating the signing
+	// key"). The dev server generates an ephemeral key when SigningKeyFile is empty; every other command
+	// requires it.
 	SigningKeyFile         string `json:"signingKeyFile,omitempty"`
 	PreviousSigningKeyFile string `json:"previousSigningKeyFile,omitempty"`
+	NextSigningKeyFile     string `json:"nextSigningKeyFile,omitempty"`
 	// Lifetimes; defaults access 15m, refresh 720h (30 days), code 60s, id_token 1h, sign-in session
 	// (the SSO cookie that lets a second authorize skip the form) 24h.
 	AccessTokenLifetime  Duration `json:"accessTokenLifetime,omitempty"`

@@ -21,3 +21,15 @@ func Read(path string) (string, error) {
 	}
 	return s, nil
 }
+
+// Exposure says whether other users of the machine (neither the file's owner nor its group) can read
+// or write the file. A secret is for the service's user and, on Kubernetes, its group (the operator
+// mounts Secrets with mode 0440 and the pod's fsGroup).
+func Exposure(path string) (readable, writable bool, mode os.FileMode, err error) {
+	fi, err := os.Stat(path) // follows the symbolic links of a Secret volume to the file itself
+	if err != nil {
+		return false, false, 0, fmt.Errorf("secret file: %w", err)
+	}
+	mode = fi.Mode().Perm()
+	return mode&0o004 != 0, mode&0o002 != 0, mode, nil
+}
