@@ -90,6 +90,10 @@ envtest: ## Build kube-apiserver and etcd for the envtest suite (cached in bin/k
 test-operator: ## The operator's tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./api/... ./controllers/... ./cmd/manager/...
 
+.PHONY: test-scale
+test-scale: ## The operator's cost at a thousand FormsServices (controllers/scale; long: docs/operator.md, "Cost at scale").
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" SCALE_N=1000 $(GO) test -count=1 -v -timeout 120m -run TestScale ./controllers/scale/
+
 .PHONY: run-operator
 run-operator: ## Run the operator against the cluster of your current kubeconfig.
 	$(GO) run ./cmd/manager --leader-elect=false

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -12,9 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 )
@@ -36,83 +38,156 @@ const (
 	updated   applyResult = "Updated"
 )
 
+// applied is the outcome of one apply.
+type applied struct {
+	Result     applyResult
+	APIVersion string
+	Kind       string
+	Name       string
+	// Live is the object as it was before the apply (from the cache, or the API server when the cache
+	// did not hold it); nil when it did not exist. Its status says, for example, whether an ingress
+	// controller or a Gateway took a route.
+	Live client.Object
+}
+
+// notOwnedError is an object of the desired kind and name that exists and that this FormsService does
+// not control: the operator leaves it alone rather than take it over (and later delete it with the
+// FormsService).
+type notOwnedError struct {
+	Kind, Name string
+	// Owner describes the object's controller, or says it has none.
+	Owner string
+}
+
+func (e *notOwnedError) Error() string {
+	return fmt.Sprintf("%s %s already exists and is not this FormsService's (%s): the operator does not take it over; "+
+		"delete or rename it, or give the FormsService another name", e.Kind, e.Name, e.Owner)
+}
+
 // applier writes desired objects with server-side apply, and only when they differ from the live ones.
 type applier struct {
 	client client.Client
+	// reader reads past the cache: the cache holds only objects with the operator's managed-by label, so
+	// an object it lacks may still exist (someone else's, of the same name) and must not be adopted.
+	reader client.Reader
 	scheme *runtime.Scheme
 }
 
-// apply makes desired (a typed object with TypeMeta set) exist as built, owned by fs. It reads the live
-// object from the cache and sends nothing when the live object already holds every desired field and
-// carries the digest of the same desired object.
-func (a applier) apply(ctx context.Context, fs *v1alpha1.FormsService, desired client.Object) (applyResult, error) {
-	if err := controllerutil.SetControllerReference(fs, desired, a.scheme); err != nil {
-		return unchanged, err
-	}
-	want, err := toApplyMap(desired)
+// apply makes the object of ac exist exactly as ac says, through server-side apply (field manager
+// FieldOwner, forced: a field someone changed by hand is taken back). ac is a typed apply configuration
+// (render's), or an unstructured one (ServiceMonitor); it must carry fs's controller owner reference.
+//
+// It reads the live object first and sends nothing when the live object holds every field of ac and
+// carries the digest of the same ac. It refuses, with a *notOwnedError, an object of the same name
+// that fs does not control.
+func (a applier) apply(ctx context.Context, fs *v1alpha1.FormsService, ac runtime.ApplyConfiguration) (applied, error) {
+	want, err := toMap(ac)
 	if err != nil {
-		return unchanged, err
-	}
-	digest := digestOf(want)
-	setAnnotation(want, AppliedHashAnnotation, digest)
-
-	live, ok := desired.DeepCopyObject().(client.Object)
-	if !ok {
-		return unchanged, fmt.Errorf("%T is not a client.Object", desired)
-	}
-	result := updated
-	switch err := a.client.Get(ctx, client.ObjectKeyFromObject(desired), live); {
-	case apierrors.IsNotFound(err):
-		result = created
-	case err != nil:
-		return unchanged, err
-	default:
-		liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-		if err != nil {
-			return unchanged, err
-		}
-		if live.GetAnnotations()[AppliedHashAnnotation] == digest && holds(liveMap, want) {
-			return unchanged, nil
-		}
+		return applied{}, err
 	}
 	u := &unstructured.Unstructured{Object: want}
-	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return unchanged, err
+	gvk := u.GroupVersionKind()
+	out := applied{APIVersion: u.GetAPIVersion(), Kind: gvk.Kind, Name: u.GetName()}
+	if ref := metav1.GetControllerOfNoCopy(u); ref == nil || ref.UID != fs.UID {
+		return out, fmt.Errorf("%s %s: rendered without this FormsService's controller reference", out.Kind, out.Name)
 	}
-	return result, nil
+	digest := digestOf(want)
+	if err := setAppliedHash(ac, digest); err != nil {
+		return out, err
+	}
+	setAnnotation(want, AppliedHashAnnotation, digest)
+
+	key := client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}
+	live := a.newObject(gvk)
+	err = a.client.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) && a.reader != nil {
+		err = a.reader.Get(ctx, key, live)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		out.Result = created
+	case err != nil:
+		return out, err
+	default:
+		out.Live = live
+		if ref := metav1.GetControllerOfNoCopy(live); ref == nil || ref.UID != fs.UID {
+			return out, &notOwnedError{Kind: out.Kind, Name: out.Name, Owner: describeOwner(ref)}
+		}
+		out.Result = updated
+		if live.GetAnnotations()[AppliedHashAnnotation] == digest {
+			liveMap, err := toMap(live)
+			if err != nil {
+				return out, err
+			}
+			// The kind is the one read; a typed object read from the API server may not repeat it.
+			liveMap["apiVersion"], liveMap["kind"] = want["apiVersion"], want["kind"]
+			if holds(liveMap, want) {
+				out.Result = unchanged
+				return out, nil
+			}
+		}
+	}
+	if err := a.client.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return out, err
+	}
+	return out, nil
 }
 
-// toApplyMap turns a typed object into the map sent by server-side apply: without status, without null
-// values, and without the empty objects that Go's zero values produce (so the operator does not claim
-// fields it never set). emptyDir {} is kept: there an empty object is the value.
-func toApplyMap(obj client.Object) (map[string]any, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+func describeOwner(ref *metav1.OwnerReference) string {
+	if ref == nil {
+		return "it has no controller"
+	}
+	return fmt.Sprintf("its controller is %s %s, uid %s", ref.Kind, ref.Name, ref.UID)
+}
+
+// newObject is an empty object of gvk to read the live object into: the scheme's type, or unstructured
+// for kinds the scheme does not hold (HTTPRoute, ServiceMonitor).
+func (a applier) newObject(gvk schema.GroupVersionKind) client.Object {
+	if a.scheme != nil {
+		if obj, err := a.scheme.New(gvk); err == nil {
+			if co, ok := obj.(client.Object); ok {
+				return co
+			}
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// toMap is the JSON form of an apply configuration or an object as a map: exactly the fields it sets.
+func toMap(v any) (map[string]any, error) {
+	if u, ok := v.(interface{ UnstructuredContent() map[string]any }); ok {
+		v = u.UnstructuredContent()
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	delete(m, "status")
-	prune(m)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
-func prune(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			delete(m, k)
-		case map[string]any:
-			prune(t)
-			if len(t) == 0 && k != "emptyDir" {
-				delete(m, k)
-			}
-		case []any:
-			for _, e := range t {
-				if em, ok := e.(map[string]any); ok {
-					prune(em)
-				}
+// setAppliedHash puts the applied-hash annotation into ac's metadata.
+func setAppliedHash(ac runtime.ApplyConfiguration, digest string) error {
+	if u, ok := ac.(interface{ UnstructuredContent() map[string]any }); ok {
+		setAnnotation(u.UnstructuredContent(), AppliedHashAnnotation, digest)
+		return nil
+	}
+	// Every generated apply configuration of an object embeds *ObjectMetaApplyConfiguration.
+	v := reflect.ValueOf(ac)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		if f := v.Elem().FieldByName("ObjectMetaApplyConfiguration"); f.IsValid() && !f.IsNil() {
+			if m, ok := f.Interface().(*metav1ac.ObjectMetaApplyConfiguration); ok {
+				m.WithAnnotations(map[string]string{AppliedHashAnnotation: digest})
+				return nil
 			}
 		}
 	}
+	return fmt.Errorf("%T carries no object metadata", ac)
 }
 
 // holds reports whether live contains every field of want with the same value. Lists must have the same
@@ -214,4 +289,19 @@ func (a applier) deleteIfOwned(ctx context.Context, fs *v1alpha1.FormsService, o
 		return false, client.IgnoreNotFound(err)
 	}
 	return true, nil
+}
+
+// permanent reports whether an API error needs a change (of the spec, of an admission policy, of the
+// operator's permissions) rather than another try: the API server refused the request itself.
+func permanent(err error) bool {
+	var notOwned *notOwnedError
+	switch {
+	case errors.As(err, &notOwned):
+		return true
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err),
+		apierrors.IsRequestEntityTooLargeError(err):
+		return true
+	}
+	return false
 }

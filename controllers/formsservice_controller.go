@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -19,17 +22,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -50,6 +50,19 @@ type FormsServiceReconciler struct {
 	// SecretRecheck is how often a FormsService is reconciled again to pick up a changed Secret;
 	// 0 means DefaultSecretRecheck. A missing Secret is looked for again sooner (missingSecretRecheck).
 	SecretRecheck time.Duration
+	// Kinds says which optional kinds (HTTPRoute, ServiceMonitor) the cluster serves; nil: discovered
+	// by SetupWithManager.
+	Kinds *ServedKinds
+	// Workers is how many FormsServices are reconciled at once; 0 means DefaultWorkers.
+	Workers int
+
+	written writtenStatuses
+}
+
+// serves asks Kinds whether the cluster serves gvk; wanted says a FormsService needs it (only then is a
+// missing kind looked for again).
+func (r *FormsServiceReconciler) serves(gvk schema.GroupVersionKind, wanted bool) (bool, error) {
+	return r.Kinds.Serves(gvk, wanted)
 }
 
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch
@@ -63,28 +76,108 @@ type FormsServiceReconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile makes the cluster match one FormsService and rebuilds its status from what it finds.
+// Reconcile makes the cluster match one FormsService and rebuilds its status from what it finds. Every
+// object is applied on its own: one that fails is reported (Degraded, and Stalled or Reconciling) and
+// does not keep the unrelated ones from being applied; only what depends on it waits (the Deployments on
+// the ConfigMap and the Secrets they mount, the Redis StatefulSet on its password). The status is
+// written on every path that has a FormsService to write it to.
 func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
 	fs := &v1alpha1.FormsService{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fs.DeletionTimestamp.IsZero() {
+		r.written.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references let the garbage collector remove the rest
 	}
 
-	var problems []problem
-	var errs []error
-	fail := func(reason string, err error) {
-		errs = append(errs, err)
-		problems = append(problems, problem{Reason: reason, Message: err.Error()})
+	run := r.apply(ctx, fs)
+	workloads, err := r.observeWorkloads(ctx, fs)
+	if err != nil {
+		run.fail("ObserveFailed", fmt.Errorf("reading the workloads from the cache: %w", err))
+	}
+	st := buildStatus(fs, workloads, run.observed)
+	run.monitoring.setCondition(&st)
+	if err := r.updateStatus(ctx, fs, st); err != nil {
+		run.errs = append(run.errs, fmt.Errorf("writing the status: %w", err))
+	}
+	// Returning an error requeues with the controller's bounded exponential backoff. Missing Secrets
+	// are not errors: the resource is looked at again after a while (secretRecheck).
+	err = errors.Join(run.errs...)
+	if err != nil && ctx.Err() != nil {
+		return ctrl.Result{}, nil // the manager is stopping; the next leader reconciles again
+	}
+	res := run.monitoring.result(err)
+	if err == nil {
+		res.RequeueAfter = minPositive(res.RequeueAfter, r.secretRecheck(run.Problems)) // secrets.go
+	}
+	return res, err
+}
+
+// reconcileRun collects what one reconcile did and could not do.
+type reconcileRun struct {
+	observed
+	// errs are the API errors that make the reconcile return an error (retried with backoff).
+	errs       []error
+	monitoring monitoringResult
+}
+
+// fail records a failed API request as a problem and as an error to retry.
+func (run *reconcileRun) fail(reason string, err error) {
+	run.errs = append(run.errs, err)
+	run.Problems = append(run.Problems, apiProblem(reason, err))
+}
+
+// apply applies every object of fs, each on its own, and says what happened.
+func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {
+	log := logf.FromContext(ctx)
+	run := &reconcileRun{}
+	ap := applier{client: r.Client, reader: r.APIReader, scheme: r.Scheme}
+	// applyOne applies one object and records the Event of a change; apply also reports its failure.
+	applyOne := func(ac runtime.ApplyConfiguration) (applied, error) {
+		a, err := ap.apply(ctx, fs, ac)
+		if err == nil && a.Result != unchanged {
+			log.Info("applied", "kind", a.Kind, "name", a.Name, "result", string(a.Result))
+			r.eventAbout(fs, relatedRef(fs, a), corev1.EventTypeNormal, string(a.Result), "%s %s %s", string(a.Result), a.Kind, a.Name)
+		}
+		return a, err
+	}
+	apply := func(ac runtime.ApplyConfiguration) (applied, bool) {
+		a, err := applyOne(ac)
+		var notOwned *notOwnedError
+		switch {
+		case errors.As(err, &notOwned):
+			// Not an error to retry: it stays until someone removes the object.
+			run.Problems = append(run.Problems, apiProblem("NotOwned", err))
+		case err != nil:
+			run.fail("ApplyFailed", fmt.Errorf("%s %s: %w", a.Kind, a.Name, err))
+		}
+		return a, err == nil
+	}
+	remove := func(obj client.Object, kind string) {
+		deleted, err := ap.deleteIfOwned(ctx, fs, obj)
+		if err != nil {
+			run.fail("DeleteFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
+		} else if deleted {
+			log.Info("deleted", "kind", kind, "name", obj.GetName())
+			r.eventAbout(fs, obj, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", kind, obj.GetName())
+		}
 	}
 
-	// Secrets first: the configuration and the pods depend on them.
+	// Secrets first: the configuration and the pods depend on them. A Secret that cannot be read or
+	// written blocks what mounts it, nothing else.
+	in := render.Inputs{Image: r.ServiceImage}
+	secretsKnown, redisPasswordKnown := true, true
 	key, keyProblem, err := r.ensureSigningKey(ctx, fs)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("signing key Secret: %w", err)
+	switch {
+	case err != nil:
+		run.fail("SigningKeyUnavailable", fmt.Errorf("signing key Secret %s: %w", render.NamesOf(fs).SigningKey, err))
+		secretsKnown = false
+	case keyProblem != nil:
+		run.Problems = append(run.Problems, *keyProblem)
 	}
 	switch key.Event {
 	case "Created":
@@ -92,58 +185,40 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case "Rotated":
 		r.event(fs, corev1.EventTypeNormal, "SigningKeyRotated", "Rotated the signing key in Secret %s; the previous key stays in the JWKS", key.Secret.Name)
 	}
-	if keyProblem != nil {
-		problems = append(problems, *keyProblem)
-	}
+	in.PreviousSigningKey = key.Previous
 	owned := []*corev1.Secret{key.Secret}
 	if render.ManagedRedis(fs) {
 		sec, createdNow, err := r.ensureRedisPassword(ctx, fs)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("redis password Secret: %w", err)
-		}
-		if createdNow {
+		switch {
+		case err != nil:
+			run.fail("RedisPasswordUnavailable", fmt.Errorf("redis password Secret %s: %w", render.NamesOf(fs).RedisPassword, err))
+			secretsKnown, redisPasswordKnown = false, false
+		case createdNow:
 			r.eventAbout(fs, sec, corev1.EventTypeNormal, "Created", "Created Secret %s with a generated Redis password", sec.Name)
 		}
 		owned = append(owned, sec)
 	}
 	digests, secretProblems, err := r.checkSecrets(ctx, fs, owned...)
 	if err != nil {
-		return ctrl.Result{}, err
+		run.fail("SecretUnavailable", err)
+		secretsKnown = false
 	}
-	problems = append(problems, secretProblems...)
-	in := render.Inputs{Image: r.ServiceImage, PreviousSigningKey: key.Previous, SecretDigests: digests}
-	if render.Image(fs, in) == "" {
-		problems = append(problems, problem{Reason: "NoImage", Message: "spec.image is empty and the operator has no --service-image"})
-	}
-
-	ap := applier{client: r.Client, scheme: r.Scheme}
-	apply := func(objs ...client.Object) {
-		for _, obj := range objs {
-			res, err := ap.apply(ctx, fs, obj)
-			kind := obj.GetObjectKind().GroupVersionKind().Kind
-			if err != nil {
-				fail("ApplyFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
-				continue
-			}
-			if res != unchanged {
-				log.Info("applied", "kind", kind, "name", obj.GetName(), "result", string(res))
-				r.eventAbout(fs, obj, corev1.EventTypeNormal, string(res), "%s %s %s", string(res), kind, obj.GetName())
-			}
-		}
-	}
-	remove := func(obj client.Object, kind string) {
-		deleted, err := ap.deleteIfOwned(ctx, fs, obj)
-		if err != nil {
-			fail("DeleteFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
-		} else if deleted {
-			log.Info("deleted", "kind", kind, "name", obj.GetName())
-			r.eventAbout(fs, obj, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", kind, obj.GetName())
-		}
+	run.Problems = append(run.Problems, secretProblems...)
+	in.SecretDigests = digests
+	run.Image = render.Image(fs, in)
+	if run.Image == "" {
+		run.Problems = append(run.Problems, problem{Reason: "NoImage", Message: "spec.image is empty and the operator has no --service-image"})
 	}
 
 	names := render.NamesOf(fs)
 	if render.ManagedRedis(fs) {
-		apply(render.RedisConfigMap(fs), render.RedisService(fs), render.RedisNetworkPolicy(fs), render.RedisStatefulSet(fs, in))
+		apply(render.RedisConfigMap(fs))
+		apply(render.RedisService(fs))
+		apply(render.RedisNetworkPolicy(fs))
+		// Without the password's digest the pod template would change and roll Redis for nothing.
+		if redisPasswordKnown {
+			apply(render.RedisStatefulSet(fs, in))
+		}
 	} else {
 		// Switched to an external Redis: stop the managed one. Its volume claim stays (retention policy).
 		remove(&appsv1.StatefulSet{ObjectMeta: objectMeta(fs, names.Redis)}, "StatefulSet")
@@ -166,24 +241,27 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	// The configuration and the pods roll out only when every Secret they mount exists and the
-	// configuration would load: otherwise the running pods keep serving the last good state.
-	blocked := len(problems) > 0
+	// configuration would load: otherwise the running pods keep serving the last good state. A problem
+	// with any other object does not hold them up.
+	rollout := secretsKnown && run.Image != "" && !hasReason(run.Problems, secretReasons...)
 	cm, err := render.ConfigMap(fs, in)
 	if err != nil {
-		problems = append(problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
-		blocked = true
+		run.Problems = append(run.Problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
+		rollout = false
 	}
-	if !blocked {
-		apply(cm)
-		for _, c := range render.Components {
-			d := render.Deployment(fs, c, in)
-			if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
-				fail("ApplyFailed", err)
-				continue
+	if rollout {
+		if _, ok := apply(cm); ok {
+			for _, c := range render.Components {
+				d := render.Deployment(fs, c, in)
+				if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
+					run.fail("ApplyFailed", err)
+					continue
+				}
+				apply(d)
 			}
-			apply(d)
 		}
 	}
+	run.RolloutBlocked = !rollout
 	for _, c := range render.Components {
 		if hpa := render.HorizontalPodAutoscaler(fs, c); hpa != nil {
 			apply(hpa)
@@ -193,40 +271,35 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	if ing := render.Ingress(fs); ing != nil {
-		apply(ing)
+		if a, ok := apply(ing); ok {
+			run.Routes = append(run.Routes, ingressRoute(a))
+		}
 	} else {
 		remove(&networkingv1.Ingress{ObjectMeta: objectMeta(fs, names.Ingress)}, "Ingress")
 	}
-	if p, err := r.reconcileHTTPRoutes(ctx, fs); err != nil { // gateway.go
-		fail("ApplyFailed", err)
-	} else if p != nil {
-		problems = append(problems, *p)
+	r.reconcileHTTPRoutes(ctx, fs, run, apply)                     // gateway.go
+	run.monitoring = r.reconcileServiceMonitors(ctx, fs, applyOne) // servicemonitor.go
+	if run.monitoring.Err != nil {
+		run.errs = append(run.errs, run.monitoring.Err)
 	}
-	monitoring := r.reconcileServiceMonitors(ctx, fs) // servicemonitor.go
-	if monitoring.Err != nil {
-		errs = append(errs, monitoring.Err)
-	}
+	return run
+}
 
-	workloads, err := r.observeWorkloads(ctx, fs)
-	if err != nil {
-		return ctrl.Result{}, err
+// secretReasons are the problems of a Secret the pods mount: the rollout waits for them.
+var secretReasons = []string{"SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing"}
+
+func hasReason(ps []problem, reasons ...string) bool {
+	for _, p := range ps {
+		if slices.Contains(reasons, p.Reason) {
+			return true
+		}
 	}
-	st := buildStatus(fs, workloads, problems)
-	monitoring.setCondition(&st)
-	if err := r.updateStatus(ctx, fs, st); err != nil {
-		errs = append(errs, err)
-	}
-	// Returning an error requeues with the controller's bounded exponential backoff. Missing Secrets
-	// are not errors: the resource is looked at again after a while (secretRecheck).
-	err = errors.Join(errs...)
-	if err != nil && ctx.Err() != nil {
-		return ctrl.Result{}, nil // the manager is stopping; the next leader reconciles again
-	}
-	res := monitoring.result(err)
-	if err == nil {
-		res.RequeueAfter = minPositive(res.RequeueAfter, r.secretRecheck(problems)) // secrets.go
-	}
-	return res, err
+	return false
+}
+
+// relatedRef names an applied object for an Event about it.
+func relatedRef(fs *v1alpha1.FormsService, a applied) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: a.APIVersion, Kind: a.Kind, Namespace: fs.Namespace, Name: a.Name}
 }
 
 func objectMeta(fs *v1alpha1.FormsService, name string) metav1.ObjectMeta {
@@ -264,7 +337,7 @@ func (r *FormsServiceReconciler) observeWorkloads(ctx context.Context, fs *v1alp
 // updateStatus writes the status only when it changed, and records an Event for each condition that
 // changed its status or reason.
 func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.FormsService, st v1alpha1.FormsServiceStatus) error {
-	if equality.Semantic.DeepEqual(fs.Status, st) {
+	if equality.Semantic.DeepEqual(fs.Status, st) || r.written.stale(fs, st) {
 		return nil
 	}
 	for _, c := range st.Conditions {
@@ -273,8 +346,10 @@ func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.
 			continue
 		}
 		bad := (c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue) ||
+			(c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue) ||
 			(c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && old != nil)
-		if c.Type == v1alpha1.ConditionProgressing || (old == nil && !bad && c.Status == metav1.ConditionFalse) {
+		if c.Type == v1alpha1.ConditionProgressing || c.Type == v1alpha1.ConditionReconciling ||
+			(old == nil && !bad && c.Status == metav1.ConditionFalse) {
 			continue // rollouts are reported by the Deployments' own events; a first "not degraded" is no news
 		}
 		typ := corev1.EventTypeNormal
@@ -285,7 +360,60 @@ func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.
 	}
 	orig := fs.DeepCopy()
 	fs.Status = st
-	return r.Client.Status().Patch(ctx, fs, client.MergeFrom(orig))
+	if err := r.Client.Status().Patch(ctx, fs, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	r.written.remember(fs)
+	return nil
+}
+
+// writtenStatuses remembers the last status the operator wrote to each FormsService, and the
+// resourceVersion that write produced. The reconcile reads the FormsService from the cache, which may
+// not hold that write yet (the owned objects' events that bring the next reconcile can overtake it):
+// writing the same status again would cost a request for nothing, and repeat its Events.
+type writtenStatuses struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]writtenStatus
+}
+
+type writtenStatus struct {
+	uid             types.UID
+	resourceVersion int64
+	status          v1alpha1.FormsServiceStatus
+}
+
+// stale reports whether fs, as the cache holds it, predates the operator's last status write and that
+// write was st.
+func (w *writtenStatuses) stale(fs *v1alpha1.FormsService, st v1alpha1.FormsServiceStatus) bool {
+	cached, err := strconv.ParseInt(fs.ResourceVersion, 10, 64)
+	if err != nil {
+		return false // not an etcd revision: compare nothing, write
+	}
+	w.mu.Lock()
+	last, ok := w.m[client.ObjectKeyFromObject(fs)]
+	w.mu.Unlock()
+	return ok && last.uid == fs.UID && cached < last.resourceVersion && equality.Semantic.DeepEqual(last.status, st)
+}
+
+// remember records fs's status as written, at the resourceVersion the write returned.
+func (w *writtenStatuses) remember(fs *v1alpha1.FormsService) {
+	rv, err := strconv.ParseInt(fs.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.NamespacedName]writtenStatus{}
+	}
+	w.m[client.ObjectKeyFromObject(fs)] = writtenStatus{uid: fs.UID, resourceVersion: rv, status: *fs.Status.DeepCopy()}
+}
+
+// forget drops what was remembered of a FormsService that is gone.
+func (w *writtenStatuses) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, key)
 }
 
 // event records a Kubernetes Event on the FormsService.
@@ -306,32 +434,6 @@ func (r *FormsServiceReconciler) eventAbout(fs *v1alpha1.FormsService, related r
 	r.Recorder.Eventf(fs, related, eventType, reason, "Reconcile", "%s", note)
 }
 
-// SetupWithManager registers the controller: it watches FormsServices and every kind of object they own.
-// Secrets are not watched (that would need list and watch on every Secret): a reconcile reads the ones it
-// needs by name, and comes back every SecretRecheck to notice a change.
-func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("formsservice").
-		// Spec changes and annotation changes (the signing-key rotation); not our own status writes.
-		For(&v1alpha1.FormsService{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&networkingv1.Ingress{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{})
-	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
-	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
-	return b.WithOptions(controller.Options{
-		MaxConcurrentReconciles: 2,
-		RateLimiter:             RateLimiter(),
-	}).
-		Complete(r)
-}
-
 // RateLimiter requeues a failing FormsService after 1s, doubling up to 5 minutes, with an overall bucket
 // of 10 per second so that many failing resources cannot flood the API server.
 func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
@@ -341,32 +443,11 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
-// CacheOptions keeps the operator's cache small: the kinds it owns are cached only when they carry its
-// managed-by label, and Secrets not at all (ClientOptions). namespaces, when given, limits everything to
-// those namespaces.
-func CacheOptions(namespaces ...string) cache.Options {
-	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})}
-	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:                      owned,
-		&corev1.Service{}:                        owned,
-		&appsv1.Deployment{}:                     owned,
-		&appsv1.StatefulSet{}:                    owned,
-		&networkingv1.Ingress{}:                  owned,
-		&networkingv1.NetworkPolicy{}:            owned,
-		&policyv1.PodDisruptionBudget{}:          owned,
-		&autoscalingv2.HorizontalPodAutoscaler{}: owned,
-	}}
-	if len(namespaces) > 0 {
-		o.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			o.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return o
-}
-
 // ClientOptions make every Secret read a GET by name at the API server, never a list and watch behind a
-// cache of all Secrets.
+// cache of all Secrets; and read the optional kinds, which the operator handles as unstructured objects,
+// from the cache like the others (controller-runtime's client sends unstructured reads to the API server
+// unless told otherwise: two GETs of HTTPRoutes per reconcile). They are only read when the cluster
+// serves them, and then the cache holds them with the operator's label only (CacheOptions).
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}, Unstructured: true}}
 }

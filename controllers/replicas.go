@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,14 +30,14 @@ const ReplicasHandoffOwner = "formsservice-operator-replicas-handoff"
 // prepareReplicas adjusts the desired Deployment of an autoscaled component: a new Deployment starts at
 // the autoscaler's minimum (rather than the API server's default of 1), and the replicas of an existing
 // one are handed over (see ReplicasHandoffOwner) while the operator still owns them.
-func (r *FormsServiceReconciler) prepareReplicas(ctx context.Context, fs *v1alpha1.FormsService, component string, desired *appsv1.Deployment) error {
+func (r *FormsServiceReconciler) prepareReplicas(ctx context.Context, fs *v1alpha1.FormsService, component string, desired *appsv1ac.DeploymentApplyConfiguration) error {
 	if !render.Autoscaled(fs, component) {
 		return nil
 	}
 	live := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.WorkloadName(fs, component)}, live)
 	if apierrors.IsNotFound(err) {
-		desired.Spec.Replicas = ptr.To(render.MinReplicas(fs, component))
+		desired.Spec.WithReplicas(render.MinReplicas(fs, component))
 		return nil
 	}
 	if err != nil {

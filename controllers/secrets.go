@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -234,6 +235,9 @@ const missingSecretRecheck = 10 * time.Second
 // secretRecheck is when the reconcile should run again for the Secrets it read. The operator does not
 // watch Secrets (least privilege: it may only get them by name), so a Secret created, fixed or changed
 // after the reconcile is noticed here: soon when one was missing or wrong, else every SecretRecheck.
+// Either is stretched by a random part of up to a tenth (jitter): FormsServices reconciled together (all
+// of them when the operator starts) would otherwise come back in the same second, every interval, for
+// ever; spread, a thousand of them cost the API server an even trickle of reads.
 func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration {
 	every := r.SecretRecheck
 	if every <= 0 {
@@ -242,11 +246,14 @@ func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration
 	for _, p := range problems {
 		switch p.Reason {
 		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing":
-			return min(every, missingSecretRecheck)
+			return wait.Jitter(min(every, missingSecretRecheck), recheckJitter)
 		}
 	}
-	return every
+	return wait.Jitter(every, recheckJitter)
 }
+
+// recheckJitter is the largest part of the recheck interval added at random.
+const recheckJitter = 0.1
 
 // minPositive is the smaller of two durations, ignoring zeros (no requeue).
 func minPositive(a, b time.Duration) time.Duration {

@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,23 +66,11 @@ func serviceMonitorsWanted(fs *v1alpha1.FormsService) bool {
 	return fs.Spec.Monitoring != nil && fs.Spec.Monitoring.ServiceMonitor != nil && fs.Spec.Monitoring.ServiceMonitor.Enabled
 }
 
-// servesServiceMonitors asks discovery (through the client's REST mapper, which looks again for a kind it
-// did not find) whether the cluster serves ServiceMonitors.
-func servesServiceMonitors(c client.Client) (bool, error) {
-	_, err := c.RESTMapper().RESTMapping(ServiceMonitorGVK.GroupKind(), ServiceMonitorGVK.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		return false, err
-	}
-}
-
-// reconcileServiceMonitors creates, updates or deletes the ServiceMonitors of fs. A FormsService that
-// never asked for them costs no API request.
-func (r *FormsServiceReconciler) reconcileServiceMonitors(ctx context.Context, fs *v1alpha1.FormsService) monitoringResult {
+// reconcileServiceMonitors creates, updates or deletes the ServiceMonitors of fs, applying them with
+// apply (the reconcile's). What goes wrong is reported in the Monitored condition only: the platform
+// serves without them. A FormsService that never asked for them costs no API request.
+func (r *FormsServiceReconciler) reconcileServiceMonitors(ctx context.Context, fs *v1alpha1.FormsService,
+	apply func(runtime.ApplyConfiguration) (applied, error)) monitoringResult {
 	log := ctrl.LoggerFrom(ctx)
 	wanted := serviceMonitorsWanted(fs)
 	if !wanted && meta.FindStatusCondition(fs.Status.Conditions, v1alpha1.ConditionMonitored) == nil {
@@ -91,7 +81,7 @@ func (r *FormsServiceReconciler) reconcileServiceMonitors(ctx context.Context, f
 			ObservedGeneration: fs.Generation}
 	}
 
-	served, err := servesServiceMonitors(r.Client)
+	served, err := r.serves(ServiceMonitorGVK, wanted)
 	if err != nil {
 		return monitoringResult{
 			Condition: condition(metav1.ConditionUnknown, "DiscoveryFailed", "Cannot tell whether the cluster serves ServiceMonitors: "+err.Error()),
@@ -132,20 +122,24 @@ func (r *FormsServiceReconciler) reconcileServiceMonitors(ctx context.Context, f
 		}
 	}
 	var errs []error
+	reason := "ApplyFailed"
 	for _, c := range render.Components {
-		sm := ServiceMonitor(fs, c)
-		res, err := ap.apply(ctx, fs, sm)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ServiceMonitor %s: %w", sm.GetName(), err))
-			continue
-		}
-		if res != unchanged {
-			log.Info("applied", "kind", "ServiceMonitor", "name", sm.GetName(), "result", string(res))
-			r.event(fs, "Normal", string(res), "%s ServiceMonitor %s", string(res), sm.GetName())
+		if _, err := apply(client.ApplyConfigurationFromUnstructured(ServiceMonitor(fs, c))); err != nil {
+			errs = append(errs, fmt.Errorf("ServiceMonitor %s: %w", render.WorkloadName(fs, c), err))
+			var notOwned *notOwnedError
+			if errors.As(err, &notOwned) {
+				reason = "NotOwned"
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return monitoringResult{Condition: condition(metav1.ConditionFalse, "ApplyFailed", err.Error()), Err: err}
+		res := monitoringResult{Condition: condition(metav1.ConditionFalse, reason, err.Error())}
+		if reason != "NotOwned" {
+			res.Err = err
+		} else {
+			res.RequeueAfter = monitoringRecheck
+		}
+		return res
 	}
 	return monitoringResult{Condition: condition(metav1.ConditionTrue, "ServiceMonitorsApplied",
 		"ServiceMonitors for forms, auth and health select each service's \"metrics\" port.")}
@@ -158,6 +152,10 @@ func ServiceMonitor(fs *v1alpha1.FormsService, component string) *unstructured.U
 	sm.SetGroupVersionKind(ServiceMonitorGVK)
 	sm.SetNamespace(fs.Namespace)
 	sm.SetName(render.WorkloadName(fs, component))
+	sm.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "FormsService", Name: fs.Name, UID: fs.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}})
 
 	var spec v1alpha1.ServiceMonitorSpec
 	if serviceMonitorsWanted(fs) {
@@ -199,9 +197,8 @@ func ServiceMonitor(fs *v1alpha1.FormsService, component string) *unstructured.U
 // would keep the manager from starting; when the Prometheus Operator arrives later, the periodic
 // recheck creates the ServiceMonitors and a restart of the operator adds the watch.
 func (r *FormsServiceReconciler) ownServiceMonitors(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
-	served, err := servesServiceMonitors(mgr.GetClient())
-	if err != nil || !served {
-		mgr.GetLogger().Info("not watching ServiceMonitors: the cluster does not serve them", "error", err)
+	if !r.Kinds.Served(ServiceMonitorGVK) {
+		mgr.GetLogger().Info("not watching ServiceMonitors: the cluster did not serve them at start-up")
 		return b
 	}
 	sm := &unstructured.Unstructured{}

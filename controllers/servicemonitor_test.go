@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
@@ -38,7 +39,7 @@ func TestServiceMonitor_SelectsTheComponentsMetricsPort(t *testing.T) {
 		ep := eps[0].(map[string]any)
 		found := false
 		for _, p := range svc.Spec.Ports {
-			found = found || p.Name == ep["port"]
+			found = found || ptr.Deref(p.Name, "") == ep["port"]
 		}
 		if !found || ep["path"] != "/metrics" || ep["interval"] != "15s" || ep["scrapeTimeout"] != "10s" {
 			t.Errorf("%s: endpoint %v does not scrape a port of the Service", c, ep)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +21,19 @@ type problem struct {
 	Reason string
 	// Message is written for the person who has to fix it.
 	Message string
+	// Transient marks an API error the operator retries by itself (a timeout, a conflict, an API server
+	// that is away): Reconciling rather than Stalled.
+	Transient bool
+}
+
+// apiProblem is the problem of a failed API request about an object: Stalled when the API server refused
+// the request itself (permanent), Reconciling when it is retried.
+func apiProblem(reason string, err error) problem {
+	var notOwned *notOwnedError
+	if errors.As(err, &notOwned) {
+		reason = "NotOwned"
+	}
+	return problem{Reason: reason, Message: err.Error(), Transient: !permanent(err)}
 }
 
 // workloadState is what the cluster says about one Deployment or StatefulSet.
@@ -112,10 +126,23 @@ func (w workloadState) failed() *problem {
 	return nil
 }
 
-// buildStatus rebuilds the status from what the reconcile found: problems are what kept the reconcile
-// from applying the current spec; the workloads' own failures are added here. It never reads the old status except
+// observed is what a reconcile found besides the workloads: what it could not do, and what it applied.
+type observed struct {
+	// Problems kept the reconcile from applying the current spec in full (Degraded). The workloads' own
+	// failures are added by buildStatus.
+	Problems []problem
+	// RolloutBlocked: the ConfigMap and the Deployments were not applied (a Secret or the configuration
+	// is wrong): the running pods keep the last good state.
+	RolloutBlocked bool
+	// Image is the services' image the Deployments were given ("" when there is none).
+	Image string
+	// Routes are the Ingress' and HTTPRoutes' acceptance.
+	Routes []v1alpha1.RouteStatus
+}
+
+// buildStatus rebuilds the status from what the reconcile found. It never reads the old status except
 // to keep the conditions' transition times, so a status is always a report of the world, not a cache.
-func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems []problem) v1alpha1.FormsServiceStatus {
+func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observed) v1alpha1.FormsServiceStatus {
 	st := v1alpha1.FormsServiceStatus{
 		ObservedGeneration: fs.Generation,
 		Conditions:         append([]metav1.Condition(nil), fs.Status.Conditions...),
@@ -123,9 +150,15 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems 
 		OriginCount:        int32(len(fs.Spec.AllowedOrigins)),
 		ClientCount:        int32(len(fs.Spec.OAuthClients)),
 		SigningKeySecret:   render.NamesOf(fs).SigningKey,
+		Image:              o.Image,
+		Routes:             o.Routes,
 	}
-	// Every problem the reconcile itself found kept it from applying the current spec in full.
-	blocked := len(problems) > 0
+	problems := append([]problem(nil), o.Problems...)
+	for _, r := range o.Routes {
+		if r.Accepted == metav1.ConditionFalse {
+			problems = append(problems, problem{Reason: "RouteNotAccepted", Message: fmt.Sprintf("%s %s: %s", r.Kind, r.Name, r.Message)})
+		}
+	}
 	var rolling, unavailable []string
 	for _, w := range workloads {
 		if p := w.failed(); p != nil {
@@ -150,11 +183,12 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems 
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: fs.Generation,
 		})
 	}
-	// The three conditions never contradict each other: Degraded=True makes Ready=False, and Progressing
-	// stays True until every workload runs the current spec, including while the reconcile could not
-	// roll it out at all (blocked).
+	// The conditions never contradict each other: Degraded=True makes Ready=False; Progressing stays
+	// True until every workload runs the current spec, including while the reconcile could not roll it
+	// out at all; Stalled (a problem a person must fix) and Reconciling (the operator is still at work)
+	// are never True together, and one of them is True whenever Progressing is.
 	switch {
-	case blocked:
+	case o.RolloutBlocked:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked",
 			"The current spec is not rolled out until this is fixed: "+joinProblems(problems))
 	case len(rolling) > 0:
@@ -173,6 +207,34 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, problems 
 	default:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "The platform matches the resource.")
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available", "Every service has its desired replicas available.")
+	}
+
+	var stuck, retrying []problem
+	for _, p := range problems {
+		if p.Transient {
+			retrying = append(retrying, p)
+		} else {
+			stuck = append(stuck, p)
+		}
+	}
+	switch {
+	case len(stuck) > 0:
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, stuck[0].Reason, joinProblems(stuck))
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "Stalled", "Waiting for the problem in Stalled to be fixed.")
+	case len(retrying) > 0:
+		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "Retrying", "The operator retries by itself.")
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RetryingAfterError", joinProblems(retrying))
+	case len(rolling) > 0:
+		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "RollingOut", "Nothing holds the rollout up.")
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RollingOut", strings.Join(rolling, "; "))
+	case len(unavailable) > 0:
+		// Rolled out but not (yet, or no longer) available: pods starting, or crashing without the
+		// Deployment controller having given up. kstatus must not call that Current.
+		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "AsExpected", "Nothing holds the platform up.")
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "WaitingForAvailability", strings.Join(unavailable, "; "))
+	default:
+		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "AsExpected", "Nothing holds the platform up.")
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "ReconciliationSucceeded", "The platform runs the current spec.")
 	}
 	return st
 }

@@ -25,35 +25,25 @@ import (
 // setDeploymentStatus plays the Deployment controller, which envtest does not run.
 func setDeploymentStatus(t *testing.T, ns, name string, updated, available int32, conds ...appsv1.DeploymentCondition) {
 	t.Helper()
-	ctx := context.Background()
-	var d appsv1.Deployment
-	if err := k8s.Get(ctx, key(ns, name), &d); err != nil {
-		t.Fatal(err)
-	}
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation,
-		Replicas:           max(updated, available),
-		UpdatedReplicas:    updated,
-		ReadyReplicas:      available,
-		AvailableReplicas:  available,
-		Conditions:         conds,
-	}
-	if err := k8s.Status().Update(ctx, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	updateStatusOf(t, d, func(d *appsv1.Deployment) {
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation,
+			Replicas:           max(updated, available),
+			UpdatedReplicas:    updated,
+			ReadyReplicas:      available,
+			AvailableReplicas:  available,
+			Conditions:         conds,
+		}
+	})
 }
 
 func setStatefulSetReady(t *testing.T, ns, name string) {
 	t.Helper()
-	ctx := context.Background()
-	var s appsv1.StatefulSet
-	if err := k8s.Get(ctx, key(ns, name), &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1, CurrentReplicas: 1}
-	if err := k8s.Status().Update(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	updateStatusOf(t, s, func(s *appsv1.StatefulSet) {
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1, CurrentReplicas: 1}
+	})
 }
 
 // waitCondition waits until the FormsService's condition has the status and reason, and its message
@@ -208,23 +198,15 @@ func TestReconcile_RestoresAnOwnedObjectEditedByHand(t *testing.T) {
 	ns := newNamespace(t)
 	createAndWait(t, sampleFS(ns))
 
-	var d appsv1.Deployment
-	if err := k8s.Get(ctx, key(ns, "acme-forms"), &d); err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "attacker.example/forms:evil"
-	d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
-	if err := k8s.Update(ctx, &d); err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := k8s.Get(ctx, key(ns, "acme-config"), &cm); err != nil {
-		t.Fatal(err)
-	}
-	cm.Data["forms.yaml"] = "allowedOrigins: [\"https://evil.example\"]\n"
-	if err := k8s.Update(ctx, &cm); err != nil {
-		t.Fatal(err)
-	}
+	d := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme-forms"}}
+	updateObject(t, &d, func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "attacker.example/forms:evil"
+		d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
+	})
+	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme-config"}}
+	updateObject(t, &cm, func(cm *corev1.ConfigMap) {
+		cm.Data["forms.yaml"] = "allowedOrigins: [\"https://evil.example\"]\n"
+	})
 	eventually(t, func() error {
 		if err := k8s.Get(ctx, key(ns, "acme-forms"), &d); err != nil {
 			return err

@@ -32,6 +32,7 @@ var (
 	cluster    *testcluster.Cluster
 	k8s        client.Client // the test's client
 	opWrites   *testcluster.WriteCounter
+	opRequests *testcluster.RequestLog // every request of the operator, reads and watches too
 	reconciler *FormsServiceReconciler
 	nsCounter  atomic.Int64
 	// namespaceOf maps each namespace newNamespace created to the test that created it.
@@ -63,11 +64,17 @@ func runSuite(m *testing.M) int {
 	}
 	var opConfig = cluster.Config
 	opConfig, opWrites = testcluster.Counting(opConfig)
+	opConfig, opRequests = testcluster.Recording(opConfig)
+	kinds, err := DiscoverKinds(opConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
 	mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
 		Scheme:                 cluster.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(),
+		Cache:                  CacheOptions(kinds),
 		Client:                 ClientOptions(),
 	})
 	if err != nil {
@@ -83,6 +90,7 @@ func runSuite(m *testing.M) int {
 		ServiceImage: testImage,
 		// The operator does not watch Secrets: a short recheck lets tests see a new Secret picked up.
 		SecretRecheck: 2 * time.Second,
+		Kinds:         kinds,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -176,14 +184,35 @@ func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: 
 // write got in between (a conflict).
 func updateFS(t *testing.T, fs *v1alpha1.FormsService, mutate func(fs *v1alpha1.FormsService)) {
 	t.Helper()
+	updateObject(t, fs, mutate)
+}
+
+// updateObject reads obj, applies mutate and writes it back with Update, again from the read on a
+// Conflict: every object a test edits is one the operator (or the test playing a Kubernetes controller)
+// may write at the same moment, so a single read-then-Update would lose that race now and then.
+func updateObject[T client.Object](t *testing.T, obj T, mutate func(T)) {
+	t.Helper()
+	writeRetrying(t, obj, mutate, func(ctx context.Context) error { return k8s.Update(ctx, obj) })
+}
+
+// updateStatusOf is updateObject for the status subresource (the test playing the Deployment or
+// StatefulSet controller, which envtest does not run).
+func updateStatusOf[T client.Object](t *testing.T, obj T, mutate func(T)) {
+	t.Helper()
+	writeRetrying(t, obj, mutate, func(ctx context.Context) error { return k8s.Status().Update(ctx, obj) })
+}
+
+func writeRetrying[T client.Object](t *testing.T, obj T, mutate func(T), write func(context.Context) error) {
+	t.Helper()
+	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fs), fs); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
-		mutate(fs)
-		return k8s.Update(context.Background(), fs)
+		mutate(obj)
+		return write(ctx)
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("writing %T %s: %v", obj, obj.GetName(), err)
 	}
 }

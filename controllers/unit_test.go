@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -37,53 +38,81 @@ func TestBuildStatus(t *testing.T) {
 		reason string
 		msg    string
 	}
+	blocked := func(ps ...problem) observed { return observed{Problems: ps, RolloutBlocked: true} }
 	cases := []struct {
-		name      string
-		workloads []workloadState
-		problems  []problem
-		ready     cond
-		progress  cond
-		degraded  cond
+		name        string
+		workloads   []workloadState
+		found       observed
+		ready       cond
+		progress    cond
+		degraded    cond
+		reconciling cond
+		stalled     cond
 	}{
-		{"all available", []workloadState{ready("forms", 2), ready("auth", 2)}, nil,
-			cond{"True", "Available", ""}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
-		{"nothing created yet", []workloadState{deploymentState("forms", nil)}, nil,
-			cond{"False", "ServicesUnavailable", "forms: Deployment not created yet"}, cond{"True", "RollingOut", "forms: Deployment not created yet"}, cond{"False", "AsExpected", ""}},
+		{"all available", []workloadState{ready("forms", 2), ready("auth", 2)}, observed{},
+			cond{"True", "Available", ""}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""},
+			cond{"False", "ReconciliationSucceeded", ""}, cond{"False", "AsExpected", ""}},
+		{"nothing created yet", []workloadState{deploymentState("forms", nil)}, observed{},
+			cond{"False", "ServicesUnavailable", "forms: Deployment not created yet"}, cond{"True", "RollingOut", "forms: Deployment not created yet"}, cond{"False", "AsExpected", ""},
+			cond{"True", "RollingOut", "forms: Deployment not created yet"}, cond{"False", "RollingOut", ""}},
 		{"a missing Secret explains why nothing runs", []workloadState{deploymentState("forms", nil)},
-			[]problem{{"RedisPasswordSecretMissing", `Secret "r" named by spec.redis.passwordSecretRef does not exist`}},
-			cond{"False", "RedisPasswordSecretMissing", `Secret "r"`}, cond{"True", "RolloutBlocked", `not rolled out until this is fixed: Secret "r"`}, cond{"True", "RedisPasswordSecretMissing", `Secret "r"`}},
+			blocked(problem{Reason: "RedisPasswordSecretMissing", Message: `Secret "r" named by spec.redis.passwordSecretRef does not exist`}),
+			cond{"False", "RedisPasswordSecretMissing", `Secret "r"`}, cond{"True", "RolloutBlocked", `not rolled out until this is fixed: Secret "r"`}, cond{"True", "RedisPasswordSecretMissing", `Secret "r"`},
+			cond{"False", "Stalled", ""}, cond{"True", "RedisPasswordSecretMissing", `Secret "r"`}},
 		{"a problem blocks the rollout of a running platform: Ready is False while Degraded is True", []workloadState{ready("forms", 2)},
-			[]problem{{"SecretKeyMissing", `Secret "smtp" named by spec.forms.delivery.smtp.passwordSecretRef has no key "pw"`}},
-			cond{"False", "SecretKeyMissing", `has no key "pw"`}, cond{"True", "RolloutBlocked", `has no key "pw"`}, cond{"True", "SecretKeyMissing", `has no key "pw"`}},
-		{"replicas unavailable", []workloadState{with(ready("auth", 3), func(w *workloadState) { w.Status.AvailableReplicas = 1 })}, nil,
-			cond{"False", "ServicesUnavailable", "auth: 1 of 3 replicas available"}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""}},
-		{"new spec not yet observed", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Generation = 3 })}, nil,
-			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: the Deployment controller has not seen the new spec yet"}, cond{"False", "AsExpected", ""}},
-		{"old replicas still terminating", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Status.Replicas = 3 })}, nil,
-			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: 1 old replicas terminating"}, cond{"False", "AsExpected", ""}},
+			blocked(problem{Reason: "SecretKeyMissing", Message: `Secret "smtp" named by spec.forms.delivery.smtp.passwordSecretRef has no key "pw"`}),
+			cond{"False", "SecretKeyMissing", `has no key "pw"`}, cond{"True", "RolloutBlocked", `has no key "pw"`}, cond{"True", "SecretKeyMissing", `has no key "pw"`},
+			cond{"False", "Stalled", ""}, cond{"True", "SecretKeyMissing", `has no key "pw"`}},
+		{"a refused PDB does not block the rollout, and stalls", []workloadState{ready("forms", 2)},
+			observed{Problems: []problem{{Reason: "ApplyFailed", Message: "PodDisruptionBudget acme-forms: forbidden by policy"}}},
+			cond{"False", "ApplyFailed", "forbidden by policy"}, cond{"False", "RolloutComplete", ""}, cond{"True", "ApplyFailed", "forbidden by policy"},
+			cond{"False", "Stalled", ""}, cond{"True", "ApplyFailed", "forbidden by policy"}},
+		{"an API error the operator retries: Reconciling, not Stalled", []workloadState{ready("forms", 2)},
+			observed{Problems: []problem{{Reason: "ApplyFailed", Message: "Service acme-forms: the server is currently unable to handle the request", Transient: true}}},
+			cond{"False", "ApplyFailed", "unable to handle"}, cond{"False", "RolloutComplete", ""}, cond{"True", "ApplyFailed", "unable to handle"},
+			cond{"True", "RetryingAfterError", "unable to handle"}, cond{"False", "Retrying", ""}},
+		{"replicas unavailable", []workloadState{with(ready("auth", 3), func(w *workloadState) { w.Status.AvailableReplicas = 1 })}, observed{},
+			cond{"False", "ServicesUnavailable", "auth: 1 of 3 replicas available"}, cond{"False", "RolloutComplete", ""}, cond{"False", "AsExpected", ""},
+			cond{"True", "WaitingForAvailability", "auth: 1 of 3 replicas available"}, cond{"False", "AsExpected", ""}},
+		{"new spec not yet observed: Ready mid-rollout, but Reconciling", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Generation = 3 })}, observed{},
+			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: the Deployment controller has not seen the new spec yet"}, cond{"False", "AsExpected", ""},
+			cond{"True", "RollingOut", "forms: the Deployment controller has not seen the new spec yet"}, cond{"False", "RollingOut", ""}},
+		{"old replicas still terminating", []workloadState{with(ready("forms", 2), func(w *workloadState) { w.Status.Replicas = 3 })}, observed{},
+			cond{"True", "Available", ""}, cond{"True", "RollingOut", "forms: 1 old replicas terminating"}, cond{"False", "AsExpected", ""},
+			cond{"True", "RollingOut", "forms: 1 old replicas terminating"}, cond{"False", "RollingOut", ""}},
 		{"stalled rollout", []workloadState{with(ready("forms", 2), func(w *workloadState) {
 			w.Status.UpdatedReplicas = 1
 			w.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "timed out"}}
-		})}, nil,
-			cond{"False", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}, cond{"True", "RollingOut", "forms: 1 of 2 replicas updated"}, cond{"True", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}},
+		})}, observed{},
+			cond{"False", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"}, cond{"True", "RollingOut", "forms: 1 of 2 replicas updated"}, cond{"True", "ProgressDeadlineExceeded", "forms: rollout stalled: timed out"},
+			cond{"False", "Stalled", ""}, cond{"True", "ProgressDeadlineExceeded", "timed out"}},
 		{"pods cannot be created", []workloadState{with(ready("health", 2), func(w *workloadState) {
 			w.Status.AvailableReplicas = 0
 			w.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: "quota exceeded"}}
-		})}, nil,
-			cond{"False", "ReplicaFailure", "health: cannot create pods: quota exceeded"}, cond{"False", "RolloutComplete", ""}, cond{"True", "ReplicaFailure", "quota exceeded"}},
+		})}, observed{},
+			cond{"False", "ReplicaFailure", "health: cannot create pods: quota exceeded"}, cond{"False", "RolloutComplete", ""}, cond{"True", "ReplicaFailure", "quota exceeded"},
+			cond{"False", "Stalled", ""}, cond{"True", "ReplicaFailure", "quota exceeded"}},
+		{"a Gateway refused the route", []workloadState{ready("forms", 2)},
+			observed{Routes: []v1alpha1.RouteStatus{{Kind: "HTTPRoute", Name: "acme", Accepted: "False", Reason: "NotAccepted", Message: "Gateway public: NotAllowedByListeners: no listener allows this namespace"}}},
+			cond{"False", "RouteNotAccepted", "NotAllowedByListeners"}, cond{"False", "RolloutComplete", ""}, cond{"True", "RouteNotAccepted", "HTTPRoute acme: Gateway public"},
+			cond{"False", "Stalled", ""}, cond{"True", "RouteNotAccepted", "NotAllowedByListeners"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 7}}
-			st := buildStatus(fs, tc.workloads, tc.problems)
+			st := buildStatus(fs, tc.workloads, tc.found)
 			if st.ObservedGeneration != 7 {
 				t.Errorf("observedGeneration = %d", st.ObservedGeneration)
 			}
-			for typ, want := range map[string]cond{v1alpha1.ConditionReady: tc.ready, v1alpha1.ConditionProgressing: tc.progress, v1alpha1.ConditionDegraded: tc.degraded} {
+			for typ, want := range map[string]cond{v1alpha1.ConditionReady: tc.ready, v1alpha1.ConditionProgressing: tc.progress, v1alpha1.ConditionDegraded: tc.degraded,
+				v1alpha1.ConditionReconciling: tc.reconciling, v1alpha1.ConditionStalled: tc.stalled} {
 				c := meta.FindStatusCondition(st.Conditions, typ)
 				if c == nil || c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.msg) {
 					t.Errorf("%s = %+v, want %+v", typ, c, want)
 				}
+			}
+			if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReconciling) && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStalled) {
+				t.Error("Reconciling and Stalled are both True")
 			}
 		})
 	}
@@ -94,7 +123,7 @@ func TestBuildStatus_KeepsTransitionTimeWhileTheStatusHolds(t *testing.T) {
 	fs := &v1alpha1.FormsService{Status: v1alpha1.FormsServiceStatus{Conditions: []metav1.Condition{
 		{Type: v1alpha1.ConditionReady, Status: "False", Reason: "ServicesUnavailable", LastTransitionTime: old},
 	}}}
-	st := buildStatus(fs, []workloadState{deploymentState("forms", nil)}, nil)
+	st := buildStatus(fs, []workloadState{deploymentState("forms", nil)}, observed{})
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); !c.LastTransitionTime.Equal(&old) {
 		t.Errorf("transition time moved from %v to %v without a transition", old, c.LastTransitionTime)
 	}
@@ -126,10 +155,14 @@ func TestHolds(t *testing.T) {
 	}
 }
 
-func TestToApplyMap_DropsZeroValuesButKeepsEmptyDir(t *testing.T) {
-	d := render.Deployment(&v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n"}}, render.Forms, render.Inputs{Image: "i"})
-	d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	m, err := toApplyMap(d)
+// The request server-side apply sends is the typed apply configuration's JSON: only the fields render
+// sets. No status, no creationTimestamp: null, no zero values of fields never set; an empty object that
+// is set (emptyDir {}) stays.
+func TestToMap_OfARenderedDeployment_HoldsOnlyWhatRenderSets(t *testing.T) {
+	fs := &v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", UID: "u1"}}
+	d := render.Deployment(fs, render.Forms, render.Inputs{Image: "i"})
+	d.Spec.Template.Spec.WithVolumes(corev1ac.Volume().WithName("e").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	m, err := toMap(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,15 +171,20 @@ func TestToApplyMap_DropsZeroValuesButKeepsEmptyDir(t *testing.T) {
 	}
 	md := m["metadata"].(map[string]any)
 	if _, ok := md["creationTimestamp"]; ok {
-		t.Error("creationTimestamp: null is applied")
+		t.Error("creationTimestamp is applied")
 	}
-	vols := m["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)
+	spec := m["spec"].(map[string]any)
+	if _, ok := spec["paused"]; ok {
+		t.Error("a field render never sets is applied")
+	}
+	vols := spec["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)
 	last := vols[len(vols)-1].(map[string]any)
-	if _, ok := last["emptyDir"]; !ok {
-		t.Error("an empty emptyDir was pruned: the volume would have no source")
+	if e, ok := last["emptyDir"].(map[string]any); !ok || len(e) != 0 {
+		t.Errorf("an empty emptyDir is not applied as {}: %v", last)
 	}
-	again, _ := toApplyMap(d)
-	if digestOf(m) != digestOf(again) || len(digestOf(m)) != 16 {
+	again, _ := toMap(render.Deployment(fs, render.Forms, render.Inputs{Image: "i"}))
+	d2, _ := toMap(render.Deployment(fs, render.Forms, render.Inputs{Image: "i"}))
+	if digestOf(again) != digestOf(d2) || len(digestOf(d2)) != 16 {
 		t.Error("the digest of the same object differs")
 	}
 }

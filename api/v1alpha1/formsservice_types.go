@@ -216,6 +216,13 @@ type OAuthClient struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=set
 	Audiences []Audience `json:"audiences,omitempty"`
+	// Resources are the APIs this client serves as a resource server: with its secret it may introspect
+	// the access tokens whose aud names one of them (or its client ID); other tokens introspect as
+	// inactive.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Resources []Audience `json:"resources,omitempty"`
 	// SecretRef makes the client confidential (it authenticates at the token endpoint with this secret).
 	// Without it the client is public and must use PKCE with S256, as browser apps do.
 	// +optional
@@ -536,7 +543,7 @@ type FormsServiceStatus struct {
 	// ObservedGeneration is the generation the conditions describe.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Progressing, Degraded.
+	// Conditions: Ready, Progressing, Degraded, and the kstatus Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -557,6 +564,16 @@ type FormsServiceStatus struct {
 	// SigningKeySecret names the Secret that holds the token signing keys.
 	// +optional
 	SigningKeySecret string `json:"signingKeySecret,omitempty"`
+	// Image is the image the services run once the rollout of the current spec is done: spec.image, else
+	// the operator's --service-image.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Routes say whether the ingress controller and the Gateways took the platform's routes.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	Routes []RouteStatus `json:"routes,omitempty"`
 }
 
 // FormsService runs the formsservice platform: forms, auth and health behind one ingress, backed by Redis.

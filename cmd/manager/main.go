@@ -38,6 +38,15 @@ func main() {
 // LeaderElectionID names the Lease that the replicas of the operator compete for.
 const LeaderElectionID = "formsservice-operator.platform.formsservice.io"
 
+// The manager's client-side rate limit. A reconcile of an unchanged FormsService sends one GET per Secret
+// it mounts (two for the managed Redis) and nothing else, so a thousand FormsServices rechecked every
+// minute need about 35 requests a second (docs/operator.md, "Cost at scale"); client-go's default of 5
+// would queue them.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
 // run parses the flags and runs the manager until ctx ends. restConfig nil means: the in-cluster
 // configuration or $KUBECONFIG, as kubectl finds it.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, restConfig *rest.Config) error {
@@ -51,6 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	serviceImage := fl.String("service-image", getenv("FORMSSERVICE_IMAGE"), "image of the services for a FormsService without spec.image (default $FORMSSERVICE_IMAGE)")
 	secretRecheck := fl.Duration("secret-recheck-interval", controllers.DefaultSecretRecheck, "how often each FormsService is reconciled again to notice a changed Secret (the operator does not watch Secrets; a missing one is looked for every 10s)")
 	watchNamespaces := fl.String("watch-namespaces", getenv("WATCH_NAMESPACES"), "comma-separated namespaces to watch (default: all)")
+	workers := fl.Int("max-concurrent-reconciles", controllers.DefaultWorkers, "how many FormsServices are reconciled at once")
+	qps := fl.Float64("kube-api-qps", DefaultQPS, "requests per second the manager may send to the API server (sustained)")
+	burst := fl.Int("kube-api-burst", DefaultBurst, "requests the manager may send to the API server in a burst above --kube-api-qps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fl)
 	if err := fl.Parse(args); err != nil {
@@ -64,6 +76,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if restConfig, err = ctrl.GetConfig(); err != nil {
 			return err
 		}
+	}
+	if *workers < 1 || *qps <= 0 || *burst < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles, --kube-api-qps and --kube-api-burst must be positive")
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
+	// Which optional kinds (HTTPRoute, ServiceMonitor) the cluster serves, asked once: the cache and the
+	// watches are set up for those only, and reconciles do not ask again.
+	kinds, err := controllers.DiscoverKinds(restConfig)
+	if err != nil {
+		return fmt.Errorf("discovering the optional kinds: %w", err)
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -91,7 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       *leaderNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(namespaces...),
+		Cache:                         controllers.CacheOptions(kinds, namespaces...),
 		Client:                        controllers.ClientOptions(),
 	})
 	if err != nil {
@@ -104,6 +127,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Recorder:      mgr.GetEventRecorder("formsservice-operator"),
 		ServiceImage:  *serviceImage,
 		SecretRecheck: *secretRecheck,
+		Kinds:         kinds,
+		Workers:       *workers,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
@@ -123,6 +148,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if *serviceImage == "" {
 		log.Info("no --service-image: every FormsService must set spec.image")
 	}
-	log.Info("starting the manager", "leaderElection", *leaderElect, "namespaces", namespaces, "serviceImage", *serviceImage)
+	log.Info("starting the manager", "leaderElection", *leaderElect, "namespaces", namespaces, "serviceImage", *serviceImage,
+		"workers", *workers, "qps", *qps, "burst", *burst,
+		"servesHTTPRoutes", kinds.Served(controllers.HTTPRouteGVK), "servesServiceMonitors", kinds.Served(controllers.ServiceMonitorGVK))
 	return mgr.Start(ctx)
 }

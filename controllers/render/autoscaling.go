@@ -3,7 +3,7 @@ package render
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	autoscalingv2ac "k8s.io/client-go/applyconfigurations/autoscaling/v2"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -33,31 +33,25 @@ func MinReplicas(fs *v1alpha1.FormsService, component string) int32 {
 
 // HorizontalPodAutoscaler scales a component's Deployment on CPU use between its autoscaling bounds. It
 // returns nil when the component has fixed replicas.
-func HorizontalPodAutoscaler(fs *v1alpha1.FormsService, component string) *autoscalingv2.HorizontalPodAutoscaler {
+func HorizontalPodAutoscaler(fs *v1alpha1.FormsService, component string) *autoscalingv2ac.HorizontalPodAutoscalerApplyConfiguration {
 	a := workload(fs, component).Autoscaling
 	if a == nil {
 		return nil
 	}
 	minReplicas := ptr.Deref(a.MinReplicas, DefaultMinReplicas)
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
-		ObjectMeta: meta(fs, WorkloadName(fs, component), component),
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
-				APIVersion: "apps/v1", Kind: "Deployment", Name: WorkloadName(fs, component),
-			},
-			MinReplicas: ptr.To(minReplicas),
-			MaxReplicas: max(a.MaxReplicas, minReplicas),
-			Metrics: []autoscalingv2.MetricSpec{{
-				Type: autoscalingv2.ResourceMetricSourceType,
-				Resource: &autoscalingv2.ResourceMetricSource{
-					Name: corev1.ResourceCPU,
-					Target: autoscalingv2.MetricTarget{
-						Type:               autoscalingv2.UtilizationMetricType,
-						AverageUtilization: ptr.To(ptr.Deref(a.TargetCPUUtilizationPercentage, DefaultTargetCPUPercent)),
-					},
-				},
-			}},
-		},
-	}
+	h := autoscalingv2ac.HorizontalPodAutoscaler(WorkloadName(fs, component), fs.Namespace).
+		WithSpec(autoscalingv2ac.HorizontalPodAutoscalerSpec().
+			WithScaleTargetRef(autoscalingv2ac.CrossVersionObjectReference().
+				WithAPIVersion("apps/v1").WithKind("Deployment").WithName(WorkloadName(fs, component))).
+			WithMinReplicas(minReplicas).
+			WithMaxReplicas(max(a.MaxReplicas, minReplicas)).
+			WithMetrics(autoscalingv2ac.MetricSpec().
+				WithType(autoscalingv2.ResourceMetricSourceType).
+				WithResource(autoscalingv2ac.ResourceMetricSource().
+					WithName(corev1.ResourceCPU).
+					WithTarget(autoscalingv2ac.MetricTarget().
+						WithType(autoscalingv2.UtilizationMetricType).
+						WithAverageUtilization(ptr.Deref(a.TargetCPUUtilizationPercentage, DefaultTargetCPUPercent))))))
+	h.ObjectMetaApplyConfiguration = objectMeta(fs, WorkloadName(fs, component), component)
+	return h
 }

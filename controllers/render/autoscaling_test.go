@@ -3,7 +3,10 @@ package render
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -38,11 +41,11 @@ func TestAutoscaling_ReplicasHPAAndDisruptionBudgetAgree(t *testing.T) {
 			fs := base()
 			fs.Spec.Auth.Replicas = tc.replicas
 			fs.Spec.Auth.Autoscaling = tc.autoscaling
-			d := Deployment(fs, Auth, in)
+			d := typed[appsv1.Deployment](t, Deployment(fs, Auth, in))
 			if (d.Spec.Replicas == nil) != (tc.wantReplicas == nil) || (d.Spec.Replicas != nil && *d.Spec.Replicas != *tc.wantReplicas) {
 				t.Errorf("Deployment replicas = %v, want %v", d.Spec.Replicas, tc.wantReplicas)
 			}
-			hpa := HorizontalPodAutoscaler(fs, Auth)
+			hpa := typed[autoscalingv2.HorizontalPodAutoscaler](t, HorizontalPodAutoscaler(fs, Auth))
 			if (hpa != nil) != tc.wantHPA {
 				t.Fatalf("HPA = %v, want one: %v", hpa, tc.wantHPA)
 			}
@@ -53,11 +56,11 @@ func TestAutoscaling_ReplicasHPAAndDisruptionBudgetAgree(t *testing.T) {
 					t.Errorf("HPA spec = %+v", hpa.Spec)
 				}
 			}
-			if pdb := PodDisruptionBudget(fs, Auth); (pdb != nil) != tc.wantPDB {
+			if pdb := typed[policyv1.PodDisruptionBudget](t, PodDisruptionBudget(fs, Auth)); (pdb != nil) != tc.wantPDB {
 				t.Errorf("PDB = %v, want one: %v", pdb, tc.wantPDB)
 			}
 			// The other services are untouched.
-			if HorizontalPodAutoscaler(fs, Forms) != nil || *Deployment(fs, Forms, in).Spec.Replicas != 2 {
+			if typed[autoscalingv2.HorizontalPodAutoscaler](t, HorizontalPodAutoscaler(fs, Forms)) != nil || *typed[appsv1.Deployment](t, Deployment(fs, Forms, in)).Spec.Replicas != 2 {
 				t.Error("forms was changed by auth's autoscaling")
 			}
 		})
@@ -86,7 +89,7 @@ func TestTopologySpread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := base()
 			fs.Spec.TopologySpread = tc.spread
-			got := Deployment(fs, Forms, in).Spec.Template.Spec.TopologySpreadConstraints
+			got := typed[appsv1.Deployment](t, Deployment(fs, Forms, in)).Spec.Template.Spec.TopologySpreadConstraints
 			if len(got) != len(tc.want) {
 				t.Fatalf("constraints = %+v, want %+v", got, tc.want)
 			}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -177,6 +177,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		for _, a := range cl.Audiences {
 			oc.Audiences = append(oc.Audiences, string(a))
 		}
+		for _, a := range cl.Resources {
+			oc.Resources = append(oc.Resources, string(a))
+		}
 		if r := cl.SecretRef; r != nil {
 			oc.SecretFile = SecretPath(r.Name, r.Key)
 		}
@@ -218,7 +221,7 @@ func RenderConfig(fs *v1alpha1.FormsService, component string, in Inputs) (strin
 
 // ConfigMap holds the configuration file of every service, one key each (forms.yaml, auth.yaml,
 // health.yaml). Each pod mounts only its own key as /etc/formsservice/config.yaml.
-func ConfigMap(fs *v1alpha1.FormsService, in Inputs) (*corev1.ConfigMap, error) {
+func ConfigMap(fs *v1alpha1.FormsService, in Inputs) (*corev1ac.ConfigMapApplyConfiguration, error) {
 	data := map[string]string{}
 	for _, comp := range Components {
 		s, err := RenderConfig(fs, comp, in)
@@ -227,11 +230,9 @@ func ConfigMap(fs *v1alpha1.FormsService, in Inputs) (*corev1.ConfigMap, error) 
 		}
 		data[ConfigKey(comp)] = s
 	}
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: meta(fs, NamesOf(fs).ConfigMap, "config"),
-		Data:       data,
-	}, nil
+	cm := corev1ac.ConfigMap(NamesOf(fs).ConfigMap, fs.Namespace).WithData(data)
+	cm.ObjectMetaApplyConfiguration = objectMeta(fs, NamesOf(fs).ConfigMap, "config")
+	return cm, nil
 }
 
 // RestartHash digests what a component reads only at start-up: its configuration without the parts the
@@ -253,8 +254,4 @@ func RestartHash(fs *v1alpha1.FormsService, component string, in Inputs) string 
 		fmt.Fprintf(h, "\x00%s=%s", s, in.SecretDigests[s])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func meta(fs *v1alpha1.FormsService, name, component string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: fs.Namespace, Labels: Labels(fs, component)}
 }

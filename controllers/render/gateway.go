@@ -1,9 +1,8 @@
 package render
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 )
@@ -19,54 +18,52 @@ func HTTPRouteNames(fs *v1alpha1.FormsService) (main, forms string) {
 // (PathPrefix, by path element like the Ingress' Prefix) to auth; /health (Exact) to health. Nothing else,
 // not /metrics. An HTTPRoute's hostnames hold for all its rules, so a separate forms host gets a route of
 // its own. It returns nil without spec.gateway.
-func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1.HTTPRoute {
+func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1ac.HTTPRouteApplyConfiguration {
 	spec := fs.Spec.Gateway
 	if spec == nil {
 		return nil
 	}
-	var parents []gatewayv1.ParentReference
+	var parents []*gatewayv1ac.ParentReferenceApplyConfiguration
 	for _, p := range spec.ParentRefs {
-		ref := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(p.Name)}
+		ref := gatewayv1ac.ParentReference().WithName(gatewayv1.ObjectName(p.Name))
 		if p.Namespace != "" {
-			ref.Namespace = ptr.To(gatewayv1.Namespace(p.Namespace))
+			ref.WithNamespace(gatewayv1.Namespace(p.Namespace))
 		}
 		if p.SectionName != "" {
-			ref.SectionName = ptr.To(gatewayv1.SectionName(p.SectionName))
+			ref.WithSectionName(gatewayv1.SectionName(p.SectionName))
 		}
 		parents = append(parents, ref)
 	}
-	rule := func(path string, match gatewayv1.PathMatchType, component string) gatewayv1.HTTPRouteRule {
-		return gatewayv1.HTTPRouteRule{
-			Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(match), Value: ptr.To(path)}}},
-			BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-				Name: gatewayv1.ObjectName(WorkloadName(fs, component)),
-				Port: ptr.To(gatewayv1.PortNumber(ServicePort)),
-			}}}},
+	rule := func(path string, match gatewayv1.PathMatchType, component string) *gatewayv1ac.HTTPRouteRuleApplyConfiguration {
+		backend := gatewayv1ac.HTTPBackendRef()
+		backend.WithName(gatewayv1.ObjectName(WorkloadName(fs, component))).WithPort(gatewayv1.PortNumber(ServicePort))
+		return gatewayv1ac.HTTPRouteRule().
+			WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().WithType(match).WithValue(path))).
+			WithBackendRefs(backend)
+	}
+	formsRules := func() []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
+		return []*gatewayv1ac.HTTPRouteRuleApplyConfiguration{
+			rule("/contact", gatewayv1.PathMatchExact, Forms),
+			rule("/waitlist", gatewayv1.PathMatchExact, Forms),
 		}
 	}
-	formsRules := []gatewayv1.HTTPRouteRule{
-		rule("/contact", gatewayv1.PathMatchExact, Forms),
-		rule("/waitlist", gatewayv1.PathMatchExact, Forms),
-	}
-	mainRules := []gatewayv1.HTTPRouteRule{
+	mainRules := []*gatewayv1ac.HTTPRouteRuleApplyConfiguration{
 		rule("/oauth2", gatewayv1.PathMatchPathPrefix, Auth),
 		rule("/.well-known", gatewayv1.PathMatchPathPrefix, Auth),
 		rule("/health", gatewayv1.PathMatchExact, Health),
 	}
-	route := func(name, host string, rules []gatewayv1.HTTPRouteRule) *gatewayv1.HTTPRoute {
-		return &gatewayv1.HTTPRoute{
-			TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
-			ObjectMeta: meta(fs, name, "gateway"),
-			Spec: gatewayv1.HTTPRouteSpec{
-				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: parents},
-				Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(host)},
-				Rules:           rules,
-			},
-		}
+	route := func(name, host string, rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration) *gatewayv1ac.HTTPRouteApplyConfiguration {
+		r := gatewayv1ac.HTTPRoute(name, fs.Namespace).
+			WithSpec(gatewayv1ac.HTTPRouteSpec().
+				WithParentRefs(parents...).
+				WithHostnames(gatewayv1.Hostname(host)).
+				WithRules(rules...))
+		r.ObjectMetaApplyConfiguration = objectMeta(fs, name, "gateway")
+		return r
 	}
 	mainName, formsName := HTTPRouteNames(fs)
 	if spec.FormsHost != "" && spec.FormsHost != spec.Host {
-		return []*gatewayv1.HTTPRoute{route(mainName, spec.Host, mainRules), route(formsName, spec.FormsHost, formsRules)}
+		return []*gatewayv1ac.HTTPRouteApplyConfiguration{route(mainName, spec.Host, mainRules), route(formsName, spec.FormsHost, formsRules())}
 	}
-	return []*gatewayv1.HTTPRoute{route(mainName, spec.Host, append(formsRules, mainRules...))}
+	return []*gatewayv1ac.HTTPRouteApplyConfiguration{route(mainName, spec.Host, append(formsRules(), mainRules...))}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 )
@@ -37,7 +38,8 @@ func TestHTTPRoutes_RouteWhatTheIngressRoutes(t *testing.T) {
 			if len(routes) != len(tc.want) {
 				t.Fatalf("%d routes, want %d", len(routes), len(tc.want))
 			}
-			for i, r := range routes {
+			for i, ac := range routes {
+				r := typed[gatewayv1.HTTPRoute](t, ac)
 				var rules []string
 				for _, rule := range r.Spec.Rules {
 					m := rule.Matches[0].Path
@@ -61,7 +63,7 @@ func TestHTTPRoutes_ParentRefs(t *testing.T) {
 	fs.Spec.Gateway = &v1alpha1.GatewaySpec{Host: "id.acme.example", ParentRefs: []v1alpha1.GatewayParentRef{
 		{Name: "public"}, {Name: "shared", Namespace: "gateways", SectionName: "https"},
 	}}
-	p := HTTPRoutes(fs)[0].Spec.ParentRefs
+	p := typed[gatewayv1.HTTPRoute](t, HTTPRoutes(fs)[0]).Spec.ParentRefs
 	if len(p) != 2 || p[0].Name != "public" || p[0].Namespace != nil || p[0].SectionName != nil ||
 		p[1].Name != "shared" || string(ptr.Deref(p[1].Namespace, "")) != "gateways" || string(ptr.Deref(p[1].SectionName, "")) != "https" {
 		t.Errorf("parentRefs = %+v", p)

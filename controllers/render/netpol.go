@@ -7,8 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -27,70 +28,73 @@ func NetworkPoliciesEnabled(fs *v1alpha1.FormsService) bool {
 //     for forms and auth, the health service, which checks them;
 //   - egress only to DNS (port 53), Redis, and for forms the delivery targets, for health forms and auth.
 //
-// It returns nil when spec.networkPolicy is unset or disabled.
-func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networkingv1.NetworkPolicy {
+// The peers and rules of the spec are applied exactly as written: a peer `{namespaceSelector: {}}` (every
+// namespace) stays that, it does not shrink to this namespace. It returns nil when spec.networkPolicy is
+// unset or disabled.
+func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	if !NetworkPoliciesEnabled(fs) {
 		return nil
 	}
 	spec := fs.Spec.NetworkPolicy
-	httpPort := []networkingv1.NetworkPolicyPort{tcp(HTTPPort)}
-	podsOf := func(c string) networkingv1.NetworkPolicyPeer {
-		return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(fs, c)}}
+	ingressRule := func(from ...*networkingv1ac.NetworkPolicyPeerApplyConfiguration) *networkingv1ac.NetworkPolicyIngressRuleApplyConfiguration {
+		return networkingv1ac.NetworkPolicyIngressRule().WithFrom(from...).WithPorts(tcp(HTTPPort))
 	}
 
 	// A rule without peers would admit everyone: a rule is written only for peers that were given (the
 	// CRD requires ingressFrom).
-	var ingress []networkingv1.NetworkPolicyIngressRule
+	var ingress []*networkingv1ac.NetworkPolicyIngressRuleApplyConfiguration
 	if len(spec.IngressFrom) > 0 {
-		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{From: spec.IngressFrom, Ports: httpPort})
+		ingress = append(ingress, ingressRule(peers(spec.IngressFrom)...))
 	}
 	if len(spec.MetricsFrom) > 0 {
-		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{From: spec.MetricsFrom, Ports: httpPort})
+		ingress = append(ingress, ingressRule(peers(spec.MetricsFrom)...))
 	}
 	if component != Health {
-		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{podsOf(Health)}, Ports: httpPort})
+		ingress = append(ingress, ingressRule(podsOf(fs, Health)))
 	}
 
-	egress := []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{
-		{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))},
-		{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(53))},
-	}}}
+	egress := []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{networkingv1ac.NetworkPolicyEgressRule().WithPorts(
+		networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolUDP).WithPort(intstr.FromInt32(53)),
+		networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(53)),
+	)}
 	egress = append(egress, redisEgress(fs)...)
 	switch component {
 	case Forms:
 		egress = append(egress, deliveryEgress(fs)...)
 	case Health:
-		egress = append(egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{podsOf(Forms), podsOf(Auth)}, Ports: httpPort})
+		egress = append(egress, networkingv1ac.NetworkPolicyEgressRule().WithTo(podsOf(fs, Forms), podsOf(fs, Auth)).WithPorts(tcp(HTTPPort)))
 	}
 
-	return &networkingv1.NetworkPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: meta(fs, WorkloadName(fs, component), component),
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(fs, component)},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Ingress:     ingress,
-			Egress:      egress,
-		},
-	}
+	np := networkingv1ac.NetworkPolicy(WorkloadName(fs, component), fs.Namespace).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(fs, component))).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+			WithIngress(ingress...).
+			WithEgress(egress...))
+	np.ObjectMetaApplyConfiguration = objectMeta(fs, WorkloadName(fs, component), component)
+	return np
 }
 
-func tcp(port int) networkingv1.NetworkPolicyPort {
-	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt(port))}
+// peers are the spec's NetworkPolicy peers, as written.
+func peers(ps []networkingv1.NetworkPolicyPeer) []*networkingv1ac.NetworkPolicyPeerApplyConfiguration {
+	return applyConfigsOf[networkingv1ac.NetworkPolicyPeerApplyConfiguration](ps)
+}
+
+func tcp(port int) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
+	return networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt(port))
 }
 
 // redisEgress reaches the managed Redis by its pods' labels. An external Redis is named by host names a
 // NetworkPolicy cannot select, so without spec.networkPolicy.redisEgress the rule allows any address on
 // the ports of spec.redis.addresses (and 6379, where the masters behind Sentinels usually listen).
-func redisEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgressRule {
+func redisEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 	if ManagedRedis(fs) {
-		return []networkingv1.NetworkPolicyEgressRule{{
-			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(fs, Redis)}}},
-			Ports: []networkingv1.NetworkPolicyPort{tcp(RedisPort)},
-		}}
+		return []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{
+			networkingv1ac.NetworkPolicyEgressRule().WithTo(podsOf(fs, Redis)).WithPorts(tcp(RedisPort)),
+		}
 	}
 	if r := fs.Spec.NetworkPolicy.RedisEgress; len(r) > 0 {
-		return r
+		return applyConfigsOf[networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration](r)
 	}
 	var ports []int
 	for _, a := range fs.Spec.Redis.Addresses {
@@ -104,13 +108,13 @@ func redisEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgressRu
 
 // deliveryEgress reaches the mail relay and the webhook: spec.networkPolicy.deliveryEgress when set,
 // else any address on the relay's port and the webhook's (443 and 80 when its URL is in a Secret).
-func deliveryEgress(fs *v1alpha1.FormsService) []networkingv1.NetworkPolicyEgressRule {
+func deliveryEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 	d := fs.Spec.Forms.Delivery
 	if d == nil || (d.SMTP == nil && d.Webhook == nil) {
 		return nil
 	}
 	if r := fs.Spec.NetworkPolicy.DeliveryEgress; len(r) > 0 {
-		return r
+		return applyConfigsOf[networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration](r)
 	}
 	var ports []int
 	if d.SMTP != nil {
@@ -163,13 +167,13 @@ func appendPort(ports []int, p int) []int {
 
 // anyAddressOn is one egress rule to any address on the ports; none for no ports (a rule without ports
 // would allow every port).
-func anyAddressOn(ports []int) []networkingv1.NetworkPolicyEgressRule {
+func anyAddressOn(ports []int) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 	if len(ports) == 0 {
 		return nil
 	}
-	rule := networkingv1.NetworkPolicyEgressRule{}
+	rule := networkingv1ac.NetworkPolicyEgressRule()
 	for _, p := range ports {
-		rule.Ports = append(rule.Ports, tcp(p))
+		rule.WithPorts(tcp(p))
 	}
-	return []networkingv1.NetworkPolicyEgressRule{rule}
+	return []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{rule}
 }

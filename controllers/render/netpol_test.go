@@ -1,11 +1,15 @@
 package render
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -90,7 +94,7 @@ func TestServiceNetworkPolicy(t *testing.T) {
 		{name: "deliveryEgress narrows delivery to named addresses", component: Forms, mutate: func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "smtp.example:25", From: "a@b.example", To: []string{"c@d.example"}}}
 			fs.Spec.NetworkPolicy.DeliveryEgress = []networkingv1.NetworkPolicyEgressRule{{
-				To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "192.0.2.10/32"}}}, Ports: []networkingv1.NetworkPolicyPort{tcp(25)},
+				To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "192.0.2.10/32"}}}, Ports: []networkingv1.NetworkPolicyPort{tcpPort(25)},
 			}}
 		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
 			wantEgress: []ruleSummary{dns, managedRedis, {peers: []string{"ip:192.0.2.10/32"}, ports: []string{"TCP/25"}}}},
@@ -101,7 +105,7 @@ func TestServiceNetworkPolicy(t *testing.T) {
 		{name: "redisEgress narrows an external Redis", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.example:6380"}}
 			fs.Spec.NetworkPolicy.RedisEgress = []networkingv1.NetworkPolicyEgressRule{{
-				To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.1.0.0/16"}}}, Ports: []networkingv1.NetworkPolicyPort{tcp(6380)},
+				To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.1.0.0/16"}}}, Ports: []networkingv1.NetworkPolicyPort{tcpPort(6380)},
 			}}
 		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
 			wantEgress: []ruleSummary{dns, {peers: []string{"ip:10.1.0.0/16"}, ports: []string{"TCP/6380"}}}},
@@ -115,7 +119,7 @@ func TestServiceNetworkPolicy(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(fs)
 			}
-			np := ServiceNetworkPolicy(fs, tc.component)
+			np := typed[networkingv1.NetworkPolicy](t, ServiceNetworkPolicy(fs, tc.component))
 			if tc.wantNil {
 				if np != nil {
 					t.Fatalf("policy = %+v, want none", np.Spec)
@@ -145,5 +149,35 @@ func TestServiceNetworkPolicy(t *testing.T) {
 				t.Errorf("egress = %v, want %v", egress, tc.wantEgress)
 			}
 		})
+	}
+}
+
+func tcpPort(p int) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt(p))}
+}
+
+// A peer of the spec is applied exactly as written: an empty namespaceSelector selects every namespace,
+// and must reach the API server as {} (dropping it would narrow the rule to this namespace, and a peer
+// left with nothing at all is refused).
+func TestServiceNetworkPolicy_PeersAsWritten_EmptyNamespaceSelectorKept(t *testing.T) {
+	fs := base()
+	anyNamespace := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}}
+	promAnywhere := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{},
+		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}}}
+	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{
+		IngressFrom: []networkingv1.NetworkPolicyPeer{anyNamespace},
+		MetricsFrom: []networkingv1.NetworkPolicyPeer{promAnywhere},
+	}
+	b, err := json.Marshal(ServiceNetworkPolicy(fs, Forms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"from":[{"namespaceSelector":{}}]`,
+		`"from":[{"podSelector":{"matchLabels":{"app.kubernetes.io/name":"prometheus"}},"namespaceSelector":{}}]`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the apply request lacks %s:\n%s", want, b)
+		}
 	}
 }

@@ -8,9 +8,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 )
@@ -41,12 +42,10 @@ include %s/%s
 `, RedisPort, redisSecretDir, RedisRequirePassKey)
 
 // RedisConfigMap holds redis.conf for the managed Redis.
-func RedisConfigMap(fs *v1alpha1.FormsService) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: meta(fs, NamesOf(fs).RedisConfigMap, Redis),
-		Data:       map[string]string{"redis.conf": redisConfFor(fs)},
-	}
+func RedisConfigMap(fs *v1alpha1.FormsService) *corev1ac.ConfigMapApplyConfiguration {
+	cm := corev1ac.ConfigMap(NamesOf(fs).RedisConfigMap, fs.Namespace).WithData(map[string]string{"redis.conf": redisConfFor(fs)})
+	cm.ObjectMetaApplyConfiguration = objectMeta(fs, NamesOf(fs).RedisConfigMap, Redis)
+	return cm
 }
 
 // redisConfFor is redisConf with maxmemory derived from the container's memory limit: three quarters of
@@ -85,24 +84,20 @@ func redisConfHash(fs *v1alpha1.FormsService) string {
 }
 
 // RedisService is the managed Redis's ClusterIP Service (and the StatefulSet's governing Service).
-func RedisService(fs *v1alpha1.FormsService) *corev1.Service {
-	return &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(fs, NamesOf(fs).Redis, Redis),
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: SelectorLabels(fs, Redis),
-			Ports: []corev1.ServicePort{{
-				Name: "redis", Port: RedisPort, TargetPort: intstr.FromString("redis"), Protocol: corev1.ProtocolTCP,
-			}},
-		},
-	}
+func RedisService(fs *v1alpha1.FormsService) *corev1ac.ServiceApplyConfiguration {
+	s := corev1ac.Service(NamesOf(fs).Redis, fs.Namespace).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(SelectorLabels(fs, Redis)).
+			WithPorts(corev1ac.ServicePort().WithName("redis").WithPort(RedisPort).WithTargetPort(intstr.FromString("redis")).WithProtocol(corev1.ProtocolTCP)))
+	s.ObjectMetaApplyConfiguration = objectMeta(fs, NamesOf(fs).Redis, Redis)
+	return s
 }
 
 // RedisStatefulSet runs the single managed Redis with a PersistentVolumeClaim. The claim is kept when the
 // StatefulSet or the FormsService is deleted: the data outlives a mistake. Redis reads its password at
 // start-up, so the digest of the password Secret (from in) restarts it when the Secret changes.
-func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1.StatefulSet {
+func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSetApplyConfiguration {
 	m := fs.Spec.Redis.Managed
 	if m == nil {
 		m = &v1alpha1.ManagedRedisSpec{}
@@ -115,83 +110,69 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1.StatefulSet 
 	if m.StorageSize != nil {
 		size = *m.StorageSize
 	}
-	resources := redisResources(fs)
 	n := NamesOf(fs)
-	exec := func(period, failures int32, script string) *corev1.Probe {
-		return &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", script}}},
-			PeriodSeconds:    period,
-			TimeoutSeconds:   3,
-			FailureThreshold: failures,
-		}
+	exec := func(period, failures int32, script string) *corev1ac.ProbeApplyConfiguration {
+		p := corev1ac.Probe().WithPeriodSeconds(period).WithTimeoutSeconds(3).WithFailureThreshold(failures)
+		p.WithExec(corev1ac.ExecAction().WithCommand("sh", "-c", script))
+		return p
 	}
-	selector := SelectorLabels(fs, Redis)
-	container := corev1.Container{
-		Name:    "redis",
-		Image:   image,
-		Command: []string{"redis-server", "/etc/redis/redis.conf"},
-		Ports:   []corev1.ContainerPort{{Name: "redis", ContainerPort: RedisPort, Protocol: corev1.ProtocolTCP}},
+	liveness := corev1ac.Probe().WithPeriodSeconds(10).WithTimeoutSeconds(3).WithFailureThreshold(6)
+	liveness.WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("redis")))
+	container := corev1ac.Container().
+		WithName("redis").
+		WithImage(image).
+		WithCommand("redis-server", "/etc/redis/redis.conf").
+		WithPorts(corev1ac.ContainerPort().WithName("redis").WithContainerPort(RedisPort).WithProtocol(corev1.ProtocolTCP)).
 		// redis-cli in the probes reads the password from REDISCLI_AUTH.
-		Env: []corev1.EnvVar{{Name: "REDISCLI_AUTH", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: n.RedisPassword}, Key: RedisPasswordKey,
-		}}}},
-		Resources: resources,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "data", MountPath: "/data"},
-			{Name: "config", MountPath: "/etc/redis", ReadOnly: true},
-			{Name: "secret", MountPath: redisSecretDir, ReadOnly: true},
-		},
+		WithEnv(corev1ac.EnvVar().WithName("REDISCLI_AUTH").WithValueFrom(corev1ac.EnvVarSource().
+			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(n.RedisPassword).WithKey(RedisPasswordKey)))).
+		WithResources(applyConfigOf[corev1ac.ResourceRequirementsApplyConfiguration](redisResources(fs))).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName("data").WithMountPath("/data"),
+			corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/redis").WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("secret").WithMountPath(redisSecretDir).WithReadOnly(true),
+		).
 		// Loading a large append-only file can take a while: the startup probe allows five minutes.
-		StartupProbe:    exec(5, 60, `[ "$(redis-cli ping)" = PONG ]`),
-		LivenessProbe:   &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}}, PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: 6},
-		ReadinessProbe:  exec(5, 2, `[ "$(redis-cli ping)" = PONG ]`),
-		SecurityContext: containerSecurityContext(),
+		WithStartupProbe(exec(5, 60, `[ "$(redis-cli ping)" = PONG ]`)).
+		WithLivenessProbe(liveness).
+		WithReadinessProbe(exec(5, 2, `[ "$(redis-cli ping)" = PONG ]`)).
+		WithSecurityContext(containerSecurityContext())
+	pod := corev1ac.PodSpec().
+		WithContainers(container).
+		WithVolumes(
+			corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(n.RedisConfigMap)),
+			corev1ac.Volume().WithName("secret").WithSecret(corev1ac.SecretVolumeSource().
+				WithSecretName(n.RedisPassword).
+				WithItems(corev1ac.KeyToPath().WithKey(RedisRequirePassKey).WithPath(RedisRequirePassKey)).
+				WithDefaultMode(0o440)),
+		).
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(podSecurityContext(RedisUID)).
+		WithTerminationGracePeriodSeconds(30)
+	schedule(pod, fs)
+
+	claim := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
+	if m.StorageClassName != nil {
+		claim.WithStorageClassName(*m.StorageClassName)
 	}
-	return &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: meta(fs, n.Redis, Redis),
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To[int32](1),
-			ServiceName: n.Redis,
-			Selector:    &metav1.LabelSelector{MatchLabels: selector},
-			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-			},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      Labels(fs, Redis),
-					Annotations: map[string]string{RestartHashAnnotation: in.SecretDigests[n.RedisPassword], RedisConfigHashAnnotation: redisConfHash(fs)},
-				},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{container},
-					Volumes: []corev1.Volume{
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: n.RedisConfigMap},
-						}}},
-						{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName:  n.RedisPassword,
-							Items:       []corev1.KeyToPath{{Key: RedisRequirePassKey, Path: RedisRequirePassKey}},
-							DefaultMode: ptr.To[int32](0o440),
-						}}},
-					},
-					AutomountServiceAccountToken:  ptr.To(false),
-					EnableServiceLinks:            ptr.To(false),
-					SecurityContext:               podSecurityContext(RedisUID),
-					TerminationGracePeriodSeconds: ptr.To[int64](30),
-					ImagePullSecrets:              fs.Spec.ImagePullSecrets,
-					NodeSelector:                  fs.Spec.NodeSelector,
-					Tolerations:                   fs.Spec.Tolerations,
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: Labels(fs, Redis)},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: m.StorageClassName,
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-				},
-			}},
-		},
-	}
+	s := appsv1ac.StatefulSet(n.Redis, fs.Namespace).WithSpec(appsv1ac.StatefulSetSpec().
+		WithReplicas(1).
+		WithServiceName(n.Redis).
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(fs, Redis))).
+		WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+			WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
+			WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(Labels(fs, Redis)).
+			WithAnnotations(map[string]string{RestartHashAnnotation: in.SecretDigests[n.RedisPassword], RedisConfigHashAnnotation: redisConfHash(fs)}).
+			WithSpec(pod)).
+		WithVolumeClaimTemplates((&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
+			WithName("data").
+			WithLabels(Labels(fs, Redis)).
+			WithSpec(claim)))
+	s.ObjectMetaApplyConfiguration = objectMeta(fs, n.Redis, Redis)
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // spec.redis.caSecretRef becomes redis.caFile in every service's configuration, the Secret's key is
@@ -20,7 +21,7 @@ func TestRedisCASecretRef_RenderedAsAMountedCAFileForEveryService(t *testing.T) 
 		if _, err := RenderConfig(fs, comp, in); err != nil {
 			t.Errorf("%s: RenderConfig: %v", comp, err)
 		}
-		d := Deployment(fs, comp, in)
+		d := typed[appsv1.Deployment](t, Deployment(fs, comp, in))
 		mounted := false
 		for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
 			mounted = mounted || (m.MountPath == SecretsDir+"/redis-ca" && m.ReadOnly)

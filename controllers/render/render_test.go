@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -122,8 +124,12 @@ func TestServiceConfig(t *testing.T) {
 			fs.Spec.Auth.Throttle = &v1alpha1.ThrottleSpec{AccountFailures: ptr.To[int32](5), Window: &metav1.Duration{Duration: time.Hour}}
 			fs.Spec.OAuthClients[0].Name = "Acme Web"
 			fs.Spec.OAuthClients[0].Audiences = []v1alpha1.Audience{"https://api.acme.example"}
+			fs.Spec.OAuthClients[0].Resources = []v1alpha1.Audience{"https://reports.acme.example"}
 		}, Inputs{PreviousSigningKey: true}, Auth, func(t *testing.T, c *config.Config) {
 			a := c.Auth
+			if got := a.Clients[0].Resources; len(got) != 1 || got[0] != "https://reports.acme.example" {
+				t.Errorf("resources = %v", got)
+			}
 			if got := a.Clients[0].Audiences; len(got) != 1 || got[0] != "https://api.acme.example" {
 				t.Errorf("audiences = %v", got)
 			}
@@ -255,7 +261,7 @@ func TestDeployment(t *testing.T) {
 	fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{
 		Address: "smtp:25", From: "a@b.example", To: []string{"c@d.example"}, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp.creds", Key: "pw"}}}
 
-	d := Deployment(fs, Forms, in)
+	d := typed[appsv1.Deployment](t, Deployment(fs, Forms, in))
 	if *d.Spec.Replicas != 4 || d.Name != "acme-forms" || d.Namespace != "prod" {
 		t.Errorf("replicas/name = %d %s/%s", *d.Spec.Replicas, d.Namespace, d.Name)
 	}
@@ -301,7 +307,7 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 
-	a := Deployment(fs, Auth, in)
+	a := typed[appsv1.Deployment](t, Deployment(fs, Auth, in))
 	if *a.Spec.Replicas != 2 {
 		t.Errorf("default replicas = %d", *a.Spec.Replicas)
 	}
@@ -309,7 +315,7 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("auth default memory limit = %s", got)
 	}
 	fs.Spec.Image = "mine:2"
-	if Deployment(fs, Health, in).Spec.Template.Spec.Containers[0].Image != "mine:2" {
+	if typed[appsv1.Deployment](t, Deployment(fs, Health, in)).Spec.Template.Spec.Containers[0].Image != "mine:2" {
 		t.Error("spec.image not used")
 	}
 }
@@ -325,11 +331,11 @@ func TestIngress(t *testing.T) {
 		return out
 	}
 	fs := base()
-	if Ingress(fs) != nil {
+	if typed[networkingv1.Ingress](t, Ingress(fs)) != nil {
 		t.Fatal("an Ingress without spec.ingress")
 	}
 	fs.Spec.Ingress = &v1alpha1.IngressSpec{Host: "id.acme.example", Annotations: map[string]string{"cert-manager.io/cluster-issuer": "le"}}
-	one := Ingress(fs)
+	one := typed[networkingv1.Ingress](t, Ingress(fs))
 	want := map[string]string{
 		"id.acme.example/contact": "acme-forms:Exact", "id.acme.example/waitlist": "acme-forms:Exact",
 		"id.acme.example/oauth2": "acme-auth:Prefix", "id.acme.example/.well-known": "acme-auth:Prefix",
@@ -343,7 +349,7 @@ func TestIngress(t *testing.T) {
 	}
 	fs.Spec.Ingress.FormsHost = "forms.acme.example"
 	fs.Spec.Ingress.TLSSecretName = "tls"
-	two := Ingress(fs)
+	two := typed[networkingv1.Ingress](t, Ingress(fs))
 	if got := routes(two); got["forms.acme.example/contact"] != "acme-forms:Exact" || got["id.acme.example/contact"] != "" {
 		t.Errorf("two hosts: %v", got)
 	}
@@ -363,7 +369,7 @@ func mapsEqual(a, b map[string]string) bool {
 
 func TestRedis(t *testing.T) {
 	fs := base()
-	s := RedisStatefulSet(fs, Inputs{SecretDigests: map[string]string{"acme-redis-password": "d1"}})
+	s := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, Inputs{SecretDigests: map[string]string{"acme-redis-password": "d1"}}))
 	if s.Spec.Template.Annotations[RestartHashAnnotation] != "d1" {
 		t.Errorf("the Redis pod does not restart when its password changes: %v", s.Spec.Template.Annotations)
 	}
@@ -375,13 +381,13 @@ func TestRedis(t *testing.T) {
 	}
 	size := resource.MustParse("10Gi")
 	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Image: "redis:8", StorageSize: &size, StorageClassName: ptr.To("fast")}
-	s = RedisStatefulSet(fs, in)
+	s = typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in))
 	if s.Spec.Template.Spec.Containers[0].Image != "redis:8" || *s.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "fast" ||
 		s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
 		t.Errorf("overrides: %+v", s.Spec)
 	}
 	for _, want := range []string{"appendonly yes", "appendfsync always", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
-		if !strings.Contains(RedisConfigMap(fs).Data["redis.conf"], want) {
+		if !strings.Contains(typed[corev1.ConfigMap](t, RedisConfigMap(fs)).Data["redis.conf"], want) {
 			t.Errorf("redis.conf lacks %q", want)
 		}
 	}
@@ -395,22 +401,22 @@ func TestRedis(t *testing.T) {
 func TestRedis_MaxmemoryFromTheMemoryLimit_AndAConfigChangeRollsThePod(t *testing.T) {
 	fs := base()
 	in := Inputs{}
-	conf := RedisConfigMap(fs).Data["redis.conf"]
+	conf := typed[corev1.ConfigMap](t, RedisConfigMap(fs)).Data["redis.conf"]
 	if !strings.Contains(conf, "maxmemory 402653184\n") { // 3/4 of the default 512Mi
 		t.Fatalf("redis.conf without maxmemory from the default limit:\n%s", conf)
 	}
-	before := RedisStatefulSet(fs, in).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	before := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Annotations[RedisConfigHashAnnotation]
 	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Resources: &corev1.ResourceRequirements{
 		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}
-	if conf := RedisConfigMap(fs).Data["redis.conf"]; !strings.Contains(conf, "maxmemory 805306368\n") {
+	if conf := typed[corev1.ConfigMap](t, RedisConfigMap(fs)).Data["redis.conf"]; !strings.Contains(conf, "maxmemory 805306368\n") {
 		t.Fatalf("redis.conf for a 1Gi limit:\n%s", conf)
 	}
-	after := RedisStatefulSet(fs, in).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	after := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Annotations[RedisConfigHashAnnotation]
 	if before == "" || before == after {
 		t.Fatalf("config hash %q -> %q: a changed redis.conf must roll the Redis pod", before, after)
 	}
 	fs.Spec.Redis.Managed.Resources = &corev1.ResourceRequirements{} // no limit: Redis may use what the node has
-	if conf := RedisConfigMap(fs).Data["redis.conf"]; strings.Contains(conf, "\nmaxmemory ") {
+	if conf := typed[corev1.ConfigMap](t, RedisConfigMap(fs)).Data["redis.conf"]; strings.Contains(conf, "\nmaxmemory ") {
 		t.Fatalf("maxmemory without a limit:\n%s", conf)
 	}
 }
@@ -427,17 +433,17 @@ func TestReferencedSecretNames(t *testing.T) {
 
 func TestPodDisruptionBudget_OnlyFromTwoReplicas(t *testing.T) {
 	fs := base()
-	if p := PodDisruptionBudget(fs, Forms); p == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.Selector.MatchLabels[LabelComponent] != Forms {
+	if p := typed[policyv1.PodDisruptionBudget](t, PodDisruptionBudget(fs, Forms)); p == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.Selector.MatchLabels[LabelComponent] != Forms {
 		t.Errorf("default (2 replicas): %+v", p)
 	}
 	fs.Spec.Auth.Replicas = ptr.To[int32](1)
-	if p := PodDisruptionBudget(fs, Auth); p != nil {
+	if p := typed[policyv1.PodDisruptionBudget](t, PodDisruptionBudget(fs, Auth)); p != nil {
 		t.Error("a budget for one replica would block every node drain")
 	}
 }
 
 func TestRedisNetworkPolicy_AdmitsOnlyTheServicesOfThisFormsService(t *testing.T) {
-	np := RedisNetworkPolicy(base())
+	np := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(base()))
 	if np.Spec.PodSelector.MatchLabels[LabelComponent] != Redis || len(np.Spec.Ingress) != 1 {
 		t.Fatalf("policy = %+v", np.Spec)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -50,7 +51,7 @@ func TestWebhookDelivery_SecretRefIsMountedNeverRendered(t *testing.T) {
 			// Mounted into forms only, and only its key; named in the checks the reconciler runs.
 			for _, comp := range Components {
 				var vol *corev1.SecretVolumeSource
-				d := Deployment(fs, comp, in)
+				d := typed[appsv1.Deployment](t, Deployment(fs, comp, in))
 				for _, v := range d.Spec.Template.Spec.Volumes {
 					if v.Secret != nil && v.Secret.SecretName == "slack.hook" {
 						vol = v.Secret

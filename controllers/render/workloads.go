@@ -7,8 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -55,7 +58,7 @@ func Image(fs *v1alpha1.FormsService, in Inputs) string {
 
 // Deployment runs one component: `formsservice <component> -config /etc/formsservice/config.yaml`, as a
 // non-root user with a read-only root filesystem, probed on /livez and /readyz, scraped on /metrics.
-func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1.Deployment {
+func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1ac.DeploymentApplyConfiguration {
 	w := workload(fs, component)
 	resources := DefaultResources(component)
 	if w.Resources != nil {
@@ -71,89 +74,91 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1.
 	}
 	podAnnotations[RestartHashAnnotation] = RestartHash(fs, component, in)
 
-	volumes := []corev1.Volume{
-		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: NamesOf(fs).ConfigMap},
+	volumes := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().
+			WithName(NamesOf(fs).ConfigMap).
 			// Mounted as a folder (not subPath) so that kubelet's atomic ..data swap reaches the
 			// service, which watches the folder and reloads.
-			Items: []corev1.KeyToPath{{Key: ConfigKey(component), Path: "config.yaml"}},
-		}}},
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			SizeLimit: ptr.To(resource.MustParse("64Mi")),
-		}}},
+			WithItems(corev1ac.KeyToPath().WithKey(ConfigKey(component)).WithPath("config.yaml"))),
+		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse("64Mi"))),
 	}
-	mounts := []corev1.VolumeMount{
-		{Name: "config", MountPath: ConfigDir, ReadOnly: true},
-		{Name: "tmp", MountPath: "/tmp"},
+	mounts := []*corev1ac.VolumeMountApplyConfiguration{
+		corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),
+		corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"),
 	}
 	for _, m := range secretMounts(fs, component) {
-		src := &corev1.SecretVolumeSource{SecretName: m.Secret, DefaultMode: ptr.To[int32](0o440)}
+		src := corev1ac.SecretVolumeSource().WithSecretName(m.Secret).WithDefaultMode(0o440)
 		for _, k := range m.Keys {
-			src.Items = append(src.Items, corev1.KeyToPath{Key: k, Path: k})
+			src.WithItems(corev1ac.KeyToPath().WithKey(k).WithPath(k))
 		}
 		name := secretVolumeName(m.Secret)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: SecretsDir + "/" + m.Secret, ReadOnly: true})
+		volumes = append(volumes, corev1ac.Volume().WithName(name).WithSecret(src))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(name).WithMountPath(SecretsDir+"/"+m.Secret).WithReadOnly(true))
 	}
 
-	var env []corev1.EnvVar
+	container := corev1ac.Container().
+		WithName(component).
+		WithImage(Image(fs, in)).
+		WithArgs(component, "-config", ConfigPath, "-drain-delay", DrainDelay).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(HTTPPort).WithProtocol(corev1.ProtocolTCP)).
+		WithResources(applyConfigOf[corev1ac.ResourceRequirementsApplyConfiguration](resources)).
+		WithVolumeMounts(mounts...).
+		WithStartupProbe(probe("/livez", 2, 30)).
+		WithLivenessProbe(probe("/livez", 10, 3)).
+		WithReadinessProbe(probe("/readyz", 5, 2)).
+		WithSecurityContext(containerSecurityContext())
+	if fs.Spec.ImagePullPolicy != "" {
+		container.WithImagePullPolicy(fs.Spec.ImagePullPolicy)
+	}
 	if lim, ok := resources.Limits[corev1.ResourceMemory]; ok && lim.Value() > 0 {
 		// Leave the Go runtime 10% headroom under the container's memory limit.
-		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: strconv.FormatInt(lim.Value()/10*9, 10)})
-	}
-
-	container := corev1.Container{
-		Name:            component,
-		Image:           Image(fs, in),
-		ImagePullPolicy: fs.Spec.ImagePullPolicy,
-		Args:            []string{component, "-config", ConfigPath, "-drain-delay", DrainDelay},
-		Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP}},
-		Env:             env,
-		Resources:       resources,
-		VolumeMounts:    mounts,
-		StartupProbe:    probe("/livez", 2, 30),
-		LivenessProbe:   probe("/livez", 10, 3),
-		ReadinessProbe:  probe("/readyz", 5, 2),
-		SecurityContext: containerSecurityContext(),
+		container.WithEnv(corev1ac.EnvVar().WithName("GOMEMLIMIT").WithValue(strconv.FormatInt(lim.Value()/10*9, 10)))
 	}
 
 	selector := SelectorLabels(fs, component)
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta(fs, WorkloadName(fs, component), component),
-		Spec: appsv1.DeploymentSpec{
-			// Nil when autoscaled: the HorizontalPodAutoscaler owns the replicas, and the operator's
-			// server-side apply must not claim them (see controllers/replicas.go).
-			Replicas: fixedReplicas(w),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			// Surge one pod at a time and never go below the desired count: with the drain delay and
-			// readiness probes, a rollout drops no request.
-			Strategy: appsv1.DeploymentStrategy{
-				Type: appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-					MaxSurge:       ptr.To(intstr.FromInt32(1)),
-				},
-			},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(fs, component), Annotations: podAnnotations},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{container},
-					Volumes:    volumes,
-					// The services never call the Kubernetes API.
-					AutomountServiceAccountToken:  ptr.To(false),
-					EnableServiceLinks:            ptr.To(false),
-					SecurityContext:               podSecurityContext(NonRootUID),
-					TerminationGracePeriodSeconds: ptr.To[int64](30),
-					ImagePullSecrets:              fs.Spec.ImagePullSecrets,
-					NodeSelector:                  fs.Spec.NodeSelector,
-					Tolerations:                   fs.Spec.Tolerations,
-					TopologySpreadConstraints:     TopologySpread(fs, selector),
-				},
-			},
-		},
+	pod := corev1ac.PodSpec().
+		WithContainers(container).
+		WithVolumes(volumes...).
+		// The services never call the Kubernetes API.
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(podSecurityContext(NonRootUID)).
+		WithTerminationGracePeriodSeconds(30).
+		WithTopologySpreadConstraints(TopologySpread(fs, selector)...)
+	schedule(pod, fs)
+
+	spec := appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+		// Surge one pod at a time and never go below the desired count: with the drain delay and
+		// readiness probes, a rollout drops no request.
+		WithStrategy(appsv1ac.DeploymentStrategy().
+			WithType(appsv1.RollingUpdateDeploymentStrategyType).
+			WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+				WithMaxUnavailable(intstr.FromInt32(0)).
+				WithMaxSurge(intstr.FromInt32(1)))).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(Labels(fs, component)).
+			WithAnnotations(podAnnotations).
+			WithSpec(pod))
+	// Unset when autoscaled: the HorizontalPodAutoscaler owns the replicas, and the operator's
+	// server-side apply must not claim them (see controllers/replicas.go).
+	if n := fixedReplicas(w); n != nil {
+		spec.WithReplicas(*n)
 	}
+	d := appsv1ac.Deployment(WorkloadName(fs, component), fs.Namespace).WithSpec(spec)
+	d.ObjectMetaApplyConfiguration = objectMeta(fs, WorkloadName(fs, component), component)
 	return d
+}
+
+// schedule sets what the spec says about where and how the pods of fs are pulled and scheduled.
+func schedule(pod *corev1ac.PodSpecApplyConfiguration, fs *v1alpha1.FormsService) {
+	for _, s := range fs.Spec.ImagePullSecrets {
+		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+	}
+	if len(fs.Spec.NodeSelector) > 0 {
+		pod.WithNodeSelector(fs.Spec.NodeSelector)
+	}
+	pod.WithTolerations(applyConfigsOf[corev1ac.TolerationApplyConfiguration](fs.Spec.Tolerations)...)
 }
 
 // fixedReplicas is the Deployment's replicas: nil when a HorizontalPodAutoscaler owns them.
@@ -173,7 +178,7 @@ const (
 // TopologySpread spreads the pods that selector selects across zones, then nodes, as
 // spec.topologySpread asks (default: both ScheduleAnyway, maxSkew 1). matchLabelKeys pod-template-hash
 // counts only the pods of the current ReplicaSet, so a rollout is not skewed by the pods it replaces.
-func TopologySpread(fs *v1alpha1.FormsService, selector map[string]string) []corev1.TopologySpreadConstraint {
+func TopologySpread(fs *v1alpha1.FormsService, selector map[string]string) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
 	zones, nodes, skew := v1alpha1.SpreadScheduleAnyway, v1alpha1.SpreadScheduleAnyway, int32(1)
 	if t := fs.Spec.TopologySpread; t != nil {
 		if t.Zones != "" {
@@ -184,7 +189,7 @@ func TopologySpread(fs *v1alpha1.FormsService, selector map[string]string) []cor
 		}
 		skew = ptr.Deref(t.MaxSkew, 1)
 	}
-	var out []corev1.TopologySpreadConstraint
+	var out []*corev1ac.TopologySpreadConstraintApplyConfiguration
 	for _, d := range []struct {
 		key    string
 		policy v1alpha1.SpreadPolicy
@@ -192,115 +197,101 @@ func TopologySpread(fs *v1alpha1.FormsService, selector map[string]string) []cor
 		if d.policy == v1alpha1.SpreadOff {
 			continue
 		}
-		out = append(out, corev1.TopologySpreadConstraint{
-			MaxSkew:           skew,
-			TopologyKey:       d.key,
-			WhenUnsatisfiable: corev1.UnsatisfiableConstraintAction(d.policy),
-			LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
-			MatchLabelKeys:    []string{"pod-template-hash"},
-		})
+		out = append(out, corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(skew).
+			WithTopologyKey(d.key).
+			WithWhenUnsatisfiable(corev1.UnsatisfiableConstraintAction(d.policy)).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithMatchLabelKeys("pod-template-hash"))
 	}
 	return out
 }
 
-func probe(path string, period, failures int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP,
-		}},
-		PeriodSeconds:    period,
-		TimeoutSeconds:   2,
-		FailureThreshold: failures,
-	}
+func probe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
+	p := corev1ac.Probe().
+		WithPeriodSeconds(period).
+		WithTimeoutSeconds(2).
+		WithFailureThreshold(failures)
+	p.WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString("http")).WithScheme(corev1.URISchemeHTTP))
+	return p
 }
 
-func podSecurityContext(uid int64) *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(uid),
-		RunAsGroup:     ptr.To(uid),
-		FSGroup:        ptr.To(uid),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+func podSecurityContext(uid int64) *corev1ac.PodSecurityContextApplyConfiguration {
+	return corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(uid).
+		WithRunAsGroup(uid).
+		WithFSGroup(uid).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
 }
 
-func containerSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		RunAsNonRoot:             ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
+func containerSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithRunAsNonRoot(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
 }
 
 // Service exposes a component inside the cluster: port 80 ("http", the ingress backend) and port 8080
 // ("metrics", for a ServiceMonitor), both reaching the container's http port, which serves /metrics too.
-func Service(fs *v1alpha1.FormsService, component string) *corev1.Service {
-	return &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(fs, WorkloadName(fs, component), component),
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: SelectorLabels(fs, component),
-			Ports: []corev1.ServicePort{
-				{Name: "http", Port: ServicePort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
-				{Name: "metrics", Port: HTTPPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
-			},
-		},
-	}
+func Service(fs *v1alpha1.FormsService, component string) *corev1ac.ServiceApplyConfiguration {
+	s := corev1ac.Service(WorkloadName(fs, component), fs.Namespace).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(SelectorLabels(fs, component)).
+			WithPorts(
+				corev1ac.ServicePort().WithName("http").WithPort(ServicePort).WithTargetPort(intstr.FromString("http")).WithProtocol(corev1.ProtocolTCP),
+				corev1ac.ServicePort().WithName("metrics").WithPort(HTTPPort).WithTargetPort(intstr.FromString("http")).WithProtocol(corev1.ProtocolTCP),
+			))
+	s.ObjectMetaApplyConfiguration = objectMeta(fs, WorkloadName(fs, component), component)
+	return s
 }
 
 // Ingress routes the public paths: /contact and /waitlist to forms (on the forms host when it differs),
 // /oauth2 and /.well-known to auth, /health to health. Nothing else (not /metrics) is exposed.
 // It returns nil when spec.ingress is not set.
-func Ingress(fs *v1alpha1.FormsService) *networkingv1.Ingress {
+func Ingress(fs *v1alpha1.FormsService) *networkingv1ac.IngressApplyConfiguration {
 	spec := fs.Spec.Ingress
 	if spec == nil {
 		return nil
 	}
-	backend := func(component string) networkingv1.IngressBackend {
-		return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-			Name: WorkloadName(fs, component), Port: networkingv1.ServiceBackendPort{Name: "http"},
-		}}
+	path := func(p string, t networkingv1.PathType, component string) *networkingv1ac.HTTPIngressPathApplyConfiguration {
+		return networkingv1ac.HTTPIngressPath().WithPath(p).WithPathType(t).
+			WithBackend(networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
+				WithName(WorkloadName(fs, component)).
+				WithPort(networkingv1ac.ServiceBackendPort().WithName("http"))))
 	}
-	path := func(p string, t networkingv1.PathType, component string) networkingv1.HTTPIngressPath {
-		return networkingv1.HTTPIngressPath{Path: p, PathType: ptr.To(t), Backend: backend(component)}
-	}
-	formsPaths := []networkingv1.HTTPIngressPath{
+	formsPaths := []*networkingv1ac.HTTPIngressPathApplyConfiguration{
 		path("/contact", networkingv1.PathTypeExact, Forms),
 		path("/waitlist", networkingv1.PathTypeExact, Forms),
 	}
-	mainPaths := []networkingv1.HTTPIngressPath{
+	mainPaths := []*networkingv1ac.HTTPIngressPathApplyConfiguration{
 		path("/oauth2", networkingv1.PathTypePrefix, Auth),
 		path("/.well-known", networkingv1.PathTypePrefix, Auth),
 		path("/health", networkingv1.PathTypeExact, Health),
 	}
-	rule := func(host string, paths []networkingv1.HTTPIngressPath) networkingv1.IngressRule {
-		return networkingv1.IngressRule{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
-			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: paths},
-		}}
+	rule := func(host string, paths []*networkingv1ac.HTTPIngressPathApplyConfiguration) *networkingv1ac.IngressRuleApplyConfiguration {
+		return networkingv1ac.IngressRule().WithHost(host).WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(paths...))
 	}
-	var rules []networkingv1.IngressRule
+	ingSpec := networkingv1ac.IngressSpec()
+	if spec.ClassName != nil {
+		ingSpec.WithIngressClassName(*spec.ClassName)
+	}
 	hosts := []string{spec.Host}
 	if spec.FormsHost != "" && spec.FormsHost != spec.Host {
-		rules = []networkingv1.IngressRule{rule(spec.Host, mainPaths), rule(spec.FormsHost, formsPaths)}
+		ingSpec.WithRules(rule(spec.Host, mainPaths), rule(spec.FormsHost, formsPaths))
 		hosts = append(hosts, spec.FormsHost)
 	} else {
-		rules = []networkingv1.IngressRule{rule(spec.Host, append(formsPaths, mainPaths...))}
-	}
-	ing := &networkingv1.Ingress{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-		ObjectMeta: meta(fs, NamesOf(fs).Ingress, "ingress"),
-		Spec: networkingv1.IngressSpec{
-			IngressClassName: spec.ClassName,
-			Rules:            rules,
-		},
-	}
-	if len(spec.Annotations) > 0 {
-		ing.Annotations = spec.Annotations
+		ingSpec.WithRules(rule(spec.Host, append(formsPaths, mainPaths...)))
 	}
 	if spec.TLSSecretName != "" {
-		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: hosts, SecretName: spec.TLSSecretName}}
+		ingSpec.WithTLS(networkingv1ac.IngressTLS().WithHosts(hosts...).WithSecretName(spec.TLSSecretName))
+	}
+	ing := networkingv1ac.Ingress(NamesOf(fs).Ingress, fs.Namespace).WithSpec(ingSpec)
+	ing.ObjectMetaApplyConfiguration = objectMeta(fs, NamesOf(fs).Ingress, "ingress")
+	if len(spec.Annotations) > 0 {
+		ing.WithAnnotations(spec.Annotations)
 	}
 	return ing
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,7 +63,13 @@ func Start() (*Cluster, error) {
 		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, gatewayCRDs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// kube-apiserver takes 5–10 s to be ready on an idle machine of two cores, more when other
+		// builds share them; envtest's default (20 s) fails a loaded run for nothing.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
+	// envtest's /24 holds 254 Services; controllers/scale creates three or four per FormsService, for a
+	// thousand of them.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
@@ -190,6 +197,73 @@ func (c *WriteCounter) Since(n int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.writes[n:]...)
+}
+
+// Request is one request sent to the API server.
+type Request struct {
+	Method string
+	Path   string
+	// Watch marks a watch (a long-running GET); List a GET of a collection.
+	Watch, List bool
+}
+
+// Read reports a GET that is not a watch (a get or a list).
+func (r Request) Read() bool { return r.Method == http.MethodGet && !r.Watch }
+
+// Write reports a POST, PUT, PATCH or DELETE.
+func (r Request) Write() bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func (r Request) String() string { return r.Method + " " + r.Path }
+
+// RequestLog records every request sent through a rest.Config: reads, watches and writes.
+type RequestLog struct {
+	mu   sync.Mutex
+	reqs []Request
+}
+
+// Recording returns a copy of cfg whose requests are recorded by the returned RequestLog. Like Counting,
+// it wraps any transport cfg already had.
+func Recording(cfg *rest.Config) (*rest.Config, *RequestLog) {
+	l := &RequestLog{}
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			r := Request{Method: req.Method, Path: req.URL.Path, Watch: req.URL.Query().Get("watch") == "true"}
+			// A namespaced collection is /api/v1/namespaces/<ns>/<resource>, a cluster-wide one
+			// /api/v1/<resource> or /apis/<group>/<version>/<resource>; a named object has one more part.
+			parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+			n := len(parts)
+			if parts[0] == "apis" {
+				n-- // the group
+			}
+			r.List = req.Method == http.MethodGet && !r.Watch && (n == 3 || (n == 5 && parts[len(parts)-3] == "namespaces"))
+			l.mu.Lock()
+			l.reqs = append(l.reqs, r)
+			l.mu.Unlock()
+			return rt.RoundTrip(req)
+		})
+	})
+	return out, l
+}
+
+// Len is how many requests were recorded.
+func (l *RequestLog) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.reqs)
+}
+
+// Since returns the requests after the first n.
+func (l *RequestLog) Since(n int) []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Request(nil), l.reqs[n:]...)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

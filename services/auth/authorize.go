@@ -107,7 +107,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 // It signs nobody in or out and counts against no throttle.
 func (s *Service) decline(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester) {
 	s.metrics.signins.WithLabelValues(signinCancelled).Inc()
-	rt.provider.WriteAuthorizeError(r.Context(), w, ar, fosite.ErrAccessDenied.WithHint("The user cancelled the sign-in."))
+	rt.provider.WriteAuthorizeError(r.Context(), withIssuer(w, rt), ar, fosite.ErrAccessDenied.WithHint("The user cancelled the sign-in."))
 }
 
 // queryOnly is the POST request as fosite must see it: the authorization request from the action URL's
@@ -264,7 +264,7 @@ func (s *Service) authorizeError(w http.ResponseWriter, r *http.Request, rt *run
 		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "This sign-in link is not valid", Message: rfc.GetDescription()})
 		return
 	}
-	rt.provider.WriteAuthorizeError(r.Context(), w, ar, err)
+	rt.provider.WriteAuthorizeError(r.Context(), withIssuer(w, rt), ar, err)
 }
 
 // signedIn returns the browser's sign-in session and its user, or nils.
@@ -401,12 +401,12 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 		s.authorizeError(w, r, rt, ar, err)
 		return
 	}
-	rt.provider.WriteAuthorizeResponse(r.Context(), w, ar, resp)
+	rt.provider.WriteAuthorizeResponse(r.Context(), withIssuer(w, rt), ar, resp)
 }
 
 // userSession is the session every token of this sign-in carries.
 func userSession(u *users.User, scopes fosite.Arguments, clientID string, authTime, requestedAt time.Time) *Session {
-	sess := &Session{Subject: u.ID, Username: u.Email}
+	sess := &Session{Subject: u.ID, Username: username(u, scopes)}
 	idc := sess.IDTokenClaims()
 	idc.Subject = u.ID
 	idc.AuthTime = authTime.UTC()
@@ -416,6 +416,15 @@ func userSession(u *users.User, scopes fosite.Arguments, clientID string, authTi
 	sess.ATClaims.Subject = u.ID
 	sess.ATClaims.Extra = map[string]interface{}{"client_id": clientID}
 	return sess
+}
+
+// username is what introspection answers as username: the e-mail address, only when the grant has the
+// email scope (a resource server learns no more about the person than the app was allowed to).
+func username(u *users.User, scopes fosite.Arguments) string {
+	if scopes.Has("email") {
+		return u.Email
+	}
+	return ""
 }
 
 // identityClaims are the user's claims the granted scopes allow (OpenID Connect Core 5.4).

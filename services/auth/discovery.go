@@ -65,7 +65,7 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
 		"claims_parameter_supported":                     false,
-		"authorization_response_iss_parameter_supported": false,
+		"authorization_response_iss_parameter_supported": true,
 	})
 }
 

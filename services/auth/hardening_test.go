@@ -24,9 +24,14 @@ func withConfidentialClient(t *testing.T) func(*config.Config) {
 		t.Fatal(err)
 	}
 	return func(c *config.Config) {
-		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "api", RedirectURIs: []string{c.PublicURL + "/api-cb"}, SecretFile: secretFile})
+		// The test app's tokens are for the API that "api" serves: "api" may introspect them.
+		c.Auth.Clients[0].Audiences = []string{testAPI}
+		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "api", RedirectURIs: []string{c.PublicURL + "/api-cb"}, SecretFile: secretFile,
+			Resources: []string{testAPI}})
 	}
 }
+
+const testAPI = "https://api.example.test/"
 
 // PKCE is required of every client, confidential ones too (RFC 9700 2.1.1).
 func TestAuthorize_ConfidentialClientWithoutPKCE_Refused(t *testing.T) {
@@ -94,6 +99,67 @@ func TestIntrospect_OnlyConfidentialClientCredentials(t *testing.T) {
 	}
 	if st := introspect(token, func(r *http.Request) { r.SetBasicAuth("api", rsSecret) }); st != http.StatusOK {
 		t.Errorf("the resource server's credentials: %d, want 200", st)
+	}
+}
+
+// A resource server learns only about the access tokens that are for it: those whose aud names one of
+// its resources (or its client ID). Another confidential client, whose API the token is not for, gets
+// active:false, and so does the resource server for a refresh token of the app (it used to get any
+// token, other clients' refresh tokens included, with the user's e-mail). The e-mail goes out as
+// username only when the grant has the email scope.
+func TestIntrospect_OnlyTokensForTheCaller(t *testing.T) {
+	otherSecret := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(otherSecret, []byte("other-resource-server-secret-42\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resourceServer := withConfidentialClient(t)
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		resourceServer(c)
+		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "billing", RedirectURIs: []string{c.PublicURL + "/billing-cb"},
+			SecretFile: otherSecret, Resources: []string{"https://billing.example.test/"}})
+	}})
+	p.user(testEmail, testPassword)
+	tk, _ := p.fullSignIn(testEmail, testPassword)
+	introspect := func(token, user, secret string) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, p.base+"/oauth2/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(user, secret)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("introspection by %s: %d %v", user, res.StatusCode, err)
+		}
+		return body
+	}
+	mine := introspect(tk.AccessToken, "api", rsSecret)
+	if mine["active"] != true || mine["sub"] == nil || mine["username"] != testEmail {
+		t.Fatalf("the token's own resource server: %v", mine)
+	}
+	for name, got := range map[string]map[string]any{
+		"another resource server":         introspect(tk.AccessToken, "billing", "other-resource-server-secret-42"),
+		"the app's refresh token":         introspect(tk.RefreshToken, "api", rsSecret),
+		"the refresh token, by the other": introspect(tk.RefreshToken, "billing", "other-resource-server-secret-42"),
+	} {
+		if len(got) != 1 || got["active"] != false {
+			t.Errorf("%s: %v, want only active:false", name, got)
+		}
+	}
+
+	// Without the email scope, no e-mail address as username.
+	conf := p.oauth2Config()
+	conf.Scopes = []string{"openid"}
+	b := newBrowser(t)
+	verifier := oauth2.GenerateVerifier()
+	page := b.get(conf.AuthCodeURL("state-no-email", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", "n-no-email")))
+	code, _ := codeFrom(t, b.signIn(p.base, page.body, testEmail, testPassword), p.redirect)
+	noEmail := p.exchange(code, verifier)
+	if got := introspect(noEmail.AccessToken, "api", rsSecret); got["active"] != true || got["username"] != nil {
+		t.Fatalf("a token without the email scope: %v", got)
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -374,13 +372,7 @@ func TestSignIn_WrongEmailOrPassword_SameGenericError(t *testing.T) {
 }
 
 func TestIntrospect_DeletedUser_TokenInactive(t *testing.T) {
-	secretFile := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secretFile, []byte("resource-server-secret-0123456789\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startProvider(t, setup{mutate: func(c *config.Config) {
-		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "api", RedirectURIs: []string{"https://api.example/cb"}, SecretFile: secretFile})
-	}})
+	p := startProvider(t, setup{mutate: withConfidentialClient(t)}) // "api", the resource server of the app's tokens
 	p.user(testEmail, testPassword)
 	tk, _ := p.fullSignIn(testEmail, testPassword)
 	introspect := func(token string) (int, bool) {

@@ -118,6 +118,9 @@ type client struct {
 	name            string
 	postLogout      map[string]bool
 	redirectOrigins map[string]bool
+	// resources are the APIs this client serves as a resource server (config resources): introspection
+	// discloses the access tokens for them.
+	resources []string
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -368,7 +371,7 @@ func newClient(c config.OAuthClient) (*client, error) {
 		h := sha256.Sum256([]byte(secret))
 		dc.Secret = h[:]
 	}
-	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}}
+	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, resources: c.Resources}
 	if cl.name == "" {
 		cl.name = c.ClientID
 	}

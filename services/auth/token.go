@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ory/fosite"
@@ -90,7 +91,7 @@ func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester
 	if err != nil {
 		return err
 	}
-	sess.Username = u.Email
+	sess.Username = username(u, ar.GetGrantedScopes())
 	sess.IDTokenClaims().Extra = identityClaims(u, ar.GetGrantedScopes())
 	return nil
 }
@@ -166,6 +167,12 @@ func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ar := resp.GetAccessRequester()
+	if !disclosedTo(rt.clients[id], resp.GetTokenUse(), ar) {
+		inactive.Reason, inactive.Detail = "not_for_caller", map[string]string{"tokenClient": ar.GetClient().GetID()}
+		s.audit.Record(ctx, inactive)
+		writeJSON(w, http.StatusOK, map[string]bool{"active": false})
+		return
+	}
 	if _, err := s.activeUser(ctx, ar.GetSession().GetSubject()); err != nil {
 		if isUnavailable(err) {
 			rt.provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
@@ -180,6 +187,26 @@ func (s *Service) introspect(w http.ResponseWriter, r *http.Request) {
 	s.audit.Record(ctx, audit.Event{Kind: audit.Introspection, Outcome: audit.Success, Client: id, User: ar.GetSession().GetSubject(),
 		Grant: ar.GetID(), Detail: map[string]string{"tokenClient": ar.GetClient().GetID()}})
 	rt.provider.WriteIntrospectionResponse(ctx, w, resp)
+}
+
+// disclosedTo says whether the resource server caller may learn about a token: an access token whose aud
+// names it (its client ID or one of its resources), or a token of its own (a confidential client that
+// introspects its own refresh token). Any other token introspects as inactive, as RFC 7662 (2.2, 4)
+// lets the server decide: before, any confidential client could read any token, other clients' refresh
+// tokens included, and learn whose they were.
+func disclosedTo(caller *client, use fosite.TokenUse, ar fosite.Requester) bool {
+	if ar.GetClient().GetID() == caller.GetID() {
+		return true
+	}
+	if use != fosite.AccessToken {
+		return false
+	}
+	for _, a := range ar.GetGrantedAudience() {
+		if a == caller.GetID() || slices.Contains(caller.resources, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // userinfo is /oauth2/userinfo (OpenID Connect Core 5.3): the claims of the access token's user that its

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/test/internal/cluster"
@@ -125,12 +126,11 @@ func serviceMonitorsFollowTheFormsService(t *testing.T, c *cluster.Cluster, im *
 	})
 
 	// Turned off: the ServiceMonitors and the condition go away.
+	// A merge patch: no resourceVersion to conflict with the operator's status writes.
 	live := object(formsServiceGVK)
 	exists(t, c, live, "shop", "shop")
-	if err := unstructured.SetNestedField(live.Object, false, "spec", "monitoring", "serviceMonitor", "enabled"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Client.Update(ctx, live); err != nil {
+	off := []byte(`{"spec":{"monitoring":{"serviceMonitor":{"enabled":false}}}}`)
+	if err := c.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, off)); err != nil {
 		t.Fatal(err)
 	}
 	cluster.Eventually(t, 30*time.Second, "ServiceMonitors deleted after enabled=false", func() (bool, string) {

@@ -74,15 +74,13 @@ const (
 // mounted ConfigMap, and no pod of forms or auth was restarted or replaced for it.
 func (d *dayTwo) liveEdit(t *testing.T) {
 	before := d.k.podStates(t, d.name, render.Forms, render.Auth)
-	u := d.k.get(t, d.name)
-	origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
-	clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
-	clients = append(clients, map[string]any{"clientID": lateClient, "redirectURIs": []any{lateRedirect}})
-	_ = unstructured.SetNestedSlice(u.Object, append(origins, lateOrigin), "spec", "allowedOrigins")
-	_ = unstructured.SetNestedSlice(u.Object, clients, "spec", "oauthClients")
-	if err := d.k.client.Update(context.Background(), u); err != nil {
-		t.Fatalf("adding an origin and a client: %v", err)
-	}
+	d.k.update(t, d.name, "adding an origin and a client", func(u *unstructured.Unstructured) {
+		origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
+		clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
+		clients = append(clients, map[string]any{"clientID": lateClient, "redirectURIs": []any{lateRedirect}})
+		_ = unstructured.SetNestedSlice(u.Object, append(origins, lateOrigin), "spec", "allowedOrigins")
+		_ = unstructured.SetNestedSlice(u.Object, clients, "spec", "oauthClients")
+	})
 
 	hc := d.client()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -139,16 +137,14 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 	hashBefore := dep.Spec.Template.Annotations[render.RestartHashAnnotation]
 
 	value := "e2e-" + time.Now().UTC().Format("20060102T150405Z")
-	u := d.k.get(t, d.name)
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann["platform.formsservice.io/rotate-signing-key"] = value
-	u.SetAnnotations(ann)
-	if err := d.k.client.Update(ctx, u); err != nil {
-		t.Fatalf("annotating for a rotation: %v", err)
-	}
+	d.k.update(t, d.name, "annotating for a rotation", func(u *unstructured.Unstructured) {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann["platform.formsservice.io/rotate-signing-key"] = value
+		u.SetAnnotations(ann)
+	})
 	cluster.Eventually(t, 4*time.Minute, "the auth pods rolled to the rotated key", func() (bool, string) {
 		return d.k.rolledOut(t, deployment, func(p *corev1.PodTemplateSpec) bool {
 			return p.Annotations[render.RestartHashAnnotation] != hashBefore

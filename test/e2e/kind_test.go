@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/formsservice/formsservice/controllers/render"
@@ -329,18 +330,12 @@ func (k *kind) waitReady(t *testing.T, name string, timeout time.Duration) {
 	})
 }
 
-// scaleDeployment sets a Deployment's replicas through its scale subresource, as an HPA does.
+// scaleDeployment sets a Deployment's replicas through its scale subresource, as an HPA does. The scale
+// read carries the Deployment's resourceVersion, which the operator and the Deployment controller move
+// all the time: a conflict reads it again.
 func (k *kind) scaleDeployment(t *testing.T, deployment string, replicas int32) {
 	t.Helper()
-	ctx := context.Background()
-	sc, err := k.clientset.AppsV1().Deployments(appNS).GetScale(ctx, deployment, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Spec.Replicas = replicas
-	if _, err := k.clientset.AppsV1().Deployments(appNS).UpdateScale(ctx, deployment, sc, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("scaling %s to %d: %v", deployment, replicas, err)
-	}
+	k.scale(t, appNS, "deployments", deployment, replicas)
 }
 
 // checkAutoscaled: the operator's HPA exists with the sample's bounds, the cluster's HPA controller has
@@ -396,24 +391,45 @@ func (k *kind) checkOperatorSecretAccess(t *testing.T) {
 // origin, next to the sample's own.
 func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string, in *ingress) {
 	t.Helper()
-	u := k.get(t, name)
-	if in != nil {
-		in.patch(t, u)
-	}
-	origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
-	clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
-	clients = append(clients, map[string]any{"clientID": e2eClient, "redirectURIs": []any{redirectURI}})
-	for field, v := range map[string]any{
-		"publicURL":      issuer,
-		"allowedOrigins": append(origins, e2eOrigin),
-		"oauthClients":   clients,
-	} {
-		if err := unstructured.SetNestedField(u.Object, v, "spec", field); err != nil {
-			t.Fatal(err)
+	k.update(t, name, "updating the FormsService for the test", func(u *unstructured.Unstructured) {
+		if in != nil {
+			in.patch(t, u)
 		}
+		origins, _, _ := unstructured.NestedSlice(u.Object, "spec", "allowedOrigins")
+		clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
+		clients = append(clients, map[string]any{"clientID": e2eClient, "redirectURIs": []any{redirectURI}})
+		for field, v := range map[string]any{
+			"publicURL":      issuer,
+			"allowedOrigins": append(origins, e2eOrigin),
+			"oauthClients":   clients,
+		} {
+			if err := unstructured.SetNestedField(u.Object, v, "spec", field); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// update reads the FormsService, lets mutate change it and writes it back; when the operator wrote the
+// resource in between (its status, after every reconcile), the API server answers Conflict and the whole
+// read-change-write runs again on the new version. Never a blind Update: the operator is always writing.
+func (k *kind) update(t *testing.T, name, what string, mutate func(u *unstructured.Unstructured)) {
+	t.Helper()
+	conflicts := 0
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u := k.get(t, name)
+		mutate(u)
+		err := k.client.Update(context.Background(), u)
+		if apierrors.IsConflict(err) {
+			conflicts++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
-	if err := k.client.Update(context.Background(), u); err != nil {
-		t.Fatalf("updating the FormsService for the test: %v", err)
+	if conflicts > 0 {
+		t.Logf("%s: the operator wrote the FormsService in between %d time(s); read and written again", what, conflicts)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -302,27 +303,34 @@ func shippedRuleGroups(t *testing.T) map[string][]string {
 	return groups
 }
 
-// scale sets the replicas of a Deployment or StatefulSet through its scale subresource.
+// scale sets the replicas of a Deployment or StatefulSet through its scale subresource. The Scale it
+// reads carries the object's resourceVersion as a precondition, and the operator and the workload
+// controllers write these objects all the time: a conflict reads the Scale again (RetryOnConflict).
 func (k *kind) scale(t *testing.T, namespace, resource, name string, replicas int32) {
 	t.Helper()
 	ctx := context.Background()
-	var err error
-	switch resource {
-	case "deployments":
-		sc, e := k.clientset.AppsV1().Deployments(namespace).GetScale(ctx, name, metav1.GetOptions{})
-		if err = e; err == nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		switch resource {
+		case "deployments":
+			sc, err := k.clientset.AppsV1().Deployments(namespace).GetScale(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
 			sc.Spec.Replicas = replicas
 			_, err = k.clientset.AppsV1().Deployments(namespace).UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
-		}
-	case "statefulsets":
-		sc, e := k.clientset.AppsV1().StatefulSets(namespace).GetScale(ctx, name, metav1.GetOptions{})
-		if err = e; err == nil {
+			return err
+		case "statefulsets":
+			sc, err := k.clientset.AppsV1().StatefulSets(namespace).GetScale(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
 			sc.Spec.Replicas = replicas
 			_, err = k.clientset.AppsV1().StatefulSets(namespace).UpdateScale(ctx, name, sc, metav1.UpdateOptions{})
+			return err
 		}
-	default:
 		t.Fatalf("scale: unknown resource %s", resource)
-	}
+		return nil
+	})
 	if err != nil {
 		t.Fatalf("scaling %s %s/%s to %d: %v", resource, namespace, name, replicas, err)
 	}

@@ -118,6 +118,11 @@ type OAuthClient struct {
 	// audience) parameters; without one, the token is for all of them. Empty: the aud is the client ID,
 	// as for a client that calls no API of its own.
 	Audiences []string `json:"audiences,omitempty"`
+	// Resources are the APIs (absolute URIs, as in other clients' audiences) this client serves as a
+	// resource server: with its secret it may introspect the access tokens whose aud names one of them
+	// or its client ID. Any other token (another API's, another client's refresh token) introspects as
+	// inactive.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // Defaults of the auth section, also used by tools that build an Auth by hand.
@@ -241,9 +246,11 @@ func (a Auth) validate() []error {
 		if len(cl.RedirectURIs) == 0 {
 			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
 		}
-		for _, a := range cl.Audiences {
-			if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
-				errs = append(errs, fmt.Errorf("auth.clients[%s].audiences: %q: want an absolute URI without fragment (RFC 8707)", cl.ClientID, a))
+		for key, list := range map[string][]string{"audiences": cl.Audiences, "resources": cl.Resources} {
+			for _, a := range list {
+				if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+					errs = append(errs, fmt.Errorf("auth.clients[%s].%s: %q: want an absolute URI without fragment (RFC 8707)", cl.ClientID, key, a))
+				}
 			}
 		}
 		for _, list := range [][]string{cl.RedirectURIs, cl.PostLogoutRedirectURIs} {

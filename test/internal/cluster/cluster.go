@@ -64,6 +64,9 @@ func Start(t testing.TB, crdPaths ...string) *Cluster {
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// Ready in 5–10 s on two idle cores, much later when other builds share them: envtest's default
+		// of 20 s fails a loaded run for nothing.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	cfg, err := env.Start()
 	if err != nil {
