@@ -126,6 +126,20 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"webhook url that is not http(s)", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "hooks.slack.com/services/x"}}
 		}, "webhook url must be an http or https URL"},
+		{"double opt-in confirmation window too short", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.DoubleOptIn = &v1alpha1.DoubleOptInSpec{ConfirmWithin: &metav1.Duration{Duration: 60 * 1e9}}
+		}, "confirmWithin must be between 1h and 720h"},
+		{"bot check by an unknown provider", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Sites = []v1alpha1.FormsSite{{Origin: "https://app.example.com",
+				BotCheck: &v1alpha1.BotCheckSpec{Provider: "friendlycaptcha", SecretRef: v1alpha1.SecretKeySelector{Name: "c", Key: "k"}}}}
+		}, `supported values: "turnstile", "hcaptcha", "recaptcha"`},
+		{"bot check score above 1", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Sites = []v1alpha1.FormsSite{{Origin: "https://app.example.com",
+				BotCheck: &v1alpha1.BotCheckSpec{Provider: "recaptcha", SecretRef: v1alpha1.SecretKeySelector{Name: "c", Key: "k"}, MinScore: "1.5"}}}
+		}, "spec.forms.sites[0].botCheck.minScore"},
+		{"two sites for one origin", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Sites = []v1alpha1.FormsSite{{Origin: "https://app.example.com"}, {Origin: "https://app.example.com"}}
+		}, "Duplicate value"},
 		{"name that is not a DNS label", func(fs *v1alpha1.FormsService) { fs.Name = "9lives" },
 			"name must start with a letter"},
 		{"name too long for the objects it prefixes", func(fs *v1alpha1.FormsService) { fs.Name = strings.Repeat("a", 41) },

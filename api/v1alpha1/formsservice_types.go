@@ -348,6 +348,16 @@ type FormsSpec struct {
 	// and how webhook calls are signed.
 	// +optional
 	DataPolicy *FormsDataPolicy `json:"dataPolicy,omitempty"`
+	// DoubleOptIn makes waitlist sign-ups confirmed ones (forms_optin_types.go).
+	// +optional
+	DoubleOptIn *DoubleOptInSpec `json:"doubleOptIn,omitempty"`
+	// Sites configure, per allowed origin, plain HTML form posts, a bot check and the consent version
+	// (forms_optin_types.go).
+	// +optional
+	// +listType=map
+	// +listMapKey=origin
+	// +kubebuilder:validation:MaxItems=50
+	Sites []FormsSite `json:"sites,omitempty"`
 }
 
 // FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing
@@ -364,6 +374,10 @@ type FormsDataPolicy struct {
 	// waiting for delivery. Unset keeps them until `formsservice forget` erases them.
 	// +optional
 	ContactRetention *metav1.Duration `json:"contactRetention,omitempty"`
+	// WaitlistRetention erases waitlist entries signed up longer ago than this, whatever their state.
+	// Unset keeps them until `formsservice forget` erases them.
+	// +optional
+	WaitlistRetention *metav1.Duration `json:"waitlistRetention,omitempty"`
 	// DeliveryMaxAttempts ends the retries of a contact message: after this many failed attempts it
 	// becomes a dead letter (`formsservice deliveries`). Default 20.
 	// +optional

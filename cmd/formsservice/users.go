@@ -17,6 +17,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -243,6 +244,9 @@ func newUsersDeleteCmd(env *environment) *cobra.Command {
 			}
 			if err := passkey.NewStore(rdb, nil).RemoveAll(cmd.Context(), user.ID); err != nil {
 				return fmt.Errorf("deleted %s, but removing its passkeys failed (they sign nobody in, since the user is gone): %w", user.Email, err)
+			}
+			if err := mfa.NewStore(rdb, mfa.Sealer{}, nil).Forget(cmd.Context(), user.ID); err != nil { // its second factor
+				return fmt.Errorf("deleted %s, but its second factor was not erased: %w", user.Email, err)
 			}
 			fmt.Fprintf(env.stdout, "deleted %s (id %s); revoked %d grant(s)\n", user.Email, user.ID, n)
 			return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -46,6 +47,7 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 			c.Forms.Durability = config.DurabilityMachine
 		}
 		formsDataPolicy(&c.Forms, s.Forms.DataPolicy)
+		formsSitesAndOptIn(&c.Forms, fs)
 	case Auth:
 		c.Auth = authConfig(fs, in)
 	case Health:
@@ -132,6 +134,7 @@ func formsDataPolicy(c *config.Forms, p *v1alpha1.FormsDataPolicy) {
 		c.Durability = config.Durability(p.Durability)
 	}
 	c.ContactRetention = duration(p.ContactRetention)
+	c.WaitlistRetention = duration(p.WaitlistRetention)
 	if p.DeliveryMaxAttempts != nil {
 		c.Delivery.MaxAttempts = int(*p.DeliveryMaxAttempts)
 	}
@@ -139,6 +142,41 @@ func formsDataPolicy(c *config.Forms, p *v1alpha1.FormsDataPolicy) {
 	if r := p.WebhookSigningSecretRef; r != nil && c.Delivery.Webhook != nil {
 		c.Delivery.Webhook.SecretFile = SecretPath(r.Name, r.Key)
 	}
+}
+
+// formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn. A bot check's secret is a
+// mounted Secret (UserSecretRefs); the confirmation links point to the forms' own host.
+func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
+	f := fs.Spec.Forms
+	for _, st := range f.Sites {
+		site := config.Site{Origin: string(st.Origin), Name: st.Name, ThanksURL: st.ThanksURL, ErrorURL: st.ErrorURL,
+			ConsentVersion: st.ConsentVersion}
+		if b := st.BotCheck; b != nil {
+			site.BotCheck = &config.BotCheck{Provider: b.Provider, SecretFile: SecretPath(b.SecretRef.Name, b.SecretRef.Key),
+				VerifyURL: b.VerifyURL}
+			if score, err := strconv.ParseFloat(b.MinScore, 64); err == nil { // the CRD's pattern: 0 to 1
+				site.BotCheck.MinScore = &score
+			}
+		}
+		c.Sites = append(c.Sites, site)
+	}
+	if d := f.DoubleOptIn; d != nil {
+		c.DoubleOptIn = &config.DoubleOptIn{ConfirmWithin: duration(d.ConfirmWithin), ResendAfter: duration(d.ResendAfter)}
+		if h := formsHost(fs); h != "" {
+			c.PublicURL = "https://" + h
+		}
+	}
+}
+
+// formsHost is the host of its own that the forms are served on (ingress or gateway formsHost), or "".
+func formsHost(fs *v1alpha1.FormsService) string {
+	if i := fs.Spec.Ingress; i != nil && i.FormsHost != "" && i.FormsHost != i.Host {
+		return i.FormsHost
+	}
+	if g := fs.Spec.Gateway; g != nil && g.FormsHost != "" && g.FormsHost != g.Host {
+		return g.FormsHost
+	}
+	return ""
 }
 
 func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {

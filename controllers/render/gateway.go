@@ -42,10 +42,16 @@ func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1ac.HTTPRouteApplyConfigur
 			WithBackendRefs(backend)
 	}
 	formsRules := func() []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
-		return []*gatewayv1ac.HTTPRouteRuleApplyConfiguration{
+		rules := []*gatewayv1ac.HTTPRouteRuleApplyConfiguration{
 			rule("/contact", gatewayv1.PathMatchExact, Forms),
 			rule("/waitlist", gatewayv1.PathMatchExact, Forms),
 		}
+		if fs.Spec.Forms.DoubleOptIn != nil { // the confirmation and unsubscribe links
+			for _, p := range optInPaths {
+				rules = append(rules, rule(p, gatewayv1.PathMatchExact, Forms))
+			}
+		}
+		return rules
 	}
 	mainRules := []*gatewayv1ac.HTTPRouteRuleApplyConfiguration{
 		rule("/oauth2", gatewayv1.PathMatchPathPrefix, Auth),

@@ -26,7 +26,8 @@ func NetworkPoliciesEnabled(fs *v1alpha1.FormsService) bool {
 //   - ingress on the HTTP port (which serves the public routes and /metrics) only from
 //     spec.networkPolicy.ingressFrom (the ingress controller or Gateway), metricsFrom (Prometheus) and,
 //     for forms and auth, the health service, which checks them;
-//   - egress only to DNS (port 53), Redis, and for forms the delivery targets, for health forms and auth.
+//   - egress only to DNS (port 53), Redis, and for forms the delivery targets and the sites' bot-check
+//     providers, for health forms and auth.
 //
 // The peers and rules of the spec are applied exactly as written: a peer `{namespaceSelector: {}}` (every
 // namespace) stays that, it does not shrink to this namespace. It returns nil when spec.networkPolicy is
@@ -61,6 +62,7 @@ func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networki
 	switch component {
 	case Forms:
 		egress = append(egress, deliveryEgress(fs)...)
+		egress = append(egress, botCheckEgress(fs)...)
 	case Health:
 		egress = append(egress, networkingv1ac.NetworkPolicyEgressRule().WithTo(podsOf(fs, Forms), podsOf(fs, Auth)).WithPorts(tcp(HTTPPort)))
 	}
@@ -125,6 +127,22 @@ func deliveryEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEg
 			ports = appendPort(ports, urlPort(w.URL))
 		} else {
 			ports = appendPort(appendPort(ports, 443), 80)
+		}
+	}
+	return anyAddressOn(ports)
+}
+
+// botCheckEgress reaches the sites' CAPTCHA providers: any address on their verify URLs' ports (443 for
+// the providers' own); their addresses are not ours to list.
+func botCheckEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
+	var ports []int
+	for _, st := range fs.Spec.Forms.Sites {
+		if b := st.BotCheck; b != nil {
+			p := 443
+			if b.VerifyURL != "" {
+				p = urlPort(b.VerifyURL)
+			}
+			ports = appendPort(ports, p)
 		}
 	}
 	return anyAddressOn(ports)

@@ -58,6 +58,12 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 				Check: checkWebhookSecret})
 		}
 	}
+	for _, st := range fs.Spec.Forms.Sites {
+		if b := st.BotCheck; b != nil {
+			refs = append(refs, SecretRef{Secret: b.SecretRef.Name, Key: b.SecretRef.Key,
+				Field: "spec.forms.sites[" + string(st.Origin) + "].botCheck.secretRef", Components: []string{Forms}})
+		}
+	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {
 			refs = append(refs, SecretRef{Secret: c.SecretRef.Name, Key: c.SecretRef.Key, Field: "spec.oauthClients[" + c.ClientID + "].secretRef", Components: []string{Auth}})

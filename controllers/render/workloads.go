@@ -248,6 +248,10 @@ func Service(fs *v1alpha1.FormsService, component string) *corev1ac.ServiceApply
 	return s
 }
 
+// optInPaths are the double opt-in's link paths, routed to the forms when spec.forms.doubleOptIn is set
+// (services/forms/optin's ConfirmPath and UnsubscribePath; render_test holds them equal).
+var optInPaths = []string{"/waitlist/confirm", "/waitlist/unsubscribe"}
+
 // Ingress routes the public paths: /contact and /waitlist to forms (on the forms host when it differs),
 // /oauth2 and /.well-known to auth, /health to health. Nothing else (not /metrics) is exposed.
 // It returns nil when spec.ingress is not set.
@@ -265,6 +269,11 @@ func Ingress(fs *v1alpha1.FormsService) *networkingv1ac.IngressApplyConfiguratio
 	formsPaths := []*networkingv1ac.HTTPIngressPathApplyConfiguration{
 		path("/contact", networkingv1.PathTypeExact, Forms),
 		path("/waitlist", networkingv1.PathTypeExact, Forms),
+	}
+	if fs.Spec.Forms.DoubleOptIn != nil { // the confirmation and unsubscribe links
+		for _, p := range optInPaths {
+			formsPaths = append(formsPaths, path(p, networkingv1.PathTypeExact, Forms))
+		}
 	}
 	mainPaths := []*networkingv1ac.HTTPIngressPathApplyConfiguration{
 		path("/oauth2", networkingv1.PathTypePrefix, Auth),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -66,9 +67,16 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 				return
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
-				s.metrics.signins.WithLabelValues(signinSession).Inc()
-				s.issueCode(w, r, rt, ar, user, sess.AuthTime, sess.AMR, readCookie(r, rt, sessionCookie))
-				return
+				if sessionSatisfies(cl, ar, sess.AMR) {
+					s.metrics.signins.WithLabelValues(signinSession).Inc()
+					s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.AMR)
+					return
+				}
+				if !prompt["none"] { // signed in with too little for this client: the second step
+					s.stepUp(w, r, rt, cl, ar, user, sess)
+					return
+				}
+				s.mfaRequired(ctx, user, cl, "prompt_none")
 			}
 		}
 		if prompt["none"] {
@@ -97,6 +105,8 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		s.signup(w, r, rt, cl, ar, clientKey)
 	case "passkey":
 		s.passkeySignIn(w, r, rt, cl, ar, clientKey)
+	case "mfa":
+		s.submitSecondStep(w, r, rt, cl, ar, clientKey)
 	default:
 		s.signin(w, r, rt, cl, ar, clientKey)
 	}
@@ -182,6 +192,9 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 			return fosite.ErrInvalidRequest.WithHintf("prompt=%s is not supported; the supported values are none and login.", p)
 		}
 	}
+	if _, ok := acr.Requested(f.Get("acr_values")); !ok {
+		return errUnmetAuthentication.WithHintf("acr_values names no level this provider supports (%s).", strings.Join(acr.Supported, " "))
+	}
 	for _, res := range f["resource"] { // RFC 8707 2: only the client's configured APIs
 		if !slices.Contains(cl.GetAudience(), res) {
 			return errInvalidTarget.WithHintf("The resource %q is not an API this client may request tokens for.", res)
@@ -199,6 +212,10 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *client) error {
 	}
 	return nil
 }
+
+// errUnmetAuthentication is OpenID Connect Core Unmet Authentication Requirements 1.0's error: the
+// requested acr_values cannot be met.
+var errUnmetAuthentication = &fosite.RFC6749Error{ErrorField: "unmet_authentication_requirements", DescriptionField: "The authorization server cannot meet the requested authentication requirements.", CodeField: http.StatusBadRequest}
 
 // errInvalidTarget is RFC 8707's error for a resource the client may not ask for.
 var errInvalidTarget = &fosite.RFC6749Error{ErrorField: "invalid_target", DescriptionField: "The requested resource is invalid, missing, unknown, or malformed.", CodeField: http.StatusBadRequest}
@@ -340,31 +357,34 @@ func (s *Service) unavailablePage(w http.ResponseWriter, r *http.Request, rt *ru
 	s.renderSignIn(w, r, rt, cl, http.StatusServiceUnavailable, page.SignIn{Email: email, Error: "Signing in is briefly unavailable. Please try again in a moment."})
 }
 
-// startSession sets a new sign-in session cookie (a new value at every sign-in, against session
-// fixation) and answers the authorization request, after a sign-in with the password.
+// startSession follows a right password: the second step when the sign-in needs one (secondstep.go),
+// else the session starts with the password.
 func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User) {
-	s.startSessionWith(w, r, rt, cl, ar, u, []string{"pwd"})
+	if s.secondStep(w, r, rt, cl, ar, u) {
+		return
+	}
+	s.openSession(w, r, rt, cl, ar, u, []string{acr.PWD})
 }
 
-// startSessionWith is startSession after a sign-in with the methods amr (RFC 8176).
-func (s *Service) startSessionWith(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
+// openSession sets a new sign-in session cookie for u signed in with amr (a new value at every sign-in,
+// against session fixation) and answers the authorization request.
+func (s *Service) openSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
 	now := time.Now().UTC()
-	if old := readCookie(r, rt, sessionCookie); old != "" {
-		_ = s.sessions.Delete(r.Context(), old)
-	}
-	lifetime := rt.cfg.Auth.SessionLifetime.D()
-	token, err := s.sessions.Start(r.Context(), sso.Session{UserID: u.ID, AuthTime: now, AMR: amr}, lifetime)
+	token, err := s.replaceSession(w, r, rt, u, amr, now)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return
 	}
-	setCookie(w, rt, sessionCookie, token, lifetime)
-	s.issueCode(w, r, rt, ar, u, now, amr, token)
+	s.issueCode(w, r, rt, ar, u, now, token, amr)
 }
 
 // issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
 // the authorization code.
-func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, amr []string, session string) {
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string, amr []string) {
+	if cl, _ := ar.GetClient().(*client); cl != nil && cl.account {
+		s.answerAccountClient(w, r, rt, ar) // the account page: signed in, no code
+		return
+	}
 	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
 		return
 	}
@@ -388,7 +408,8 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 		ar.GrantAudience(a)
 	}
 	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
-	sess.IDTokenClaims().AuthenticationMethodsReferences = amr // the sign-in's methods, in every ID token of the grant
+	sess.IDClaims.AuthenticationMethodsReferences = amr
+	sess.IDClaims.AuthenticationContextClassReference = acr.Claim(amr, requestedACR(ar))
 	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step.
 	ctx, _ := s.store.BeginTX(r.Context())
 	resp, err := rt.provider.NewAuthorizeResponse(ctx, ar, sess)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/keys"
 )
 
@@ -61,7 +62,8 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic"},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"prompt_values_supported":                        supportedPrompts,
-		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name"},
+		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name", "amr", "acr"},
+		"acr_values_supported":                           acr.Supported,
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
 		"claims_parameter_supported":                     false,

@@ -29,13 +29,19 @@ const (
 	signinPasskey        = "passkey"
 	signinPasskeyRefused = "passkey_refused"
 	signinError          = "error"
+	// The second step (secondstep.go): a right code, a wrong or replayed one, too many wrong ones, and a
+	// code sent after the challenge ended.
+	signinMFA          = "mfa"
+	signinMFAWrong     = "mfa_wrong"
+	signinMFAThrottled = "mfa_throttled"
+	signinMFAExpired   = "mfa_expired"
 )
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_signins_total",
-			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, error.",
+			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
 		}, []string{"result"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_tokens_issued_total",
@@ -48,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"grant_type", "outcome"}),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_family_revocations_total",
-			Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted (deleted or disabled, seen at a refresh), family_expired (absolute lifetime), logout (started in the session that logged out).",
+			Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted (deleted or disabled, seen at a refresh), family_expired (absolute lifetime), logout (started in the session that logged out, or in a browser signed out on the account page), account (removed on the account page).",
 		}, []string{"reason"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_rate_limited_total",

@@ -182,7 +182,7 @@ func (s *Service) passkeySignIn(w http.ResponseWriter, r *http.Request, rt *runt
 	s.metrics.signins.WithLabelValues(signinPasskey).Inc()
 	s.audit.Record(ctx, audit.Event{Kind: audit.SignInPasskey, Outcome: audit.Success, User: user.ID, Client: cl.GetID(),
 		Detail: map[string]string{"passkey": in.Passkey.ID, "synced": strconv.FormatBool(in.Passkey.Synced)}})
-	s.startSessionWith(w, r, rt, cl, ar, user, in.Passkey.AMR())
+	s.openSession(w, r, rt, cl, ar, user, in.Passkey.AMR()) // a user-verified passkey is two factors: no TOTP step
 }
 
 // passkeysPath is the passkeys page below the issuer's path.
@@ -209,7 +209,7 @@ func (s *Service) passkeysPage(w http.ResponseWriter, r *http.Request, _ string)
 			Message: "Your passkeys are shown to you once you are signed in. Sign in to an application that uses this service in this browser, then open this page again."})
 		return
 	}
-	d := page.Passkeys{Action: passkeysPath(rt), BeginURL: passkeysPath(rt) + "/begin", CSRF: csrfToken(w, r, rt), Email: u.Email}
+	d := page.Passkeys{Action: passkeysPath(rt), BeginURL: passkeysPath(rt) + "/begin", CSRF: csrfToken(w, r, rt), Email: u.Email, AccountURL: rt.basePath + "/account"}
 	status := http.StatusOK
 	switch r.Method {
 	case http.MethodPost:

@@ -40,6 +40,15 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/account/passkeys", s.handleClient(s.passkeysPage)),
 		server.Post("/account/passkeys", s.handleClient(s.passkeysPage)),
 		server.Post("/account/passkeys/begin", s.handleClient(s.passkeyRegisterBegin)),
+
+		// The account page (account.go), signed in through the hosted page's session.
+		server.Get("/account", s.handleClient(s.accountPage)),
+		server.Post("/account/password", s.handleClient(s.changePassword)),
+		server.Post("/account/mfa", s.handleClient(s.changeMFA)),
+		server.Get("/account/totp", s.handleClient(s.enrolPage)),
+		server.Post("/account/totp", s.handleClient(s.confirmEnrolment)),
+		server.Post("/account/sessions/end", s.handleClient(s.endSession)),
+		server.Post("/account/grants/end", s.handleClient(s.endGrant)),
 	}
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{s.hsts}, r.Handlers...)

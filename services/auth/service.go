@@ -29,6 +29,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/device"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -59,7 +60,8 @@ type Options struct {
 	Mail mail.Sender
 	// SignupMail sends what a sign-up leads to (nil: the sign-up mails, through Mail).
 	SignupMail SignupMail
-	// Now is the clock of the sign-in throttle, device cookies and audit events (default time.Now).
+	// Now is the clock of the sign-in throttle, device cookies, audit events and second-factor codes
+	// (default time.Now).
 	Now func() time.Time
 	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
 	// error page (refusals.go).
@@ -78,8 +80,10 @@ type Service struct {
 	sessions *sso.Store
 	throttle *throttle.Limiter
 	passkeys *passkey.Store
-	mail     mail.Sender
 	pages    *page.Renderer
+	account  *page.AccountRenderer
+	mfa      *mfa.Store
+	mail     mail.Sender // the account notices ("your password was changed")
 	metrics  *metrics
 	jwks     []byte
 	refusals *refusal.Recorder
@@ -118,6 +122,10 @@ type client struct {
 	name            string
 	postLogout      map[string]bool
 	redirectOrigins map[string]bool
+	requireMFA      bool // a second factor in every sign-in to this client
+	// account marks the provider's own account page (account_client.go), which signs in through the
+	// hosted page like a client but gets no code.
+	account bool
 	// resources are the APIs this client serves as a resource server (config resources): introspection
 	// discloses the access tokens for them.
 	resources []string
@@ -138,6 +146,10 @@ func New(o Options) (*Service, error) {
 		o.Now = time.Now
 	}
 	cfg := o.Config.Current()
+	sealer, err := mfa.LoadSealer(cfg.Auth.MFA.SecretKeyFile)
+	if err != nil {
+		return nil, err
+	}
 	ph := cfg.Auth.PasswordHash
 	hasher := users.NewHasher(users.ParamsFrom(ph), ph.Concurrency)
 	s := &Service{
@@ -151,6 +163,8 @@ func New(o Options) (*Service, error) {
 		throttle: throttle.New(o.Redis, o.Now),
 		passkeys: passkey.NewStore(o.Redis, nil),
 		pages:    page.New(),
+		account:  page.NewAccount(),
+		mfa:      mfa.NewStore(o.Redis, sealer, o.Now),
 		jwks:     o.Keys.JWKS(),
 		now:      o.Now,
 	}
@@ -161,7 +175,6 @@ func New(o Options) (*Service, error) {
 	if s.signupMail = o.SignupMail; s.signupMail == nil {
 		s.signupMail = mailSignup{sender: o.Mail}
 	}
-	var err error
 	if s.deviceKeys.Current, s.deviceKeys.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {
 		return nil, err
 	}
@@ -283,6 +296,9 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 	if rt.rp, err = relyingParty(issuer, a.Passkeys); err != nil {
 		return nil, err
 	}
+	if err := addAccountClient(rt); err != nil { // after discovery: the account page is no client of anyone's
+		return nil, err
+	}
 	fc := &fosite.Config{
 		AccessTokenLifespan:            a.AccessTokenLifetime.D(),
 		RefreshTokenLifespan:           a.RefreshTokenLifetime.D(),
@@ -371,7 +387,8 @@ func newClient(c config.OAuthClient) (*client, error) {
 		h := sha256.Sum256([]byte(secret))
 		dc.Secret = h[:]
 	}
-	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, resources: c.Resources}
+	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA,
+		resources: c.Resources}
 	if cl.name == "" {
 		cl.name = c.ClientID
 	}

@@ -34,8 +34,9 @@ type storedSession struct {
 	AuthTime    int64                      `json:"a,omitempty"`
 	RequestedAt int64                      `json:"r,omitempty"`
 	Nonce       string                     `json:"n,omitempty"`
-	AMR         []string                   `json:"m,omitempty"`
 	IDExtra     map[string]any             `json:"i,omitempty"`
+	AMR         []string                   `json:"m,omitempty"` // how the person signed in (package acr)
+	ACR         string                     `json:"c,omitempty"`
 	ATExtra     map[string]any             `json:"t,omitempty"`
 }
 
@@ -64,7 +65,7 @@ func (s *Session) MarshalJSON() ([]byte, error) {
 	}
 	if c := s.IDClaims; c != nil {
 		st.AuthTime, st.RequestedAt, st.Nonce, st.IDExtra = unixMilli(c.AuthTime), unixMilli(c.RequestedAt), c.Nonce, c.Extra
-		st.AMR = c.AuthenticationMethodsReferences
+		st.AMR, st.ACR = c.AuthenticationMethodsReferences, c.AuthenticationContextClassReference
 	}
 	if c := s.ATClaims; c != nil {
 		st.ATExtra = c.Extra
@@ -86,7 +87,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 		}
 	}
 	s.IDClaims = &jwt.IDTokenClaims{Subject: st.Subject, AuthTime: fromMilli(st.AuthTime), RequestedAt: fromMilli(st.RequestedAt),
-		Nonce: st.Nonce, Extra: st.IDExtra, AuthenticationMethodsReferences: st.AMR}
+		Nonce: st.Nonce, Extra: st.IDExtra, AuthenticationMethodsReferences: st.AMR, AuthenticationContextClassReference: st.ACR}
 	s.ATClaims = &jwt.JWTClaims{Subject: st.Subject, Extra: st.ATExtra}
 	return nil
 }

@@ -43,7 +43,7 @@ func TestExportWaitlist_WritesEntriesOldestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rows[0], ",") != "email,name,association,role,size,consent,created_at,origin" {
+	if strings.Join(rows[0], ",") != "email,name,association,role,size,consent,created_at,origin,state,consent_version,confirmed_at,unsubscribed_at" {
 		t.Fatalf("header %v", rows[0])
 	}
 	if rows[1][0] != "zoe.first@example.com" || rows[2][0] != "second@example.com" {
@@ -52,7 +52,8 @@ func TestExportWaitlist_WritesEntriesOldestFirst(t *testing.T) {
 	if rows[1][1] != `'=HYPERLINK("http://evil")` {
 		t.Fatalf("a formula is exported as a formula: %q", rows[1][1])
 	}
-	if rows[1][4] != "51–250" || rows[2][2] != `Club, "The"` || rows[2][3] != "member" || rows[1][5] != "true" || rows[1][7] != formstest.Origin {
+	if rows[1][4] != "51–250" || rows[2][2] != `Club, "The"` || rows[2][3] != "member" || rows[1][5] != "true" || rows[1][7] != formstest.Origin ||
+		rows[1][8] != store.StateSubscribed {
 		t.Fatalf("rows %v", rows)
 	}
 

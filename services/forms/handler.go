@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/email"
@@ -23,10 +24,16 @@ var (
 	bodyKeyInFlight = []byte(`{"status":"error","error":"idempotency_key_in_flight"}`)
 )
 
-// IdempotencyKeyHeader lets a client retry POST /contact safely for 24 hours. A key belongs to the
-// origin that sent it and to the message it first came with: the same key with another message is
-// answered 422.
+// IdempotencyKeyHeader lets a client retry POST /contact and /waitlist safely for 24 hours. A key
+// belongs to the origin that sent it and to the submission it first came with: the same key with another
+// one is answered 422. It is an RFC 8941 string (parseIdempotencyKey).
 const IdempotencyKeyHeader = "Idempotency-Key"
+
+// IdempotentReplayedHeader marks an answer that repeats a key's first answer (nothing was stored anew).
+const IdempotentReplayedHeader = "Idempotent-Replayed"
+
+// exposedHeaders are the answer headers a page on an allowed origin may read.
+const exposedHeaders = fiber.HeaderRetryAfter + ", " + IdempotentReplayedHeader
 
 // MaxIdempotencyKey bounds the header; a UUID is 36 characters.
 const MaxIdempotencyKey = 255
@@ -45,9 +52,12 @@ func contactRecord(c Contact, receivedAt time.Time, origin string) store.Contact
 // admitted is a request that passed the checks every forms endpoint shares.
 type admitted struct {
 	body   []byte
+	format bodyFormat
 	origin string
 	client netip.Addr
 	live   *liveConfig
+	site   *site     // the origin's forms.sites entry, or nil
+	form   *formPost // a plain HTML form post's answering context; nil for JSON
 }
 
 // admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
@@ -64,7 +74,7 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		return admitted{}, false
 	}
 	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
-	h.Set(fiber.HeaderAccessControlExposeHeaders, fiber.HeaderRetryAfter)
+	h.Set(fiber.HeaderAccessControlExposeHeaders, exposedHeaders)
 
 	body, err := readBody(c, buf)
 	switch err {
@@ -79,8 +89,9 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		s.replyInvalid(c, ep, resultBadRequest, Errors{BodyField: CodeInvalidJSON})
 		return admitted{}, false
 	}
-	if !isJSON(c.Request().Header.ContentType()) || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
-		if !isJSON(c.Request().Header.ContentType()) {
+	format := formatOf(c.Request().Header.ContentType())
+	if format.kind == kindUnsupported || !identityEncoding(c.Request().Header.Peek(fiber.HeaderContentEncoding)) {
+		if format.kind == kindUnsupported {
 			s.refuse(c, refusedContentType)
 		} else {
 			s.refuse(c, refusedContentEncoding)
@@ -88,12 +99,45 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		s.reply(c, ep, resultUnsupported, fiber.StatusUnsupportedMediaType, bodyError)
 		return admitted{}, false
 	}
-	return admitted{
+	sub := admitted{
 		body:   body,
+		format: format,
 		origin: string(origin),
 		client: clientip.Addr(c, lc.proxies),
 		live:   lc,
-	}, true
+		site:   lc.sites.find(string(origin)),
+	}
+	if format.isForm() {
+		sub.form = &formPost{origin: sub.origin, site: sub.site}
+		c.Context().SetUserValue(formPostKey, sub.form)
+	}
+	return sub, true
+}
+
+// wants says which extra members the submission's body is read for (validate.go, extras).
+func (sub *admitted) wants() wantExtras {
+	w := wantExtras{next: sub.form != nil}
+	if sub.site.botChecked() {
+		w.tokenField = botcheck.Provider(sub.site.BotCheck.Provider).Field()
+	}
+	return w
+}
+
+// checkNext takes a form post's _next into its answering context, or adds the error that refuses it.
+func (sub *admitted) checkNext(x extras, errs Errors) Errors {
+	if sub.form == nil || x.next == "" {
+		return errs
+	}
+	to, ok := nextURL(sub.origin, x.next)
+	if !ok {
+		if errs == nil {
+			errs = Errors{}
+		}
+		errs[NextField] = CodeInvalidChoice
+		return errs
+	}
+	sub.form.next = to
+	return errs
 }
 
 func (s *Service) submitWaitlist(c *fiber.Ctx) error {
@@ -104,22 +148,37 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	entry, honeypot, errs := DecodeWaitlist(sub.body)
+	entry, x, honeypot, errs := decodeWaitlist(sub.format, sub.body, sub.wants())
+	errs = sub.checkNext(x, errs)
 	if honeypot {
 		s.m.honeypot[ep].Inc()
 		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
 		return nil
 	}
-	if errs != nil {
-		s.replyInvalid(c, ep, resultInvalid, errs)
+	key, ok := s.vet(c, ep, &sub, errs, x)
+	if !ok {
 		return nil
+	}
+	idem := store.Idempotency{Origin: sub.origin, Key: key}
+	if key != "" {
+		idem.Message, _ = json.Marshal(entry) // bound to the validated entry, as on /contact
 	}
 	canonical, _ := email.Canonical(entry.Email)
 	now := s.now().UTC()
-	bufs.record = store.AppendWaitlistRecord(bufs.record[:0], waitlistRecord(entry, now, sub.origin))
+	rec := waitlistRecord(entry, now, sub.origin)
+	add := store.WaitlistSubmission{Client: sub.client, Limit: sub.live.rateLimit, Canonical: canonical, Idem: idem}
+	if sub.site != nil {
+		rec.ConsentVersion = sub.site.ConsentVersion
+	}
+	if d := sub.live.cfg.Forms.DoubleOptIn; d != nil {
+		o := s.optin.NewEntry(now, d)
+		rec.ID, rec.State, add.OptIn = o.ID, store.StatePending, &o
+	}
+	bufs.record = store.AppendWaitlistRecord(bufs.record[:0], rec)
+	add.Record = bufs.record
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.AddWaitlist(ctx, sub.client, sub.live.rateLimit, canonical, bufs.record, sub.live.cfg.Forms.Durability)
+	res, err := s.store.AddWaitlist(ctx, add, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
@@ -132,21 +191,15 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	msg, honeypot, errs := DecodeContact(sub.body)
+	msg, x, honeypot, errs := decodeContact(sub.format, sub.body, sub.wants())
+	errs = sub.checkNext(x, errs)
 	if honeypot {
 		s.m.honeypot[ep].Inc()
 		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
 		return nil
 	}
-	key := string(c.Request().Header.Peek(IdempotencyKeyHeader))
-	if code := checkIdempotencyKey(key); code != "" || errs != nil {
-		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
-		// field errors when there are some, so that a client fixes both at once.
-		var headerErrs Errors
-		if code != "" {
-			headerErrs = Errors{IdempotencyKeyHeader: code}
-		}
-		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
+	key, ok := s.vet(c, ep, &sub, errs, x)
+	if !ok {
 		return nil
 	}
 	idem := store.Idempotency{Origin: sub.origin, Key: key}
@@ -161,6 +214,27 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	res, err := s.store.AddContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
+}
+
+// vet runs what both endpoints check after the fields, in this order: the Idempotency-Key header,
+// answered with the field errors (400), then the site's bot check (400 / 502). It returns the key; false
+// when the answer has been written.
+func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x extras) (string, bool) {
+	key, code := parseIdempotencyKey(c.Request().Header.Peek(IdempotencyKeyHeader))
+	if code != "" || errs != nil {
+		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
+		// field errors when there are some, so that a client fixes both at once.
+		var headerErrs Errors
+		if code != "" {
+			headerErrs = Errors{IdempotencyKeyHeader: code}
+		}
+		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
+		return "", false
+	}
+	if sub.site.botChecked() && !s.checkBot(c, ep, sub, x.token) {
+		return "", false
+	}
+	return key, true
 }
 
 // checkIdempotencyKey returns an error code for a header that cannot be a key: longer than 255 bytes,
@@ -189,7 +263,12 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res store.Result, err e
 	case store.Duplicate:
 		s.reply(c, ep, resultDuplicate, fiber.StatusOK, bodyDuplicate)
 	case store.Replayed:
+		// The draft's marker of an answer that repeats the first one.
+		c.Response().Header.Set(IdempotentReplayedHeader, "true")
 		s.reply(c, ep, resultReplayed, fiber.StatusCreated, bodyCreated)
+	case store.ReplayedDuplicate:
+		c.Response().Header.Set(IdempotentReplayedHeader, "true")
+		s.reply(c, ep, resultReplayed, fiber.StatusOK, bodyDuplicate)
 	case store.KeyReused:
 		// The IETF Idempotency-Key draft's answer to a key reused with another payload.
 		s.reply(c, ep, resultIdempotencyConflict, fiber.StatusUnprocessableEntity, bodyKeyReused)
@@ -208,6 +287,10 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res store.Result, err e
 
 func (s *Service) reply(c *fiber.Ctx, ep endpoint, r result, status int, body []byte) {
 	s.m.submissions[ep][r].Inc()
+	if p := s.formPostOf(c); p != nil {
+		s.replyForm(c, ep, p, r, status, nil)
+		return
+	}
 	c.Status(status)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 	c.Response().SetBodyRaw(body)
@@ -228,6 +311,11 @@ func (s *Service) replyInvalid(c *fiber.Ctx, ep endpoint, r result, errs Errors)
 func (s *Service) replyInvalidWith(c *fiber.Ctx, ep endpoint, r result, errs, headers Errors) {
 	if errs == nil {
 		errs = Errors{}
+	}
+	if p := s.formPostOf(c); p != nil {
+		s.m.submissions[ep][r].Inc()
+		s.replyForm(c, ep, p, r, fiber.StatusBadRequest, errs)
+		return
 	}
 	b, _ := json.Marshal(invalidBody{Status: "invalid", Errors: errs, Headers: headers}) // strings always encode
 	s.reply(c, ep, r, fiber.StatusBadRequest, b)

@@ -22,6 +22,7 @@ import (
 	"github.com/formsservice/formsservice/services/forms/internal/formstest"
 
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
@@ -54,6 +55,9 @@ type harnessOpts struct {
 	// storeTimeout is the service's StoreTimeout and its Redis client's timeout (default 1.5 s and 1 s):
 	// a long one keeps a request waiting for durability until the test ends the wait.
 	storeTimeout time.Duration
+	// mail sends the waitlist's confirmation mails; now is the service's clock.
+	mail mail.Sender
+	now  func() time.Time
 	// dev and log: the service as the dev server runs it, and where its log goes (refusals_test.go).
 	dev bool
 	log io.Writer
@@ -95,7 +99,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		log = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout, Dev: o.dev})
+		StoreTimeout: o.storeTimeout, Mail: o.mail, Now: o.now, Dev: o.dev})
 	if err != nil {
 		t.Fatal(err)
 	}

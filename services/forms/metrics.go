@@ -44,11 +44,14 @@ const (
 	resultStoreError                        // 502
 	resultBadRequest                        // 408/400: the body could not be read
 	resultIdempotencyConflict               // 422: an Idempotency-Key reused with another message
+	resultBotRefused                        // 400: no bot-check token, or one the provider refused
+	resultBotUnavailable                    // 502: the bot check could not be made
 	numResults
 )
 
 var resultNames = [numResults]string{"created", "duplicate", "replayed", "honeypot", "invalid", "forbidden",
-	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable", "idempotency_conflict"}
+	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable", "idempotency_conflict",
+	"bot_refused", "bot_check_unavailable"}
 
 // metrics are the forms intake's own collectors (the delivery worker has its own). Counters for the hot
 // path are resolved once, so that counting a submission is one atomic add.
@@ -61,7 +64,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	subs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_submissions_total",
-		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable, idempotency_conflict).",
+		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable, idempotency_conflict, bot_refused, bot_check_unavailable).",
 	}, []string{"endpoint", "result"})
 	honeypot := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_honeypot_hits_total",

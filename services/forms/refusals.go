@@ -3,10 +3,11 @@ package forms
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
-// Why the forms refuse a request before reading it (docs/architecture.md D2), as the refusals counter
+// Why the forms refuse a request (docs/architecture.md D2, and D23 for bot checks), as the refusals counter
 // labels them. The answer keeps the contract's terse body; refuse explains it (services/platform/refusal).
 const (
 	refusedOriginMissing    refusal.Reason = "origin_missing"
@@ -14,9 +15,15 @@ const (
 	refusedBodyTooLarge     refusal.Reason = "body_too_large"
 	refusedContentType      refusal.Reason = "content_type"
 	refusedContentEncoding  refusal.Reason = "content_encoding"
+	// A site's bot check (docs/architecture.md D23): no token, a token the provider refused, a check that
+	// could not be made (502).
+	refusedBotMissing     refusal.Reason = "bot_check_missing"
+	refusedBotFailed      refusal.Reason = "bot_check_failed"
+	refusedBotUnavailable refusal.Reason = "bot_check_unavailable"
 )
 
-var refusalReasons = []refusal.Reason{refusedOriginMissing, refusedOriginNotAllowed, refusedBodyTooLarge, refusedContentType, refusedContentEncoding}
+var refusalReasons = []refusal.Reason{refusedOriginMissing, refusedOriginNotAllowed, refusedBodyTooLarge, refusedContentType, refusedContentEncoding,
+	refusedBotMissing, refusedBotFailed, refusedBotUnavailable}
 
 // refuseOrigin explains a 403 for the Origin sent: what came, and which origins are allowed.
 func (s *Service) refuseOrigin(c *fiber.Ctx, lc *liveConfig, origin []byte) {
@@ -53,8 +60,34 @@ func (s *Service) refuse(c *fiber.Ctx, reason refusal.Reason) {
 		msg = "forms: refused with 415: the body must not be compressed"
 		args = append(args, "content_encoding", string(h.Peek(fiber.HeaderContentEncoding)), "allowed", "identity (no Content-Encoding)")
 	default:
-		msg = "forms: refused with 415: the body must be JSON"
-		args = append(args, "content_type", string(h.ContentType()), "allowed", "application/json (optionally ; charset=utf-8)")
+		msg = "forms: refused with 415: the body must be JSON or a form post, in UTF-8"
+		args = append(args, "content_type", string(h.ContentType()), "allowed",
+			"application/json, application/x-www-form-urlencoded or multipart/form-data (charset, if given, utf-8)")
+	}
+	s.refusals.Refused(c.UserContext(), reason, msg, args...)
+}
+
+// refuseBot explains a bot check that did not pass: which provider the origin's site asks for, under
+// which field, and what the provider said (err: the refusal's codes, or why it could not be asked). The
+// answer stays the contract's (400 with the field's code, or 502).
+func (s *Service) refuseBot(c *fiber.Ctx, sub *admitted, reason refusal.Reason, err error) {
+	if !s.refusals.Explains(c.UserContext()) {
+		s.refusals.Count(reason)
+		return
+	}
+	provider := sub.site.BotCheck.Provider
+	args := []any{"method", c.Method(), "path", c.Path(), "origin", sub.origin,
+		"provider", provider, "field", botcheck.Provider(provider).Field()}
+	var msg string
+	switch reason {
+	case refusedBotMissing:
+		msg = "forms: refused with 400: this origin's site asks for a bot check and the submission has no token; put the provider's widget inside the form (or send its token under the field named)"
+	case refusedBotFailed:
+		msg = "forms: refused with 400: the bot-check provider did not accept the token (expired, used twice, for another site key, or forged)"
+		args = append(args, "provider_said", err.Error())
+	default:
+		msg = "forms: refused with 502: the bot check could not be made, so nothing was stored; check the site's secretFile and verifyURL"
+		args = append(args, "err", err.Error())
 	}
 	s.refusals.Refused(c.UserContext(), reason, msg, args...)
 }

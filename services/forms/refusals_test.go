@@ -7,6 +7,8 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/internal/verifytest"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // logLines are the JSON log lines with the given reason.
@@ -50,7 +52,7 @@ func TestRefusals_Dev_AnswerUnchanged_LogSaysWhatWasSentAndWhatIsAllowed(t *test
 	}
 	for reason, want := range map[string]map[string]any{
 		"origin_missing":   {"origin": "", "path": "/contact"},
-		"content_type":     {"content_type": "text/plain;charset=UTF-8", "allowed": "application/json (optionally ; charset=utf-8)"},
+		"content_type":     {"content_type": "text/plain;charset=UTF-8", "allowed": "application/json, application/x-www-form-urlencoded or multipart/form-data (charset, if given, utf-8)"},
 		"content_encoding": {"content_encoding": "gzip"},
 		"body_too_large":   {"limit_bytes": float64(MaxBodyBytes), "content_length": float64(MaxBodyBytes + 1)},
 	} {
@@ -97,5 +99,71 @@ func TestRefusals_Production_CountedByReasonOnly_NotLoggedAtInfo(t *testing.T) {
 				t.Errorf("the refusals counter has labels %v: only the reason may be one", m.GetLabel())
 			}
 		}
+	}
+}
+
+// A plain form post from a foreign origin gets the page the person can read, and explains itself to the
+// developer exactly as a JSON post does (the refusal is written before the answer's form is chosen).
+func TestRefusals_Dev_FormPostFromForeignOrigin_PageForThePersonLogForTheDeveloper(t *testing.T) {
+	logs := &testproc.Buffer{}
+	h := newHarness(t, harnessOpts{dev: true, log: logs})
+	a := h.postForm("/waitlist", "https://evil.example", formCT, urlencoded("email", "ada@example.com", "consent", "on"))
+	if a.code != 403 || !strings.Contains(a.body, "cannot be sent from here") || strings.Contains(a.body, "evil.example") {
+		t.Fatalf("got %d %s", a.code, a.body)
+	}
+	a = h.postForm("/contact", formstest.Origin, formCT+"; charset=iso-8859-1", urlencoded("name", "Ada"))
+	if a.code != 415 {
+		t.Fatalf("a Latin-1 form: %d %s", a.code, a.body)
+	}
+	lines := logLines(t, logs, "origin_not_allowed")
+	if len(lines) != 1 || lines[0]["origin"] != "https://evil.example" || lines[0]["path"] != "/waitlist" || lines[0]["level"] != "INFO" {
+		t.Errorf("the form post's origin refusal: %v\n%s", lines, logs)
+	}
+	lines = logLines(t, logs, "content_type")
+	if len(lines) != 1 || lines[0]["content_type"] != formCT+"; charset=iso-8859-1" {
+		t.Errorf("the Latin-1 form's refusal: %v\n%s", lines, logs)
+	}
+}
+
+// A failed bot check answered 400 or 502 and logged nothing the developer could act on (which provider,
+// which field, what the provider said). It explains itself now, the answer unchanged.
+func TestRefusals_Dev_BotCheck_MissingRefusedUnavailable_EachExplained(t *testing.T) {
+	logs := &testproc.Buffer{}
+	verify := verifytest.Start(t, "site-secret")
+	c := formstest.Config()
+	c.Forms.Sites = []config.Site{{Origin: formstest.Origin, BotCheck: &config.BotCheck{
+		Provider: "turnstile", SecretFile: secretFile(t, "site-secret"), VerifyURL: verify.URL}}}
+	h := newHarness(t, harnessOpts{cfg: c, dev: true, log: logs})
+
+	a := h.postForm("/waitlist", formstest.Origin, formCT, urlencoded("email", "ada@example.com", "consent", "on"))
+	if a.code != 400 || !strings.Contains(a.body, "Verification") {
+		t.Fatalf("no token: %d %s", a.code, a.body)
+	}
+	h.post("/waitlist", `{"email":"ada@example.com","consent":true,"cf-turnstile-response":"forged"}`).expect(t, 400, "invalid")
+	verify.Issue("good", -1)
+	verify.Fail(503)
+	h.post("/waitlist", `{"email":"ada@example.com","consent":true,"cf-turnstile-response":"good"}`).expect(t, 502, "error")
+
+	for reason, want := range map[string]map[string]any{
+		"bot_check_missing":     {"field": "cf-turnstile-response", "provider": "turnstile", "origin": formstest.Origin},
+		"bot_check_failed":      {"provider_said": "bot check: token refused: the provider said invalid-input-response"},
+		"bot_check_unavailable": {"err": "bot check turnstile: the verifier answered HTTP 503"},
+	} {
+		lines := logLines(t, logs, reason)
+		if len(lines) != 1 {
+			t.Errorf("%s: %d log lines, want 1\n%s", reason, len(lines), logs)
+			continue
+		}
+		for k, v := range want {
+			if lines[0][k] != v {
+				t.Errorf("%s: %s = %v, want %v (%v)", reason, k, lines[0][k], v, lines[0])
+			}
+		}
+		if n := h.counter("formsservice_forms_refusals_total", "reason", reason); n != 1 {
+			t.Errorf("%s counted %v times, want 1", reason, n)
+		}
+	}
+	if strings.Contains(logs.String(), "site-secret") {
+		t.Errorf("the secret reached the log:\n%s", logs)
 	}
 }

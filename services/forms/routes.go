@@ -1,6 +1,12 @@
 package forms
 
-import "github.com/formsservice/formsservice/services/platform/server"
+import (
+	"github.com/formsservice/formsservice/services/forms/optin"
+	"github.com/formsservice/formsservice/services/platform/server"
+)
+
+// linkBodyLimit bounds the body of the link pages' POSTs: RFC 8058's is "List-Unsubscribe=One-Click".
+const linkBodyLimit = 1024
 
 // Routes declares the whole surface of the forms service, at the paths the ingress sends to it. Both
 // submissions read their own body (StreamedBody): through the 16 KB limit (MaxBodyBytes), and only after the
@@ -13,5 +19,11 @@ func (s *Service) Routes() []server.Route {
 		server.Preflight("/contact", s.preflight),
 		server.Post("/waitlist", s.submitWaitlist).StreamedBody(MaxBodyBytes),
 		server.Preflight("/waitlist", s.preflight),
+		// The double opt-in's links (package optin): a page with a button, and the POST that acts (also a
+		// mail client's RFC 8058 one-click unsubscribe).
+		server.Get(optin.ConfirmPath, s.optin.ConfirmPage),
+		server.Post(optin.ConfirmPath, s.optin.Confirm).Limit(linkBodyLimit),
+		server.Get(optin.UnsubscribePath, s.optin.UnsubscribePage),
+		server.Post(optin.UnsubscribePath, s.optin.Unsubscribe).Limit(linkBodyLimit),
 	}
 }

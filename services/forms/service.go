@@ -7,8 +7,11 @@ package forms
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -16,9 +19,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/forms/delivery"
+	"github.com/formsservice/formsservice/services/forms/optin"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
@@ -36,6 +41,9 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Mail sends the waitlist's confirmation mails; default the relay of the configuration in force
+	// (mail.Live).
+	Mail mail.Sender
 	// Dev is the all-in-one dev server: refused requests are explained at info level (refusals.go).
 	Dev bool
 }
@@ -46,6 +54,7 @@ type Service struct {
 	rdb          redis.UniversalClient
 	store        *store.Store
 	delivery     *delivery.Worker
+	optin        *optin.OptIn
 	log          *slog.Logger
 	m            *metrics
 	now          func() time.Time
@@ -54,6 +63,7 @@ type Service struct {
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
+	lastBotLog atomic.Int64 // and of the last logged bot-check failure
 }
 
 // liveConfig is what the request path needs from the configuration, compiled once per configuration
@@ -61,6 +71,7 @@ type Service struct {
 type liveConfig struct {
 	cfg       *config.Config
 	origins   *originMatcher
+	sites     *siteMatcher
 	proxies   *clientip.Proxies
 	rateLimit int
 }
@@ -92,11 +103,14 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Mail == nil {
+		o.Mail = mail.Live(o.Config, nil)
+	}
 	refusals, err := refusal.New(refusal.Options{Service: "forms", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	s := &Service{
 		refusals:     refusals,
 		cfg:          o.Config,
 		rdb:          o.Redis,
@@ -106,7 +120,18 @@ func New(o Options) (*Service, error) {
 		m:            m,
 		now:          o.Now,
 		storeTimeout: o.StoreTimeout,
-	}, nil
+	}
+	s.optin, err = optin.New(optin.Options{Config: o.Config, Redis: o.Redis, Mail: o.Mail, Logger: o.Logger,
+		Registerer: o.Registerer, Consumer: consumerName(o.ConsumerName), Now: o.Now, SiteName: s.siteName})
+	if err != nil {
+		return nil, err
+	}
+	// A site whose bot-check secret cannot be read stops the start, as a webhook URL file does; after a
+	// reload it fails closed (502) until the file is fixed.
+	if err := errors.Join(s.live().sites.errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Name labels metrics and logs.
@@ -117,8 +142,21 @@ func (s *Service) Ready(ctx context.Context) error {
 	return store.Ready(ctx, s.rdb, s.cfg.Current().Forms.Durability)
 }
 
-// Run is the delivery worker; it returns when ctx ends.
-func (s *Service) Run(ctx context.Context) error { return s.delivery.Run(ctx) }
+// Run is the delivery worker and the double opt-in's mailer and sweep; it returns when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.optin.Run(ctx) }()
+	err := s.delivery.Run(ctx)
+	return errors.Join(err, <-done)
+}
+
+// siteName is the name forms.sites gives origin's site, or "".
+func (s *Service) siteName(origin string) string {
+	if st := s.live().sites.find(origin); st != nil {
+		return st.Name
+	}
+	return ""
+}
 
 // live returns the compiled form of the current configuration.
 func (s *Service) live() *liveConfig {
@@ -129,6 +167,7 @@ func (s *Service) live() *liveConfig {
 	lc := &liveConfig{
 		cfg:       cfg,
 		origins:   newOriginMatcher(cfg.AllowedOrigins),
+		sites:     newSiteMatcher(cfg.Forms.Sites),
 		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
 	}
@@ -145,4 +184,16 @@ func (s *Service) logStoreError(ep endpoint, err error) {
 		return
 	}
 	s.log.Warn("storing a submission failed; answering 502", "endpoint", ep.String(), "err", err)
+}
+
+// consumerName names this replica in the outbox's consumer group: the configured name, else the host's
+// with a random suffix (two processes on one host are two consumers).
+func consumerName(name string) string {
+	if name != "" {
+		return name
+	}
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
 }

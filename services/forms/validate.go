@@ -2,6 +2,7 @@ package forms
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/formsservice/formsservice/services/forms/jsonobj"
@@ -79,16 +80,45 @@ var (
 	waitlistKeys = []string{"email", "consent", "name", "association", "role", "size", HoneypotField}
 )
 
-// DecodeContact parses and validates a POST /contact body. honeypot reports a filled-in _gotcha field:
-// the caller answers 201 and stores nothing, whatever else is wrong, so that a bot learns nothing.
+// NextField is a form post's own thank-you address (docs/forms.md, "Plain HTML forms"): a path or a URL
+// on the posting origin. JSON bodies do not read it.
+const NextField = "_next"
+
+// extras are what a body carries besides its form's fields: the thank-you address a form post asks
+// for and the bot-check token. Which of them a request reads depends on its format and its site, so
+// that a JSON body from a site without a bot check is read exactly as the contract says.
+type extras struct {
+	next  string
+	token string
+}
+
+// wantExtras names the extra members a request reads: the _next field (form posts) and the bot-check
+// token's field ("" for none).
+type wantExtras struct {
+	next       bool
+	tokenField string
+}
+
+// maxKeys bounds a form's members plus the extras (the key arrays live on the stack).
+const maxKeys = 10
+
+// DecodeContact parses and validates a POST /contact JSON body. honeypot reports a filled-in _gotcha
+// field: the caller answers 201 and stores nothing, whatever else is wrong, so that a bot learns nothing.
 func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
-	var vals [6]jsonobj.Value
-	f, errs := parseObject(body, contactKeys, vals[:])
+	c, _, honeypot, errs = decodeContact(bodyFormat{kind: kindJSON}, body, wantExtras{})
+	return c, honeypot, errs
+}
+
+func decodeContact(bf bodyFormat, body []byte, want wantExtras) (c Contact, x extras, honeypot bool, errs Errors) {
+	var keyBuf [maxKeys]string
+	var vals [maxKeys]jsonobj.Value
+	keys := withExtras(keyBuf[:0], contactKeys, want)
+	f, errs := parseFields(bf, body, keys, vals[:len(keys)])
 	if errs != nil {
-		return c, false, errs
+		return c, x, false, errs
 	}
 	if f.honeypot() {
-		return c, true, nil
+		return c, x, true, nil
 	}
 	c.Name = f.text("name", true, 0, MaxName, singleLine)
 	c.Email = f.email("email")
@@ -98,18 +128,26 @@ func DecodeContact(body []byte) (c Contact, honeypot bool, errs Errors) {
 		c.Topic = DefaultTopic
 	}
 	c.Message = f.text("message", true, MinMessage, MaxMessage, multiLine)
-	return c, false, f.errs
+	x = f.extras(want)
+	return c, x, false, f.errs
 }
 
-// DecodeWaitlist parses and validates a POST /waitlist body; see DecodeContact for honeypot.
+// DecodeWaitlist parses and validates a POST /waitlist JSON body; see DecodeContact for honeypot.
 func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
-	var vals [7]jsonobj.Value
-	f, errs := parseObject(body, waitlistKeys, vals[:])
+	w, _, honeypot, errs = decodeWaitlist(bodyFormat{kind: kindJSON}, body, wantExtras{})
+	return w, honeypot, errs
+}
+
+func decodeWaitlist(bf bodyFormat, body []byte, want wantExtras) (w WaitlistEntry, x extras, honeypot bool, errs Errors) {
+	var keyBuf [maxKeys]string
+	var vals [maxKeys]jsonobj.Value
+	keys := withExtras(keyBuf[:0], waitlistKeys, want)
+	f, errs := parseFields(bf, body, keys, vals[:len(keys)])
 	if errs != nil {
-		return w, false, errs
+		return w, x, false, errs
 	}
 	if f.honeypot() {
-		return w, true, nil
+		return w, x, true, nil
 	}
 	w.Email = strings.ToLower(f.email("email"))
 	f.consent("consent")
@@ -117,7 +155,19 @@ func DecodeWaitlist(body []byte) (w WaitlistEntry, honeypot bool, errs Errors) {
 	w.Association = f.text("association", false, 0, MaxAssociation, singleLine)
 	w.Role = f.choice("role", func(v string) (string, bool) { return v, roles[v] })
 	w.Size = f.choice("size", func(v string) (string, bool) { s, ok := sizes[v]; return s, ok })
-	return w, false, f.errs
+	x = f.extras(want)
+	return w, x, false, f.errs
+}
+
+func withExtras(dst, keys []string, want wantExtras) []string {
+	dst = append(dst, keys...)
+	if want.next {
+		dst = append(dst, NextField)
+	}
+	if want.tokenField != "" {
+		dst = append(dst, want.tokenField)
+	}
+	return dst
 }
 
 // fields are the members of one form's object and the errors found so far.
@@ -125,13 +175,42 @@ type fields struct {
 	keys []string
 	vals []jsonobj.Value
 	errs Errors
+	// form says the values came from a form post: every value is a string, and consent is a checkbox.
+	form bool
 }
 
-func parseObject(body []byte, keys []string, vals []jsonobj.Value) (fields, Errors) {
-	if err := jsonobj.Read(body, keys, vals); err != nil {
-		return fields{}, Errors{BodyField: CodeInvalidJSON}
+// parseFields reads a body of either format. A JSON body that is not one valid object is
+// _body: invalid_json (D4); a form body that cannot be read is _body: invalid_type: it has no JSON
+// to be invalid, and invalid_type is the closed set's "this is not what it should be".
+func parseFields(bf bodyFormat, body []byte, keys []string, vals []jsonobj.Value) (fields, Errors) {
+	if bf.kind == kindJSON {
+		if err := jsonobj.Read(body, keys, vals); err != nil {
+			return fields{}, Errors{BodyField: CodeInvalidJSON}
+		}
+		return fields{keys: keys, vals: vals}, nil
 	}
-	return fields{keys: keys, vals: vals}, nil
+	if err := readForm(bf, body, keys, vals); err != nil {
+		return fields{}, Errors{BodyField: CodeInvalidType}
+	}
+	return fields{keys: keys, vals: vals, form: true}, nil
+}
+
+// extras reads the extra members asked for. The handler checks _next against the posting origin.
+func (f *fields) extras(want wantExtras) extras {
+	var x extras
+	if want.next {
+		x.next, _ = f.str(NextField)
+	}
+	if want.tokenField != "" {
+		switch v := f.value(want.tokenField); v.Kind {
+		case jsonobj.Absent:
+		case jsonobj.String:
+			x.token = strings.TrimSpace(v.Text())
+		default:
+			f.fail(want.tokenField, CodeInvalidType)
+		}
+	}
+	return x
 }
 
 func (f *fields) fail(name, code string) {
@@ -181,7 +260,7 @@ func (f *fields) text(name string, required bool, minLen, maxLen int, shape text
 		}
 		return ""
 	}
-	if hasControl(s, shape == multiLine) {
+	if hasControl(s, shape == multiLine) || shape == singleLine && hasInvisibleFormat(s) {
 		f.fail(name, CodeInvalidType)
 		return ""
 	}
@@ -215,6 +294,37 @@ func hasControl(s string, lineBreaksAllowed bool) bool {
 		case r < 0x20, r >= 0x7f && r <= 0x9f:
 			return true
 		}
+	}
+	return false
+}
+
+// hasInvisibleFormat reports a Unicode format character (category Cf) that a single-line field refuses:
+// the bidi embeddings, overrides and isolates that can make a name read backwards in a mail subject or
+// a terminal (U+202A–U+202E, U+2066–U+2069, the marks U+200E, U+200F and U+061C), the zero-width space,
+// word joiner and byte-order mark (U+200B, U+2060, U+FEFF), the soft hyphen and the other invisible
+// ones. Zero-width non-joiner and joiner (U+200C, U+200D) are kept between two visible characters:
+// Persian, the Indic scripts and emoji sequences need them there; at either end, or next to another
+// format character, they only hide something.
+func hasInvisibleFormat(s string) bool {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] < utf8.RuneSelf
+	}
+	if ascii { // no format character is ASCII: the common case costs one pass
+		return false
+	}
+	prevVisible := false
+	runes := []rune(s)
+	for i, r := range runes {
+		if !unicode.Is(unicode.Cf, r) {
+			prevVisible = true
+			continue
+		}
+		if (r == '\u200c' || r == '\u200d') && prevVisible && i+1 < len(runes) && !unicode.Is(unicode.Cf, runes[i+1]) {
+			prevVisible = false
+			continue
+		}
+		return true
 	}
 	return false
 }
@@ -253,6 +363,10 @@ func (f *fields) choice(name string, canon func(string) (string, bool)) string {
 // consent must be the JSON literal true: false is refused, and so is the string "true", which is what a
 // form serialised without care sends and what a person did not necessarily tick.
 func (f *fields) consent(name string) {
+	if f.form {
+		f.checkbox(name)
+		return
+	}
 	switch f.value(name).Kind {
 	case jsonobj.Absent:
 		f.fail(name, CodeRequired)
@@ -274,4 +388,22 @@ func (f *fields) honeypot() bool {
 		return strings.TrimSpace(v.Text()) != ""
 	}
 	return true
+}
+
+// checkbox reads consent from a form post: a ticked checkbox sends its value, "on" unless the page
+// gives another; an unticked one sends nothing (required). "true", "yes" and "1" count as ticked too;
+// "off", "false", "no", "0" and "" as a refusal (must_be_true); any other value is invalid_type.
+func (f *fields) checkbox(name string) {
+	v := f.value(name)
+	if v.Kind == jsonobj.Absent {
+		f.fail(name, CodeRequired)
+		return
+	}
+	switch strings.ToLower(strings.TrimSpace(v.Text())) {
+	case "on", "true", "yes", "1":
+	case "off", "false", "no", "0", "":
+		f.fail(name, CodeMustBeTrue)
+	default:
+		f.fail(name, CodeInvalidType)
+	}
 }

@@ -58,10 +58,21 @@ var (
 	RefreshReuse      = define("token.refresh_reuse", "a rotated refresh token presented again: its grant is revoked")
 	TokenRevoked      = define("token.revoked", "a grant revoked through /oauth2/revoke (RFC 7009); failure reason: unknown_token")
 	Introspection     = define("token.introspection", "a resource server asked about a token: success (active), failure (reason inactive or unauthorized)")
-	SignInPasskey     = define("signin.passkey", "a passkey sign-in on the hosted page (detail: passkey); failure reasons: unknown_passkey, cloned (the signature counter did not go up), wrong_origin, user_verification, expired, malformed, invalid, disabled, throttled")
-	PasskeyAdded      = define("passkey.added", "a passkey added on the passkeys page (detail: passkey, synced); failure reasons: bad_password, throttled, expired, exists, too_many, malformed, wrong_origin, user_verification, invalid")
-	PasskeyRenamed    = define("passkey.renamed", "a passkey given another name (detail: passkey); failure reason: not_found")
-	PasskeyRemoved    = define("passkey.removed", "a passkey removed (detail: passkey); failure reason: not_found")
+	// Passkeys (issue 23 item 4; docs/architecture.md D21).
+	SignInPasskey  = define("signin.passkey", "a passkey sign-in on the hosted page (detail: passkey); failure reasons: unknown_passkey, cloned (the signature counter did not go up), wrong_origin, user_verification, expired, malformed, invalid, disabled, throttled")
+	PasskeyAdded   = define("passkey.added", "a passkey added on the passkeys page (detail: passkey, synced); failure reasons: bad_password, throttled, expired, exists, too_many, malformed, wrong_origin, user_verification, invalid")
+	PasskeyRenamed = define("passkey.renamed", "a passkey given another name (detail: passkey); failure reason: not_found")
+	PasskeyRemoved = define("passkey.removed", "a passkey removed (detail: passkey); failure reason: not_found")
+	// The second factor and the account page (issue 23; docs/architecture.md D20).
+	SecondFactor     = define("signin.second_factor", "a code at a sign-in's second step: success (an app's code; detail method=totp); failure reasons: wrong_code, replayed_code, wrong_recovery_code, throttled")
+	RecoveryCodeUsed = define("signin.recovery_code", "a recovery code accepted at a sign-in's second step (spent; detail left: how many remain)")
+	MFARequired      = define("signin.mfa_required", "a client (requireMFA or acr_values) asked for a second factor the sign-in lacked; reasons: not_enrolled (sent to set one up), step_up (a password-only session asked for a code), prompt_none (login_required)")
+	MFAEnrolled      = define("account.mfa_enrolled", "a second factor (an authenticator app) set up on the account page, with new recovery codes; failure reasons: wrong_code, expired, wrong_password, throttled")
+	MFARemoved       = define("account.mfa_removed", "the second factor turned off on the account page; failure reasons: wrong_password, throttled")
+	RecoveryReplaced = define("account.recovery_codes_replaced", "new recovery codes on the account page (the old ones stop working); failure reasons: wrong_password, throttled")
+	PasswordChanged  = define("account.password_changed", "a person changed their password on the account page (every other session and grant ends; detail grants, sessions); failure reasons: wrong_password, throttled, invalid")
+	SessionEnded     = define("account.session_ended", "a sign-in session ended from the account page, with the grants started in it (detail current, grants)")
+	GrantEnded       = define("account.grant_ended", "an app's access (a grant) removed from the account page")
 )
 
 // Kinds lists every declared kind in declaration order.

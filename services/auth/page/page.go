@@ -33,6 +33,7 @@ func New() *Renderer {
 	css := template.CSS(pageCSS)
 	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Funcs(passkeyFuncs).Parse(pageHTML))
 	template.Must(t.Parse(passkeysHTML))
+	t = template.Must(t.Parse(secondStepHTML))
 	h := sha256.Sum256([]byte(pageCSS))
 	return &Renderer{tmpl: t, styleHash: "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"}
 }

@@ -35,11 +35,13 @@ type PasskeySignIn struct {
 type Passkeys struct {
 	// Action is where the page's forms post (add, remove); BeginURL where the script asks for a
 	// registration ceremony's options.
-	Action   string
-	BeginURL string
-	CSRF     string
-	Email    string
-	List     []PasskeyRow
+	Action string
+	// AccountURL is the account page, linked back to.
+	AccountURL string
+	BeginURL   string
+	CSRF       string
+	Email      string
+	List       []PasskeyRow
 	// Notice confirms what the last action did; Error says why it failed.
 	Notice string
 	Error  string

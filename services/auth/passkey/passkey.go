@@ -4,7 +4,7 @@
 // passkeys and of the ceremonies' challenges (single use, expiring, bound to the browser that asked).
 //
 // The provider (package auth) mounts the pages and endpoints; this package knows nothing of HTTP beyond
-// the JSON the browser sends. docs/architecture.md (D12) records why it is built this way.
+// the JSON the browser sends. docs/architecture.md (D21) records why it is built this way.
 package passkey
 
 import (
@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/formsservice/formsservice/services/auth/acr"
 )
 
 // Errors callers tell apart. A ceremony the browser's answer fails is a *Refusal (errors.Is ErrRefused).
@@ -184,9 +186,9 @@ type Passkey struct {
 // user verification is required, a second factor held by the authenticator (PIN or biometrics): "mfa".
 func (p *Passkey) AMR() []string {
 	if p.Synced {
-		return []string{"swk", "mfa"}
+		return []string{acr.SWK, acr.MFA}
 	}
-	return []string{"hwk", "mfa"}
+	return []string{acr.HWK, acr.MFA}
 }
 
 // CheckName trims a passkey's name and checks it.

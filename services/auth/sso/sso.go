@@ -24,9 +24,10 @@ var ErrUnavailable = errors.New("session store unavailable")
 type Session struct {
 	UserID   string
 	AuthTime time.Time
-	// AMR are the authentication methods of the sign-in (RFC 8176: pwd, hwk, swk, mfa), which every
-	// ID token issued through the session repeats.
+	// AMR are the methods the person signed in with (package acr): the ID token's amr.
 	AMR []string
+	// ID names the session in Redis and on the account page (the cookie's SHA-256, not the cookie).
+	ID string
 }
 
 // Store keeps sessions.
@@ -58,27 +59,25 @@ func userKey(userID string) string { return "auth:sso-user:{" + userID + "}" }
 
 // Create starts a session and returns the cookie value.
 func (s *Store) Create(ctx context.Context, userID string, authTime time.Time, ttl time.Duration) (string, error) {
-	return s.Start(ctx, Session{UserID: userID, AuthTime: authTime}, ttl)
+	return s.Start(ctx, Start{UserID: userID, AuthTime: authTime}, ttl)
 }
 
-// Start starts the session sess and returns the cookie value. The stored value is
-// "user|auth time|amr" (amr space-separated; older sessions have no third part).
-func (s *Store) Start(ctx context.Context, sess Session, ttl time.Duration) (string, error) {
-	userID := sess.UserID
+// Start starts a session and returns the cookie value (list.go describes Start).
+func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
 	token := base64.RawURLEncoding.EncodeToString(b)
-	v := userID + "|" + strconv.FormatInt(sess.AuthTime.Unix(), 10)
-	if len(sess.AMR) > 0 {
-		v += "|" + strings.Join(sess.AMR, " ")
-	}
+	userID := st.UserID
+	v := userID + "|" + strconv.FormatInt(st.AuthTime.Unix(), 10) + "|" + strings.Join(st.AMR, ",")
 	id := sessionID(token)
 	now := time.Now()
 	var size *redis.IntCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, keyOf(id), v, ttl)
+		p.HSet(ctx, metaKey(id), "ua", clip(st.UserAgent, MaxUserAgent), "last", now.Unix())
+		p.PExpire(ctx, metaKey(id), ttl)
 		uk := userKey(userID)
 		p.ZAdd(ctx, uk, redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: id})
 		p.ZRemRangeByScore(ctx, uk, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
@@ -94,7 +93,7 @@ func (s *Store) Start(ctx context.Context, sess Session, ttl time.Duration) (str
 		if old, err := s.rdb.ZPopMin(ctx, userKey(userID), n-MaxSessionsPerUser).Result(); err == nil {
 			for _, z := range old {
 				if oid, ok := z.Member.(string); ok {
-					s.rdb.Del(ctx, keyOf(oid), familiesKey(oid))
+					s.rdb.Del(ctx, keyOf(oid), familiesKey(oid), metaKey(oid))
 				}
 			}
 		}
@@ -108,17 +107,20 @@ if ttl <= 0 then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
 if redis.call('SCARD', KEYS[2]) > tonumber(ARGV[2]) then redis.call('SPOP', KEYS[2]) end
 redis.call('PEXPIRE', KEYS[2], ttl)
+redis.call('HSET', KEYS[3], 'last', ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ttl)
 return 1
 `)
 
-// AddFamily records that a token family was started in the session, so that logout revokes it. The
-// list lives as long as the session and holds at most MaxFamiliesPerSession.
+// AddFamily records that a token family was started in the session, so that logout revokes it, and
+// that the session was used now (the account page shows it). The list lives as long as the session and
+// holds at most MaxFamiliesPerSession.
 func (s *Store) AddFamily(ctx context.Context, token, family string) error {
 	if token == "" || len(token) > 128 {
 		return nil
 	}
 	id := sessionID(token)
-	if err := addFamilyScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id)}, family, MaxFamiliesPerSession).Err(); err != nil {
+	if err := addFamilyScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id), metaKey(id)}, family, MaxFamiliesPerSession, time.Now().Unix()).Err(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return nil
@@ -139,7 +141,7 @@ func (s *Store) Families(ctx context.Context, token string) ([]string, error) {
 var endScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 local fams = redis.call('SMEMBERS', KEYS[2])
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return {v or '', fams}
 `)
 
@@ -150,7 +152,7 @@ func (s *Store) End(ctx context.Context, token string) (userID string, families 
 		return "", nil, nil
 	}
 	id := sessionID(token)
-	res, err := endScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id)}).Slice()
+	res, err := endScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id), metaKey(id)}).Slice()
 	if err != nil || len(res) != 2 {
 		return "", nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -177,7 +179,7 @@ func (s *Store) EndUser(ctx context.Context, userID string) (int, error) {
 	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range ids {
-			p.Del(ctx, keyOf(id), familiesKey(id))
+			p.Del(ctx, keyOf(id), familiesKey(id), metaKey(id))
 		}
 		p.Del(ctx, userKey(userID))
 		return nil
@@ -200,13 +202,11 @@ func (s *Store) Get(ctx context.Context, token string) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	uid, at, ok := strings.Cut(v, "|")
-	at, amr, _ := strings.Cut(at, "|")
-	secs, err := strconv.ParseInt(at, 10, 64)
-	if !ok || err != nil {
-		return nil, nil
+	sess := parse(v)
+	if sess != nil {
+		sess.ID = sessionID(token)
 	}
-	return &Session{UserID: uid, AuthTime: time.Unix(secs, 0).UTC(), AMR: strings.Fields(amr)}, nil
+	return sess, nil
 }
 
 // Delete ends a session.

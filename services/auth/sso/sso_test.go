@@ -117,7 +117,7 @@ func TestStart_KeepsTheAuthenticationMethods(t *testing.T) {
 	s, old, _, _ := start(t, time.Hour)
 	ctx := context.Background()
 	at := time.Unix(1_700_000_100, 0).UTC()
-	token, err := s.Start(ctx, sso.Session{UserID: "user-2", AuthTime: at, AMR: []string{"hwk", "mfa"}}, time.Hour)
+	token, err := s.Start(ctx, sso.Start{UserID: "user-2", AuthTime: at, AMR: []string{"hwk", "mfa"}}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,7 @@ type budget struct {
 	limit      int
 	delayAfter int
 	wait       time.Duration // once reserved: the delay a failure of this attempt earns
+	window     time.Duration // the budget's own window (code.go); 0: the reservation's
 }
 
 func (l *Limiter) budgets(a Attempt, lim Limits) []budget {
@@ -60,15 +61,15 @@ func (l *Limiter) budgets(a Attempt, lim Limits) []budget {
 		if lim.Device <= 0 {
 			return nil
 		}
-		return []budget{{BudgetDevice, budgetKey("device", a.Device), lim.Device, lim.DelayAfter, 0}}
+		return []budget{{BudgetDevice, budgetKey("device", a.Device), lim.Device, lim.DelayAfter, 0, 0}}
 	}
 	var bs []budget
 	if lim.Account > 0 && a.Account != "" {
-		bs = append(bs, budget{BudgetAccount, budgetKey("browsers", a.Account), lim.Account, lim.DelayAfter, 0})
+		bs = append(bs, budget{BudgetAccount, budgetKey("browsers", a.Account), lim.Account, lim.DelayAfter, 0, 0})
 	}
 	if lim.IP > 0 && a.IP != "" {
 		// An address is shared by many people (a NAT, an office): its budget counts without delays.
-		bs = append(bs, budget{BudgetAddress, budgetKey("addr", a.IP), lim.IP, 0, 0})
+		bs = append(bs, budget{BudgetAddress, budgetKey("addr", a.IP), lim.IP, 0, 0, 0})
 	}
 	return bs
 }
@@ -161,7 +162,11 @@ func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay tim
 	err := l.evalShaRetry(ctx, reserveScript, func() error {
 		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, b := range bs {
-				cmds[i] = reserveScript.EvalSha(ctx, p, []string{b.key}, b.limit, window.Milliseconds(), now, b.delayAfter, maxDelay.Milliseconds())
+				w := window
+				if b.window > 0 {
+					w = b.window
+				}
+				cmds[i] = reserveScript.EvalSha(ctx, p, []string{b.key}, b.limit, w.Milliseconds(), now, b.delayAfter, maxDelay.Milliseconds())
 			}
 			return nil
 		})

@@ -28,10 +28,10 @@ type SignupLimits struct {
 func (l *Limiter) ReserveSignup(ctx context.Context, email, ip string, lim SignupLimits) (*Reservation, *Refusal, error) {
 	var bs []budget
 	if lim.PerIP > 0 && ip != "" {
-		bs = append(bs, budget{BudgetSignupAddress, budgetKey("signup-addr", ip), lim.PerIP, 0, 0})
+		bs = append(bs, budget{BudgetSignupAddress, budgetKey("signup-addr", ip), lim.PerIP, 0, 0, 0})
 	}
 	if lim.PerAddress > 0 && email != "" {
-		bs = append(bs, budget{BudgetSignupEmail, budgetKey("signup-email", email), lim.PerAddress, 0, 0})
+		bs = append(bs, budget{BudgetSignupEmail, budgetKey("signup-email", email), lim.PerAddress, 0, 0, 0})
 	}
 	return l.reserve(ctx, bs, lim.Window, 0)
 }

@@ -1,6 +1,6 @@
 // Package throttle bounds failed sign-ins with budgets in Redis that every replica shares (budget.go:
-// known browsers, unknown browsers of an account, client addresses; failures slow down, then stop),
-// bounds sign-ups per client address and per e-mail address (signup.go), and rate-limits requests
+// known browsers, unknown browsers of an account, client addresses; failures slow down, then stop), and
+// second-factor codes per user with the same model (code.go), bounds sign-ups per client address and per e-mail address (signup.go), and rate-limits requests
 // (rate.go).
 package throttle
 

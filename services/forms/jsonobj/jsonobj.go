@@ -56,6 +56,10 @@ type Value struct {
 	escaped bool // a string containing backslash escapes or bytes that need checking
 }
 
+// StringOf is a string value holding s as it is (no escapes): how a reader of another body format (a
+// form post's fields) hands its values to code written for this package's. s must be valid UTF-8.
+func StringOf(s []byte) Value { return Value{Kind: String, raw: s} }
+
 // MaxDepth matches encoding/json's limit on nesting.
 const MaxDepth = 10000
 

@@ -159,7 +159,7 @@ func (b *batcher) run(batch []*storeOp) {
 			op.done <- opResult{err: err}
 		case i >= len(res):
 			op.done <- opResult{err: errShortAnswer}
-		case !durable && res[i] >= 1 && res[i] <= 3:
+		case !durable && (res[i] >= 1 && res[i] <= 3 || res[i] == 6):
 			// Stored, or found stored (duplicate, replay), but not yet as durable as promised: the client
 			// is told to retry, and a retry with its Idempotency-Key gets the first answer.
 			op.done <- opResult{err: NotDurableError{Level: level}}

@@ -40,7 +40,7 @@ func TestBatcher_ConcurrentSubmissionsShareCallsAndGetTheirOwnAnswers(t *testing
 		wg.Go(func() {
 			<-start
 			email := fmt.Sprintf("u%d@example.com", i%200) // every address twice
-			r, err := st.AddWaitlist(t.Context(), client, 0, email, []byte(`{"email":"`+email+`"}`), config.DurabilityProcess)
+			r, err := st.AddWaitlist(t.Context(), WaitlistSubmission{Client: client, Canonical: email, Record: []byte(`{"email":"` + email + `"}`)}, config.DurabilityProcess)
 			if err != nil {
 				t.Error(err)
 				return
@@ -96,11 +96,11 @@ func TestBatcher_CallerThatGaveUp_StoresNothing(t *testing.T) {
 	st, _ := testStore(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := st.AddWaitlist(ctx, netip.MustParseAddr("192.0.2.1"), 0, "late@example.com", []byte(`{}`), config.DurabilityProcess); err == nil {
+	if _, err := st.AddWaitlist(ctx, WaitlistSubmission{Client: netip.MustParseAddr("192.0.2.1"), Canonical: "late@example.com", Record: []byte(`{}`)}, config.DurabilityProcess); err == nil {
 		t.Fatal("no error for a cancelled request")
 	}
 	// The queue drains (a later submission is answered) without storing the abandoned one.
-	if r, err := st.AddWaitlist(t.Context(), netip.MustParseAddr("192.0.2.1"), 0, "next@example.com", []byte(`{}`), config.DurabilityProcess); err != nil || r.Outcome != Stored {
+	if r, err := st.AddWaitlist(t.Context(), WaitlistSubmission{Client: netip.MustParseAddr("192.0.2.1"), Canonical: "next@example.com", Record: []byte(`{}`)}, config.DurabilityProcess); err != nil || r.Outcome != Stored {
 		t.Fatalf("%v %v", r, err)
 	}
 	if st.rdb.HExists(t.Context(), WaitlistEntries, "late@example.com").Val() {

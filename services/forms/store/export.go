@@ -25,7 +25,8 @@ const exportPage = 500
 // endpoint's keys share one hash tag, so on a Redis Cluster they all live on one master and the client
 // routes these reads there; there is nothing to gather from the other masters.
 func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
-	out, err := newRecordWriter(w, format, []string{"email", "name", "association", "role", "size", "consent", "created_at", "origin"})
+	out, err := newRecordWriter(w, format, []string{"email", "name", "association", "role", "size", "consent", "created_at", "origin",
+		"state", "consent_version", "confirmed_at", "unsubscribed_at"})
 	if err != nil {
 		return 0, err
 	}
@@ -50,8 +51,16 @@ func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer,
 			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 				return n, fmt.Errorf("waitlist entry %q: %w", page[i], err)
 			}
-			err := out.write([]byte(raw), []string{rec.Email, rec.Name, rec.Association, rec.Role, rec.Size,
-				fmt.Sprint(rec.Consent), rec.CreatedAt.UTC().Format(time.RFC3339Nano), rec.Origin})
+			if rec.State == "" {
+				rec.State = StateSubscribed
+			}
+			line, err := json.Marshal(rec) // the stored record, with its state spelled out
+			if err != nil {
+				return n, err
+			}
+			err = out.write(line, []string{rec.Email, rec.Name, rec.Association, rec.Role, rec.Size,
+				fmt.Sprint(rec.Consent), rec.CreatedAt.UTC().Format(time.RFC3339Nano), rec.Origin,
+				rec.State, rec.ConsentVersion, timeCell(rec.ConfirmedAt), timeCell(rec.UnsubscribedAt)})
 			if err != nil {
 				return n, err
 			}
@@ -59,6 +68,22 @@ func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer,
 		}
 	}
 	return n, out.flush()
+}
+
+// The states of a waitlist entry as export shows them; an entry taken without the double opt-in has
+// none stored and is shown as subscribed.
+const (
+	StateSubscribed   = "subscribed"
+	StatePending      = "pending"
+	StateConfirmed    = "confirmed"
+	StateUnsubscribed = "unsubscribed"
+)
+
+func timeCell(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // ExportContact writes every stored contact message, oldest first, with its stream ID, and returns how

@@ -27,6 +27,20 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 		return ForgetReport{}, fmt.Errorf("%q is not a valid e-mail address", address)
 	}
 	rep := ForgetReport{Email: canonical, ContactMessages: []string{}}
+	// The double opt-in's traces of the entry: its id in the index, its expiry, its resend throttle.
+	if rec, ok, err := WaitlistEntry(ctx, rdb, canonical); err != nil {
+		return rep, err
+	} else if ok && rec.ID != "" {
+		if err := rdb.HDel(ctx, WaitlistIDs, rec.ID).Err(); err != nil {
+			return rep, err
+		}
+	}
+	if err := rdb.ZRem(ctx, WaitlistPending, canonical).Err(); err != nil {
+		return rep, err
+	}
+	if err := rdb.Del(ctx, ResendKey(canonical)).Err(); err != nil {
+		return rep, err
+	}
 	n, err := rdb.HDel(ctx, WaitlistEntries, canonical).Result()
 	if err != nil {
 		return rep, err

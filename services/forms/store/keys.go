@@ -28,6 +28,18 @@ const (
 	// cheaper than a sorted-set insert, and an address is appended only when HSETNX created it).
 	WaitlistOrder      = "fs:{waitlist}:order"
 	waitlistRatePrefix = "fs:{waitlist}:rate:"
+	// waitlistIdemPrefix holds a waitlist Idempotency-Key's record: "<hash of the entry>:<first answer>".
+	waitlistIdemPrefix = "fs:{waitlist}:idem:"
+	// The double opt-in (optin.go). WaitlistIDs maps an entry's id (in its links) to its address;
+	// WaitlistPending holds pending addresses scored by when they expire (ms); WaitlistOutbox queues
+	// the confirmation mails (field "a": the address) for the consumer group OutboxGroup; a resend key
+	// throttles the mail of a pending address signed up again; the link key signs the links.
+	WaitlistIDs          = "fs:{waitlist}:ids"
+	WaitlistPending      = "fs:{waitlist}:pending"
+	WaitlistOutbox       = "fs:{waitlist}:outbox"
+	OutboxGroup          = "optin"
+	waitlistResendPrefix = "fs:{waitlist}:resend:"
+	waitlistLinkKey      = "fs:{waitlist}:linkkey"
 
 	// ContactStream holds every stored contact message (field RecordField: the JSON record) until erased;
 	// the delivery workers read it through the consumer group DeliveryGroup.

@@ -16,6 +16,14 @@ type WaitlistRecord struct {
 	Consent     bool      `json:"consent"`
 	CreatedAt   time.Time `json:"created_at"`
 	Origin      string    `json:"origin,omitempty"`
+	// The double opt-in's part (optin.go): the entry's id in its links, its state (pending, confirmed,
+	// unsubscribed; absent for an entry taken without the opt-in), the consent text's version the site
+	// showed, and when the state changed. The scripts set the times, the handler the rest.
+	ID             string    `json:"id,omitempty"`
+	State          string    `json:"state,omitempty"`
+	ConsentVersion string    `json:"consent_version,omitempty"`
+	ConfirmedAt    time.Time `json:"confirmed_at,omitzero"`
+	UnsubscribedAt time.Time `json:"unsubscribed_at,omitzero"`
 }
 
 type ContactRecord struct {
@@ -49,6 +57,9 @@ func AppendWaitlistRecord(dst []byte, r WaitlistRecord) []byte {
 	dst = r.CreatedAt.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, '"')
 	dst = appendOptional(dst, `,"origin":`, r.Origin)
+	dst = appendOptional(dst, `,"id":`, r.ID)
+	dst = appendOptional(dst, `,"state":`, r.State)
+	dst = appendOptional(dst, `,"consent_version":`, r.ConsentVersion)
 	return append(dst, '}')
 }
 

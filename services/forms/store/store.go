@@ -52,24 +52,6 @@ local earlier = redis.call('GET', KEYS[1])
 if earlier then return cjson.decode(earlier) end
 `
 
-// waitlistLua: KEYS run, entries, order, then each submission's rate key; ARGV per submission: limit,
-// canonical address, record.
-var waitlistLua = firstRun + rateLimitLua + `
-for i = 1, #KEYS - 3 do
-  local r = rate(KEYS[i + 3], tonumber(ARGV[3*i - 2]))
-  if r == 0 then
-    if redis.call('HSETNX', KEYS[2], ARGV[3*i - 1], ARGV[3*i]) == 0 then
-      r = 2
-    else
-      redis.call('RPUSH', KEYS[3], ARGV[3*i - 1])
-      r = 1
-    end
-  end
-  out[i] = r
-end
-return remember(KEYS[1], out)
-`
-
 // contactLua: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
 // key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
 // (else ""), and "1" when the answer will wait for durability (machine or primary). The idempotency
@@ -114,6 +96,8 @@ const (
 	RateLimited
 	KeyReused // an Idempotency-Key sent before with another message
 	InFlight  // an Idempotency-Key whose first request is still waiting for its answer
+	// ReplayedDuplicate is a waitlist Idempotency-Key seen before, whose first answer was Duplicate.
+	ReplayedDuplicate
 )
 
 // Result is one submission's outcome; RetryAfter is set for RateLimited.
@@ -134,22 +118,12 @@ type Store struct {
 func New(rdb redis.UniversalClient) *Store {
 	return &Store{
 		rdb:      rdb,
-		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder}, "fs:{waitlist}"+runPrefix),
+		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox}, "fs:{waitlist}"+runPrefix),
 		contact:  newBatcher(rdb, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
 	}
 }
 
-// AddWaitlist stores a sign-up (its canonical address and record) unless the address is there already,
-// within client's rate limit (limit per minute, 0: none), as durable as level asks.
-func (s *Store) AddWaitlist(ctx context.Context, client netip.Addr, limit int, canonical string, record []byte, level config.Durability) (Result, error) {
-	n, err := s.waitlist.do(ctx, storeOp{keys: []string{waitlistRatePrefix + clientip.Key(client)}, args: []any{limit, canonical, string(record)}, level: level})
-	if err != nil {
-		return Result{}, err
-	}
-	return scriptResult(n)
-}
-
-// Idempotency is a contact submission's Idempotency-Key, scoped to the origin that sent it and bound
+// Idempotency is a submission's Idempotency-Key, scoped to the origin that sent it and bound
 // to the message it carried. The zero value means "no key".
 type Idempotency struct {
 	Origin, Key string
@@ -206,6 +180,8 @@ func scriptResult(n int64) (Result, error) {
 		return Result{Outcome: KeyReused}, nil
 	case n == 5:
 		return Result{Outcome: InFlight}, nil
+	case n == 6:
+		return Result{Outcome: ReplayedDuplicate}, nil
 	}
 	return Result{}, fmt.Errorf("script: unexpected answer %d", n)
 }

@@ -35,6 +35,8 @@ type Auth struct {
 	FamilyLifetime Duration `json:"familyLifetime,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
+	// MFA configures the second factor (TOTP, recovery codes): its throttle, lifetimes and key.
+	MFA MFA `json:"mfa,omitempty"`
 	// PasswordHash tunes argon2id; the defaults are OWASP's minimum (19 MiB, 2 passes, 1 lane).
 	PasswordHash PasswordHash `json:"passwordHash,omitempty"`
 	// Throttle bounds failed sign-ins per account and per client IP.
@@ -118,6 +120,10 @@ type OAuthClient struct {
 	// audience) parameters; without one, the token is for all of them. Empty: the aud is the client ID,
 	// as for a client that calls no API of its own.
 	Audiences []string `json:"audiences,omitempty"`
+	// RequireMFA makes a second factor part of every sign-in to this client: a user without one sets it
+	// up (an authenticator app) before the client gets its code; a browser signed in with a password
+	// alone is asked for a code.
+	RequireMFA bool `json:"requireMFA,omitempty"`
 	// Resources are the APIs (absolute URIs, as in other clients' audiences) this client serves as a
 	// resource server: with its secret it may introspect the access tokens whose aud names one of them
 	// or its client ID. Any other token (another API's, another client's refresh token) introspects as
@@ -142,6 +148,7 @@ func (a *Auth) applyDefaults(c *Config) {
 	setDuration(&a.IDTokenLifetime, time.Hour)
 	setDuration(&a.SessionLifetime, 24*time.Hour)
 	setDuration(&a.FamilyLifetime, 30*24*time.Hour)
+	a.MFA.applyDefaults()
 	if a.PasswordHash.MemoryKiB == 0 {
 		a.PasswordHash.MemoryKiB = DefaultArgon2MemoryKiB
 	}
@@ -261,6 +268,7 @@ func (a Auth) validate() []error {
 			}
 		}
 	}
+	errs = append(errs, a.MFA.validate()...)
 	return errs
 }
 

@@ -243,6 +243,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("redis: set url or addrs, not both"))
 	}
 	errs = append(errs, c.Forms.validate()...)
+	errs = append(errs, validateSites(c.Forms.Sites, c.AllowedOrigins)...)
+	errs = append(errs, c.Forms.validateOptIn(c.PublicURL)...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Health.validate()...)
 	errs = append(errs, c.Mail.validate()...)

@@ -22,6 +22,17 @@ type Forms struct {
 	// Durability is what a 201 (and a 200 duplicate) survives; see the Durability constants. Default
 	// "process".
 	Durability Durability `json:"durability,omitempty"`
+	// Sites configure what the forms do for each allowed origin beyond the JSON contract
+	// (forms_sites.go): the thank-you and error pages of plain HTML form posts.
+	Sites []Site `json:"sites,omitempty"`
+	// DoubleOptIn, when set, makes waitlist sign-ups confirmed ones (forms_optin.go).
+	DoubleOptIn *DoubleOptIn `json:"doubleOptIn,omitempty"`
+	// WaitlistRetention erases waitlist entries signed up longer ago than this, whatever their state.
+	// 0 (the default) keeps them until `formsservice forget` erases them.
+	WaitlistRetention Duration `json:"waitlistRetention,omitempty"`
+	// PublicURL is where the forms are reached, when not at publicURL (a forms host of their own): the
+	// base of the links in their mails.
+	PublicURL string `json:"publicURL,omitempty"`
 }
 
 // Durability names what an acknowledged submission survives.
@@ -112,6 +123,9 @@ func (f Forms) RateLimit() int {
 }
 
 func (f *Forms) applyDefaults() {
+	if f.DoubleOptIn != nil {
+		f.DoubleOptIn.applyDefaults()
+	}
 	if f.Durability == "" {
 		f.Durability = DurabilityProcess
 	}

@@ -1,0 +1,163 @@
+package page
+
+import (
+	"bytes"
+	"crypto/rand"
+	_ "embed"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+)
+
+// The account page (/account) and its steps: the same look as the sign-in page, in a wider column, with
+// the stylesheet allowed by a nonce drawn for each answer (the QR code is inline SVG drawn with
+// attributes only, so nothing else needs allowing).
+
+//go:embed account.html
+var accountHTML string
+
+//go:embed account.css
+var accountCSS string
+
+// AccountRenderer renders the account pages.
+type AccountRenderer struct{ tmpl *template.Template }
+
+// NewAccount parses the account templates.
+func NewAccount() *AccountRenderer {
+	css, acss := template.CSS(pageCSS), template.CSS(accountCSS)
+	t := template.Must(template.New("account").Funcs(template.FuncMap{
+		"css":        func() template.CSS { return css },
+		"accountCSS": func() template.CSS { return acss },
+	}).Parse(accountHTML))
+	return &AccountRenderer{tmpl: t}
+}
+
+// Frame is what every account page has.
+type Frame struct {
+	Title string
+	Nonce string // set by the renderer
+	CSRF  string
+	// Base is the issuer's path ("" at the root): every link and form is below it.
+	Base string
+}
+
+// Account is the data of the account page.
+type Account struct {
+	Frame
+	Email, Name string
+	Notice      string // what the last action did (role=status)
+	Error       string // a page-wide failure (role=alert)
+	// PasswordError and MFAError head their forms; Fields are the errors by field (current_password,
+	// new_password, mfa_password).
+	PasswordError string
+	MFAError      string
+	Fields        map[string]string
+	MFA           MFAStatus
+	// Passkeys: the service offers passkeys, so the page links to their own page (/account/passkeys).
+	Passkeys bool
+	Sessions []SessionRow
+	Grants   []GrantRow
+}
+
+// MFAStatus is the second factor as the page shows it.
+type MFAStatus struct {
+	On           bool
+	Since        string
+	RecoveryLeft int
+}
+
+// SessionRow is one browser signed in.
+type SessionRow struct {
+	ID        string
+	Browser   string // "Firefox on Linux"
+	UserAgent string
+	SignedIn  string
+	LastUsed  string
+	Methods   string // "password and a code"
+	Current   bool
+}
+
+// GrantRow is one app with access.
+type GrantRow struct {
+	ID       string
+	Client   string
+	Offline  bool
+	SignedIn string
+	LastUsed string
+}
+
+// Enrol is the data of the authenticator app set-up.
+type Enrol struct {
+	Frame
+	QR           template.HTML // from mfa.QRSVG
+	Secret       string        // in groups of four
+	SecretSpoken string        // letter by letter, for screen readers
+	URI          string
+	Error        string
+	// Return is the authorization request to go back to afterwards ("" for the account page), and
+	// ClientName the application that asked for a second factor.
+	Return     string
+	ClientName string
+	// NeedPassword asks for the password too (the session signed in a while ago); PasswordError is
+	// what was wrong with it.
+	NeedPassword  bool
+	PasswordError string
+}
+
+// Codes is the data of the page that shows new recovery codes, once.
+type Codes struct {
+	Frame
+	Notice        string
+	Codes         []string
+	ContinueURL   string
+	ContinueLabel string
+}
+
+// RenderAccount writes the account page.
+func (r *AccountRenderer) RenderAccount(w http.ResponseWriter, status int, d Account) {
+	if d.Fields == nil {
+		d.Fields = map[string]string{}
+	}
+	d.Title = "Your account"
+	r.render(w, status, "account", &d.Frame, &d)
+}
+
+// RenderEnrol writes the authenticator app set-up.
+func (r *AccountRenderer) RenderEnrol(w http.ResponseWriter, status int, d Enrol) {
+	d.Title = "Set up an authenticator app"
+	r.render(w, status, "enrol", &d.Frame, &d)
+}
+
+// RenderCodes writes new recovery codes.
+func (r *AccountRenderer) RenderCodes(w http.ResponseWriter, d Codes) {
+	d.Title = "Save your recovery codes"
+	r.render(w, http.StatusOK, "codes", &d.Frame, &d)
+}
+
+// RenderNotSignedIn writes the page for a browser that declined to sign in to its account.
+func (r *AccountRenderer) RenderNotSignedIn(w http.ResponseWriter, base string) {
+	d := Frame{Title: "Not signed in", Base: base}
+	r.render(w, http.StatusUnauthorized, "notsignedin", &d, &d)
+}
+
+// render draws a nonce into frame (which data embeds) and writes the page with its headers.
+func (r *AccountRenderer) render(w http.ResponseWriter, status int, name string, frame *Frame, data any) {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	frame.Nonce = base64.RawURLEncoding.EncodeToString(b) // nothing html/template escapes in the attribute
+	var buf bytes.Buffer
+	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		http.Error(w, "page error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+frame.Nonce+"'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
