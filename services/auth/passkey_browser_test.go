@@ -27,7 +27,9 @@ import (
 	"github.com/formsservice/formsservice/internal/testbrowser"
 	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -477,4 +479,54 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	p.passkeySignIn(t, ctx, p.issuer, oauth2.GenerateVerifier())
 	refusedOnPage(t, ctx, "removed passkey")
 	p.wantEvent(t, audit.SignInPasskey, audit.Failure, passkey.ReasonUnknownPasskey, userID)
+}
+
+// A passkey that verified the person is two factors (docs/architecture.md D21): for an account with an
+// authenticator app, a sign-in asking for two factors (acr_values; requireMFA takes the same path)
+// ends with the passkey, without the app's code step, and its ID token says so in amr and acr; the
+// session it starts satisfies the next such request too.
+func TestPasskeys_InChromium_TwoFactorsInOne_NoCodeStep(t *testing.T) {
+	p := startPasskeyProvider(t, nil)
+	ctx := testbrowser.New(t)
+	if _, err := chromedp.Call(ctx, webauthn.Enable, webauthn.EnableParams{}); err != nil {
+		t.Fatalf("WebAuthn.enable: %v", err)
+	}
+	userID := p.passwordSignIn(t, ctx)
+	virtualAuthenticator(t, ctx, false)
+	p.addPasskey(t, ctx, "Security key")
+
+	// The account gets an authenticator app: from now on a password sign-in has a code step.
+	st := mfa.NewStore(p.rdb, mfa.Sealer{}, nil)
+	key, err := st.Pending(context.Background(), userID, "Acme", testEmail, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := mfa.Code(key.Secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res, err := st.Confirm(context.Background(), userID, code); err != nil || res != mfa.Accepted {
+		t.Fatalf("enrolling the app: %v %v", res, err)
+	}
+
+	twoFactors := oauth2.SetAuthURLParam("acr_values", acr.TwoFactor)
+	withoutAutofill(t, ctx)
+	signOutBrowser(t, ctx)
+	verifier := oauth2.GenerateVerifier()
+	testbrowser.Do(t, ctx, "passkey sign-in asking for two factors",
+		chromedp.Navigate(strings.Replace(p.authorizeURL("state-2fa", verifier, twoFactors), p.base, p.issuer, 1)),
+		chromedp.WaitVisible(chromedp.CSS("#passkey-signin-button")),
+		chromedp.Click(chromedp.CSS("#passkey-signin-button")))
+	claims := p.idTokenClaims(t, waitURL(t, ctx, p.redirect+"?"), verifier)
+	if claims["sub"] != userID || strings.Join(amrOf(claims), " ") != "hwk mfa" || claims["acr"] != acr.TwoFactor {
+		t.Errorf("passkey sign-in: sub %v amr %v acr %v, want %s, hwk mfa, %s", claims["sub"], claims["amr"], claims["acr"], userID, acr.TwoFactor)
+	}
+
+	// The passkey's session is enough for the next request asking for two factors: no page at all.
+	verifier = oauth2.GenerateVerifier()
+	testbrowser.Do(t, ctx, "second authorization", chromedp.Navigate(strings.Replace(p.authorizeURL("state-again", verifier, twoFactors), p.base, p.issuer, 1)))
+	claims = p.idTokenClaims(t, waitURL(t, ctx, p.redirect+"?"), verifier)
+	if strings.Join(amrOf(claims), " ") != "hwk mfa" || claims["acr"] != acr.TwoFactor {
+		t.Errorf("on the passkey's session: amr %v acr %v, want hwk mfa and %s", claims["amr"], claims["acr"], acr.TwoFactor)
+	}
 }
