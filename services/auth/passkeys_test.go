@@ -77,6 +77,12 @@ func TestPasskeys_NotOfferedWhenDisabledOrTheIssuerIsAnIPAddress(t *testing.T) {
 		if begin.StatusCode != http.StatusNotFound || account.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: begin %d, passkeys page %d; want 404", name, begin.StatusCode, account.StatusCode)
 		}
+		// Nor does the account page link to the passkeys page.
+		p.user(testEmail, testPassword)
+		p.signInAndGetCode(b, testEmail, testPassword, oauth2.GenerateVerifier())
+		if page := b.get(p.base + "/account"); page.StatusCode != http.StatusOK || strings.Contains(page.body, "/account/passkeys") {
+			t.Errorf("%s: the account page (%d) links to the passkeys page", name, page.StatusCode)
+		}
 	}
 }
 
@@ -215,6 +221,12 @@ func TestPasskeysPage_SignInSessionCSRFAndCurrentPassword(t *testing.T) {
 		t.Fatalf("passkeys page: %d\n%.600s", res.StatusCode, res.body)
 	}
 	checkScriptNonce(t, "passkeys page", res)
+	if !strings.Contains(res.body, `<a href="/account">Your account</a>`) {
+		t.Errorf("the passkeys page does not link back to the account page")
+	}
+	if page := b.get(p.base + "/account"); page.StatusCode != http.StatusOK || !strings.Contains(page.body, `href="/account/passkeys"`) {
+		t.Errorf("the account page (%d) does not link to the passkeys page", page.StatusCode)
+	}
 	token := csrfOf(t, res.body)
 
 	if r := b.postForm(p.base+"/account/passkeys", url.Values{"action": {"remove"}, "id": {"AAAA"}}); r.StatusCode != http.StatusForbidden {
