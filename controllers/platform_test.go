@@ -41,7 +41,7 @@ func TestPlatform_TheRenderedConfigurationServesTheContract(t *testing.T) {
 	bin := testproc.Build(t, "./cmd/formsservice")
 
 	// A real Redis with a password, as an external Redis of the FormsService.
-	rs := testredis.Start(t)
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "no"}) // appendonly yes, which the forms' default durability needs
 	const redisPassword = "platform-test-password"
 	if err := rs.Client().ConfigSet(ctx, "requirepass", redisPassword).Err(); err != nil {
 		t.Fatal(err)

@@ -126,6 +126,9 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"webhook url that is not http(s)", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "hooks.slack.com/services/x"}}
 		}, "webhook url must be an http or https URL"},
+		{"a previous webhook signing secret without the new one", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{WebhookPreviousSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "h", Key: "old"}}
+		}, "webhookPreviousSigningSecretRef is set only during a rotation"},
 		{"double opt-in confirmation window too short", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.DoubleOptIn = &v1alpha1.DoubleOptInSpec{ConfirmWithin: &metav1.Duration{Duration: 60 * 1e9}}
 		}, "confirmWithin must be between 1h and 720h"},

@@ -362,6 +362,7 @@ type FormsSpec struct {
 
 // FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing
 // settings (docs/forms.md).
+// +kubebuilder:validation:XValidation:rule="!has(self.webhookPreviousSigningSecretRef) || has(self.webhookSigningSecretRef)",message="webhookPreviousSigningSecretRef is set only during a rotation, beside webhookSigningSecretRef (the new secret)"
 type FormsDataPolicy struct {
 	// Durability is what a 201 survives: process (the Redis process: memory and append-only file),
 	// machine (a crash of the Redis machine: fsync before the answer) or primary (the loss of the
@@ -392,6 +393,12 @@ type FormsDataPolicy struct {
 	// ("whsec_" + base64 of 24 to 64 random bytes); webhook calls then carry webhook-signature.
 	// +optional
 	WebhookSigningSecretRef *SecretKeySelector `json:"webhookSigningSecretRef,omitempty"`
+	// WebhookPreviousSigningSecretRef, during a rotation of the signing secret, names the Secret key
+	// holding the secret that WebhookSigningSecretRef replaces: calls then carry a signature with each,
+	// so receivers verify with either while they move to the new one (docs/forms.md). Remove it once
+	// every receiver has the new secret.
+	// +optional
+	WebhookPreviousSigningSecretRef *SecretKeySelector `json:"webhookPreviousSigningSecretRef,omitempty"`
 }
 
 // DeliverySpec lists where contact messages go.

@@ -19,9 +19,9 @@ func newDeliveriesCmd(env *environment) *cobra.Command {
 		Use:   "deliveries",
 		Short: "list, retry or drop contact messages whose delivery was given up",
 		Long: `Contact messages whose delivery was given up (forms.delivery.maxAttempts or maxAge) wait in the dead
-letters. list shows them; retry hands them back to delivery as new messages (every channel again); drop
-deletes the dead letter (the message itself stays stored until retention or forget erases it). ID is the
-message ID that list, the logs and the webhook-id show.`,
+letters. list shows them; retry hands them back to delivery under their ID (the same webhook-id and
+Message-ID; every channel again); drop deletes the dead letter (the message itself stays stored until
+retention or forget erases it). ID is the message ID that list, the logs and the webhook-id show.`,
 		Example: `  formsservice deliveries list
   formsservice deliveries retry --all
   formsservice deliveries drop 1767323045000-0`,
@@ -83,7 +83,7 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 	var store storeFlags
 	var all bool
 	short := map[string]string{
-		"retry": "hand dead letters back to delivery as new messages (every channel again)",
+		"retry": "hand dead letters back to delivery under their ID (every channel again)",
 		"drop":  "delete dead letters (the messages stay stored until retention or forget)",
 	}[action]
 	cmd := &cobra.Command{
@@ -107,8 +107,8 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("deliveries retry: %w", err)
 				}
-				for old, id := range moved {
-					fmt.Fprintf(env.stdout, "%s: queued again as %s\n", old, id)
+				for _, id := range moved {
+					fmt.Fprintf(env.stdout, "%s: queued again (same ID, webhook-id and Message-ID)\n", id)
 				}
 				fmt.Fprintf(env.stderr, "%d %s handed back to delivery\n", len(moved), plural(len(moved), "message", "messages"))
 				return nil

@@ -36,7 +36,7 @@ func TestDeliveriesCommand_ListRetryDrop(t *testing.T) {
 		t.Fatalf("list:\n%s", out)
 	}
 	out, _, err = formsTool(t, rs.URL(), "deliveries", "retry", "1767323045000-0")
-	if err != nil || !strings.HasPrefix(out, "1767323045000-0: queued again as ") {
+	if err != nil || !strings.HasPrefix(out, "1767323045000-0: queued again (same ID") {
 		t.Fatalf("retry: %v %q", err, out)
 	}
 	if n := rdb.XLen(t.Context(), "fs:{contact}:messages").Val(); n != 1 {

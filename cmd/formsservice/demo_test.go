@@ -41,7 +41,7 @@ func TestDevServer_ServesTheDemoPageWithTheSDK(t *testing.T) {
 }
 
 func TestFormsCommand_DoesNotServeTheDemoPage(t *testing.T) {
-	url := startFormsCommand(t, testredis.Start(t).URL())
+	url := startFormsCommand(t, testredis.Start(t, testredis.Options{AppendFsync: "no"}).URL())
 	if code, _ := httpGet(t, url+"/demo/"); code != 404 {
 		t.Fatalf("production forms service answered /demo/ with %d, want 404", code)
 	}

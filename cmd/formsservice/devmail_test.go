@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/logging"
 	"github.com/formsservice/formsservice/services/platform/mail"
@@ -23,7 +26,7 @@ func TestDevServer_ServesTheDevMailPage(t *testing.T) {
 }
 
 func TestFormsCommand_DoesNotServeTheDevMailPage(t *testing.T) {
-	url := startFormsCommand(t, testredis.Start(t).URL())
+	url := startFormsCommand(t, testredis.Start(t, testredis.Options{AppendFsync: "no"}).URL())
 	if code, _ := httpGet(t, url+"/dev/mail/"); code != 404 {
 		t.Fatalf("production forms service answered /dev/mail/ with %d, want 404", code)
 	}
@@ -54,5 +57,31 @@ func TestMailSender_DevWithoutRelay_KeepsTheMailAndLogsItsLinks(t *testing.T) {
 	}
 	if err := prod.Send(t.Context(), mail.Message{To: []string{config.DevEmail}, Text: "x"}); err != mail.ErrNoRelay {
 		t.Fatalf("production without a relay: %v, want ErrNoRelay", err)
+	}
+}
+
+// `make run` shows the contact messages it was sent: without a relay in forms.delivery, the dev server
+// mails them to its outbox, where /dev/mail/ lists them.
+func TestDevServer_ContactMessageLandsInTheDevOutbox(t *testing.T) {
+	url := startCommand(t, "dev", func(string) string { return "" })
+	req, _ := http.NewRequest(http.MethodPost, url+"/contact",
+		strings.NewReader(`{"name":"Ada Lovelace","email":"ada@example.com","message":"Hello there, does the outbox show this?"}`))
+	req.Header.Set("Origin", url) // the dev server accepts its own origin
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("POST /contact: %d", resp.StatusCode)
+	}
+	var page string
+	testwait.For(t, 10*time.Second, "the contact mail in the dev outbox", func() bool {
+		_, page = httpGet(t, url+"/dev/mail/")
+		return strings.Contains(page, "[contact] general: Ada Lovelace")
+	})
+	if code, mail := httpGet(t, url+"/dev/mail/1"); code != 200 || !strings.Contains(mail, "does the outbox show this?") || !strings.Contains(mail, "team@formsservice.localhost") {
+		t.Fatalf("GET /dev/mail/1: %d\n%s", code, mail)
 	}
 }

@@ -124,7 +124,7 @@ func formsTool(t *testing.T, redisURL string, args ...string) (stdout, stderr st
 }
 
 func TestFormsCommand_ServesAndExportAndForgetSeeWhatWasStored(t *testing.T) {
-	rs := testredis.Start(t)
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "no"}) // appendonly yes: what forms.durability process needs
 	url := startFormsCommand(t, rs.URL())
 	if code := formsPost(t, url, "/waitlist", `{"email":"Ada@Example.com","consent":true,"name":"Ada"}`); code != 201 {
 		t.Fatalf("waitlist: %d", code)

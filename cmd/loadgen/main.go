@@ -147,12 +147,12 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bareAddr, stopBare, err := startBaseline(self, "bare", redisURL)
+	bareAddr, _, stopBare, err := startBaseline(self, "bare", redisURL)
 	if err != nil {
 		return err
 	}
 	defer stopBare()
-	setnxAddr, stopSetnx, err := startBaseline(self, "setnx", redisURL)
+	setnxAddr, setnxPID, stopSetnx, err := startBaseline(self, "setnx", redisURL)
 	if err != nil {
 		return err
 	}
@@ -208,6 +208,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	report(stdout, targets)
+	reportMemory(stdout, peakRSSKiB(forms.pid), peakRSSKiB(setnxPID))
 	fmt.Fprintf(stdout, "load average after: %s (other work on the machine shows up as noise, in the half-peak p99 most)\n", loadAverage())
 	return nil
 }
@@ -242,6 +243,34 @@ func report(w io.Writer, ts []*target) {
 		fmt.Fprintf(w, "%s: >= 90%% of the one-round-trip baseline: %s; p99 at half peak < 10 ms: %s\n",
 			t.name, yes(okRate), yes(okP99))
 	}
+}
+
+// reportMemory compares the peak resident set (VmHWM) of the forms process, after the whole bench
+// (/waitlist and /contact at peak and half peak), with the one-SETNX baseline's under the same load: the
+// forms service promises to stay within 2× of it (docs/forms.md, "Performance").
+func reportMemory(w io.Writer, formsKiB, setnxKiB int) {
+	if formsKiB == 0 || setnxKiB == 0 {
+		fmt.Fprintln(w, "peak RSS: not readable from /proc on this machine")
+		return
+	}
+	ratio := float64(formsKiB) / float64(setnxKiB)
+	fmt.Fprintf(w, "peak RSS (VmHWM): formsservice forms %.1f MiB, baseline SETNX %.1f MiB: %.2f×; within 2× of the baseline: %s\n",
+		float64(formsKiB)/1024, float64(setnxKiB)/1024, ratio, yes(ratio <= 2))
+}
+
+// peakRSSKiB reads a process's peak resident set size (VmHWM, KiB) from /proc; 0 if unreadable.
+func peakRSSKiB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
 }
 
 func yes(b bool) string {
@@ -316,14 +345,17 @@ func waitReplica(addr string, within time.Duration) error {
 	return errors.New("the bench replica did not acknowledge a write")
 }
 
-// startRedis runs a redis-server without persistence on a free loopback port; extra arguments override.
+// startRedis runs a redis-server on a free loopback port with what the forms' default durability
+// (process) needs, the append-only file (with Redis's own default policy when it is on, appendfsync
+// everysec), and no RDB snapshots; extra arguments override. The baselines share it, so every target
+// pays the same for persistence.
 func startRedis(bin, dir string, extra ...string) (string, func(), error) {
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
 	cmd := exec.Command(bin, args...)
 	stop, err := startProcess(cmd)
@@ -343,29 +375,29 @@ func startRedis(bin, dir string, extra ...string) (string, func(), error) {
 	return addr, stop, nil
 }
 
-// startBaseline runs `loadgen baseline` and reads the address it listens on.
-func startBaseline(self, mode, redisURL string) (string, func(), error) {
+// startBaseline runs `loadgen baseline` and reads the address it listens on; pid is its process's.
+func startBaseline(self, mode, redisURL string) (addr string, pid int, stop func(), err error) {
 	cmd := exec.Command(self, "baseline", "-mode", mode, "-addr", "127.0.0.1:0", "-redis", redisURL)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd.Stderr = os.Stderr
-	stop, err := startProcess(cmd)
+	stop, err = startProcess(cmd)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("baseline did not report its address: %w", err)
+		return "", 0, nil, fmt.Errorf("baseline did not report its address: %w", err)
 	}
-	addr := strings.TrimSpace(line)
+	addr = strings.TrimSpace(line)
 	if err := waitHTTP("http://"+addr+"/livez", 10*time.Second); err != nil {
 		stop()
-		return "", nil, err
+		return "", 0, nil, err
 	}
-	return addr, stop, nil
+	return addr, cmd.Process.Pid, stop, nil
 }
 
 // service is a started process and where it listens.

@@ -19,6 +19,7 @@ var wantAlerts = []string{
 	"FormsServiceRedisClusterDegraded",
 	"FormsServiceHighErrorRate",
 	"FormsServiceStoreErrors",
+	"FormsServiceDurabilityUnmet",
 	"FormsServiceHighLatencyP99",
 	"FormsServiceSignInFailureSpike",
 }

@@ -142,6 +142,9 @@ func formsDataPolicy(c *config.Forms, p *v1alpha1.FormsDataPolicy) {
 	if r := p.WebhookSigningSecretRef; r != nil && c.Delivery.Webhook != nil {
 		c.Delivery.Webhook.SecretFile = SecretPath(r.Name, r.Key)
 	}
+	if r := p.WebhookPreviousSigningSecretRef; r != nil && c.Delivery.Webhook != nil {
+		c.Delivery.Webhook.PreviousSecretFile = SecretPath(r.Name, r.Key)
+	}
 }
 
 // formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn. A bot check's secret is a

@@ -98,12 +98,13 @@ func TestServiceConfig(t *testing.T) {
 				t.Errorf("forms got the auth section: %+v", c.Auth)
 			}
 		}},
-		{"forms gets the data policy: durability, retention, delivery limits, webhook signing secret", func(fs *v1alpha1.FormsService) {
+		{"forms gets the data policy: durability, retention, delivery limits, webhook signing secrets (new and previous)", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example/x"}}
 			fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{
 				Durability: "primary", ContactRetention: &metav1.Duration{Duration: 90 * 24 * time.Hour},
 				DeliveryMaxAttempts: ptr.To[int32](5), DeliveryMaxAge: &metav1.Duration{Duration: 6 * time.Hour},
-				WebhookSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"},
+				WebhookSigningSecretRef:         &v1alpha1.SecretKeySelector{Name: "hook", Key: "secret"},
+				WebhookPreviousSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "hook", Key: "old-secret"},
 			}
 		}, in, Forms, func(t *testing.T, c *config.Config) {
 			f := c.Forms
@@ -111,7 +112,8 @@ func TestServiceConfig(t *testing.T) {
 				f.Delivery.MaxAttempts != 5 || f.Delivery.MaxAge.D() != 6*time.Hour {
 				t.Errorf("forms = %+v", f)
 			}
-			if f.Delivery.Webhook == nil || f.Delivery.Webhook.SecretFile != SecretsDir+"/hook/secret" {
+			if f.Delivery.Webhook == nil || f.Delivery.Webhook.SecretFile != SecretsDir+"/hook/secret" ||
+				f.Delivery.Webhook.PreviousSecretFile != SecretsDir+"/hook/old-secret" {
 				t.Errorf("webhook = %+v", f.Delivery.Webhook)
 			}
 		}},

@@ -56,6 +56,10 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 			r := p.WebhookSigningSecretRef
 			refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.dataPolicy.webhookSigningSecretRef", Components: []string{Forms},
 				Check: checkWebhookSecret})
+			if r := p.WebhookPreviousSigningSecretRef; r != nil {
+				refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.dataPolicy.webhookPreviousSigningSecretRef", Components: []string{Forms},
+					Check: checkWebhookSecret})
+			}
 		}
 	}
 	for _, st := range fs.Spec.Forms.Sites {

@@ -127,3 +127,46 @@ func TestRestartHash_WebhookSecretRollsFormsOnly(t *testing.T) {
 		}
 	}
 }
+
+// A rotation of the webhook signing secret: both Secret keys are mounted into forms, named in the checks
+// the reconciler runs (a malformed old secret is refused like a new one), and rendered as secretFile and
+// previousSecretFile, which the forms service's own validation accepts.
+func TestWebhookSigningSecretRotation_BothSecretsMountedCheckedAndRendered(t *testing.T) {
+	fs := base()
+	fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{Webhook: &v1alpha1.WebhookDelivery{URL: plainHook}}
+	fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{
+		WebhookSigningSecretRef:         &v1alpha1.SecretKeySelector{Name: "hook-new", Key: "secret"},
+		WebhookPreviousSigningSecretRef: &v1alpha1.SecretKeySelector{Name: "hook-old", Key: "secret"},
+	}
+	w := ServiceConfig(fs, Forms, in).Forms.Delivery.Webhook
+	if w == nil || w.SecretFile != SecretsDir+"/hook-new/secret" || w.PreviousSecretFile != SecretsDir+"/hook-old/secret" {
+		t.Fatalf("webhook config = %+v", w)
+	}
+	if _, err := ConfigMap(fs, in); err != nil {
+		t.Fatal(err)
+	}
+	var prev *SecretRef
+	for _, r := range UserSecretRefs(fs) {
+		if r.Field == "spec.forms.dataPolicy.webhookPreviousSigningSecretRef" {
+			prev = &r
+		}
+	}
+	if prev == nil || prev.Secret != "hook-old" || prev.Key != "secret" || !slices.Equal(prev.Components, []string{Forms}) || prev.Check == nil {
+		t.Fatalf("the previous secret's ref = %+v", prev)
+	}
+	if prev.Check([]byte("not a whsec secret")) == nil {
+		t.Error("a malformed previous secret passes the check")
+	}
+	for _, name := range []string{"hook-new", "hook-old"} {
+		if !slices.Contains(ReferencedSecretNames(fs), name) {
+			t.Errorf("the Secret watch does not cover %s", name)
+		}
+		mounted := false
+		for _, v := range typed[appsv1.Deployment](t, Deployment(fs, Forms, in)).Spec.Template.Spec.Volumes {
+			mounted = mounted || (v.Secret != nil && v.Secret.SecretName == name)
+		}
+		if !mounted {
+			t.Errorf("forms does not mount %s", name)
+		}
+	}
+}

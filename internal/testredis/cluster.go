@@ -20,18 +20,24 @@ type Cluster struct {
 }
 
 // StartCluster starts masters*(1+replicas) nodes, joins them with redis-cli --cluster create and waits
-// until every node reports cluster_state:ok.
-func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
+// until every node reports cluster_state:ok. An Options (persistence; not Unix, TLS or Password) applies
+// to every node.
+func StartCluster(tb testing.TB, masters, replicas int, opts ...Options) *Cluster {
 	tb.Helper()
 	cli := find(tb, "REDIS_CLI", "redis-cli")
 	c := &Cluster{tb: tb}
+	var node Options
+	if len(opts) > 0 {
+		node = opts[0]
+	}
+	node.Args = append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1500",
+		"--cluster-config-file", "nodes.conf",
+		// Replicas sync at once instead of after Redis' default 5 s delay, so that a test can kill a
+		// master right after start-up and see a failover.
+		"--repl-diskless-sync-delay", "0"}, node.Args...)
 	var addrs []string
 	for range masters * (1 + replicas) {
-		n := Start(tb, Options{Args: []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "1500",
-			"--cluster-config-file", "nodes.conf",
-			// Replicas sync at once instead of after Redis' default 5 s delay, so that a test can kill a
-			// master right after start-up and see a failover.
-			"--repl-diskless-sync-delay", "0"}})
+		n := Start(tb, node)
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr())
 	}

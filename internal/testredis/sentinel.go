@@ -31,6 +31,13 @@ type Sentinel struct {
 	Nodes []*Server
 	// Sentinels watch Nodes[0] under MasterName with a quorum of a majority.
 	Sentinels []*Server
+
+	password, sentinelPassword string // of the data nodes and of the sentinels, when set
+}
+
+// sentinelClient talks to one sentinel.
+func (st *Sentinel) sentinelClient(s *Server) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), Password: st.sentinelPassword, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 }
 
 // StartReplicated starts a master, replicas replicas of it and sentinels sentinels (quorum: a majority)
@@ -39,29 +46,57 @@ type Sentinel struct {
 // at once.
 func StartReplicated(tb testing.TB, replicas, sentinels int, downAfter time.Duration) *Sentinel {
 	tb.Helper()
+	return StartReplicatedWith(tb, Replication{Replicas: replicas, Sentinels: sentinels, DownAfter: downAfter})
+}
+
+// Replication describes a replicated Redis watched by sentinels (StartReplicatedWith).
+type Replication struct {
+	Replicas, Sentinels int
+	// DownAfter is how long a master may not answer before the sentinels declare it down.
+	DownAfter time.Duration
+	// Node are the data nodes' options (persistence, a password); Unix and TLS are not for them.
+	Node Options
+	// SentinelPassword, when set, is required of the sentinels' clients (requirepass in sentinel.conf),
+	// and the sentinels use it towards each other (sentinel sentinel-pass).
+	SentinelPassword string
+}
+
+// StartReplicatedWith is StartReplicated with the nodes' and the sentinels' options. A Node.Password is
+// given to the sentinels too (sentinel auth-pass), so that they can watch the master.
+func StartReplicatedWith(tb testing.TB, r Replication) *Sentinel {
+	tb.Helper()
 	// Replicas sync at once instead of after Redis' default 5 s delay.
-	fast := []string{"--repl-diskless-sync-delay", "0"}
-	st := &Sentinel{tb: tb}
-	master := Start(tb, Options{Args: fast})
+	node := r.Node
+	node.Args = append([]string{"--repl-diskless-sync-delay", "0"}, node.Args...)
+	st := &Sentinel{tb: tb, password: r.Node.Password, sentinelPassword: r.SentinelPassword}
+	master := Start(tb, node)
 	st.Nodes = append(st.Nodes, master)
 	host, port, _ := net.SplitHostPort(master.Addr())
-	for range replicas {
-		st.Nodes = append(st.Nodes, Start(tb, Options{Args: append([]string{"--replicaof", host, port}, fast...)}))
+	for range r.Replicas {
+		replica := node
+		replica.Args = append([]string{"--replicaof", host, port}, node.Args...)
+		st.Nodes = append(st.Nodes, Start(tb, replica))
 	}
 	bin := SentinelBinary(tb)
-	quorum := sentinels/2 + 1
-	for range sentinels {
-		s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	quorum := r.Sentinels/2 + 1
+	for range r.Sentinels {
+		s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), opts: Options{Password: r.SentinelPassword}}
 		s.conf = filepath.Join(s.dir, "sentinel.conf")
 		s.sentinel = "sentinel monitor " + MasterName + " " + host + " " + port + " " + strconv.Itoa(quorum) + "\n" +
-			"sentinel down-after-milliseconds " + MasterName + " " + strconv.FormatInt(downAfter.Milliseconds(), 10) + "\n" +
+			"sentinel down-after-milliseconds " + MasterName + " " + strconv.FormatInt(r.DownAfter.Milliseconds(), 10) + "\n" +
 			"sentinel failover-timeout " + MasterName + " 10000\n" +
 			"sentinel parallel-syncs " + MasterName + " 1\n"
+		if p := r.Node.Password; p != "" {
+			s.sentinel += "sentinel auth-pass " + MasterName + " " + p + "\n"
+		}
+		if p := r.SentinelPassword; p != "" {
+			s.sentinel += "requirepass " + p + "\nsentinel sentinel-pass " + p + "\n"
+		}
 		s.ready = []string{"+monitor master " + MasterName}
 		s.startRetrying()
 		st.Sentinels = append(st.Sentinels, s)
 	}
-	st.waitReady(replicas, sentinels-1, 30*time.Second)
+	st.waitReady(r.Replicas, r.Sentinels-1, 30*time.Second)
 	return st
 }
 
@@ -93,7 +128,7 @@ func (st *Sentinel) Master() *Server {
 func (st *Sentinel) masterAddr() (string, error) {
 	var last error
 	for _, s := range st.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		c := st.sentinelClient(s)
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		hp, err := c.GetMasterAddrByName(ctx, MasterName).Result()
 		cancel()
@@ -114,7 +149,7 @@ func (st *Sentinel) WaitFailover(old *Server, within time.Duration) (*Server, ti
 	testwait.Until(st.tb, within, "a failover away from "+old.Addr(), func() error {
 		agreed := ""
 		for _, s := range st.Sentinels {
-			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+			c := st.sentinelClient(s)
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			hp, err := c.GetMasterAddrByName(ctx, MasterName).Result()
 			cancel()
@@ -206,7 +241,7 @@ func (st *Sentinel) waitReady(replicas, otherSentinels int, within time.Duration
 	what := fmt.Sprintf("every sentinel to see %d replicas and %d other sentinels", replicas, otherSentinels)
 	testwait.Until(st.tb, within, what, func() error {
 		for _, s := range st.Sentinels {
-			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+			c := st.sentinelClient(s)
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			m, err := c.Master(ctx, MasterName).Result()
 			cancel()
@@ -230,7 +265,7 @@ func role(n *Server) string {
 }
 
 func info(n *Server, section string) string {
-	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.opts.Password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

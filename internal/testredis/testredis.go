@@ -6,6 +6,8 @@ package testredis
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +68,14 @@ func isExec(p string) bool {
 type Options struct {
 	// AppendOnly turns on the append-only file with appendfsync always (durability tests).
 	AppendOnly bool
+	// AppendFsync, when set, turns on the append-only file with this fsync policy ("always", "everysec"
+	// or "no"). "no" is what the forms' default durability (process) needs at the least cost: Redis
+	// writes each change to the file before it answers, so it survives a kill of the process. Without
+	// it and AppendOnly the server is stock: appendonly no.
+	AppendFsync string
+	// Password, when set, is required of clients (requirepass) and used by a replica towards its
+	// master (masterauth); Client and the start-up PING use it.
+	Password string
 	// Unix serves on a Unix socket in the test's directory and on no TCP port at all: Addr is the
 	// socket's path (go-redis dials a path starting with "/" over the unix network) and URL a unix://
 	// URL. No port can be taken by anyone else, not even across a Restart. Prefer it wherever nothing
@@ -79,7 +89,12 @@ type Options struct {
 }
 
 // TLS is the server's certificate and key, and the CA bundle it trusts, as PEM files.
-type TLS struct{ CertFile, KeyFile, CAFile string }
+type TLS struct {
+	CertFile, KeyFile, CAFile string
+	// Only serves TLS alone, with no plain TCP port: Addr is then the TLS address, and Client and the
+	// start-up PING speak TLS, trusting CAFile.
+	Only bool
+}
 
 // Server is one redis-server process, on a loopback TCP port or a Unix socket, stopped when the test
 // ends.
@@ -153,7 +168,7 @@ func (s *Server) startRetrying() {
 	s.tb.Helper()
 	s.tb.Cleanup(func() { s.Kill() })
 	for attempt := 1; ; attempt++ {
-		if s.sock == "" {
+		if s.sock == "" && !s.tlsOnly() {
 			s.port = pickPort(s.tb)
 		}
 		if s.opts.TLS != nil {
@@ -175,18 +190,25 @@ var pickPort = FreePort
 // errPortTaken is redis-server's exit because its port was bound by another process.
 var errPortTaken = errors.New("port taken")
 
-// Addr is host:port on TCP, or the socket's path with Options.Unix.
+// Addr is host:port on TCP, or the socket's path with Options.Unix, or the TLS address with TLS.Only.
 func (s *Server) Addr() string {
 	if s.sock != "" {
 		return s.sock
 	}
+	if s.tlsOnly() {
+		return s.TLSAddr()
+	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 }
 
-// URL is redis://host:port/0, or unix:///path?db=0 with Options.Unix.
+// URL is redis://host:port/0, or unix:///path?db=0 with Options.Unix, or rediss://host:port/0 with
+// TLS.Only.
 func (s *Server) URL() string {
 	if s.sock != "" {
 		return "unix://" + s.sock + "?db=0"
+	}
+	if s.tlsOnly() {
+		return "rediss://" + s.Addr() + "/0"
 	}
 	return "redis://" + s.Addr() + "/0"
 }
@@ -200,7 +222,7 @@ func (s *Server) URLWithPassword(password string) string {
 
 // Client returns a go-redis client for assertions, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.opts.Password, TLSConfig: s.clientTLS()})
 	s.tb.Cleanup(func() { c.Close() })
 	return c
 }
@@ -212,6 +234,8 @@ func (s *Server) args() []string {
 	}
 	if s.sock != "" {
 		a = append(a, "--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700")
+	} else if s.tlsOnly() {
+		a = append(a, "--port", "0", "--bind", "127.0.0.1")
 	} else {
 		a = append(a, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1")
 	}
@@ -220,11 +244,17 @@ func (s *Server) args() []string {
 	a = append(a, "--dir", s.dir, "--logfile", "")
 	if s.conf == "" {
 		a = append(a, "--save", "")
-		if s.opts.AppendOnly {
+		switch {
+		case s.opts.AppendOnly:
 			a = append(a, "--appendonly", "yes", "--appendfsync", "always")
-		} else {
+		case s.opts.AppendFsync != "":
+			a = append(a, "--appendonly", "yes", "--appendfsync", s.opts.AppendFsync)
+		default:
 			a = append(a, "--appendonly", "no")
 		}
+	}
+	if p := s.opts.Password; p != "" {
+		a = append(a, "--requirepass", p, "--masterauth", p)
 	}
 	if t := s.opts.TLS; t != nil {
 		a = append(a, "--tls-port", strconv.Itoa(s.tlsPort), "--tls-cert-file", t.CertFile, "--tls-key-file", t.KeyFile,
@@ -235,6 +265,20 @@ func (s *Server) args() []string {
 
 // TLSAddr is the host:port of the TLS port (Options.TLS).
 func (s *Server) TLSAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort)) }
+
+func (s *Server) tlsOnly() bool { return s.opts.TLS != nil && s.opts.TLS.Only }
+
+// clientTLS is what a client of a TLS-only server needs: the server's CA. Other servers: nil.
+func (s *Server) clientTLS() *tls.Config {
+	if !s.tlsOnly() {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	if pem, err := os.ReadFile(s.opts.TLS.CAFile); err != nil || !pool.AppendCertsFromPEM(pem) {
+		s.tb.Fatalf("testredis: the TLS CA file %s: %v", s.opts.TLS.CAFile, err)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
 
 // start runs the process and waits until its log has a ready line, or it exits.
 func (s *Server) start() error {
@@ -270,7 +314,7 @@ func (s *Server) start() error {
 		s.Kill()
 		return fmt.Errorf("no ready line from redis-server within 30s; log: %s", tail(lw.String(), 600))
 	}
-	if err := waitPing(s.Addr(), 10*time.Second, s.done); err != nil {
+	if err := waitPing(&redis.Options{Addr: s.Addr(), Password: s.opts.Password, TLSConfig: s.clientTLS()}, 10*time.Second, s.done); err != nil {
 		s.Kill()
 		return fmt.Errorf("%w; log: %s", err, tail(lw.String(), 600))
 	}
@@ -428,8 +472,10 @@ func portFree(port int) bool {
 
 // waitPing asks a server that has logged that it is ready for a PING: the answer proves the address
 // reaches it. It retries only a failed attempt, within a bounded time.
-func waitPing(addr string, within time.Duration, exited <-chan struct{}) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+func waitPing(o *redis.Options, within time.Duration, exited <-chan struct{}) error {
+	addr := o.Addr
+	o.DialTimeout, o.MaxRetries = time.Second, -1
+	c := redis.NewClient(o)
 	defer c.Close()
 	var gone error // redis-server exited: no retry can help
 	err := testwait.Poll(within, func() error {

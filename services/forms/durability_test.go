@@ -1,13 +1,18 @@
 package forms
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/forms/internal/formstest"
@@ -19,7 +24,7 @@ import (
 func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
 	t.Helper()
 	// The replica syncs at once instead of after Redis' default 5 s delay.
-	primary = testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	primary = testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--repl-diskless-sync-delay", "0"}})
 	_, port, _ := strings.Cut(primary.Addr(), ":")
 	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
 	pc := primary.Client()
@@ -190,4 +195,182 @@ func redisVersion(t *testing.T, rs *testredis.Server) int {
 		n = n*100 + d
 	}
 	return n
+}
+
+// Each level is checked against what it needs from the store, at start: a store that cannot keep it
+// makes Ready fail with the reason, every submission answer 502 without writing anything, and the
+// metrics say why.
+func TestForms_StoreCannotKeepTheLevel_NotReady502AndTheMetricSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		level  config.Durability
+		redis  testredis.Options
+		reason string // "" when the store keeps the level
+	}{
+		{"process on a stock redis-server", config.DurabilityProcess, testredis.Options{}, "appendonly_off"},
+		{"process with appendonly", config.DurabilityProcess, testredis.Options{AppendFsync: "everysec"}, ""},
+		{"process on a store that evicts", config.DurabilityProcess,
+			testredis.Options{AppendFsync: "no", Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}}, "eviction_policy"},
+		{"process on a store that evicts only keys with a TTL", config.DurabilityProcess,
+			testredis.Options{AppendFsync: "no", Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}}, "eviction_policy"},
+		{"process without maxmemory: nothing is evicted whatever the policy", config.DurabilityProcess,
+			testredis.Options{AppendFsync: "no", Args: []string{"--maxmemory-policy", "allkeys-lru"}}, ""},
+		{"machine on a stock redis-server", config.DurabilityMachine, testredis.Options{}, "appendonly_off"},
+		{"machine with appendfsync always", config.DurabilityMachine, testredis.Options{AppendOnly: true}, ""},
+		{"primary on a stock redis-server", config.DurabilityPrimary, testredis.Options{}, "appendonly_off, no_replica"},
+		{"primary without a replica", config.DurabilityPrimary, testredis.Options{AppendFsync: "no"}, "no_replica"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs := testredis.Start(t, c.redis)
+			cfg := formstest.Config()
+			cfg.Forms.Durability = c.level
+			h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
+			err := h.svc.Ready(t.Context())
+			if c.reason == "" {
+				if err != nil {
+					t.Fatalf("Ready: %v", err)
+				}
+				h.post("/contact", validContact).expect(t, 201, "created")
+				if ok := h.counter("formsservice_forms_durability_ok"); ok != 1 {
+					t.Fatalf("formsservice_forms_durability_ok %v, want 1", ok)
+				}
+				return
+			}
+			var unmet *store.Unmet
+			if !errors.As(err, &unmet) || unmet.Reason() != "durability "+string(c.level)+": "+c.reason {
+				t.Fatalf("Ready: %v, want the reason %s", err, c.reason)
+			}
+			h.post("/contact", validContact).expect(t, 502, "error")
+			h.post("/waitlist", validWaitlist).expect(t, 502, "error")
+			if n := h.rdb.XLen(t.Context(), store.ContactStream).Val() + h.rdb.HLen(t.Context(), store.WaitlistEntries).Val(); n != 0 {
+				t.Fatalf("%d submissions written although the answer was 502", n)
+			}
+			if n := h.counter("formsservice_forms_store_errors_total", "reason", "durability_unmet"); n != 2 {
+				t.Fatalf("store_errors_total{reason=durability_unmet} %v, want 2", n)
+			}
+			h.checkDurability() // the metrics follow the checks; the one at start may not have finished
+			if ok := h.counter("formsservice_forms_durability_ok"); ok != 0 {
+				t.Fatalf("formsservice_forms_durability_ok %v, want 0", ok)
+			}
+			for _, r := range strings.Split(c.reason, ", ") {
+				if v := h.counter("formsservice_forms_durability_unmet", "reason", r); v != 1 {
+					t.Fatalf("formsservice_forms_durability_unmet{reason=%s} %v, want 1", r, v)
+				}
+			}
+			resp, err := http.Get(h.url + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := "not ready: forms (durability " + string(c.level) + ": " + c.reason + ")"; resp.StatusCode != 503 || string(body) != want {
+				t.Fatalf("/readyz: %d %q, want 503 %q", resp.StatusCode, body, want)
+			}
+		})
+	}
+}
+
+// The settings are watched, not read once: a store put right is taken up at the next check, and a
+// store put wrong is refused from the next check on; each change is logged with what to change.
+func TestForms_StoreSettingsChangeLive_TheNextCheckFollows(t *testing.T) {
+	rs := testredis.Start(t) // stock: appendonly no
+	logs := &testproc.Buffer{}
+	h := newHarness(t, harnessOpts{redis: rs, log: logs})
+	h.post("/waitlist", validWaitlist).expect(t, 502, "error")
+	testwait.For(t, 5*time.Second, "the log to say what to change", func() bool {
+		return strings.Contains(logs.String(), "set appendonly yes")
+	})
+
+	rc := rs.Client()
+	if err := rc.ConfigSet(t.Context(), "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkDurability()
+	if err := h.svc.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready after appendonly yes: %v", err)
+	}
+	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
+	if !strings.Contains(logs.String(), "the store keeps the configured durability again") {
+		t.Fatalf("no log line for the recovery:\n%s", logs)
+	}
+
+	// An eviction policy set at runtime is refused from the next check on.
+	if err := rc.ConfigSet(t.Context(), "maxmemory", "200mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ConfigSet(t.Context(), "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkDurability()
+	h.post("/waitlist", `{"email":"grace@example.com","consent":true}`).expect(t, 502, "error")
+	if v := h.counter("formsservice_forms_durability_unmet", "reason", "eviction_policy"); v != 1 {
+		t.Fatalf("durability_unmet{reason=eviction_policy} %v, want 1", v)
+	}
+	if !strings.Contains(logs.String(), "set maxmemory-policy noeviction") {
+		t.Fatalf("the log does not say what to change:\n%s", logs)
+	}
+
+	// A reload to another level is judged on the last check at once.
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityPrimary
+	h.src.Set(t, cfg)
+	var unmet *store.Unmet
+	if err := h.svc.Ready(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonNoReplica) {
+		t.Fatalf("Ready at primary without a replica: %v", err)
+	}
+}
+
+// A managed Redis often refuses CONFIG: INFO still tells appendonly, the eviction policy and the
+// replicas, so process and primary are judged as usual; machine, which needs appendfsync, then relies on
+// WAITAOF (Redis 7.2 or later) and is refused without it. A store that refuses INFO too cannot be
+// judged: no level is kept.
+func TestForms_ManagedRedisRefusesConfigOrInfo(t *testing.T) {
+	noConfig := testredis.Options{AppendOnly: true, Args: []string{"--rename-command", "CONFIG", ""}}
+	rs := testredis.Start(t, noConfig)
+	h := newHarness(t, harnessOpts{redis: rs})
+	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
+
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityMachine
+	h.src.Set(t, cfg)
+	err := h.svc.Ready(t.Context())
+	if v := redisVersion(t, rs); v >= 70200 {
+		if err != nil {
+			t.Fatalf("machine on Redis %d without CONFIG (WAITAOF instead): %v", v, err)
+		}
+	} else if err == nil || !strings.Contains(err.Error(), "refuses CONFIG GET") {
+		t.Fatalf("machine on Redis %d without CONFIG: %v, want a refusal that names CONFIG GET", v, err)
+	}
+
+	noInfo := testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--rename-command", "INFO", ""}})
+	h2 := newHarness(t, harnessOpts{redis: noInfo})
+	var unmet *store.Unmet
+	if err := h2.svc.Ready(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonUnverifiable) {
+		t.Fatalf("Ready on a store that refuses INFO: %v", err)
+	}
+	h2.post("/waitlist", validWaitlist).expect(t, 502, "error")
+}
+
+// appendfsync changed at runtime is seen at the next check (every 2 s), not a minute later: at machine,
+// a primary that stops fsyncing before it answers must be waited for with WAITAOF (Redis 7.2 or later),
+// or, without it, the level cannot be kept.
+func TestForms_MachineLevel_AppendfsyncChangedLive_TheNextCheckFollows(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{AppendOnly: true})
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityMachine
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
+	h.post("/contact", validContact, "Idempotency-Key", "before").expect(t, 201, "created")
+
+	if err := rs.Client().ConfigSet(t.Context(), "appendfsync", "everysec").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkDurability()
+	if redisVersion(t, rs) >= 70200 {
+		h.post("/contact", validContact, "Idempotency-Key", "after").expect(t, 201, "created") // WAITAOF now
+		return
+	}
+	h.post("/contact", validContact, "Idempotency-Key", "after").expect(t, 502, "error")
+	if v := h.counter("formsservice_forms_durability_unmet", "reason", "no_fsync"); v != 1 {
+		t.Fatalf("durability_unmet{reason=no_fsync} %v, want 1", v)
+	}
 }

@@ -43,6 +43,8 @@ type harness struct {
 	rdb   redis.UniversalClient
 	redis *testredis.Server
 	proxy *testredis.Proxy // between the service and redis, when harnessOpts.proxy
+	// ticks paces the store's durability checks after the first (checkDurability).
+	ticks chan time.Time
 }
 
 type harnessOpts struct {
@@ -58,7 +60,8 @@ type harnessOpts struct {
 	// mail sends the waitlist's confirmation mails; now is the service's clock.
 	mail mail.Sender
 	now  func() time.Time
-	// dev and log: the service as the dev server runs it, and where its log goes (refusals_test.go).
+	// dev and log: the service as the dev server runs it, and where its log goes (JSON lines, info and
+	// up; refusals_test.go).
 	dev bool
 	log io.Writer
 }
@@ -68,7 +71,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.cfg == nil {
 		o.cfg = formstest.Config()
 	}
-	h := &harness{t: t, src: &formstest.Source{}, reg: prometheus.NewRegistry()}
+	h := &harness{t: t, src: &formstest.Source{}, reg: prometheus.NewRegistry(), ticks: make(chan time.Time)}
 	h.src.Set(t, o.cfg)
 	rc := config.Redis{Timeout: config.Duration(cmp.Or(o.storeTimeout, time.Second))}
 	switch {
@@ -78,7 +81,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		h.redis = o.redis
 		rc.URL = h.redis.URL()
 	default:
-		h.redis = testredis.Start(t)
+		h.redis = testredis.Start(t, durableRedis)
 		rc.URL = h.redis.URL()
 	}
 	if o.proxy && h.redis != nil {
@@ -99,7 +102,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		log = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout, Mail: o.mail, Now: o.now, Dev: o.dev})
+		StoreTimeout: o.storeTimeout, DurabilityTicks: h.ticks, Mail: o.mail, Now: o.now, Dev: o.dev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +135,25 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		}
 	})
 	return h
+}
+
+// durableRedis is a redis-server set up as the default durability level, process, needs: appendonly
+// yes (here without fsync, which that level does not ask for).
+var durableRedis = testredis.Options{AppendFsync: "no"}
+
+// checkDurability makes the service check its store's durability now and waits until it has: the
+// check that runs after a change the test made. The loop takes a tick only between checks, so the second
+// tick is taken once the check the first one started has ended. (Counting checks instead raced: the
+// check could end before the count was read, and the wait then waited for one that never came.)
+func (h *harness) checkDurability() {
+	h.t.Helper()
+	for range 2 {
+		select {
+		case h.ticks <- time.Now():
+		case <-time.After(10 * time.Second):
+			h.t.Fatal("the durability check loop did not take a tick")
+		}
+	}
 }
 
 // answer is a decoded response.

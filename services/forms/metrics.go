@@ -72,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"endpoint"})
 	storeErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_store_errors_total",
-		Help: "Submissions answered 502 because the store failed, by reason: full (Redis refused the write at maxmemory: OOM), not_durable (written but not acknowledged at the durability level in time), timeout, unavailable (any other error).",
+		Help: "Submissions answered 502 because the store failed, by reason: full (Redis refused the write at maxmemory: OOM), not_durable (written but not acknowledged at the durability level in time), durability_unmet (not written: the store cannot keep the durability level), timeout, unavailable (any other error).",
 	}, []string{"reason"})
 	for _, c := range []prometheus.Collector{subs, honeypot, storeErrors} {
 		if err := reg.Register(c); err != nil {
@@ -101,18 +101,22 @@ const (
 	storeErrorNotDurable                    // written, not acknowledged at the durability level in time
 	storeErrorTimeout                       // no answer within the store timeout
 	storeErrorUnavailable                   // anything else: connection refused, reset, failover
+	storeErrorUnmet                         // not written: the store cannot keep the durability level
 	numStoreErrors
 )
 
-var storeErrorNames = [numStoreErrors]string{"full", "not_durable", "timeout", "unavailable"}
+var storeErrorNames = [numStoreErrors]string{"full", "not_durable", "timeout", "unavailable", "durability_unmet"}
 
 // classifyStoreError sorts a store error into its reason.
 func classifyStoreError(err error) storeError {
 	var nd store.NotDurableError
+	var unmet *store.Unmet
 	var nerr net.Error
 	switch {
 	case errors.As(err, &nd):
 		return storeErrorNotDurable
+	case errors.As(err, &unmet):
+		return storeErrorUnmet
 	case isOOM(err):
 		return storeErrorFull
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout():

@@ -41,6 +41,15 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// DurabilityTicks, when set, paces the durability checks instead of a ticker of store.CheckEvery
+	// (a test sends on it to make a check happen, and waits for Service.DurabilityChecks to move).
+	DurabilityTicks <-chan time.Time
+	// EmbeddedStore says the store is the dev server's in-memory one: it keeps nothing across a restart
+	// whatever its settings, so its durability is not checked.
+	EmbeddedStore bool
+	// DevMail, in the dev server only, takes contact messages as mail while forms.delivery names no
+	// relay (delivery.Options.DevMail).
+	DevMail *delivery.DevMail
 	// Mail sends the waitlist's confirmation mails; default the relay of the configuration in force
 	// (mail.Live).
 	Mail mail.Sender
@@ -59,6 +68,7 @@ type Service struct {
 	m            *metrics
 	now          func() time.Time
 	storeTimeout time.Duration
+	ticks        <-chan time.Time
 	refusals     *refusal.Recorder
 
 	compiled   atomic.Pointer[liveConfig]
@@ -95,11 +105,16 @@ func New(o Options) (*Service, error) {
 	}
 	// The worker is built first: it refuses to start on delivery targets it cannot use.
 	worker, err := delivery.New(delivery.Options{Config: o.Config, Redis: o.Redis, Logger: o.Logger,
-		Registerer: o.Registerer, ConsumerName: o.ConsumerName, Now: o.Now})
+		Registerer: o.Registerer, ConsumerName: o.ConsumerName, Now: o.Now, DevMail: o.DevMail})
 	if err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(o.Redis, store.Options{Logger: o.Logger, Registerer: o.Registerer, Off: o.EmbeddedStore,
+		Level: func() config.Durability { return o.Config.Current().Forms.Durability }})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +129,8 @@ func New(o Options) (*Service, error) {
 		refusals:     refusals,
 		cfg:          o.Config,
 		rdb:          o.Redis,
-		store:        store.New(o.Redis),
+		store:        st,
+		ticks:        o.DurabilityTicks,
 		delivery:     worker,
 		log:          o.Logger,
 		m:            m,
@@ -139,16 +155,30 @@ func (s *Service) Name() string { return "forms" }
 
 // Ready reports whether the store answers and can keep the durability promise configured.
 func (s *Service) Ready(ctx context.Context) error {
-	return store.Ready(ctx, s.rdb, s.cfg.Current().Forms.Durability)
+	return s.store.Ready(ctx, s.cfg.Current().Forms.Durability)
 }
 
-// Run is the delivery worker and the double opt-in's mailer and sweep; it returns when ctx ends.
+// Run is the background work: the store's durability checks, the delivery worker and the double
+// opt-in's mailer and sweep. It returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
+	ticks := s.ticks
+	if ticks == nil {
+		t := time.NewTicker(store.CheckEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
+	guarded := make(chan struct{})
+	go func() { defer close(guarded); s.store.Guard().Run(ctx, ticks) }()
 	done := make(chan error, 1)
 	go func() { done <- s.optin.Run(ctx) }()
 	err := s.delivery.Run(ctx)
-	return errors.Join(err, <-done)
+	err = errors.Join(err, <-done)
+	<-guarded
+	return err
 }
+
+// DurabilityChecks counts the store's completed durability checks (tests wait for one).
+func (s *Service) DurabilityChecks() int64 { return s.store.Guard().Checks() }
 
 // siteName is the name forms.sites gives origin's site, or "".
 func (s *Service) siteName(origin string) string {
@@ -178,6 +208,9 @@ func (s *Service) live() *liveConfig {
 // logStoreError logs storage failures at most once a second: during an outage every request fails the
 // same way, and the metric counts them all.
 func (s *Service) logStoreError(ep endpoint, err error) {
+	if errors.As(err, new(*store.Unmet)) {
+		return // the store's guard logs each change of its verdict, with what to change
+	}
 	now := time.Now().UnixNano()
 	last := s.lastErrLog.Load()
 	if now-last < int64(time.Second) || !s.lastErrLog.CompareAndSwap(last, now) {

@@ -15,7 +15,7 @@ import (
 // reason full, which FormsServiceStoreFull watches), never 500 and never a 201
 // for something not stored; what was acknowledged before stays.
 func TestForms_StoreAtMaxmemory_Answers502AndKeepsWhatItAcknowledged(t *testing.T) {
-	rs := testredis.Start(t, testredis.Options{Args: []string{"--maxmemory", "3mb", "--maxmemory-policy", "noeviction"}})
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--maxmemory", "3mb", "--maxmemory-policy", "noeviction"}})
 	h := newHarness(t, harnessOpts{redis: rs})
 	text := strings.Repeat("a long message to fill the store. ", 110) // ~3.8 KB
 	created, full := 0, false

@@ -173,7 +173,7 @@ type platformUnderTest struct {
 
 func startPlatform(t testing.TB, healthSection map[string]any) *platformUnderTest {
 	t.Helper()
-	pu := &platformUnderTest{redis: testredis.Start(t, testredis.Options{Args: []string{"--enable-debug-command", "yes"}})}
+	pu := &platformUnderTest{redis: testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--enable-debug-command", "yes"}})}
 	dir := t.TempDir()
 	base := map[string]any{
 		"publicURL":      "http://127.0.0.1:8080",

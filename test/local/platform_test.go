@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 
 func TestPlatform_ThreeProcessesServeTheContract(t *testing.T) {
 	exe := testproc.Build(t, "./cmd/formsservice")
-	store := testredis.Start(t)
+	store := testredis.Start(t, testredis.Options{AppendFsync: "no"}) // appendonly yes, which the forms' default durability needs
 	// The configuration names every service's address (the issuer, the peers health checks) before the
 	// processes start on ports the kernel picks: relays the test listens on lead to them.
 	relays := map[string]*testproc.Relay{"forms": testproc.NewRelay(t), "auth": testproc.NewRelay(t), "health": testproc.NewRelay(t)}

@@ -56,7 +56,7 @@ func TestCluster_MasterKilledUnderLoad_PrimaryDurability_NoAcknowledgedWriteLost
 // missing afterwards.
 func clusterFailover(t *testing.T, primary bool) int {
 	const workers = 6
-	cl := testredis.StartCluster(t, 3, 1)
+	cl := testredis.StartCluster(t, 3, 1, testredis.Options{AppendFsync: "no"})
 	waitReplicasInSync(t, cl, 30*time.Second)
 	extra := ""
 	if primary {

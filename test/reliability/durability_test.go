@@ -2,6 +2,8 @@ package reliability
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -224,4 +226,129 @@ func sortedCounts(m map[string]int) string {
 		fmt.Fprintf(&b, "%s: %d", k, m[k])
 	}
 	return b.String()
+}
+
+// TestDurability_EveryLevel_RedisKilledUnderLoad_NothingAcknowledgedIsLost runs submissions against
+// `formsservice forms` at each durability level, SIGKILLs Redis under that load and restarts it. On a
+// stock redis-server (appendonly no, no replica) no level can keep its promise: the service must not
+// acknowledge anything at all (every answer 502, nothing written). On a store set up as the level needs
+// (an append-only file; at primary also a replica), what was acknowledged must all be there afterwards.
+func TestDurability_EveryLevel_RedisKilledUnderLoad_NothingAcknowledgedIsLost(t *testing.T) {
+	const workers = 4
+	for _, c := range []struct {
+		level string
+		fit   bool // the store has what the level needs
+	}{
+		{"process", false}, {"machine", false}, {"primary", false},
+		{"process", true}, {"machine", true}, {"primary", true},
+	} {
+		name := c.level + " on a stock redis-server"
+		if c.fit {
+			name = c.level + " on a store set up for it"
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := testredis.Options{Unix: true} // stock: appendonly no
+			if c.fit {
+				switch c.level {
+				case "process":
+					opts.AppendFsync = "everysec" // Redis's default once the append-only file is on
+				case "machine":
+					opts.AppendOnly = true // appendfsync always: Redis 7.0 has no WAITAOF
+				case "primary":
+					opts = testredis.Options{AppendFsync: "everysec", Args: []string{"--repl-diskless-sync-delay", "0"}}
+				}
+			}
+			rs := testredis.Start(t, opts)
+			if c.fit && c.level == "primary" {
+				_, port, _ := strings.Cut(rs.Addr(), ":")
+				testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
+			}
+			cfg := formsConfig(redisURLSection(rs.URL()), "  durability: "+c.level+"\n")
+			var forms *proc
+			if c.fit {
+				forms = startProc(t, "forms", cfg, nil)
+			} else {
+				forms = startListening(t, "forms", cfg, nil)
+				testwait.Until(t, 10*time.Second, "/readyz to say why it is not ready", func() error {
+					res, err := http.Get(forms.Base + "/readyz")
+					if err != nil {
+						return err
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if res.StatusCode != 503 || !strings.Contains(string(b), "forms (durability "+c.level+": appendonly_off") {
+						return fmt.Errorf("%d %s", res.StatusCode, b)
+					}
+					return nil
+				})
+			}
+			fc := newFormsClient(forms.Base, workers)
+			defer fc.close()
+			load := startFormsLoad(t, fc, workers, "kill-"+c.level)
+
+			// progress is what the load has to show before and after the kill: acknowledgements on a fit
+			// store, and answers (all 502) on a stock one.
+			progress := func(n int, what string) {
+				t.Helper()
+				from := len(load.Answers())
+				fromCreated := load.Created()
+				testwait.For(t, 60*time.Second, fmt.Sprintf("%d more submissions %s", n, what), func() bool {
+					if c.fit {
+						return load.Created() >= fromCreated+int64(n)
+					}
+					return len(load.Answers()) >= from+n
+				})
+			}
+			progress(100, "before the kill")
+			rs.Kill()
+			killed := len(load.Answers())
+			testwait.For(t, 30*time.Second, "a submission failed while Redis was dead", func() bool {
+				for _, a := range load.Answers()[killed:] {
+					if a.ans.status == 502 {
+						return true
+					}
+				}
+				return false
+			})
+			rs.Restart()
+			progress(100, "after the restart")
+			answers := load.Stop()
+
+			counts := map[string]int{}
+			acked := 0
+			for _, a := range answers {
+				counts[fmt.Sprintf("%s %d", a.kind, a.ans.status)]++
+				switch {
+				case a.ans.err != nil:
+					t.Errorf("%s: transport error %v", a.kind, a.ans.err)
+				case a.ans.status == 201:
+					acked++
+				case a.ans.status != 502:
+					t.Errorf("%s: status %d %s (want 201 or 502)", a.kind, a.ans.status, a.ans.body)
+				}
+				if a.ans.elapsed > storeBound {
+					t.Errorf("%s answered %d after %s (bound %s)", a.kind, a.ans.status, a.ans.elapsed, storeBound)
+				}
+			}
+			lost := lostAcknowledged(t, answers, cfg)
+			t.Logf("durability %s, %s: %d submissions, answers %s; acknowledged %d, acknowledged but lost after SIGKILL and restart: %d",
+				c.level, map[bool]string{false: "stock redis-server (appendonly no)", true: "store set up for the level"}[c.fit],
+				len(answers), sortedCounts(counts), acked, lost)
+			if lost != 0 {
+				t.Errorf("%d acknowledged submissions lost", lost)
+			}
+			if !c.fit && acked != 0 {
+				t.Errorf("%d submissions acknowledged by a store that cannot keep durability %s", acked, c.level)
+			}
+			if c.fit && acked == 0 {
+				t.Error("nothing acknowledged on a store set up for the level")
+			}
+			if !c.fit {
+				// Nothing was written either: a 502 is "not taken, try again".
+				if n := len(exported(t, "waitlist", cfg)) + len(exported(t, "contact", cfg)); n != 0 {
+					t.Errorf("%d submissions stored although every answer was 502", n)
+				}
+			}
+		})
+	}
 }

@@ -46,7 +46,7 @@ func contactJSON(name, email, message string) string {
 // slowloris connections dribble headers and bodies: those are cut off by the server's read timeout, and
 // ordinary requests keep being served meanwhile.
 func TestHostileRequests_SpecAnswersAndNothingStored(t *testing.T) {
-	rs := testredis.Start(t, testredis.Options{Unix: true})
+	rs := testredis.Start(t, testredis.Options{Unix: true, AppendFsync: "no"})
 	forms := startProc(t, "forms", formsConfig(redisURLSection(rs.URL()), ""), nil)
 	auth := startAuth(t, redisURLSection(rs.URL()))
 	rdb := rs.Client()

@@ -47,6 +47,15 @@ type proc struct {
 // waits until /readyz answers 200. It is killed when the test ends.
 func startProc(t testing.TB, service, configYAML string, extraArgs []string, env ...string) *proc {
 	t.Helper()
+	p := startListening(t, service, configYAML, extraArgs, env...)
+	p.WaitReady(t, p.Base+"/readyz", 20*time.Second)
+	return p
+}
+
+// startListening is startProc without waiting for readiness: for a process that is not meant to be
+// ready.
+func startListening(t testing.TB, service, configYAML string, extraArgs []string, env ...string) *proc {
+	t.Helper()
 	cfg := writeTemp(t, service+".yaml", configYAML)
 	args := append([]string{service, "-config", cfg, "-addr", "127.0.0.1:0"}, extraArgs...)
 	cmd := exec.Command(formsservice(t), args...)
@@ -57,7 +66,6 @@ func startProc(t testing.TB, service, configYAML string, extraArgs []string, env
 	p := &proc{Process: testproc.StartCmd(t, cmd), name: service}
 	p.Addr = p.WaitListening(t, 20*time.Second)
 	p.Base = "http://" + p.Addr
-	p.WaitReady(t, p.Base+"/readyz", 20*time.Second)
 	return p
 }
 

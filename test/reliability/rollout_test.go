@@ -28,7 +28,7 @@ func TestGracefulRollout_SIGTERMUnderLoad_NoRequestInFlightLost(t *testing.T) {
 		workers = 8
 		slow    = 6
 	)
-	rs := testredis.Start(t, testredis.Options{Unix: true})
+	rs := testredis.Start(t, testredis.Options{Unix: true, AppendFsync: "no"})
 	cfg := formsConfig(redisURLSection(rs.URL()), "")
 	forms := startProc(t, "forms", cfg, []string{"-drain-delay", "1s"})
 

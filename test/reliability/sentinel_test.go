@@ -40,8 +40,10 @@ func TestSentinel_TwoReplicas_PrimaryDurability_502OnlyUntilTheOtherReplicaFollo
 func sentinelFailover(t *testing.T, replicas int) {
 	const workers = 4
 	// down-after 3 s: with 1 s a sentinel on a loaded machine missed its pings and failed over again, to
-	// the restarted old master before it had synced (it restarts empty: no persistence in this test).
-	st := testredis.StartReplicated(t, replicas, 3, 3*time.Second)
+	// the restarted old master before it had synced. The nodes keep an append-only file: durability
+	// primary needs it of the primary (one that restarts empty would empty its replicas too).
+	st := testredis.StartReplicatedWith(t, testredis.Replication{Replicas: replicas, Sentinels: 3, DownAfter: 3 * time.Second,
+		Node: testredis.Options{AppendFsync: "no"}})
 	section := redisSentinelSection(st.Addrs())
 	cfg := formsConfig(section, "  durability: primary\n")
 	forms := startProc(t, "forms", cfg, nil)

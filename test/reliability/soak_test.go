@@ -89,7 +89,7 @@ func settledNear(t *testing.T, p *proc, before footprint, margin float64) footpr
 // to where they were; RSS is sampled through the soak and must stay flat.
 func TestSoak_MixedTraffic_NoGoroutineOrConnectionLeak(t *testing.T) {
 	duration := soakDuration(t)
-	rs := testredis.Start(t, testredis.Options{Unix: true})
+	rs := testredis.Start(t, testredis.Options{Unix: true, AppendFsync: "no"})
 	forms := startProc(t, "forms", formsConfig(redisURLSection(rs.URL()), ""), nil)
 	auth := startAuth(t, redisURLSection(rs.URL()))
 	// A soak looks for leaks, not latency: generous check timeouts keep a CPU-starved machine (the soak's

@@ -99,7 +99,7 @@ func TestDeadLetters_RetryDeliversAgain_DropDeletes_ForgetErases(t *testing.T) {
 	}
 	wh.fail.Store(0) // the receiver is fixed
 	moved, err := store.RetryDeadLetters(ctx, h.rdb, []string{dl[0].ID})
-	if err != nil || len(moved) != 1 || moved[dl[0].ID] == "" {
+	if err != nil || len(moved) != 1 || moved[0] != dl[0].ID {
 		t.Fatalf("retry: %v, %v", moved, err)
 	}
 	testwait.For(t, 5*time.Second, "the retried message", func() bool { return len(wh.delivered()) == 1 })

@@ -43,12 +43,17 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		h.now = time.Now
 	}
 	h.src.Set(t, o.cfg)
-	rdb, err := redisclient.New(config.Redis{URL: testredis.Start(t).URL(), Timeout: config.Duration(time.Second)}, nil)
+	// appendonly yes: what the default durability level, process, needs of the store.
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "no"})
+	rdb, err := redisclient.New(config.Redis{URL: rs.URL(), Timeout: config.Duration(time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Close() })
-	h.rdb, h.store = rdb, store.New(rdb)
+	h.rdb = rdb
+	if h.store, err = store.New(rdb, store.Options{}); err != nil {
+		t.Fatal(err)
+	}
 	h.testWorker = runWorker(t, rdb, h.src, "", o.now)
 	return h
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
-// decodeStored turns a stream entry into the message the team receives.
-func decodeStored(msg redis.XMessage) (notify.Message, bool) {
+// decodeStored turns a stream entry into the message the team receives: its ID is the message's
+// (store.MessageID), which a retried dead letter keeps; deployment is the store's (store.DeploymentID).
+func decodeStored(msg redis.XMessage, deployment string) (notify.Message, bool) {
 	raw, ok := msg.Values[store.RecordField].(string)
 	if !ok {
 		return notify.Message{}, false
@@ -24,12 +25,13 @@ func decodeStored(msg redis.XMessage) (notify.Message, bool) {
 	if ascii, ok := email.ASCII(addr); ok {
 		addr = ascii // a mail header wants the ASCII domain
 	}
+	id := store.MessageID(msg)
 	received := rec.ReceivedAt
 	if received.IsZero() {
-		received = store.StreamTime(msg.ID)
+		received = store.StreamTime(id)
 	}
 	return notify.Message{
-		ID: msg.ID, ReceivedAt: received, Name: rec.Name, Email: addr, Organization: rec.Organization,
+		ID: id, Deployment: deployment, ReceivedAt: received, Name: rec.Name, Email: addr, Organization: rec.Organization,
 		Topic: rec.Topic, Text: rec.Message, Origin: rec.Origin,
 	}, true
 }

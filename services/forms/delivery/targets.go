@@ -19,11 +19,14 @@ type targets struct {
 
 // buildSenders makes the senders for d. It reads a webhook's urlFile, so that New can refuse to start
 // on a missing or wrong file (it runs at start-up) and a reload picks up the file a new configuration
-// names.
-func buildSenders(d config.Delivery) ([]notify.Sender, error) {
+// names. dev, when set (the dev server), takes the contact mail when d names no relay.
+func buildSenders(d config.Delivery, dev *DevMail) ([]notify.Sender, error) {
 	var out []notify.Sender
-	if d.SMTP != nil {
+	switch {
+	case d.SMTP != nil:
 		out = append(out, notify.NewSMTP(*d.SMTP))
+	case dev != nil:
+		out = append(out, notify.NewMail(dev.Sender, config.SMTP{To: []string{dev.To}, Subject: "[contact]"}))
 	}
 	if d.Webhook != nil {
 		u, err := webhookURL(*d.Webhook)
@@ -31,13 +34,16 @@ func buildSenders(d config.Delivery) ([]notify.Sender, error) {
 			return nil, err
 		}
 		wh := notify.NewWebhook(u, nil)
-		if f := d.Webhook.SecretFile; f != "" {
-			b, err := os.ReadFile(f)
+		for _, f := range []struct{ key, path string }{{"secretFile", d.Webhook.SecretFile}, {"previousSecretFile", d.Webhook.PreviousSecretFile}} {
+			if f.path == "" {
+				continue
+			}
+			b, err := os.ReadFile(f.path)
 			if err != nil {
-				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: cannot read the signing secret: %w", err)
+				return nil, fmt.Errorf("forms.delivery.webhook.%s: cannot read the signing secret: %w", f.key, err)
 			}
 			if wh, err = wh.WithSecret(strings.TrimSpace(string(b))); err != nil {
-				return nil, fmt.Errorf("forms.delivery.webhook.secretFile: %s: %w", f, err)
+				return nil, fmt.Errorf("forms.delivery.webhook.%s: %s: %w", f.key, f.path, err)
 			}
 		}
 		out = append(out, wh)

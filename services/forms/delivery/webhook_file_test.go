@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,6 +193,38 @@ func TestNew_WebhookSecretFileUnusable_RefusesToStart(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "c2hvcnQ") {
 			t.Errorf("%s: the error quotes the secret: %v", name, err)
+		}
+	}
+}
+
+// forms.delivery.webhook.previousSecretFile during a rotation: calls are signed with the new secret
+// (secretFile) and the old one, and a receiver still on the old secret verifies them, as one already on
+// the new one does.
+func TestDelivery_WebhookSecretRotation_ReceiversOfEitherSecretVerify(t *testing.T) {
+	wh := startHook(t)
+	dir := t.TempDir()
+	oldSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("the old secret of thirty-two by!"))
+	newSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("the new secret of thirty-two by!"))
+	oldFile, newFile := filepath.Join(dir, "old"), filepath.Join(dir, "new")
+	writeURLFile(t, oldFile, oldSecret+"\n")
+	writeURLFile(t, newFile, newSecret+"\n")
+	cfg := formstest.Config()
+	cfg.Forms.Delivery = testDelivery("", wh.URL)
+	cfg.Forms.Delivery.Webhook.SecretFile = newFile
+	cfg.Forms.Delivery.Webhook.PreviousSecretFile = oldFile
+	h := newHarness(t, harnessOpts{cfg: cfg})
+	h.submit(validContact)
+	testwait.For(t, 5*time.Second, "the webhook call", func() bool { return len(wh.delivered()) == 1 })
+	wh.mu.Lock()
+	hdr, body := wh.headers[0], wh.bodies[0]
+	wh.mu.Unlock()
+	for name, secret := range map[string]string{"old": oldSecret, "new": newSecret} {
+		v, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(body, hdr); err != nil {
+			t.Errorf("a receiver with the %s secret: %v", name, err)
 		}
 	}
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 )
 
 const (
@@ -66,6 +67,16 @@ type Options struct {
 	ConsumerName string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// DevMail, in the dev server only, takes contact messages as mail while forms.delivery names no
+	// SMTP relay, so that the dev outbox (/dev/mail/) shows them.
+	DevMail *DevMail
+}
+
+// DevMail is where the dev server's contact mail goes: Sender (the platform's mail, which without a
+// relay is the dev outbox), addressed To.
+type DevMail struct {
+	Sender mail.Sender
+	To     string
 }
 
 // Worker is the delivery loop of one replica (a server.Runner).
@@ -76,14 +87,18 @@ type Worker struct {
 	m        *metrics
 	now      func() time.Time
 	consumer string
+	dev      *DevMail
 
 	// targets are the senders of the configuration in use: at first those of the configuration at
 	// start-up, built (and a webhook's urlFile read) by New so that a missing or wrong file stops the
 	// service before it serves.
-	targets   *targets
-	groupOK   bool
-	lastSweep time.Time      // of maintain
-	badCfg    *config.Config // the configuration whose targets failed last, logged once
+	targets *targets
+	groupOK bool
+	// deployment is the store's identity (store.DeploymentID), read with the group: a part of every
+	// mail's Message-ID, so that two deployments never share one.
+	deployment string
+	lastSweep  time.Time      // of maintain
+	badCfg     *config.Config // the configuration whose targets failed last, logged once
 
 	// passes counts the worker's completed passes (Run's loop), so that a test can wait until a whole
 	// pass ran after some change instead of sleeping for "the worker had its chance".
@@ -117,7 +132,7 @@ func New(o Options) (*Worker, error) {
 	}
 	var start *targets
 	if cfg := o.Config.Current(); cfg != nil {
-		senders, err := buildSenders(cfg.Forms.Delivery)
+		senders, err := buildSenders(cfg.Forms.Delivery, o.DevMail)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +142,7 @@ func New(o Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: o.Config, rdb: o.Redis, log: o.Logger, m: m, now: o.Now, consumer: o.ConsumerName, targets: start}, nil
+	return &Worker{cfg: o.Config, rdb: o.Redis, log: o.Logger, m: m, now: o.Now, consumer: o.ConsumerName, targets: start, dev: o.DevMail}, nil
 }
 
 // Run is the delivery loop; it returns when ctx ends. A worker runs one loop.
@@ -147,12 +162,12 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) pass(ctx context.Context) error {
 	cfg := w.cfg.Current()
 	d := cfg.Forms.Delivery
-	if !d.Enabled() {
+	if !w.enabled(d) {
 		w.idle(ctx, disabledRecheck)
 		return nil
 	}
 	if w.targets == nil || w.targets.cfg != cfg {
-		senders, err := buildSenders(d)
+		senders, err := buildSenders(d, w.dev)
 		switch {
 		case err == nil:
 			w.targets = &targets{cfg: cfg, senders: senders}
@@ -171,7 +186,11 @@ func (w *Worker) pass(ctx context.Context) error {
 		if err := store.EnsureDeliveryGroup(ctx, w.rdb); err != nil {
 			return err
 		}
-		w.groupOK = true
+		dep, err := store.DeploymentID(ctx, w.rdb)
+		if err != nil {
+			return err
+		}
+		w.deployment, w.groupOK = dep, true
 	}
 	if err := w.retryDue(ctx, d); err != nil {
 		return w.storeErr(err)
@@ -199,6 +218,9 @@ func (w *Worker) pass(ctx context.Context) error {
 	}
 	return nil
 }
+
+// enabled reports whether anything takes contact messages: a configured target, or the dev mail.
+func (w *Worker) enabled(d config.Delivery) bool { return d.Enabled() || w.dev != nil }
 
 // badTargets logs, once per configuration, that its delivery targets cannot be built.
 func (w *Worker) badTargets(cfg *config.Config, err error, consequence string) {
@@ -317,7 +339,7 @@ func (w *Worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 // it); h is the worker's hold on it and on the messages read with it.
 func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, attempt int64, h *hold) {
 	retry := attempt > 1
-	m, ok := decodeStored(msg)
+	m, ok := decodeStored(msg, w.deployment)
 	if !ok {
 		// Not something this service wrote; acknowledging it keeps it from blocking the queue forever.
 		w.log.Error("contact delivery: unreadable stream entry; skipping it", "id", msg.ID)
@@ -332,8 +354,8 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 			return // the store is failing; the message stays pending
 		}
 	}
-	var failure error
-	var failedCh string
+	var failure, permanent error
+	var failedCh, permanentCh string
 	for _, snd := range senders {
 		ch := snd.Channel()
 		if done[ch] != "" {
@@ -349,7 +371,10 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		if err != nil {
 			failure, failedCh = err, ch
 			w.m.deliveryFailures.WithLabelValues(ch).Inc()
-			w.log.Warn("contact delivery failed", "id", msg.ID, "channel", ch, "attempt", attempt, "err", err)
+			if isPermanent(err) && permanent == nil {
+				permanent, permanentCh = err, ch
+			}
+			w.log.Warn("contact delivery failed", "id", m.ID, "channel", ch, "attempt", attempt, "permanent", isPermanent(err), "err", err)
 			continue
 		}
 		if len(senders) > 1 {
@@ -359,10 +384,15 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 			_, _ = pipe.Exec(ctx)
 		}
 	}
-	if failure != nil {
+	switch {
+	case permanent != nil:
+		// The relay refused this message for good (a 5xx to its sender, a recipient or its content): the
+		// same message would be refused on every attempt, so it is given up at once, with the answer.
+		w.giveUp(ctx, msg, permanentCh, attempt, permanent)
+		return
+	case failure != nil:
 		if lastAttempt(d, attempt, w.now().Sub(store.StreamTime(msg.ID))) {
-			record, _ := msg.Values[store.RecordField].(string)
-			w.giveUp(ctx, msg.ID, record, failedCh, attempt, failure)
+			w.giveUp(ctx, msg, failedCh, attempt, failure)
 		}
 		return
 	}
@@ -374,12 +404,13 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		return
 	}
 	w.m.deliveryLag.Observe(w.now().Sub(store.StreamTime(msg.ID)).Seconds())
-	w.log.Info("contact message delivered", "id", msg.ID, "channels", len(senders))
+	w.log.Info("contact message delivered", "id", m.ID, "channels", len(senders))
 }
 
-// giveUp moves message id to the dead letters, if this worker still holds it.
-func (w *Worker) giveUp(ctx context.Context, id, record, channel string, attempts int64, cause error) {
-	moved, err := store.MoveToDeadLetters(ctx, w.rdb, w.consumer, id, record, cause.Error(), channel, attempts)
+// giveUp moves the message of stream entry msg to the dead letters, if this worker still holds it.
+func (w *Worker) giveUp(ctx context.Context, msg redis.XMessage, channel string, attempts int64, cause error) {
+	id := store.MessageID(msg)
+	moved, err := store.MoveToDeadLetters(ctx, w.rdb, w.consumer, msg, cause.Error(), channel, attempts)
 	if err != nil {
 		w.log.Warn("contact delivery: moving a message to the dead letters failed; it stays pending", "id", id, "err", err)
 		return
@@ -402,14 +433,14 @@ func (w *Worker) maintain(ctx context.Context) {
 	w.lastSweep = now
 	f := w.cfg.Current().Forms
 	if r := f.ContactRetention.D(); r > 0 {
-		n, err := store.TrimContactMessages(ctx, w.rdb, r, f.Delivery.Enabled(), now)
+		n, err := store.TrimContactMessages(ctx, w.rdb, r, w.enabled(f.Delivery), now)
 		if err != nil {
 			w.log.Warn("contact retention: trimming failed", "err", err)
 		} else if n > 0 {
 			w.log.Info("contact retention: erased old messages", "count", n, "retention", r.String())
 		}
 	}
-	if f.Delivery.Enabled() {
+	if w.enabled(f.Delivery) {
 		w.sweepConsumers(ctx)
 	}
 }
@@ -435,6 +466,14 @@ func (w *Worker) idle(ctx context.Context, d time.Duration) {
 		d = w.workerWait
 	}
 	sleep(ctx, d)
+}
+
+// isPermanent reports an error that says the same message cannot succeed on a retry: a relay's 5xx to
+// the transaction (services/platform/mail's RelayError), or a message the mail component refuses to
+// compose. Its Permanent method is the contract; no sender type is named here.
+func isPermanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -12,9 +12,12 @@ import (
 
 // Message is one contact message as the operating team sees it.
 type Message struct {
-	// ID is the message's stream ID; it makes the mail's Message-ID, so a duplicate after a retry is
-	// recognisable.
-	ID           string    `json:"id"`
+	// ID is the message's ID (its stream ID, kept by a retried dead letter); it is the webhook-id and
+	// makes the mail's Message-ID, so a duplicate after a retry is recognisable.
+	ID string `json:"id"`
+	// Deployment is the store's identity: part of the Message-ID, so that two deployments, whose stream
+	// IDs can coincide, never share one. Not sent.
+	Deployment   string    `json:"-"`
 	ReceivedAt   time.Time `json:"received_at"`
 	Name         string    `json:"name"`
 	Email        string    `json:"email"`

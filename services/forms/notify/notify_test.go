@@ -330,3 +330,41 @@ func TestWebhook_BadSecret_IsRefusedWithoutQuotingIt(t *testing.T) {
 		}
 	}
 }
+
+// A rotation of the signing secret: with the new and the old secret set, every call carries one
+// signature per secret, space-separated ("v1,… v1,…", as the Standard Webhooks spec allows), and the
+// reference library verifies it with either secret: receivers can move to the new one at their pace.
+func TestWebhook_TwoSecretsDuringARotation_EitherVerifies(t *testing.T) {
+	var h http.Header
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+		h = r.Header.Clone()
+	}))
+	defer srv.Close()
+	newSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a new secret of thirty-two bytes"))
+	wh, err := NewWebhook(srv.URL, nil).WithSecret(newSecret, testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Send(ctx(t), testMessage()); err != nil {
+		t.Fatal(err)
+	}
+	sigs := strings.Split(h.Get("webhook-signature"), " ")
+	if len(sigs) != 2 || !strings.HasPrefix(sigs[0], "v1,") || !strings.HasPrefix(sigs[1], "v1,") || sigs[0] == sigs[1] {
+		t.Fatalf("webhook-signature %q, want two different v1 signatures", h.Get("webhook-signature"))
+	}
+	for _, secret := range []string{newSecret, testSecret} {
+		verifier, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := verifier.Verify(body, h); err != nil {
+			t.Errorf("a receiver with one of the two secrets cannot verify: %v", err)
+		}
+	}
+	third, _ := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	if third.Verify(body, h) == nil {
+		t.Error("a third secret verified the call")
+	}
+}

@@ -22,10 +22,15 @@ type SMTP struct {
 	cfg config.SMTP
 	// TLSConfig overrides the STARTTLS configuration (tests trust their own certificate).
 	TLSConfig *tls.Config
+	via       mail.Sender // set by NewMail: the mail goes there instead of to cfg's relay
 }
 
 // NewSMTP returns a sender for the relay cfg.
 func NewSMTP(cfg config.SMTP) *SMTP { return &SMTP{cfg: cfg} }
+
+// NewMail returns a sender that hands the same contact mail to via (the dev server's outbox) instead of
+// dialing a relay: cfg gives its recipients and subject prefix, its From may stay empty (via's own).
+func NewMail(via mail.Sender, cfg config.SMTP) *SMTP { return &SMTP{cfg: cfg, via: via} }
 
 // Channel is "smtp".
 func (s *SMTP) Channel() string { return "smtp" }
@@ -33,6 +38,9 @@ func (s *SMTP) Channel() string { return "smtp" }
 // Send runs one SMTP transaction (STARTTLS when configured, AUTH when configured), bounded by ctx's
 // deadline. A password is never sent without STARTTLS to a relay that is not loopback.
 func (s *SMTP) Send(ctx context.Context, m Message) error {
+	if s.via != nil {
+		return s.via.Send(ctx, s.mail(m))
+	}
 	security := mail.Plain
 	if s.cfg.StartTLS {
 		security = mail.StartTLS
@@ -64,13 +72,14 @@ func (s *SMTP) mail(m Message) mail.Message {
 	}
 }
 
-// messageID is the left part of the mail's Message-ID: the stream ID, which a retry keeps, and a hash of
-// the message's content, because a stream ID is unique only within its stream (two deployments, or a
-// recreated store, start at the same IDs). The same stored message gives the same Message-ID on every
-// attempt, so the team's mail client can drop a duplicate; two different messages never share one.
+// messageID is the left part of the mail's Message-ID: the message's ID, which every retry keeps (also a
+// dead letter handed back), and a hash of the store's identity and the message's content, because an ID
+// is unique only within its stream: two deployments' streams count from the same clock. The same stored
+// message gives the same Message-ID on every attempt, from every replica, so the team's mail client can
+// drop a duplicate; two messages, of one deployment or of two, never share one.
 func messageID(m Message) string {
 	h := sha256.New()
-	for _, f := range []string{m.ID, m.ReceivedAt.UTC().Format(time.RFC3339Nano), m.Name, m.Email, m.Organization, m.Topic, m.Text, m.Origin} {
+	for _, f := range []string{m.Deployment, m.ID, m.ReceivedAt.UTC().Format(time.RFC3339Nano), m.Name, m.Email, m.Organization, m.Topic, m.Text, m.Origin} {
 		fmt.Fprintf(h, "%d:%s", len(f), f) // length-prefixed: no two field lists hash alike
 	}
 	sum := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:10]))

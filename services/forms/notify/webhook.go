@@ -25,13 +25,15 @@ import (
 // stream ID, the same on every retry so that a receiver can drop a message it already has;
 // webhook-timestamp, the attempt's time in Unix seconds; and, when a secret is set (WithSecret),
 // webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>", so that a receiver can tell our calls
-// from anyone else's and refuse replays of old ones.
+// from anyone else's and refuse replays of old ones. During a rotation two secrets are set, and the
+// header carries one signature per secret, separated by a space, as the spec allows: a receiver that
+// knows either secret verifies the call.
 type Webhook struct {
-	url    string
-	shown  string // what errors (and so logs) say instead of url: scheme and host only
-	client *http.Client
-	signer *standardwebhooks.Webhook // nil: calls are not signed
-	now    func() time.Time
+	url     string
+	shown   string // what errors (and so logs) say instead of url: scheme and host only
+	client  *http.Client
+	signers []*standardwebhooks.Webhook // none: calls are not signed
+	now     func() time.Time
 }
 
 // NewWebhook returns a sender posting to address with client (nil: a client that does not follow
@@ -43,15 +45,17 @@ func NewWebhook(address string, client *http.Client) *Webhook {
 	return &Webhook{url: address, shown: redactURL(address), client: client, now: time.Now}
 }
 
-// WithSecret signs every call with secret, in the Standard Webhooks form: "whsec_" followed by the
-// base64 of 24 to 64 random bytes (`echo whsec_$(openssl rand -base64 32)`). The error never repeats the
-// secret.
-func (w *Webhook) WithSecret(secret string) (*Webhook, error) {
-	signer, err := NewWebhookSigner(secret)
-	if err != nil {
-		return nil, err
+// WithSecret signs every call with each of secrets (the current one, and during a rotation the one it
+// replaces), in the Standard Webhooks form: "whsec_" followed by the base64 of 24 to 64 random bytes
+// (`echo whsec_$(openssl rand -base64 32)`). The error never repeats a secret.
+func (w *Webhook) WithSecret(secrets ...string) (*Webhook, error) {
+	for _, secret := range secrets {
+		signer, err := NewWebhookSigner(secret)
+		if err != nil {
+			return nil, err
+		}
+		w.signers = append(w.signers, signer)
 	}
-	w.signer = signer
 	return w, nil
 }
 
@@ -110,12 +114,14 @@ func (w *Webhook) Send(ctx context.Context, m Message) error {
 	at := w.now()
 	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
-	if w.signer != nil {
-		sig, err := w.signer.Sign(m.ID, at, body)
-		if err != nil {
-			return err
+	if len(w.signers) > 0 {
+		sigs := make([]string, len(w.signers))
+		for i, signer := range w.signers {
+			if sigs[i], err = signer.Sign(m.ID, at, body); err != nil {
+				return err
+			}
 		}
-		req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+		req.Header.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {

@@ -35,7 +35,7 @@ type batcher struct {
 	// loaded says the scripts are known to be in the store's script cache (runAndWait cannot fall back
 	// from EVALSHA to EVAL inside its pipeline without waiting twice).
 	loaded atomic.Bool
-	fsync  fsyncProbe
+	guard  *Guard // knows which primaries fsync before they answer
 }
 
 const (
@@ -63,8 +63,8 @@ type opResult struct {
 	err error
 }
 
-func newBatcher(rdb redis.UniversalClient, src string, fixed []string, runKey string) *batcher {
-	return &batcher{rdb: rdb, script: redis.NewScript(src), src: src, fixed: fixed, runKey: runKey}
+func newBatcher(rdb redis.UniversalClient, g *Guard, src string, fixed []string, runKey string) *batcher {
+	return &batcher{rdb: rdb, guard: g, script: redis.NewScript(src), src: src, fixed: fixed, runKey: runKey}
 }
 
 // do queues one submission and waits for its answer or for ctx to end.
@@ -217,7 +217,7 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 	stored := pipe.EvalSha(ctx, b.script.Hash(), keys, args...)
 	var wait *redis.Cmd
 	switch {
-	case level == config.DurabilityMachine && b.fsync.always(ctx, c):
+	case level == config.DurabilityMachine && b.guard.fsyncAlways(c.Options().Addr):
 		// The primary fsyncs before it answers (appendfsync always): the script's answer is the proof.
 	case level == config.DurabilityMachine:
 		wait = pipe.Do(ctx, "waitaof", 1, 0, waitMS)
@@ -240,7 +240,6 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 		return res, true, nil
 	}
 	if err := wait.Err(); err != nil {
-		b.fsync.forget() // the store may have changed (restarted with another configuration)
 		return nil, false, fmt.Errorf("durability %s: %w", level, err)
 	}
 	return res, acknowledged(level, wait), nil

@@ -19,10 +19,11 @@ import (
 // acknowledges it, atomically. A message it no longer holds (taken over, acknowledged, erased) is left
 // alone: so a second run of the same call (a client retry) does nothing, and a replica that took the
 // message over meanwhile keeps it.
-// KEYS stream, dead stream, delivered key; ARGV group, consumer, id, record, reason, channel, attempts.
+// KEYS stream, dead stream, delivered key; ARGV group, consumer, entry (in the stream), record, reason,
+// channel, attempts, message ID (MessageID: the entry's, or the original's for a retried dead letter).
 var deadLetterScript = redis.NewScript(`
 if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1, ARGV[2]) == 0 then return 0 end
-redis.call('XADD', KEYS[2], '*', 'id', ARGV[3], 'm', ARGV[4], 'reason', ARGV[5], 'channel', ARGV[6], 'attempts', ARGV[7])
+redis.call('XADD', KEYS[2], '*', 'id', ARGV[8], 'entry', ARGV[3], 'm', ARGV[4], 'reason', ARGV[5], 'channel', ARGV[6], 'attempts', ARGV[7])
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 redis.call('DEL', KEYS[3])
 return 1`)
@@ -31,7 +32,7 @@ return 1`)
 type DeadLetter struct {
 	// Entry is the dead letter's own ID in the dead-letter stream (when it died).
 	Entry string `json:"entry"`
-	// ID is the message's stream ID (the mail's Message-ID and the webhook-id).
+	// ID is the message's ID (MessageID: the mail's Message-ID and the webhook-id are made of it).
 	ID       string    `json:"id"`
 	Received time.Time `json:"received"`
 	Died     time.Time `json:"died"`
@@ -39,15 +40,20 @@ type DeadLetter struct {
 	Attempts int       `json:"attempts"`
 	Reason   string    `json:"reason"`
 	record   string
+	stored   string // the message's entry in the contact stream (its ID, unless it was retried before)
 }
 
 func deadLetterOf(x redis.XMessage) DeadLetter {
 	str := func(k string) string { s, _ := x.Values[k].(string); return s }
 	n, _ := strconv.Atoi(str("attempts"))
-	return DeadLetter{
+	d := DeadLetter{
 		Entry: x.ID, ID: str("id"), Received: StreamTime(str("id")).UTC(), Died: StreamTime(x.ID).UTC(),
-		Channel: str("channel"), Attempts: n, Reason: str("reason"), record: str(RecordField),
+		Channel: str("channel"), Attempts: n, Reason: str("reason"), record: str(RecordField), stored: str("entry"),
 	}
+	if d.stored == "" { // moved before the entry was recorded: it was the message's own
+		d.stored = d.ID
+	}
+	return d
 }
 
 // ListDeadLetters returns every dead letter, oldest first.
@@ -96,30 +102,34 @@ func selectDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []str
 	return out, nil
 }
 
-// requeueScript puts a dead letter back into the contact stream as a new message (delivered from the
-// start, on every channel) and removes it from the dead-letter stream, atomically; a dead letter already
-// gone (a second run of the call) is left alone. KEYS stream, dead stream; ARGV entry, record.
+// requeueScript hands a dead letter back to delivery keeping its identity: the stream cannot take an
+// entry below its last ID, so the message is added anew with its ID in the field OriginalIDField (from
+// which the worker takes the webhook-id and the mail's Message-ID, and export its row's ID), its old entry
+// is deleted (export lists the message once) and the dead letter is removed, atomically. A dead letter
+// already gone (a second run of the call, or a second operator) is left alone.
+// KEYS stream, dead stream; ARGV dead letter's entry, record, message ID, the message's old entry.
 var requeueScript = redis.NewScript(`
 if redis.call('XDEL', KEYS[2], ARGV[1]) == 0 then return false end
-return redis.call('XADD', KEYS[1], '*', 'm', ARGV[2])`)
+redis.call('XDEL', KEYS[1], ARGV[4])
+return redis.call('XADD', KEYS[1], '*', 'm', ARGV[2], '` + OriginalIDField + `', ARGV[3])`)
 
-// RetryDeadLetters hands the named dead letters (all when ids is empty) back to delivery, as new
-// messages, and returns their new stream IDs by old message ID.
-func RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) (map[string]string, error) {
+// RetryDeadLetters hands the named dead letters (all when ids is empty) back to delivery, every channel
+// again, each keeping its message ID, and returns the IDs it handed back.
+func RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]string, error) {
 	sel, err := selectDeadLetters(ctx, rdb, ids)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	var out []string
 	for _, d := range sel {
-		id, err := requeueScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream}, d.Entry, d.record).Text()
+		err := requeueScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream}, d.Entry, d.record, d.ID, d.stored).Err()
 		if errors.Is(err, redis.Nil) {
 			continue // retried or dropped by someone else meanwhile
 		}
 		if err != nil {
 			return out, err
 		}
-		out[d.ID] = id
+		out = append(out, d.ID)
 	}
 	return out, nil
 }
@@ -141,11 +151,12 @@ func DropDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []strin
 	return out, nil
 }
 
-// MoveToDeadLetters gives up on message id, which consumer holds in the delivery group: it moves, with
-// its record, the reason, the channel that failed and the number of attempts, to the dead-letter stream.
-// moved is false when consumer no longer holds it (see deadLetterScript).
-func MoveToDeadLetters(ctx context.Context, rdb redis.UniversalClient, consumer, id, record, reason, channel string, attempts int64) (moved bool, err error) {
-	n, err := deadLetterScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream, DeliveredKey(id)},
-		DeliveryGroup, consumer, id, record, reason, channel, attempts).Int()
+// MoveToDeadLetters gives up on the message in stream entry msg, which consumer holds in the delivery
+// group: it moves it, with its record, the reason, the channel that failed and the number of attempts, to
+// the dead-letter stream. moved is false when consumer no longer holds it (see deadLetterScript).
+func MoveToDeadLetters(ctx context.Context, rdb redis.UniversalClient, consumer string, msg redis.XMessage, reason, channel string, attempts int64) (moved bool, err error) {
+	record, _ := msg.Values[RecordField].(string)
+	n, err := deadLetterScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream, DeliveredKey(msg.ID)},
+		DeliveryGroup, consumer, msg.ID, record, reason, channel, attempts, MessageID(msg)).Int()
 	return n == 1, err
 }

@@ -4,82 +4,190 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
 
-// Ready reports whether the store answers, and can keep the durability promise of level: at "machine"
-// it must fsync before answering (appendfsync always) or on demand (WAITAOF, Redis 7.2 or later,
-// appendonly yes), or every submission would be answered 502.
-func Ready(ctx context.Context, rdb redis.UniversalClient, level config.Durability) error {
-	if err := redisclient.Ping(ctx, rdb); err != nil {
-		return err
+// What each durability level needs from the store (docs/forms.md, "Durability"), read from every
+// primary that holds the forms' keys:
+//
+//   - every level: appendonly yes (a 201 survives a kill of the Redis process: the write reached the
+//     append-only file before Redis answered), and no eviction (maxmemory 0, or maxmemory-policy
+//     noeviction: a full store refuses writes instead of dropping stored submissions);
+//   - machine: also appendfsync always (Redis fsyncs before it answers), or WAITAOF (Redis 7.2 or
+//     later) to wait for the fsync after the write;
+//   - primary: also a replica online, which WAIT 1 waits for. The primary's own append-only file stays
+//     required: a primary that restarts empty faster than a failover makes its replicas empty too
+//     (Redis's replication docs, "Safety of replication when master has persistence turned off").
+//
+// INFO gives appendonly (aof_enabled), maxmemory, maxmemory-policy and the replicas; only appendfsync
+// needs CONFIG GET. A managed Redis that refuses CONFIG (most do) leaves appendfsync unknown: machine
+// then relies on WAITAOF. One that refuses INFO cannot be judged at all, and no level is kept.
+
+// Reason is why the store cannot keep a level's promise: a closed set, the label values of
+// formsservice_forms_durability_unmet.
+type Reason int
+
+const (
+	ReasonNotChecked    Reason = iota // the store has not answered the check since the service started
+	ReasonAppendOnlyOff               // appendonly no
+	ReasonEviction                    // maxmemory set with a policy that evicts keys
+	ReasonNoFsync                     // machine: neither appendfsync always nor WAITAOF
+	ReasonNoReplica                   // primary: no replica online
+	ReasonUnverifiable                // the store refuses INFO
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{"not_checked", "appendonly_off", "eviction_policy", "no_fsync", "no_replica", "unverifiable"}
+
+func (r Reason) String() string { return reasonNames[r] }
+
+// Unmet says that the store cannot keep the promise of Level, why, and what to change. Submissions at
+// that level are answered 502 with it (nothing is written), and readiness fails with it.
+type Unmet struct {
+	Level   config.Durability
+	Reasons []Reason
+	// Fix says, per problem, what to change where.
+	Fix []string
+}
+
+func (u *Unmet) Error() string {
+	return "the store cannot keep forms.durability " + string(u.Level) + ": " + strings.Join(u.Fix, "; ")
+}
+
+// Reason is the short form for /readyz, which may be reachable by anyone: no address, no setting's value.
+func (u *Unmet) Reason() string {
+	names := make([]string, len(u.Reasons))
+	for i, r := range u.Reasons {
+		names[i] = r.String()
 	}
-	if level != config.DurabilityMachine {
+	return "durability " + string(u.Level) + ": " + strings.Join(names, ", ")
+}
+
+func (u *Unmet) add(r Reason, fix string) {
+	for _, have := range u.Reasons {
+		if have == r {
+			u.Fix = append(u.Fix, fix)
+			return
+		}
+	}
+	u.Reasons = append(u.Reasons, r)
+	u.Fix = append(u.Fix, fix)
+}
+
+// nodeFacts is what one primary said about itself.
+type nodeFacts struct {
+	addr         string
+	infoRefused  bool
+	appendOnly   bool
+	appendFsync  string // "" when CONFIG GET was refused
+	waitAOF      bool   // the server knows WAITAOF
+	maxmemory    int64
+	policy       string
+	replicasUp   int // replicas with state=online
+	configDenied bool
+}
+
+func (n nodeFacts) evicts() bool { return n.maxmemory > 0 && n.policy != "noeviction" }
+
+// inspectNode asks one primary what the levels need. err is set only when the store did not answer; a
+// refusal (an error reply) is a fact.
+func inspectNode(ctx context.Context, c *redis.Client) (nodeFacts, error) {
+	n := nodeFacts{addr: c.Options().Addr}
+	info, err := c.Info(ctx).Result() // the default sections: server, memory, persistence, replication, …
+	if isReply(err) {
+		n.infoRefused = true
+		return n, nil
+	}
+	if err != nil {
+		return n, err
+	}
+	f := infoFields(info)
+	n.appendOnly = f["aof_enabled"] == "1"
+	n.maxmemory, _ = strconv.ParseInt(f["maxmemory"], 10, 64)
+	n.policy = f["maxmemory_policy"]
+	for k, v := range f {
+		if isReplicaLine(k) && strings.Contains(","+v+",", ",state=online,") {
+			n.replicasUp++
+		}
+	}
+	cfg, err := c.ConfigGet(ctx, "appendfsync").Result()
+	switch {
+	case isReply(err):
+		n.configDenied = true
+	case err != nil:
+		return n, err
+	default:
+		n.appendFsync = cfg["appendfsync"]
+	}
+	if n.appendOnly && n.appendFsync != "always" {
+		// numlocal 0 and numreplicas 0: satisfied at once, so this only asks whether the command exists.
+		err := c.Do(ctx, "waitaof", 0, 0, 1).Err()
+		if err != nil && !isReply(err) {
+			return n, err
+		}
+		n.waitAOF = err == nil
+	}
+	return n, nil
+}
+
+// isReply reports an error reply of the server (a refusal), as opposed to no answer.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// isReplicaLine reports INFO replication's "slave<n>" keys, one per connected replica.
+func isReplicaLine(k string) bool {
+	n, ok := strings.CutPrefix(k, "slave")
+	_, err := strconv.Atoi(n)
+	return ok && n != "" && err == nil
+}
+
+// infoFields reads INFO's "key:value" lines.
+func infoFields(info string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// judge says whether nodes can keep level's promise, and if not, why and what to change.
+func judge(nodes []nodeFacts, level config.Durability) *Unmet {
+	u := &Unmet{Level: level}
+	for _, n := range nodes {
+		if n.infoRefused {
+			u.add(ReasonUnverifiable, fmt.Sprintf("Redis %s refuses INFO, so the service cannot see whether it keeps what it stores: allow INFO (and CONFIG GET) to the service's Redis user", n.addr))
+			continue
+		}
+		if !n.appendOnly {
+			u.add(ReasonAppendOnlyOff, fmt.Sprintf("Redis %s has appendonly no, so an acknowledged submission would not survive a restart of Redis: set appendonly yes (CONFIG SET appendonly yes, and in redis.conf so that a restart keeps it)", n.addr))
+		}
+		if n.evicts() {
+			u.add(ReasonEviction, fmt.Sprintf("Redis %s may evict keys (maxmemory %d with maxmemory-policy %s), dropping stored submissions: set maxmemory-policy noeviction (a full store then refuses writes, answered 502)", n.addr, n.maxmemory, n.policy))
+		}
+		if level == config.DurabilityMachine && n.appendOnly && n.appendFsync != "always" && !n.waitAOF {
+			if n.configDenied {
+				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s refuses CONFIG GET, so its appendfsync is unknown, and it has no WAITAOF (Redis 7.2 or later): run Redis 7.2 or later, or allow CONFIG GET and set appendfsync always", n.addr))
+			} else {
+				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s fsyncs its append-only file with appendfsync %s and has no WAITAOF (Redis 7.2 or later) to wait for it: set appendfsync always, or run Redis 7.2 or later", n.addr, n.appendFsync))
+			}
+		}
+		if level == config.DurabilityPrimary && n.replicasUp == 0 {
+			u.add(ReasonNoReplica, fmt.Sprintf("Redis %s has no replica online, which forms.durability primary waits for (WAIT 1): add a replica (Sentinel, Cluster, or REPLICAOF on a second server) or choose a lower level", n.addr))
+		}
+	}
+	if len(u.Reasons) == 0 {
 		return nil
 	}
-	c, err := primaryFor(ctx, rdb, ContactStream)
-	if err != nil {
-		return err
-	}
-	if always, err := appendfsyncAlways(ctx, c); err != nil || always {
-		return err
-	}
-	if err := c.Do(ctx, "waitaof", 1, 0, 1).Err(); err != nil {
-		return fmt.Errorf("forms.durability machine needs a store with appendonly yes and either appendfsync always or WAITAOF (Redis 7.2 or later): %w", err)
-	}
-	return nil
-}
-
-// fsyncProbe remembers, for a minute, whether the primary runs appendfsync always: it then fsyncs the
-// append-only file before it answers any write, once per event-loop turn for every client's writes
-// together (group commit), so the machine level needs no WAITAOF — which Redis before 7.2 lacks, and
-// which with appendfsync everysec waits for the next once-a-second fsync.
-type fsyncProbe struct {
-	mu     sync.Mutex
-	asked  time.Time
-	answer bool
-}
-
-const fsyncProbeEvery = time.Minute
-
-func (p *fsyncProbe) always(ctx context.Context, c *redis.Client) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.asked.IsZero() && time.Since(p.asked) < fsyncProbeEvery {
-		return p.answer
-	}
-	always, err := appendfsyncAlways(ctx, c)
-	if err == nil { // a store that did not answer (restarting) is asked again on the next call
-		p.answer, p.asked = always, time.Now()
-	}
-	return always
-}
-
-func (p *fsyncProbe) forget() {
-	p.mu.Lock()
-	p.asked = time.Time{}
-	p.mu.Unlock()
-}
-
-// appendfsyncAlways asks the store whether it has the append-only file on with appendfsync always. A
-// store that refuses to say (CONFIG disabled, as on some managed services) is taken to not; err is set
-// only when the store did not answer at all.
-func appendfsyncAlways(ctx context.Context, c *redis.Client) (bool, error) {
-	cfg, err := c.ConfigGet(ctx, "append*").Result()
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return false, nil // an answer: "not allowed"
-	}
-	if err != nil {
-		return false, err
-	}
-	return cfg["appendonly"] == "yes" && cfg["appendfsync"] == "always", nil
+	return u
 }
 
 // acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).
@@ -102,21 +210,25 @@ func primaryFor(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 	case *redis.Client:
 		return c, nil
 	}
-	return nil, fmt.Errorf("forms.durability machine and primary need a single Redis, Sentinel or Cluster client, not %T", rdb)
+	return nil, fmt.Errorf("forms.durability needs a single Redis, Sentinel or Cluster client, not %T", rdb)
 }
+
+// levelIndex orders the levels from weakest to strongest.
+func levelIndex(l config.Durability) int {
+	switch l {
+	case config.DurabilityPrimary:
+		return 2
+	case config.DurabilityMachine:
+		return 1
+	}
+	return 0
+}
+
+var levels = [...]config.Durability{config.DurabilityProcess, config.DurabilityMachine, config.DurabilityPrimary}
 
 // stronger is the stricter of two durability levels.
 func stronger(a, b config.Durability) config.Durability {
-	rank := func(l config.Durability) int {
-		switch l {
-		case config.DurabilityPrimary:
-			return 2
-		case config.DurabilityMachine:
-			return 1
-		}
-		return 0
-	}
-	if rank(b) > rank(a) {
+	if levelIndex(b) > levelIndex(a) {
 		return b
 	}
 	return a

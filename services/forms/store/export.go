@@ -86,8 +86,8 @@ func timeCell(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// ExportContact writes every stored contact message, oldest first, with its stream ID, and returns how
-// many it wrote.
+// ExportContact writes every stored contact message, in the order they were stored (a retried dead letter
+// where it was handed back), with its ID (MessageID), and returns how many it wrote.
 func ExportContact(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
 	out, err := newRecordWriter(w, format, []string{"id", "received_at", "name", "email", "organization", "topic", "message", "origin"})
 	if err != nil {
@@ -95,15 +95,16 @@ func ExportContact(ctx context.Context, rdb redis.UniversalClient, w io.Writer, 
 	}
 	n := 0
 	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec ContactRecord) error {
+		id := MessageID(msg)
 		line, err := json.Marshal(struct {
 			ID string `json:"id"`
 			ContactRecord
-		}{msg.ID, rec})
+		}{id, rec})
 		if err != nil {
 			return err
 		}
 		n++
-		return out.write(line, []string{msg.ID, rec.ReceivedAt.UTC().Format(time.RFC3339Nano), rec.Name, rec.Email,
+		return out.write(line, []string{id, rec.ReceivedAt.UTC().Format(time.RFC3339Nano), rec.Name, rec.Email,
 			rec.Organization, rec.Topic, rec.Message, rec.Origin})
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 type ForgetReport struct {
 	Email           string   `json:"email"`
 	WaitlistEntries int      `json:"waitlist_entries"`
-	ContactMessages []string `json:"contact_messages"` // stream IDs of the erased messages
+	ContactMessages []string `json:"contact_messages"` // IDs (MessageID) of the erased messages
 	DeadLetters     int      `json:"dead_letters"`     // dead letters (copies of undeliverable messages) erased
 }
 
@@ -27,6 +27,7 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 		return ForgetReport{}, fmt.Errorf("%q is not a valid e-mail address", address)
 	}
 	rep := ForgetReport{Email: canonical, ContactMessages: []string{}}
+	var entries []string // the erased messages' stream entries
 	// The double opt-in's traces of the entry: its id in the index, its expiry, its resend throttle.
 	if rec, ok, err := WaitlistEntry(ctx, rdb, canonical); err != nil {
 		return rep, err
@@ -52,15 +53,16 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 
 	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec ContactRecord) error {
 		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
-			rep.ContactMessages = append(rep.ContactMessages, msg.ID)
+			rep.ContactMessages = append(rep.ContactMessages, MessageID(msg))
+			entries = append(entries, msg.ID)
 		}
 		return nil
 	})
 	if err != nil {
 		return rep, err
 	}
-	for start := 0; start < len(rep.ContactMessages); start += exportPage {
-		ids := rep.ContactMessages[start:min(start+exportPage, len(rep.ContactMessages))]
+	for start := 0; start < len(entries); start += exportPage {
+		ids := entries[start:min(start+exportPage, len(entries))]
 		pipe := rdb.TxPipeline()
 		pipe.XDel(ctx, ContactStream, ids...)
 		for _, id := range ids {

@@ -12,13 +12,17 @@ import (
 
 func testStore(t *testing.T) (*Store, *testredis.Server) {
 	t.Helper()
-	srv := testredis.Start(t)
+	srv := testredis.Start(t, testredis.Options{AppendFsync: "no"}) // what the default level, process, needs
 	rdb, err := redisclient.New(config.Redis{URL: srv.URL()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Close() })
-	return New(rdb), srv
+	st, err := New(rdb, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, srv
 }
 
 // addContact stores a contact message from address as POST /contact does (its record, through the same

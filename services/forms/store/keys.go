@@ -64,9 +64,24 @@ const (
 	contactBusySuffix = ":busy" // fs:{contact}:idem:<hash>:busy
 )
 
-// DeadLetterStream holds one entry per dead letter: the message's stream ID ("id"), its record ("m"), the
-// last error ("reason"), the channel that failed ("channel") and how many attempts it had ("attempts").
+// DeadLetterStream holds one entry per dead letter: the message's ID ("id", MessageID), its entry in
+// ContactStream ("entry"), its record ("m"), the last error ("reason"), the channel that failed
+// ("channel") and how many attempts it had ("attempts").
 const DeadLetterStream = "fs:{contact}:dead"
+
+// OriginalIDField, on a ContactStream entry, holds the ID of the message it carries when that is not the
+// entry's own: a dead letter handed back to delivery (RetryDeadLetters) keeps the ID it was stored under,
+// so that its webhook-id, its mail's Message-ID and its export row stay the same.
+const OriginalIDField = "id"
+
+// MessageID is the ID of the message in a ContactStream entry: the entry's own ID, or for a retried
+// dead letter the ID it was first stored under.
+func MessageID(msg redis.XMessage) string {
+	if id, ok := msg.Values[OriginalIDField].(string); ok && id != "" {
+		return id
+	}
+	return msg.ID
+}
 
 // DeliveredKey records which channels already took a message, so that a retry after a partial failure
 // does not send the mail twice when only the webhook failed.
@@ -80,6 +95,19 @@ func StreamTime(id string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(n)
+}
+
+// deploymentKey holds a random identity of this store, made once (SET NX) and never erased: the part of
+// every contact mail's Message-ID that tells two deployments (two stores, whose stream IDs both start from
+// the clock) apart.
+const deploymentKey = "fs:{contact}:deployment"
+
+// DeploymentID returns the store's identity, making it the first time.
+func DeploymentID(ctx context.Context, rdb redis.UniversalClient) (string, error) {
+	if err := rdb.SetNX(ctx, deploymentKey, randomHex(16), 0).Err(); err != nil {
+		return "", err
+	}
+	return rdb.Get(ctx, deploymentKey).Result()
 }
 
 // EnsureDeliveryGroup creates the consumer group (and the stream) when missing. It starts at the beginning

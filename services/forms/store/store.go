@@ -13,6 +13,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
 )
 
 // The scripts store a batch of submissions — one, or several that arrived together (see batcher) — each
@@ -106,21 +107,39 @@ type Result struct {
 	RetryAfter time.Duration
 }
 
-// Store runs the submission scripts through one batcher per endpoint. Records are copied into the
-// operation (string(record)): a queued operation may outlive the handler that gave up waiting for it.
+// Store runs the submission scripts through one batcher per endpoint, behind the guard that refuses a
+// level the store cannot keep. Records are copied into the operation (string(record)): a queued
+// operation may outlive the handler that gave up waiting for it.
 type Store struct {
 	rdb      redis.UniversalClient
+	guard    *Guard
 	waitlist *batcher
 	contact  *batcher
 }
 
 // New returns the store of the forms on rdb.
-func New(rdb redis.UniversalClient) *Store {
+func New(rdb redis.UniversalClient, o Options) (*Store, error) {
+	g, err := newGuard(rdb, o)
+	if err != nil {
+		return nil, err
+	}
 	return &Store{
 		rdb:      rdb,
-		waitlist: newBatcher(rdb, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox}, "fs:{waitlist}"+runPrefix),
-		contact:  newBatcher(rdb, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
+		guard:    g,
+		waitlist: newBatcher(rdb, g, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox}, "fs:{waitlist}"+runPrefix),
+		contact:  newBatcher(rdb, g, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
+	}, nil
+}
+
+// Guard is the store's durability guard (its Run belongs in the service's background work).
+func (s *Store) Guard() *Guard { return s.guard }
+
+// Ready reports whether the store answers and can keep level's promise.
+func (s *Store) Ready(ctx context.Context, level config.Durability) error {
+	if err := redisclient.Ping(ctx, s.rdb); err != nil {
+		return err
 	}
+	return s.guard.Allow(ctx, level)
 }
 
 // Idempotency is a submission's Idempotency-Key, scoped to the origin that sent it and bound
@@ -131,8 +150,11 @@ type Idempotency struct {
 }
 
 // AddContact stores a contact message's record unless idem replays an earlier one, within client's rate
-// limit (limit per minute, 0: none), as durable as level asks.
+// limit (limit per minute, 0: none), as durable as level asks (see AddWaitlist).
 func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, idem Idempotency, record []byte, level config.Durability) (Result, error) {
+	if err := s.guard.Allow(ctx, level); err != nil {
+		return Result{}, err
+	}
 	op := storeOp{level: level}
 	hash, waits, idemKey := "", "0", IdempotencyRecordKey(idem.Origin, idem.Key)
 	if idem.Key != "" {

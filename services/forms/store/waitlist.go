@@ -97,8 +97,12 @@ type OptIn struct {
 }
 
 // AddWaitlist stores a sign-up unless the address is there already or its Idempotency-Key replays an
-// earlier one, within the client's rate limit, as durable as level asks.
+// earlier one, within the client's rate limit, as durable as level asks. A level the store cannot keep
+// is refused with an *Unmet before anything is written.
 func (s *Store) AddWaitlist(ctx context.Context, sub WaitlistSubmission, level config.Durability) (Result, error) {
+	if err := s.guard.Allow(ctx, level); err != nil {
+		return Result{}, err
+	}
 	op := storeOp{level: level}
 	hash, waits, idemKey := "", "0", idempotencyKey(waitlistIdemPrefix, sub.Idem.Origin, sub.Idem.Key)
 	if sub.Idem.Key != "" {

@@ -51,10 +51,17 @@ type Redis struct {
 	// Cluster selects Cluster mode for Addrs.
 	Cluster  bool   `json:"cluster,omitempty"`
 	Username string `json:"username,omitempty"`
-	// PasswordFile is read at start-up (a mounted Secret); REDIS_PASSWORD overrides it.
+	// PasswordFile is read at start-up (a mounted Secret); REDIS_PASSWORD overrides it. It wins over a
+	// password in URL.
 	PasswordFile string `json:"passwordFile,omitempty"`
-	DB           int    `json:"db,omitempty"`
-	TLS          bool   `json:"tls,omitempty"`
+	// SentinelUsername and SentinelPasswordFile authenticate to the sentinels themselves (Sentinel's
+	// requirepass), which may differ from the data nodes'; REDIS_SENTINEL_PASSWORD overrides the file.
+	SentinelUsername     string `json:"sentinelUsername,omitempty"`
+	SentinelPasswordFile string `json:"sentinelPasswordFile,omitempty"`
+	// DB is the database number, unless URL names one.
+	DB int `json:"db,omitempty"`
+	// TLS turns TLS on, for addrs and for a redis:// URL alike (a rediss:// URL is TLS anyway).
+	TLS bool `json:"tls,omitempty"`
 	// CAFile is a PEM bundle (a mounted Secret) of the certificate authorities the server's certificate
 	// must chain to, instead of the system's; setting it turns TLS on.
 	CAFile string `json:"caFile,omitempty"`
@@ -189,7 +196,11 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 		return
 	}
 	if v := getenv("REDIS_URL"); v != "" {
-		c.Redis = Redis{URL: v, Timeout: c.Redis.Timeout}
+		// The URL replaces the file's addressing (url or addrs, Sentinel, Cluster) and nothing else:
+		// tls, caFile, passwordFile, username, db and timeout still apply (redisclient.New combines them).
+		r := &c.Redis
+		r.URL, r.Addrs, r.MasterName, r.Cluster = v, nil, "", false
+		r.SentinelUsername, r.SentinelPasswordFile = "", ""
 	}
 	if v := getenv("FORMSSERVICE_PUBLIC_URL"); v != "" {
 		c.PublicURL = v
@@ -241,6 +252,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Redis.URL != "" && len(c.Redis.Addrs) > 0 {
 		errs = append(errs, errors.New("redis: set url or addrs, not both"))
+	}
+	if (c.Redis.SentinelUsername != "" || c.Redis.SentinelPasswordFile != "") && c.Redis.MasterName == "" {
+		errs = append(errs, errors.New("redis: sentinelUsername and sentinelPasswordFile are for Sentinel: set masterName and addrs (the sentinels), or remove them"))
 	}
 	errs = append(errs, c.Forms.validate()...)
 	errs = append(errs, validateSites(c.Forms.Sites, c.AllowedOrigins)...)

@@ -103,6 +103,11 @@ type Webhook struct {
 	// "whsec_" + base64 of 24 to 64 random bytes. When set, every call carries webhook-signature; a
 	// missing or malformed file stops the service at start-up, like URLFile.
 	SecretFile string `json:"secretFile,omitempty"`
+	// PreviousSecretFile, during a rotation of the secret, names the file holding the secret that
+	// SecretFile replaces: calls then carry a signature with each (webhook-signature "v1,… v1,…", as the
+	// Standard Webhooks spec allows), so that receivers verify with either while they move to the new
+	// one. Remove it once every receiver has the new secret.
+	PreviousSecretFile string `json:"previousSecretFile,omitempty"`
 }
 
 // Defaults of the end of delivery.
@@ -189,6 +194,10 @@ func (w Webhook) validate() []error {
 		return []error{fmt.Errorf("forms.delivery.webhook: set url (the incoming-webhook address) or urlFile (a file holding it, such as a mounted Secret)")}
 	case w.SecretFile != "" && (strings.TrimSpace(w.SecretFile) != w.SecretFile || strings.ContainsRune(w.SecretFile, 0)):
 		return []error{fmt.Errorf("forms.delivery.webhook.secretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.SecretFile)}
+	case w.PreviousSecretFile != "" && w.SecretFile == "":
+		return []error{fmt.Errorf("forms.delivery.webhook.previousSecretFile: set only during a rotation, beside secretFile (the new secret)")}
+	case w.PreviousSecretFile != "" && (strings.TrimSpace(w.PreviousSecretFile) != w.PreviousSecretFile || strings.ContainsRune(w.PreviousSecretFile, 0)):
+		return []error{fmt.Errorf("forms.delivery.webhook.previousSecretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.PreviousSecretFile)}
 	case w.URLFile != "":
 		if strings.TrimSpace(w.URLFile) != w.URLFile || strings.ContainsRune(w.URLFile, 0) {
 			return []error{fmt.Errorf("forms.delivery.webhook.urlFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.URLFile)}

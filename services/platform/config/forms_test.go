@@ -30,16 +30,19 @@ func TestForms_DefaultsAndRateLimit(t *testing.T) {
 
 func TestForms_Validate(t *testing.T) {
 	cases := map[string]string{
-		"forms: {rateLimitPerMinute: -1}":                                                   "rateLimitPerMinute",
-		"forms: {contactRetention: -1s}":                                                    "contactRetention",
-		"forms: {delivery: {smtp: {addr: 'mail:25'}}}":                                      "smtp",
-		"forms: {delivery: {webhook: {url: 'ftp://x'}}}":                                    "webhook",
-		"forms: {delivery: {webhook: {url: '/relative'}}}":                                  "webhook",
-		"forms: {delivery: {webhook: {url: 'https://h/x'}, timeout: 10s, retryAfter: 15s}}": "retryAfter",
-		"forms: {durability: disk}":                                                         "forms.durability",
-		"forms: {delivery: {maxAttempts: -1}}":                                              "maxAttempts",
-		"forms: {delivery: {maxAge: -1h}}":                                                  "durations must not be negative",
-		"forms: {delivery: {webhook: {url: 'https://h/x', secretFile: ' /s'}}}":             "secretFile",
+		"forms: {rateLimitPerMinute: -1}":                                                               "rateLimitPerMinute",
+		"forms: {contactRetention: -1s}":                                                                "contactRetention",
+		"forms: {delivery: {smtp: {addr: 'mail:25'}}}":                                                  "smtp",
+		"forms: {delivery: {webhook: {url: 'ftp://x'}}}":                                                "webhook",
+		"forms: {delivery: {webhook: {url: '/relative'}}}":                                              "webhook",
+		"forms: {delivery: {webhook: {url: 'https://h/x'}, timeout: 10s, retryAfter: 15s}}":             "retryAfter",
+		"forms: {durability: disk}":                                                                     "forms.durability",
+		"forms: {delivery: {maxAttempts: -1}}":                                                          "maxAttempts",
+		"forms: {delivery: {maxAge: -1h}}":                                                              "durations must not be negative",
+		"forms: {delivery: {webhook: {url: 'https://h/x', secretFile: ' /s'}}}":                         "secretFile",
+		"forms: {delivery: {webhook: {url: 'https://h/x', previousSecretFile: /old}}}":                  "previousSecretFile: set only during a rotation",
+		"forms: {delivery: {webhook: {url: 'https://h/x', secretFile: /n, previousSecretFile: '/o '}}}": "previousSecretFile",
+		"redis: {url: 'redis://r:6379', sentinelPasswordFile: /p}":                                      "sentinelPasswordFile are for Sentinel",
 	}
 	for doc, want := range cases {
 		c, err := Parse([]byte(doc))

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +71,9 @@ func (s *Watcher) Reload() error {
 
 // Watch reloads the file whenever it changes until ctx ends. It watches the directory, not the file,
 // because Kubernetes updates a mounted ConfigMap by swapping a symlink (..data), which a watch on the
-// old file would never see. Events are debounced so that one update reloads once.
+// old file would never see. Only the file's own events (and the kubelet's ..data swap) reload; any other
+// file in the directory (a log written beside the configuration) reloads only if the configuration's
+// stamp changed with it. Events are debounced so that one update reloads once.
 func (s *Watcher) Watch(ctx context.Context) error {
 	if s.path == "" {
 		<-ctx.Done()
@@ -112,11 +115,13 @@ func (s *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				return nil
 			}
-			reload = time.After(debounce)
+			if s.ownEvent(ev.Name) || !stamp().same(last) {
+				reload = time.After(debounce)
+			}
 		case err, ok := <-errs:
 			if !ok {
 				return nil
@@ -132,6 +137,14 @@ func (s *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <
 			_ = s.Reload()
 		}
 	}
+}
+
+// ownEvent reports an event about the configuration file itself, or about the kubelet's atomic update
+// of a mounted ConfigMap: it writes a new ..<timestamp> directory and swaps the ..data symlink, through
+// which the file's path resolves.
+func (s *Watcher) ownEvent(name string) bool {
+	base := filepath.Base(name)
+	return base == filepath.Base(s.path) || strings.HasPrefix(base, "..")
 }
 
 // fileStamp tells versions of the configuration file apart; the size too, since two writes within one

@@ -36,7 +36,8 @@ type loopRig struct {
 func startLoop(t *testing.T, loaded, current int64) *loopRig {
 	t.Helper()
 	r := &loopRig{events: make(chan fsnotify.Event), errs: make(chan error), poll: make(chan time.Time), done: make(chan error, 1)}
-	s, err := NewWatcher("", func() (*Config, error) { r.loads.Add(1); return &Config{}, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The path names the file events are about; nothing reads it (the stamp comes from the test).
+	s, err := NewWatcher("/etc/formsservice/config.yaml", func() (*Config, error) { r.loads.Add(1); return &Config{}, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,37 @@ func TestWatchLoop_DebouncesABurst_ReloadsOnce100msAfterTheLast(t *testing.T) {
 		time.Sleep(time.Hour) // fake time: an hour in which nothing more comes in, so nothing more is reloaded
 		if n := r.reloads(); n != 1 {
 			t.Fatalf("%d reloads an hour after one burst, want 1", n)
+		}
+	})
+}
+
+// Events about other files in the configuration's directory reload nothing while the configuration's
+// stamp stays the same: a log file written there many times a second once caused 153 reloads in 15 s.
+// The file's own events, the kubelet's ..data swap, and another file's event that comes with a changed
+// stamp (the configuration is a symlink to it) still reload.
+func TestWatchLoop_OtherFilesInTheDirectory_DoNotReload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startLoop(t, 1, 1)
+		for range 150 {
+			r.events <- fsnotify.Event{Name: "/etc/formsservice/forms.log", Op: fsnotify.Write}
+			time.Sleep(100 * time.Millisecond) // fake time: 15 s of a log written ten times a second
+		}
+		time.Sleep(time.Second)
+		if n := r.reloads(); n != 0 {
+			t.Fatalf("%d reloads for a log file written beside the configuration, want 0", n)
+		}
+		for i, ev := range []string{"/etc/formsservice/config.yaml", "/etc/formsservice/..data"} {
+			r.events <- fsnotify.Event{Name: ev, Op: fsnotify.Create}
+			time.Sleep(time.Second)
+			if n := r.reloads(); n != int64(i+1) {
+				t.Fatalf("%d reloads after an event on %s, want %d", n, ev, i+1)
+			}
+		}
+		r.stamp.Store(2) // the configuration changed, and the event names its symlink's target
+		r.events <- fsnotify.Event{Name: "/etc/formsservice/real-config.yaml", Op: fsnotify.Write}
+		time.Sleep(time.Second)
+		if n := r.reloads(); n != 3 {
+			t.Fatalf("%d reloads after another file's event with the configuration changed, want 3", n)
 		}
 	})
 }

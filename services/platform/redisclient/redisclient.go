@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -22,21 +24,28 @@ import (
 // New builds the one go-redis UniversalClient every service uses: a single server (URL), Sentinel
 // (Addrs + MasterName) or Cluster (Addrs + Cluster). Timeouts are short and retries few, so that a slow or
 // dead store turns into a prompt error (502) instead of a hung request.
+//
+// The settings combine; none silently undoes another. A URL gives the address, the database (unless it
+// names none, then db does) and, when the other settings leave them empty, the username and password;
+// tls: true or a caFile turns TLS on for a redis:// URL as for addrs (a rediss:// URL is TLS whatever tls
+// says); caFile is the trust for either; passwordFile (or REDIS_PASSWORD) wins over a password in the URL.
+// Sentinel's own password (sentinelPasswordFile, or REDIS_SENTINEL_PASSWORD) is for the sentinels, the
+// password for the data nodes.
 func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, error) {
 	timeout := c.Timeout.D()
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	password := ""
-	if c.PasswordFile != "" {
-		p, err := secretfile.Read(c.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("redis password: %w", err)
-		}
-		password = p
+	if getenv == nil {
+		getenv = func(string) string { return "" }
 	}
-	if getenv != nil && getenv("REDIS_PASSWORD") != "" {
-		password = getenv("REDIS_PASSWORD")
+	password, err := secret(c.PasswordFile, getenv("REDIS_PASSWORD"), "redis password")
+	if err != nil {
+		return nil, err
+	}
+	sentinelPassword, err := secret(c.SentinelPasswordFile, getenv("REDIS_SENTINEL_PASSWORD"), "redis sentinel password")
+	if err != nil {
+		return nil, err
 	}
 	opts := &redis.UniversalOptions{
 		Addrs:                 c.Addrs,
@@ -44,6 +53,8 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 		IsClusterMode:         c.Cluster,
 		Username:              c.Username,
 		Password:              password,
+		SentinelUsername:      c.SentinelUsername,
+		SentinelPassword:      sentinelPassword,
 		DB:                    c.DB,
 		DialTimeout:           timeout / 2,
 		DialerRetries:         1,
@@ -55,8 +66,9 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 		MinRetryBackoff:       10 * time.Millisecond,
 		MaxRetryBackoff:       50 * time.Millisecond,
 	}
-	if c.TLS {
-		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	var tlsConfig *tls.Config
+	if c.TLS || c.CAFile != "" {
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if c.URL != "" {
 		u, err := redis.ParseURL(c.URL)
@@ -64,13 +76,22 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 			return nil, fmt.Errorf("redis url: %w", err)
 		}
 		opts.Addrs = []string{u.Addr}
-		opts.DB = u.DB
-		opts.TLSConfig = u.TLSConfig
-		if u.Username != "" {
+		if u.DB != 0 {
+			opts.DB = u.DB
+		}
+		if opts.Username == "" {
 			opts.Username = u.Username
 		}
-		if u.Password != "" && password == "" {
+		if opts.Password == "" {
 			opts.Password = u.Password
+		}
+		switch {
+		case u.TLSConfig != nil: // rediss://, with its host as the name to verify and its skip_verify
+			tlsConfig = u.TLSConfig
+		case tlsConfig != nil && u.Network == "unix":
+			return nil, errors.New("redis: tls or caFile set with a unix:// URL; a Unix socket is not reached over TLS")
+		case tlsConfig != nil:
+			tlsConfig.ServerName, _, _ = net.SplitHostPort(u.Addr)
 		}
 	}
 	if c.CAFile != "" {
@@ -78,11 +99,9 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 		if err != nil {
 			return nil, err
 		}
-		if opts.TLSConfig == nil {
-			opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		opts.TLSConfig.RootCAs = pool
+		tlsConfig.RootCAs = pool
 	}
+	opts.TLSConfig = tlsConfig
 	if len(opts.Addrs) == 0 {
 		return nil, fmt.Errorf("redis: no address configured")
 	}
@@ -96,6 +115,21 @@ func New(c config.Redis, getenv func(string) string) (redis.UniversalClient, err
 		return redis.NewClusterClient(co), nil
 	}
 	return redis.NewUniversalClient(opts), nil
+}
+
+// secret is the environment's value when set, else the file's content, else "".
+func secret(file, env, what string) (string, error) {
+	if env != "" {
+		return env, nil
+	}
+	if file == "" {
+		return "", nil
+	}
+	p, err := secretfile.Read(file)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return p, nil
 }
 
 // readCAFile reads a PEM bundle of certificate authorities: the only ones the store's certificate may

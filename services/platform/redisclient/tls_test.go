@@ -141,3 +141,86 @@ func TestNew_CAFile_TrustsOnlyTheBundle(t *testing.T) {
 		t.Error("a missing caFile was accepted")
 	}
 }
+
+// startTLSOnlyRedis runs redis-server with a TLS port only (no plain TCP port at all) and a password,
+// its certificate issued by ca; it returns the server and the CA bundle's file.
+func startTLSOnlyRedis(t *testing.T, ca testCA, password string) (*testredis.Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile := ca.serverCert(t, dir)
+	caFile := filepath.Join(dir, "ca.pem")
+	write(t, caFile, ca.pem)
+	return testredis.Start(t, testredis.Options{Password: password,
+		TLS: &testredis.TLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile, Only: true}}), caFile
+}
+
+// A redis:// URL with tls: true (or a caFile) connects over TLS: the URL gives the address, the other
+// settings add TLS, the trust and the password instead of being overwritten by the URL's defaults. A
+// server that speaks only TLS proves it: a plaintext connection gets no answer.
+func TestNew_URLWithTLSCAAndPasswordFile_Combine(t *testing.T) {
+	ca := newTestCA(t, "our redis CA")
+	rs, caFile := startTLSOnlyRedis(t, ca, "s3cret")
+	pwFile := filepath.Join(t.TempDir(), "password")
+	write(t, pwFile, []byte("s3cret\n"))
+	plainURL := "redis://" + rs.Addr() + "/0"
+
+	ctx := context.Background()
+	for _, c := range []config.Redis{
+		{URL: plainURL, TLS: true, CAFile: caFile, PasswordFile: pwFile},
+		{URL: plainURL, CAFile: caFile, PasswordFile: pwFile},                                        // caFile alone turns TLS on
+		{URL: "redis://:wrong@" + rs.Addr() + "/0", TLS: true, CAFile: caFile, PasswordFile: pwFile}, // the file wins
+		{URL: "rediss://" + rs.Addr() + "/0", CAFile: caFile, PasswordFile: pwFile},
+	} {
+		c.Timeout = config.Duration(2 * time.Second)
+		rdb, err := New(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Errorf("%s (tls %v): %v", c.URL, c.TLS, err)
+		}
+		rdb.Close()
+	}
+
+	// tls: true without the CA: TLS is attempted (the server's certificate is refused), not plaintext.
+	rdb, err := New(config.Redis{URL: plainURL, TLS: true, PasswordFile: pwFile, Timeout: config.Duration(2 * time.Second)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("tls: true without caFile: %v, want a TLS handshake that refuses the unknown authority", err)
+	}
+}
+
+// REDIS_URL replaces only the address of the configuration file's redis section: its tls, caFile and
+// passwordFile still apply.
+func TestNew_REDIS_URLKeepsTheFilesTLSAndPassword(t *testing.T) {
+	ca := newTestCA(t, "our redis CA")
+	rs, caFile := startTLSOnlyRedis(t, ca, "s3cret")
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "password")
+	write(t, pwFile, []byte("s3cret"))
+	cfgFile := filepath.Join(dir, "config.yaml")
+	write(t, cfgFile, []byte("redis:\n  url: redis://elsewhere.invalid:6379/0\n  tls: true\n  caFile: "+caFile+"\n  passwordFile: "+pwFile+"\n"))
+	env := map[string]string{"REDIS_URL": "redis://" + rs.Addr() + "/0"}
+	cfg, err := config.Load(cfgFile, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := New(cfg.Redis, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if err := rdb.Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Fatalf("REDIS_URL with the file's tls, caFile and passwordFile: %v", err)
+	}
+}
+
+// tls or caFile with a unix:// URL is a contradiction, refused rather than ignored.
+func TestNew_TLSWithUnixSocket_Refused(t *testing.T) {
+	if _, err := New(config.Redis{URL: "unix:///run/redis.sock", TLS: true}, nil); err == nil {
+		t.Fatal("tls with a unix:// URL was accepted")
+	}
+}

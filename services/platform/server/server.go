@@ -172,7 +172,13 @@ func (a *App) readyz(c *fiber.Ctx) error {
 	var failed []string
 	for _, s := range a.services {
 		if err := s.Ready(ctx); err != nil {
-			failed = append(failed, s.Name())
+			// An error may say why in a few words fit for an open port (no address, no secret).
+			var why interface{ Reason() string }
+			if errors.As(err, &why) {
+				failed = append(failed, s.Name()+" ("+why.Reason()+")")
+			} else {
+				failed = append(failed, s.Name())
+			}
 		}
 	}
 	if len(failed) > 0 {
