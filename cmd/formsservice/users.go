@@ -18,6 +18,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -223,7 +224,7 @@ func newUsersDeleteCmd(env *environment) *cobra.Command {
 	var u usersTool
 	cmd := &cobra.Command{
 		Use:     "delete --email ADDRESS",
-		Short:   "delete the account and revoke every token issued to it",
+		Short:   "delete the account, revoke every token issued to it and delete its passkeys",
 		Example: "  formsservice users delete --email ada@example.com",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -240,6 +241,9 @@ func newUsersDeleteCmd(env *environment) *cobra.Command {
 			n, _, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
 			if err != nil {
 				return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", user.Email, err)
+			}
+			if err := passkey.NewStore(rdb, nil).RemoveAll(cmd.Context(), user.ID); err != nil {
+				return fmt.Errorf("deleted %s, but removing its passkeys failed (they sign nobody in, since the user is gone): %w", user.Email, err)
 			}
 			if err := mfa.NewStore(rdb, mfa.Sealer{}, nil).Forget(cmd.Context(), user.ID); err != nil { // its second factor
 				return fmt.Errorf("deleted %s, but its second factor was not erased: %w", user.Email, err)

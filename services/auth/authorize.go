@@ -103,6 +103,8 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		s.decline(w, r, rt, ar)
 	case "signup":
 		s.signup(w, r, rt, cl, ar, clientKey)
+	case "passkey":
+		s.passkeySignIn(w, r, rt, cl, ar, clientKey)
 	case "mfa":
 		s.submitSecondStep(w, r, rt, cl, ar, clientKey)
 	default:
@@ -342,6 +344,7 @@ func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runti
 	d.Action = rt.basePath + "/oauth2/authorize?" + r.URL.RawQuery // host-relative: works under any host alias
 	d.ClientName = cl.name
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
+	d.Passkey = passkeyOffer(rt, d.Passkey)
 	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 

@@ -26,6 +26,8 @@ const (
 	signinSignupRefused  = "signup_refused"
 	signinLoginRequired  = "login_required"
 	signinCancelled      = "cancelled"
+	signinPasskey        = "passkey"
+	signinPasskeyRefused = "passkey_refused"
 	signinError          = "error"
 	// The second step (secondstep.go): a right code, a wrong or replayed one, too many wrong ones, and a
 	// code sent after the challenge ended.
@@ -39,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_signins_total",
-			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
+			Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
 		}, []string{"result"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_tokens_issued_total",

@@ -34,6 +34,13 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/oauth2/logout", s.handle(s.logout)),
 		server.Post("/oauth2/logout", s.handle(s.logout)),
 
+		// Passkeys (passkeys.go): the sign-in page's script asks for a ceremony here and posts the answer
+		// to /oauth2/authorize; the passkeys page is reached with the sign-in session.
+		server.Post("/oauth2/passkey/begin", s.handleClient(s.passkeyBegin)),
+		server.Get("/account/passkeys", s.handleClient(s.passkeysPage)),
+		server.Post("/account/passkeys", s.handleClient(s.passkeysPage)),
+		server.Post("/account/passkeys/begin", s.handleClient(s.passkeyRegisterBegin)),
+
 		// The account page (account.go), signed in through the hosted page's session.
 		server.Get("/account", s.handleClient(s.accountPage)),
 		server.Post("/account/password", s.handleClient(s.changePassword)),

@@ -31,6 +31,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -78,6 +79,7 @@ type Service struct {
 	users    *users.Store
 	sessions *sso.Store
 	throttle *throttle.Limiter
+	passkeys *passkey.Store
 	pages    *page.Renderer
 	account  *page.AccountRenderer
 	mfa      *mfa.Store
@@ -108,6 +110,8 @@ type runtime struct {
 	clients  map[string]*client
 	origins  map[string]bool // origins of every client's redirect URIs (CORS)
 	proxies  *clientip.Proxies
+	// rp is the WebAuthn relying party; nil when passkeys are off (or the issuer is an IP address).
+	rp *passkey.RelyingParty
 	// discovery is the encoded /.well-known/openid-configuration document.
 	discovery []byte
 }
@@ -157,6 +161,7 @@ func New(o Options) (*Service, error) {
 		users:    users.NewStore(o.Redis, hasher),
 		sessions: sso.New(o.Redis),
 		throttle: throttle.New(o.Redis, o.Now),
+		passkeys: passkey.NewStore(o.Redis, nil),
 		pages:    page.New(),
 		account:  page.NewAccount(),
 		mfa:      mfa.NewStore(o.Redis, sealer, o.Now),
@@ -286,6 +291,9 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		}
 	}
 	if rt.discovery, err = discoveryDoc(issuer, rt.clients); err != nil {
+		return nil, err
+	}
+	if rt.rp, err = relyingParty(issuer, a.Passkeys); err != nil {
 		return nil, err
 	}
 	if err := addAccountClient(rt); err != nil { // after discovery: the account page is no client of anyone's

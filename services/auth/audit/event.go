@@ -58,6 +58,11 @@ var (
 	RefreshReuse      = define("token.refresh_reuse", "a rotated refresh token presented again: its grant is revoked")
 	TokenRevoked      = define("token.revoked", "a grant revoked through /oauth2/revoke (RFC 7009); failure reason: unknown_token")
 	Introspection     = define("token.introspection", "a resource server asked about a token: success (active), failure (reason inactive or unauthorized)")
+	// Passkeys (issue 23 item 4; docs/architecture.md D21).
+	SignInPasskey  = define("signin.passkey", "a passkey sign-in on the hosted page (detail: passkey); failure reasons: unknown_passkey, cloned (the signature counter did not go up), wrong_origin, user_verification, expired, malformed, invalid, disabled, throttled")
+	PasskeyAdded   = define("passkey.added", "a passkey added on the passkeys page (detail: passkey, synced); failure reasons: bad_password, throttled, expired, exists, too_many, malformed, wrong_origin, user_verification, invalid")
+	PasskeyRenamed = define("passkey.renamed", "a passkey given another name (detail: passkey); failure reason: not_found")
+	PasskeyRemoved = define("passkey.removed", "a passkey removed (detail: passkey); failure reason: not_found")
 	// The second factor and the account page (issue 23; docs/architecture.md D20).
 	SecondFactor     = define("signin.second_factor", "a code at a sign-in's second step: success (an app's code; detail method=totp); failure reasons: wrong_code, replayed_code, wrong_recovery_code, throttled")
 	RecoveryCodeUsed = define("signin.recovery_code", "a recovery code accepted at a sign-in's second step (spent; detail left: how many remain)")

@@ -53,8 +53,10 @@ type Account struct {
 	MFAError      string
 	Fields        map[string]string
 	MFA           MFAStatus
-	Sessions      []SessionRow
-	Grants        []GrantRow
+	// Passkeys: the service offers passkeys, so the page links to their own page (/account/passkeys).
+	Passkeys bool
+	Sessions []SessionRow
+	Grants   []GrantRow
 }
 
 // MFAStatus is the second factor as the page shows it.

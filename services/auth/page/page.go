@@ -19,6 +19,9 @@ var pageHTML string
 //go:embed page.css
 var pageCSS string
 
+//go:embed passkeys.html
+var passkeysHTML string
+
 // Renderer renders the pages.
 type Renderer struct {
 	tmpl      *template.Template
@@ -28,7 +31,8 @@ type Renderer struct {
 // New parses the templates.
 func New() *Renderer {
 	css := template.CSS(pageCSS)
-	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Parse(pageHTML))
+	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Funcs(passkeyFuncs).Parse(pageHTML))
+	template.Must(t.Parse(passkeysHTML))
 	t = template.Must(t.Parse(secondStepHTML))
 	h := sha256.Sum256([]byte(pageCSS))
 	return &Renderer{tmpl: t, styleHash: "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"}
@@ -49,6 +53,8 @@ type SignIn struct {
 	SignupEmail string
 	SignupError string
 	Fields      map[string]string
+	// Passkey offers signing in with a passkey (nil: not offered).
+	Passkey *PasskeySignIn
 }
 
 // Error is the data of an error page (an authorization request that cannot be redirected back).
@@ -68,10 +74,15 @@ type Logout struct {
 
 // Security headers for every page. formActions are the origins a form on the page may submit to or be
 // redirected to afterwards (browsers apply form-action to the redirect too).
-func (r *Renderer) headers(w http.ResponseWriter, formActions []string) {
+// A page with a script (nonce not empty) allows that one script element and its requests to this origin.
+func (r *Renderer) headers(w http.ResponseWriter, formActions []string, nonce string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+r.styleHash+"; img-src 'self' data:; form-action 'self'"+
+	script := ""
+	if nonce != "" {
+		script = "; script-src 'nonce-" + nonce + "'; connect-src 'self'"
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+r.styleHash+script+"; img-src 'self' data:; form-action 'self'"+
 		prefixSpace(formActions)+"; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -96,13 +107,18 @@ func prefixSpace(list []string) string {
 }
 
 func (r *Renderer) render(w http.ResponseWriter, status int, name string, data any, formActions []string) {
+	r.renderScripted(w, status, name, data, formActions, "")
+}
+
+// renderScripted renders a page whose data carries nonce for its script element ("" for none).
+func (r *Renderer) renderScripted(w http.ResponseWriter, status int, name string, data any, formActions []string, nonce string) {
 	var buf bytes.Buffer
 	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		// The templates are fixed and their data plain; this is a programming error.
 		http.Error(w, "page error", http.StatusInternalServerError)
 		return
 	}
-	r.headers(w, formActions)
+	r.headers(w, formActions, nonce)
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -115,7 +131,12 @@ func (r *Renderer) RenderSignIn(w http.ResponseWriter, status int, d SignIn, for
 	if d.ClientName == "" {
 		d.ClientName = "the application"
 	}
-	r.render(w, status, "signin", d, formActions)
+	if d.Passkey != nil {
+		nonce := newNonce()
+		r.renderScripted(w, status, "signin", signInPage{d, nonce}, formActions, nonce)
+		return
+	}
+	r.render(w, status, "signin", signInPage{SignIn: d}, formActions)
 }
 
 // RenderError writes an error page.

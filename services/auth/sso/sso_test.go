@@ -110,3 +110,23 @@ func TestStoreDown_ErrUnavailable(t *testing.T) {
 		t.Errorf("Delete: %v", err)
 	}
 }
+
+// A session keeps the sign-in's authentication methods (amr); a session stored before they were kept
+// ("user|auth time") still reads, with none.
+func TestStart_KeepsTheAuthenticationMethods(t *testing.T) {
+	s, old, _, _ := start(t, time.Hour)
+	ctx := context.Background()
+	at := time.Unix(1_700_000_100, 0).UTC()
+	token, err := s.Start(ctx, sso.Start{UserID: "user-2", AuthTime: at, AMR: []string{"hwk", "mfa"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, token)
+	if err != nil || got == nil || got.UserID != "user-2" || !got.AuthTime.Equal(at) || strings.Join(got.AMR, " ") != "hwk mfa" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	got, err = s.Get(ctx, old)
+	if err != nil || got == nil || got.UserID != "user-1" || len(got.AMR) != 0 {
+		t.Fatalf("a session without amr: %+v, %v", got, err)
+	}
+}

@@ -46,6 +46,8 @@ type Auth struct {
 	MaxGrantsPerUser int `json:"maxGrantsPerUser,omitempty"`
 	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
 	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
+	// Passkeys configures signing in with passkeys (WebAuthn); see passkeys.go.
+	Passkeys AuthPasskeys `json:"passkeys,omitempty"`
 	// Audit bounds the audit trail kept in Redis (the log stream has every event regardless).
 	Audit Audit `json:"audit,omitempty"`
 }
@@ -188,6 +190,7 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.RateLimit.PerUser = 300
 	}
 	setDuration(&a.RateLimit.Window, time.Minute)
+	a.Passkeys.applyDefaults()
 	setDuration(&a.Audit.Retention, 30*24*time.Hour)
 	if a.Audit.MaxEntries == 0 {
 		a.Audit.MaxEntries = 100000
@@ -233,6 +236,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.Throttle.SignupsPerIP < 0 || a.Throttle.SignupsPerAddress < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
+	errs = append(errs, a.Passkeys.validate()...)
 	if a.Audit.MaxEntries < 0 {
 		errs = append(errs, fmt.Errorf("auth.audit.maxEntries: must not be negative"))
 	}
