@@ -104,9 +104,13 @@ export default async function setup(project: TestProject) {
     let redisPort = 0
     for (let attempt = 0; attempt < 5 && !redisPort; attempt++) {
       const port = await freePort()
-      const redis = spawn(redisServer, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-        stdio: 'ignore',
-      })
+      // appendonly yes, as the forms' default durability (process) needs of its store: on a stock
+      // redis-server (appendonly no) every submission is refused with 502 durability_unmet.
+      const redis = spawn(
+        redisServer,
+        ['--port', String(port), '--bind', '127.0.0.1', '--dir', work, '--save', '', '--appendonly', 'yes', '--appendfsync', 'no'],
+        { stdio: 'ignore' },
+      )
       procs.push(redis)
       const up = await until('redis-server', 5000, async () => (redis.exitCode !== null ? 'exited' : (await redisPing(port)) && 'up')).catch(
         () => 'timeout',
