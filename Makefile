@@ -23,8 +23,8 @@ run: build ## Run every service on $(ADDR) with the embedded store (CONFIG=file 
 	$(BIN)/formsservice dev --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG),)
 
 .PHONY: build
-build: ## Build bin/formsservice.
-	$(GO) build -o $(BIN)/formsservice ./cmd/formsservice
+build: ## Build bin/formsservice and bin/formsservice-forms (the forms service alone, which `formsservice forms` runs).
+	hack/build.sh $(BIN)
 
 .PHONY: test
 test: ## Install what the tests need (cached in bin/) and run every test and check.

@@ -21,7 +21,7 @@ go test -run '^$' -bench 'BenchmarkE2E_HealthScrapeStorm' -benchtime 6s -count 1
 # Then the memory run: whole flows at the PRODUCTION argon2id cost (19 MiB, t=2), one and sixteen at
 # once; it fails when sixteen concurrent sign-ins peak above 96 MiB RSS (docs/auth.md, "Memory").
 echo "=== auth: token endpoint load (loopback, 2 x 8s per GOGC setting), then sign-in memory (2 x 8s)"
-go build -o bin/formsservice ./cmd/formsservice
+hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 for gogc in 100 ""; do
   FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_AUTH_LOAD_GOGC="$gogc" FORMSSERVICE_BIN="$PWD/bin/formsservice" \
     go test -count 1 -run '^TestLoad_TokenEndpoint$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
@@ -39,7 +39,7 @@ FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN="$PWD/bin/formsservice" \
 # About two minutes: BENCH_DURATION (10s per target and phase), BENCH_SLICES (8), BENCH_CONNS (32).
 echo "=== forms: load on POST /waitlist and /contact against the baselines (loopback)"
 hack/install-redis.sh >/dev/null
-go build -o bin/formsservice ./cmd/formsservice
+hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 go build -o bin/loadgen ./cmd/loadgen
 bin/loadgen bench -formsservice bin/formsservice -redis-server bin/redis-server \
   -duration "${BENCH_DURATION:-10s}" -slices "${BENCH_SLICES:-8}" -conns "${BENCH_CONNS:-32}"
@@ -53,7 +53,7 @@ bin/loadgen bench -formsservice bin/formsservice -redis-server bin/redis-server 
 # traffic on all three services for SOAK_DURATION (5m); goroutines, open descriptors and RSS before and
 # after must stay flat (test/reliability's TestSoak, which `go test` runs for 15 s).
 echo "=== report: forms, token and health at several concurrencies (loopback) -> artifacts/bench/"
-go build -o bin/formsservice ./cmd/formsservice
+hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 go build -o bin/loadgen ./cmd/loadgen
 bin/loadgen report -formsservice bin/formsservice -redis-server bin/redis-server -out artifacts/bench \
   -duration "${REPORT_DURATION:-3s}" -concurrency "${REPORT_CONCURRENCY:-1,4,16,64}"

@@ -3,7 +3,8 @@
 # empty base (no shell, no libc) that runs as user 65532, without a Docker engine:
 #   docker load -i bin/formsservice-image.tar          (or podman load)
 #   kind load image-archive bin/formsservice-image.tar
-# One image serves everything: entrypoint /formsservice (forms|auth|health|...), and /manager, the operator.
+# One image serves everything: entrypoint /formsservice (forms|auth|health|...; `forms` runs as
+# /formsservice-forms, the forms service built alone), and /manager, the operator.
 #   IMG      name:tag inside the tarball   (default ghcr.io/formsservice/formsservice:<version>)
 #   ARCH     GOARCH of the binaries        (default: this machine's)
 #   VERSION  version reported by /health and the image labels (default: git describe, else "dev")
@@ -22,8 +23,8 @@ OUT="${OUT:-bin/formsservice-image.tar}"
 build_dir="bin/image/linux_$ARCH"
 mkdir -p "$build_dir"
 echo ">> building static binaries for linux/$ARCH ($VERSION)" >&2
-CGO_ENABLED=0 GOOS=linux GOARCH="$ARCH" go build -trimpath -ldflags "-s -w -X main.version=$VERSION" \
-  -o "$build_dir/formsservice" ./cmd/formsservice
+# formsservice and formsservice-forms, the forms service alone that `formsservice forms` hands over to
+LDFLAGS="-s -w -X main.version=$VERSION" CGO_ENABLED=0 GOOS=linux GOARCH="$ARCH" hack/build.sh "$build_dir" -trimpath
 CGO_ENABLED=0 GOOS=linux GOARCH="$ARCH" go build -trimpath -ldflags "-s -w" \
   -o "$build_dir/manager" ./cmd/manager
 
@@ -35,7 +36,8 @@ fi
 
 go run ./hack/imagebuild \
   -out "$OUT" -tag "$IMG" -arch "$ARCH" -ca-certs "$ca_certs" \
-  -binary "/formsservice=$build_dir/formsservice" -binary "/manager=$build_dir/manager" \
+  -binary "/formsservice=$build_dir/formsservice" -binary "/formsservice-forms=$build_dir/formsservice-forms" \
+  -binary "/manager=$build_dir/manager" \
   -entrypoint /formsservice \
   -label "org.opencontainers.image.title=formsservice" \
   -label "org.opencontainers.image.description=Forms, sign-in (OAuth 2.0 / OpenID Connect) and health services, and their Kubernetes operator" \
