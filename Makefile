@@ -48,6 +48,9 @@ lint: $(BIN)/staticcheck ## gofmt, go vet, staticcheck and a tidy go.mod.
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
+	@# the forms-only build of cmd/formsservice (D31): its own files, without the tests (they need the full build)
+	$(GO) build -tags formsonly -o /dev/null ./cmd/formsservice
+	$(BIN)/staticcheck -tags formsonly -tests=false ./cmd/formsservice
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 
 $(BIN)/staticcheck:

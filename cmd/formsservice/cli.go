@@ -19,7 +19,7 @@ import (
 // function, newXxxCmd(env), in a file of its own, listed once in newRootCmd.
 
 // newRootCmd builds the whole command tree. Adding a command: write newXxxCmd in its own file (see
-// forget.go for a small one) and add it to the list here.
+// forget.go for a small one) and add it to the list in commands.go.
 func newRootCmd(env *environment) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "formsservice",
