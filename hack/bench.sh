@@ -35,7 +35,8 @@ FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN="$PWD/bin/formsservice" \
 # handler doing one Redis SETNX (one round trip, the floor for any handler that stores). Peak req/s and
 # p50/p99 per target, then p50/p99 at half of that peak (open loop, no coordinated omission), measured in
 # short slices that alternate between the targets so that other load on the machine hits all alike;
-# last, the forms process's peak RSS (VmHWM) against the SETNX baseline's (the target: within 2x).
+# last, the forms process's peak RSS (VmHWM) against the SETNX baseline's (the target: within 2x); that
+# process is formsservice-forms, which `formsservice forms` hands over to (docs/architecture.md, D31).
 # About two minutes: BENCH_DURATION (10s per target and phase), BENCH_SLICES (8), BENCH_CONNS (32).
 echo "=== forms: load on POST /waitlist and /contact against the baselines (loopback)"
 hack/install-redis.sh >/dev/null
