@@ -44,8 +44,8 @@ type deps struct {
 	Service string
 }
 
-// serviceBuilders (commands.go, or formsonly.go in the forms-only build) constructs each service by name;
-// each builder lives in the service's own file here.
+// builder constructs one service; each lives in the service's own file here (forms.go, auth.go,
+// health.go). serviceBuilders (commands.go, or formsonly.go in the forms-only build) names them.
 type builder func(d deps) (server.Service, error)
 
 // devMode is what the dev server adds to serving (dev.go): the embedded store, the outbox its mail goes
