@@ -8,6 +8,7 @@
 #   IMG      name:tag inside the tarball   (default ghcr.io/formsservice/formsservice:<version>)
 #   ARCH     GOARCH of the binaries        (default: this machine's)
 #   VERSION  version reported by /health and the image labels (default: git describe, else "dev")
+#   OUT, BUILD_DIR  the tarball (default bin/formsservice-image.tar) and where the binaries are built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,7 @@ export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/
 CREATED="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
 OUT="${OUT:-bin/formsservice-image.tar}"
 
-build_dir="bin/image/linux_$ARCH"
+build_dir="${BUILD_DIR:-bin/image/linux_$ARCH}" # where the binaries are built
 mkdir -p "$build_dir"
 echo ">> building static binaries for linux/$ARCH ($VERSION)" >&2
 # formsservice and formsservice-forms, the forms service alone that `formsservice forms` hands over to
