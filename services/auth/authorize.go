@@ -390,12 +390,6 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
 		return
 	}
-	// The grant is remembered with the sign-in session first, so that logging out of this session
-	// revokes it: a grant the session does not know of is never issued.
-	if err := s.sessions.AddFamily(r.Context(), session, ar.GetID()); err != nil {
-		s.authorizeError(w, r, rt, ar, err)
-		return
-	}
 	for _, scope := range ar.GetRequestedScopes() {
 		ar.GrantScope(scope)
 	}

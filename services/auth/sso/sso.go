@@ -57,7 +57,7 @@ func (s *Store) idleTimeout() time.Duration {
 }
 
 // Bounds that do not depend on how a user behaves: sessions per user (beyond it the oldest ends) and
-// families remembered per session (for logout).
+// families a session lists itself (grants issued before the user's grant index remembered their session).
 const (
 	MaxSessionsPerUser    = 64
 	MaxFamiliesPerSession = 256
@@ -127,32 +127,8 @@ func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string,
 	return token, nil
 }
 
-var addFamilyScript = redis.NewScript(`
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then return 0 end
-redis.call('SADD', KEYS[2], ARGV[1])
-if redis.call('SCARD', KEYS[2]) > tonumber(ARGV[2]) then redis.call('SPOP', KEYS[2]) end
-redis.call('PEXPIRE', KEYS[2], ttl)
-redis.call('HSET', KEYS[3], 'last', ARGV[3])
-redis.call('PEXPIRE', KEYS[3], ttl)
-return 1
-`)
-
-// AddFamily records that a token family was started in the session, so that logout revokes it, and
-// that the session was used now (the account page shows it). The list lives as long as the session and
-// holds at most MaxFamiliesPerSession.
-func (s *Store) AddFamily(ctx context.Context, token, family string) error {
-	if token == "" || len(token) > 128 {
-		return nil
-	}
-	id := sessionID(token)
-	if err := addFamilyScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id), metaKey(id)}, family, MaxFamiliesPerSession, time.Now().Unix()).Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	return nil
-}
-
-// Families lists the token families started in a session.
+// Families lists the token families a session lists itself: grants issued before the user's grant
+// index remembered each grant's session (package store, SessionFamilies), which logout reads as well.
 func (s *Store) Families(ctx context.Context, token string) ([]string, error) {
 	if token == "" || len(token) > 128 {
 		return nil, nil
@@ -216,7 +192,7 @@ func (s *Store) EndUser(ctx context.Context, userID string) (int, error) {
 	return len(ids), nil
 }
 
-// getScript reads a session and, with an idle timeout (ARGV[1] ms, 0: none), starts it again: its
+// getScript reads a session, records its use in its details ("last", Unix s) and, with an idle timeout (ARGV[1] ms, 0: none), starts it again: its
 // records live the idle timeout from now (ARGV[2], Unix ms), never past the absolute end the details
 // keep, nor, for a session stored without one, past the end it has. KEYS: the session, its details, its
 // families.
@@ -233,13 +209,13 @@ if idle > 0 then
     return false
   end
   for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], life) end
-  redis.call('HSET', KEYS[2], 'last', math.floor(now / 1000))
 end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'last', math.floor(now / 1000)) end
 return v
 `)
 
-// Get returns the session for a cookie value, or nil when there is none. With an idle timeout, the
-// use starts it again.
+// Get returns the session for a cookie value, or nil when there is none, and records the use (the
+// account page shows it). With an idle timeout, the use starts it again.
 func (s *Store) Get(ctx context.Context, token string) (*Session, error) {
 	if token == "" || len(token) > 128 {
 		return nil, nil
