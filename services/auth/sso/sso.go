@@ -68,8 +68,7 @@ func sessionID(token string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-func sessionKey(token string) string { return keyOf(sessionID(token)) }
-func keyOf(id string) string         { return "auth:sso:{" + id + "}" }
+func keyOf(id string) string { return "auth:sso:{" + id + "}" }
 
 // familiesKey lists the token families started in a session (same slot as the session).
 func familiesKey(id string) string { return "auth:sso:{" + id + "}:families" }

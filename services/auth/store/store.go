@@ -169,15 +169,6 @@ func (s *Store) markerTTL() time.Duration {
 	return max(l.Refresh, l.Family, l.Access, l.Code) + time.Hour
 }
 
-// familyTTL is how long a family can live at most.
-func (s *Store) familyTTL() time.Duration {
-	l := s.lifetimes()
-	if l.Family > 0 {
-		return l.Family
-	}
-	return l.Refresh
-}
-
 type memoKey struct{}
 
 // memo remembers the authorization code a token request read, so that fosite's second read of the same
