@@ -232,7 +232,7 @@ func (s *Service) changePassword(w http.ResponseWriter, r *http.Request, clientK
 	}
 	s.accountEvent(ctx, audit.PasswordChanged, u, map[string]string{"grants": count(grants), "sessions": count(sessions)})
 	// This browser stays signed in, on a new session (the old one ended with the rest).
-	if _, err := s.replaceSession(w, r, rt, u, sess.AMR, sess.AuthTime); err != nil {
+	if _, _, err := s.replaceSession(w, r, rt, u, sess.AMR, sess.AuthTime); err != nil {
 		s.accountUnavailable(w, err)
 		return
 	}
@@ -389,7 +389,7 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 	}
 	s.accountEvent(ctx, audit.MFAEnrolled, u, map[string]string{"method": "totp", "codes": count(len(codes))})
 	// The code proved the app: this browser is now signed in with two factors (a new session value).
-	if _, err := s.replaceSession(w, r, rt, u, acr.With(sess.AMR, acr.OTP), time.Now().UTC()); err != nil {
+	if _, _, err := s.replaceSession(w, r, rt, u, acr.With(sess.AMR, acr.OTP), time.Now().UTC()); err != nil {
 		s.accountUnavailable(w, err)
 		return
 	}
@@ -411,10 +411,22 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	id := r.PostForm.Get("session")
-	families, found, err := s.sessions.EndID(ctx, u.ID, id)
+	// The grants the user's index holds with the session, whatever their number, and those the session
+	// lists itself (grants of an earlier version); revoked before the session ends, so that a failure
+	// leaves them for the retry.
+	families, err := s.store.SessionFamilies(ctx, u.ID, id)
 	if err == nil {
 		err = s.store.RevokeFamilies(ctx, families)
 	}
+	var listed []string
+	found := false
+	if err == nil {
+		listed, found, err = s.sessions.EndID(ctx, u.ID, id)
+	}
+	if err == nil {
+		err = s.store.RevokeFamilies(ctx, listed)
+	}
+	families = union(families, listed)
 	if err != nil {
 		s.accountUnavailable(w, err)
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/users"
 )
 
@@ -69,7 +70,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
 				if sessionSatisfies(cl, ar, sess.AMR) {
 					s.metrics.signins.WithLabelValues(signinSession).Inc()
-					s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.AMR)
+					s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.Generation, sess.AMR)
 					return
 				}
 				if !prompt["none"] { // signed in with too little for this client: the second step
@@ -370,28 +371,23 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 // against session fixation) and answers the authorization request.
 func (s *Service) openSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
 	now := time.Now().UTC()
-	token, err := s.replaceSession(w, r, rt, u, amr, now)
+	token, gen, err := s.replaceSession(w, r, rt, u, amr, now)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return
 	}
-	s.issueCode(w, r, rt, ar, u, now, token, amr)
+	s.issueCode(w, r, rt, ar, u, now, token, gen, amr)
 }
 
 // issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
-// the authorization code.
-func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string, amr []string) {
+// the authorization code. gen is the user's sign-out generation the session saw: a sign-out everywhere
+// since then (which may run at the same time as this request) refuses the code.
+func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string, gen int64, amr []string) {
 	if cl, _ := ar.GetClient().(*client); cl != nil && cl.account {
 		s.answerAccountClient(w, r, rt, ar) // the account page: signed in, no code
 		return
 	}
 	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
-		return
-	}
-	// The grant is remembered with the sign-in session first, so that logging out of this session
-	// revokes it: a grant the session does not know of is never issued.
-	if err := s.sessions.AddFamily(r.Context(), session, ar.GetID()); err != nil {
-		s.authorizeError(w, r, rt, ar, err)
 		return
 	}
 	for _, scope := range ar.GetRequestedScopes() {
@@ -410,13 +406,21 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 	sess := userSession(u, ar.GetGrantedScopes(), ar.GetClient().GetID(), authTime, ar.GetRequestedAt())
 	sess.IDClaims.AuthenticationMethodsReferences = amr
 	sess.IDClaims.AuthenticationContextClassReference = acr.Claim(amr, requestedACR(ar))
-	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step.
-	ctx, _ := s.store.BeginTX(r.Context())
+	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step; the
+	// grant joins the user's index with its session (logout ends it) unless the user was signed out
+	// everywhere since the session's sign-in.
+	ctx, _ := s.store.BeginTX(store.WithOrigin(r.Context(), store.Origin{Session: sso.ID(session), Generation: gen}))
 	resp, err := rt.provider.NewAuthorizeResponse(ctx, ar, sess)
 	if err == nil {
 		err = s.store.Commit(ctx)
 	} else {
 		_ = s.store.Rollback(ctx)
+	}
+	if errors.Is(err, store.ErrSignedOut) {
+		// The session is older than a sign-out everywhere: it ends here too, and the person signs in again.
+		_ = s.sessions.Delete(r.Context(), session)
+		setCookie(w, rt, sessionCookie, "", -1)
+		err = fosite.ErrLoginRequired.WithHint("The account was signed out everywhere since this sign-in; sign in again.")
 	}
 	if err != nil {
 		s.authorizeError(w, r, rt, ar, err)

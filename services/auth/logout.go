@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -99,7 +100,7 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 		// Logout ends the sign-in session and revokes every grant started in it: the applications signed
 		// in through this session can no longer refresh.
 		// Revoked before the session ends, so that a failure leaves the list for the retry.
-		families, err := s.sessions.Families(ctx, token)
+		families, err := s.sessionGrants(ctx, token)
 		if err == nil {
 			err = s.store.RevokeFamilies(ctx, families)
 		}
@@ -167,4 +168,38 @@ func audiences(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// sessionGrants lists every grant started in the sign-in session token: those the user's index holds
+// with the session, whatever their number, and those the session lists itself (at most
+// sso.MaxFamiliesPerSession; grants of an earlier version are only there).
+func (s *Service) sessionGrants(ctx context.Context, token string) ([]string, error) {
+	listed, err := s.sessions.Families(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.Get(ctx, token)
+	if err != nil || sess == nil {
+		return listed, err
+	}
+	indexed, err := s.store.SessionFamilies(ctx, sess.UserID, sess.ID)
+	if err != nil {
+		return nil, err
+	}
+	return union(indexed, listed), nil
+}
+
+// union is a and the elements of b that a does not hold.
+func union(a, b []string) []string {
+	seen := make(map[string]bool, len(a))
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			seen[x] = true
+			a = append(a, x)
+		}
+	}
+	return a
 }

@@ -81,7 +81,7 @@ func (s *Service) secondStep(w http.ResponseWriter, r *http.Request, rt *runtime
 	if needsTwoFactors(cl, ar) {
 		// The password is right, but this client wants a second factor the user does not have: a session
 		// with the password, then the set-up, which leads back to this very request.
-		if _, err := s.replaceSession(w, r, rt, u, []string{acr.PWD}, time.Now().UTC()); err != nil {
+		if _, _, err := s.replaceSession(w, r, rt, u, []string{acr.PWD}, time.Now().UTC()); err != nil {
 			s.unavailablePage(w, r, rt, cl, u.Email, err)
 			return true
 		}
@@ -253,23 +253,34 @@ func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 // a new value at every sign-in, against session fixation. The browser's earlier session ends; when it
 // was the same user's (a second step, a new password) the grants started in it move to the new one, so
 // that logging out still revokes them.
-func (s *Service) replaceSession(w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, amr []string, authTime time.Time) (string, error) {
+func (s *Service) replaceSession(w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, amr []string, authTime time.Time) (string, int64, error) {
 	ctx := r.Context()
+	// The session keeps the user's sign-out generation of now: a sign-out everywhere after this point
+	// refuses its codes, even one that missed the session in the user's list.
+	gen, err := s.store.Generation(ctx, u.ID)
+	if err != nil {
+		return "", 0, err
+	}
 	var carry []string
+	carryFrom := ""
 	if old := readCookie(r, rt, sessionCookie); old != "" {
 		if prev, err := s.sessions.Get(ctx, old); err == nil && prev != nil && prev.UserID == u.ID {
 			carry, _ = s.sessions.Families(ctx, old)
+			carryFrom = prev.ID
 		}
 		_ = s.sessions.Delete(ctx, old)
 	}
 	lifetime := rt.cfg.Auth.SessionLifetime.D()
-	token, err := s.sessions.Start(ctx, sso.Start{UserID: u.ID, AuthTime: authTime, AMR: amr, UserAgent: r.UserAgent()}, lifetime)
+	token, err := s.sessions.Start(ctx, sso.Start{UserID: u.ID, AuthTime: authTime, AMR: amr, UserAgent: r.UserAgent(), Generation: gen}, lifetime)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if err := s.sessions.Adopt(ctx, token, carry); err != nil {
 		s.log.Warn("sign-in: the earlier session's grants were not carried over", "err", err)
 	}
+	if err := s.store.MoveSession(ctx, u.ID, carryFrom, sso.ID(token)); err != nil {
+		s.log.Warn("sign-in: the earlier session's grants were not carried over", "err", err)
+	}
 	setCookie(w, rt, sessionCookie, token, lifetime)
-	return token, nil
+	return token, gen, nil
 }

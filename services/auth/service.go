@@ -159,7 +159,7 @@ func New(o Options) (*Service, error) {
 		keys:     o.Keys,
 		signer:   o.Keys.Signer(),
 		users:    users.NewStore(o.Redis, hasher),
-		sessions: sso.New(o.Redis),
+		sessions: sso.New(o.Redis).WithIdle(func() time.Duration { return o.Config.Current().Auth.SessionIdleTimeout.D() }),
 		throttle: throttle.New(o.Redis, o.Now),
 		passkeys: passkey.NewStore(o.Redis, nil),
 		pages:    page.New(),

@@ -25,6 +25,8 @@ type Start struct {
 	AMR []string
 	// UserAgent is the browser's, shown on the account page (cut at MaxUserAgent bytes).
 	UserAgent string
+	// Generation is the user's sign-out generation the sign-in saw (Session.Generation).
+	Generation int64
 }
 
 // MaxUserAgent bounds the user agent kept per session.
@@ -36,15 +38,22 @@ func metaKey(id string) string { return "auth:sso-meta:{" + id + "}" }
 // ID is the session ID of a cookie value (its SHA-256): what the account page names sessions by.
 func ID(token string) string { return sessionID(token) }
 
-// parse reads a stored session: "user|authTime" or "user|authTime|amr,amr".
+// parse reads a stored session: "user|authTime", "user|authTime|amr,amr" or
+// "user|authTime|amr,amr|generation".
 func parse(v string) *Session {
 	uid, rest, ok := strings.Cut(v, "|")
-	at, amr, _ := strings.Cut(rest, "|")
+	at, rest, _ := strings.Cut(rest, "|")
+	amr, gen, _ := strings.Cut(rest, "|")
 	secs, err := strconv.ParseInt(at, 10, 64)
 	if !ok || err != nil {
 		return nil
 	}
 	s := &Session{UserID: uid, AuthTime: time.Unix(secs, 0).UTC()}
+	if gen != "" {
+		if s.Generation, err = strconv.ParseInt(gen, 10, 64); err != nil {
+			return nil
+		}
+	}
 	if amr != "" {
 		s.AMR = strings.Split(amr, ",")
 	}

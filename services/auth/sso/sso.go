@@ -28,16 +28,36 @@ type Session struct {
 	AMR []string
 	// ID names the session in Redis and on the account page (the cookie's SHA-256, not the cookie).
 	ID string
+	// Generation is the user's sign-out generation when the session started (package store): a sign-out
+	// everywhere since then refuses the session's codes.
+	Generation int64
 }
 
 // Store keeps sessions.
-type Store struct{ rdb redis.UniversalClient }
+type Store struct {
+	rdb  redis.UniversalClient
+	idle func() time.Duration
+}
 
 // New returns a Store.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
+// WithIdle sets the idle timeout, read at every use (the live configuration; 0: none): a session not
+// used for that long ends, and each use starts it again, never past the session's absolute lifetime.
+func (s *Store) WithIdle(idle func() time.Duration) *Store {
+	s.idle = idle
+	return s
+}
+
+func (s *Store) idleTimeout() time.Duration {
+	if s.idle == nil {
+		return 0
+	}
+	return max(s.idle(), 0)
+}
+
 // Bounds that do not depend on how a user behaves: sessions per user (beyond it the oldest ends) and
-// families remembered per session (for logout).
+// families a session lists itself (grants issued before the user's grant index remembered their session).
 const (
 	MaxSessionsPerUser    = 64
 	MaxFamiliesPerSession = 256
@@ -48,8 +68,7 @@ func sessionID(token string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-func sessionKey(token string) string { return keyOf(sessionID(token)) }
-func keyOf(id string) string         { return "auth:sso:{" + id + "}" }
+func keyOf(id string) string { return "auth:sso:{" + id + "}" }
 
 // familiesKey lists the token families started in a session (same slot as the session).
 func familiesKey(id string) string { return "auth:sso:{" + id + "}:families" }
@@ -70,14 +89,20 @@ func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string,
 	}
 	token := base64.RawURLEncoding.EncodeToString(b)
 	userID := st.UserID
-	v := userID + "|" + strconv.FormatInt(st.AuthTime.Unix(), 10) + "|" + strings.Join(st.AMR, ",")
+	v := userID + "|" + strconv.FormatInt(st.AuthTime.Unix(), 10) + "|" + strings.Join(st.AMR, ",") + "|" + strconv.FormatInt(st.Generation, 10)
 	id := sessionID(token)
 	now := time.Now()
+	// The records live until the idle timeout (each use starts it again, see Get) and never past the
+	// absolute lifetime, which the details keep ("ends", Unix ms).
+	life := ttl
+	if idle := s.idleTimeout(); idle > 0 && idle < life {
+		life = idle
+	}
 	var size *redis.IntCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, keyOf(id), v, ttl)
-		p.HSet(ctx, metaKey(id), "ua", clip(st.UserAgent, MaxUserAgent), "last", now.Unix())
-		p.PExpire(ctx, metaKey(id), ttl)
+		p.Set(ctx, keyOf(id), v, life)
+		p.HSet(ctx, metaKey(id), "ua", clip(st.UserAgent, MaxUserAgent), "last", now.Unix(), "ends", now.Add(ttl).UnixMilli())
+		p.PExpire(ctx, metaKey(id), life)
 		uk := userKey(userID)
 		p.ZAdd(ctx, uk, redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: id})
 		p.ZRemRangeByScore(ctx, uk, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
@@ -101,32 +126,8 @@ func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string,
 	return token, nil
 }
 
-var addFamilyScript = redis.NewScript(`
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then return 0 end
-redis.call('SADD', KEYS[2], ARGV[1])
-if redis.call('SCARD', KEYS[2]) > tonumber(ARGV[2]) then redis.call('SPOP', KEYS[2]) end
-redis.call('PEXPIRE', KEYS[2], ttl)
-redis.call('HSET', KEYS[3], 'last', ARGV[3])
-redis.call('PEXPIRE', KEYS[3], ttl)
-return 1
-`)
-
-// AddFamily records that a token family was started in the session, so that logout revokes it, and
-// that the session was used now (the account page shows it). The list lives as long as the session and
-// holds at most MaxFamiliesPerSession.
-func (s *Store) AddFamily(ctx context.Context, token, family string) error {
-	if token == "" || len(token) > 128 {
-		return nil
-	}
-	id := sessionID(token)
-	if err := addFamilyScript.Run(ctx, s.rdb, []string{keyOf(id), familiesKey(id), metaKey(id)}, family, MaxFamiliesPerSession, time.Now().Unix()).Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	return nil
-}
-
-// Families lists the token families started in a session.
+// Families lists the token families a session lists itself: grants issued before the user's grant
+// index remembered each grant's session (package store, SessionFamilies), which logout reads as well.
 func (s *Store) Families(ctx context.Context, token string) ([]string, error) {
 	if token == "" || len(token) > 128 {
 		return nil, nil
@@ -190,12 +191,36 @@ func (s *Store) EndUser(ctx context.Context, userID string) (int, error) {
 	return len(ids), nil
 }
 
-// Get returns the session for a cookie value, or nil when there is none.
+// getScript reads a session, records its use in its details ("last", Unix s) and, with an idle timeout (ARGV[1] ms, 0: none), starts it again: its
+// records live the idle timeout from now (ARGV[2], Unix ms), never past the absolute end the details
+// keep, nor, for a session stored without one, past the end it has. KEYS: the session, its details, its
+// families.
+var getScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+local idle, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+if idle > 0 then
+  local left = tonumber(redis.call('HGET', KEYS[2], 'ends') or '')
+  if left then left = left - now else left = redis.call('PTTL', KEYS[1]) end
+  local life = math.min(idle, left)
+  if life <= 0 then
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+    return false
+  end
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], life) end
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'last', math.floor(now / 1000)) end
+return v
+`)
+
+// Get returns the session for a cookie value, or nil when there is none, and records the use (the
+// account page shows it). With an idle timeout, the use starts it again.
 func (s *Store) Get(ctx context.Context, token string) (*Session, error) {
 	if token == "" || len(token) > 128 {
 		return nil, nil
 	}
-	v, err := s.rdb.Get(ctx, sessionKey(token)).Result()
+	id := sessionID(token)
+	v, err := getScript.Run(ctx, s.rdb, []string{keyOf(id), metaKey(id), familiesKey(id)}, s.idleTimeout().Milliseconds(), time.Now().UnixMilli()).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

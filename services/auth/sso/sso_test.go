@@ -130,3 +130,55 @@ func TestStart_KeepsTheAuthenticationMethods(t *testing.T) {
 		t.Fatalf("a session without amr: %+v, %v", got, err)
 	}
 }
+
+// ASVS 3.3.2: a session not used for the idle timeout ends; each use starts the timeout again, never
+// past the absolute lifetime.
+func TestSession_IdleTimeout_SlidesOnUseUntilTheAbsoluteEnd(t *testing.T) {
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	const idle, lifetime = 10 * time.Minute, 24 * time.Hour
+	s := sso.New(rdb).WithIdle(func() time.Duration { return idle })
+	ctx := context.Background()
+	start := func() (string, string) {
+		token, err := s.Create(ctx, "user-1", time.Now(), lifetime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token, "auth:sso:{" + sso.ID(token) + "}"
+	}
+
+	// Unused for the idle timeout: its records live no longer than that, and then it is gone.
+	unused, _ := start()
+	testredis.EndLifetimes(t, rdb, "auth:sso*{"+sso.ID(unused)+"}*", idle)
+	if got, err := s.Get(ctx, unused); err != nil || got != nil {
+		t.Fatalf("after the idle timeout: %+v, %v", got, err)
+	}
+
+	// Used: the timeout starts again (here from 1 s left back to the idle timeout).
+	used, key := start()
+	rdb.PExpire(ctx, key, time.Second)
+	if got, err := s.Get(ctx, used); err != nil || got == nil {
+		t.Fatalf("a session in use: %+v, %v", got, err)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Second || ttl > idle {
+		t.Fatalf("after a use the session lives %v, want the idle timeout %v", ttl, idle)
+	}
+
+	// Near its absolute end, a use does not extend it past that end.
+	rdb.HSet(ctx, "auth:sso-meta:{"+sso.ID(used)+"}", "ends", time.Now().Add(2*time.Minute).UnixMilli())
+	if got, _ := s.Get(ctx, used); got == nil {
+		t.Fatal("a session before its absolute end is gone")
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl > 2*time.Minute {
+		t.Fatalf("a use extended the session to %v, past its absolute end (2m)", ttl)
+	}
+	// Past its absolute end, a use finds nothing, whatever the idle timeout.
+	rdb.HSet(ctx, "auth:sso-meta:{"+sso.ID(used)+"}", "ends", time.Now().Add(-time.Second).UnixMilli())
+	if got, err := s.Get(ctx, used); err != nil || got != nil {
+		t.Fatalf("after the absolute end: %+v, %v", got, err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Fatal("the session record outlived its absolute end")
+	}
+}

@@ -66,8 +66,10 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, sig string, r fo
 	if err != nil {
 		return err
 	}
-	w := op{kind: "set", key: currentKey(family, "code"), value: current(rest, v), ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}
-	return s.write(ctx, family, w, "", r.GetSession().GetSubject())
+	life := ttl(r, fosite.AuthorizeCode, s.lifetimes().Code)
+	w := op{kind: "set", key: currentKey(family, "code"), value: current(rest, v), ttl: ms(life)}
+	// The family joins its user's index until its code expires; issuing tokens moves its end later.
+	return s.writeIndexed(ctx, family, w, "", r.GetSession().GetSubject(), time.Now().Add(life), true)
 }
 
 // GetAuthorizeCodeSession returns the code's request; a used code answers ErrInvalidatedAuthorizeCode
@@ -133,7 +135,10 @@ func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string
 
 // --- PKCE and OpenID Connect sessions (keyed like the code) ---
 
-// CreatePKCERequestSession stores the code challenge for a code.
+// CreatePKCERequestSession stores the code challenge for a code. A family has one code, so it has one
+// challenge, kept like its code ("signature\n" + record) under a key without the signature: evicting or
+// deleting a family names every record it has (issue 22: they were keyed by signature, and outlived the
+// grants they belonged to).
 func (s *Store) CreatePKCERequestSession(ctx context.Context, sig string, r fosite.Requester) error {
 	return s.createBySig(ctx, "pkce", sig, r)
 }
@@ -146,7 +151,7 @@ func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	v, revoked, err := s.getRevokingReplay(ctx, family, key(family, "pkce", rest))
+	v, revoked, err := s.getCurrent(ctx, family, "pkce", rest, true)
 	if err != nil {
 		return nil, err
 	}
@@ -169,14 +174,14 @@ func (s *Store) DeletePKCERequestSession(ctx context.Context, sig string) error 
 	if !ok {
 		return nil
 	}
-	if err := s.rdb.SetArgs(ctx, key(family, "pkce", rest), used, redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.rdb.SetArgs(ctx, currentKey(family, "pkce"), current(rest, used), redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable(err)
 	}
 	return nil
 }
 
 // CreateOpenIDConnectSession stores the id_token request for a code. fosite passes the raw code here,
-// so the key holds its hash.
+// so the record is named by its hash.
 func (s *Store) CreateOpenIDConnectSession(ctx context.Context, code string, r fosite.Requester) error {
 	return s.createBySig(ctx, "oidc", codeKey(code), r)
 }
@@ -188,7 +193,7 @@ func (s *Store) GetOpenIDConnectSession(ctx context.Context, code string, _ fosi
 
 // DeleteOpenIDConnectSession removes it.
 func (s *Store) DeleteOpenIDConnectSession(ctx context.Context, code string) error {
-	return s.deleteBySig(ctx, "oidc", codeKey(code))
+	return s.deleteCurrent(ctx, "oidc", codeKey(code))
 }
 
 // codeKey turns a raw code "family~secret" into "family~sha256(code)".
@@ -200,6 +205,7 @@ func codeKey(code string) string {
 	return family + "~" + hashed(code)
 }
 
+// createBySig stores a code's PKCE or OpenID Connect record as the family's one record of that kind.
 func (s *Store) createBySig(ctx context.Context, kind, sig string, r fosite.Requester) error {
 	family, rest, ok := Family(sig)
 	if !ok {
@@ -209,7 +215,7 @@ func (s *Store) createBySig(ctx context.Context, kind, sig string, r fosite.Requ
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, family, op{kind: "set", key: key(family, kind, rest), value: v, ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}, "", "")
+	return s.write(ctx, family, op{kind: "set", key: currentKey(family, kind), value: current(rest, v), ttl: ms(ttl(r, fosite.AuthorizeCode, s.lifetimes().Code))}, "", "")
 }
 
 func (s *Store) getBySig(ctx context.Context, kind, sig string) (fosite.Requester, error) {
@@ -217,7 +223,7 @@ func (s *Store) getBySig(ctx context.Context, kind, sig string) (fosite.Requeste
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	v, revoked, err := s.get(ctx, family, key(family, kind, rest))
+	v, revoked, err := s.getCurrent(ctx, family, kind, rest, false)
 	if err != nil {
 		return nil, err
 	}
@@ -225,14 +231,6 @@ func (s *Store) getBySig(ctx context.Context, kind, sig string) (fosite.Requeste
 		return nil, fosite.ErrNotFound
 	}
 	return s.decode(ctx, v)
-}
-
-func (s *Store) deleteBySig(ctx context.Context, kind, sig string) error {
-	family, rest, ok := Family(sig)
-	if !ok {
-		return nil
-	}
-	return s.write(ctx, family, op{kind: "del", key: key(family, kind, rest)}, "", "")
 }
 
 // --- access tokens ---
@@ -272,7 +270,11 @@ func (s *Store) createToken(ctx context.Context, kind, sig string, r fosite.Requ
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, family, op{kind: "set", key: currentKey(family, kind), value: current(rest, v), ttl: ms(ttl(r, tt, def))}, "", "")
+	life := ttl(r, tt, def)
+	w := op{kind: "set", key: currentKey(family, kind), value: current(rest, v), ttl: ms(life)}
+	// The family stays in its user's index as long as its latest token lives (an access-only grant ends
+	// with its access token; a refresh moves the end on).
+	return s.writeIndexed(ctx, family, w, "", r.GetSession().GetSubject(), time.Now().Add(life), false)
 }
 
 // --- refresh tokens ---

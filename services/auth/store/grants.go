@@ -123,7 +123,12 @@ func (s *Store) EndGrant(ctx context.Context, subject, family string) error {
 	if err := s.RevokeFamily(ctx, family); err != nil {
 		return err
 	}
-	if err := s.rdb.ZRem(ctx, subjectKey(subject), family).Err(); err != nil {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, subjectKey(subject), family)
+		p.HDel(ctx, sessionsKey(subject), family)
+		return nil
+	})
+	if err != nil {
 		return unavailable(err)
 	}
 	return nil

@@ -119,11 +119,11 @@ func validFamily(f string) bool {
 }
 
 // Key layout. {family} is the hash tag: a family's keys share one Redis Cluster slot.
-func key(family, kind, id string) string { return "auth:{" + family + "}:" + kind + ":" + id }
-func revokedKey(family string) string    { return "auth:{" + family + "}:revoked" }
+func revokedKey(family string) string { return "auth:{" + family + "}:revoked" }
 
-// currentKey is a family's one record of a kind: its code ("code"), its current access token ("at") and
-// its current refresh token ("rt"). A family has one code, and a refresh replaces both tokens, so a
+// currentKey is a family's one record of a kind: its code ("code") with the code's PKCE challenge
+// ("pkce") and OpenID Connect request ("oidc"), its current access token ("at") and its current refresh
+// token ("rt"). A family has one code, and a refresh replaces both tokens, so a
 // family holds a fixed number of keys however often it is refreshed. The value is "signature\n"
 // followed by the record ('A' + JSON) or the used marker 'U'.
 func currentKey(family, kind string) string { return "auth:{" + family + "}:" + kind }
@@ -139,6 +139,15 @@ func current(sig, record string) string { return sig + "\n" + record }
 
 // subjectKey is the user's families, a sorted set scored by each family's end (Unix ms): pruned by expiry.
 func subjectKey(subject string) string { return "auth:subject:{" + subject + "}:grants" }
+
+// sessionsKey maps each family of the user's index to the sign-in session that started it (its ID, the
+// SHA-256 of the cookie): what logout revokes, however many grants the session started. Same slot as the
+// index, kept with it by one script.
+func sessionsKey(subject string) string { return "auth:subject:{" + subject + "}:sessions" }
+
+// generationKey is the user's sign-out generation: "sign out everywhere" (a password change, a disabled
+// account) increments it, and a code is written only for a sign-in that saw the current one.
+func generationKey(subject string) string { return "auth:subject:{" + subject + "}:gen" }
 
 // legacySubjectKey is the unbounded set earlier versions kept; still read when revoking a user.
 func legacySubjectKey(subject string) string { return "auth:subject:{" + subject + "}:families" }
@@ -158,15 +167,6 @@ func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, 
 func (s *Store) markerTTL() time.Duration {
 	l := s.lifetimes()
 	return max(l.Refresh, l.Family, l.Access, l.Code) + time.Hour
-}
-
-// familyTTL is how long a family can live at most.
-func (s *Store) familyTTL() time.Duration {
-	l := s.lifetimes()
-	if l.Family > 0 {
-		return l.Family
-	}
-	return l.Refresh
 }
 
 type memoKey struct{}
@@ -271,18 +271,6 @@ func ttl(r fosite.Requester, tt fosite.TokenType, def time.Duration) time.Durati
 	return def
 }
 
-// getScript reads a record and whether its family is revoked, in one step.
-var getScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return false end
-return {v, redis.call('EXISTS', KEYS[2])}
-`)
-
-// get returns the raw record (nil when missing) and whether the family is revoked.
-func (s *Store) get(ctx context.Context, family, k string) (string, bool, error) {
-	return s.runGet(ctx, getScript, []string{k, revokedKey(family)})
-}
-
 // runGet runs a script that answers a record and its family's revocation flag, or nil when missing.
 func (s *Store) runGet(ctx context.Context, script *redis.Script, keys []string, args ...any) (string, bool, error) {
 	res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
@@ -329,22 +317,6 @@ func (s *Store) getCurrent(ctx context.Context, family, kind, sig string, revoke
 		flag = "1"
 	}
 	return s.runGet(ctx, currentScript, keys, sig, ms(s.markerTTL()), flag)
-}
-
-// getRevokingScript is getScript for a single-use record: finding the used marker of a family that is
-// not revoked yet revokes it (ARGV[1] is the marker's TTL). revoked reports the state before the call, so
-// that a replay is counted once.
-var getRevokingScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return false end
-local revoked = redis.call('EXISTS', KEYS[2])
-if v == 'U' and revoked == 0 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[1]) end
-return {v, revoked}
-`)
-
-// getRevokingReplay is get for a code or refresh token: a used one revokes its family in the same step.
-func (s *Store) getRevokingReplay(ctx context.Context, family, k string) (string, bool, error) {
-	return s.runGet(ctx, getRevokingScript, []string{k, revokedKey(family)}, ms(s.markerTTL()))
 }
 
 // ownerScript reads the first of a family's current records that is still a record (a used code is
@@ -420,10 +392,53 @@ func (s *Store) RevokeFamilies(ctx context.Context, families []string) error {
 	return nil
 }
 
+// ErrSignedOut is a code refused because its user was signed out everywhere after the sign-in it
+// comes from (a session older than a password change, say): the person signs in again.
+var ErrSignedOut = errors.New("signed out everywhere since this sign-in")
+
+// Origin is where a code comes from: the sign-in session that authorized it (its ID, see sso.ID) and
+// the user's sign-out generation that session saw (Generation).
+type Origin struct {
+	Session    string
+	Generation int64
+}
+
+type originKey struct{}
+
+// WithOrigin returns a context whose code writes remember o: logout of the session revokes the grant,
+// and a sign-out everywhere since o's generation refuses the code (ErrSignedOut).
+func WithOrigin(ctx context.Context, o Origin) context.Context {
+	return context.WithValue(ctx, originKey{}, o)
+}
+
+// Generation is the user's sign-out generation (0 until the first sign-out everywhere): a sign-in
+// session keeps the one it saw when it started.
+func (s *Store) Generation(ctx context.Context, subject string) (int64, error) {
+	n, err := s.rdb.Get(ctx, generationKey(subject)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
+}
+
+// revokeSubjectScript moves the user to a new generation and reads the index, in one step on the
+// user's slot: a code registered after it is refused (its sign-in saw the old generation), one
+// registered before is in the list. KEYS: generation, index. ARGV: the generation's TTL.
+var revokeSubjectScript = redis.NewScript(`
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return redis.call('ZRANGE', KEYS[2], 0, -1)
+`)
+
 // RevokeSubject revokes every family issued to subject (a deleted, disabled or signed-out user, or a
-// changed password).
+// changed password), including one being issued concurrently: the generation moves on in the same
+// step that lists the families, so a code whose sign-in came before is either listed or refused.
 func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) {
-	families, err := s.rdb.ZRange(ctx, subjectKey(subject), 0, -1).Result()
+	// The generation outlives every session and grant that could have seen the previous one.
+	families, err := revokeSubjectScript.Run(ctx, s.rdb, []string{generationKey(subject), subjectKey(subject)}, ms(s.markerTTL()+30*24*time.Hour)).StringSlice()
 	if err != nil {
 		return 0, unavailable(err)
 	}
@@ -435,10 +450,69 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) 
 	if err := s.RevokeFamilies(ctx, families); err != nil {
 		return 0, err
 	}
-	if err := s.rdb.Del(ctx, subjectKey(subject), legacySubjectKey(subject)).Err(); err != nil {
-		return 0, unavailable(err)
+	// Only the families revoked leave the index (a failure above leaves them for the retry).
+	if len(families) > 0 {
+		members := make([]any, len(families))
+		for i, f := range families {
+			members[i] = f
+		}
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZRem(ctx, subjectKey(subject), members...)
+			p.HDel(ctx, sessionsKey(subject), families...)
+			p.Del(ctx, legacySubjectKey(subject))
+			return nil
+		})
+		if err != nil {
+			return 0, unavailable(err)
+		}
 	}
 	return len(families), nil
+}
+
+// sessionFamiliesScript lists the families of the user's index that a session started. KEYS: the
+// family -> session hash. ARGV: the session.
+var sessionFamiliesScript = redis.NewScript(`
+local out = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if all[i + 1] == ARGV[1] then out[#out + 1] = all[i] end
+end
+return out
+`)
+
+// SessionFamilies lists every live family the sign-in session (its ID) started: the user's index
+// holds each with its session, bounded by the user's bound and not by the session's, so logout ends
+// them all whatever their number.
+func (s *Store) SessionFamilies(ctx context.Context, subject, session string) ([]string, error) {
+	if subject == "" || session == "" {
+		return nil, nil
+	}
+	fams, err := sessionFamiliesScript.Run(ctx, s.rdb, []string{sessionsKey(subject)}, session).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
+	}
+	return fams, nil
+}
+
+// moveSessionScript gives the families of one session to another (KEYS: the hash; ARGV: from, to).
+var moveSessionScript = redis.NewScript(`
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if all[i + 1] == ARGV[1] then redis.call('HSET', KEYS[1], all[i], ARGV[2]) end
+end
+return 0
+`)
+
+// MoveSession records the families the session from started as started in the session to (a session
+// replaced at a second sign-in step: logging out of the new one ends the earlier one's grants too).
+func (s *Store) MoveSession(ctx context.Context, subject, from, to string) error {
+	if subject == "" || from == "" || to == "" {
+		return nil
+	}
+	if err := moveSessionScript.Run(ctx, s.rdb, []string{sessionsKey(subject)}, from, to).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return unavailable(err)
+	}
+	return nil
 }
 
 // SubjectFamilies is how many families the user's index holds (tests and diagnostics).

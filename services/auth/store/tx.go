@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,7 +38,13 @@ type unit struct {
 	ops      []op
 	claim    string   // "code" or "refresh" when the unit claims one
 	subjects []string // users to register the family with (another slot: pipelined beside the script)
-	err      error
+	// end is when the latest record the unit writes expires: the family's score in its user's index.
+	end time.Time
+	// started is true when the unit writes the family's code: the family joins its user's index (with the
+	// sign-in session and generation of the context, see WithOrigin); otherwise the index entry is only
+	// moved later (a token was issued), never made.
+	started bool
+	err     error
 }
 
 // BeginTX starts a unit of work (fosite's storage.Transactional).
@@ -70,7 +77,9 @@ func (s *Store) Rollback(ctx context.Context) error {
 	return nil
 }
 
-func (u *unit) reset() { u.family, u.ops, u.claim, u.subjects, u.err = "", nil, "", nil, nil }
+func (u *unit) reset() {
+	u.family, u.ops, u.claim, u.subjects, u.end, u.started, u.err = "", nil, "", nil, time.Time{}, false, nil
+}
 
 // writeAll adds several writes of one family to the unit in ctx (or applies them at once, as one unit).
 func (s *Store) writeAll(ctx context.Context, family, claim string, ws ...op) error {
@@ -100,16 +109,31 @@ func (s *Store) writeAll(ctx context.Context, family, claim string, ws ...op) er
 
 // write adds w to the unit in ctx, or applies it at once when there is none.
 func (s *Store) write(ctx context.Context, family string, w op, claim, subject string) error {
+	return s.writeIndexed(ctx, family, w, claim, subject, time.Time{}, false)
+}
+
+// writeIndexed is write for a record that keeps its family in subject's index until end: the code
+// (started: the family joins the index) or a token (the family's entry moves to end, if later).
+func (s *Store) writeIndexed(ctx context.Context, family string, w op, claim, subject string, end time.Time, started bool) error {
 	u, _ := ctx.Value(txKey{}).(*unit)
 	if u == nil {
 		u = &unit{}
 		u.add(family, w, claim, subject)
+		u.index(end, started)
 		return s.apply(ctx, u)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.add(family, w, claim, subject)
+	u.index(end, started)
 	return nil
+}
+
+func (u *unit) index(end time.Time, started bool) {
+	if end.After(u.end) {
+		u.end = end
+	}
+	u.started = u.started || started
 }
 
 func (u *unit) add(family string, w op, claim, subject string) {
@@ -124,7 +148,7 @@ func (u *unit) add(family string, w op, claim, subject string) {
 		}
 		u.claim = claim
 	}
-	if subject != "" {
+	if subject != "" && !slices.Contains(u.subjects, subject) {
 		u.subjects = append(u.subjects, subject)
 	}
 	u.ops = append(u.ops, w)
@@ -205,20 +229,27 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		args = append(args, w.kind, w.value, w.ttl)
 	}
 	var res *redis.Cmd
-	var sizes []*redis.IntCmd
+	var regs []*redis.Cmd
 	now := time.Now()
-	end := now.Add(s.familyTTL())
+	maxFamilies := s.lifetimes().MaxFamilies
+	if maxFamilies <= 0 {
+		maxFamilies = DefaultMaxFamilies
+	}
+	origin, _ := ctx.Value(originKey{}).(Origin)
 	run := func() error {
-		sizes = sizes[:0]
+		regs = regs[:0]
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			res = commitScript.EvalSha(ctx, p, keys, args...)
+			if u.end.IsZero() {
+				return nil
+			}
 			for _, sub := range u.subjects {
-				// The user's index: scored by the family's end, pruned of ended families on every write.
-				k := subjectKey(sub)
-				p.ZAdd(ctx, k, redis.Z{Score: float64(end.UnixMilli()), Member: u.family})
-				p.ZRemRangeByScore(ctx, k, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
-				sizes = append(sizes, p.ZCard(ctx, k))
-				p.PExpire(ctx, k, marker)
+				mode, sid, gen := "move", "", ""
+				if u.started {
+					mode, sid, gen = "start", origin.Session, strconv.FormatInt(origin.Generation, 10)
+				}
+				regs = append(regs, registerScript.EvalSha(ctx, p, []string{subjectKey(sub), sessionsKey(sub), generationKey(sub)},
+					u.family, u.end.UnixMilli(), now.UnixMilli(), maxFamilies, ms(marker), mode, sid, gen))
 			}
 			return nil
 		})
@@ -226,21 +257,41 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	}
 	err := run()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err = commitScript.Load(ctx, s.rdb).Err(); err == nil {
+		err = commitScript.Load(ctx, s.rdb).Err()
+		if err == nil {
+			err = registerScript.Load(ctx, s.rdb).Err()
+		}
+		if err == nil {
 			err = run()
 		}
 	}
 	if err != nil {
 		return unavailable(err)
 	}
-	maxFamilies := int64(s.lifetimes().MaxFamilies)
-	if maxFamilies <= 0 {
-		maxFamilies = DefaultMaxFamilies
-	}
-	for i, n := range sizes {
-		if n.Val() > maxFamilies {
-			s.trimSubject(ctx, u.subjects[i], n.Val()-maxFamilies)
+	signedOut := false
+	for _, reg := range regs {
+		out, err := reg.Slice()
+		if err != nil || len(out) == 0 {
+			continue
 		}
+		if n, _ := out[0].(int64); n == -1 {
+			signedOut = true
+		}
+		var evicted []string
+		for _, f := range out[1:] {
+			if f, ok := f.(string); ok && validFamily(f) {
+				evicted = append(evicted, f)
+			}
+		}
+		s.deleteFamilies(ctx, evicted)
+	}
+	if signedOut {
+		// The user was signed out everywhere after this sign-in: the code was written beside the refusal,
+		// and is revoked before anyone is given it.
+		if err := s.RevokeFamily(context.WithoutCancel(ctx), u.family); err != nil {
+			return err
+		}
+		return ErrSignedOut
 	}
 	switch v, _ := res.Text(); v {
 	case "ok":
@@ -253,22 +304,69 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	return ErrReplay // reused, or the family was revoked before
 }
 
-// trimSubject ends the user's oldest families beyond the bound (Lifetimes.MaxFamilies), so that the index stays
-// bounded and no family escapes it (a family not in the index could not be revoked with its user). Its
-// records are deleted, not marked: every token of the family is then unknown, and the family leaves
-// nothing behind (a request in flight finds its code or refresh token missing).
-func (s *Store) trimSubject(ctx context.Context, subject string, n int64) {
-	popped, err := s.rdb.ZPopMin(ctx, subjectKey(subject), n).Result()
-	if err != nil {
+// registerScript keeps a family in its user's index (KEYS: the index, a sorted set scored by each
+// family's end; the family -> sign-in session hash; the user's sign-out generation). ARGV: family, end
+// (Unix ms), now, the bound, the keys' TTL, mode, session, generation.
+//
+// mode "start" (the code was written): refused with -1 when the user's generation is no longer the one
+// the sign-in saw (the user was signed out everywhere since); else the family joins the index and is
+// remembered with its session. mode "move" (a token was issued): the family's end moves later, if it is
+// still in the index (an evicted or revoked one does not come back).
+//
+// Ended families are pruned; beyond the bound the families that end first go, never the one being
+// written: an unused code or an access token about to expire long before a refresh token in use. Their
+// IDs follow the status in the reply, for their records to be deleted.
+var registerScript = redis.NewScript(`
+local fam, score, now, bound = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if ARGV[6] == 'start' then
+  if (redis.call('GET', KEYS[3]) or '0') ~= ARGV[8] then return {-1} end
+  redis.call('ZADD', KEYS[1], score, fam)
+  if ARGV[7] ~= '' then redis.call('HSET', KEYS[2], fam, ARGV[7]) end
+elseif not redis.call('ZSCORE', KEYS[1], fam) then
+  return {0}
+else
+  redis.call('ZADD', KEYS[1], 'GT', score, fam)
+end
+local out = {1}
+local ended = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+for _, f in ipairs(ended) do
+  redis.call('ZREM', KEYS[1], f)
+  redis.call('HDEL', KEYS[2], f)
+end
+local over = redis.call('ZCARD', KEYS[1]) - bound
+if over > 0 then
+  for _, f in ipairs(redis.call('ZRANGE', KEYS[1], 0, over)) do
+    if over > 0 and f ~= fam then
+      redis.call('ZREM', KEYS[1], f)
+      redis.call('HDEL', KEYS[2], f)
+      out[#out + 1] = f
+      over = over - 1
+    end
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
+return out
+`)
+
+// deleteFamilies deletes every record of families evicted from their user's index by the bound
+// (Lifetimes.MaxFamilies), so that no family escapes the index (one not in it could not be revoked with
+// its user): every token of them is then unknown, and they leave nothing behind (a request in flight
+// finds its code or refresh token missing). The code's PKCE and OpenID Connect records go with it.
+func (s *Store) deleteFamilies(ctx context.Context, families []string) {
+	if len(families) == 0 {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, z := range popped {
-			if f, ok := z.Member.(string); ok && validFamily(f) {
-				p.Del(ctx, currentKey(f, "code"), currentKey(f, "at"), currentKey(f, "rt"), rotatedKey(f))
-			}
+		for _, f := range families {
+			p.Del(ctx, familyKeys(f)...)
 		}
 		return nil
 	})
+}
+
+// familyKeys are every key a family holds but its revocation marker.
+func familyKeys(f string) []string {
+	return []string{currentKey(f, "code"), currentKey(f, "pkce"), currentKey(f, "oidc"), currentKey(f, "at"), currentKey(f, "rt"), rotatedKey(f)}
 }

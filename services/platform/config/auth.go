@@ -33,6 +33,9 @@ type Auth struct {
 	// started it, however often it is refreshed; refreshTokenLifetime is the idle lifetime beside it.
 	// Default 720h (30 days).
 	FamilyLifetime Duration `json:"familyLifetime,omitempty"`
+	// SessionIdleTimeout ends a sign-in session not used for that long (ASVS 3.3.2); each use starts
+	// it again, never past sessionLifetime. Default 30m; at sessionLifetime or more there is none.
+	SessionIdleTimeout Duration `json:"sessionIdleTimeout,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
 	// MFA configures the second factor (TOTP, recovery codes): its throttle, lifetimes and key.
@@ -148,6 +151,7 @@ func (a *Auth) applyDefaults(c *Config) {
 	setDuration(&a.IDTokenLifetime, time.Hour)
 	setDuration(&a.SessionLifetime, 24*time.Hour)
 	setDuration(&a.FamilyLifetime, 30*24*time.Hour)
+	setDuration(&a.SessionIdleTimeout, 30*time.Minute)
 	a.MFA.applyDefaults()
 	if a.PasswordHash.MemoryKiB == 0 {
 		a.PasswordHash.MemoryKiB = DefaultArgon2MemoryKiB
@@ -223,7 +227,7 @@ func (a Auth) validate() []error {
 		name string
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
-		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime},
+		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime}, {"sessionIdleTimeout", a.SessionIdleTimeout},
 		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime}, {"throttle.signupWindow", a.Throttle.SignupWindow},
 		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
 		if d.d < 0 {
