@@ -67,6 +67,9 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 				return
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
+				if s.unverified(w, r, rt, cl, user) {
+					return
+				}
 				if sessionSatisfies(cl, ar, sess.AMR) {
 					s.metrics.signins.WithLabelValues(signinSession).Inc()
 					s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.AMR)
@@ -345,6 +348,7 @@ func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runti
 	d.ClientName = cl.name
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
 	d.Passkey = passkeyOffer(rt, d.Passkey)
+	d.ForgotURL = rt.basePath + "/account/forgot?" + url.Values{"client_id": {cl.GetID()}, "return": {d.Action}}.Encode()
 	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 
@@ -369,6 +373,9 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 // openSession sets a new sign-in session cookie for u signed in with amr (a new value at every sign-in,
 // against session fixation) and answers the authorization request.
 func (s *Service) openSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
+	if s.unverified(w, r, rt, cl, u) { // no session for a sign-in the client refuses
+		return
+	}
 	now := time.Now().UTC()
 	token, err := s.replaceSession(w, r, rt, u, amr, now)
 	if err != nil {
@@ -453,7 +460,7 @@ func identityClaims(u *users.User, scopes fosite.Arguments) map[string]interface
 	c := map[string]interface{}{}
 	if scopes.Has("email") {
 		c["email"] = u.Email
-		c["email_verified"] = false
+		c["email_verified"] = u.EmailVerified
 	}
 	if scopes.Has("profile") && u.Name != "" {
 		c["name"] = u.Name
