@@ -67,6 +67,10 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 				return
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
+				if needsVerification(cl, user) && prompt["none"] {
+					s.authorizeError(w, r, rt, ar, fosite.ErrInteractionRequired.WithHint("The account's e-mail address is not verified, and this client requires it."))
+					return
+				}
 				if s.unverified(w, r, rt, cl, user) {
 					return
 				}

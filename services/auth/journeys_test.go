@@ -104,6 +104,7 @@ func TestVerification_LinkFromTheMail_EmailVerifiedAfter(t *testing.T) {
 	p := startProvider(t, setup{mail: mp, now: clock.now, mutate: func(c *config.Config) {
 		c.Auth.SelfSignup = true
 		c.Auth.Clients[0].RequireVerifiedEmail = true
+		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "open", Name: "Open App", RedirectURIs: []string{c.PublicURL + "/cb"}})
 	}})
 	b := newBrowser(t)
 	page := b.get(p.authorizeURL("state-verify-1", oauth2.GenerateVerifier()))
@@ -138,6 +139,21 @@ func TestVerification_LinkFromTheMail_EmailVerifiedAfter(t *testing.T) {
 		t.Fatal("the resent link is the first one")
 	}
 
+	// Signed in to a client that does not require it, the browser's session does not reach the one that
+	// does: prompt=none is interaction_required, without it the page refuses and offers the link.
+	open := strings.Replace(p.authorizeURL("state-verify-3", oauth2.GenerateVerifier()), "client_id="+clientID, "client_id=open", 1)
+	page = b.get(open)
+	if res := b.signIn(p.base, page.body, "linus@example.com", "a sign-up password"); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in to a client that does not require a verified address: %d", res.StatusCode)
+	}
+	res = b.get(p.authorizeURL("state-verify-4", oauth2.GenerateVerifier(), oauth2.SetAuthURLParam("prompt", "none")))
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "error=interaction_required") {
+		t.Fatalf("prompt=none with an unverified session: %d %s", res.StatusCode, loc)
+	}
+	if res := b.get(p.authorizeURL("state-verify-5", oauth2.GenerateVerifier())); res.StatusCode != http.StatusForbidden || !strings.Contains(res.body, `id="resend"`) {
+		t.Fatalf("an unverified session at a client that requires it: %d\n%.800s", res.StatusCode, res.body)
+	}
+
 	// A tampered link is not valid; the link works once.
 	tampered := first[:len(first)-2] + "AA"
 	if res := b.get(tampered); res.StatusCode != http.StatusBadRequest || !strings.Contains(res.body, "This link is not valid") {
@@ -164,7 +180,7 @@ func TestVerification_LinkFromTheMail_EmailVerifiedAfter(t *testing.T) {
 	}
 	got := strings.Join(kindsOf(t, p, audit.VerificationSent, audit.EmailVerified, audit.SignIn), "\n")
 	want := strings.Join([]string{"email.verification_sent success", "signin failure unverified", "email.verification_sent success",
-		"email.verified failure invalid", "email.verified success", "email.verified failure used", "email.verified failure expired",
+		"signin success", "signin failure unverified", "email.verified failure invalid", "email.verified success", "email.verified failure used", "email.verified failure expired",
 		"signin success"}, "\n")
 	if got != want {
 		t.Fatalf("audit trail:\n%s\nwant:\n%s", got, want)

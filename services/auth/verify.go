@@ -113,7 +113,7 @@ func (s *Service) resendVerification(w http.ResponseWriter, r *http.Request, cli
 // a verified one (requireVerifiedEmail): the sign-in page says so and offers the link again. It reports
 // whether it answered.
 func (s *Service) unverified(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, u *users.User) bool {
-	if cl == nil || !cl.requireVerified || cl.account || u.EmailVerified {
+	if !needsVerification(cl, u) {
 		return false
 	}
 	s.audit.Record(r.Context(), audit.Event{Kind: audit.SignIn, Outcome: audit.Failure, Reason: "unverified", User: u.ID, Client: cl.GetID()})
@@ -121,4 +121,9 @@ func (s *Service) unverified(w http.ResponseWriter, r *http.Request, rt *runtime
 		Error:        fmt.Sprintf("Confirm your e-mail address to continue to %s: open the link we sent to %s.", cl.name, u.Email),
 		ResendAction: rt.basePath + "/account/verify/resend", ResendClient: cl.GetID()})
 	return true
+}
+
+// needsVerification: cl requires a verified address and u's is not.
+func needsVerification(cl *client, u *users.User) bool {
+	return cl != nil && cl.requireVerified && !cl.account && !u.EmailVerified
 }
