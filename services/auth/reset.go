@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -96,7 +97,7 @@ func (s *Service) resetLink(ctx context.Context, token string) (*link.Link, *use
 		return nil, nil, err
 	}
 	u, err := s.activeUser(ctx, l.User)
-	if err == users.ErrNotFound {
+	if errors.Is(err, users.ErrNotFound) {
 		return nil, nil, link.ErrInvalid
 	}
 	if err != nil {
