@@ -3,6 +3,7 @@
 # engine), built in two stages. One image runs every service and the operator:
 #   docker build -t formsservice .            docker run formsservice forms -config /etc/formsservice/config.yaml
 #   the operator: command /manager            (see config/manager/manager.yaml)
+# `formsservice forms` runs as /formsservice-forms, the forms service built alone (hack/build.sh).
 ARG GO_VERSION=1.26
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
@@ -15,8 +16,8 @@ ARG TARGETOS=linux
 ARG TARGETARCH
 ARG VERSION=dev
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
-      -o /out/formsservice ./cmd/formsservice && \
+    LDFLAGS="-s -w -X main.version=${VERSION}" CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+      hack/build.sh /out -trimpath && \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w" \
       -o /out/manager ./cmd/manager
 
@@ -28,7 +29,7 @@ LABEL org.opencontainers.image.title="formsservice" \
       org.opencontainers.image.source="https://github.com/formsservice/formsservice" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}"
-COPY --from=build /out/formsservice /out/manager /
+COPY --from=build /out/formsservice /out/formsservice-forms /out/manager /
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/formsservice"]

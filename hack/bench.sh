@@ -21,7 +21,7 @@ go test -run '^$' -bench 'BenchmarkE2E_HealthScrapeStorm' -benchtime 6s -count 1
 # Then the memory run: whole flows at the PRODUCTION argon2id cost (19 MiB, t=2), one and sixteen at
 # once; it fails when sixteen concurrent sign-ins peak above 96 MiB RSS (docs/auth.md, "Memory").
 echo "=== auth: token endpoint load (loopback, 2 x 8s per GOGC setting), then sign-in memory (2 x 8s)"
-go build -o bin/formsservice ./cmd/formsservice
+hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 for gogc in 100 ""; do
   FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_AUTH_LOAD_GOGC="$gogc" FORMSSERVICE_BIN="$PWD/bin/formsservice" \
     go test -count 1 -run '^TestLoad_TokenEndpoint$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
@@ -35,11 +35,12 @@ FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN="$PWD/bin/formsservice" \
 # handler doing one Redis SETNX (one round trip, the floor for any handler that stores). Peak req/s and
 # p50/p99 per target, then p50/p99 at half of that peak (open loop, no coordinated omission), measured in
 # short slices that alternate between the targets so that other load on the machine hits all alike;
-# last, the forms process's peak RSS (VmHWM) against the SETNX baseline's (the target: within 2x).
+# last, the forms process's peak RSS (VmHWM) against the SETNX baseline's (the target: within 2x); that
+# process is formsservice-forms, which `formsservice forms` hands over to (docs/architecture.md, D31).
 # About two minutes: BENCH_DURATION (10s per target and phase), BENCH_SLICES (8), BENCH_CONNS (32).
 echo "=== forms: load on POST /waitlist and /contact against the baselines (loopback)"
 hack/install-redis.sh >/dev/null
-go build -o bin/formsservice ./cmd/formsservice
+hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 go build -o bin/loadgen ./cmd/loadgen
 bin/loadgen bench -formsservice bin/formsservice -redis-server bin/redis-server \
   -duration "${BENCH_DURATION:-10s}" -slices "${BENCH_SLICES:-8}" -conns "${BENCH_CONNS:-32}"
@@ -53,7 +54,7 @@ bin/loadgen bench -formsservice bin/formsservice -redis-server bin/redis-server 
 # traffic on all three services for SOAK_DURATION (5m); goroutines, open descriptors and RSS before and
 # after must stay flat (test/reliability's TestSoak, which `go test` runs for 15 s).
 echo "=== report: forms, token and health at several concurrencies (loopback) -> artifacts/bench/"
-go build -o bin/formsservice ./cmd/formsservice
+hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 go build -o bin/loadgen ./cmd/loadgen
 bin/loadgen report -formsservice bin/formsservice -redis-server bin/redis-server -out artifacts/bench \
   -duration "${REPORT_DURATION:-3s}" -concurrency "${REPORT_CONCURRENCY:-1,4,16,64}"

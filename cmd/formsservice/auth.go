@@ -1,3 +1,5 @@
+//go:build !formsonly
+
 package main
 
 import (
@@ -7,6 +9,7 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/users"
 
@@ -36,7 +39,7 @@ func buildAuth(d deps) (server.Service, error) {
 		return nil, err
 	}
 	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks, Dev: d.Dev,
-		AuditLog: d.AuditLog, Mail: d.Mail})
+		AuditLog: audit.NewLog(d.Stderr).With("service", d.Service), Mail: d.Mail})
 	if err != nil {
 		return nil, err
 	}

@@ -19,18 +19,13 @@ import (
 // function, newXxxCmd(env), in a file of its own, listed once in newRootCmd.
 
 // newRootCmd builds the whole command tree. Adding a command: write newXxxCmd in its own file (see
-// forget.go for a small one) and add it to the list here.
+// forget.go for a small one) and add it to the list in commands.go.
 func newRootCmd(env *environment) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "formsservice",
-		Short: "the formsservice services (forms, auth, health) and the operators' tools",
-		Long: `formsservice runs the formsservice services and the tools to manage their data. One binary, one image:
-in production each service runs as its own Deployment (formsservice forms|auth|health), and
-formsservice dev runs all of them in one process for development (make run).`,
-		Example: `  formsservice dev                           # everything on http://127.0.0.1:8080 (make run)
-  formsservice users list                    # next to a running dev server: finds its store
-  formsservice forms --config /etc/formsservice/config.yaml
-  formsservice users create --email ada@example.com --help`,
+		Use:           "formsservice",
+		Short:         "the formsservice services (forms, auth, health) and the operators' tools",
+		Long:          rootLong,    // commands.go, formsonly.go
+		Example:       rootExample, // commands.go, formsonly.go
 		Version:       buildVersion(),
 		Args:          noSubcommand,
 		SilenceErrors: true, // run prints errors once, in one format
@@ -43,17 +38,7 @@ formsservice dev runs all of them in one process for development (make run).`,
 	}
 	root.SetVersionTemplate(versionText() + "\n")
 	readsEnv(root, append([]envVar{{"ADDR", "listen address of the serving commands when --addr is not given"}}, storeEnv...)...)
-	root.AddCommand(
-		newServeCmd(env, "forms"),
-		newServeCmd(env, "auth"),
-		newServeCmd(env, "health"),
-		newDevCmd(env),
-		newUsersCmd(env),
-		newExportCmd(env),
-		newForgetCmd(env),
-		newDeliveriesCmd(env),
-		newAuditCmd(env),
-	)
+	root.AddCommand(commands(env)...) // commands.go (formsonly.go in the forms-only build)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout) // --help and --version go to stdout and exit 0

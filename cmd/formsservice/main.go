@@ -7,6 +7,9 @@
 //	formsservice forget ...          erase an e-mail address (GDPR erasure request)
 //	formsservice deliveries ...      list, retry or drop contact messages whose delivery was given up
 //
+// `formsservice forms` hands over to formsservice-forms, the same command built alone (-tags formsonly,
+// hack/build.sh), when that binary sits beside this one: handoff.go.
+//
 // `formsservice <command> --help` describes each; cli.go says how the command line is built.
 package main
 
@@ -21,6 +24,7 @@ import (
 )
 
 func main() {
+	handOffForms(os.Args[1:]) // `formsservice forms` runs as formsservice-forms when it is there (handoff.go)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -14,13 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/formsservice/formsservice/services/auth/audit"
-	"github.com/formsservice/formsservice/services/demo"
-
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/logging"
 	"github.com/formsservice/formsservice/services/platform/mail"
-	"github.com/formsservice/formsservice/services/platform/mail/devmail"
 	"github.com/formsservice/formsservice/services/platform/redisclient"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
@@ -41,19 +38,35 @@ type deps struct {
 	Mail mail.Sender
 	// EmbeddedStore is true when Redis is the dev server's in-memory store, which keeps nothing.
 	EmbeddedStore bool
-	// AuditLog is the audit trail's log stream (stream=audit, whatever the log level).
-	AuditLog *slog.Logger
+	// Stderr is the process's standard error (the audit trail writes its own stream there).
+	Stderr io.Writer
+	// Service names what the process serves: "forms", or "forms+auth+health" in the dev server.
+	Service string
 }
 
-// serviceBuilders constructs each service by name; each builder lives in the service's own file here.
-// devOrder is the order the dev server mounts them in (health last: it checks the others).
-var serviceBuilders = map[string]func(d deps) (server.Service, error){
-	"forms":  buildForms,
-	"auth":   buildAuth,
-	"health": buildHealth,
+// builder constructs one service; each lives in the service's own file here (forms.go, auth.go,
+// health.go). serviceBuilders (commands.go, or formsonly.go in the forms-only build) names them.
+type builder func(d deps) (server.Service, error)
+
+// devMode is what the dev server adds to serving (dev.go): the embedded store, the outbox its mail goes
+// to, the demo page and the banner. Serving one service (production) has none of it: serve gets nil.
+type devMode interface {
+	// embeddedStore starts the in-memory store used when no Redis is configured.
+	embeddedStore(log *slog.Logger) (redisURL string, stop func(), err error)
+	// mail is the sender the services use, and the outbox to mount.
+	mail(cfg config.Source, log *slog.Logger, publicURL string) (mail.Sender, server.Service)
+	// pages are the services only the dev server mounts (the demo page).
+	pages(cfg config.Source) ([]server.Service, error)
+	// announce says where the dev server is and writes its state file; the returned func removes it.
+	announce(env *environment, log *slog.Logger, lo logging.Options, s devAnnouncement) (remove func())
 }
 
-var devOrder = []string{"forms", "auth", "health"}
+// devAnnouncement is what the dev server announces once it serves.
+type devAnnouncement struct {
+	URL, RedisURL, Config string
+	Embedded              bool
+	Started               time.Time
+}
 
 // serveFlags are shared by every serving command.
 type serveFlags struct {
@@ -128,7 +141,7 @@ func newServeCmd(env *environment, name string) *cobra.Command {
   REDIS_URL=redis://127.0.0.1:6379/0 formsservice %[1]s --config %[1]s.yaml --addr 127.0.0.1:0`, name),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), env, f, []string{name}, false)
+			return serve(cmd.Context(), env, f, []string{name}, nil)
 		},
 	}
 	f.register(cmd, env, ":8080")
@@ -136,37 +149,9 @@ func newServeCmd(env *environment, name string) *cobra.Command {
 	return cmd
 }
 
-func newDevCmd(env *environment) *cobra.Command {
-	f := &serveFlags{}
-	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "run every service in one process for development (make run)",
-		Long: `Runs forms, auth and health in one process on 127.0.0.1:8080, routed the way the ingress routes them,
-with the demo page at /demo/, a demo OAuth client and a demo user (demo@example.com / demo-password).
-The store is REDIS_URL when set, otherwise an embedded in-memory store whose data is lost on exit.
-A --config file is merged over the fixtures (your origins and clients) and reloaded live.`,
-		Example: `  formsservice dev
-  formsservice dev --config my-app.yaml --addr 127.0.0.1:9090
-  REDIS_URL=redis://127.0.0.1:6379/0 formsservice dev`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var names []string
-			for _, n := range devOrder {
-				if _, ok := serviceBuilders[n]; ok {
-					names = append(names, n)
-				}
-			}
-			return serve(cmd.Context(), env, f, names, true)
-		},
-	}
-	f.register(cmd, env, "127.0.0.1:8080")
-	readsEnv(cmd, serveEnv...)
-	return cmd
-}
-
 // serve loads the configuration, connects Redis, builds the named services on one app and serves
-// until ctx ends.
-func serve(ctx context.Context, env *environment, f *serveFlags, names []string, dev bool) error {
+// until ctx ends. dev is the dev server's additions, nil for one service.
+func serve(ctx context.Context, env *environment, f *serveFlags, names []string, dev devMode) error {
 	if pct, ok := gcPercent(names); ok && env.getenv("GOGC") == "" {
 		debug.SetGCPercent(pct)
 	}
@@ -176,7 +161,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	}
 	defer ln.Close()
 	publicURL := "http://" + displayAddr(ln.Addr().String())
-	load := func() (*config.Config, error) { return loadConfig(f.configPath, env.getenv, dev, publicURL) }
+	load := func() (*config.Config, error) { return loadConfig(f.configPath, env.getenv, dev != nil, publicURL) }
 	first, err := load()
 	if err != nil {
 		return err
@@ -197,15 +182,15 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 
 	embedded := false
 	if cfg.Redis.Empty() {
-		if !dev {
+		if dev == nil {
 			return errNoStore(f.configPath)
 		}
-		mini, err := startEmbeddedRedis(log)
+		url, stop, err := dev.embeddedStore(log)
 		if err != nil {
 			return err
 		}
-		defer mini.Close()
-		cfg.Redis.URL = "redis://" + mini.Addr()
+		defer stop()
+		cfg.Redis.URL = url
 		embedded = true
 	}
 	redis.SetLogger(redisclient.Logger{Log: log})
@@ -216,10 +201,14 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	defer rdb.Close()
 
 	metrics := server.NewMetrics()
-	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev, EmbeddedStore: embedded,
-		AuditLog: audit.NewLog(env.stderr).With("service", strings.Join(names, "+"))}
-	var outbox *devmail.Outbox
-	d.Mail, outbox = mailSender(watcher, dev, log, publicURL)
+	d := deps{Config: watcher, Redis: rdb, Logger: log, Metrics: metrics, Getenv: env.getenv, Dev: dev != nil, EmbeddedStore: embedded,
+		Stderr: env.stderr, Service: strings.Join(names, "+")}
+	var outbox server.Service
+	if dev == nil {
+		d.Mail = mail.Live(watcher, nil) // the relay of the configuration in force (mail.smtp, else forms.delivery.smtp)
+	} else {
+		d.Mail, outbox = dev.mail(watcher, log, publicURL)
+	}
 	var services []server.Service
 	for _, n := range names {
 		build, ok := serviceBuilders[n]
@@ -233,16 +222,16 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		}
 		services = append(services, s)
 	}
-	if dev {
-		page, err := demo.New(watcher) // /demo/: the SDK's demo page, dev server only
+	if dev != nil {
+		pages, err := dev.pages(watcher)
 		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+			return err
 		}
-		services = append(services, page, outbox) // and /dev/mail/: the mail the services sent
+		services = append(append(services, pages...), outbox) // and /dev/mail/: the mail the services sent
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
-	if dev {
-		remove := announceDev(env, log, logOpts, devState{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now()})
+	if dev != nil {
+		remove := dev.announce(env, log, logOpts, devAnnouncement{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now()})
 		defer remove()
 	}
 	return app.Serve(ctx, server.ServeOptions{

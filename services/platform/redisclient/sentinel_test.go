@@ -24,7 +24,7 @@ func TestNew_SentinelWithItsOwnPassword(t *testing.T) {
 	ctx := context.Background()
 
 	c := config.Redis{Addrs: st.Addrs(), MasterName: testredis.MasterName, PasswordFile: nodePW,
-		SentinelPasswordFile: sentinelPW, Timeout: config.Duration(2 * time.Second)}
+		SentinelPasswordFile: sentinelPW, Timeout: config.Duration(15 * time.Second)} // a bound, not a wait
 	rdb, err := New(c, nil)
 	if err != nil {
 		t.Fatal(err)
