@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	neturl "net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +87,39 @@ func TestDevServer_ContactMessageLandsInTheDevOutbox(t *testing.T) {
 	})
 	if code, mail := httpGet(t, url+"/dev/mail/1"); code != 200 || !strings.Contains(mail, "does the outbox show this?") || !strings.Contains(mail, "team@formsservice.localhost") {
 		t.Fatalf("GET /dev/mail/1: %d\n%s", code, mail)
+	}
+}
+
+// `make run` shows the mailed journeys' mails: "Forgot password?" for the demo user lands a reset mail
+// in the dev outbox, whose page carries the link to click.
+func TestDevServer_PasswordResetMailLandsInTheDevOutbox(t *testing.T) {
+	base := startCommand(t, "dev", func(string) string { return "" })
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	res, err := c.Get(base + "/account/forgot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(string(body))
+	if res.StatusCode != 200 || m == nil {
+		t.Fatalf("GET /account/forgot: %d\n%.600s", res.StatusCode, body)
+	}
+	res, err = c.PostForm(base+"/account/forgot", neturl.Values{"csrf_token": {m[1]}, "email": {config.DevEmail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("POST /account/forgot: %d", res.StatusCode)
+	}
+	var page string
+	testwait.For(t, 10*time.Second, "the reset mail in the dev outbox", func() bool {
+		_, page = httpGet(t, base+"/dev/mail/1")
+		return strings.Contains(page, "Reset your password")
+	})
+	if !strings.Contains(page, base+"/account/reset?token=") {
+		t.Fatalf("the dev mail page shows no reset link:\n%.2000s", page)
 	}
 }

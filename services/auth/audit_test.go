@@ -199,6 +199,7 @@ func TestAudit_EverySecurityActionLeavesAnEvent(t *testing.T) {
 		{audit.Lockout, audit.Failure, "", grace, clientID},
 		{audit.SignIn, audit.Failure, "throttled", "", clientID},
 		{audit.SignUp, audit.Success, "", linus.ID, clientID},
+		{audit.VerificationSent, audit.Success, "", linus.ID, clientID}, // the sign-up's mail carries the link
 		{audit.SignUp, audit.Failure, "taken", "", clientID},
 	}
 	var got []string

@@ -68,6 +68,13 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 				return
 			}
 			if user != nil && maxAgeSatisfied(ar, sess.AuthTime) {
+				if needsVerification(cl, user) && prompt["none"] {
+					s.authorizeError(w, r, rt, ar, fosite.ErrInteractionRequired.WithHint("The account's e-mail address is not verified, and this client requires it."))
+					return
+				}
+				if s.unverified(w, r, rt, cl, user) {
+					return
+				}
 				if sessionSatisfies(cl, ar, sess.AMR) {
 					s.metrics.signins.WithLabelValues(signinSession).Inc()
 					s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.Generation, sess.AMR)
@@ -346,6 +353,7 @@ func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runti
 	d.ClientName = cl.name
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
 	d.Passkey = passkeyOffer(rt, d.Passkey)
+	d.ForgotURL = rt.basePath + "/account/forgot?" + url.Values{"client_id": {cl.GetID()}, "return": {d.Action}}.Encode()
 	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 
@@ -370,6 +378,9 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 // openSession sets a new sign-in session cookie for u signed in with amr (a new value at every sign-in,
 // against session fixation) and answers the authorization request.
 func (s *Service) openSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
+	if s.unverified(w, r, rt, cl, u) { // no session for a sign-in the client refuses
+		return
+	}
 	now := time.Now().UTC()
 	token, gen, err := s.replaceSession(w, r, rt, u, amr, now)
 	if err != nil {
@@ -457,7 +468,7 @@ func identityClaims(u *users.User, scopes fosite.Arguments) map[string]interface
 	c := map[string]interface{}{}
 	if scopes.Has("email") {
 		c["email"] = u.Email
-		c["email_verified"] = false
+		c["email_verified"] = u.EmailVerified
 	}
 	if scopes.Has("profile") && u.Name != "" {
 		c["name"] = u.Name

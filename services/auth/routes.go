@@ -41,6 +41,14 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/account/passkeys", s.handleClient(s.passkeysPage)),
 		server.Post("/account/passkeys/begin", s.handleClient(s.passkeyRegisterBegin)),
 
+		// The mailed journeys (journeys.go): e-mail verification (verify.go) and password reset (reset.go).
+		server.Get("/account/verify", s.handleClient(s.verifyEmail)),
+		server.Post("/account/verify/resend", s.handleClient(s.resendVerification)),
+		server.Get("/account/forgot", s.handleClient(s.forgotPage)),
+		server.Post("/account/forgot", s.handleClient(s.forgot)),
+		server.Get("/account/reset", s.handleClient(s.resetPage)),
+		server.Post("/account/reset", s.handleClient(s.reset)),
+
 		// The account page (account.go), signed in through the hosted page's session.
 		server.Get("/account", s.handleClient(s.accountPage)),
 		server.Post("/account/password", s.handleClient(s.changePassword)),

@@ -29,6 +29,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/device"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/link"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -83,6 +84,7 @@ type Service struct {
 	pages    *page.Renderer
 	account  *page.AccountRenderer
 	mfa      *mfa.Store
+	links    *link.Store // the mailed journeys' links (journeys.go)
 	mail     mail.Sender // the account notices ("your password was changed")
 	metrics  *metrics
 	jwks     []byte
@@ -123,6 +125,7 @@ type client struct {
 	postLogout      map[string]bool
 	redirectOrigins map[string]bool
 	requireMFA      bool // a second factor in every sign-in to this client
+	requireVerified bool // only accounts with a verified e-mail address sign in to this client (verify.go)
 	// account marks the provider's own account page (account_client.go), which signs in through the
 	// hosted page like a client but gets no code.
 	account bool
@@ -178,6 +181,11 @@ func New(o Options) (*Service, error) {
 	if s.deviceKeys.Current, s.deviceKeys.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {
 		return nil, err
 	}
+	var lk link.Keys
+	if lk.Current, lk.Others, err = o.Keys.Secrets(link.Purpose); err != nil {
+		return nil, err
+	}
+	s.links = link.New(o.Redis, lk, o.Now)
 	if s.metrics, err = newMetrics(o.Registerer); err != nil {
 		return nil, err
 	}
@@ -388,7 +396,7 @@ func newClient(c config.OAuthClient) (*client, error) {
 		dc.Secret = h[:]
 	}
 	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA,
-		resources: c.Resources}
+		requireVerified: c.RequireVerifiedEmail, resources: c.Resources}
 	if cl.name == "" {
 		cl.name = c.ClientID
 	}

@@ -121,6 +121,9 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		return
 	}
 	_ = res.Succeeded(ctx)
+	if s.unverified(w, r, rt, cl, u) { // the right password, but this client wants a verified address
+		return
+	}
 	s.metrics.signins.WithLabelValues(signinSuccess).Inc()
 	s.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: cl.GetID(),
 		Detail: map[string]string{"browser": browser}})

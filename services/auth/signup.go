@@ -87,6 +87,13 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	} else {
 		s.metrics.signins.WithLabelValues(signinSignup).Inc()
 		s.audit.Record(ctx, audit.Event{Kind: audit.SignUp, Outcome: audit.Success, User: u.ID, Client: cl.GetID()})
+		if notice.Verify, err = s.verificationLink(ctx, rt, u, cl); err != nil {
+			s.log.Warn("sign-up: no verification link", "user", u.ID, "err", err)
+		} else {
+			notice.Valid = lifetime(rt.cfg.Auth.VerificationLinkLifetime.D())
+			s.audit.Record(ctx, audit.Event{Kind: audit.VerificationSent, Outcome: audit.Success, User: u.ID, Client: cl.GetID(),
+				Detail: map[string]string{"trigger": "signup"}})
+		}
 		err = s.signupMail.Created(ctx, notice)
 	}
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 
 // SignupMail sends what a sign-up leads to. The sign-up page answers a new address and a taken one
 // alike (no enumeration); the difference goes to the address's owner by mail. It is called after the
-// answer is decided and cannot change it (a failure is logged). The e-mail verification of issue 23
-// replaces Created's mail with one carrying a verification link.
+// answer is decided and cannot change it (a failure is logged). Created's mail carries the link that
+// verifies the address (verify.go).
 type SignupMail interface {
 	// Created is told of a new account.
 	Created(ctx context.Context, n SignupNotice) error
@@ -27,6 +27,10 @@ type SignupNotice struct {
 	// Continue is where to go on: the application's address (the origin of the request's redirect
 	// URI), never the authorization request itself (it holds the app's state and PKCE challenge).
 	Continue string
+	// Verify is the link that verifies the address (Created only; "" when it could not be issued).
+	Verify string
+	// Valid is how long Verify works, in words.
+	Valid string
 }
 
 // mailSignup sends the sign-up mails through the platform's mail component.
@@ -36,12 +40,18 @@ var (
 	signupCreatedMail = mail.MustContent("signup-created",
 		`Your {{.Data.App}} account`,
 		`Your account for {{.Data.App}} was created with this address.
+{{with .Data.Verify}}
+Confirm that the address is yours by opening this link (it works once, for {{$.Data.Valid}}):
 
+{{.}}
+{{end}}
 Sign in with it at {{.Data.Continue}}
 
 If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.`,
 		`<p>Your account for <strong>{{.Data.App}}</strong> was created with this address.</p>
-{{.Button .Data.Continue "Go to the application"}}
+{{if .Data.Verify}}<p>Confirm that the address is yours (the link works once, for {{.Data.Valid}}):</p>
+{{.Button .Data.Verify "Confirm my address"}}
+<p>Then sign in at <a href="{{.Data.Continue}}">{{.Data.Continue}}</a>.</p>{{else}}{{.Button .Data.Continue "Go to the application"}}{{end}}
 <p>If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.</p>`)
 	signupTakenMail = mail.MustContent("signup-taken",
 		`Someone tried to create a {{.Data.App}} account with your address`,

@@ -44,7 +44,7 @@ func define(name, doc string) Kind {
 
 // The kinds. Reasons (Event.Reason) are a closed vocabulary per kind, documented with it.
 var (
-	SignIn            = define("signin", "a password sign-in on the hosted page; failure reasons: bad_password, unknown_account, disabled, throttled, csrf")
+	SignIn            = define("signin", "a password sign-in on the hosted page; failure reasons: bad_password, unknown_account, disabled, throttled, csrf, unverified (a client requiring a verified address)")
 	Lockout           = define("signin.lockout", "a failed sign-in used up a budget; attempts against it wait (reason: the budget)")
 	SignUp            = define("signup", "an account created on the hosted page; failure reasons: throttled, taken, invalid, disabled")
 	Logout            = define("logout", "a browser's sign-in session ended by RP-initiated logout, with the grants started in it")
@@ -73,6 +73,11 @@ var (
 	PasswordChanged  = define("account.password_changed", "a person changed their password on the account page (every other session and grant ends; detail grants, sessions); failure reasons: wrong_password, throttled, invalid")
 	SessionEnded     = define("account.session_ended", "a sign-in session ended from the account page, with the grants started in it (detail current, grants)")
 	GrantEnded       = define("account.grant_ended", "an app's access (a grant) removed from the account page")
+	// The mailed journeys (issue 23 items 2 and 3; docs/architecture.md D29, D30).
+	VerificationSent = define("email.verification_sent", "a verification link mailed (detail trigger: signup or resend); failure reasons: throttled, unknown_account, already_verified, disabled (nothing sent; the person is told the same), invalid")
+	EmailVerified    = define("email.verified", "an e-mail address verified by following its link; failure reasons: invalid, expired, used")
+	ResetRequested   = define("password.reset_requested", "a password reset link mailed; failure reasons: throttled, unknown_account, disabled (nothing sent; the person is told the same), invalid")
+	PasswordReset    = define("password.reset", "a password replaced through a reset link (every grant and session ends; detail grants, sessions); failure reasons: invalid, expired, used, weak_password")
 )
 
 // Kinds lists every declared kind in declaration order.

@@ -34,6 +34,7 @@ func New() *Renderer {
 	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Funcs(passkeyFuncs).Parse(pageHTML))
 	template.Must(t.Parse(passkeysHTML))
 	t = template.Must(t.Parse(secondStepHTML))
+	t = template.Must(t.Parse(journeyHTML))
 	h := sha256.Sum256([]byte(pageCSS))
 	return &Renderer{tmpl: t, styleHash: "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"}
 }
@@ -55,6 +56,12 @@ type SignIn struct {
 	Fields      map[string]string
 	// Passkey offers signing in with a passkey (nil: not offered).
 	Passkey *PasskeySignIn
+	// ForgotURL is the "Forgot password?" link (host-relative; "" for none).
+	ForgotURL string
+	// ResendAction, when set, offers to send the verification link to Email again (a client that
+	// requires a verified address refused the sign-in); ResendClient is the client it returns to.
+	ResendAction string
+	ResendClient string
 }
 
 // Error is the data of an error page (an authorization request that cannot be redirected back).

@@ -35,3 +35,21 @@ func (l *Limiter) ReserveSignup(ctx context.Context, email, ip string, lim Signu
 	}
 	return l.reserve(ctx, bs, lim.Window, 0)
 }
+
+// Budgets of the mails a person asks for on the hosted page (a verification link again, a password
+// reset), per journey: journey + "-address" for one client address, journey + "-email" for one e-mail
+// address. Every request with a well-formed address counts, whether an account has the address or not
+// (the person is told the same either way), and is reserved before the mail is sent.
+
+// ReserveMail counts a mail of journey ("verify", "reset") for email (canonical) from the client address
+// ip, as ReserveSignup does for sign-ups.
+func (l *Limiter) ReserveMail(ctx context.Context, journey, email, ip string, lim SignupLimits) (*Reservation, *Refusal, error) {
+	var bs []budget
+	if lim.PerIP > 0 && ip != "" {
+		bs = append(bs, budget{journey + "-address", budgetKey(journey+"-addr", ip), lim.PerIP, 0, 0, 0})
+	}
+	if lim.PerAddress > 0 && email != "" {
+		bs = append(bs, budget{journey + "-email", budgetKey(journey+"-email", email), lim.PerAddress, 0, 0, 0})
+	}
+	return l.reserve(ctx, bs, lim.Window, 0)
+}

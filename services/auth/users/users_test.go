@@ -246,3 +246,32 @@ func TestHasher_BoundedPool(t *testing.T) {
 		}
 	}
 }
+
+// A new account's address is unverified; SetVerified verifies it only while the account has the address
+// the link was sent to, and an unknown account is ErrNotFound.
+func TestSetVerified_OnlyTheAddressItWasSentTo(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := t.Context()
+	u, err := s.Create(ctx, "ada@example.com", "Ada", "a long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.EmailVerified {
+		t.Fatal("a new account is verified")
+	}
+	if err := s.SetVerified(ctx, u.ID, "other@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("another address: %v, want ErrNotFound", err)
+	}
+	if err := s.SetVerified(ctx, "nobody", "ada@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("an unknown account: %v, want ErrNotFound", err)
+	}
+	if got, _ := s.ByID(ctx, u.ID); got.EmailVerified {
+		t.Fatal("verified by a refused call")
+	}
+	if err := s.SetVerified(ctx, u.ID, "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ByEmail(ctx, "ada@example.com"); !got.EmailVerified {
+		t.Fatal("not verified")
+	}
+}

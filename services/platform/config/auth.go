@@ -38,6 +38,10 @@ type Auth struct {
 	SessionIdleTimeout Duration `json:"sessionIdleTimeout,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
+	// VerificationLinkLifetime is how long an e-mail verification link works (default 24h);
+	// ResetLinkLifetime how long a password reset link works (default 15m). Each works once.
+	VerificationLinkLifetime Duration `json:"verificationLinkLifetime,omitempty"`
+	ResetLinkLifetime        Duration `json:"resetLinkLifetime,omitempty"`
 	// MFA configures the second factor (TOTP, recovery codes): its throttle, lifetimes and key.
 	MFA MFA `json:"mfa,omitempty"`
 	// PasswordHash tunes argon2id; the defaults are OWASP's minimum (19 MiB, 2 passes, 1 lane).
@@ -93,7 +97,9 @@ type PasswordHash struct {
 // ends. Device cookies last DeviceLifetime. Defaults 10, 10, 50, 15m, 3, 1m and 4320h (180 days);
 // DelayAfter at or above the limits means no delays. Sign-ups (every one with valid fields, new address
 // or taken) are bounded per client address (SignupsPerIP) and per e-mail address (SignupsPerAddress)
-// within SignupWindow: defaults 10, 3 and 1h.
+// within SignupWindow: defaults 10, 3 and 1h. The mails a person asks for on the hosted page (a
+// verification link again, a password reset; each journey its own budgets) are bounded per client
+// address (MailsPerIP) and per e-mail address (MailsPerAddress) within MailWindow: defaults 10, 3 and 1h.
 type Throttle struct {
 	AccountFailures int      `json:"accountFailures,omitempty"`
 	IPFailures      int      `json:"ipFailures,omitempty"`
@@ -106,6 +112,10 @@ type Throttle struct {
 	SignupsPerIP      int      `json:"signupsPerIP,omitempty"`
 	SignupsPerAddress int      `json:"signupsPerAddress,omitempty"`
 	SignupWindow      Duration `json:"signupWindow,omitempty"`
+
+	MailsPerIP      int      `json:"mailsPerIP,omitempty"`
+	MailsPerAddress int      `json:"mailsPerAddress,omitempty"`
+	MailWindow      Duration `json:"mailWindow,omitempty"`
 }
 
 // OAuthClient is a registered client (a relying party).
@@ -127,6 +137,9 @@ type OAuthClient struct {
 	// up (an authenticator app) before the client gets its code; a browser signed in with a password
 	// alone is asked for a code.
 	RequireMFA bool `json:"requireMFA,omitempty"`
+	// RequireVerifiedEmail refuses sign-in to this client to accounts whose e-mail address is not
+	// verified; the page offers to send the verification link again.
+	RequireVerifiedEmail bool `json:"requireVerifiedEmail,omitempty"`
 	// Resources are the APIs (absolute URIs, as in other clients' audiences) this client serves as a
 	// resource server: with its secret it may introspect the access tokens whose aud names one of them
 	// or its client ID. Any other token (another API's, another client's refresh token) introspects as
@@ -184,6 +197,15 @@ func (a *Auth) applyDefaults(c *Config) {
 		a.Throttle.SignupsPerAddress = 3
 	}
 	setDuration(&a.Throttle.SignupWindow, time.Hour)
+	if a.Throttle.MailsPerIP == 0 {
+		a.Throttle.MailsPerIP = 10
+	}
+	if a.Throttle.MailsPerAddress == 0 {
+		a.Throttle.MailsPerAddress = 3
+	}
+	setDuration(&a.Throttle.MailWindow, time.Hour)
+	setDuration(&a.VerificationLinkLifetime, 24*time.Hour)
+	setDuration(&a.ResetLinkLifetime, 15*time.Minute)
 	if a.MaxGrantsPerUser == 0 {
 		a.MaxGrantsPerUser = 1000
 	}
@@ -228,7 +250,8 @@ func (a Auth) validate() []error {
 		d    Duration
 	}{{"accessTokenLifetime", a.AccessTokenLifetime}, {"refreshTokenLifetime", a.RefreshTokenLifetime},
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime}, {"sessionIdleTimeout", a.SessionIdleTimeout},
-		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime}, {"throttle.signupWindow", a.Throttle.SignupWindow},
+		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime}, {"throttle.signupWindow", a.Throttle.SignupWindow}, {"throttle.mailWindow", a.Throttle.MailWindow},
+		{"verificationLinkLifetime", a.VerificationLinkLifetime}, {"resetLinkLifetime", a.ResetLinkLifetime},
 		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
@@ -237,7 +260,7 @@ func (a Auth) validate() []error {
 	if a.PasswordHash.MemoryKiB > 4<<20 {
 		errs = append(errs, fmt.Errorf("auth.passwordHash.memoryKiB: at most 4 GiB"))
 	}
-	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.Throttle.SignupsPerIP < 0 || a.Throttle.SignupsPerAddress < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
+	if a.PasswordHash.Concurrency < 0 || a.Throttle.AccountFailures < 0 || a.Throttle.IPFailures < 0 || a.Throttle.DeviceFailures < 0 || a.Throttle.DelayAfter < 0 || a.Throttle.SignupsPerIP < 0 || a.Throttle.SignupsPerAddress < 0 || a.Throttle.MailsPerIP < 0 || a.Throttle.MailsPerAddress < 0 || a.RateLimit.PerIP < 0 || a.RateLimit.PerUser < 0 || a.MaxGrantsPerUser < 0 {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	errs = append(errs, a.Passkeys.validate()...)

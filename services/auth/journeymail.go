@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform/mail"
+)
+
+// The mails of the mailed journeys (verify.go, reset.go). Each says what it is for, how long its link
+// works, and what to do when it was not asked for.
+var (
+	verifyMail = mail.MustContent("verify-email",
+		`Confirm your e-mail address for {{.Data.App}}`,
+		`Confirm that {{.Data.Email}} is your address for {{.Data.App}} by opening this link:
+
+{{.Data.Link}}
+
+The link works once, for {{.Data.Valid}}. If you did not ask for it, you can ignore this message.`,
+		`<p>Confirm that <strong>{{.Data.Email}}</strong> is your address for <strong>{{.Data.App}}</strong>.</p>
+{{.Button .Data.Link "Confirm my address"}}
+<p>The link works once, for {{.Data.Valid}}. If you did not ask for it, you can ignore this message.</p>`)
+	resetMail = mail.MustContent("password-reset",
+		`Reset your password for {{.Data.App}}`,
+		`Someone, probably you, asked to reset the password of the account {{.Data.Email}} at {{.Data.App}}. Choose a new password here:
+
+{{.Data.Link}}
+
+The link works once, for {{.Data.Valid}}. If you did not ask for it, ignore this message: your password stays as it is.`,
+		`<p>Someone, probably you, asked to reset the password of the account <strong>{{.Data.Email}}</strong> at <strong>{{.Data.App}}</strong>.</p>
+{{.Button .Data.Link "Choose a new password"}}
+<p>The link works once, for {{.Data.Valid}}. If you did not ask for it, ignore this message: your password stays as it is.</p>`)
+)
+
+type linkMailData struct {
+	Email, App, Link, Valid string
+}
+
+// sendLinkMail renders c for u with its link and sends it through the platform's mail component.
+func (s *Service) sendLinkMail(ctx context.Context, rt *runtime, c *mail.Content, u *users.User, app, href string, valid time.Duration) error {
+	if app == "" {
+		app = productName(rt)
+	}
+	m, err := c.Render("en", mail.Brand{Product: app}, linkMailData{Email: u.Email, App: app, Link: href, Valid: lifetime(valid)})
+	if err != nil {
+		return err
+	}
+	m.To = []string{u.Email}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.mail.Send(ctx, m); err != nil && !errors.Is(err, mail.ErrNoRelay) {
+		return err
+	}
+	return nil
+}
+
+// lifetime says a link's lifetime in words: "15 minutes", "24 hours".
+func lifetime(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int(d/time.Hour), "hour")
+	case d >= time.Minute:
+		return plural(int(d/time.Minute), "minute")
+	}
+	return plural(int(d/time.Second), "second")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

@@ -1,0 +1,41 @@
+package page
+
+import (
+	_ "embed"
+	"net/http"
+)
+
+//go:embed journey.html
+var journeyHTML string
+
+// Journey is the data of the pages of the mailed journeys (e-mail verification, password reset): a
+// title and a message, at most one form, and links to go on with.
+type Journey struct {
+	Title  string
+	Lead   string // under the title
+	Notice string // a status (role=status): "we have sent a message"
+	Error  string // an alert (role=alert): an expired link, a throttled request
+	// Form is the form shown: "forgot" (the address to send a reset link to), "resend" (the address to
+	// send a verification link to again), "reset" (the new password), or "" for none.
+	Form     string
+	Action   string // the form's target (host-relative)
+	CSRF     string
+	Email    string // the address field's value; on the reset form, the account's (for password managers)
+	Token    string // the reset form's link token
+	ClientID string // the application the journey started from, carried through the forms
+	Return   string // the sign-in page to go back to (host-relative), carried through the forgot form
+	// Fields are the errors of the form's fields (email, new_password).
+	Fields map[string]string
+	Links  []Link
+}
+
+// Link is a link on a journey page.
+type Link struct{ Href, Text string }
+
+// RenderJourney writes a page of a mailed journey. The forms post to this origin only.
+func (r *Renderer) RenderJourney(w http.ResponseWriter, status int, d Journey) {
+	if d.Fields == nil {
+		d.Fields = map[string]string{}
+	}
+	r.render(w, status, "journey", d, nil)
+}
