@@ -43,7 +43,7 @@ func TestGateway_HTTPRoutesAcceptedByTheGatewayAPIsSchemaAndFollowTheSpec(t *tes
 	hosts, _, _ := unstructured.NestedStringSlice(main.Object, "spec", "hostnames")
 	rules, _, _ := unstructured.NestedSlice(main.Object, "spec", "rules")
 	parents, _, _ := unstructured.NestedSlice(main.Object, "spec", "parentRefs")
-	if len(hosts) != 1 || hosts[0] != "id.acme.example" || len(rules) != 3 || len(parents) != 1 {
+	if len(hosts) != 1 || hosts[0] != "id.acme.example" || len(rules) != 4 || len(parents) != 1 {
 		t.Errorf("main route: hosts %v, %d rules, parents %v", hosts, len(rules), parents)
 	}
 	// The API server defaults the backend's kind to Service.
@@ -76,8 +76,8 @@ func TestGateway_HTTPRoutesAcceptedByTheGatewayAPIsSchemaAndFollowTheSpec(t *tes
 		if err != nil {
 			return err
 		}
-		if rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules"); len(rules) != 5 {
-			return fmt.Errorf("main route has %d rules, want 5 (forms joined it)", len(rules))
+		if rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules"); len(rules) != 6 {
+			return fmt.Errorf("main route has %d rules, want 6 (forms joined it)", len(rules))
 		}
 		return nil
 	})

@@ -244,13 +244,19 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 
 // authMail gives auth the relay the forms deliver through, for its own mail (sign-up, verification,
 // reset, "your password was changed"): one relay per platform, as config.Config.MailSettings reads
-// forms.delivery.smtp in a single configuration file. Without forms.delivery.smtp auth sends no mail
-// and logs each message it could not send.
+// forms.delivery.smtp in a single configuration file. Auth gets no relay (and logs each mail it could
+// not send) without forms.delivery.smtp, or when that relay would carry auth's mail in clear text to
+// another machine (startTLS off): its links are credentials, and the mail block refuses that.
 func authMail(f v1alpha1.FormsSpec) config.Mail {
-	forms := formsConfig(f)
-	m, _ := (&config.Config{Forms: forms}).MailSettings()
+	m, ok := (&config.Config{Forms: formsConfig(f)}).MailSettings()
+	if !ok || !m.Valid() {
+		return config.Mail{}
+	}
 	return m
 }
+
+// authMails reports whether auth sends its mail through the forms' relay (authMail).
+func authMails(fs *v1alpha1.FormsService) bool { return authMail(fs.Spec.Forms).SMTP != nil }
 
 func duration(d *metav1.Duration) config.Duration {
 	if d == nil {

@@ -134,13 +134,13 @@ func deliveryEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEg
 	return anyAddressOn(ports)
 }
 
-// authMailEgress reaches the forms' SMTP relay, which auth mails through too (render.authMail): the
+// authMailEgress reaches the forms' SMTP relay when auth mails through it too (render.authMail): the
 // rules of networkPolicy.deliveryEgress when given (they name the relay), else any address on its port.
 func authMailEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
-	d := fs.Spec.Forms.Delivery
-	if d == nil || d.SMTP == nil {
+	if !authMails(fs) {
 		return nil
 	}
+	d := fs.Spec.Forms.Delivery
 	if r := fs.Spec.NetworkPolicy.DeliveryEgress; len(r) > 0 {
 		return applyConfigsOf[networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration](r)
 	}

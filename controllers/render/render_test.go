@@ -174,6 +174,13 @@ func TestServiceConfig(t *testing.T) {
 				t.Error("auth's configuration carries the forms' delivery")
 			}
 		}},
+		{"auth's links never go to another machine in clear text: a relay without STARTTLS is the forms' alone", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "mail.acme.example:25", From: "noreply@acme.example", To: []string{"team@acme.example"}}}
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			if _, ok := c.MailSettings(); ok {
+				t.Errorf("mail = %+v %+v", c.Mail, c.Mail.SMTP)
+			}
+		}},
 		{"without a relay auth's configuration names none", nil, in, Auth, func(t *testing.T, c *config.Config) {
 			if _, ok := c.MailSettings(); ok {
 				t.Errorf("mail = %+v", c.Mail)
@@ -244,7 +251,8 @@ func TestRestartHash_ChangesOnlyForStartUpSettings(t *testing.T) {
 	}
 	withSMTP := func(fs *v1alpha1.FormsService) {
 		fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{
-			Address: "smtp:25", From: "a@b.example", To: []string{"c@d.example"}, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp", Key: "pw"}}}
+			Address: "smtp:587", StartTLS: true, From: "a@b.example", To: []string{"c@d.example"}, Username: "relay",
+			PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp", Key: "pw"}}}
 	}
 	cases := []struct {
 		name    string

@@ -44,8 +44,11 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	}
 	if d := fs.Spec.Forms.Delivery; d != nil && d.SMTP != nil && d.SMTP.PasswordSecretRef != nil {
 		r := d.SMTP.PasswordSecretRef
-		// auth sends its own mail through the same relay (render.authMail)
-		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.smtp.passwordSecretRef", Components: []string{Forms, Auth}})
+		components := []string{Forms}
+		if authMails(fs) { // auth sends its own mail through the same relay
+			components = append(components, Auth)
+		}
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.smtp.passwordSecretRef", Components: components})
 	}
 	if d := fs.Spec.Forms.Delivery; d != nil && d.Webhook != nil && d.Webhook.URLSecretRef != nil {
 		r := d.Webhook.URLSecretRef

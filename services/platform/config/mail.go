@@ -62,6 +62,9 @@ func (m *Mail) applyDefaults() {
 	}
 }
 
+// Valid reports whether m passes the mail block's checks, such as clear text only to a loopback relay.
+func (m Mail) Valid() bool { return len(m.validate()) == 0 }
+
 func (m Mail) validate() []error {
 	var errs []error
 	if m.From != "" {
