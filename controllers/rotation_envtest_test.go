@@ -153,7 +153,7 @@ func TestSigningKeyRotation_PublishPromoteRetire(t *testing.T) {
 	fs := createAndWait(t, sampleFS(ns))
 	w := &rotationWatch{t: t, fs: fs, servedAsNext: map[string]time.Time{}}
 	const drain = 30 * time.Second // the auth pods' termination grace period
-	lifetime := 720 * time.Hour     // sampleFS's longest token lifetime: the default refresh token's
+	lifetime := 720 * time.Hour    // sampleFS's longest token lifetime: the default refresh token's
 
 	st := w.status(v1alpha1.SigningKeyStable)
 	a := st.CurrentKeyID

@@ -35,8 +35,8 @@ var (
 	opRequests *testcluster.RequestLog // every request of the operator, reads and watches too
 	reconciler *FormsServiceReconciler
 	// clock is the reconciler's clock: it stands still unless a test moves it (rotation_envtest_test.go).
-	clock = &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	nsCounter  atomic.Int64
+	clock     = &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	nsCounter atomic.Int64
 	// namespaceOf maps each namespace newNamespace created to the test that created it.
 	namespaceOf sync.Map
 )
