@@ -118,6 +118,17 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 		{"access token lifetime too long", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Auth.AccessTokenLifetime = &metav1.Duration{Duration: 48 * 60 * 60 * 1e9}
 		}, "accessTokenLifetime must be between 1m and 24h"},
+		{"second-factor challenge lifetime too long", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.MFA = &v1alpha1.MFASpec{ChallengeLifetime: &metav1.Duration{Duration: 60 * 60 * 1e9}}
+		}, "mfa.challengeLifetime must be between 30s and 30m"},
+		{"no wrong code allowed at all", func(fs *v1alpha1.FormsService) { fs.Spec.Auth.MFA = &v1alpha1.MFASpec{Failures: ptr.To[int32](0)} },
+			"spec.auth.mfa.failures"},
+		{"passkey ceremony timeout too short", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.Passkeys = &v1alpha1.PasskeysSpec{Timeout: &metav1.Duration{Duration: 10 * 1e9}}
+		}, "passkeys.timeout must be between 1m and 10m"},
+		{"passkey relying party name too long", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.Passkeys = &v1alpha1.PasskeysSpec{RPName: strings.Repeat("n", 65)}
+		}, "spec.auth.passkeys.rpName"},
 		{"negative rate limit", func(fs *v1alpha1.FormsService) { fs.Spec.Forms.RateLimitPerMinute = ptr.To[int32](-1) },
 			"spec.forms.rateLimitPerMinute"},
 		{"webhook without an address", func(fs *v1alpha1.FormsService) {

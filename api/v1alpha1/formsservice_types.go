@@ -245,6 +245,10 @@ type OAuthClient struct {
 	// Without it the client is public and must use PKCE with S256, as browser apps do.
 	// +optional
 	SecretRef *SecretKeySelector `json:"secretRef,omitempty"`
+	// RequireMFA makes a second factor (a TOTP code, a recovery code, or a passkey) part of every
+	// sign-in to this client: a user without one enrols it on the way.
+	// +optional
+	RequireMFA bool `json:"requireMFA,omitempty"`
 }
 
 // RedisMode says how the addresses are used.
@@ -507,6 +511,13 @@ type AuthSpec struct {
 	// Throttle bounds failed sign-ins per account and per client IP.
 	// +optional
 	Throttle *ThrottleSpec `json:"throttle,omitempty"`
+	// MFA configures the second factor (TOTP and recovery codes). Which clients require one is each
+	// oauthClients[].requireMFA.
+	// +optional
+	MFA *MFASpec `json:"mfa,omitempty"`
+	// Passkeys configures signing in with passkeys (WebAuthn) and managing them on the account page.
+	// +optional
+	Passkeys *PasskeysSpec `json:"passkeys,omitempty"`
 	// SigningKeyRotation rotates the token signing key on a schedule, beside the on-demand
 	// rotate-signing-key annotation (docs/operator.md, "Signing keys").
 	// +optional
@@ -521,6 +532,48 @@ type SigningKeyRotation struct {
 	// a rotation never drops a key that still verifies live tokens.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h') && duration(self) <= duration('87600h')",message="every must be between 1h and 87600h (ten years)"
 	Every metav1.Duration `json:"every"`
+}
+
+// MFASpec configures the second factor.
+type MFASpec struct {
+	// SecretKeyRef names 32 random bytes in base64 (`openssl rand -base64 32`): TOTP secrets are stored
+	// sealed with it (AES-256-GCM). Without it they are stored as they are.
+	// +optional
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
+	// Failures is how many wrong codes per user within Window lead to "try again in N s"; default 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Failures *int32 `json:"failures,omitempty"`
+	// Window of Failures; default 15m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="mfa.window must be between 1m and 24h"
+	Window *metav1.Duration `json:"window,omitempty"`
+	// ChallengeLifetime is how long the second step of a sign-in waits for its code; default 5m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('30m')",message="mfa.challengeLifetime must be between 30s and 30m"
+	ChallengeLifetime *metav1.Duration `json:"challengeLifetime,omitempty"`
+	// EnrolmentLifetime is how long a secret shown for enrolment waits to be confirmed; default 15m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="mfa.enrolmentLifetime must be between 1m and 24h"
+	EnrolmentLifetime *metav1.Duration `json:"enrolmentLifetime,omitempty"`
+}
+
+// PasskeysSpec configures passkeys. The relying party ID is the issuer's host name; passkeys are not
+// offered on an issuer that is an IP address.
+type PasskeysSpec struct {
+	// Enabled offers passkeys; default true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// RPName is the name the browser and the authenticator show ("Save a passkey for …"); default the
+	// issuer's host name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RPName string `json:"rpName,omitempty"`
+	// Timeout bounds one ceremony; default 5m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('10m')",message="passkeys.timeout must be between 1m and 10m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // ThrottleSpec: after AccountFailures failed sign-ins for one e-mail address, or IPFailures from one

@@ -88,7 +88,8 @@ type NetworkPolicySpec struct {
 	// DeliveryEgress replaces the forms service's egress rule for mail and webhook delivery. Empty:
 	// any address on the SMTP relay's port and, for a webhook, ports 443 and 80 (a host name cannot
 	// be selected by a NetworkPolicy). Name the relay's and the webhook's addresses here
-	// (`to: [{ipBlock: {cidr: …}}]`, `ports`) to narrow it.
+	// (`to: [{ipBlock: {cidr: …}}]`, `ports`) to narrow it. Auth, which sends its own mail through the
+	// same relay, gets the same rules (or the relay's port) when forms.delivery.smtp is set.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic

@@ -56,6 +56,7 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 		formsSitesAndOptIn(&c.Forms, fs)
 	case Auth:
 		c.Auth = authConfig(fs, in)
+		c.Mail = authMail(s.Forms)
 	case Health:
 		c.Health = config.Health{
 			FormsURL: ServiceURL(fs, Forms), AuthURL: ServiceURL(fs, Auth),
@@ -207,6 +208,18 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 			Window:          duration(t.Window),
 		}
 	}
+	if m := a.MFA; m != nil {
+		c.MFA = config.MFA{
+			Failures: int(ptr.Deref(m.Failures, 0)), Window: duration(m.Window),
+			ChallengeLifetime: duration(m.ChallengeLifetime), EnrolmentLifetime: duration(m.EnrolmentLifetime),
+		}
+		if r := m.SecretKeyRef; r != nil {
+			c.MFA.SecretKeyFile = SecretPath(r.Name, r.Key)
+		}
+	}
+	if p := a.Passkeys; p != nil {
+		c.Passkeys = config.AuthPasskeys{Enabled: p.Enabled, RPName: p.RPName, Timeout: duration(p.Timeout)}
+	}
 	if in.PreviousSigningKey {
 		c.PreviousSigningKeyFile = SecretPath(n.SigningKey, PreviousSigningKeyKey)
 	}
@@ -214,7 +227,7 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		c.NextSigningKeyFile = SecretPath(n.SigningKey, NextSigningKeyKey)
 	}
 	for _, cl := range fs.Spec.OAuthClients {
-		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name}
+		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name, RequireMFA: cl.RequireMFA}
 		for _, u := range cl.RedirectURIs {
 			oc.RedirectURIs = append(oc.RedirectURIs, string(u))
 		}
@@ -236,6 +249,16 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		c.Clients = append(c.Clients, oc)
 	}
 	return c
+}
+
+// authMail gives auth the relay the forms deliver through, for its own mail (sign-up, verification,
+// reset, "your password was changed"): one relay per platform, as config.Config.MailSettings reads
+// forms.delivery.smtp in a single configuration file. Without forms.delivery.smtp auth sends no mail
+// and logs each message it could not send.
+func authMail(f v1alpha1.FormsSpec) config.Mail {
+	forms := formsConfig(f)
+	m, _ := (&config.Config{Forms: forms}).MailSettings()
+	return m
 }
 
 func duration(d *metav1.Duration) config.Duration {

@@ -5,6 +5,7 @@ import (
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/auth/publicpaths"
 )
 
 // HTTPRouteNames are the names of the HTTPRoutes a FormsService may own: <name> for the main host and
@@ -14,8 +15,9 @@ func HTTPRouteNames(fs *v1alpha1.FormsService) (main, forms string) {
 }
 
 // HTTPRoutes route the public paths through the Gateway(s) of spec.gateway exactly as Ingress does:
-// /contact and /waitlist (Exact) to forms, on the forms host when it differs; /oauth2 and /.well-known
-// (PathPrefix, by path element like the Ingress' Prefix) to auth; /health (Exact) to health. Nothing else,
+// /contact and /waitlist (Exact) to forms, on the forms host when it differs; the provider's
+// publicpaths.Prefixes (/oauth2, /.well-known, /account; PathPrefix, by path element like the Ingress'
+// Prefix) to auth; /health (Exact) to health. Nothing else,
 // not /metrics. An HTTPRoute's hostnames hold for all its rules, so a separate forms host gets a route of
 // its own. It returns nil without spec.gateway.
 func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1ac.HTTPRouteApplyConfiguration {
@@ -53,11 +55,11 @@ func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1ac.HTTPRouteApplyConfigur
 		}
 		return rules
 	}
-	mainRules := []*gatewayv1ac.HTTPRouteRuleApplyConfiguration{
-		rule("/oauth2", gatewayv1.PathMatchPathPrefix, Auth),
-		rule("/.well-known", gatewayv1.PathMatchPathPrefix, Auth),
-		rule("/health", gatewayv1.PathMatchExact, Health),
+	var mainRules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration
+	for _, p := range publicpaths.Prefixes {
+		mainRules = append(mainRules, rule(p, gatewayv1.PathMatchPathPrefix, Auth))
 	}
+	mainRules = append(mainRules, rule("/health", gatewayv1.PathMatchExact, Health))
 	route := func(name, host string, rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration) *gatewayv1ac.HTTPRouteApplyConfiguration {
 		r := gatewayv1ac.HTTPRoute(name, fs.Namespace).
 			WithSpec(gatewayv1ac.HTTPRouteSpec().

@@ -63,6 +63,8 @@ func ServiceNetworkPolicy(fs *v1alpha1.FormsService, component string) *networki
 	case Forms:
 		egress = append(egress, deliveryEgress(fs)...)
 		egress = append(egress, botCheckEgress(fs)...)
+	case Auth:
+		egress = append(egress, authMailEgress(fs)...)
 	case Health:
 		egress = append(egress, networkingv1ac.NetworkPolicyEgressRule().WithTo(podsOf(fs, Forms), podsOf(fs, Auth)).WithPorts(tcp(HTTPPort)))
 	}
@@ -130,6 +132,19 @@ func deliveryEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEg
 		}
 	}
 	return anyAddressOn(ports)
+}
+
+// authMailEgress reaches the forms' SMTP relay, which auth mails through too (render.authMail): the
+// rules of networkPolicy.deliveryEgress when given (they name the relay), else any address on its port.
+func authMailEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
+	d := fs.Spec.Forms.Delivery
+	if d == nil || d.SMTP == nil {
+		return nil
+	}
+	if r := fs.Spec.NetworkPolicy.DeliveryEgress; len(r) > 0 {
+		return applyConfigsOf[networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration](r)
+	}
+	return anyAddressOn(appendPort(nil, hostPortPort(string(d.SMTP.Address))))
 }
 
 // botCheckEgress reaches the sites' CAPTCHA providers: any address on their verify URLs' ports (443 for

@@ -98,6 +98,20 @@ func TestServiceNetworkPolicy(t *testing.T) {
 			}}
 		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
 			wantEgress: []ruleSummary{dns, managedRedis, {peers: []string{"ip:192.0.2.10/32"}, ports: []string{"TCP/25"}}}},
+		{name: "auth reaches the forms' SMTP relay, which it mails through, and not the webhook", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{
+				SMTP:    &v1alpha1.SMTPDelivery{Address: "smtp.example:587", From: "a@b.example", To: []string{"c@d.example"}},
+				Webhook: &v1alpha1.WebhookDelivery{URL: "https://hooks.example:8443/x"},
+			}
+		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
+			wantEgress: []ruleSummary{dns, managedRedis, {peers: []string{}, ports: []string{"TCP/587"}}}},
+		{name: "deliveryEgress names auth's relay too", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "smtp.example:25", From: "a@b.example", To: []string{"c@d.example"}}}
+			fs.Spec.NetworkPolicy.DeliveryEgress = []networkingv1.NetworkPolicyEgressRule{{
+				To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "192.0.2.10/32"}}}, Ports: []networkingv1.NetworkPolicyPort{tcpPort(25)},
+			}}
+		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
+			wantEgress: []ruleSummary{dns, managedRedis, {peers: []string{"ip:192.0.2.10/32"}, ports: []string{"TCP/25"}}}},
 		{name: "external Sentinel Redis: its ports and the masters' 6379", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis = v1alpha1.RedisSpec{Mode: v1alpha1.RedisSentinel, MasterName: "m", Addresses: []v1alpha1.HostPort{"s1.example:26379", "s2.example:26379"}}
 		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},

@@ -149,6 +149,36 @@ func TestServiceConfig(t *testing.T) {
 				t.Errorf("clients = %+v", a.Clients)
 			}
 		}},
+		{"auth gets the second factor, passkeys, requireMFA, and the forms' relay for its mail", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients[0].RequireMFA = true
+			fs.Spec.Auth.MFA = &v1alpha1.MFASpec{Failures: ptr.To[int32](3), ChallengeLifetime: &metav1.Duration{Duration: 2 * time.Minute},
+				SecretKeyRef: &v1alpha1.SecretKeySelector{Name: "mfa", Key: "key"}}
+			fs.Spec.Auth.Passkeys = &v1alpha1.PasskeysSpec{Enabled: ptr.To(false), RPName: "Acme", Timeout: &metav1.Duration{Duration: 2 * time.Minute}}
+			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "mail.acme.example:587", From: "noreply@acme.example",
+				To: []string{"team@acme.example"}, Username: "relay", StartTLS: true, PasswordSecretRef: &v1alpha1.SecretKeySelector{Name: "smtp", Key: "password"}}}
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			a := c.Auth
+			if !a.Clients[0].RequireMFA || a.MFA.Failures != 3 || a.MFA.ChallengeLifetime.D() != 2*time.Minute || a.MFA.Window != 0 ||
+				a.MFA.SecretKeyFile != SecretsDir+"/mfa/key" {
+				t.Errorf("mfa = %+v, requireMFA %v", a.MFA, a.Clients[0].RequireMFA)
+			}
+			if a.Passkeys.On() || a.Passkeys.RPName != "Acme" || a.Passkeys.Timeout.D() != 2*time.Minute {
+				t.Errorf("passkeys = %+v", a.Passkeys)
+			}
+			m, ok := c.MailSettings()
+			if !ok || m.From != "noreply@acme.example" || m.SMTP.Addr != "mail.acme.example:587" || m.SMTP.TLS != config.MailTLSStartTLS ||
+				m.SMTP.Username != "relay" || m.SMTP.PasswordFile != SecretsDir+"/smtp/password" {
+				t.Errorf("auth's mail = %+v %+v (ok %v)", m, m.SMTP, ok)
+			}
+			if c.Forms.Delivery.SMTP != nil {
+				t.Error("auth's configuration carries the forms' delivery")
+			}
+		}},
+		{"without a relay auth's configuration names none", nil, in, Auth, func(t *testing.T, c *config.Config) {
+			if _, ok := c.MailSettings(); ok {
+				t.Errorf("mail = %+v", c.Mail)
+			}
+		}},
 		{"health points at the in-cluster services", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Health.Timeout = &metav1.Duration{Duration: 3 * time.Second}
 		}, in, Health, func(t *testing.T, c *config.Config) {
@@ -231,7 +261,7 @@ func TestRestartHash_ChangesOnlyForStartUpSettings(t *testing.T) {
 		{"trusted proxies are read at start-up", func(fs *v1alpha1.FormsService) {
 			fs.Spec.TrustedProxies = []string{"10.0.0.0/8"}
 		}, digests("s1"), Components},
-		{"the SMTP password rolls forms only", nil, digests("s2"), []string{Forms}},
+		{"the SMTP password rolls forms and auth (auth mails through the same relay)", nil, digests("s2"), []string{Forms, Auth}},
 		{"token lifetimes roll auth only", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Auth.AccessTokenLifetime = &metav1.Duration{Duration: time.Hour}
 		}, digests("s1"), []string{Auth}},
@@ -341,7 +371,7 @@ func TestIngress(t *testing.T) {
 	want := map[string]string{
 		"id.acme.example/contact": "acme-forms:Exact", "id.acme.example/waitlist": "acme-forms:Exact",
 		"id.acme.example/oauth2": "acme-auth:Prefix", "id.acme.example/.well-known": "acme-auth:Prefix",
-		"id.acme.example/health": "acme-health:Exact",
+		"id.acme.example/account": "acme-auth:Prefix", "id.acme.example/health": "acme-health:Exact",
 	}
 	if got := routes(one); len(got) != len(want) || !mapsEqual(got, want) {
 		t.Errorf("one host: %v", got)

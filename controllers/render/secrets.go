@@ -44,7 +44,8 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	}
 	if d := fs.Spec.Forms.Delivery; d != nil && d.SMTP != nil && d.SMTP.PasswordSecretRef != nil {
 		r := d.SMTP.PasswordSecretRef
-		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.smtp.passwordSecretRef", Components: []string{Forms}})
+		// auth sends its own mail through the same relay (render.authMail)
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.forms.delivery.smtp.passwordSecretRef", Components: []string{Forms, Auth}})
 	}
 	if d := fs.Spec.Forms.Delivery; d != nil && d.Webhook != nil && d.Webhook.URLSecretRef != nil {
 		r := d.Webhook.URLSecretRef
@@ -67,6 +68,10 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 			refs = append(refs, SecretRef{Secret: b.SecretRef.Name, Key: b.SecretRef.Key,
 				Field: "spec.forms.sites[" + string(st.Origin) + "].botCheck.secretRef", Components: []string{Forms}})
 		}
+	}
+	if m := fs.Spec.Auth.MFA; m != nil && m.SecretKeyRef != nil {
+		r := m.SecretKeyRef
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.auth.mfa.secretKeyRef", Components: []string{Auth}})
 	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {

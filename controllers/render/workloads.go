@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/auth/publicpaths"
 )
 
 // NonRootUID is the user every formsservice container runs as (the image's user).
@@ -256,7 +257,8 @@ func Service(fs *v1alpha1.FormsService, component string) *corev1ac.ServiceApply
 var optInPaths = []string{"/waitlist/confirm", "/waitlist/unsubscribe"}
 
 // Ingress routes the public paths: /contact and /waitlist to forms (on the forms host when it differs),
-// /oauth2 and /.well-known to auth, /health to health. Nothing else (not /metrics) is exposed.
+// the provider's publicpaths.Prefixes (/oauth2, /.well-known, /account) to auth, /health to health.
+// Nothing else (not /metrics) is exposed.
 // It returns nil when spec.ingress is not set.
 func Ingress(fs *v1alpha1.FormsService) *networkingv1ac.IngressApplyConfiguration {
 	spec := fs.Spec.Ingress
@@ -278,11 +280,11 @@ func Ingress(fs *v1alpha1.FormsService) *networkingv1ac.IngressApplyConfiguratio
 			formsPaths = append(formsPaths, path(p, networkingv1.PathTypeExact, Forms))
 		}
 	}
-	mainPaths := []*networkingv1ac.HTTPIngressPathApplyConfiguration{
-		path("/oauth2", networkingv1.PathTypePrefix, Auth),
-		path("/.well-known", networkingv1.PathTypePrefix, Auth),
-		path("/health", networkingv1.PathTypeExact, Health),
+	var mainPaths []*networkingv1ac.HTTPIngressPathApplyConfiguration
+	for _, p := range publicpaths.Prefixes {
+		mainPaths = append(mainPaths, path(p, networkingv1.PathTypePrefix, Auth))
 	}
+	mainPaths = append(mainPaths, path("/health", networkingv1.PathTypeExact, Health))
 	rule := func(host string, paths []*networkingv1ac.HTTPIngressPathApplyConfiguration) *networkingv1ac.IngressRuleApplyConfiguration {
 		return networkingv1ac.IngressRule().WithHost(host).WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(paths...))
 	}

@@ -258,6 +258,24 @@ func (in *ingress) checkClientAddress(t *testing.T, limit int) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("127.0.0.5 claiming X-Forwarded-For: 127.0.0.4: HTTP %d %s, want 201 (counted as itself)", resp.StatusCode, raw)
 	}
+	// The same claim spread over two X-Forwarded-For lines (as HAProxy's option forwardfor leaves them:
+	// the client's line first, the proxy's appended) and an RFC 7239 Forwarded header: every line is
+	// read in order, so the claim still sits left of the hop the controller added.
+	req = waitlistRequest(t, other, "127.0.0.4")
+	req.Header.Add("X-Forwarded-For", "127.0.0.4, 127.0.0.4")
+	req.Header.Set("Forwarded", `for=127.0.0.4;proto=https, for="127.0.0.4"`)
+	if n := len(req.Header.Values("X-Forwarded-For")); n != 2 {
+		t.Fatalf("the request carries %d X-Forwarded-For lines, want 2", n)
+	}
+	resp, err = other.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("127.0.0.5 claiming 127.0.0.4 in two X-Forwarded-For lines and Forwarded: HTTP %d %s, want 201 (counted as itself)", resp.StatusCode, raw)
+	}
 }
 
 func waitlistRequest(t *testing.T, f contract.Forms, forwardedFor string) *http.Request {
