@@ -368,7 +368,7 @@ func signingKeyStatus(k keyRecord, f rotationFacts, ids keyIDs) *v1alpha1.Signin
 		if t.IsZero() {
 			return nil
 		}
-		return ptr.To(metav1.NewTime(t))
+		return ptr.To(metav1.NewTime(t.Truncate(time.Second))) // what the API keeps: no status write for nothing
 	}
 	st := &v1alpha1.SigningKeyStatus{
 		CurrentKeyID: ids.Current, CurrentSince: at(k.CurrentSince),
