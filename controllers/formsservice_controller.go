@@ -55,6 +55,8 @@ type FormsServiceReconciler struct {
 	Kinds *ServedKinds
 	// Workers is how many FormsServices are reconciled at once; 0 means DefaultWorkers.
 	Workers int
+	// Now is the clock of the signing key's rotation; nil means time.Now.
+	Now func() time.Time
 
 	written writtenStatuses
 }
@@ -113,6 +115,11 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	res := run.monitoring.result(err)
 	if err == nil {
 		res.RequeueAfter = minPositive(res.RequeueAfter, r.secretRecheck(run.Problems)) // secrets.go
+		if !run.wakeAt.IsZero() {
+			// Come back when the rotation's next step is due by the clock: nothing else would (the
+			// operator does not watch Secrets).
+			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.wakeAt.Sub(r.now()), time.Second))
+		}
 	}
 	return res, err
 }
@@ -123,6 +130,8 @@ type reconcileRun struct {
 	// errs are the API errors that make the reconcile return an error (retried with backoff).
 	errs       []error
 	monitoring monitoringResult
+	// wakeAt is when the signing key's rotation has its next step due by the clock (zero: none).
+	wakeAt time.Time
 }
 
 // fail records a failed API request as a problem and as an error to retry.
@@ -179,13 +188,21 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 	case keyProblem != nil:
 		run.Problems = append(run.Problems, *keyProblem)
 	}
-	switch key.Event {
-	case "Created":
+	if key.Created {
 		r.event(fs, corev1.EventTypeNormal, "SigningKeyCreated", "Created Secret %s with a new signing key", key.Secret.Name)
-	case "Rotated":
-		r.event(fs, corev1.EventTypeNormal, "SigningKeyRotated", "Rotated the signing key in Secret %s; the previous key stays in the JWKS", key.Secret.Name)
 	}
-	in.PreviousSigningKey = key.Previous
+	if err == nil && keyProblem == nil {
+		st, wake, err := r.rotate(ctx, fs, key.Secret) // rotation.go
+		if err != nil {
+			run.fail("SigningKeyRotationFailed", fmt.Errorf("rotating the signing key in Secret %s: %w", key.Secret.Name, err))
+		}
+		run.SigningKey, run.wakeAt = st, wake
+	}
+	if key.Secret != nil {
+		in.PreviousSigningKey = len(key.Secret.Data[render.PreviousSigningKeyKey]) > 0
+		in.NextSigningKey = len(key.Secret.Data[render.NextSigningKeyKey]) > 0
+		in.SigningKeyIDs = keyIDsOf(key.Secret).annotation()
+	}
 	owned := []*corev1.Secret{key.Secret}
 	if render.ManagedRedis(fs) {
 		sec, createdNow, err := r.ensureRedisPassword(ctx, fs)

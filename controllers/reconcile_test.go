@@ -502,7 +502,8 @@ func TestSigningKeySecret_SurvivesReconcilesAndRotatesOnlyOnRequest(t *testing.T
 		t.Fatal("the signing-key Secret was rewritten by a reconcile")
 	}
 
-	// Rotation: the annotation adds a new key and keeps the old one as the previous key.
+	// Rotation: the annotation publishes a next key and signs with the old one still (the steps after
+	// that: rotation_envtest_test.go).
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
 		fs.Annotations = map[string]string{v1alpha1.RotateSigningKeyAnnotation: "2026-01-01"}
 	})
@@ -511,25 +512,25 @@ func TestSigningKeySecret_SurvivesReconcilesAndRotatesOnlyOnRequest(t *testing.T
 		if err := k8s.Get(ctx, key(ns, "acme-signing-key"), &rotated); err != nil {
 			return err
 		}
-		if string(rotated.Data[render.PreviousSigningKeyKey]) != string(before.Data[render.SigningKeyKey]) {
-			return fmt.Errorf("previous key is not the old current key")
+		if len(rotated.Data[render.NextSigningKeyKey]) == 0 {
+			return fmt.Errorf("no next key")
 		}
-		if string(rotated.Data[render.SigningKeyKey]) == string(before.Data[render.SigningKeyKey]) {
-			return fmt.Errorf("current key unchanged")
+		if string(rotated.Data[render.SigningKeyKey]) != string(before.Data[render.SigningKeyKey]) {
+			return fmt.Errorf("the current key changed before the next one was served")
 		}
 		return nil
 	})
 	eventually(t, func() error {
 		a := configOf(t, ns, "acme", render.Auth)
-		if a.Auth.PreviousSigningKeyFile != render.SecretsDir+"/acme-signing-key/previous-signing-key.pem" {
-			return fmt.Errorf("auth previousSigningKeyFile = %q", a.Auth.PreviousSigningKeyFile)
+		if a.Auth.NextSigningKeyFile != render.SecretsDir+"/acme-signing-key/next-signing-key.pem" {
+			return fmt.Errorf("auth nextSigningKeyFile = %q", a.Auth.NextSigningKeyFile)
 		}
 		if restartHashes(t, ns)[render.Auth] == authHash {
 			return fmt.Errorf("auth pods not rolled to read the new key")
 		}
 		return nil
 	})
-	eventually(t, func() error { return hasEvent(ns, "acme", "SigningKeyRotated", "acme-signing-key") })
+	eventually(t, func() error { return hasEvent(ns, "acme", "SigningKeyPublished", "as asked") })
 
 	// The same annotation value does not rotate again.
 	for i := 0; i < 2; i++ {
@@ -542,6 +543,6 @@ func TestSigningKeySecret_SurvivesReconcilesAndRotatesOnlyOnRequest(t *testing.T
 		t.Fatal(err)
 	}
 	if again.ResourceVersion != rotated.ResourceVersion {
-		t.Error("the signing key rotated twice for one annotation value")
+		t.Error("the signing-key Secret changed again for one annotation value")
 	}
 }

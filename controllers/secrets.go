@@ -59,19 +59,15 @@ func thumbprint(pub *ecdsa.PublicKey) (string, error) {
 
 // signingKey is what the reconcile learned about the signing-key Secret.
 type signingKey struct {
-	Secret   *corev1.Secret
-	Previous bool
-	// Event is "Created" or "Rotated" when this reconcile wrote the Secret.
-	Event string
+	Secret *corev1.Secret
+	// Created is true when this reconcile created the Secret.
+	Created bool
 }
 
-// ensureSigningKey creates the signing-key Secret once. After that it rewrites it only when the user asks
-// for a rotation (a new value of the rotate-signing-key annotation): the new key becomes current and the
-// old one previous, so the JWKS still verifies tokens signed before. A Secret created by the user before
-// the FormsService (bring your own key) is used as it is.
+// ensureSigningKey creates the signing-key Secret once; after that only a rotation (rotation.go) rewrites
+// it. A Secret created by the user before the FormsService (bring your own key) is used as it is.
 func (r *FormsServiceReconciler) ensureSigningKey(ctx context.Context, fs *v1alpha1.FormsService) (signingKey, *problem, error) {
 	name := render.NamesOf(fs).SigningKey
-	want := fs.Annotations[v1alpha1.RotateSigningKeyAnnotation]
 	sec := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
 	if apierrors.IsNotFound(err) {
@@ -82,7 +78,12 @@ func (r *FormsServiceReconciler) ensureSigningKey(ctx context.Context, fs *v1alp
 		sec = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name, Namespace: fs.Namespace, Labels: render.Labels(fs, render.Auth),
-				Annotations: map[string]string{render.RotatedForAnnotation: want, render.KeyIDAnnotation: kid},
+				Annotations: map[string]string{
+					// A rotate-signing-key value set before the Secret existed asks for nothing more.
+					render.RotatedForAnnotation:   fs.Annotations[v1alpha1.RotateSigningKeyAnnotation],
+					render.KeyIDAnnotation:        kid,
+					render.CurrentSinceAnnotation: r.now().UTC().Format(time.RFC3339),
+				},
 			},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{render.SigningKeyKey: key},
@@ -93,7 +94,7 @@ func (r *FormsServiceReconciler) ensureSigningKey(ctx context.Context, fs *v1alp
 		if err := r.Client.Create(ctx, sec); err != nil {
 			return signingKey{}, nil, err
 		}
-		return signingKey{Secret: sec, Event: "Created"}, nil, nil
+		return signingKey{Secret: sec, Created: true}, nil, nil
 	}
 	if err != nil {
 		return signingKey{}, nil, err
@@ -102,26 +103,7 @@ func (r *FormsServiceReconciler) ensureSigningKey(ctx context.Context, fs *v1alp
 		return signingKey{Secret: sec}, &problem{Reason: "SigningKeyMissing", Message: fmt.Sprintf(
 			"Secret %q has no %s; delete the Secret to have the operator generate a new key", name, render.SigningKeyKey)}, nil
 	}
-	if want != "" && sec.Annotations[render.RotatedForAnnotation] != want {
-		key, kid, err := newSigningKey()
-		if err != nil {
-			return signingKey{}, nil, err
-		}
-		sec.Data[render.PreviousSigningKeyKey] = sec.Data[render.SigningKeyKey]
-		sec.Data[render.SigningKeyKey] = key
-		if sec.Annotations == nil {
-			sec.Annotations = map[string]string{}
-		}
-		sec.Annotations[render.RotatedForAnnotation] = want
-		sec.Annotations[render.KeyIDAnnotation] = kid
-		// Update carries the resourceVersion just read: a concurrent writer makes this fail and retry
-		// instead of losing a key.
-		if err := r.Client.Update(ctx, sec); err != nil {
-			return signingKey{}, nil, err
-		}
-		return signingKey{Secret: sec, Previous: true, Event: "Rotated"}, nil, nil
-	}
-	return signingKey{Secret: sec, Previous: len(sec.Data[render.PreviousSigningKeyKey]) > 0}, nil, nil
+	return signingKey{Secret: sec}, nil, nil
 }
 
 // ensureRedisPassword creates the managed Redis's password Secret once and never rewrites it.

@@ -138,6 +138,8 @@ type observed struct {
 	Image string
 	// Routes are the Ingress' and HTTPRoutes' acceptance.
 	Routes []v1alpha1.RouteStatus
+	// SigningKey is where the signing key's rotation stands (nil when the Secret could not be read).
+	SigningKey *v1alpha1.SigningKeyStatus
 }
 
 // buildStatus rebuilds the status from what the reconcile found. It never reads the old status except
@@ -150,6 +152,7 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		OriginCount:        int32(len(fs.Spec.AllowedOrigins)),
 		ClientCount:        int32(len(fs.Spec.OAuthClients)),
 		SigningKeySecret:   render.NamesOf(fs).SigningKey,
+		SigningKey:         o.SigningKey,
 		Image:              o.Image,
 		Routes:             o.Routes,
 	}

@@ -34,7 +34,9 @@ var (
 	opWrites   *testcluster.WriteCounter
 	opRequests *testcluster.RequestLog // every request of the operator, reads and watches too
 	reconciler *FormsServiceReconciler
-	nsCounter  atomic.Int64
+	// clock is the reconciler's clock: it stands still unless a test moves it (rotation_envtest_test.go).
+	clock     = &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	nsCounter atomic.Int64
 	// namespaceOf maps each namespace newNamespace created to the test that created it.
 	namespaceOf sync.Map
 )
@@ -91,6 +93,7 @@ func runSuite(m *testing.M) int {
 		// The operator does not watch Secrets: a short recheck lets tests see a new Secret picked up.
 		SecretRecheck: 2 * time.Second,
 		Kinds:         kinds,
+		Now:           clock.Now,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -215,4 +218,23 @@ func writeRetrying[T client.Object](t *testing.T, obj T, mutate func(T), write f
 	if err != nil {
 		t.Fatalf("writing %T %s: %v", obj, obj.GetName(), err)
 	}
+}
+
+// testClock is a clock that moves only when told.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
 }

@@ -8,10 +8,28 @@ import (
 
 // Annotations a user may set on a FormsService.
 const (
-	// RotateSigningKeyAnnotation rotates the token signing key when its value changes (any value, for
-	// example a date): the operator generates a new key and keeps the previous one in the JWKS so that
-	// tokens signed before the rotation still verify until they expire.
+	// RotateSigningKeyAnnotation starts a rotation of the token signing key when its value changes (any
+	// value, for example a date): the operator publishes a new key in the JWKS, promotes it once every
+	// auth pod serves it and the JWKS caches have expired, and keeps the previous key verifying until the
+	// tokens signed with it have expired (docs/operator.md, "Signing keys").
 	RotateSigningKeyAnnotation = "platform.formsservice.io/rotate-signing-key"
+)
+
+// Phases of a signing-key rotation (status.signingKey.phase).
+const (
+	// SigningKeyStable: one key signs; no rotation is under way.
+	SigningKeyStable = "Stable"
+	// SigningKeyPublishing: the next key is in the Secret and the auth configuration; the auth pods are
+	// rolling to serve it in their JWKS.
+	SigningKeyPublishing = "Publishing"
+	// SigningKeyPublished: every auth pod serves the next key; the operator waits until every JWKS a
+	// verifier may have cached before lists it (promoteAfter).
+	SigningKeyPublished = "Published"
+	// SigningKeyPromoting: the next key became current; the auth pods are rolling to sign with it.
+	SigningKeyPromoting = "Promoting"
+	// SigningKeyRetiring: every auth pod signs with the new key; the previous one still verifies until
+	// the tokens signed with it have expired (previousRetiresAt).
+	SigningKeyRetiring = "Retiring"
 )
 
 // Condition types reported in status.conditions.
@@ -500,6 +518,20 @@ type AuthSpec struct {
 	// Passkeys configures signing in with passkeys (WebAuthn) and managing them on the account page.
 	// +optional
 	Passkeys *PasskeysSpec `json:"passkeys,omitempty"`
+	// SigningKeyRotation rotates the token signing key on a schedule, beside the on-demand
+	// rotate-signing-key annotation (docs/operator.md, "Signing keys").
+	// +optional
+	SigningKeyRotation *SigningKeyRotation `json:"signingKeyRotation,omitempty"`
+}
+
+// SigningKeyRotation is the signing key's rotation schedule.
+type SigningKeyRotation struct {
+	// Every is how long a key signs before the next rotation starts: the next key is published then, and
+	// promoted once every auth pod serves it and the JWKS caches have expired. A scheduled rotation also
+	// waits until the previous key has been retired (the longest token lifetime after its promotion), so
+	// a rotation never drops a key that still verifies live tokens.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h') && duration(self) <= duration('87600h')",message="every must be between 1h and 87600h (ten years)"
+	Every metav1.Duration `json:"every"`
 }
 
 // MFASpec configures the second factor.
@@ -638,6 +670,9 @@ type FormsServiceStatus struct {
 	// SigningKeySecret names the Secret that holds the token signing keys.
 	// +optional
 	SigningKeySecret string `json:"signingKeySecret,omitempty"`
+	// SigningKey is where the signing key's rotation stands.
+	// +optional
+	SigningKey *SigningKeyStatus `json:"signingKey,omitempty"`
 	// Image is the image the services run once the rollout of the current spec is done: spec.image, else
 	// the operator's --service-image.
 	// +optional

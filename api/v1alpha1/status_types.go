@@ -46,3 +46,38 @@ type RouteStatus struct {
 	// +listType=atomic
 	Addresses []string `json:"addresses,omitempty"`
 }
+
+// SigningKeyStatus says where the signing key's rotation stands. Key IDs are the RFC 7638 thumbprints the
+// JWKS publishes as kid.
+type SigningKeyStatus struct {
+	// Phase is Stable, Publishing, Published, Promoting or Retiring.
+	Phase string `json:"phase"`
+	// CurrentKeyID signs every token.
+	// +optional
+	CurrentKeyID string `json:"currentKeyID,omitempty"`
+	// CurrentSince is when the current key was created or promoted.
+	// +optional
+	CurrentSince *metav1.Time `json:"currentSince,omitempty"`
+	// NextKeyID is published and verifies, but signs nothing yet.
+	// +optional
+	NextKeyID string `json:"nextKeyID,omitempty"`
+	// NextPublishedAt is when the next key was written to the Secret.
+	// +optional
+	NextPublishedAt *metav1.Time `json:"nextPublishedAt,omitempty"`
+	// NextServedAt is when the operator saw every auth pod serve the next key.
+	// +optional
+	NextServedAt *metav1.Time `json:"nextServedAt,omitempty"`
+	// PromoteAfter is the earliest time the next key becomes current.
+	// +optional
+	PromoteAfter *metav1.Time `json:"promoteAfter,omitempty"`
+	// PreviousKeyID verifies tokens signed before the last promotion; it signs nothing.
+	// +optional
+	PreviousKeyID string `json:"previousKeyID,omitempty"`
+	// PreviousRetiresAt is when the previous key is removed: the longest token lifetime after every auth
+	// pod stopped signing with it.
+	// +optional
+	PreviousRetiresAt *metav1.Time `json:"previousRetiresAt,omitempty"`
+	// NextRotationAt is when signingKeyRotation.every starts the next rotation.
+	// +optional
+	NextRotationAt *metav1.Time `json:"nextRotationAt,omitempty"`
+}

@@ -23,6 +23,12 @@ type Inputs struct {
 	// PreviousSigningKey says the signing-key Secret holds a previous key (a rotation is under way), so
 	// the auth configuration names it for the JWKS.
 	PreviousSigningKey bool
+	// NextSigningKey says the signing-key Secret holds a next key (published before it signs), so the
+	// auth configuration names it for the JWKS.
+	NextSigningKey bool
+	// SigningKeyIDs names the keys of the signing-key Secret by role (SigningKeysAnnotation); "" leaves
+	// the annotation out.
+	SigningKeyIDs string
 	// SecretDigests maps a Secret's name to a digest of the keys the pods mount from it. A change rolls
 	// the pods that mount it, since the services read Secret files at start-up.
 	SecretDigests map[string]string
@@ -216,6 +222,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 	}
 	if in.PreviousSigningKey {
 		c.PreviousSigningKeyFile = SecretPath(n.SigningKey, PreviousSigningKeyKey)
+	}
+	if in.NextSigningKey {
+		c.NextSigningKeyFile = SecretPath(n.SigningKey, NextSigningKeyKey)
 	}
 	for _, cl := range fs.Spec.OAuthClients {
 		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name, RequireMFA: cl.RequireMFA}

@@ -40,7 +40,9 @@ const (
 const (
 	SigningKeyKey         = "signing-key.pem"
 	PreviousSigningKeyKey = "previous-signing-key.pem"
-	RedisPasswordKey      = "password"
+	// NextSigningKeyKey holds, during a rotation, the key that is published before it signs.
+	NextSigningKeyKey = "next-signing-key.pem"
+	RedisPasswordKey  = "password"
 	// RedisRequirePassKey holds "requirepass <password>", included by the managed redis.conf so that the
 	// password never appears in a command line or an environment variable of the Redis container.
 	RedisRequirePassKey = "requirepass.conf"
@@ -63,6 +65,17 @@ const (
 	RotatedForAnnotation = "platform.formsservice.io/rotated-for"
 	// KeyIDAnnotation on the signing-key Secret is the RFC 7638 thumbprint of the current key, for people.
 	KeyIDAnnotation = "platform.formsservice.io/key-id"
+	// SigningKeysAnnotation on the auth pod template names the keys its pods load, by role and key ID
+	// ("current=…,previous=…,next=…"): once the Deployment has rolled it out, every auth pod serves them.
+	SigningKeysAnnotation = "platform.formsservice.io/signing-keys"
+
+	// The signing-key Secret's rotation record (RFC 3339 times): when its current key began to sign,
+	// when the next key was written and when every auth pod served it, and when every auth pod signed
+	// with the promoted key (the previous key's retention counts from then).
+	CurrentSinceAnnotation      = "platform.formsservice.io/current-since"
+	NextPublishedAtAnnotation   = "platform.formsservice.io/next-published-at"
+	NextServedAtAnnotation      = "platform.formsservice.io/next-served-at"
+	PromotionServedAtAnnotation = "platform.formsservice.io/promotion-served-at"
 )
 
 // Names of the objects a FormsService owns.

@@ -74,6 +74,9 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1a
 		podAnnotations[k] = v
 	}
 	podAnnotations[RestartHashAnnotation] = RestartHash(fs, component, in)
+	if component == Auth && in.SigningKeyIDs != "" {
+		podAnnotations[SigningKeysAnnotation] = in.SigningKeyIDs
+	}
 
 	volumes := []*corev1ac.VolumeApplyConfiguration{
 		corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,10 +117,11 @@ func (d *dayTwo) liveEdit(t *testing.T) {
 	}
 }
 
-// rotateSigningKey signs in (with a refresh token), rotates the key with the FormsService's annotation,
-// and checks that the person stays signed in: the auth pods roll to the new key, the JWKS holds both
-// keys, the old access token still opens userinfo, the old ID token still verifies, and the old refresh
-// token renews into tokens signed with the new key.
+// rotateSigningKey signs in (with a refresh token), rotates the key with the FormsService's annotation
+// while two other grants keep refreshing every 0.5 s, and checks that nobody notices: not one refresh
+// answered anything but 200 (no invalid_grant) while the operator published the next key, promoted it
+// and rolled auth twice; the JWKS holds both keys, the old access token still opens userinfo, the old ID
+// token still verifies, and the old refresh token renews into tokens signed with the new key.
 func (d *dayTwo) rotateSigningKey(t *testing.T) {
 	ctx := context.Background()
 	tok := goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password)
@@ -128,14 +130,13 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 	}
 	oldID, _ := tok.Extra("id_token").(string)
 	oldKid := kidOf(t, oldID)
+	traffic := d.refreshTraffic(t, []*oauth2.Token{
+		goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password),
+		goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password),
+	})
+	defer traffic.stop()
 
-	deployment := d.name + "-" + render.Auth
-	var dep appsv1.Deployment
-	if err := d.k.client.Get(ctx, types.NamespacedName{Namespace: appNS, Name: deployment}, &dep); err != nil {
-		t.Fatal(err)
-	}
-	hashBefore := dep.Spec.Template.Annotations[render.RestartHashAnnotation]
-
+	startedAt := time.Now()
 	value := "e2e-" + time.Now().UTC().Format("20060102T150405Z")
 	d.k.update(t, d.name, "annotating for a rotation", func(u *unstructured.Unstructured) {
 		ann := u.GetAnnotations()
@@ -145,17 +146,37 @@ func (d *dayTwo) rotateSigningKey(t *testing.T) {
 		ann["platform.formsservice.io/rotate-signing-key"] = value
 		u.SetAnnotations(ann)
 	})
-	cluster.Eventually(t, 4*time.Minute, "the auth pods rolled to the rotated key", func() (bool, string) {
-		return d.k.rolledOut(t, deployment, func(p *corev1.PodTemplateSpec) bool {
-			return p.Annotations[render.RestartHashAnnotation] != hashBefore
-		})
+	// Publish, roll, wait out the JWKS caches, promote, roll: the rotation is done with its steps when
+	// every auth pod signs with the new key (Retiring: the old one verifies until its tokens expire).
+	var phases []string
+	cluster.Eventually(t, 10*time.Minute, "the rotation promoted on every auth pod (status.signingKey.phase Retiring)", func() (bool, string) {
+		sk, _, _ := unstructured.NestedStringMap(d.k.get(t, d.name).Object, "status", "signingKey")
+		if p := sk["phase"]; len(phases) == 0 || phases[len(phases)-1] != p {
+			phases = append(phases, p)
+		}
+		return sk["phase"] == "Retiring" && sk["previousKeyID"] == oldKid, fmt.Sprintf("status.signingKey %v", sk)
 	})
-	// Until the old pods are gone a request may still reach one, and an old pod does not know the new
-	// key: a code or refresh token a new pod minted would be refused there (invalid_grant). Wait them out,
-	// as the steps below need every pod on the new key (docs/auth.md, key rotation, says so too).
 	d.k.waitRolledOut(t, d.name, []string{render.Auth}, 3*time.Minute)
 	d.followAuth() // the old pod of the port-forward is gone
-
+	answers := traffic.stop()
+	t.Logf("rotation in %s through the phases %v; %d refreshes", time.Since(startedAt).Round(time.Second), phases, len(answers))
+	if !slices.Contains(phases, "Published") && !slices.Contains(phases, "Promoting") {
+		t.Errorf("the rotation was not seen in steps: phases %v", phases)
+	}
+	counts := map[string]int{}
+	for _, a := range answers {
+		counts[strconv.Itoa(a.status)]++
+		switch {
+		case a.err != nil && d.authRelay != nil:
+			// Through the port-forward relay a rolled pod drops the connection; the ingress does not.
+			t.Logf("refresh at %s: %v (relay)", a.at.Sub(startedAt).Round(time.Millisecond), a.err)
+		case a.err != nil || a.status != http.StatusOK:
+			t.Errorf("refresh at %s into the rotation: status %d %s, error %v", a.at.Sub(startedAt).Round(time.Millisecond), a.status, a.body, a.err)
+		}
+	}
+	if len(answers) < 20 {
+		t.Errorf("only %d refreshes during the rotation: the test did not load it (%v)", len(answers), counts)
+	}
 	var kids []string
 	cluster.Eventually(t, 2*time.Minute, "the JWKS with the new and the previous key", func() (bool, string) {
 		kids = jwksKids(d.client(), d.issuer)
@@ -341,6 +362,68 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 		}
 	}
 	d.followAuth() // the issuer leads to a new auth pod
+}
+
+// refreshAnswer is one answer of the token endpoint to a refresh.
+type refreshAnswer struct {
+	status int
+	body   string
+	err    error
+	at     time.Time
+}
+
+// refreshing keeps grants refreshing until stop, which returns every answer.
+type refreshing struct {
+	stop func() []refreshAnswer
+}
+
+// refreshTraffic refreshes each grant every 0.5 s, each time with the refresh token the last answer
+// gave, through the auth Service's ClusterIP when the node cluster routes the Service network (as the
+// upgrade does), else through the issuer.
+func (d *dayTwo) refreshTraffic(t *testing.T, chains []*oauth2.Token) refreshing {
+	tokenURL, hc := d.issuer+"/oauth2/token", d.client()
+	if os.Getenv("FORMSSERVICE_E2E_NEXT_IMAGE") != "" {
+		tokenURL, hc = "http://"+d.k.clusterIP(t, d.name+"-"+render.Auth)+"/oauth2/token", freshClient()
+	}
+	var mu sync.Mutex
+	var answers []refreshAnswer
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range chains {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(500 * time.Millisecond): // the traffic's pace, not a wait for a condition
+				}
+				form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {chains[i].RefreshToken}, "client_id": {e2eClient}}
+				res, err := hc.PostForm(tokenURL, form)
+				a := refreshAnswer{err: err, at: time.Now()}
+				if err == nil {
+					a.status = res.StatusCode
+					b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+					res.Body.Close()
+					var tok oauth2.Token
+					if res.StatusCode == http.StatusOK && json.Unmarshal(b, &tok) == nil && tok.RefreshToken != "" {
+						chains[i] = &tok
+					} else {
+						a.body = string(b)
+					}
+				}
+				mu.Lock()
+				answers = append(answers, a)
+				mu.Unlock()
+			}
+		})
+	}
+	var once sync.Once
+	return refreshing{stop: func() []refreshAnswer {
+		once.Do(func() { close(stop); wg.Wait() })
+		mu.Lock()
+		defer mu.Unlock()
+		return answers
+	}}
 }
 
 // clusterIP is the Service's ClusterIP and port.
