@@ -249,6 +249,10 @@ type OAuthClient struct {
 	// sign-in to this client: a user without one enrols it on the way.
 	// +optional
 	RequireMFA bool `json:"requireMFA,omitempty"`
+	// RequireVerifiedEmail refuses sign-in to this client to accounts whose e-mail address is not
+	// verified yet; the sign-in page offers to send the confirmation link again.
+	// +optional
+	RequireVerifiedEmail bool `json:"requireVerifiedEmail,omitempty"`
 }
 
 // RedisMode says how the addresses are used.
@@ -508,6 +512,11 @@ type AuthSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('8760h')",message="sessionLifetime must be between 1m and 8760h"
 	SessionLifetime *metav1.Duration `json:"sessionLifetime,omitempty"`
+	// SessionIdleTimeout ends a sign-in session not used for that long; each use starts it again, never
+	// past sessionLifetime. Default 30m; at or above sessionLifetime it is off.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('8760h')",message="sessionIdleTimeout must be between 1m and 8760h"
+	SessionIdleTimeout *metav1.Duration `json:"sessionIdleTimeout,omitempty"`
 	// Throttle bounds failed sign-ins per account and per client IP.
 	// +optional
 	Throttle *ThrottleSpec `json:"throttle,omitempty"`

@@ -40,6 +40,11 @@ func (in *AuthSpec) DeepCopyInto(out *AuthSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.SessionIdleTimeout != nil {
+		in, out := &in.SessionIdleTimeout, &out.SessionIdleTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Throttle != nil {
 		in, out := &in.Throttle, &out.Throttle
 		*out = new(ThrottleSpec)

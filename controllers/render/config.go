@@ -200,6 +200,7 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		CodeLifetime:         duration(a.CodeLifetime),
 		IDTokenLifetime:      duration(a.IDTokenLifetime),
 		SessionLifetime:      duration(a.SessionLifetime),
+		SessionIdleTimeout:   duration(a.SessionIdleTimeout),
 	}
 	if t := a.Throttle; t != nil {
 		c.Throttle = config.Throttle{
@@ -227,7 +228,7 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		c.NextSigningKeyFile = SecretPath(n.SigningKey, NextSigningKeyKey)
 	}
 	for _, cl := range fs.Spec.OAuthClients {
-		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name, RequireMFA: cl.RequireMFA}
+		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name, RequireMFA: cl.RequireMFA, RequireVerifiedEmail: cl.RequireVerifiedEmail}
 		for _, u := range cl.RedirectURIs {
 			oc.RedirectURIs = append(oc.RedirectURIs, string(u))
 		}

@@ -151,6 +151,8 @@ func TestServiceConfig(t *testing.T) {
 		}},
 		{"auth gets the second factor, passkeys, requireMFA, and the forms' relay for its mail", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients[0].RequireMFA = true
+			fs.Spec.OAuthClients[0].RequireVerifiedEmail = true
+			fs.Spec.Auth.SessionIdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}
 			fs.Spec.Auth.MFA = &v1alpha1.MFASpec{Failures: ptr.To[int32](3), ChallengeLifetime: &metav1.Duration{Duration: 2 * time.Minute},
 				SecretKeyRef: &v1alpha1.SecretKeySelector{Name: "mfa", Key: "key"}}
 			fs.Spec.Auth.Passkeys = &v1alpha1.PasskeysSpec{Enabled: ptr.To(false), RPName: "Acme", Timeout: &metav1.Duration{Duration: 2 * time.Minute}}
@@ -161,6 +163,9 @@ func TestServiceConfig(t *testing.T) {
 			if !a.Clients[0].RequireMFA || a.MFA.Failures != 3 || a.MFA.ChallengeLifetime.D() != 2*time.Minute || a.MFA.Window != 0 ||
 				a.MFA.SecretKeyFile != SecretsDir+"/mfa/key" {
 				t.Errorf("mfa = %+v, requireMFA %v", a.MFA, a.Clients[0].RequireMFA)
+			}
+			if !a.Clients[0].RequireVerifiedEmail || a.SessionIdleTimeout.D() != 10*time.Minute {
+				t.Errorf("requireVerifiedEmail %v, sessionIdleTimeout %v", a.Clients[0].RequireVerifiedEmail, a.SessionIdleTimeout.D())
 			}
 			if a.Passkeys.On() || a.Passkeys.RPName != "Acme" || a.Passkeys.Timeout.D() != 2*time.Minute {
 				t.Errorf("passkeys = %+v", a.Passkeys)
