@@ -32,7 +32,7 @@ chrome="$(hack/install-chromium.sh)"
 log "building the image $IMG (make image)"
 IMG="$IMG" OUT=bin/formsservice-image.tar hack/image.sh
 
-if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+if grep -qx "$CLUSTER" <<<"$(kind get clusters 2>/dev/null)"; then
   log "deleting a leftover cluster $CLUSTER"
   kind delete cluster --name "$CLUSTER"
 fi

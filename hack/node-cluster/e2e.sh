@@ -59,7 +59,10 @@ kubeconfig="$(hack/node-cluster/up.sh)"
 mark "cluster up: node and CoreDNS Ready"
 
 ctr_ images import "$image_tar" >/dev/null
-ctr_ images ls -q | grep -q "${IMG#*/}" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
+# The list is read whole before it is searched: `ctr ... | grep -q` under pipefail fails when grep exits
+# at the first match and ctr, still writing, gets SIGPIPE (it did, with the image imported).
+images="$(ctr_ images ls -q)"
+grep -q "${IMG#*/}" <<<"$images" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
 # The same image under a second tag: the e2e upgrades the operator to it and watches the services roll.
 ctr_ images tag "$IMG" "$IMG-next" >/dev/null
 mark "image $IMG loaded (and tagged $IMG-next)"

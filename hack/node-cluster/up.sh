@@ -18,7 +18,7 @@ if [[ -f "$HOST_BEFORE" || -d "$RUN" ]]; then
   log "a cluster from an earlier run is still here: tearing it down first"
   hack/node-cluster/down.sh
 fi
-if ip -o addr show | grep -q " $NODE_IP/"; then log "$NODE_IP is already on an interface of this machine"; exit 1; fi
+if grep -q " $NODE_IP/" <<<"$(ip -o addr show)"; then log "$NODE_IP is already on an interface of this machine"; exit 1; fi
 
 # --- the host's state, so that down.sh can put it back -------------------------------------------------
 {
