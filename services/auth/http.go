@@ -46,13 +46,14 @@ func (s *Service) handleClient(h clientHandler) fiber.Handler {
 		key := clientip.Key(addr)
 		ua := string(c.Request().Header.UserAgent())
 		return adaptor.HTTPHandlerFunc(asNetHTTP(func(w http.ResponseWriter, r *http.Request) {
-			// The adaptor's context is fasthttp's RequestCtx, whose Done (v1.51) reads a field that the
-			// server's Shutdown writes without a lock: a context.WithTimeout under it (the mail's send
-			// deadline) watched Done from a goroutine and raced a shutdown (found by -race in CI).
-			// WithoutCancel keeps its values and drops a Done that only ever closed at shutdown, which
-			// waits for open requests anyway.
-			ctx := context.WithoutCancel(r.Context())
-			h(w, r.WithContext(audit.WithOrigin(ctx, addr, ua)), key)
+			// The adaptor's context is fasthttp's RequestCtx, which the server reuses for the next request
+			// on the connection: its Done (v1.51) reads a field Shutdown writes without a lock, and its
+			// Value reads user values the server resets once the handler returns. Both raced under -race
+			// in CI: a mail-send deadline watching Done at shutdown, and a mail sent after the answer
+			// (journeys.go's sendLater) looking up a value after the reset. So handlers get a context of
+			// their own, not derived from it: no handler reads Fiber's values, and its Done only ever
+			// closed at shutdown, which waits for open requests anyway.
+			h(w, r.WithContext(audit.WithOrigin(context.Background(), addr, ua)), key)
 		}))(c)
 	}
 }
