@@ -104,8 +104,14 @@ install_cluster() {
   done
   # Server-side: the Prometheus CRD is too large for kubectl's last-applied annotation.
   kubectl_ apply --server-side -f "$OP_DIR/crds" >/dev/null
+  # kubectl wait gives up at once ("status.conditions accessor error") on a CRD the API server has not
+  # written a status for yet, which happened right after the apply: so it is asked again until 60 s.
+  local deadline=$((SECONDS + 60))
   for c in "${CRDS[@]}"; do
-    kubectl_ wait --for condition=Established --timeout=60s "crd/$c.monitoring.coreos.com" >/dev/null
+    until kubectl_ wait --for condition=Established --timeout=5s "crd/$c.monitoring.coreos.com" >/dev/null 2>&1; do
+      ((SECONDS < deadline)) || { echo ">> prometheus: CRD $c.monitoring.coreos.com not Established after 60s" >&2; return 1; }
+      sleep 0.5
+    done
   done
   sed -e "s#@NAMESPACE@#$NAMESPACE#g" -e "s#@OPERATOR_IMAGE@#$OPERATOR_IMAGE#g" -e "s#@RELOADER_IMAGE@#$RELOADER_IMAGE#g" \
     hack/node-cluster/prometheus/operator.yaml | kubectl_ apply -f - >/dev/null

@@ -16,8 +16,10 @@ import (
 // start returns a Store on a new redis-server, and a session created on it for user-1.
 func start(t *testing.T, ttl time.Duration) (*sso.Store, string, *redis.Client, *testredis.Server) {
 	t.Helper()
-	srv := testredis.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
+	// On a Unix socket: once stopped, its address cannot be taken by another test's redis-server, which
+	// happened to a TCP port under a loaded CI run (Create then succeeded against the stranger).
+	srv := testredis.Start(t, testredis.Options{Unix: true})
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
 	s := sso.New(rdb)
 	token, err := s.Create(context.Background(), "user-1", time.Unix(1_700_000_000, 0), ttl)
