@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/mail"
@@ -40,10 +38,5 @@ func (s *Service) sendPasswordChanged(ctx context.Context, rt *runtime, u *users
 		return err
 	}
 	m.To = []string{u.Email}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := s.mail.Send(ctx, m); err != nil && !errors.Is(err, mail.ErrNoRelay) {
-		return err
-	}
-	return nil
+	return s.sendMail(ctx, m)
 }

@@ -49,6 +49,12 @@ func (s *Service) sendLinkMail(ctx context.Context, rt *runtime, c *mail.Content
 		return err
 	}
 	m.To = []string{u.Email}
+	return s.sendMail(ctx, m)
+}
+
+// sendMail sends one of auth's mails, bounded to 30 s whatever the caller's context; without a relay
+// configured there is nothing to send to, which is not an error (the dev server shows its outbox).
+func (s *Service) sendMail(ctx context.Context, m mail.Message) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := s.mail.Send(ctx, m); err != nil && !errors.Is(err, mail.ErrNoRelay) {

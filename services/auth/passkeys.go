@@ -446,11 +446,9 @@ func (s *Service) mailPasskeyAdded(ctx context.Context, rt *runtime, u *users.Us
 		Passkey: p.Name, Email: u.Email, When: p.Created.UTC().Format("2 January 2006 at 15:04 UTC"), Link: rt.issuer + "/account/passkeys"})
 	if err == nil {
 		m.To, m.ID = []string{u.Email}, "passkey-added."+p.ID
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		err = s.mail.Send(ctx, m)
+		err = s.sendMail(ctx, m)
 	}
-	if err != nil && !errors.Is(err, mail.ErrNoRelay) {
+	if err != nil {
 		s.log.Warn("the passkey-added mail could not be sent", "user", u.ID, "err", err)
 	}
 }
