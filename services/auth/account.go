@@ -278,6 +278,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 			return
 		}
 		s.accountEvent(ctx, audit.MFARemoved, u, nil)
+		s.mailSecondFactor(ctx, rt, u, factorOff, r.UserAgent(), -1)
 		http.Redirect(w, r, rt.basePath+"/account?done=mfa-off", http.StatusSeeOther)
 		return
 	}
@@ -291,6 +292,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		return
 	}
 	s.accountEvent(ctx, audit.RecoveryReplaced, u, map[string]string{"codes": count(len(codes))})
+	s.mailSecondFactor(ctx, rt, u, factorCodes, r.UserAgent(), -1)
 	s.account.RenderCodes(w, page.Codes{Frame: page.Frame{Base: rt.basePath}, Codes: codes,
 		Notice: "Your earlier recovery codes no longer work.", ContinueURL: rt.basePath + "/account", ContinueLabel: "Back to your account"})
 }
@@ -388,6 +390,7 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 		return
 	}
 	s.accountEvent(ctx, audit.MFAEnrolled, u, map[string]string{"method": "totp", "codes": count(len(codes))})
+	s.mailSecondFactor(ctx, rt, u, factorOn, r.UserAgent(), -1)
 	// The code proved the app: this browser is now signed in with two factors (a new session value).
 	if _, _, err := s.replaceSession(w, r, rt, u, acr.With(sess.AMR, acr.OTP), time.Now().UTC()); err != nil {
 		s.accountUnavailable(w, err)
