@@ -35,7 +35,18 @@ func (s *Service) accountUser(w http.ResponseWriter, r *http.Request, rt *runtim
 		return nil, nil, false
 	}
 	if u != nil {
-		return u, sess, true
+		// A session older than a sign-out everywhere (one that escaped its list: D35) opens no account
+		// page either: it ends here, and the person signs in again, as at authorize.
+		gen, err := s.store.Generation(r.Context(), u.ID)
+		if err != nil {
+			s.accountUnavailable(w, err)
+			return nil, nil, false
+		}
+		if sess.Generation >= gen {
+			return u, sess, true
+		}
+		_ = s.sessions.Delete(r.Context(), readCookie(r, rt, sessionCookie))
+		setCookie(w, rt, sessionCookie, "", -1)
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/account" && r.URL.Query().Get("error") != "" {
 		// Back from the sign-in page without signing in (Cancel): no loop back to it.
