@@ -55,8 +55,8 @@ type Header struct {
 	Format    string    `json:"format"`
 	Version   int       `json:"version"`
 	CreatedAt time.Time `json:"createdAt"`
-	// Match is the key pattern the backup was limited to ("*" for everything).
-	Match string `json:"match"`
+	// Match are the key patterns the backup was limited to (["*"] for everything).
+	Match []string `json:"match"`
 	// RedisVersion is the source's redis_version (a restore needs the same RDB version or a newer one).
 	RedisVersion string `json:"redisVersion,omitempty"`
 }
@@ -92,8 +92,9 @@ func (s *Stats) count(key string) {
 
 // Options configure Write.
 type Options struct {
-	// Match limits the backup to keys matching a SCAN pattern; "" is every key.
-	Match string
+	// Match limits the backup to keys matching any of these SCAN patterns; none is every key. The
+	// patterns must not overlap (a key matching two would be written twice).
+	Match []string
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }
@@ -105,8 +106,8 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 		now = time.Now
 	}
 	match := o.Match
-	if match == "" {
-		match = "*"
+	if len(match) == 0 {
+		match = []string{"*"}
 	}
 	st := Stats{Header: Header{Format: Format, Version: Version, CreatedAt: now().UTC().Truncate(time.Second), Match: match}}
 	st.Header.RedisVersion = redisVersion(ctx, rdb)
@@ -120,19 +121,22 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 	sum := sha256.New()
 	rec := &recordWriter{w: io.MultiWriter(bw, sum)}
 	err := forEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
-		var cursor uint64
-		for {
-			keys, next, err := node.Scan(ctx, cursor, match, batch).Result()
-			if err != nil {
-				return fmt.Errorf("backup: scanning the keys: %w", err)
-			}
-			if err := dumpBatch(ctx, node, keys, now, rec, &st); err != nil {
-				return err
-			}
-			if cursor = next; cursor == 0 {
-				return nil
+		for _, pattern := range match {
+			var cursor uint64
+			for {
+				keys, next, err := node.Scan(ctx, cursor, pattern, batch).Result()
+				if err != nil {
+					return fmt.Errorf("backup: scanning the keys: %w", err)
+				}
+				if err := dumpBatch(ctx, node, keys, now, rec, &st); err != nil {
+					return err
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
 			}
 		}
+		return nil
 	})
 	if err != nil {
 		return st, err

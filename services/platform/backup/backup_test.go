@@ -237,8 +237,8 @@ func TestWrite_Match(t *testing.T) {
 	fill(t, src, 3)
 	src.Set(ctx, "someone-else:key", "x", 0)
 	var buf bytes.Buffer
-	st, err := backup.Write(ctx, src, &buf, backup.Options{Match: "forms:*"})
-	if err != nil || st.Keys != 3 || st.Header.Match != "forms:*" {
+	st, err := backup.Write(ctx, src, &buf, backup.Options{Match: []string{"forms:*", "fs:*"}})
+	if err != nil || st.Keys != 6 || st.ByPrefix["forms"] != 3 || st.ByPrefix["fs"] != 3 || len(st.Header.Match) != 2 {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
