@@ -55,6 +55,8 @@ type User struct {
 	// EmailVerified: the owner of the address followed a verification link (or an operator created
 	// the account verified); the email_verified claim.
 	EmailVerified bool
+	// Groups the user belongs to, sorted (groups.go); the groups claim.
+	Groups []string
 }
 
 // Store reads and writes users.
@@ -193,7 +195,7 @@ func (s *Store) ByID(ctx context.Context, id string) (*User, error) {
 	}
 	created, _ := strconv.ParseInt(m["created"], 10, 64)
 	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC(), Disabled: m["disabled"] == "1",
-		EmailVerified: m["verified"] == "1"}, nil
+		EmailVerified: m["verified"] == "1", Groups: parseGroups(m["groups"])}, nil
 }
 
 // ByEmail returns the user with that address (any case).
