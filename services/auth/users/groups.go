@@ -53,20 +53,19 @@ func CheckGroup(name string) error {
 func parseGroups(field string) []string { return strings.Fields(field) }
 
 // groupsScript adds (ARGV[1] = add) or removes (remove) the groups ARGV[3:] of the user KEYS[1] and
-// keeps the field sorted; ARGV[2] is the bound. It answers {changed, groups...}, or {-1} when the user is
-// gone, {-2} when an addition would pass the bound (nothing written). One script, so two operators
-// editing one user's groups at once lose nothing.
+// keeps the field sorted; ARGV[2] is the bound. It answers {n, the n groups after..., the names it
+// changed...}, or {-1} when the user is gone, {-2} when an addition would pass the bound (nothing
+// written). One script, so two operators editing one user's groups at once lose nothing.
 var groupsScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'id') == false then return {-1} end
 local cur = redis.call('HGET', KEYS[1], 'groups') or ''
-local set, list = {}, {}
+local set, list, changed = {}, {}, {}
 for g in string.gmatch(cur, '%S+') do
   if not set[g] then set[g] = true; table.insert(list, g) end
 end
-local changed = 0
 if ARGV[1] == 'add' then
   for i = 3, #ARGV do
-    if not set[ARGV[i]] then set[ARGV[i]] = true; table.insert(list, ARGV[i]); changed = changed + 1 end
+    if not set[ARGV[i]] then set[ARGV[i]] = true; table.insert(list, ARGV[i]); table.insert(changed, ARGV[i]) end
   end
   if #list > tonumber(ARGV[2]) then return {-2} end
 else
@@ -74,66 +73,70 @@ else
   for i = 3, #ARGV do if set[ARGV[i]] then drop[ARGV[i]] = true end end
   local kept = {}
   for _, g in ipairs(list) do
-    if drop[g] then changed = changed + 1 else table.insert(kept, g) end
+    if drop[g] then table.insert(changed, g) else table.insert(kept, g) end
   end
   list = kept
 end
 table.sort(list)
-if changed > 0 then
+if #changed > 0 then
   if #list == 0 then redis.call('HDEL', KEYS[1], 'groups') else redis.call('HSET', KEYS[1], 'groups', table.concat(list, ' ')) end
 end
-local out = {changed}
+local out = {#list}
 for _, g in ipairs(list) do table.insert(out, g) end
+for _, g in ipairs(changed) do table.insert(out, g) end
 return out
 `)
 
 // AddGroups makes the user with address email a member of groups (those it is in already are left as
-// they are). It returns the user with its groups after the change and how many were added.
-func (s *Store) AddGroups(ctx context.Context, email string, groups []string) (*User, int, error) {
+// they are). It returns the user with its groups after the change and the groups added.
+func (s *Store) AddGroups(ctx context.Context, email string, groups []string) (*User, []string, error) {
 	return s.editGroups(ctx, email, "add", groups)
 }
 
 // RemoveGroups takes the user with address email out of groups (names it is not in are ignored). It
-// returns the user with its groups after the change and how many were removed.
-func (s *Store) RemoveGroups(ctx context.Context, email string, groups []string) (*User, int, error) {
+// returns the user with its groups after the change and the groups removed.
+func (s *Store) RemoveGroups(ctx context.Context, email string, groups []string) (*User, []string, error) {
 	return s.editGroups(ctx, email, "remove", groups)
 }
 
-func (s *Store) editGroups(ctx context.Context, email, op string, groups []string) (*User, int, error) {
+func (s *Store) editGroups(ctx context.Context, email, op string, groups []string) (*User, []string, error) {
 	if len(groups) == 0 {
-		return nil, 0, fmt.Errorf("%w: no group named", ErrInvalidGroup)
+		return nil, nil, fmt.Errorf("%w: no group named", ErrInvalidGroup)
 	}
 	if op == "add" && len(groups) > MaxGroups {
-		return nil, 0, ErrTooManyGroups
+		return nil, nil, ErrTooManyGroups
 	}
 	for _, g := range groups {
 		if err := CheckGroup(g); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 	}
 	u, err := s.ByEmail(ctx, email)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	args := append([]any{op, MaxGroups}, toAny(groups)...)
 	res, err := groupsScript.Run(ctx, s.rdb, []string{userKey(u.ID)}, args...).Slice()
 	if err != nil {
-		return nil, 0, unavailable(err)
+		return nil, nil, unavailable(err)
 	}
-	changed, _ := res[0].(int64)
-	switch changed {
-	case -1:
-		return nil, 0, ErrNotFound
-	case -2:
-		return nil, 0, fmt.Errorf("%w; %s is in %d (remove some first)", ErrTooManyGroups, u.Email, len(u.Groups))
+	n, _ := res[0].(int64)
+	switch {
+	case n == -1:
+		return nil, nil, ErrNotFound
+	case n == -2:
+		return nil, nil, fmt.Errorf("%w; %s is in %d (remove some first)", ErrTooManyGroups, u.Email, len(u.Groups))
+	case n < 0 || int(n) >= len(res):
+		return nil, nil, unavailable(fmt.Errorf("groups script answered %v", res))
 	}
-	u.Groups = make([]string, 0, len(res)-1)
+	strs := make([]string, 0, len(res)-1)
 	for _, g := range res[1:] {
 		if s, ok := g.(string); ok {
-			u.Groups = append(u.Groups, s)
+			strs = append(strs, s)
 		}
 	}
-	return u, int(changed), nil
+	u.Groups = strs[:n:n]
+	return u, strs[n:], nil
 }
 
 func toAny(ss []string) []any {

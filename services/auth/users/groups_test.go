@@ -22,11 +22,11 @@ func TestGroups_AddRemoveReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, n, err := s.AddGroups(ctx, "ADA@example.com", []string{"ops", "system:masters", "org/team", "ops"})
-	if err != nil || n != 3 || !slices.Equal(u.Groups, []string{"ops", "org/team", "system:masters"}) {
-		t.Fatalf("add: %v %d %v", u, n, err)
+	if err != nil || !slices.Equal(n, []string{"ops", "system:masters", "org/team"}) || !slices.Equal(u.Groups, []string{"ops", "org/team", "system:masters"}) {
+		t.Fatalf("add: %v %v %v", u, n, err)
 	}
-	if u, n, err = s.AddGroups(ctx, "ada@example.com", []string{"ops", "a.b-c_d+e@f"}); err != nil || n != 1 {
-		t.Fatalf("add again: %d %v", n, err)
+	if u, n, err = s.AddGroups(ctx, "ada@example.com", []string{"ops", "a.b-c_d+e@f"}); err != nil || !slices.Equal(n, []string{"a.b-c_d+e@f"}) {
+		t.Fatalf("add again: %v %v", n, err)
 	}
 	got, err := s.ByEmail(ctx, "ada@example.com")
 	if err != nil || !slices.Equal(got.Groups, []string{"a.b-c_d+e@f", "ops", "org/team", "system:masters"}) {
@@ -35,12 +35,12 @@ func TestGroups_AddRemoveReadBack(t *testing.T) {
 	if byID, _ := s.ByID(ctx, got.ID); !slices.Equal(byID.Groups, got.Groups) {
 		t.Fatalf("by ID: %v", byID.Groups)
 	}
-	if u, n, err = s.RemoveGroups(ctx, "ada@example.com", []string{"ops", "not-a-member"}); err != nil || n != 1 ||
+	if u, n, err = s.RemoveGroups(ctx, "ada@example.com", []string{"ops", "not-a-member"}); err != nil || !slices.Equal(n, []string{"ops"}) ||
 		!slices.Equal(u.Groups, []string{"a.b-c_d+e@f", "org/team", "system:masters"}) {
-		t.Fatalf("remove: %v %d %v", u, n, err)
+		t.Fatalf("remove: %v %v %v", u, n, err)
 	}
-	if u, n, err = s.RemoveGroups(ctx, "ada@example.com", []string{"a.b-c_d+e@f", "org/team", "system:masters"}); err != nil || n != 3 || len(u.Groups) != 0 {
-		t.Fatalf("remove all: %v %d %v", u, n, err)
+	if u, n, err = s.RemoveGroups(ctx, "ada@example.com", []string{"a.b-c_d+e@f", "org/team", "system:masters"}); err != nil || len(n) != 3 || len(u.Groups) != 0 {
+		t.Fatalf("remove all: %v %v %v", u, n, err)
 	}
 	if got, _ := s.ByEmail(ctx, "ada@example.com"); len(got.Groups) != 0 {
 		t.Fatalf("after removing all: %v", got.Groups)
@@ -67,14 +67,14 @@ func TestGroups_AddRemoveReadBack(t *testing.T) {
 	for i := range users.MaxGroups {
 		many = append(many, fmt.Sprintf("g%02d", i))
 	}
-	if _, n, err := s.AddGroups(ctx, "ada@example.com", many); err != nil || n != users.MaxGroups {
-		t.Fatalf("add %d: %d %v", users.MaxGroups, n, err)
+	if _, n, err := s.AddGroups(ctx, "ada@example.com", many); err != nil || len(n) != users.MaxGroups {
+		t.Fatalf("add %d: %v %v", users.MaxGroups, n, err)
 	}
 	if _, _, err := s.AddGroups(ctx, "ada@example.com", []string{"one-more"}); !errors.Is(err, users.ErrTooManyGroups) {
 		t.Fatalf("past the bound: %v", err)
 	}
-	if _, n, err := s.AddGroups(ctx, "ada@example.com", []string{"g00"}); err != nil || n != 0 {
-		t.Fatalf("adding a group it is in, at the bound: %d %v", n, err)
+	if _, n, err := s.AddGroups(ctx, "ada@example.com", []string{"g00"}); err != nil || len(n) != 0 {
+		t.Fatalf("adding a group it is in, at the bound: %v %v", n, err)
 	}
 	if got, _ := s.ByEmail(ctx, "ada@example.com"); len(got.Groups) != users.MaxGroups || slices.Contains(got.Groups, "one-more") {
 		t.Fatalf("after the refusal: %d groups", len(got.Groups))
