@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +12,9 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testmail"
+	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -158,5 +162,42 @@ func TestGroups_ClientWithoutTheScope_NoClaim(t *testing.T) {
 	}
 	if g, ok := groupsOf(t, p.userinfo(tk.AccessToken)); ok {
 		t.Fatalf("userinfo has groups %v", g)
+	}
+}
+
+// SendVerification (the `users send-verification` command's core) mails the sign-up's link through a
+// real relay (Mailpit); the link verifies the address on the service (email_verified true after it), and
+// a verified, disabled or unknown account is refused without a mail.
+func TestSendVerification_LinkFromTheMailVerifies(t *testing.T) {
+	mp := testmail.Start(t, testmail.Options{})
+	p := startProvider(t, setup{mail: mp})
+	p.user(testEmail, testPassword)
+	u, err := p.svc.SendVerification(context.Background(), "ADA@example.com")
+	if err != nil || u.Email != testEmail {
+		t.Fatalf("send: %v %v", u, err)
+	}
+	b := newBrowser(t)
+	res := b.get(mailLink(t, mp, testEmail, "/account/verify", 1))
+	if res.StatusCode != http.StatusOK || !strings.Contains(res.body, "is confirmed as your address") {
+		t.Fatalf("the link: %d\n%.800s", res.StatusCode, res.body)
+	}
+	if got, _ := p.svc.Users().ByEmail(context.Background(), testEmail); !got.EmailVerified {
+		t.Fatal("the address is not verified after the link")
+	}
+	if _, err := p.svc.SendVerification(context.Background(), testEmail); !errors.Is(err, auth.ErrAlreadyVerified) {
+		t.Fatalf("a verified account: %v", err)
+	}
+	if _, err := p.svc.SendVerification(context.Background(), "nobody@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("an unknown account: %v", err)
+	}
+	p.user("grace@example.com", testPassword)
+	if _, err := p.svc.Users().SetDisabled(context.Background(), "grace@example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.svc.SendVerification(context.Background(), "grace@example.com"); !errors.Is(err, users.ErrDisabled) {
+		t.Fatalf("a disabled account: %v", err)
+	}
+	if n := len(mp.Messages(t)); n != 1 {
+		t.Fatalf("%d mails, want 1", n)
 	}
 }
