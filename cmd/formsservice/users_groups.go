@@ -3,16 +3,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/formsservice/formsservice/services/auth"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
@@ -175,4 +180,88 @@ forms.delivery.smtp with STARTTLS), so the command reads the same configuration 
 	}
 	u.register(cmd, env, true)
 	return cmd
+}
+
+// newUsersPurgeUnverifiedCmd is `users purge-unverified`: deletes the accounts made on the sign-up form
+// whose address was never verified, older than --older-than, so that a squatted address is free again
+// (docs/auth.md "Never-verified accounts"). Meant for a scheduled job; --dry-run lists them.
+func newUsersPurgeUnverifiedCmd(env *environment) *cobra.Command {
+	var u usersTool
+	var olderThan time.Duration
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "purge-unverified --older-than DURATION [--dry-run]",
+		Short: "delete sign-up accounts whose address was never verified, older than a duration (frees squatted addresses)",
+		Long: `Deletes every account made on the hosted page's sign-up form whose e-mail address was never verified
+and that was created more than --older-than ago, as users delete does (its grants, passkeys and second
+factor go too), so that someone who signed up with another person's address does not hold it for
+good. Accounts an operator created, and accounts from before this command existed, are never deleted.
+--older-than must be at least auth.verificationLinkLifetime (the link a sign-up mails must have had
+its time). Each deletion is audited (user.deleted, detail reason=unverified).`,
+		Example: `  formsservice users purge-unverified --older-than 168h --dry-run
+  formsservice users purge-unverified --older-than 168h`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			if min := cfg.Auth.VerificationLinkLifetime.D(); olderThan < min {
+				return usageError(cmd, fmt.Errorf("--older-than %s is shorter than auth.verificationLinkLifetime (%s): a link still valid could not be followed", olderThan, min))
+			}
+			var found []*users.User
+			if err := us.Unverified(cmd.Context(), time.Now().Add(-olderThan), func(x *users.User) error {
+				found = append(found, x)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if dryRun {
+				for _, x := range found {
+					fmt.Fprintf(env.stdout, "would delete %s (id %s, created %s)\n", x.Email, x.ID, x.CreatedAt.Format(time.RFC3339))
+				}
+				fmt.Fprintf(env.stdout, "%d never-verified account(s) older than %s; nothing deleted (--dry-run)\n", len(found), olderThan)
+				return nil
+			}
+			trail := operatorTrail(rdb, cfg, env)
+			deleted := 0
+			for _, x := range found {
+				ok, err := us.DeleteUnverified(cmd.Context(), x)
+				if err != nil {
+					return fmt.Errorf("after %d deletion(s), %s: %w", deleted, x.Email, err)
+				}
+				if !ok {
+					continue // verified (or deleted) since it was listed
+				}
+				deleted++
+				trail(cmd.Context(), audit.UserDeleted, x.ID, map[string]string{"reason": "unverified"})
+				if err := forgetAccount(cmd.Context(), rdb, cfg, x.ID); err != nil {
+					return fmt.Errorf("deleted %s, but: %w", x.Email, err)
+				}
+				fmt.Fprintf(env.stdout, "deleted %s (id %s, created %s)\n", x.Email, x.ID, x.CreatedAt.Format(time.RFC3339))
+			}
+			fmt.Fprintf(env.stdout, "deleted %d never-verified account(s) older than %s\n", deleted, olderThan)
+			return nil
+		},
+	}
+	u.register(cmd, env, false)
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "delete the accounts created longer ago than this (e.g. 168h; at least auth.verificationLinkLifetime)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the accounts that would be deleted, delete none")
+	return cmd
+}
+
+// forgetAccount ends what a deleted account leaves behind, as users delete does: its grants and
+// sessions, its passkeys, its second factor.
+func forgetAccount(ctx context.Context, rdb redis.UniversalClient, cfg *config.Config, id string) error {
+	if _, _, err := signOutEverywhere(ctx, rdb, cfg, id); err != nil {
+		return fmt.Errorf("revoking its tokens failed (they stop working anyway, since the user is gone): %w", err)
+	}
+	if err := passkey.NewStore(rdb, nil).RemoveAll(ctx, id); err != nil {
+		return fmt.Errorf("removing its passkeys failed: %w", err)
+	}
+	if err := mfa.NewStore(rdb, mfa.Sealer{}, nil).Forget(ctx, id); err != nil {
+		return fmt.Errorf("its second factor was not erased: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,14 +10,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/users"
 )
 
 // cliEvents reads the trail's events of kinds as "kind detail-value" lines (the detail named key).
@@ -182,5 +187,83 @@ func TestUsersSendVerification_MailsTheLink_RefusesOthers(t *testing.T) {
 	}
 	if got := strings.Join(cliEvents(t, srv.URL(), "trigger", "email.verification_sent"), "; "); got != "email.verification_sent cli" {
 		t.Fatalf("audit: %s", got)
+	}
+}
+
+// `users purge-unverified` deletes the sign-up form's accounts never verified and older than
+// --older-than (their address is free again), never an operator's or a verified one or a younger one;
+// --dry-run only lists; a duration shorter than the verification link's lifetime is refused; each
+// deletion is audited. Accounts are aged by writing their creation time back, not by waiting.
+func TestUsersPurgeUnverified_FreesSquattedAddresses(t *testing.T) {
+	srv := testredis.Start(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("auth:\n  passwordHash: {memoryKiB: 64, iterations: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	us := users.NewStore(rdb, users.NewHasher(users.Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1}, 1))
+	ctx := context.Background()
+	old := strconv.FormatInt(time.Now().Add(-200*time.Hour).Unix(), 10)
+	made := map[string]string{}
+	for _, c := range []struct {
+		email          string
+		signup, verify bool
+		aged           bool
+	}{
+		{"squatted@example.com", true, false, true},
+		{"owner-verified@example.com", true, true, true},
+		{"fresh@example.com", true, false, false},
+		{"operator-made@example.com", false, false, true},
+	} {
+		create := us.Create
+		if c.signup {
+			create = us.CreateSignup
+		}
+		u, err := create(ctx, c.email, "", "a long password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		made[c.email] = u.ID
+		if c.verify {
+			if err := us.SetVerified(ctx, u.ID, u.Email); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.aged {
+			rdb.HSet(ctx, "auth:user:{"+u.ID+"}", "created", old)
+		}
+	}
+
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "purge-unverified", "--older-than", "1h"); !errors.Is(err, errUsage) || !strings.Contains(out+err.Error(), "shorter than auth.verificationLinkLifetime") {
+		t.Fatalf("--older-than 1h: %v %s", err, out)
+	}
+	out, err := usersCmd(t, srv.URL(), cfg, "", "purge-unverified", "--older-than", "168h", "--dry-run")
+	if err != nil || !strings.Contains(out, "would delete squatted@example.com") || strings.Count(out, "would delete") != 1 || !strings.Contains(out, "nothing deleted") {
+		t.Fatalf("--dry-run: %v %s", err, out)
+	}
+	if _, err := us.ByEmail(ctx, "squatted@example.com"); err != nil {
+		t.Fatalf("--dry-run deleted: %v", err)
+	}
+	out, err = usersCmd(t, srv.URL(), cfg, "", "purge-unverified", "--older-than", "168h")
+	if err != nil || !strings.Contains(out, "deleted squatted@example.com") || !strings.Contains(out, "deleted 1 never-verified account(s)") {
+		t.Fatalf("purge: %v %s", err, out)
+	}
+	if _, err := us.ByEmail(ctx, "squatted@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("the squatted account: %v", err)
+	}
+	for _, kept := range []string{"owner-verified@example.com", "fresh@example.com", "operator-made@example.com"} {
+		if _, err := us.ByEmail(ctx, kept); err != nil {
+			t.Errorf("%s: %v", kept, err)
+		}
+	}
+	if _, err := us.CreateSignup(ctx, "squatted@example.com", "", "the owner's password"); err != nil {
+		t.Fatalf("the freed address: %v", err)
+	}
+	if got := strings.Join(cliEvents(t, srv.URL(), "reason", "user.deleted"), "; "); got != "user.deleted unverified" {
+		t.Fatalf("audit: %s", got)
+	}
+	if out, _ := auditCmd(t, srv.URL(), "--user", made["squatted@example.com"], "--kind", "user.deleted"); !strings.Contains(out, "user.deleted") {
+		t.Fatalf("the event names the deleted account: %s", out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -128,5 +129,67 @@ func TestGroups_OnCluster(t *testing.T) {
 	}
 	if u, err := s.ByEmail(ctx, "ada@example.com"); err != nil || !slices.Equal(u.Groups, []string{"dev", "ops"}) {
 		t.Fatalf("read back on a cluster: %v %v", u, err)
+	}
+}
+
+// PurgeUnverified's parts: only self-made accounts (the sign-up form's) whose address was never
+// verified and that were created before the cutoff are listed; deleting one frees its address for a new
+// account; an account verified between the listing and the deletion is kept.
+func TestUnverified_OnlySelfMadeNeverVerifiedOlderThanTheCutoff(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	squat, err := s.CreateSignup(ctx, "squatted@example.com", "", "a long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified, _ := s.CreateSignup(ctx, "verified@example.com", "", "a long password")
+	if err := s.SetVerified(ctx, verified.ID, verified.Email); err != nil {
+		t.Fatal(err)
+	}
+	late, _ := s.CreateSignup(ctx, "late@example.com", "", "a long password")
+	if _, err := s.Create(ctx, "operator-made@example.com", "", "a long password"); err != nil {
+		t.Fatal(err)
+	}
+	list := func(cutoff time.Time) []string {
+		var out []string
+		if err := s.Unverified(ctx, cutoff, func(u *users.User) error { out = append(out, u.Email); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	// The cutoff is the caller's clock: at the creation time nothing is older; a second later both
+	// unverified self-made accounts are (CreatedAt has whole seconds).
+	if got := list(squat.CreatedAt); len(got) != 0 {
+		t.Fatalf("at the creation time: %v", got)
+	}
+	later := squat.CreatedAt.Add(time.Hour)
+	if got := list(later); !slices.Equal(got, []string{"late@example.com", "squatted@example.com"}) {
+		t.Fatalf("an hour later: %v", got)
+	}
+
+	// Verified between the listing and the deletion: kept.
+	if err := s.SetVerified(ctx, late.ID, late.Email); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.DeleteUnverified(ctx, late); err != nil || ok {
+		t.Fatalf("deleting an account verified meanwhile: %v %v", ok, err)
+	}
+	if _, err := s.ByEmail(ctx, "late@example.com"); err != nil {
+		t.Fatalf("the verified account is gone: %v", err)
+	}
+
+	// The squatted address is free again.
+	if ok, err := s.DeleteUnverified(ctx, squat); err != nil || !ok {
+		t.Fatalf("delete: %v %v", ok, err)
+	}
+	if _, err := s.ByEmail(ctx, "squatted@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("after the purge: %v", err)
+	}
+	if _, err := s.CreateSignup(ctx, "squatted@example.com", "", "the owner's password"); err != nil {
+		t.Fatalf("the owner signs up: %v", err)
+	}
+	if got := list(later); !slices.Equal(got, []string{"squatted@example.com"}) { // the owner's, until they verify it
+		t.Fatalf("after: %v", got)
 	}
 }
