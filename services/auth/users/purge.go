@@ -8,11 +8,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Never-verified accounts (docs/auth.md "Never-verified accounts", docs/architecture.md D37): someone
-// can sign up with an address that is not theirs and so hold it; its owner, who cannot verify for the
-// squatter, gets "taken". PurgeUnverified deletes the accounts made on the sign-up form whose address was
-// never verified, older than a cutoff the caller computes from its own clock, so the address is free
-// again. Operator-made accounts (and those from before the sign-up mark) are never touched.
+// Never-verified accounts (docs/auth.md "E-mail verification", docs/architecture.md D37): someone can
+// sign up with an address that is not theirs and so hold it; its owner, who cannot verify for the
+// squatter, gets "taken". Unverified lists, and DeleteUnverified deletes, the accounts made on the
+// sign-up form whose address was never verified, created before a cutoff the caller computes from its
+// own clock, so that the address is free again. Operator-made accounts (and those from before the
+// sign-up mark) are never touched.
 
 // deleteUnverifiedScript deletes the user KEYS[1] only while it is still unverified and self-made (a
 // link followed between the listing and the purge wins).

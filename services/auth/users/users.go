@@ -121,7 +121,7 @@ func (s *Store) Create(ctx context.Context, email, name, password string) (*User
 }
 
 // CreateSignup is Create for the hosted page's sign-up form: the account is marked as self-made, so
-// that PurgeUnverified may free its address if it is never verified.
+// that `users purge-unverified` may free its address if it is never verified (purge.go).
 func (s *Store) CreateSignup(ctx context.Context, email, name, password string) (*User, error) {
 	return s.create(ctx, email, name, password, true)
 }
