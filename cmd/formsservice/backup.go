@@ -41,7 +41,7 @@ run: every submission acknowledged before it starts is in it. A file is created 
 owner only (it holds personal data and password hashes). A location ending in / gets a name with
 the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice restore.`,
 		Example: `  formsservice backup --to /backups/
-  AWS_ENDPOINT_URL_S3=http://seaweedfs:8333 formsservice backup --to s3://backups/formsservice/`,
+  AWS_ENDPOINT_URL_S3=http://s3.storage:7070 formsservice backup --to s3://backups/formsservice/`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

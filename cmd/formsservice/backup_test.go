@@ -73,10 +73,10 @@ func TestBackupRestore_FileRoundTrip(t *testing.T) {
 	}
 }
 
-// The same through a real S3-compatible bucket (SeaweedFS): backup to s3://…/, restore from the object.
+// The same through a real S3-compatible bucket (versitygw): backup to s3://…/, restore from the object.
 func TestBackupRestore_S3RoundTrip(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs SeaweedFS")
+		t.Skip("runs versitygw")
 	}
 	ctx := context.Background()
 	bucket := tests3.Start(t, "backups")

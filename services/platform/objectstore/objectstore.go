@@ -1,4 +1,4 @@
-// Package objectstore puts and gets whole objects in an S3-compatible bucket (AWS S3, SeaweedFS,
+// Package objectstore puts and gets whole objects in an S3-compatible bucket (AWS S3, versitygw, SeaweedFS,
 // Ceph RGW, Garage, MinIO…) through minio-go, the small, maintained S3 client: where a backup goes.
 //
 // A location is s3://BUCKET/KEY. The endpoint and the credentials come from the environment the AWS

@@ -10,11 +10,11 @@ import (
 	"github.com/formsservice/formsservice/services/platform/objectstore"
 )
 
-// An object put into a real S3-compatible server (SeaweedFS) comes back byte for byte; a missing one,
+// An object put into a real S3-compatible server (versitygw) comes back byte for byte; a missing one,
 // a wrong key and a wrong secret are errors that say so.
 func TestPutGet_RealS3Server(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs SeaweedFS")
+		t.Skip("runs versitygw")
 	}
 	srv := tests3.Start(t, "backups")
 	env := srv.Env()
