@@ -60,7 +60,7 @@ func (c *redisCounter) count(cmds []redis.Cmder) {
 		if name == "evalsha" || name == "eval" {
 			scripts++
 		}
-		names = append(names, name)
+		names = append(names, name+keyShape(cmd))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,6 +68,25 @@ func (c *redisCounter) count(cmds []redis.Cmder) {
 	c.scripts += scripts
 	c.cmds += len(names)
 	c.log = append(c.log, strings.Join(names, "+"))
+}
+
+// keyShape is the command's first key without what names a user, family or address ("auth:{…}:rt"),
+// so that the failure message says which script or record a round trip was for.
+func keyShape(cmd redis.Cmder) string {
+	args := cmd.Args()
+	i := 1
+	if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		i = 3
+	}
+	if len(args) <= i {
+		return ""
+	}
+	k, _ := args[i].(string)
+	if a, b, ok := strings.Cut(k, "{"); ok {
+		_, rest, _ := strings.Cut(b, "}")
+		k = a + "{…}" + rest
+	}
+	return "(" + k + ")"
 }
 
 // measure runs step and returns what it cost, with the round trips it made for the failure message.
@@ -152,7 +171,7 @@ func TestRedisRoundTrips_PerSignInAndRefresh_WithinBudget(t *testing.T) {
 	}
 	for _, name := range []string{"sign-in with the password", "sign-in with the session", "refresh"} {
 		g, b := got[name], redisBudget[name]
-		t.Logf("%s: %d round trips, %d script calls, %d commands (budget %d, %d, %d)", name, g.trips, g.scripts, g.cmds, b.trips, b.scripts, b.cmds)
+		t.Logf("%s: %d round trips, %d script calls, %d commands (budget %d, %d, %d)\n%s", name, g.trips, g.scripts, g.cmds, b.trips, b.scripts, b.cmds, strings.Join(trips[name], "\n"))
 		if g.trips > b.trips || g.scripts > b.scripts || g.cmds > b.cmds {
 			t.Errorf("%s costs %d round trips, %d script calls, %d commands: over its budget of %d, %d, %d. Round trips:\n%s",
 				name, g.trips, g.scripts, g.cmds, b.trips, b.scripts, b.cmds, strings.Join(trips[name], "\n"))
