@@ -362,6 +362,11 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 // (or, like a new browser's sign-in page, needs no store).
 func (s *Service) rateAllowed(w http.ResponseWriter, r *http.Request, rt *runtime, kind, who string, limit int) bool {
 	wait, err := s.throttle.Allow(r.Context(), kind, who, limit, rt.cfg.Auth.RateLimit.Window.D())
+	return s.rateAnswer(w, kind, wait, err)
+}
+
+// rateAnswer is rateAllowed for a rate limit counted already (wait, err: its answer).
+func (s *Service) rateAnswer(w http.ResponseWriter, kind string, wait time.Duration, err error) bool {
 	if err != nil {
 		s.log.Warn("rate limit: store unavailable; not applied", "err", err)
 		return true
