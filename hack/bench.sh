@@ -23,7 +23,7 @@ go test -run '^$' -bench 'BenchmarkE2E_HealthScrapeStorm' -benchtime 6s -count 1
 # is tiny, so 100 collects very often). Every phase prints the server's peak RSS beside its CPU.
 # Then the memory run: whole flows at the PRODUCTION argon2id cost (19 MiB, t=2), one and sixteen at
 # once; it fails when sixteen concurrent sign-ins peak above 96 MiB RSS (docs/auth.md, "Memory").
-echo "=== auth: token endpoint load (loopback, 2 x 8s per GOGC setting), then sign-in memory (2 x 8s)"
+echo "=== auth: token endpoint load against the baseline (loopback, 3 phases x 8s x 2 binaries per GOGC setting), then sign-in memory (2 x 8s)"
 hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
 baseline_ref="${BENCH_AUTH_BASELINE:-80fc2a73d68dd50aa93c78456fbf8e1ac115a240}" # main before D38
 baseline_bin=""
