@@ -202,7 +202,21 @@ func (s *Store) ByID(ctx context.Context, id string) (*User, error) {
 	if id == "" || len(id) > 64 {
 		return nil, ErrNotFound
 	}
-	m, err := s.rdb.HGetAll(ctx, userKey(id)).Result()
+	return userFrom(id, s.rdb.HGetAll(ctx, userKey(id)))
+}
+
+// QueueByID adds the read of ByID to the pipeline p (sent by the caller with other commands: one round
+// trip for all, D38); after the pipeline is sent, the function it returns answers as ByID would.
+func (s *Store) QueueByID(ctx context.Context, p redis.Pipeliner, id string) func() (*User, error) {
+	if id == "" || len(id) > 64 {
+		return func() (*User, error) { return nil, ErrNotFound }
+	}
+	cmd := p.HGetAll(ctx, userKey(id))
+	return func() (*User, error) { return userFrom(id, cmd) }
+}
+
+func userFrom(id string, cmd *redis.MapStringStringCmd) (*User, error) {
+	m, err := cmd.Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
