@@ -54,6 +54,7 @@ var (
 	UserDisabled      = define("user.disabled", "an account disabled (and signed out everywhere)")
 	UserEnabled       = define("user.enabled", "a disabled account enabled again")
 	UserDeleted       = define("user.deleted", "an account deleted (and its grants revoked)")
+	UserMFAReset      = define("user.mfa_reset", "an operator removed an account's second factor and recovery codes (`formsservice users reset-mfa`), for a person who lost both")
 	CodeReplay        = define("token.code_replay", "an authorization code presented again: its grant is revoked")
 	RefreshReuse      = define("token.refresh_reuse", "a rotated refresh token presented again: its grant is revoked")
 	TokenRevoked      = define("token.revoked", "a grant revoked through /oauth2/revoke (RFC 7009); failure reason: unknown_token")
