@@ -46,7 +46,7 @@ auth:
 		`stylesheetURL: "https://cdn.example.com/a b.css"`:   "without spaces",
 		`stylesheetURL: "javascript:alert(1)"`:               "want an absolute https URL",
 		`stylesheetURL: "https://cdn.example.com/x.css#top"`: "no user info, query or fragment",
-		"productName: \"a\\u0007b\"":                         "auth.branding.productName: at most 80 characters",
+		"productName: \"a\\u0007b\"":                         "auth.branding.productName",
 		"productName: " + strings.Repeat("x", 81):            "at most 80 characters",
 		"productName: \"   \"":                               "productName",
 		"colour: red":                                        "unknown",
