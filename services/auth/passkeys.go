@@ -54,6 +54,10 @@ func passkeyOffer(rt *runtime, d *page.PasskeySignIn) *page.PasskeySignIn {
 // field it is about) that the script shows. Never cached.
 func passkeyJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
+	if e, ok := v.(passkeyError); ok {
+		e.Error = page.T(w, e.Error) // the script shows it on the page, in the page's language
+		v = e
+	}
 	writeJSON(w, status, v)
 }
 
