@@ -128,3 +128,6 @@ func translate(lang, s string) string {
 // T is s in the language of the look w carries, for the texts the handlers send as JSON (the passkey
 // script shows them).
 func T(w http.ResponseWriter, s string) string { return translate(LookOf(w).Lang, s) }
+
+// German is s in German (for tests and tools).
+func German(s string) string { return translate("de", s) }
