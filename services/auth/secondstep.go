@@ -132,6 +132,9 @@ func (s *Service) renderSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 	d.CSRF = csrfToken(w, r, rt)
 	d.Action = rt.basePath + "/oauth2/authorize?" + r.URL.RawQuery
 	d.ClientName = cl.name
+	if cl.account {
+		d.ClientName = page.T(w, cl.name)
+	}
 	s.pages.RenderSecondStep(page.WithLook(w, s.pageLook(r, rt, cl)), status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 

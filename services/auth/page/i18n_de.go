@@ -8,6 +8,7 @@ var de = map[string]string{
 	"Sign in":                          "Anmelden",
 	"to continue to":                   "weiter zu",
 	"the application":                  "der Anwendung",
+	"your account":                     "Ihrem Konto",
 	"as":                               "als",
 	"E-mail address":                   "E-Mail-Adresse",
 	"Password":                         "Passwort",
