@@ -56,7 +56,7 @@ func (s *Service) handleClient(h clientHandler) fiber.Handler {
 			// closed at shutdown, which waits for open requests anyway.
 			// Every page of the request in its language and the platform's branding (a client's, where
 			// the handler knows the client, through pageLook).
-			w = page.WithLook(w, s.pageLook(r, s.rt(), nil))
+			w = page.WithLookFunc(w, func() page.Look { return s.pageLook(r, s.rt(), nil) })
 			h(w, r.WithContext(audit.WithOrigin(context.Background(), addr, ua)), key)
 		}))(c)
 	}

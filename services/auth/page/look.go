@@ -30,7 +30,8 @@ var Default = Look{Lang: "en"}
 
 type lookWriter struct {
 	http.ResponseWriter
-	look Look
+	look *Look
+	lazy func() Look
 }
 
 // WithLook returns w carrying look for the pages rendered to it.
@@ -38,15 +39,29 @@ func WithLook(w http.ResponseWriter, look Look) http.ResponseWriter {
 	if lw, ok := w.(*lookWriter); ok {
 		w = lw.ResponseWriter
 	}
-	return &lookWriter{ResponseWriter: w, look: look}
+	return &lookWriter{ResponseWriter: w, look: &look}
+}
+
+// WithLookFunc returns w carrying the look f computes when a page is first rendered to it: most
+// requests (tokens, JSON) render none, and do not pay for matching their language.
+func WithLookFunc(w http.ResponseWriter, f func() Look) http.ResponseWriter {
+	if lw, ok := w.(*lookWriter); ok {
+		w = lw.ResponseWriter
+	}
+	return &lookWriter{ResponseWriter: w, lazy: f}
 }
 
 // LookOf is the look w carries (Default if none).
 func LookOf(w http.ResponseWriter) Look {
-	if lw, ok := w.(*lookWriter); ok {
-		return lw.look
+	lw, ok := w.(*lookWriter)
+	if !ok {
+		return Default
 	}
-	return Default
+	if lw.look == nil { // one request is one goroutine
+		l := lw.lazy()
+		lw.look = &l
+	}
+	return *lw.look
 }
 
 // css is the brand's colours as custom properties over page.css's (nil without an accent colour).
