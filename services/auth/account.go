@@ -97,6 +97,7 @@ func (s *Service) renderAccount(w http.ResponseWriter, r *http.Request, rt *runt
 	d.Frame = page.Frame{CSRF: csrfToken(w, r, rt), Base: rt.basePath}
 	d.Email, d.Name = u.Email, u.Name
 	d.Passkeys = rt.rp != nil
+	d.Groups = u.Groups
 	d.MFA = page.MFAStatus{On: st.TOTP, Since: day(st.Since), RecoveryLeft: st.RecoveryLeft}
 	for _, x := range sessions {
 		d.Sessions = append(d.Sessions, page.SessionRow{ID: x.ID, Browser: browserName(x.UserAgent), UserAgent: x.UserAgent,

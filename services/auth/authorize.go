@@ -476,5 +476,12 @@ func identityClaims(u *users.User, scopes fosite.Arguments) map[string]interface
 	if scopes.Has("profile") && u.Name != "" {
 		c["name"] = u.Name
 	}
+	if scopes.Has(groupsScope) {
+		// Always an array, empty when the user is in none: "no groups" said, not left to guess.
+		c[groupsScope] = append([]string{}, u.Groups...)
+	}
 	return c
 }
+
+// groupsScope is the scope that grants the groups claim, and the claim's name (Dex's and Keycloak's).
+const groupsScope = "groups"
