@@ -198,6 +198,87 @@ func TestCRD_StorageSizeCannotChangeAfterCreation(t *testing.T) {
 	}
 }
 
+// The branding's rules: a value the CRD accepts must load in auth (config.BrandingURL, the colour's
+// pattern), and the bad ones are refused at admission with a message that names the field.
+func TestCRD_BrandingRulesAgreeWithTheServices(t *testing.T) {
+	ns := newNamespace(t)
+	good := []string{
+		"https://cdn.example.com/logo.svg", "https://cdn.example.com", "https://cdn.example.com:8443/a/b-c_d.png",
+		"http://localhost:8080/logo.png", "http://127.0.0.1:3000/brand.css", "http://[::1]:8080/x.css", "https://cdn.example.com/a%20b.png",
+	}
+	bad := []string{
+		"http://cdn.example.com/logo.svg", "https://cdn.example.com/logo.svg?v=2", "https://cdn.example.com/logo.svg#x",
+		"https://user@cdn.example.com/l.png", "https://cdn.example.com/a;b.css", "https://cdn.example.com/a,b.css",
+		"https://cdn.example.com/a b.css", "https://cdn.example.com/a'b.css", "javascript:alert(1)", "/logo.png",
+		"https://cdn.example.com/%zz.png", "https://", "http://localhost.evil.example/l.png", "ftp://cdn.example.com/l.png",
+	}
+	for i, u := range append(good, bad...) {
+		for _, field := range []string{"logoURL", "stylesheetURL"} {
+			fs := sampleFS(ns)
+			fs.Name = fmt.Sprintf("brand%d%s", i, strings.ToLower(field[:4]))
+			b := &v1alpha1.BrandingSpec{LogoURL: u}
+			if field == "stylesheetURL" {
+				b = &v1alpha1.BrandingSpec{StylesheetURL: u}
+			}
+			fs.Spec.Auth.Branding = b
+			apiErr := k8s.Create(context.Background(), fs, client.DryRunAll)
+			svcErr := config.BrandingURL(u)
+			if apiErr == nil && svcErr != nil {
+				t.Errorf("%s %q: the CRD accepts it but auth refuses it: %v", field, u, svcErr)
+			}
+			if i < len(good) && apiErr != nil {
+				t.Errorf("%s %q: the CRD refuses a good URL: %v", field, u, apiErr)
+			}
+			if i >= len(good) {
+				if apiErr == nil {
+					t.Errorf("%s %q: the CRD accepts a bad URL", field, u)
+				} else if !strings.Contains(apiErr.Error(), field+" must be an https URL") {
+					t.Errorf("%s %q: message %q does not name the rule", field, u, apiErr)
+				}
+			}
+		}
+	}
+	for i, tc := range []struct {
+		b    v1alpha1.BrandingSpec
+		want string // "" accepted
+	}{
+		{v1alpha1.BrandingSpec{ProductName: "Acme ID", AccentColor: "#1F5FD6", LogoURL: "https://cdn.example.com/l.svg", StylesheetURL: "https://cdn.example.com/b.css"}, ""},
+		{v1alpha1.BrandingSpec{AccentColor: "#ffff00"}, ""}, // any colour: the pages derive readable ones from it
+		{v1alpha1.BrandingSpec{AccentColor: "#12345"}, "accentColor must be a #rrggbb colour"},
+		{v1alpha1.BrandingSpec{AccentColor: "blue"}, "accentColor must be a #rrggbb colour"},
+		{v1alpha1.BrandingSpec{AccentColor: "#1234567"}, "spec.auth.branding.accentColor"},
+		{v1alpha1.BrandingSpec{ProductName: "   "}, "productName must be text without control characters"},
+		{v1alpha1.BrandingSpec{ProductName: "a\x07b"}, "productName must be text without control characters"},
+		{v1alpha1.BrandingSpec{ProductName: strings.Repeat("n", 81)}, "spec.auth.branding.productName"},
+	} {
+		fs := sampleFS(ns)
+		fs.Name = fmt.Sprintf("brandfield%d", i)
+		b := tc.b
+		fs.Spec.Auth.Branding = &b
+		err := k8s.Create(context.Background(), fs, client.DryRunAll)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: refused: %v", tc.b, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want a refusal saying %q", tc.b, err, tc.want)
+		case tc.want == "":
+			// What the CRD accepts loads in auth.
+			c := config.Config{Auth: config.Auth{Branding: config.Branding{ProductName: b.ProductName, LogoURL: b.LogoURL, AccentColor: b.AccentColor, StylesheetURL: b.StylesheetURL}}}
+			c.ApplyDefaults()
+			if err := c.Validate(); err != nil && strings.Contains(err.Error(), "branding") {
+				t.Errorf("%+v: the CRD accepts it but auth refuses it: %v", tc.b, err)
+			}
+		}
+	}
+	// A client's override has the same rules.
+	fs := sampleFS(ns)
+	fs.Name = "brandclient"
+	fs.Spec.OAuthClients = []v1alpha1.OAuthClient{{ClientID: "web", RedirectURIs: []v1alpha1.RedirectURI{"https://app.example.com/cb"}, Branding: &v1alpha1.BrandingSpec{AccentColor: "red"}}}
+	if err := k8s.Create(context.Background(), fs, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "spec.oauthClients[0].branding.accentColor") {
+		t.Errorf("client branding: %v", err)
+	}
+}
+
 // The API server and the services must agree: an origin the CRD accepts must load in the services, and
 // one the services would refuse must be refused at admission, never discovered by a crash-looping pod.
 func TestCRD_OriginRulesAgreeWithTheServices(t *testing.T) {

@@ -253,6 +253,9 @@ type OAuthClient struct {
 	// verified yet; the sign-in page offers to send the confirmation link again.
 	// +optional
 	RequireVerifiedEmail bool `json:"requireVerifiedEmail,omitempty"`
+	// Branding overrides spec.auth.branding, field by field, on this client's sign-in pages.
+	// +optional
+	Branding *BrandingSpec `json:"branding,omitempty"`
 }
 
 // RedisMode says how the addresses are used.
@@ -531,6 +534,39 @@ type AuthSpec struct {
 	// rotate-signing-key annotation (docs/operator.md, "Signing keys").
 	// +optional
 	SigningKeyRotation *SigningKeyRotation `json:"signingKeyRotation,omitempty"`
+	// Branding is the product's name, logo, accent colour and stylesheet on every hosted page (sign-in,
+	// second step, e-mail verification and password reset, passkeys, the account page).
+	// oauthClients[].branding overrides it for one client.
+	// +optional
+	Branding *BrandingSpec `json:"branding,omitempty"`
+}
+
+// BrandingSpec is how the hosted pages present the product. The accent colour may be any colour: the
+// pages derive button and link colours from it that keep WCAG 2.2 AA contrast in light and dark mode.
+type BrandingSpec struct {
+	// ProductName is shown at the top of every page and in its title, and is the logo's alternative text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	// +kubebuilder:validation:XValidation:rule="self.matches('[^ ]') && !self.matches('[[:cntrl:]]')",message="productName must be text without control characters, not only spaces"
+	ProductName string `json:"productName,omitempty"`
+	// LogoURL is an https URL of the logo image (http only for localhost and loopback addresses), without
+	// query or fragment; the pages' Content-Security-Policy allows exactly its origin for images.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$')",message="logoURL must be an https URL (http only for localhost, 127.0.0.1 and [::1]) without user info, query, fragment, spaces, commas, semicolons or quotes"
+	LogoURL string `json:"logoURL,omitempty"`
+	// AccentColor is the colour of buttons and links, #rrggbb.
+	// +optional
+	// +kubebuilder:validation:MaxLength=7
+	// +kubebuilder:validation:XValidation:rule="self.matches('^#[0-9A-Fa-f]{6}$')",message="accentColor must be a #rrggbb colour, like #1f5fd6"
+	AccentColor string `json:"accentColor,omitempty"`
+	// StylesheetURL is an https URL of a stylesheet loaded after the pages' own (http only for localhost
+	// and loopback addresses), without query or fragment; the pages' Content-Security-Policy allows
+	// exactly its origin for styles, images and fonts.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$')",message="stylesheetURL must be an https URL (http only for localhost, 127.0.0.1 and [::1]) without user info, query, fragment, spaces, commas, semicolons or quotes"
+	StylesheetURL string `json:"stylesheetURL,omitempty"`
 }
 
 // SigningKeyRotation is the signing key's rotation schedule.

@@ -221,6 +221,7 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 	if p := a.Passkeys; p != nil {
 		c.Passkeys = config.AuthPasskeys{Enabled: p.Enabled, RPName: p.RPName, Timeout: duration(p.Timeout)}
 	}
+	c.Branding = branding(a.Branding)
 	if in.PreviousSigningKey {
 		c.PreviousSigningKeyFile = SecretPath(n.SigningKey, PreviousSigningKeyKey)
 	}
@@ -247,9 +248,21 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		if r := cl.SecretRef; r != nil {
 			oc.SecretFile = SecretPath(r.Name, r.Key)
 		}
+		if cl.Branding != nil {
+			b := branding(cl.Branding)
+			oc.Branding = &b
+		}
 		c.Clients = append(c.Clients, oc)
 	}
 	return c
+}
+
+// branding is the auth configuration's branding of a spec's (the same four fields; nil is none).
+func branding(b *v1alpha1.BrandingSpec) config.Branding {
+	if b == nil {
+		return config.Branding{}
+	}
+	return config.Branding{ProductName: b.ProductName, LogoURL: b.LogoURL, AccentColor: b.AccentColor, StylesheetURL: b.StylesheetURL}
 }
 
 // authMail gives auth the relay the forms deliver through, for its own mail (sign-up, verification,

@@ -278,6 +278,12 @@ func TestRestartHash_ChangesOnlyForStartUpSettings(t *testing.T) {
 		{"token lifetimes roll auth only", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Auth.AccessTokenLifetime = &metav1.Duration{Duration: time.Hour}
 		}, digests("s1"), []string{Auth}},
+		{"the platform's branding rolls auth only", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.Branding = &v1alpha1.BrandingSpec{ProductName: "Acme ID"}
+		}, digests("s1"), []string{Auth}},
+		{"a client's branding is reloaded live with its client", func(fs *v1alpha1.FormsService) {
+			fs.Spec.OAuthClients[0].Branding = &v1alpha1.BrandingSpec{AccentColor: "#00aa55"}
+		}, digests("s1"), nil},
 		{"a rotated signing key rolls auth only", nil, Inputs{SecretDigests: map[string]string{"smtp": "s1", "acme-signing-key": "k2", "acme-redis-password": "r1"}}, []string{Auth}},
 	}
 	for _, tc := range cases {
@@ -501,5 +507,44 @@ func TestRedisNetworkPolicy_AdmitsOnlyTheServicesOfThisFormsService(t *testing.T
 	}
 	if !slices.Equal(comps, Components) || np.Spec.Ingress[0].Ports[0].Port.IntValue() != RedisPort {
 		t.Errorf("from %v ports %+v", comps, np.Spec.Ingress[0].Ports)
+	}
+}
+
+// spec.auth.branding reaches auth's configuration as it is, each client's override beside its client,
+// and the rendered file loads (config.Parse, Validate in RenderConfig).
+func TestRenderConfig_BrandingPerPlatformAndPerClient(t *testing.T) {
+	fs := base()
+	fs.Spec.Auth.Branding = &v1alpha1.BrandingSpec{ProductName: "Acme ID", LogoURL: "https://cdn.acme.example/logo.svg", AccentColor: "#aa3300", StylesheetURL: "https://cdn.acme.example/brand.css"}
+	fs.Spec.OAuthClients = append(fs.Spec.OAuthClients, v1alpha1.OAuthClient{ClientID: "shop", RedirectURIs: []v1alpha1.RedirectURI{"https://shop.acme.example/cb"},
+		Branding: &v1alpha1.BrandingSpec{ProductName: "Acme Shop", AccentColor: "#00aa55"}})
+	s, err := RenderConfig(fs, Auth, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Branding{ProductName: "Acme ID", LogoURL: "https://cdn.acme.example/logo.svg", AccentColor: "#aa3300", StylesheetURL: "https://cdn.acme.example/brand.css"}
+	if c.Auth.Branding != want {
+		t.Errorf("platform branding %+v, want %+v", c.Auth.Branding, want)
+	}
+	if c.Auth.Clients[0].Branding != nil {
+		t.Errorf("web has no override, got %+v", c.Auth.Clients[0].Branding)
+	}
+	if b := c.Auth.Clients[1].Branding; b == nil || *b != (config.Branding{ProductName: "Acme Shop", AccentColor: "#00aa55"}) {
+		t.Errorf("shop's override %+v", b)
+	}
+	if !strings.Contains(s, "accentColor: '#aa3300'") && !strings.Contains(s, `accentColor: "#aa3300"`) {
+		t.Errorf("the colour is not quoted in YAML (a # would start a comment):\n%s", s)
+	}
+	// Forms does not get auth's branding.
+	if s, _ := RenderConfig(fs, Forms, in); strings.Contains(s, "Acme") {
+		t.Errorf("forms' configuration has the branding:\n%s", s)
+	}
+	// Built in Go past the CRD, a bad colour is refused before it reaches a pod.
+	fs.Spec.Auth.Branding.AccentColor = "red"
+	if _, err := RenderConfig(fs, Auth, in); err == nil || !strings.Contains(err.Error(), "accentColor") {
+		t.Errorf("bad colour rendered: %v", err)
 	}
 }

@@ -50,3 +50,34 @@ func TestAccessible_ReportsWhatAPageBreaks(t *testing.T) {
 		t.Error("Viewport did not switch to dark mode")
 	}
 }
+
+// NonTextContrast reports a faint field border, a faint focus ring, a field without any, and a button
+// that cannot be told from the card; a page with sound ones passes.
+func TestNonTextContrast_ReportsFaintBordersAndFocusRings(t *testing.T) {
+	const head = `<!DOCTYPE html><html lang="en"><head><title>t</title><style>body{background:#fff}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/good" {
+			fmt.Fprint(w, head+`input{border:1px solid #767b84}:focus-visible{outline:3px solid #b45309}button{background:#1f5fd6;color:#fff;border:0}</style></head>`+
+				`<body><main><label for="a">A</label><input id="a"><button>Go</button><a href="#x">link</a></main></body></html>`)
+			return
+		}
+		fmt.Fprint(w, head+`input{border:1px solid #c9ced6}#b{outline:none!important}:focus-visible{outline:3px solid #ffb000}button{background:#f4f5f7;border:0;color:#000}</style></head>`+
+			`<body><main><label for="a">A</label><input id="a"><label for="b">B</label><input id="b"><button>Go</button></main></body></html>`)
+	}))
+	defer srv.Close()
+	ctx := New(t)
+
+	Do(t, ctx, "the good page", chromedp.Navigate(srv.URL+"/good"))
+	NonTextContrast(t, ctx, "the good page")
+
+	Do(t, ctx, "the bad page", chromedp.Navigate(srv.URL+"/bad"))
+	rec := &errorRecorder{TB: t}
+	NonTextContrast(rec, ctx, "the bad page")
+	all := strings.Join(rec.errs, "\n")
+	for _, want := range []string{"field border of input#a «»: 1.58", "focus ring of input#a «»: 1.83", "no focus ring on input#b", "button edge of button «Go»: 1.09"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("not reported: %s\n%s", want, all)
+		}
+	}
+}

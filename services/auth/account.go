@@ -493,6 +493,9 @@ func (s *Service) needsReauthentication(r *http.Request, rt *runtime) bool {
 // productName names the service in authenticator apps and mails: the issuer's host, until the
 // configuration names the product.
 func productName(rt *runtime) string {
+	if n := rt.cfg.Auth.Branding.ProductName; n != "" {
+		return n
+	}
 	if u, err := url.Parse(rt.issuer); err == nil && u.Host != "" {
 		return u.Host
 	}

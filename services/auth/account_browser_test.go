@@ -44,8 +44,8 @@ func (x *person) location() string {
 	return testbrowser.Get(x.t, x.ctx, "location", chromedp.Location())
 }
 
-// check runs axe-core (WCAG 2.2 A and AA) on the page as it is, at 320 px in light and dark mode, checks
-// that nothing scrolls sideways, and writes a screenshot for the docs when SCREENSHOTS names a folder
+// check runs axe-core (WCAG 2.2 A and AA) and the non-text contrast check (fields, buttons, focus rings:
+// 3:1) on the page as it is, at 320 px in light and dark mode, checks that nothing scrolls sideways, and writes a screenshot for the docs when SCREENSHOTS names a folder
 // (docs/img: `SCREENSHOTS=$PWD/docs/img go test -run InChromium ./services/auth/`).
 func (x *person) check(what, shot string) {
 	x.t.Helper()
@@ -53,6 +53,7 @@ func (x *person) check(what, shot string) {
 		w := what + " at 320 px, " + scheme
 		x.do(w, testbrowser.Viewport(320, scheme))
 		testbrowser.Accessible(x.t, x.ctx, w)
+		testbrowser.NonTextContrast(x.t, x.ctx, w)
 		if width := testbrowser.Get(x.t, x.ctx, w, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); width > 320 {
 			x.t.Errorf("%s: %d px wide (scrolls sideways)", w, width)
 		}

@@ -32,7 +32,7 @@ type passwordChangedData struct {
 // sendPasswordChanged mails the notice through the platform's mail component; a configuration without
 // a mail relay sends none (and that is not an error: the operator chose no mail).
 func (s *Service) sendPasswordChanged(ctx context.Context, rt *runtime, u *users.User, userAgent string) error {
-	m, err := passwordChangedMail.Render("en", mail.Brand{Product: productName(rt)}, passwordChangedData{
+	m, err := passwordChangedMail.Render("en", mailBrand(rt, productName(rt)), passwordChangedData{
 		Email: u.Email, When: when(s.now()), Browser: browserName(userAgent), AccountURL: rt.issuer + "/account",
 	})
 	if err != nil {

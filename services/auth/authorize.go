@@ -406,10 +406,13 @@ func (s *Service) renderSignIn(w http.ResponseWriter, r *http.Request, rt *runti
 	d.CSRF = csrfToken(w, r, rt)
 	d.Action = rt.basePath + "/oauth2/authorize?" + r.URL.RawQuery // host-relative: works under any host alias
 	d.ClientName = cl.name
+	if cl.account {
+		d.ClientName = page.T(w, cl.name) // "your account", in the page's language
+	}
 	d.SelfSignup = rt.cfg.Auth.SelfSignup
 	d.Passkey = passkeyOffer(rt, d.Passkey)
 	d.ForgotURL = rt.basePath + "/account/forgot?" + url.Values{"client_id": {cl.GetID()}, "return": {d.Action}}.Encode()
-	s.pages.RenderSignIn(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
+	s.pages.RenderSignIn(page.WithLook(w, s.pageLook(r, rt, cl)), status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 
 // unavailablePage answers a sign-in that could not be checked (store down, hashing pool full) with the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/page"
 )
 
 var jwksCacheControl = fmt.Sprintf("public, max-age=%d", int(keys.JWKSMaxAge/time.Second))
@@ -65,6 +66,7 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 		"prompt_values_supported":                        supportedPrompts,
 		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name", "amr", "acr", groupsScope},
 		"acr_values_supported":                           acr.Supported,
+		"ui_locales_supported":                           page.Languages,
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
 		"claims_parameter_supported":                     false,

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -53,6 +54,9 @@ func (s *Service) handleClient(h clientHandler) fiber.Handler {
 			// (journeys.go's sendLater) looking up a value after the reset. So handlers get a context of
 			// their own, not derived from it: no handler reads Fiber's values, and its Done only ever
 			// closed at shutdown, which waits for open requests anyway.
+			// Every page of the request in its language and the platform's branding (a client's, where
+			// the handler knows the client, through pageLook).
+			w = page.WithLookFunc(w, func() page.Look { return s.pageLook(r, s.rt(), nil) })
 			h(w, r.WithContext(audit.WithOrigin(context.Background(), addr, ua)), key)
 		}))(c)
 	}

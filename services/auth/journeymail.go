@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -44,7 +45,7 @@ func (s *Service) sendLinkMail(ctx context.Context, rt *runtime, c *mail.Content
 	if app == "" {
 		app = productName(rt)
 	}
-	m, err := c.Render("en", mail.Brand{Product: app}, linkMailData{Email: u.Email, App: app, Link: href, Valid: lifetime(valid)})
+	m, err := c.Render("en", mailBrand(rt, app), linkMailData{Email: u.Email, App: app, Link: href, Valid: lifetime(valid)})
 	if err != nil {
 		return err
 	}
@@ -79,4 +80,16 @@ func plural(n int, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// mailBrand is the mails' layout for product: the platform's accent colour (the layout derives readable
+// colours from it, as the pages do) and its logo when it is https (a mail is read far from a loopback
+// address, and the layout takes https only).
+func mailBrand(rt *runtime, product string) mail.Brand {
+	b := rt.cfg.Auth.Branding
+	m := mail.Brand{Product: product, Accent: b.AccentColor}
+	if strings.HasPrefix(b.LogoURL, "https://") {
+		m.LogoURL = b.LogoURL
+	}
+	return m
 }

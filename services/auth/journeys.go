@@ -28,7 +28,17 @@ const (
 // renderJourney writes a journey page with the browser's CSRF token.
 func (s *Service) renderJourney(w http.ResponseWriter, r *http.Request, rt *runtime, status int, d page.Journey) {
 	d.CSRF = csrfToken(w, r, rt)
-	s.pages.RenderJourney(w, status, d)
+	s.pages.RenderJourney(page.WithLook(w, s.pageLook(r, rt, journeyClient(rt, d.ClientID))), status, d)
+}
+
+// pageLook is how a request's pages look: the platform's branding, with cl's over it (nil: none), in
+// the language the request asks for — its authorization request's ui_locales, then Accept-Language.
+func (s *Service) pageLook(r *http.Request, rt *runtime, cl *client) page.Look {
+	b := rt.cfg.Auth.Branding
+	if cl != nil {
+		b = b.Over(cl.branding)
+	}
+	return page.Look{Lang: page.Match(r.URL.Query().Get("ui_locales"), r.Header.Get("Accept-Language")), Brand: page.Brand(b)}
 }
 
 // journeyClient is the registered client id names, or nil (an unknown ID, or the account page's own).

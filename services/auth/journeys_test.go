@@ -361,3 +361,28 @@ func regexpFind(t *testing.T, body, expr string) string {
 	}
 	return m[1]
 }
+
+// The journeys' mails carry the platform's branding: its product name (the reset link of no client),
+// its logo when it is https, and its accent colour on the button.
+func TestPasswordReset_MailCarriesTheBranding(t *testing.T) {
+	mp := testmail.Start(t, testmail.Options{})
+	p := startProvider(t, setup{mail: mp, mutate: func(c *config.Config) {
+		c.Auth.Branding = config.Branding{ProductName: "Acme ID", LogoURL: "https://cdn.acme.example/logo.png", AccentColor: "#0a7d45"}
+	}})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	form := formTo(t, p.base, b.get(p.base+"/account/forgot").body, "/account/forgot")
+	form.fields.Set("email", testEmail)
+	if res := b.postForm(form.action, form.fields); res.StatusCode != http.StatusOK {
+		t.Fatalf("forgot: %d\n%.800s", res.StatusCode, res.body)
+	}
+	m := mp.Get(t, mp.WaitTo(t, testEmail, 1, 30*time.Second)[0].ID)
+	for _, want := range []string{`src="https://cdn.acme.example/logo.png"`, `alt="Acme ID"`, "background:#0a7d45"} {
+		if !strings.Contains(m.HTML, want) {
+			t.Errorf("the mail's HTML has no %s:\n%s", want, m.HTML)
+		}
+	}
+	if !strings.Contains(m.Subject+m.Text, "Acme ID") {
+		t.Errorf("the mail does not name the product: %q\n%s", m.Subject, m.Text)
+	}
+}

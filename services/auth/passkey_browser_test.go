@@ -132,14 +132,15 @@ func credentials(t *testing.T, ctx context.Context, id webauthn.AuthenticatorID)
 	return res.Credentials
 }
 
-// each runs check on the current page at 320 px in light and dark mode: axe-core (WCAG 2.2 AA) and no
-// sideways scrolling.
+// each runs check on the current page at 320 px in light and dark mode: axe-core (WCAG 2.2 AA), the
+// non-text contrast axe-core leaves out (fields, buttons, focus rings) and no sideways scrolling.
 func accessibleAt320(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
 	for _, scheme := range []string{"light", "dark"} {
 		w := fmt.Sprintf("%s (320 px, %s)", what, scheme)
 		testbrowser.Do(t, ctx, w, testbrowser.Viewport(320, scheme))
 		testbrowser.Accessible(t, ctx, w)
+		testbrowser.NonTextContrast(t, ctx, w)
 		if width := testbrowser.Get(t, ctx, w, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); width > 320 {
 			t.Errorf("%s: the page is %d px wide", w, width)
 		}

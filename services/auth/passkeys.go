@@ -54,6 +54,10 @@ func passkeyOffer(rt *runtime, d *page.PasskeySignIn) *page.PasskeySignIn {
 // field it is about) that the script shows. Never cached.
 func passkeyJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
+	if e, ok := v.(passkeyError); ok {
+		e.Error = page.T(w, e.Error) // the script shows it on the page, in the page's language
+		v = e
+	}
 	writeJSON(w, status, v)
 }
 
@@ -442,7 +446,7 @@ type passkeyMailData struct {
 // mailPasskeyAdded tells the person a passkey was added. A mail that cannot be sent is logged; the
 // passkey stays (the person is looking at the page that lists it).
 func (s *Service) mailPasskeyAdded(ctx context.Context, rt *runtime, u *users.User, p *passkey.Passkey) {
-	m, err := passkeyAddedMail.Render("en", mail.Brand{Product: rt.rp.Name}, passkeyMailData{
+	m, err := passkeyAddedMail.Render("en", mailBrand(rt, rt.rp.Name), passkeyMailData{
 		Passkey: p.Name, Email: u.Email, When: p.Created.UTC().Format("2 January 2006 at 15:04 UTC"), Link: rt.issuer + "/account/passkeys"})
 	if err == nil {
 		m.To, m.ID = []string{u.Email}, "passkey-added."+p.ID

@@ -132,7 +132,10 @@ func (s *Service) renderSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 	d.CSRF = csrfToken(w, r, rt)
 	d.Action = rt.basePath + "/oauth2/authorize?" + r.URL.RawQuery
 	d.ClientName = cl.name
-	s.pages.RenderSecondStep(w, status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
+	if cl.account {
+		d.ClientName = page.T(w, cl.name)
+	}
+	s.pages.RenderSecondStep(page.WithLook(w, s.pageLook(r, rt, cl)), status, d, []string{originOf(r.URL.Query().Get("redirect_uri"))})
 }
 
 // readChallenge returns the user and the methods so far of the browser's challenge ("" when there is

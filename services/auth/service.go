@@ -132,6 +132,7 @@ type client struct {
 	// resources are the APIs this client serves as a resource server (config resources): introspection
 	// discloses the access tokens for them.
 	resources []string
+	branding  *config.Branding // over the platform's on this client's pages (nil: none)
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -396,7 +397,7 @@ func newClient(c config.OAuthClient) (*client, error) {
 		dc.Secret = h[:]
 	}
 	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA,
-		requireVerified: c.RequireVerifiedEmail, resources: c.Resources}
+		requireVerified: c.RequireVerifiedEmail, resources: c.Resources, branding: c.Branding}
 	if cl.name == "" {
 		cl.name = c.ClientID
 	}

@@ -20,7 +20,7 @@ var accountHTML string
 var accountCSS string
 
 // AccountRenderer renders the account pages.
-type AccountRenderer struct{ tmpl *template.Template }
+type AccountRenderer struct{ tmpl map[string]*template.Template } // by language
 
 // NewAccount parses the account templates.
 func NewAccount() *AccountRenderer {
@@ -28,8 +28,10 @@ func NewAccount() *AccountRenderer {
 	t := template.Must(template.New("account").Funcs(template.FuncMap{
 		"css":        func() template.CSS { return css },
 		"accountCSS": func() template.CSS { return acss },
-	}).Parse(accountHTML))
-	return &AccountRenderer{tmpl: t}
+		"brandCSS":   func(l Look) template.CSS { return template.CSS(l.Brand.css()) },
+	}).Funcs(translateFuncs("en")).Parse(accountHTML))
+	template.Must(t.Parse(brandHTML))
+	return &AccountRenderer{tmpl: perLanguage(t)}
 }
 
 // Frame is what every account page has.
@@ -39,6 +41,7 @@ type Frame struct {
 	CSRF  string
 	// Base is the issuer's path ("" at the root): every link and form is below it.
 	Base string
+	Look Look // set by the renderer, from the writer (WithLook)
 }
 
 // Account is the data of the account page.
@@ -147,14 +150,23 @@ func (r *AccountRenderer) render(w http.ResponseWriter, status int, name string,
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
 	frame.Nonce = base64.RawURLEncoding.EncodeToString(b) // nothing html/template escapes in the attribute
+	frame.Look = LookOf(w)
+	tmpl := r.tmpl[frame.Look.Lang]
+	if tmpl == nil {
+		tmpl = r.tmpl[Languages[0]]
+	}
 	var buf bytes.Buffer
-	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		http.Error(w, "page error", http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+frame.Nonce+"'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	img, style, font := frame.Look.Brand.csp()
+	if font != "" {
+		font = "; font-src " + font
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+frame.Nonce+"'"+style+"; img-src 'self' data:"+img+font+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

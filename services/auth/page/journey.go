@@ -27,6 +27,7 @@ type Journey struct {
 	// Fields are the errors of the form's fields (email, new_password).
 	Fields map[string]string
 	Links  []Link
+	Look   Look // set by the renderer
 }
 
 // Link is a link on a journey page.
@@ -37,5 +38,6 @@ func (r *Renderer) RenderJourney(w http.ResponseWriter, status int, d Journey) {
 	if d.Fields == nil {
 		d.Fields = map[string]string{}
 	}
+	d.Look = LookOf(w)
 	r.render(w, status, "journey", d, nil)
 }

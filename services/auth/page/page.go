@@ -5,9 +5,8 @@ package page
 
 import (
 	"bytes"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/base64"
+	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
@@ -22,21 +21,47 @@ var pageCSS string
 //go:embed passkeys.html
 var passkeysHTML string
 
+//go:embed brand.html
+var brandHTML string
+
 // Renderer renders the pages.
 type Renderer struct {
-	tmpl      *template.Template
+	tmpl      map[string]*template.Template // by language (Languages)
 	styleHash string
 }
 
-// New parses the templates.
+// New parses the templates, once for each language (their t translates into it).
 func New() *Renderer {
 	css := template.CSS(pageCSS)
-	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }}).Funcs(passkeyFuncs).Parse(pageHTML))
-	template.Must(t.Parse(passkeysHTML))
-	t = template.Must(t.Parse(secondStepHTML))
-	t = template.Must(t.Parse(journeyHTML))
-	h := sha256.Sum256([]byte(pageCSS))
-	return &Renderer{tmpl: t, styleHash: "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"}
+	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }, "head": head}).
+		Funcs(passkeyFuncs).Funcs(translateFuncs("en")).Parse(pageHTML))
+	for _, src := range []string{passkeysHTML, secondStepHTML, journeyHTML, brandHTML} {
+		template.Must(t.Parse(src))
+	}
+	return &Renderer{tmpl: perLanguage(t), styleHash: hashSource(pageCSS)}
+}
+
+// perLanguage clones t (not executed yet) for each language, its t translating into it.
+func perLanguage(t *template.Template) map[string]*template.Template {
+	m := map[string]*template.Template{}
+	for _, lang := range Languages {
+		m[lang] = template.Must(t.Clone()).Funcs(translateFuncs(lang))
+	}
+	return m
+}
+
+// translateFuncs are the templates' t for lang: {{t "Sign in"}}, {{t .Error}} (a message from a
+// handler), {{t "Remove %s" .Name}} (a pattern with its arguments, strings).
+func translateFuncs(lang string) template.FuncMap {
+	return template.FuncMap{"t": func(s string, args ...any) string {
+		if len(args) > 0 {
+			if tr, ok := catalogs[lang][s]; ok {
+				s = tr
+			}
+			return fmt.Sprintf(s, args...)
+		}
+		return translate(lang, s)
+	}}
 }
 
 // SignIn is the data of the sign-in page.
@@ -62,6 +87,8 @@ type SignIn struct {
 	// requires a verified address refused the sign-in); ResendClient is the client it returns to.
 	ResendAction string
 	ResendClient string
+	// Look is set by the renderer (WithLook).
+	Look Look
 }
 
 // Error is the data of an error page (an authorization request that cannot be redirected back).
@@ -70,6 +97,7 @@ type Error struct {
 	Message string
 	// Developer is shown by the dev server only: what the request sent and what is registered.
 	Developer []string
+	Look      Look // set by the renderer
 }
 
 // Logout is the data of the sign-out confirmation.
@@ -77,19 +105,27 @@ type Logout struct {
 	Action string
 	CSRF   string
 	Hidden map[string]string
+	Look   Look // set by the renderer
 }
 
 // Security headers for every page. formActions are the origins a form on the page may submit to or be
 // redirected to afterwards (browsers apply form-action to the redirect too).
 // A page with a script (nonce not empty) allows that one script element and its requests to this origin.
-func (r *Renderer) headers(w http.ResponseWriter, formActions []string, nonce string) {
+func (r *Renderer) headers(w http.ResponseWriter, formActions []string, nonce string, b Brand) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	script := ""
 	if nonce != "" {
 		script = "; script-src 'nonce-" + nonce + "'; connect-src 'self'"
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+r.styleHash+script+"; img-src 'self' data:; form-action 'self'"+
+	img, style, font := b.csp()
+	if css := b.css(); css != "" {
+		style = " " + hashSource(css) + style
+	}
+	if font != "" {
+		font = "; font-src " + font
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+r.styleHash+style+script+"; img-src 'self' data:"+img+font+"; form-action 'self'"+
 		prefixSpace(formActions)+"; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -117,15 +153,21 @@ func (r *Renderer) render(w http.ResponseWriter, status int, name string, data a
 	r.renderScripted(w, status, name, data, formActions, "")
 }
 
-// renderScripted renders a page whose data carries nonce for its script element ("" for none).
+// renderScripted renders a page whose data carries nonce for its script element ("" for none), in the
+// look w carries (the data's Look is set from it).
 func (r *Renderer) renderScripted(w http.ResponseWriter, status int, name string, data any, formActions []string, nonce string) {
+	look := LookOf(w)
+	tmpl := r.tmpl[look.Lang]
+	if tmpl == nil {
+		tmpl = r.tmpl[Languages[0]]
+	}
 	var buf bytes.Buffer
-	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		// The templates are fixed and their data plain; this is a programming error.
 		http.Error(w, "page error", http.StatusInternalServerError)
 		return
 	}
-	r.headers(w, formActions, nonce)
+	r.headers(w, formActions, nonce, look.Brand)
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -135,8 +177,9 @@ func (r *Renderer) RenderSignIn(w http.ResponseWriter, status int, d SignIn, for
 	if d.Fields == nil {
 		d.Fields = map[string]string{}
 	}
+	d.Look = LookOf(w)
 	if d.ClientName == "" {
-		d.ClientName = "the application"
+		d.ClientName = translate(d.Look.Lang, "the application")
 	}
 	if d.Passkey != nil {
 		nonce := newNonce()
@@ -148,15 +191,17 @@ func (r *Renderer) RenderSignIn(w http.ResponseWriter, status int, d SignIn, for
 
 // RenderError writes an error page.
 func (r *Renderer) RenderError(w http.ResponseWriter, status int, d Error) {
+	d.Look = LookOf(w)
 	r.render(w, status, "error", d, nil)
 }
 
 // RenderLogout writes the sign-out confirmation.
 func (r *Renderer) RenderLogout(w http.ResponseWriter, d Logout, formActions []string) {
+	d.Look = LookOf(w)
 	r.render(w, http.StatusOK, "logout", d, formActions)
 }
 
 // RenderSignedOut writes the page shown after signing out without a return address.
 func (r *Renderer) RenderSignedOut(w http.ResponseWriter) {
-	r.render(w, http.StatusOK, "signedout", nil, nil)
+	r.render(w, http.StatusOK, "signedout", Error{Look: LookOf(w)}, nil)
 }

@@ -61,7 +61,7 @@
         return {};
       }).then(function (o) {
         if (!res.ok || !o.publicKey) {
-          throw new ServerError(o.error || "Passkeys are briefly unavailable. Please try again in a moment.", o.field);
+          throw new ServerError(o.error || "", o.field);
         }
         return o;
       });
@@ -74,17 +74,19 @@
     form.submit();
   }
 
-  function message(e, what) {
+  // message is what to say about e in el: the server's words, or el's data-* texts (the page's
+  // language; the server wrote them).
+  function message(e, el) {
     if (e instanceof ServerError) {
-      return e.message;
+      return e.message || el.dataset.unavailable;
     }
     if (e && (e.name === "NotAllowedError" || e.name === "AbortError")) {
-      return what + " was cancelled or took too long. Please try again.";
+      return el.dataset.cancelled;
     }
     if (e && e.name === "InvalidStateError") {
-      return "This device already holds a passkey for your account.";
+      return el.dataset.exists;
     }
-    return what + " did not work in this browser.";
+    return el.dataset.failed;
   }
 
   function show(el, text) {
@@ -138,7 +140,7 @@
         if (e && e.name === "AbortError" && pending && pending.signal.aborted) {
           return; // replaced by a newer request
         }
-        show(signinError, message(e, "Signing in with a passkey"));
+        show(signinError, message(e, signinError));
       });
     });
     // The autofill is an offer, renewed when its ceremony times out (a page left open); the button
@@ -197,7 +199,7 @@
           });
         });
       }).catch(function (e) {
-        show(addError, message(e, "Adding the passkey"));
+        show(addError, message(e, addError));
         var field = e instanceof ServerError && add.elements.namedItem(e.field);
         if (field && field.focus) {
           field.setAttribute("aria-invalid", "true");

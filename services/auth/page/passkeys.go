@@ -47,6 +47,7 @@ type Passkeys struct {
 	Error  string
 	// Full: the account has the most passkeys it may have, so the form to add one is not shown.
 	Full bool
+	Look Look // set by the renderer
 }
 
 // PasskeyRow is one passkey in the list.
@@ -81,5 +82,6 @@ func newNonce() string {
 // RenderPasskeys writes the page of a person's passkeys.
 func (r *Renderer) RenderPasskeys(w http.ResponseWriter, status int, d Passkeys) {
 	nonce := newNonce()
+	d.Look = LookOf(w)
 	r.renderScripted(w, status, "passkeys", passkeysPage{d, nonce}, nil, nonce)
 }

@@ -75,7 +75,7 @@ func TestRenderPasskeys_EscapesNames(t *testing.T) {
 func TestRenderPasskeys_FormsHiddenUntilTheScriptRuns(t *testing.T) {
 	rec := httptest.NewRecorder()
 	page.New().RenderSignIn(rec, http.StatusOK, page.SignIn{Passkey: &page.PasskeySignIn{BeginURL: "/b"}}, nil)
-	if !strings.Contains(rec.Body.String(), `id="passkey-signin" data-begin="/b" hidden>`) || !strings.Contains(rec.Body.String(), `id="passkey-error" hidden>`) {
+	if !strings.Contains(rec.Body.String(), `id="passkey-signin" data-begin="/b" hidden>`) || !strings.Contains(rec.Body.String(), `id="passkey-error" hidden data-unavailable=`) {
 		t.Errorf("the passkey form or its empty error shows without the script")
 	}
 	if !strings.Contains(styleElement.FindStringSubmatch(rec.Body.String())[1], "[hidden]{display:none!important}") {

@@ -16,12 +16,14 @@ type SecondStep struct {
 	ClientName string
 	Email      string // the account signing in (the person typed it)
 	Error      string
+	Look       Look // set by the renderer
 }
 
 // RenderSecondStep writes the second step of a sign-in.
 func (r *Renderer) RenderSecondStep(w http.ResponseWriter, status int, d SecondStep, formActions []string) {
+	d.Look = LookOf(w)
 	if d.ClientName == "" {
-		d.ClientName = "the application"
+		d.ClientName = translate(d.Look.Lang, "the application")
 	}
 	r.render(w, status, "secondstep", d, formActions)
 }

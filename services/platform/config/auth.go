@@ -57,6 +57,8 @@ type Auth struct {
 	Passkeys AuthPasskeys `json:"passkeys,omitempty"`
 	// Audit bounds the audit trail kept in Redis (the log stream has every event regardless).
 	Audit Audit `json:"audit,omitempty"`
+	// Branding is the product's name, logo, accent colour and stylesheet on the hosted pages (branding.go).
+	Branding Branding `json:"branding,omitempty"`
 }
 
 // Audit bounds the audit trail kept in Redis: events older than Retention, and the oldest beyond
@@ -145,6 +147,8 @@ type OAuthClient struct {
 	// or its client ID. Any other token (another API's, another client's refresh token) introspects as
 	// inactive.
 	Resources []string `json:"resources,omitempty"`
+	// Branding overrides auth.branding, field by field, on this client's sign-in pages.
+	Branding *Branding `json:"branding,omitempty"`
 }
 
 // Defaults of the auth section, also used by tools that build an Auth by hand.
@@ -264,6 +268,7 @@ func (a Auth) validate() []error {
 		errs = append(errs, fmt.Errorf("auth: passwordHash.concurrency and throttle limits must not be negative"))
 	}
 	errs = append(errs, a.Passkeys.validate()...)
+	errs = append(errs, a.Branding.validate("auth.branding")...)
 	if a.Audit.MaxEntries < 0 {
 		errs = append(errs, fmt.Errorf("auth.audit.maxEntries: must not be negative"))
 	}
@@ -277,6 +282,9 @@ func (a Auth) validate() []error {
 			errs = append(errs, fmt.Errorf("auth.clients: duplicate clientID %q", cl.ClientID))
 		}
 		seen[cl.ClientID] = true
+		if cl.Branding != nil {
+			errs = append(errs, cl.Branding.validate("auth.clients["+cl.ClientID+"].branding")...)
+		}
 		if len(cl.RedirectURIs) == 0 {
 			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
 		}
