@@ -86,7 +86,7 @@ func (s *Service) mailSecondFactor(ctx context.Context, rt *runtime, u *users.Us
 		d.Left = fmt.Sprintf("You have %s left.", plural(left, "recovery code"))
 	}
 	s.sendLater(ctx, "second factor ("+change.Subject+")", func(ctx context.Context) error {
-		m, err := secondFactorMail.Render("en", mail.Brand{Product: productName(rt)}, d)
+		m, err := secondFactorMail.Render("en", mailBrand(rt, productName(rt)), d)
 		if err != nil {
 			return err
 		}
