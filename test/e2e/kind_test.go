@@ -97,9 +97,14 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 
 	// The chart, with the image kind already holds (never pulled).
 	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
-	repo.Run(t, []string{"KUBECONFIG=" + k.kubeconfig}, helm, "install", "formsservice-operator", "charts/formsservice-operator",
+	args := []string{"install", "formsservice-operator", "charts/formsservice-operator",
 		"--namespace", operatorNS, "--create-namespace", "--wait", "--timeout", "5m",
-		"--set", "image.repository="+image[:i], "--set", "image.tag="+image[i+1:], "--set", "image.pullPolicy=Never")
+		"--set", "image.repository=" + image[:i], "--set", "image.tag=" + image[i+1:], "--set", "image.pullPolicy=Never"}
+	// The node cluster's own Redis image (hack/node-cluster): it cannot pull the digest-pinned default.
+	if ri := os.Getenv("FORMSSERVICE_E2E_REDIS_IMAGE"); ri != "" {
+		args = append(args, "--set", "operands.redis.image="+ri)
+	}
+	repo.Run(t, []string{"KUBECONFIG=" + k.kubeconfig}, helm, args...)
 	phase("chart installed, operator running")
 
 	// The sample, as a platform team applies it: its Secrets first.
