@@ -296,11 +296,26 @@ func timeline(t *testing.T) func(phase string) {
 	}
 }
 
+// createNamespace makes the namespace the FormsService runs in, enforcing the restricted Pod Security
+// Standard as a careful platform team's would: every pod the operator makes must be admitted under it.
+// A pod that breaks the standard is refused there (a server-side dry run), so the enforcement is real.
 func (k *kind) createNamespace(t *testing.T, name string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k.client.Create(context.Background(), ns); err != nil {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}
+	if err := k.client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
+	}
+	root := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "pod-security-probe"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.local/none:0"}}},
+	}
+	err := k.client.Create(ctx, root, client.DryRunAll)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("namespace %s does not enforce the restricted Pod Security Standard: a pod without a security context got %v", name, err)
 	}
 }
 
