@@ -16,6 +16,7 @@ func commands(env *environment) []*cobra.Command {
 		newForgetCmd(env),
 		newDeliveriesCmd(env),
 		newAuditCmd(env),
+		newCheckHealthCmd(env),
 	}
 }
 
