@@ -178,6 +178,18 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	t.Run("health", func(t *testing.T) {
 		contract.Health(t, "http://"+health, "redis:responseTime", "forms:readiness", "auth:readiness")
 	})
+	// The chart's helm test hook, pointed at this FormsService: a restricted pod in the operator's
+	// namespace that asks /health through the health Service (formsservice check-health).
+	t.Run("helm test: the chart's hook asks /health through the Service", func(t *testing.T) {
+		env := []string{"KUBECONFIG=" + k.kubeconfig}
+		url := fmt.Sprintf("http://%s-health.%s.svc/health", name, appNS)
+		repo.Run(t, env, helm, "upgrade", "formsservice-operator", "charts/formsservice-operator", "--namespace", operatorNS,
+			"--reuse-values", "--wait", "--timeout", "2m", "--set", "tests.healthURL="+url)
+		out := repo.Run(t, env, helm, "test", "formsservice-operator", "--namespace", operatorNS, "--timeout", "2m")
+		if !strings.Contains(out, "Succeeded") {
+			t.Errorf("helm test did not report success:\n%s", out)
+		}
+	})
 	if in == nil {
 		t.Run("sign-in with a real browser", func(t *testing.T) {
 			signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password}.Run(t)
