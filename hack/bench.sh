@@ -13,17 +13,34 @@ echo "=== health: scrape storm on GET /health (loopback, 6s)"
 go test -run '^$' -bench 'BenchmarkE2E_HealthScrapeStorm' -benchtime 6s -count 1 ./services/health/
 
 # --- auth: bounded load on the token endpoint of the real binary (formsservice auth + redis-server on
-# loopback, 16 clients, 8 s per phase): refresh_token grants, then whole flows (authorize page → sign-in
-# → code → token) with a deliberately CHEAP argon2id setting that the report marks as such. Prints ops/s,
-# p50/p99, and server and Redis CPU per operation (read from /proc around the load).
+# loopback, 8 s per phase): refresh_token grants (16 clients), then whole flows (authorize page → sign-in
+# → code → token; 16 clients, then 1) with a deliberately CHEAP argon2id setting that the report marks as
+# such. Prints ops/s, p50/p99, and server and Redis CPU per operation (read from /proc around the load),
+# beside a BASELINE measured in the same run, phase by phase in alternation: the provider as it was
+# before its Redis calls were folded (docs/architecture.md D38), built here from that commit
+# (BENCH_AUTH_BASELINE, a commit; "none" skips it). The ratio to it is the figure that counts.
 # Run twice: with Go's default GOGC=100, and with the binary's own default, 400 (this service's live heap
 # is tiny, so 100 collects very often). Every phase prints the server's peak RSS beside its CPU.
 # Then the memory run: whole flows at the PRODUCTION argon2id cost (19 MiB, t=2), one and sixteen at
 # once; it fails when sixteen concurrent sign-ins peak above 96 MiB RSS (docs/auth.md, "Memory").
-echo "=== auth: token endpoint load (loopback, 2 x 8s per GOGC setting), then sign-in memory (2 x 8s)"
+echo "=== auth: token endpoint load against the baseline (loopback, 3 phases x 8s x 2 binaries per GOGC setting), then sign-in memory (2 x 8s)"
 hack/build.sh bin # formsservice and formsservice-forms, which `formsservice forms` hands over to
+baseline_ref="${BENCH_AUTH_BASELINE:-80fc2a73d68dd50aa93c78456fbf8e1ac115a240}" # main before D38
+baseline_bin=""
+if [ "$baseline_ref" != none ] && git cat-file -e "$baseline_ref^{commit}" 2>/dev/null; then
+  baseline_dir=$(mktemp -d)
+  trap 'rm -rf "$baseline_dir"' EXIT
+  git archive "$baseline_ref" | tar -x -C "$baseline_dir/"
+  mkdir "$baseline_dir/out"
+  (cd "$baseline_dir" && go build -o out/formsservice ./cmd/formsservice)
+  baseline_bin="$baseline_dir/out/formsservice"
+  echo "auth baseline: formsservice built from $baseline_ref"
+else
+  echo "auth baseline: commit $baseline_ref not in this checkout (a shallow clone?): figures without a baseline"
+fi
 for gogc in 100 ""; do
   FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_AUTH_LOAD_GOGC="$gogc" FORMSSERVICE_BIN="$PWD/bin/formsservice" \
+    FORMSSERVICE_BASELINE_BIN="$baseline_bin" \
     go test -count 1 -run '^TestLoad_TokenEndpoint$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
 done
 FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_BIN="$PWD/bin/formsservice" \

@@ -9,6 +9,7 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 step "dependencies"
 hack/install-redis.sh
 hack/install-mailpit.sh   # the real SMTP server of the mail tests (internal/testmail)
+hack/install-versitygw.sh # the real S3 server of the backup tests (internal/tests3)
 hack/install-axe.sh       # axe-core, the accessibility checks of the browser tests (internal/testbrowser)
 
 step "envtest control plane (kube-apiserver built from the module proxy + etcd, cached in bin/k8s/)"

@@ -16,6 +16,8 @@ func commands(env *environment) []*cobra.Command {
 		newForgetCmd(env),
 		newDeliveriesCmd(env),
 		newAuditCmd(env),
+		newBackupCmd(env),
+		newRestoreCmd(env),
 		newCheckHealthCmd(env),
 	}
 }

@@ -29,7 +29,7 @@ import (
 func newUsersCmd(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "users",
-		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, list)",
+		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, reset-mfa, list, groups, send-verification, purge-unverified)",
 		Long: `Manages the accounts people sign in with on the hosted page. Passwords are read from standard input
 (one line), never from the command line, so that they stay out of argv and shell history.`,
 		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name Ada
@@ -45,7 +45,11 @@ func newUsersCmd(env *environment) *cobra.Command {
 		newUsersSignoutCmd(env, "disable"),
 		newUsersEnableCmd(env),
 		newUsersDeleteCmd(env),
+		newUsersResetMFACmd(env),
 		newUsersListCmd(env),
+		newUsersGroupsCmd(env),
+		newUsersSendVerificationCmd(env),
+		newUsersPurgeUnverifiedCmd(env),
 	)
 	readsEnv(cmd, storeEnv...)
 	return cmd
@@ -282,7 +286,7 @@ func newUsersListCmd(env *environment) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "list [--format table|jsonl]",
-		Short:   "print every account (id, e-mail, name, created; jsonl adds verified)",
+		Short:   "print every account (id, e-mail, name, created; jsonl adds verified and groups)",
 		Example: "  formsservice users list\n  formsservice users list --format jsonl | jq -r .email",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -297,7 +301,8 @@ func newUsersListCmd(env *environment) *cobra.Command {
 			enc := json.NewEncoder(env.stdout)
 			return us.List(cmd.Context(), func(user *users.User) error {
 				if format == "jsonl" {
-					return enc.Encode(map[string]any{"id": user.ID, "email": user.Email, "name": user.Name, "created": user.CreatedAt, "verified": user.EmailVerified})
+					return enc.Encode(map[string]any{"id": user.ID, "email": user.Email, "name": user.Name, "created": user.CreatedAt, "verified": user.EmailVerified,
+						"groups": append([]string{}, user.Groups...)})
 				}
 				_, err := fmt.Fprintf(env.stdout, "%s\t%s\t%s\t%s\n", user.ID, user.Email, user.Name, user.CreatedAt.Format(time.RFC3339))
 				return err

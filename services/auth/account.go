@@ -35,7 +35,18 @@ func (s *Service) accountUser(w http.ResponseWriter, r *http.Request, rt *runtim
 		return nil, nil, false
 	}
 	if u != nil {
-		return u, sess, true
+		// A session older than a sign-out everywhere (one that escaped its list: D35) opens no account
+		// page either: it ends here, and the person signs in again, as at authorize.
+		gen, err := s.store.Generation(r.Context(), u.ID)
+		if err != nil {
+			s.accountUnavailable(w, err)
+			return nil, nil, false
+		}
+		if sess.Generation >= gen {
+			return u, sess, true
+		}
+		_ = s.sessions.Delete(r.Context(), readCookie(r, rt, sessionCookie))
+		setCookie(w, rt, sessionCookie, "", -1)
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/account" && r.URL.Query().Get("error") != "" {
 		// Back from the sign-in page without signing in (Cancel): no loop back to it.
@@ -97,6 +108,7 @@ func (s *Service) renderAccount(w http.ResponseWriter, r *http.Request, rt *runt
 	d.Frame = page.Frame{CSRF: csrfToken(w, r, rt), Base: rt.basePath}
 	d.Email, d.Name = u.Email, u.Name
 	d.Passkeys = rt.rp != nil
+	d.Groups = u.Groups
 	d.MFA = page.MFAStatus{On: st.TOTP, Since: day(st.Since), RecoveryLeft: st.RecoveryLeft}
 	for _, x := range sessions {
 		d.Sessions = append(d.Sessions, page.SessionRow{ID: x.ID, Browser: browserName(x.UserAgent), UserAgent: x.UserAgent,
@@ -278,6 +290,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 			return
 		}
 		s.accountEvent(ctx, audit.MFARemoved, u, nil)
+		s.mailSecondFactor(ctx, rt, u, factorOff, r.UserAgent(), -1)
 		http.Redirect(w, r, rt.basePath+"/account?done=mfa-off", http.StatusSeeOther)
 		return
 	}
@@ -291,6 +304,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		return
 	}
 	s.accountEvent(ctx, audit.RecoveryReplaced, u, map[string]string{"codes": count(len(codes))})
+	s.mailSecondFactor(ctx, rt, u, factorCodes, r.UserAgent(), -1)
 	s.account.RenderCodes(w, page.Codes{Frame: page.Frame{Base: rt.basePath}, Codes: codes,
 		Notice: "Your earlier recovery codes no longer work.", ContinueURL: rt.basePath + "/account", ContinueLabel: "Back to your account"})
 }
@@ -388,6 +402,7 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 		return
 	}
 	s.accountEvent(ctx, audit.MFAEnrolled, u, map[string]string{"method": "totp", "codes": count(len(codes))})
+	s.mailSecondFactor(ctx, rt, u, factorOn, r.UserAgent(), -1)
 	// The code proved the app: this browser is now signed in with two factors (a new session value).
 	if _, _, err := s.replaceSession(w, r, rt, u, acr.With(sess.AMR, acr.OTP), time.Now().UTC()); err != nil {
 		s.accountUnavailable(w, err)

@@ -148,6 +148,9 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 			RedirectURIs: []string{c.PublicURL + "/cb"}})
 	}})
 	p.user(testEmail, testPassword)
+	if _, _, err := p.svc.Users().AddGroups(t.Context(), testEmail, []string{"ops", "system:masters"}); err != nil { // the read-only groups block, checked by axe too
+		t.Fatal(err)
+	}
 	a := &person{t: t, p: p, ctx: testbrowser.New(t)}
 	b := &person{t: t, p: p, ctx: testbrowser.New(t)}
 
@@ -161,6 +164,9 @@ func TestAccount_InChromium_EveryJourney(t *testing.T) {
 	a.signIn(testEmail, testPassword)
 	a.waitFor("the account page", "#password-title")
 	a.check("account page", "page")
+	if g := a.text("groups", "#groups-title + p + ul"); !strings.Contains(g, "ops") || !strings.Contains(g, "system:masters") {
+		t.Errorf("the groups block says %q", g)
+	}
 
 	// Set up the app: the QR code and the key as text; a wrong code refused; the right one shows the
 	// recovery codes once.

@@ -33,18 +33,20 @@ func (s *Service) codeThrottled(ctx context.Context, u *users.User, cl *client, 
 }
 
 // codeAccepted records the second step passed: an app's code, or a recovery code spent (with how many
-// are left, so that a person or an operator sees them running out).
-func (s *Service) codeAccepted(ctx context.Context, u *users.User, cl *client, recovery bool, amr []string) {
+// are left, so that a person or an operator sees them running out). It returns how many are left after
+// a recovery code, -1 after an app's code or when the count could not be read.
+func (s *Service) codeAccepted(ctx context.Context, u *users.User, cl *client, recovery bool, amr []string) int {
 	if !recovery {
 		s.audit.Record(ctx, audit.Event{Kind: audit.SecondFactor, Outcome: audit.Success, User: u.ID, Client: cl.GetID(),
 			Detail: map[string]string{"method": "totp", "amr": strings.Join(amr, " ")}})
-		return
+		return -1
 	}
-	d := map[string]string{"amr": strings.Join(amr, " ")}
+	d, left := map[string]string{"amr": strings.Join(amr, " ")}, -1
 	if st, err := s.mfa.Status(ctx, u.ID); err == nil {
-		d["left"] = count(st.RecoveryLeft)
+		d["left"], left = count(st.RecoveryLeft), st.RecoveryLeft
 	}
 	s.audit.Record(ctx, audit.Event{Kind: audit.RecoveryCodeUsed, Outcome: audit.Success, User: u.ID, Client: cl.GetID(), Detail: d})
+	return left
 }
 
 // mfaRequired records a sign-in that lacked the second factor its client asks for: reason not_enrolled,

@@ -28,12 +28,23 @@ import (
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := s.rt()
 	ctx := r.Context()
-	if !s.rateAllowed(w, r, rt, "authorize-ip", clientKey, rt.cfg.Auth.RateLimit.PerIP) {
+	var formErr error
+	if r.Method == http.MethodPost {
+		formErr = r.ParseForm()
+	}
+	// A password sign-in counts its request against the address's rate limit in the same Redis call as
+	// its throttle reservation (signin, D38); every other request here, and a sign-in that stops before
+	// its reservation (a bad client, request or CSRF token) where it stops (rateLater).
+	folded := formErr == nil && passwordSignIn(r)
+	if !folded && !s.rateAllowed(w, r, rt, "authorize-ip", clientKey, rt.cfg.Auth.RateLimit.PerIP) {
 		return
+	}
+	rateLater := func() bool {
+		return !folded || s.rateAllowed(w, r, rt, "authorize-ip", clientKey, rt.cfg.Auth.RateLimit.PerIP)
 	}
 	areq := r
 	if r.Method == http.MethodPost {
-		if err := r.ParseForm(); err != nil {
+		if formErr != nil {
 			s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: "Bad request", Message: "The form could not be read."})
 			return
 		}
@@ -45,17 +56,21 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		}
 		areq = queryOnly(r)
 	}
-	cl, ok := s.checkClient(ctx, w, rt, areq.URL.Query())
+	cl, ok := s.checkClient(ctx, w, rt, areq.URL.Query(), rateLater)
 	if !ok {
 		return
 	}
 	ar, err := rt.provider.NewAuthorizeRequest(ctx, areq)
 	if err != nil {
-		s.authorizeError(w, r, rt, ar, err)
+		if rateLater() {
+			s.authorizeError(w, r, rt, ar, err)
+		}
 		return
 	}
 	if err := checkAuthorizeParams(ar, cl); err != nil {
-		s.authorizeError(w, r, rt, ar, err)
+		if rateLater() {
+			s.authorizeError(w, r, rt, ar, err)
+		}
 		return
 	}
 	prompt := promptSet(ar.GetRequestForm().Get("prompt"))
@@ -97,6 +112,9 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 	}
 
 	if !csrfValid(r, rt) {
+		if !rateLater() {
+			return
+		}
 		s.metrics.signins.WithLabelValues(signinCSRF).Inc()
 		kind := audit.SignIn
 		if r.PostForm.Get("action") == "signup" {
@@ -118,6 +136,19 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 	default:
 		s.signin(w, r, rt, cl, ar, clientKey)
 	}
+}
+
+// passwordSignIn reports whether a parsed POST is the sign-in page's password form (the default action
+// of a form that carries its CSRF token, as authorize dispatches it).
+func passwordSignIn(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.URL.RawQuery == "" || r.PostForm.Get("csrf_token") == "" {
+		return false
+	}
+	switch r.PostForm.Get("action") {
+	case "cancel", "signup", "passkey", "mfa":
+		return false
+	}
+	return true
 }
 
 // decline ends the authorization request the person chose not to sign in to: back to the client with
@@ -143,10 +174,14 @@ func queryOnly(r *http.Request) *http.Request {
 
 // checkClient answers an unknown client or a redirect URI that is not registered exactly with an error
 // page: redirecting there would make the provider an open redirector. The developer learns what was sent
-// and what is registered (refusals.go).
-func (s *Service) checkClient(ctx context.Context, w http.ResponseWriter, rt *runtime, q url.Values) (*client, bool) {
+// and what is registered (refusals.go). beforeRefusal runs before a refusal is written; when it answers
+// false it has answered the request itself (a rate limit, authorize).
+func (s *Service) checkClient(ctx context.Context, w http.ResponseWriter, rt *runtime, q url.Values, beforeRefusal func() bool) (*client, bool) {
 	const title = "This sign-in link is not valid"
 	if len(q["client_id"]) != 1 || len(q["redirect_uri"]) > 1 {
+		if !beforeRefusal() {
+			return nil, false
+		}
 		s.pages.RenderError(w, http.StatusBadRequest, page.Error{Title: title,
 			Message: "The request must name exactly one application (client_id) and at most one return address."})
 		return nil, false
@@ -154,12 +189,18 @@ func (s *Service) checkClient(ctx context.Context, w http.ResponseWriter, rt *ru
 	id, ru := q.Get("client_id"), q.Get("redirect_uri")
 	cl, ok := rt.clients[id]
 	if !ok {
+		if !beforeRefusal() {
+			return nil, false
+		}
 		s.refusePage(ctx, w, refusedUnknownClient, page.Error{Title: title, Message: "The application that sent you here is not registered."},
 			"refused a sign-in: the client_id is not a registered client; add it to auth.clients",
 			fact{"client_id", id}, fact{"registered clients", rt.clientIDs()})
 		return nil, false
 	}
 	if ru == "" {
+		if !beforeRefusal() {
+			return nil, false
+		}
 		s.refusePage(ctx, w, refusedRedirectURIMissing, page.Error{Title: title, Message: "The request does not say where to return to (redirect_uri)."},
 			"refused a sign-in: the request has no redirect_uri", fact{"client_id", id}, fact{"registered redirect URIs", cl.RedirectURIs})
 		return nil, false
@@ -168,6 +209,9 @@ func (s *Service) checkClient(ctx context.Context, w http.ResponseWriter, rt *ru
 		if ru == reg {
 			return cl, true
 		}
+	}
+	if !beforeRefusal() {
+		return nil, false
 	}
 	s.refusePage(ctx, w, refusedRedirectURI, page.Error{Title: title, Message: "The return address of this request is not registered for the application."},
 		"refused a sign-in: the redirect_uri is not one of the client's redirectURIs (compared exactly: scheme, host, port and path)",
@@ -318,6 +362,11 @@ func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*
 // (or, like a new browser's sign-in page, needs no store).
 func (s *Service) rateAllowed(w http.ResponseWriter, r *http.Request, rt *runtime, kind, who string, limit int) bool {
 	wait, err := s.throttle.Allow(r.Context(), kind, who, limit, rt.cfg.Auth.RateLimit.Window.D())
+	return s.rateAnswer(w, kind, wait, err)
+}
+
+// rateAnswer is rateAllowed for a rate limit counted already (wait, err: its answer).
+func (s *Service) rateAnswer(w http.ResponseWriter, kind string, wait time.Duration, err error) bool {
 	if err != nil {
 		s.log.Warn("rate limit: store unavailable; not applied", "err", err)
 		return true
@@ -325,6 +374,13 @@ func (s *Service) rateAllowed(w http.ResponseWriter, r *http.Request, rt *runtim
 	if wait == 0 {
 		return true
 	}
+	s.rateRefused(w, kind, wait)
+	return false
+}
+
+// rateRefused answers a request over a rate limit of kind: 429 with Retry-After, the page for authorize,
+// an OAuth error for token.
+func (s *Service) rateRefused(w http.ResponseWriter, kind string, wait time.Duration) {
 	msg := fmt.Sprintf("Too many requests. Try again in %d s.", int(wait/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 	s.metrics.rateLimited.WithLabelValues(kind).Inc()
@@ -334,7 +390,6 @@ func (s *Service) rateAllowed(w http.ResponseWriter, r *http.Request, rt *runtim
 	} else {
 		s.pages.RenderError(w, http.StatusTooManyRequests, page.Error{Title: "Try again later", Message: msg})
 	}
-	return false
 }
 
 // activeUser is the user with that ID, or ErrNotFound when it was deleted or is disabled: neither may
@@ -473,5 +528,12 @@ func identityClaims(u *users.User, scopes fosite.Arguments) map[string]interface
 	if scopes.Has("profile") && u.Name != "" {
 		c["name"] = u.Name
 	}
+	if scopes.Has(groupsScope) {
+		// Always an array, empty when the user is in none: "no groups" said, not left to guess.
+		c[groupsScope] = append([]string{}, u.Groups...)
+	}
 	return c
 }
+
+// groupsScope is the scope that grants the groups claim, and the claim's name (Dex's and Keycloak's).
+const groupsScope = "groups"

@@ -26,16 +26,17 @@ func (s *Service) discovery(c *fiber.Ctx) error {
 }
 
 // discoveryDoc is the discovery document for an issuer and its clients: the standard scopes first, then
-// any other scope a client has, sorted.
+// groups (always: the provider supports it, though a client must list it to ask for it), then any other
+// scope a client has, sorted.
 func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
-	scopes := map[string]bool{}
+	scopes := map[string]bool{groupsScope: true}
 	for _, cl := range clients {
 		for _, sc := range cl.Scopes {
 			scopes[sc] = true
 		}
 	}
 	list := make([]string, 0, len(scopes))
-	for _, sc := range []string{"openid", "profile", "email", "offline_access"} {
+	for _, sc := range []string{"openid", "profile", "email", "offline_access", groupsScope} {
 		if scopes[sc] {
 			list = append(list, sc)
 			delete(scopes, sc)
@@ -62,7 +63,7 @@ func discoveryDoc(iss string, clients map[string]*client) ([]byte, error) {
 		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic"},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"prompt_values_supported":                        supportedPrompts,
-		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name", "amr", "acr"},
+		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name", "amr", "acr", groupsScope},
 		"acr_values_supported":                           acr.Supported,
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,

@@ -244,7 +244,9 @@ func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 	_ = s.rdb.Del(ctx, challengeKey(readCookie(r, rt, mfaCookie))).Err()
 	setCookie(w, rt, mfaCookie, "", -1)
 	amr := acr.With(first, acr.OTP)
-	s.codeAccepted(ctx, u, cl, recovery, amr)
+	if left := s.codeAccepted(ctx, u, cl, recovery, amr); recovery {
+		s.mailSecondFactor(ctx, rt, u, factorCodeUsed, r.UserAgent(), left)
+	}
 	s.metrics.signins.WithLabelValues(signinMFA).Inc()
 	s.openSession(w, r, rt, cl, ar, u, amr)
 }

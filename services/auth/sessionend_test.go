@@ -81,6 +81,19 @@ func TestSignOutEverywhere_EscapedSession_GetsNoCode(t *testing.T) {
 	if err := p.rdb.Restore(ctx, sessionKeys[0], time.Hour, dump).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The account page does not open for it either (ASVS 3.3.3): it is sent to sign in, and ended.
+	base, _ := url.Parse(p.base + "/")
+	cookies := b.c.Jar.Cookies(base)
+	if res := b.get(p.base + "/account"); res.StatusCode != http.StatusSeeOther || !strings.Contains(res.Header.Get("Location"), "/oauth2/authorize?") {
+		t.Fatalf("the account page for a session older than the sign-out everywhere: %d %q, want the sign-in", res.StatusCode, res.Header.Get("Location"))
+	}
+	if n := p.rdb.Exists(ctx, sessionKeys[0]).Val(); n != 0 {
+		t.Fatal("the escaped session was not ended by the account page")
+	}
+	b.c.Jar.SetCookies(base, cookies) // the same browser again, for authorize
+	if err := p.rdb.Restore(ctx, sessionKeys[0], time.Hour, dump).Err(); err != nil {
+		t.Fatal(err)
+	}
 	res := p.codeWithSession(b, "state-escaped", oauth2.GenerateVerifier())
 	if loc := res.Header.Get("Location"); strings.Contains(loc, "code=") || !strings.Contains(loc, "error=login_required") {
 		t.Fatalf("a session older than the sign-out everywhere: %d %q, want login_required and no code", res.StatusCode, loc)

@@ -74,9 +74,15 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 
 	// The attempt is counted before the password is hashed, so that a burst of parallel guesses on any
 	// number of replicas gets no more password checks than its budget; the outcome settles it.
-	res, refusal, err := s.throttle.Reserve(ctx, attempt, lim)
+	// The request's rate limit per address is counted in the same call (authorize, D38).
+	rl := rt.cfg.Auth.RateLimit
+	res, refusal, err := s.throttle.Reserve(ctx, attempt, lim, throttle.Rate{Kind: "authorize-ip", Who: ip, Limit: rl.PerIP, Window: rl.Window.D()})
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, email, err)
+		return
+	}
+	if refusal != nil && refusal.Rate != "" {
+		s.rateRefused(w, refusal.Rate, refusal.Wait)
 		return
 	}
 	if refusal != nil {

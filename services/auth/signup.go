@@ -108,7 +108,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 func (s *Service) createOrFind(ctx context.Context, email, name, password string) (u *users.User, taken bool, err error) {
 	u, err = s.users.ByEmail(ctx, email)
 	if errors.Is(err, users.ErrNotFound) {
-		u, err = s.users.Create(ctx, email, name, password)
+		u, err = s.users.CreateSignup(ctx, email, name, password)
 		if !errors.Is(err, users.ErrEmailTaken) { // created, or failed
 			return u, false, err
 		}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 )
 
@@ -47,12 +49,27 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 		fail(ar, err)
 		return
 	}
-	if !s.rateAllowed(w, r, rt, "token-user", ar.GetSession().GetSubject(), rt.cfg.Auth.RateLimit.PerUser) {
-		outcome = "rate_limited"
-		return
-	}
-	if ar.GetGrantTypes().ExactOne("refresh_token") {
-		if err := s.refreshIdentity(ctx, ar); err != nil {
+	subject := ar.GetSession().GetSubject()
+	if !ar.GetGrantTypes().ExactOne("refresh_token") {
+		if !s.rateAllowed(w, r, rt, "token-user", subject, rt.cfg.Auth.RateLimit.PerUser) {
+			outcome = "rate_limited"
+			return
+		}
+	} else {
+		// A refresh counts against the user's rate limit and re-reads the user in one round trip (D38).
+		rl := rt.cfg.Auth.RateLimit
+		var rate *throttle.Queued
+		var user func() (*users.User, error)
+		_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+			rate = s.throttle.Queue(ctx, p, throttle.Rate{Kind: "token-user", Who: subject, Limit: rl.PerUser, Window: rl.Window.D()})
+			user = s.users.QueueByID(ctx, p, subject)
+			return nil
+		})
+		if wait, err := rate.Wait(); !s.rateAnswer(w, "token-user", wait, err) {
+			outcome = "rate_limited"
+			return
+		}
+		if err := s.refreshIdentity(ctx, ar, user); err != nil {
 			fail(ar, err)
 			return
 		}
@@ -66,9 +83,9 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 	rt.provider.WriteAccessResponse(ctx, w, ar, resp)
 }
 
-// refreshIdentity re-reads the user on a refresh grant: a deleted user gets no new tokens, and a
-// changed name or address reaches the next id_token.
-func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester) error {
+// refreshIdentity re-reads the user on a refresh grant (user: the read, sent already): a deleted or
+// disabled user gets no new tokens, and a changed name or address reaches the next id_token.
+func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester, user func() (*users.User, error)) error {
 	sess, ok := ar.GetSession().(*Session)
 	if !ok {
 		return fosite.ErrServerError.WithDebug("unexpected session type")
@@ -82,7 +99,10 @@ func (s *Service) refreshIdentity(ctx context.Context, ar fosite.AccessRequester
 			return fosite.ErrInvalidGrant.WithHint("This grant has reached its absolute lifetime; sign in again.")
 		}
 	}
-	u, err := s.activeUser(ctx, sess.Subject)
+	u, err := user()
+	if err == nil && u.Disabled {
+		err = users.ErrNotFound
+	}
 	if errors.Is(err, users.ErrNotFound) {
 		_ = s.store.RevokeFamily(ctx, ar.GetID())
 		s.metrics.revocations.WithLabelValues("user_deleted").Inc()

@@ -54,6 +54,7 @@ var (
 	UserDisabled      = define("user.disabled", "an account disabled (and signed out everywhere)")
 	UserEnabled       = define("user.enabled", "a disabled account enabled again")
 	UserDeleted       = define("user.deleted", "an account deleted (and its grants revoked)")
+	UserMFAReset      = define("user.mfa_reset", "an operator removed an account's second factor and recovery codes (`formsservice users reset-mfa`), for a person who lost both")
 	CodeReplay        = define("token.code_replay", "an authorization code presented again: its grant is revoked")
 	RefreshReuse      = define("token.refresh_reuse", "a rotated refresh token presented again: its grant is revoked")
 	TokenRevoked      = define("token.revoked", "a grant revoked through /oauth2/revoke (RFC 7009); failure reason: unknown_token")
@@ -74,10 +75,13 @@ var (
 	SessionEnded     = define("account.session_ended", "a sign-in session ended from the account page, with the grants started in it (detail current, grants)")
 	GrantEnded       = define("account.grant_ended", "an app's access (a grant) removed from the account page")
 	// The mailed journeys (issue 23 items 2 and 3; docs/architecture.md D29, D30).
-	VerificationSent = define("email.verification_sent", "a verification link mailed (detail trigger: signup or resend); failure reasons: throttled, unknown_account, already_verified, disabled (nothing sent; the person is told the same), invalid")
+	VerificationSent = define("email.verification_sent", "a verification link mailed (detail trigger: signup, resend, or cli for `users send-verification`); failure reasons: throttled, unknown_account, already_verified, disabled (nothing sent; the person is told the same), invalid")
 	EmailVerified    = define("email.verified", "an e-mail address verified by following its link; failure reasons: invalid, expired, used")
 	ResetRequested   = define("password.reset_requested", "a password reset link mailed; failure reasons: throttled, unknown_account, disabled (nothing sent; the person is told the same), invalid")
 	PasswordReset    = define("password.reset", "a password replaced through a reset link (every grant and session ends; detail grants, sessions); failure reasons: invalid, expired, used, weak_password")
+	// Groups (issue 23 item 8; docs/architecture.md D37): one event per group changed.
+	GroupAdded   = define("user.group_added", "a user made a member of a group by an operator (detail group)")
+	GroupRemoved = define("user.group_removed", "a user taken out of a group by an operator (detail group)")
 )
 
 // Kinds lists every declared kind in declaration order.

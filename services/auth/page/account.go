@@ -55,6 +55,8 @@ type Account struct {
 	MFA           MFAStatus
 	// Passkeys: the service offers passkeys, so the page links to their own page (/account/passkeys).
 	Passkeys bool
+	// Groups the user is in (read-only: an operator sets them with `formsservice users groups`).
+	Groups   []string
 	Sessions []SessionRow
 	Grants   []GrantRow
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/ory/fosite"
@@ -91,7 +92,22 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, session
 			return r, nil
 		}
 	}
-	r, err := s.getSingleUse(ctx, family, "code", rest, "code", fosite.ErrInvalidatedAuthorizeCode, session)
+	var r fosite.Requester
+	var err error
+	if m != nil {
+		// A token request: the family's OpenID Connect record comes with the code (D38).
+		var v, oidc string
+		var revoked bool
+		v, revoked, oidc, err = s.getCode(ctx, family, rest)
+		if err == nil {
+			m.mu.Lock()
+			m.oidc[family] = oidc
+			m.mu.Unlock()
+			r, err = s.singleUse(ctx, family, v, revoked, "code", fosite.ErrInvalidatedAuthorizeCode, session)
+		}
+	} else {
+		r, err = s.getSingleUse(ctx, family, "code", rest, "code", fosite.ErrInvalidatedAuthorizeCode, session)
+	}
 	if err == nil && m != nil {
 		m.mu.Lock()
 		m.codes[sig] = r
@@ -103,12 +119,27 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, session
 // InvalidateAuthorizeCodeSession marks the code used; of any number of concurrent callers exactly one
 // succeeds, the others are a replay that revokes the family. The marker lives as long as the family's
 // tokens can, so that a late replay is recognised too.
+//
+// The family's OpenID Connect record, when the code's read brought it along (memo), goes in the same
+// step: the id_token step reads it from the memo, and its own delete costs nothing (D38).
 func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) error {
 	family, rest, ok := Family(sig)
 	if !ok {
 		return fosite.ErrNotFound
 	}
-	return s.write(ctx, family, op{kind: "claim", key: currentKey(family, "code"), value: rest, ttl: ms(s.markerTTL())}, "code", "")
+	claim := op{kind: "claim", key: currentKey(family, "code"), value: rest, ttl: ms(s.markerTTL())}
+	if m := memoOf(ctx); m != nil {
+		m.mu.Lock()
+		oidcSig, _, found := strings.Cut(m.oidc[family], "\n")
+		if found {
+			m.oidcGone[family] = true
+		}
+		m.mu.Unlock()
+		if found {
+			return s.writeAll(ctx, family, "code", claim, op{kind: "del", key: currentKey(family, "oidc"), value: oidcSig})
+		}
+	}
+	return s.write(ctx, family, claim, "code", "")
 }
 
 // getSingleUse reads the record of a code or a refresh token, which is used once. A used one, or any of
@@ -119,9 +150,15 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 // told the replay had been dealt with. The stored session is read into into, when not nil.
 func (s *Store) getSingleUse(ctx context.Context, family, slot, sig, kind string, errUsed error, into fosite.Session) (fosite.Requester, error) {
 	v, revoked, err := s.getCurrent(ctx, family, slot, sig, true)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
+	}
+	return s.singleUse(ctx, family, v, revoked, kind, errUsed, into)
+}
+
+// singleUse is getSingleUse's answer for the record v as read (revoked: the family's flag).
+func (s *Store) singleUse(ctx context.Context, family, v string, revoked bool, kind string, errUsed error, into fosite.Session) (fosite.Requester, error) {
+	switch {
 	case v == "":
 		return nil, fosite.ErrNotFound
 	case v == used || revoked:
@@ -151,9 +188,17 @@ func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
-	v, revoked, err := s.getCurrent(ctx, family, "pkce", rest, true)
+	// In a token request fosite deletes (marks checked) the challenge right after reading it: the read
+	// marks it in the same call, and the delete then costs nothing (D38).
+	m := memoOf(ctx)
+	v, revoked, err := s.runGet(ctx, currentScript, []string{currentKey(family, "pkce"), revokedKey(family)}, rest, ms(s.markerTTL()), "1", flag(m != nil))
 	if err != nil {
 		return nil, err
+	}
+	if m != nil && v != "" && v != used && !revoked {
+		m.mu.Lock()
+		m.pkceChecked[family] = true
+		m.mu.Unlock()
 	}
 	if v == used {
 		if !revoked {
@@ -174,6 +219,14 @@ func (s *Store) DeletePKCERequestSession(ctx context.Context, sig string) error 
 	if !ok {
 		return nil
 	}
+	if m := memoOf(ctx); m != nil {
+		m.mu.Lock()
+		checked := m.pkceChecked[family]
+		m.mu.Unlock()
+		if checked {
+			return nil
+		}
+	}
 	if err := s.rdb.SetArgs(ctx, currentKey(family, "pkce"), current(rest, used), redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable(err)
 	}
@@ -187,12 +240,36 @@ func (s *Store) CreateOpenIDConnectSession(ctx context.Context, code string, r f
 }
 
 // GetOpenIDConnectSession returns the id_token request for a code.
+// In a token request it is the one the code's read brought along (memo), whose family the exchange
+// found not revoked.
 func (s *Store) GetOpenIDConnectSession(ctx context.Context, code string, _ fosite.Requester) (fosite.Requester, error) {
+	if m := memoOf(ctx); m != nil {
+		family, rest, ok := Family(codeKey(code))
+		m.mu.Lock()
+		raw, read := m.oidc[family]
+		m.mu.Unlock()
+		if ok && read {
+			sig, v, _ := strings.Cut(raw, "\n")
+			if sig != rest || !strings.HasPrefix(v, active) {
+				return nil, fosite.ErrNotFound
+			}
+			return s.decode(ctx, v)
+		}
+	}
 	return s.getBySig(ctx, "oidc", codeKey(code))
 }
 
-// DeleteOpenIDConnectSession removes it.
+// DeleteOpenIDConnectSession removes it (in a token request, the code's claim did already: memo).
 func (s *Store) DeleteOpenIDConnectSession(ctx context.Context, code string) error {
+	if m := memoOf(ctx); m != nil {
+		family, _, _ := Family(code)
+		m.mu.Lock()
+		gone := m.oidcGone[family]
+		m.mu.Unlock()
+		if gone {
+			return nil
+		}
+	}
 	return s.deleteCurrent(ctx, "oidc", codeKey(code))
 }
 
@@ -340,4 +417,30 @@ func (s *Store) deleteCurrent(ctx context.Context, kind, sig string) error {
 		return nil
 	}
 	return s.write(ctx, family, op{kind: "del", key: currentKey(family, kind), value: rest}, "", "")
+}
+
+// getCode reads a code like getCurrent (a used one revokes its family) with the family's OpenID Connect
+// record as it is (raw: "signature\n" + record, or "").
+func (s *Store) getCode(ctx context.Context, family, sig string) (v string, revoked bool, oidc string, err error) {
+	res, err := codeScript.Run(ctx, s.rdb, []string{currentKey(family, "code"), revokedKey(family), currentKey(family, "oidc")}, sig, ms(s.markerTTL()), "1").Slice()
+	if errors.Is(err, redis.Nil) {
+		return "", false, "", nil
+	}
+	if err != nil {
+		return "", false, "", unavailable(err)
+	}
+	if len(res) != 3 {
+		return "", false, "", unavailable(errors.New("unexpected script reply"))
+	}
+	v, _ = res[0].(string)
+	n, _ := res[1].(int64)
+	oidc, _ = res[2].(string)
+	return v, n == 1, oidc, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

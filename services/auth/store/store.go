@@ -175,14 +175,22 @@ type memoKey struct{}
 // code within one request (it reads it in HandleTokenEndpointRequest and again in
 // PopulateTokenEndpointResponse) costs no round trip and no decoding. It lives only as long as the
 // request; the code's single use is still decided by the store's atomic invalidation.
+//
+// It also carries what the code's own read found of the family's OpenID Connect record (oidc, the raw
+// value by family), so that the id_token step reads it from here and the exchange's unit deletes it
+// (oidcGone), and which PKCE records the read that checked them also marked checked (pkceChecked): the
+// fold of D38, two round trips fewer per exchange.
 type memo struct {
-	mu    sync.Mutex
-	codes map[string]fosite.Requester
+	mu          sync.Mutex
+	codes       map[string]fosite.Requester
+	oidc        map[string]string
+	oidcGone    map[string]bool
+	pkceChecked map[string]bool
 }
 
 // WithRequestMemo returns a context for one token request.
 func WithRequestMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, memoKey{}, &memo{codes: map[string]fosite.Requester{}})
+	return context.WithValue(ctx, memoKey{}, &memo{codes: map[string]fosite.Requester{}, oidc: map[string]string{}, oidcGone: map[string]bool{}, pkceChecked: map[string]bool{}})
 }
 
 func memoOf(ctx context.Context) *memo {
@@ -291,7 +299,9 @@ func (s *Store) runGet(ctx context.Context, script *redis.Script, keys []string,
 // currentScript reads a family's current record of a kind if it is the one named by ARGV[1], with the
 // family's revocation flag. KEYS: the record, the revocation marker, and for refresh tokens the rotated
 // list, where a match reads as the used marker 'U'. With ARGV[3] = '1', finding 'U' on a family not yet
-// revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token.
+// revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token. With
+// ARGV[4] = '1', a record found active on a family not revoked is marked used in the same step (a PKCE
+// challenge, checked once: read and marked in one call).
 var currentScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 local state = false
@@ -303,7 +313,23 @@ if not state and KEYS[3] and redis.call('LPOS', KEYS[3], ARGV[1]) then state = '
 if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
 if state == 'U' and revoked == 0 and ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+if ARGV[4] == '1' and revoked == 0 and string.sub(state, 1, 1) == 'A' then redis.call('SET', KEYS[1], ARGV[1] .. '\nU', 'KEEPTTL') end
 return {state, revoked}
+`)
+
+// codeScript is currentScript for a code (KEYS: the code, the revocation marker; ARGV as there) that
+// also answers the family's OpenID Connect record as it is (KEYS[3]; ” when there is none).
+var codeScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local state = false
+if v then
+  local nl = string.find(v, '\n', 1, true)
+  if nl and string.sub(v, 1, nl - 1) == ARGV[1] then state = string.sub(v, nl + 1) end
+end
+if not state then return false end
+local revoked = redis.call('EXISTS', KEYS[2])
+if state == 'U' and revoked == 0 and ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+return {state, revoked, redis.call('GET', KEYS[3]) or ''}
 `)
 
 // getCurrent reads the family's record of kind named by sig (see currentScript).

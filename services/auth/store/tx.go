@@ -167,7 +167,9 @@ const maxRotatedLua = "31" // MaxRotated - 1
 // commitScript applies a unit. KEYS[1] is the family's revocation marker, KEYS[i+1] the key of op i;
 // ARGV[1] is the marker's TTL, then three arguments per op: kind, value, ttl. Claims are checked before
 // anything is written, so a failed unit writes nothing (except revoking the family on a reuse).
-var commitScript = redis.NewScript(`
+var commitScript = redis.NewScript(commitLua)
+
+const commitLua = `
 local n = #KEYS - 1
 local function split(v)
   if not v then return nil, nil end
@@ -209,7 +211,7 @@ for i = 1, n do
   end
 end
 return 'ok'
-`)
+`
 
 func (s *Store) apply(ctx context.Context, u *unit) error {
 	if len(u.ops) == 0 {
@@ -229,30 +231,63 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		args = append(args, w.kind, w.value, w.ttl)
 	}
 	var res *redis.Cmd
-	var regs []*redis.Cmd
 	now := time.Now()
 	maxFamilies := s.lifetimes().MaxFamilies
 	if maxFamilies <= 0 {
 		maxFamilies = DefaultMaxFamilies
 	}
 	origin, _ := ctx.Value(originKey{}).(Origin)
+	var regArgs [][]any
+	var regKeys [][]string
+	if !u.end.IsZero() {
+		for _, sub := range u.subjects {
+			mode, sid, gen := "move", "", ""
+			if u.started {
+				mode, sid, gen = "start", origin.Session, strconv.FormatInt(origin.Generation, 10)
+			}
+			regKeys = append(regKeys, []string{subjectKey(sub), sessionsKey(sub), generationKey(sub)})
+			regArgs = append(regArgs, []any{u.family, u.end.UnixMilli(), now.UnixMilli(), maxFamilies, ms(marker), mode, sid, gen})
+		}
+	}
+	// A single server runs the unit and its registrations as one script; anything else (a Cluster) the
+	// family's script and each user's in one pipeline (D38).
+	_, single := s.rdb.(*redis.Client)
+	var regOut [][]any
 	run := func() error {
-		regs = regs[:0]
+		regOut = regOut[:0]
+		if single && len(regKeys) > 0 {
+			allKeys := slices.Clone(keys)
+			allArgs := append([]any{len(keys), len(args)}, args...)
+			for i := range regKeys {
+				allKeys = append(allKeys, regKeys[i]...)
+				allArgs = append(allArgs, regArgs[i]...)
+			}
+			out, err := unitScript.EvalSha(ctx, s.rdb, allKeys, allArgs...).Slice()
+			if err != nil {
+				return err
+			}
+			res = redis.NewCmd(ctx)
+			if len(out) > 0 {
+				res.SetVal(out[0])
+			}
+			for _, o := range out[1:] {
+				v, _ := o.([]any)
+				regOut = append(regOut, v)
+			}
+			return nil
+		}
+		var regs []*redis.Cmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			res = commitScript.EvalSha(ctx, p, keys, args...)
-			if u.end.IsZero() {
-				return nil
-			}
-			for _, sub := range u.subjects {
-				mode, sid, gen := "move", "", ""
-				if u.started {
-					mode, sid, gen = "start", origin.Session, strconv.FormatInt(origin.Generation, 10)
-				}
-				regs = append(regs, registerScript.EvalSha(ctx, p, []string{subjectKey(sub), sessionsKey(sub), generationKey(sub)},
-					u.family, u.end.UnixMilli(), now.UnixMilli(), maxFamilies, ms(marker), mode, sid, gen))
+			for i := range regKeys {
+				regs = append(regs, registerScript.EvalSha(ctx, p, regKeys[i], regArgs[i]...))
 			}
 			return nil
 		})
+		for _, reg := range regs {
+			v, _ := reg.Slice()
+			regOut = append(regOut, v)
+		}
 		return err
 	}
 	err := run()
@@ -262,6 +297,9 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 			err = registerScript.Load(ctx, s.rdb).Err()
 		}
 		if err == nil {
+			err = unitScript.Load(ctx, s.rdb).Err()
+		}
+		if err == nil {
 			err = run()
 		}
 	}
@@ -269,9 +307,8 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		return unavailable(err)
 	}
 	signedOut := false
-	for _, reg := range regs {
-		out, err := reg.Slice()
-		if err != nil || len(out) == 0 {
+	for _, out := range regOut {
+		if len(out) == 0 {
 			continue
 		}
 		if n, _ := out[0].(int64); n == -1 {
@@ -316,7 +353,9 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 // Ended families are pruned; beyond the bound the families that end first go, never the one being
 // written: an unused code or an access token about to expire long before a refresh token in use. Their
 // IDs follow the status in the reply, for their records to be deleted.
-var registerScript = redis.NewScript(`
+var registerScript = redis.NewScript(registerLua)
+
+const registerLua = `
 local fam, score, now, bound = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if ARGV[6] == 'start' then
   if (redis.call('GET', KEYS[3]) or '0') ~= ARGV[8] then return {-1} end
@@ -346,6 +385,32 @@ if over > 0 then
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
+return out
+`
+
+// unitScript is commitScript and one registerScript per user in one call, for a single Redis server,
+// where a script may name keys of any slot (on a Cluster the family's slot and the user's differ: two
+// scripts in one pipeline, as before; D38). KEYS: the commit's, then three per user. ARGV[1]: how many
+// of KEYS and ARGV[2]: how many of ARGV (after these two) are the commit's; then the commit's ARGV, then
+// eight per user. Each part runs as it would alone (the registration whatever the commit answered), and
+// the reply is the commit's answer followed by each registration's.
+var unitScript = redis.NewScript(`
+local function commit(KEYS, ARGV)
+` + commitLua + `
+end
+local function register(KEYS, ARGV)
+` + registerLua + `
+end
+local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ck, ca = {}, {}
+for i = 1, nk do ck[i] = KEYS[i] end
+for i = 1, na do ca[i] = ARGV[2 + i] end
+local out = {commit(ck, ca)}
+local k, a = nk, 2 + na
+while k < #KEYS do
+  out[#out + 1] = register({KEYS[k+1], KEYS[k+2], KEYS[k+3]}, {ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5], ARGV[a+6], ARGV[a+7], ARGV[a+8]})
+  k, a = k + 3, a + 8
+end
 return out
 `)
 

@@ -2,8 +2,8 @@ package throttle
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,8 +16,8 @@ import (
 //   - an unknown browser: the account's budget shared by every unknown browser (stricter), and its
 //     client address's budget.
 //
-// Each attempt is reserved before the password is checked (one script per budget, pipelined: one round
-// trip) and settled after: a wrong password keeps it, a right one gives it back (and starts the browser's
+// Each attempt is reserved before the password is checked (one script call with the request's rate
+// limit, gate.go) and settled after: a wrong password keeps it, a right one gives it back (and starts the browser's
 // budget afresh), an outage gives it back. So a burst of parallel guesses, over any number of replicas,
 // gets no more password checks than a budget allows. Within the device and account budgets failures
 // slow down before they stop: after DelayAfter failures each further attempt waits, 1 s doubling up to
@@ -42,6 +42,8 @@ type Attempt struct {
 // Refusal says why an attempt was not let through: its budget, how long to wait (whole seconds,
 // rounded up), and whether the budget is used up (Locked) or only slowed down.
 type Refusal struct {
+	// Rate is the kind of the rate limit that refused the request (Reserve's rates), "" for a budget.
+	Rate   string
 	Budget string
 	Wait   time.Duration
 	Locked bool
@@ -76,31 +78,6 @@ func (l *Limiter) budgets(a Attempt, lim Limits) []budget {
 
 // budgetKey holds a hash of the account, browser or address: bounded length, no address in key names.
 func budgetKey(kind, v string) string { return counterKey(kind, v) }
-
-// reserveScript takes one attempt from a budget, a hash of n (attempts counted), s (the window's start)
-// and d (the time before which no attempt may start), all on the caller's clock (ARGV[3], ms).
-// Used up: {-1, ms until the window ends}. Slowed down: {-2, ms until d}. Else it counts the attempt and
-// answers {n, the wait the next attempt will need if this one fails, ms until the window ends}. ARGV:
-// limit, window, now, delay after, max delay (ms). Redis's clock only removes the key of a budget long
-// over.
-var reserveScript = redis.NewScript(`
-local limit, window, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local after, maxd = tonumber(ARGV[4]), tonumber(ARGV[5])
-local v = redis.call('HMGET', KEYS[1], 'n', 's', 'd')
-local n, s, d = tonumber(v[1] or '0'), tonumber(v[2] or '0'), tonumber(v[3] or '0')
-if n > 0 and now - s >= window then n = 0; d = 0; redis.call('HSET', KEYS[1], 'd', 0) end
-if n >= limit then return {-1, s + window - now} end
-if now < d then return {-2, d - now} end
-if n == 0 then s = now end
-n = n + 1
-local wait = 0
-if after > 0 and n >= after and n < limit then
-  wait = math.min(1000 * math.pow(2, n - after), maxd)
-end
-redis.call('HSET', KEYS[1], 'n', n, 's', s)
-redis.call('PEXPIRE', KEYS[1], window + maxd + 60000)
-return {n, wait, s + window - now}
-`)
 
 // slowScript makes the next attempt of a budget wait after a failure: d becomes now + wait unless it is
 // later already. Set when the failure is known, not when the attempt is reserved, so that successful
@@ -146,43 +123,34 @@ func (l *Limiter) evalShaRetry(ctx context.Context, script *redis.Script, fn fun
 }
 
 // Reserve counts an attempt against its budgets before the password is checked. When a budget refuses
-// it counts nothing (an attempt counted by another budget is given back) and says why.
-func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits) (*Reservation, *Refusal, error) {
-	return l.reserve(ctx, l.budgets(a, lim), lim.Window, lim.MaxDelay)
+// it counts nothing and says why. rates are the request's rate limits, counted in the same call (the
+// gate, gate.go): when one refuses, no budget is counted and the refusal names it (Refusal.Rate).
+func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits, rates ...Rate) (*Reservation, *Refusal, error) {
+	return l.reserve(ctx, rates, l.budgets(a, lim), lim.Window, lim.MaxDelay)
 }
 
-// reserve takes one attempt from each budget (one script each, pipelined).
-func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay time.Duration) (*Reservation, *Refusal, error) {
+// reserve takes one attempt from each budget, with the rate limits, in one gate call (gate.go).
+func (l *Limiter) reserve(ctx context.Context, rates []Rate, bs []budget, window, maxDelay time.Duration) (*Reservation, *Refusal, error) {
 	now := l.now().UnixMilli()
 	r := &Reservation{l: l, now: now}
-	if len(bs) == 0 {
+	rates = slices.DeleteFunc(slices.Clone(rates), func(r Rate) bool { return r.Limit <= 0 || r.Who == "" })
+	if len(bs) == 0 && len(rates) == 0 {
 		return r, nil, nil
 	}
-	cmds := make([]*redis.Cmd, len(bs))
-	err := l.evalShaRetry(ctx, reserveScript, func() error {
-		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, b := range bs {
-				w := window
-				if b.window > 0 {
-					w = b.window
-				}
-				cmds[i] = reserveScript.EvalSha(ctx, p, []string{b.key}, b.limit, w.Milliseconds(), now, b.delayAfter, maxDelay.Milliseconds())
-			}
-			return nil
-		})
-		return err
-	})
+	gr, err := l.gate(ctx, now, rates, bs, window, maxDelay)
 	var refusal *Refusal
+	if gr.rateWait > 0 {
+		refusal = &Refusal{Rate: gr.rateKind, Wait: gr.rateWait}
+	}
 	for i, b := range bs {
-		res, cerr := cmds[i].Int64Slice()
-		if cerr != nil || len(res) < 2 {
-			err = errors.Join(err, cerr)
-			continue
+		res := gr.budgets[i]
+		if len(res) < 2 {
+			continue // left alone, or not answered (err says why)
 		}
 		ms := time.Duration(max(res[1], 1)) * time.Millisecond
 		if res[0] < 0 {
 			ref := &Refusal{Budget: b.name, Wait: roundUp(ms), Locked: res[0] == -1}
-			if refusal == nil || ref.Locked && !refusal.Locked || ref.Locked == refusal.Locked && ref.Wait > refusal.Wait {
+			if refusal == nil || refusal.Rate == "" && (ref.Locked && !refusal.Locked || ref.Locked == refusal.Locked && ref.Wait > refusal.Wait) {
 				refusal = ref
 			}
 			continue
@@ -198,6 +166,7 @@ func (l *Limiter) reserve(ctx context.Context, bs []budget, window, maxDelay tim
 		r.next = max(r.next, time.Duration(res[1])*time.Millisecond)
 	}
 	if err != nil || refusal != nil {
+		// On a Cluster the budgets of other hash slots were counted in calls of their own: given back.
 		_ = r.settle(context.WithoutCancel(ctx), false)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)

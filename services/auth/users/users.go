@@ -55,6 +55,11 @@ type User struct {
 	// EmailVerified: the owner of the address followed a verification link (or an operator created
 	// the account verified); the email_verified claim.
 	EmailVerified bool
+	// Groups the user belongs to, sorted (groups.go); the groups claim.
+	Groups []string
+	// SelfSignup: the account was made on the hosted page's sign-up form (not by an operator); only
+	// such accounts are purged when never verified (purge.go).
+	SelfSignup bool
 }
 
 // Store reads and writes users.
@@ -112,6 +117,16 @@ return 1
 // claimed; so an index always points at a complete record, and of two concurrent creations of one
 // address exactly one claims it (the other removes its record and gets ErrEmailTaken).
 func (s *Store) Create(ctx context.Context, email, name, password string) (*User, error) {
+	return s.create(ctx, email, name, password, false)
+}
+
+// CreateSignup is Create for the hosted page's sign-up form: the account is marked as self-made, so
+// that `users purge-unverified` may free its address if it is never verified (purge.go).
+func (s *Store) CreateSignup(ctx context.Context, email, name, password string) (*User, error) {
+	return s.create(ctx, email, name, password, true)
+}
+
+func (s *Store) create(ctx context.Context, email, name, password string, signup bool) (*User, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return nil, err
@@ -132,9 +147,12 @@ func (s *Store) Create(ctx context.Context, email, name, password string) (*User
 	if err != nil {
 		return nil, err
 	}
-	u := &User{ID: newID(), Email: email, Name: name, Hash: hash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
-	if err := s.rdb.HSet(ctx, userKey(u.ID), "id", u.ID, "email", u.Email, "name", u.Name, "hash", u.Hash,
-		"created", strconv.FormatInt(u.CreatedAt.Unix(), 10)).Err(); err != nil {
+	u := &User{ID: newID(), Email: email, Name: name, Hash: hash, CreatedAt: time.Now().UTC().Truncate(time.Second), SelfSignup: signup}
+	fields := []any{"id", u.ID, "email", u.Email, "name", u.Name, "hash", u.Hash, "created", strconv.FormatInt(u.CreatedAt.Unix(), 10)}
+	if signup {
+		fields = append(fields, "signup", "1")
+	}
+	if err := s.rdb.HSet(ctx, userKey(u.ID), fields...).Err(); err != nil {
 		return nil, unavailable(err)
 	}
 	claimed, err := s.claim(ctx, email, u.ID)
@@ -184,7 +202,21 @@ func (s *Store) ByID(ctx context.Context, id string) (*User, error) {
 	if id == "" || len(id) > 64 {
 		return nil, ErrNotFound
 	}
-	m, err := s.rdb.HGetAll(ctx, userKey(id)).Result()
+	return userFrom(id, s.rdb.HGetAll(ctx, userKey(id)))
+}
+
+// QueueByID adds the read of ByID to the pipeline p (sent by the caller with other commands: one round
+// trip for all, D38); after the pipeline is sent, the function it returns answers as ByID would.
+func (s *Store) QueueByID(ctx context.Context, p redis.Pipeliner, id string) func() (*User, error) {
+	if id == "" || len(id) > 64 {
+		return func() (*User, error) { return nil, ErrNotFound }
+	}
+	cmd := p.HGetAll(ctx, userKey(id))
+	return func() (*User, error) { return userFrom(id, cmd) }
+}
+
+func userFrom(id string, cmd *redis.MapStringStringCmd) (*User, error) {
+	m, err := cmd.Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -193,7 +225,7 @@ func (s *Store) ByID(ctx context.Context, id string) (*User, error) {
 	}
 	created, _ := strconv.ParseInt(m["created"], 10, 64)
 	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC(), Disabled: m["disabled"] == "1",
-		EmailVerified: m["verified"] == "1"}, nil
+		EmailVerified: m["verified"] == "1", Groups: parseGroups(m["groups"]), SelfSignup: m["signup"] == "1"}, nil
 }
 
 // ByEmail returns the user with that address (any case).

@@ -1,0 +1,224 @@
+//go:build !formsonly
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/formsservice/formsservice/services/platform/backup"
+	"github.com/formsservice/formsservice/services/platform/objectstore"
+)
+
+// s3Env are the variables the S3 target reads (package objectstore).
+var s3Env = []envVar{
+	{"AWS_ENDPOINT_URL_S3", "the S3 endpoint for s3:// locations (else AWS_ENDPOINT_URL, else AWS S3); http:// for a bucket inside the cluster"},
+	{"AWS_ACCESS_KEY_ID", "the S3 access key"},
+	{"AWS_SECRET_ACCESS_KEY", "the S3 secret key"},
+	{"AWS_REGION", "the bucket's region, where the server needs one"},
+}
+
+// newBackupCmd is `formsservice backup`: every key of the store to a file or an S3 object.
+func newBackupCmd(env *environment) *cobra.Command {
+	var store storeFlags
+	var to string
+	var match []string
+	cmd := &cobra.Command{
+		Use:   "backup --to FILE|s3://BUCKET/KEY [--match PATTERN]...",
+		Short: "write the whole store (submissions, accounts, grants, audit trail) to a file or an S3 bucket",
+		Long: `Writes every key of the store — the forms' submissions and outbox, auth's users, passkeys, grants,
+sessions and audit trail — to one gzip file, each key with its value and its end, checked by a
+SHA-256 in the file's trailer. It works on a single Redis, Sentinel or a Cluster, while the services
+run: every submission acknowledged before it starts is in it. A file is created readable by its
+owner only (it holds personal data and password hashes). A location ending in / gets a name with
+the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice restore.`,
+		Example: `  formsservice backup --to /backups/
+  AWS_ENDPOINT_URL_S3=http://s3.storage:7070 formsservice backup --to s3://backups/formsservice/`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			_, rdb, err := store.open(ctx, env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			name := "formsservice-" + time.Now().UTC().Format("20060102T150405Z") + ".backup.gz"
+			if strings.HasSuffix(to, "/") {
+				to += name
+			}
+			write := func(w io.Writer) (backup.Stats, error) {
+				return backup.Write(ctx, rdb, w, backup.Options{Match: match})
+			}
+			st, err := backupTo(ctx, env, to, write)
+			if err != nil {
+				return fmt.Errorf("backup to %s: %w", to, err)
+			}
+			fmt.Fprintf(env.stdout, "wrote %d keys (%s) to %s\n", st.Keys, byPrefix(st), to)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "a file, a directory ending in /, or s3://BUCKET/KEY (required)")
+	cmd.Flags().StringArrayVar(&match, "match", nil, "only keys matching this pattern; repeat for more (a Redis shared with other programs: ours are 'fs:*', 'forms:*' and 'auth:*')")
+	cmd.PreRunE = requireFlags("to")
+	store.register(cmd, env)
+	readsEnv(cmd, append(slices.Clone(storeEnv), s3Env...)...)
+	return cmd
+}
+
+// backupTo writes the backup to a file (created 0600, renamed into place only when whole) or uploads
+// it, through a temporary file, to an S3 object.
+func backupTo(ctx context.Context, env *environment, to string, write func(io.Writer) (backup.Stats, error)) (backup.Stats, error) {
+	dir, final := filepath.Dir(to), to
+	if objectstore.IsLocation(to) {
+		dir, final = "", ""
+	}
+	tmp, err := os.CreateTemp(dir, ".formsservice-backup-*")
+	if err != nil {
+		return backup.Stats{}, err
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed; a failed backup leaves nothing half written
+	defer tmp.Close()
+	if err := tmp.Chmod(0o600); err != nil {
+		return backup.Stats{}, err
+	}
+	st, err := write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		return st, err
+	}
+	if final != "" {
+		return st, os.Rename(tmp.Name(), final)
+	}
+	loc, err := objectstore.ParseLocation(to)
+	if err != nil {
+		return st, err
+	}
+	c, err := objectstore.New(env.getenv)
+	if err != nil {
+		return st, err
+	}
+	size, err := tmp.Seek(0, io.SeekEnd)
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, c.Put(ctx, loc, tmp, size)
+}
+
+// newRestoreCmd is `formsservice restore`: a backup back into a store.
+func newRestoreCmd(env *environment) *cobra.Command {
+	var store storeFlags
+	var from string
+	var replace, checkOnly bool
+	cmd := &cobra.Command{
+		Use:   "restore --from FILE|s3://BUCKET/KEY [--replace] [--check]",
+		Short: "write a backup into the store (an empty one, unless --replace)",
+		Long: `Reads the whole backup first and checks it (the trailer's count and SHA-256): a truncated or
+altered file is refused before anything is written. Then writes every key whose end has not passed,
+with that same end. The store must be empty, so that nothing newer is overwritten by mistake; with
+--replace the backup's keys overwrite the store's, and keys not in the backup stay. The store may be
+another kind than the backup's source (a single Redis to a Cluster and back), of the same Redis
+version or a newer one. Stop the services first, or restore into a new store they are not yet using.
+With --check the backup is only read and checked, and nothing is written.`,
+		Example: `  formsservice restore --from /backups/formsservice-20261126T030000Z.backup.gz
+  formsservice restore --check --from s3://backups/formsservice/formsservice-20261126T030000Z.backup.gz`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			open, done, err := restoreSource(ctx, env, from)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if checkOnly {
+				f, err := open()
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				st, err := backup.Check(f)
+				if err != nil {
+					return fmt.Errorf("%s: %w", from, err)
+				}
+				fmt.Fprintf(env.stdout, "%s is whole: %d keys (%s), written %s from Redis %s\n", from, st.Keys, byPrefix(st),
+					st.Header.CreatedAt.Format(time.RFC3339), st.Header.RedisVersion)
+				return nil
+			}
+			_, rdb, err := store.open(ctx, env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace})
+			if err != nil {
+				return fmt.Errorf("restore from %s: %w", from, err)
+			}
+			fmt.Fprintf(env.stdout, "restored %d keys from %s (it holds %s; written %s); %d had ended since and were left out\n",
+				st.Restored, from, byPrefix(st), st.Header.CreatedAt.Format(time.RFC3339), st.Expired)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the backup: a file or s3://BUCKET/KEY (required)")
+	cmd.Flags().BoolVar(&replace, "replace", false, "restore into a store that holds keys, overwriting the backup's")
+	cmd.Flags().BoolVar(&checkOnly, "check", false, "only read and check the backup; write nothing")
+	cmd.PreRunE = requireFlags("from")
+	store.register(cmd, env)
+	readsEnv(cmd, append(slices.Clone(storeEnv), s3Env...)...)
+	return cmd
+}
+
+// restoreSource opens a backup file as many times as the restore asks, or downloads an S3 object to a
+// temporary file first (done removes it).
+func restoreSource(ctx context.Context, env *environment, from string) (backup.Source, func(), error) {
+	path, done := from, func() {}
+	if objectstore.IsLocation(from) {
+		loc, err := objectstore.ParseLocation(from)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := objectstore.New(env.getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		tmp, err := os.CreateTemp("", ".formsservice-restore-*")
+		if err != nil {
+			return nil, nil, err
+		}
+		done = func() { tmp.Close(); os.Remove(tmp.Name()) }
+		if _, err := c.Get(ctx, loc, tmp); err != nil {
+			done()
+			return nil, nil, err
+		}
+		path = tmp.Name()
+	}
+	return func() (io.ReadCloser, error) { return os.Open(path) }, done, nil
+}
+
+// byPrefix says the counts by kind of key: "forms 120, auth 455".
+func byPrefix(st backup.Stats) string {
+	keys := make([]string, 0, len(st.ByPrefix))
+	for k := range st.ByPrefix {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, st.ByPrefix[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,112 @@
+// Package tests3 runs the Versity S3 Gateway (versitygw), a real S3 server that serves a directory as
+// buckets, for tests: on a loopback port the kernel picks, in a folder of the test's, with one access
+// key, and stopped when the test ends.
+//
+// The binary is built from the Go module proxy by hack/install-versitygw.sh (cached as
+// bin/versitygw-<version>); Start runs the script when it is missing. docs/architecture.md (D39) says
+// why this server.
+package tests3
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/internal/testproc"
+)
+
+// Version is the versitygw release the tests run (hack/install-versitygw.sh builds it).
+const Version = "v1.8.0"
+
+// AccessKey and SecretKey are the gateway's root user.
+const (
+	AccessKey = "formsservice-test"
+	SecretKey = "formsservice-test-secret-key"
+)
+
+// Server is one versitygw process.
+type Server struct {
+	// Endpoint is the S3 endpoint, http://127.0.0.1:PORT.
+	Endpoint string
+	// Dir is the directory it serves: one folder per bucket, one file per object.
+	Dir  string
+	proc *testproc.Process
+}
+
+// Env is the AWS_* environment that points a client at the server (objectstore.New reads it).
+func (s *Server) Env() map[string]string {
+	return map[string]string{"AWS_ENDPOINT_URL_S3": s.Endpoint, "AWS_ACCESS_KEY_ID": AccessKey,
+		"AWS_SECRET_ACCESS_KEY": SecretKey, "AWS_REGION": "us-east-1"}
+}
+
+// Start runs a server with the given buckets, and returns once it listens.
+func Start(t testing.TB, buckets ...string) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	data, meta := filepath.Join(dir, "data"), filepath.Join(dir, "meta")
+	for _, d := range append([]string{meta}, bucketDirs(data, buckets)...) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Metadata in a sidecar folder, not in extended attributes, which a test's file system may lack.
+	proc := testproc.Start(t, nil, Binary(t), "--access", AccessKey, "--secret", SecretKey, "--port", "127.0.0.1:0",
+		"posix", "--sidecar", meta, data)
+	addrs := proc.WaitListeningSockets(t, 1, time.Minute)
+	return &Server{Endpoint: "http://" + addrs[0], Dir: data, proc: proc}
+}
+
+// bucketDirs are the folders of the buckets: a bucket is a folder of the served directory.
+func bucketDirs(data string, buckets []string) []string {
+	out := []string{data}
+	for _, b := range buckets {
+		out = append(out, filepath.Join(data, b))
+	}
+	return out
+}
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// Binary returns the versitygw executable: $VERSITYGW, or bin/versitygw-<Version>, built by
+// hack/install-versitygw.sh when missing (once per test binary).
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("VERSITYGW"); p != "" {
+		return p
+	}
+	binaryOnce.Do(func() {
+		root := moduleRoot()
+		binaryPath = filepath.Join(root, "bin", "versitygw-"+Version)
+		if _, err := os.Stat(binaryPath); err == nil {
+			return
+		}
+		cmd := exec.Command(filepath.Join(root, "hack", "install-versitygw.sh"))
+		cmd.Env = append(os.Environ(), "VERSITYGW_VERSION="+Version)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("hack/install-versitygw.sh: %v\n%s", err, out)
+			return
+		}
+		binaryPath = strings.TrimSpace(string(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:]))
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
