@@ -156,6 +156,11 @@ helm-docs: deps-chart ## Regenerate the chart README's values table from values.
 test-chart: deps-chart ## Chart tests: golden files, strict server-side dry run, helm install into envtest, RBAC as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
 
+.PHONY: test-admission
+test-admission: deps-chart ## The chart and the operator's objects against Kyverno's Pod Security and best-practice policies, offline (test/admission).
+	hack/install-kyverno.sh
+	$(GO) test -count=1 ./test/admission/
+
 .PHONY: e2e
 e2e: ## End to end on a real one-node cluster of this machine, no Docker (hack/node-cluster; root; first run builds Kubernetes, then ~2 min).
 	hack/node-cluster/e2e.sh

@@ -47,6 +47,14 @@ type FormsServiceReconciler struct {
 	Recorder  events.EventRecorder
 	// ServiceImage runs the services of a FormsService that sets no spec.image.
 	ServiceImage string
+	// RedisImage runs the managed Redis of a FormsService that sets no spec.redis.managed.image; ""
+	// means render.DefaultRedisImage.
+	RedisImage string
+	// RedisRunAsUser is the managed Redis's user where spec.redis.managed.runAsUser is unset; nil or 0
+	// names none.
+	RedisRunAsUser *int64
+	// ImagePullSecrets are added to every pod the operator renders.
+	ImagePullSecrets []string
 	// SecretRecheck is how often a FormsService is reconciled again to pick up a changed Secret;
 	// 0 means DefaultSecretRecheck. A missing Secret is looked for again sooner (missingSecretRecheck).
 	SecretRecheck time.Duration
@@ -70,7 +78,7 @@ func (r *FormsServiceReconciler) serves(gvk schema.GroupVersionKind, wanted bool
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;update;patch;delete
@@ -178,7 +186,7 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 
 	// Secrets first: the configuration and the pods depend on them. A Secret that cannot be read or
 	// written blocks what mounts it, nothing else.
-	in := render.Inputs{Image: r.ServiceImage}
+	in := render.Inputs{Image: r.ServiceImage, RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets}
 	secretsKnown, redisPasswordKnown := true, true
 	key, keyProblem, err := r.ensureSigningKey(ctx, fs)
 	switch {
@@ -228,7 +236,12 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 	}
 
 	names := render.NamesOf(fs)
+	// Each component's pods run as a ServiceAccount of their own, without a token.
+	for _, c := range render.Components {
+		apply(render.ServiceAccount(fs, c))
+	}
 	if render.ManagedRedis(fs) {
+		apply(render.ServiceAccount(fs, render.Redis))
 		apply(render.RedisConfigMap(fs))
 		apply(render.RedisService(fs))
 		apply(render.RedisNetworkPolicy(fs))
@@ -242,6 +255,7 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 		remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, names.Redis)}, "NetworkPolicy")
 		remove(&corev1.Service{ObjectMeta: objectMeta(fs, names.Redis)}, "Service")
 		remove(&corev1.ConfigMap{ObjectMeta: objectMeta(fs, names.RedisConfigMap)}, "ConfigMap")
+		remove(&corev1.ServiceAccount{ObjectMeta: objectMeta(fs, render.ServiceAccountName(fs, render.Redis))}, "ServiceAccount")
 	}
 	for _, c := range render.Components {
 		apply(render.Service(fs, c))

@@ -148,8 +148,13 @@ func TestFormsService_CreatesEveryOwnedObjectWithTheRightContent(t *testing.T) {
 		}
 		sc := ct.SecurityContext
 		if !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(pod.SecurityContext.RunAsNonRoot, false) ||
-			ptr.Deref(pod.SecurityContext.RunAsUser, 0) != 65532 || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
-			t.Errorf("%s: security context %+v / %+v", c, sc, pod.SecurityContext)
+			pod.SecurityContext.RunAsUser != nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("%s: security context %+v / %+v (the image's user, none named)", c, sc, pod.SecurityContext)
+		}
+		var sa corev1.ServiceAccount
+		if err := k8s.Get(ctx, key(ns, "acme-"+c), &sa); err != nil || pod.ServiceAccountName != sa.Name ||
+			ptr.Deref(sa.AutomountServiceAccountToken, true) || ptr.Deref(pod.AutomountServiceAccountToken, true) {
+			t.Errorf("%s: ServiceAccount %q (%v), automount %v / pod %v", c, pod.ServiceAccountName, err, sa.AutomountServiceAccountToken, pod.AutomountServiceAccountToken)
 		}
 		ann := d.Spec.Template.Annotations
 		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != "8080" || ann[render.RestartHashAnnotation] == "" {
@@ -382,7 +387,7 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 	// names the FormsService as its controlling owner, with blockOwnerDeletion, which is what the
 	// garbage collector follows on deletion.
 	lists := []client.ObjectList{
-		&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{},
+		&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
 		&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &networkingv1.IngressList{},
 		&networkingv1.NetworkPolicyList{}, &policyv1.PodDisruptionBudgetList{},
 	}
@@ -394,8 +399,8 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 		items, _ := meta.ExtractList(l)
 		for _, it := range items {
 			o := it.(client.Object)
-			if o.GetName() == "kube-root-ca.crt" {
-				continue // made by the API server in every namespace
+			if o.GetName() == "kube-root-ca.crt" || o.GetName() == "default" {
+				continue // made by the API server (the ServiceAccount default: its controllers) in every namespace
 			}
 			count++
 			ref := metav1.GetControllerOf(o)
@@ -404,10 +409,10 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 			}
 		}
 	}
-	// config, redis-config, signing key, redis password, 4 Services, 3 Deployments, 3 PodDisruptionBudgets,
-	// 1 StatefulSet, 1 NetworkPolicy, 1 Ingress.
-	if count != 17 {
-		t.Errorf("found %d owned objects, want 17", count)
+	// config, redis-config, signing key, redis password, 4 Services, 4 ServiceAccounts, 3 Deployments,
+	// 3 PodDisruptionBudgets, 1 StatefulSet, 1 NetworkPolicy, 1 Ingress.
+	if count != 21 {
+		t.Errorf("found %d owned objects, want 21", count)
 	}
 	// The Redis data volume outlives the resource on purpose.
 	var sts appsv1.StatefulSet

@@ -59,6 +59,7 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		// No status churn on these: every change is worth a look (a ConfigMap counts no generation).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(predicate.Or(AppliedFieldsChanged(), WorkloadStatusChanged()))).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.Or(AppliedFieldsChanged(), WorkloadStatusChanged()))).
@@ -148,6 +149,7 @@ func CacheOptions(kinds *ServedKinds, namespaces ...string) cache.Options {
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}:                      lean,
 		&corev1.Service{}:                        lean,
+		&corev1.ServiceAccount{}:                 lean,
 		&appsv1.Deployment{}:                     {Label: owned},
 		&appsv1.StatefulSet{}:                    lean,
 		&networkingv1.Ingress{}:                  lean,

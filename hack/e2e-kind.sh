@@ -6,7 +6,7 @@
 # The checks are the same code as the local end-to-end test (test/contract, test/signin).
 # No ingress controller runs here: test/e2e skips its ingress checks (make e2e runs them, on Traefik).
 #
-# kind runs Kubernetes in Docker containers and the cluster pulls redis:7.4-alpine: without a reachable
+# kind runs Kubernetes in Docker containers and the cluster pulls the digest-pinned Valkey image: without a reachable
 # Docker daemon this script says so and exits 0 (SKIPPED), so that `make e2e-kind` is safe everywhere.
 #   KEEP_CLUSTER=1   keep the cluster for debugging (kind delete cluster --name $CLUSTER later)
 #   CLUSTER=name     kind cluster name (default formsservice-e2e)
@@ -50,14 +50,8 @@ trap cleanup EXIT
 
 log "loading the image into the cluster"
 kind load image-archive bin/formsservice-image.tar --name "$CLUSTER"
-# The managed Redis of the sample (controllers/render's DefaultRedisImage); preloading it spares the
-# node a pull, and the node pulls it itself when the host cannot.
-redis_image="$(sed -n 's/^[[:space:]]*DefaultRedisImage[[:space:]]*= "\(.*\)"$/\1/p' controllers/render/redis.go)"
-if [[ -n "$redis_image" ]] && docker pull -q "$redis_image" >/dev/null 2>&1; then
-  kind load docker-image "$redis_image" --name "$CLUSTER"
-else
-  log "could not pull ${redis_image:-the Redis image} on this host; the kind node will pull it"
-fi
+# The managed Redis of the sample (controllers/render's DefaultRedisImage) is pinned by digest, which
+# `kind load docker-image` does not take (kind looks the image up by name:tag): the kind node pulls it.
 kubeconfig="$(mktemp)"
 kind get kubeconfig --name "$CLUSTER" >"$kubeconfig"
 

@@ -109,6 +109,13 @@ type FormsServiceSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// RunAsUser pins the user (and group and fsGroup) of the forms, auth and health pods. Unset: the
+	// image's own user (65532 in the formsservice image) and no fsGroup, so a platform that assigns the
+	// user itself (OpenShift's restricted-v2 gives each namespace a range and refuses others) can run
+	// them. The managed Redis has its own (redis.managed.runAsUser).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
 
 	// PublicURL is the base URL the platform is reached at and the OAuth issuer, e.g.
 	// https://id.example.com. Defaults to https://<ingress.host>.
@@ -334,9 +341,16 @@ type ManagedRedisSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storageClassName cannot change after creation"
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`
-	// Resources of the Redis container.
+	// Resources of the Redis container (a CPU limit is allowed; none by default).
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// RunAsUser is the user (and group and fsGroup) Redis runs as. Unset: the operator's
+	// --redis-run-as-user (999, the valkey user of the default image). 0 sets none: the image's user, or
+	// the one the platform assigns (OpenShift's restricted-v2 refuses a fixed user outside the
+	// namespace's range).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
 }
 
 // Workload is what every service Deployment shares.
@@ -347,7 +361,8 @@ type Workload struct {
 	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 50",message="replicas must be between 0 and 50"
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Resources of the service container. Default: requests 50m CPU and 64Mi memory, limit 256Mi
-	// (auth: 128Mi and 512Mi: argon2id password hashing takes 19 MiB per sign-in in flight).
+	// (auth: 128Mi and 512Mi: argon2id password hashing takes 19 MiB per sign-in in flight). A CPU
+	// limit may be set (limits.cpu); there is none by default.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// PodAnnotations are added to the service's pods.

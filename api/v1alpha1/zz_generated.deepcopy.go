@@ -315,6 +315,11 @@ func (in *FormsServiceSpec) DeepCopyInto(out *FormsServiceSpec) {
 		*out = make([]corev1.LocalObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.RunAsUser != nil {
+		in, out := &in.RunAsUser, &out.RunAsUser
+		*out = new(int64)
+		**out = **in
+	}
 	if in.AllowedOrigins != nil {
 		in, out := &in.AllowedOrigins, &out.AllowedOrigins
 		*out = make([]Origin, len(*in))
@@ -634,6 +639,11 @@ func (in *ManagedRedisSpec) DeepCopyInto(out *ManagedRedisSpec) {
 		in, out := &in.Resources, &out.Resources
 		*out = new(corev1.ResourceRequirements)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.RunAsUser != nil {
+		in, out := &in.RunAsUser, &out.RunAsUser
+		*out = new(int64)
+		**out = **in
 	}
 }
 

@@ -18,6 +18,7 @@ func commands(env *environment) []*cobra.Command {
 		newAuditCmd(env),
 		newBackupCmd(env),
 		newRestoreCmd(env),
+		newCheckHealthCmd(env),
 	}
 }
 

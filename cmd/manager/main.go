@@ -23,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers"
+	"github.com/formsservice/formsservice/controllers/render"
 )
 
 func main() {
@@ -58,6 +59,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	leaderElect := fl.Bool("leader-elect", false, "elect one active replica with a Lease; use it when running more than one replica")
 	leaderNamespace := fl.String("leader-election-namespace", "", "namespace of the Lease (default: the operator's own namespace)")
 	serviceImage := fl.String("service-image", getenv("FORMSSERVICE_IMAGE"), "image of the services for a FormsService without spec.image (default $FORMSSERVICE_IMAGE)")
+	redisImage := fl.String("redis-image", envOr(getenv, "FORMSSERVICE_REDIS_IMAGE", render.DefaultRedisImage), "image of the managed Redis for a FormsService without spec.redis.managed.image (default $FORMSSERVICE_REDIS_IMAGE, else the digest-pinned Valkey the operator was tested with)")
+	redisUID := fl.Int64("redis-run-as-user", render.DefaultRedisUID, "user (and group and fsGroup) of the managed Redis where spec.redis.managed.runAsUser is unset; 0 names none (the image's user, or the platform's: OpenShift)")
+	pullSecrets := fl.String("image-pull-secrets", getenv("FORMSSERVICE_IMAGE_PULL_SECRETS"), "comma-separated Secrets (in each FormsService's namespace) added to the imagePullSecrets of every pod the operator runs")
 	secretRecheck := fl.Duration("secret-recheck-interval", controllers.DefaultSecretRecheck, "how often each FormsService is reconciled again to notice a changed Secret (the operator does not watch Secrets; a missing one is looked for every 10s)")
 	watchNamespaces := fl.String("watch-namespaces", getenv("WATCH_NAMESPACES"), "comma-separated namespaces to watch (default: all)")
 	workers := fl.Int("max-concurrent-reconciles", controllers.DefaultWorkers, "how many FormsServices are reconciled at once")
@@ -76,6 +80,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if restConfig, err = ctrl.GetConfig(); err != nil {
 			return err
 		}
+	}
+	if *redisUID < 0 {
+		return fmt.Errorf("--redis-run-as-user must not be negative")
 	}
 	if *workers < 1 || *qps <= 0 || *burst < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles, --kube-api-qps and --kube-api-burst must be positive")
@@ -100,12 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if *secureMetrics {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	var namespaces []string
-	for _, ns := range strings.Split(*watchNamespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			namespaces = append(namespaces, ns)
-		}
-	}
+	namespaces := splitList(*watchNamespaces)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metrics,
@@ -121,14 +123,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	r := &controllers.FormsServiceReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Scheme:        mgr.GetScheme(),
-		Recorder:      mgr.GetEventRecorder("formsservice-operator"),
-		ServiceImage:  *serviceImage,
-		SecretRecheck: *secretRecheck,
-		Kinds:         kinds,
-		Workers:       *workers,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Scheme:           mgr.GetScheme(),
+		Recorder:         mgr.GetEventRecorder("formsservice-operator"),
+		ServiceImage:     *serviceImage,
+		RedisImage:       *redisImage,
+		RedisRunAsUser:   redisUID,
+		ImagePullSecrets: splitList(*pullSecrets),
+		SecretRecheck:    *secretRecheck,
+		Kinds:            kinds,
+		Workers:          *workers,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
@@ -149,7 +154,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("no --service-image: every FormsService must set spec.image")
 	}
 	log.Info("starting the manager", "leaderElection", *leaderElect, "namespaces", namespaces, "serviceImage", *serviceImage,
+		"redisImage", *redisImage, "redisRunAsUser", *redisUID,
 		"workers", *workers, "qps", *qps, "burst", *burst,
 		"servesHTTPRoutes", kinds.Served(controllers.HTTPRouteGVK), "servesServiceMonitors", kinds.Served(controllers.ServiceMonitorGVK))
 	return mgr.Start(ctx)
+}
+
+// splitList reads a comma-separated flag value, without empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// envOr is the environment variable key, or def when it is unset or empty.
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
 }

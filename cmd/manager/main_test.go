@@ -119,6 +119,9 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 		}
 		args = append(args, a)
 	}
+	// The operator-wide operand settings of an air-gapped install: a mirrored Redis and its credential.
+	const mirrored = "mirror.example/valkey/valkey@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	args = append(args, "--redis-image="+mirrored, "--image-pull-secrets=mirror-cred")
 	listenersBefore := ownListeners(t)
 	logs := managerLogs
 	mctx, stop := context.WithCancel(ctx)
@@ -210,6 +213,20 @@ func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t 
 		}
 		return nil
 	})
+	var redis appsv1.StatefulSet
+	eventually(t, "StatefulSet acme-redis", func() error {
+		return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-redis"}, &redis)
+	})
+	pod := redis.Spec.Template.Spec
+	if pod.Containers[0].Image != mirrored || len(pod.ImagePullSecrets) == 0 || pod.ImagePullSecrets[0].Name != "mirror-cred" {
+		t.Errorf("--redis-image and --image-pull-secrets did not reach the managed Redis: image %q, pull secrets %v", pod.Containers[0].Image, pod.ImagePullSecrets)
+	}
+	for _, c := range []string{"forms", "auth", "health", "redis"} {
+		var sa corev1.ServiceAccount
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-" + c}, &sa); err != nil {
+			t.Errorf("ServiceAccount acme-%s: %v", c, err)
+		}
+	}
 	if strings.Contains(logs.String(), "forbidden") {
 		t.Errorf("the operator hit RBAC walls:\n%s", logs.String())
 	}

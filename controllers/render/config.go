@@ -20,6 +20,15 @@ import (
 type Inputs struct {
 	// Image runs the services when spec.image is empty (the operator's --service-image flag).
 	Image string
+	// RedisImage runs the managed Redis when spec.redis.managed.image is empty (the operator's
+	// --redis-image flag); "" means DefaultRedisImage.
+	RedisImage string
+	// RedisRunAsUser is the managed Redis's user when spec.redis.managed.runAsUser is unset (the
+	// operator's --redis-run-as-user); nil or 0 sets none.
+	RedisRunAsUser *int64
+	// ImagePullSecrets are added to every pod, before the spec's own (the operator's
+	// --image-pull-secrets: one registry credential for every namespace an air-gapped install serves).
+	ImagePullSecrets []string
 	// PreviousSigningKey says the signing-key Secret holds a previous key (a rotation is under way), so
 	// the auth configuration names it for the JWKS.
 	PreviousSigningKey bool

@@ -18,10 +18,15 @@ import (
 
 // Defaults of the managed Redis.
 const (
-	DefaultRedisImage       = "redis:7.4-alpine"
+	// DefaultRedisImage is Valkey 8.1 (BSD 3-Clause; Redis 7.4 and later are under RSALv2/SSPLv1 or
+	// AGPLv3), pinned by digest so that what runs is what was tested and an admission policy that
+	// requires digests admits it (docs/architecture.md, D32). --redis-image replaces it operator-wide.
+	DefaultRedisImage       = "docker.io/valkey/valkey:8.1.10-alpine@sha256:d2e18f3410b6f616de1417f570fa55261af2898b9c5b2cfb6781ce2373ea43d1"
 	DefaultRedisStorageSize = "1Gi"
-	// RedisUID is the redis user of the official image.
-	RedisUID = 999
+	// DefaultRedisUID is the valkey user of DefaultRedisImage (and the redis user of the official Redis
+	// images). Those images start as root and drop to it in their entrypoint, which the operator does not
+	// run, so the pod names the user: runAsNonRoot alone would refuse an image whose user is root.
+	DefaultRedisUID = 999
 
 	redisSecretDir = "/etc/redis-secret"
 )
@@ -102,10 +107,7 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 	if m == nil {
 		m = &v1alpha1.ManagedRedisSpec{}
 	}
-	image := m.Image
-	if image == "" {
-		image = DefaultRedisImage
-	}
+	image := RedisImage(fs, in)
 	size := resource.MustParse(DefaultRedisStorageSize)
 	if m.StorageSize != nil {
 		size = *m.StorageSize
@@ -118,14 +120,20 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 	}
 	liveness := corev1ac.Probe().WithPeriodSeconds(10).WithTimeoutSeconds(3).WithFailureThreshold(6)
 	liveness.WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("redis")))
+	password := func(name string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(n.RedisPassword).WithKey(RedisPasswordKey)))
+	}
 	container := corev1ac.Container().
 		WithName("redis").
 		WithImage(image).
-		WithCommand("redis-server", "/etc/redis/redis.conf").
+		// Valkey's binaries are valkey-server and valkey-cli, Redis's redis-server and redis-cli: the
+		// server and the probes take whichever the image has, so --redis-image may name either.
+		WithCommand("sh", "-c", `exec "$(command -v valkey-server || command -v redis-server)" /etc/redis/redis.conf`).
 		WithPorts(corev1ac.ContainerPort().WithName("redis").WithContainerPort(RedisPort).WithProtocol(corev1.ProtocolTCP)).
-		// redis-cli in the probes reads the password from REDISCLI_AUTH.
-		WithEnv(corev1ac.EnvVar().WithName("REDISCLI_AUTH").WithValueFrom(corev1ac.EnvVarSource().
-			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(n.RedisPassword).WithKey(RedisPasswordKey)))).
+		// The CLI in the probes reads the password from the environment (valkey-cli: VALKEYCLI_AUTH,
+		// redis-cli: REDISCLI_AUTH), never from its command line.
+		WithEnv(password("VALKEYCLI_AUTH"), password("REDISCLI_AUTH")).
 		WithResources(applyConfigOf[corev1ac.ResourceRequirementsApplyConfiguration](redisResources(fs))).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName("data").WithMountPath("/data"),
@@ -133,9 +141,9 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 			corev1ac.VolumeMount().WithName("secret").WithMountPath(redisSecretDir).WithReadOnly(true),
 		).
 		// Loading a large append-only file can take a while: the startup probe allows five minutes.
-		WithStartupProbe(exec(5, 60, `[ "$(redis-cli ping)" = PONG ]`)).
+		WithStartupProbe(exec(5, 60, redisPing)).
 		WithLivenessProbe(liveness).
-		WithReadinessProbe(exec(5, 2, `[ "$(redis-cli ping)" = PONG ]`)).
+		WithReadinessProbe(exec(5, 2, redisPing)).
 		WithSecurityContext(containerSecurityContext())
 	pod := corev1ac.PodSpec().
 		WithContainers(container).
@@ -144,13 +152,14 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 			corev1ac.Volume().WithName("secret").WithSecret(corev1ac.SecretVolumeSource().
 				WithSecretName(n.RedisPassword).
 				WithItems(corev1ac.KeyToPath().WithKey(RedisRequirePassKey).WithPath(RedisRequirePassKey)).
-				WithDefaultMode(0o440)),
+				WithDefaultMode(secretFileMode(redisRunAsUser(fs, in)))),
 		).
+		WithServiceAccountName(ServiceAccountName(fs, Redis)).
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
-		WithSecurityContext(podSecurityContext(RedisUID)).
+		WithSecurityContext(podSecurityContext(redisRunAsUser(fs, in))).
 		WithTerminationGracePeriodSeconds(30)
-	schedule(pod, fs)
+	schedule(pod, fs, in)
 
 	claim := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
@@ -175,4 +184,30 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 			WithSpec(claim)))
 	s.ObjectMetaApplyConfiguration = objectMeta(fs, n.Redis, Redis)
 	return s
+}
+
+// redisPing is the probes' check: the server answers PONG to the CLI the image has.
+const redisPing = `[ "$("$(command -v valkey-cli || command -v redis-cli)" ping)" = PONG ]`
+
+// RedisImage is the managed Redis's image: spec.redis.managed.image, else the operator's --redis-image,
+// else DefaultRedisImage.
+func RedisImage(fs *v1alpha1.FormsService, in Inputs) string {
+	if m := fs.Spec.Redis.Managed; m != nil && m.Image != "" {
+		return m.Image
+	}
+	if in.RedisImage != "" {
+		return in.RedisImage
+	}
+	return DefaultRedisImage
+}
+
+// redisRunAsUser is the managed Redis's user: spec.redis.managed.runAsUser, else the operator's; 0 is none.
+func redisRunAsUser(fs *v1alpha1.FormsService, in Inputs) int64 {
+	if m := fs.Spec.Redis.Managed; m != nil && m.RunAsUser != nil {
+		return *m.RunAsUser
+	}
+	if in.RedisRunAsUser != nil {
+		return *in.RedisRunAsUser
+	}
+	return 0
 }

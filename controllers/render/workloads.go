@@ -18,8 +18,9 @@ import (
 	"github.com/formsservice/formsservice/services/auth/publicpaths"
 )
 
-// NonRootUID is the user every formsservice container runs as (the image's user).
-const NonRootUID = 65532
+// ImageUID is the user of the formsservice image. The pods do not name it (spec.runAsUser can): the
+// image's numeric user satisfies runAsNonRoot, and a platform that assigns users itself may.
+const ImageUID = 65532
 
 // workload returns the spec of a component's Deployment.
 func workload(fs *v1alpha1.FormsService, component string) v1alpha1.Workload {
@@ -90,8 +91,12 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1a
 		corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),
 		corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"),
 	}
+	// Secret files are root's: only an fsGroup makes them group-readable by the service's user. Without
+	// one (the default, so that the platform may pick the user), they are readable by every user of the
+	// container, which runs the one service process.
+	secretMode := secretFileMode(ptr.Deref(fs.Spec.RunAsUser, 0))
 	for _, m := range secretMounts(fs, component) {
-		src := corev1ac.SecretVolumeSource().WithSecretName(m.Secret).WithDefaultMode(0o440)
+		src := corev1ac.SecretVolumeSource().WithSecretName(m.Secret).WithDefaultMode(secretMode)
 		for _, k := range m.Keys {
 			src.WithItems(corev1ac.KeyToPath().WithKey(k).WithPath(k))
 		}
@@ -123,13 +128,14 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1a
 	pod := corev1ac.PodSpec().
 		WithContainers(container).
 		WithVolumes(volumes...).
-		// The services never call the Kubernetes API.
+		// The services never call the Kubernetes API: a ServiceAccount of their own, without a token.
+		WithServiceAccountName(ServiceAccountName(fs, component)).
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
-		WithSecurityContext(podSecurityContext(NonRootUID)).
+		WithSecurityContext(podSecurityContext(ptr.Deref(fs.Spec.RunAsUser, 0))).
 		WithTerminationGracePeriodSeconds(30).
 		WithTopologySpreadConstraints(TopologySpread(fs, selector)...)
-	schedule(pod, fs)
+	schedule(pod, fs, in)
 
 	spec := appsv1ac.DeploymentSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
@@ -154,10 +160,21 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1a
 	return d
 }
 
-// schedule sets what the spec says about where and how the pods of fs are pulled and scheduled.
-func schedule(pod *corev1ac.PodSpecApplyConfiguration, fs *v1alpha1.FormsService) {
+// schedule sets what the spec (and the operator's flags) say about where and how the pods of fs are
+// pulled and scheduled.
+func schedule(pod *corev1ac.PodSpecApplyConfiguration, fs *v1alpha1.FormsService, in Inputs) {
+	seen := map[string]bool{}
+	for _, s := range in.ImagePullSecrets {
+		if !seen[s] {
+			seen[s] = true
+			pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s))
+		}
+	}
 	for _, s := range fs.Spec.ImagePullSecrets {
-		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+		if !seen[s.Name] {
+			seen[s.Name] = true
+			pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+		}
 	}
 	if len(fs.Spec.NodeSelector) > 0 {
 		pod.WithNodeSelector(fs.Spec.NodeSelector)
@@ -220,13 +237,40 @@ func probe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguratio
 	return p
 }
 
+// podSecurityContext is the restricted Pod Security Standard's pod part. uid 0 names no user: the image's
+// (which must be numeric and not root) or the one the platform assigns; another uid is also the group
+// and the fsGroup, so that mounted Secrets and volumes are the user's.
 func podSecurityContext(uid int64) *corev1ac.PodSecurityContextApplyConfiguration {
-	return corev1ac.PodSecurityContext().
+	sc := corev1ac.PodSecurityContext().
 		WithRunAsNonRoot(true).
-		WithRunAsUser(uid).
-		WithRunAsGroup(uid).
-		WithFSGroup(uid).
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+	if uid > 0 {
+		sc.WithRunAsUser(uid).WithRunAsGroup(uid).WithFSGroup(uid)
+	}
+	return sc
+}
+
+// secretFileMode is the mode of mounted Secret files: readable by the pod's group (its fsGroup) when
+// it names a user, else by every user of the container (kubelet makes them root's).
+func secretFileMode(uid int64) int32 {
+	if uid > 0 {
+		return 0o440
+	}
+	return 0o444
+}
+
+// ServiceAccountName is the ServiceAccount of a component's pods (forms, auth, health, redis).
+func ServiceAccountName(fs *v1alpha1.FormsService, component string) string {
+	return fs.Name + "-" + component
+}
+
+// ServiceAccount gives a component's pods an identity of their own instead of the namespace's default
+// one (which other workloads share and RBAC may have been granted to), without a token: no pod of a
+// FormsService calls the Kubernetes API.
+func ServiceAccount(fs *v1alpha1.FormsService, component string) *corev1ac.ServiceAccountApplyConfiguration {
+	sa := corev1ac.ServiceAccount(ServiceAccountName(fs, component), fs.Namespace).WithAutomountServiceAccountToken(false)
+	sa.ObjectMetaApplyConfiguration = objectMeta(fs, ServiceAccountName(fs, component), component)
+	return sa
 }
 
 func containerSecurityContext() *corev1ac.SecurityContextApplyConfiguration {

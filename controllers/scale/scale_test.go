@@ -49,11 +49,11 @@ const (
 	budgetWritesUnchanged = 0
 	// One more allowed origin: the ConfigMap, the status (its originCount), the Event of the ConfigMap.
 	budgetWritesChanged = 3
-	// Building one FormsService from nothing, every reconcile until it is quiet: each object applied (18
-	// for a full one, 8 for one with its own Redis and single replicas), its Event, the Secrets created,
-	// the status.
-	budgetWritesBuildFull = 45
-	budgetWritesBuildLean = 22
+	// Building one FormsService from nothing, every reconcile until it is quiet: each object applied (22
+	// for a full one, 11 for one with its own Redis and single replicas, with each service's
+	// ServiceAccount), its Event, the Secrets created, the status.
+	budgetWritesBuildFull = 53
+	budgetWritesBuildLean = 28
 )
 
 // budgetReadsUnchanged is one GET per Secret the FormsService's pods mount.

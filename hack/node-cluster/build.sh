@@ -80,10 +80,10 @@ if [[ ! -f "$IMAGES/traefik.tar" ]]; then
   rm -rf "$tmp"
 fi
 
-# The operator's default Redis image name (controllers/render), so that the sample's managed Redis runs
-# without a pull: Debian's redis-server and redis-cli, their shared libraries, and a shell for the probes.
-redis_image="$(sed -n 's/^[[:space:]]*DefaultRedisImage[[:space:]]*= "\(.*\)"$/\1/p' controllers/render/redis.go)"
-[[ -n "$redis_image" ]] || { log "cannot read DefaultRedisImage from controllers/render/redis.go"; exit 1; }
+# The e2e's Redis image ($REDIS_IMAGE, lib.sh; the chart's operands.redis.image in the e2e), so that the
+# sample's managed Redis runs without a pull: Debian's redis-server and redis-cli, their shared libraries,
+# and a shell for the probes; its user 999 is the operator's default --redis-run-as-user.
+redis_image="$REDIS_IMAGE"
 redis_tar="$IMAGES/redis-${redis_image//[:\/]/_}.tar"
 if [[ ! -f "$redis_tar" ]]; then
   log "building the Redis image $redis_image from Debian's redis-server"

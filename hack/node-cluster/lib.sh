@@ -25,6 +25,10 @@ CONTAINERD_SOCK="$RUN/containerd/containerd.sock"
 PAUSE_IMAGE=registry.local/formsservice/pause:node-cluster
 COREDNS_IMAGE=registry.local/formsservice/coredns:$COREDNS_VERSION
 TRAEFIK_IMAGE=registry.local/formsservice/traefik:$TRAEFIK_VERSION
+# The managed Redis of the e2e: Debian's redis-server packed here (build.sh), since the node cannot pull
+# the operator's digest-pinned default (a digest names the registry's bytes, which a local build cannot
+# reproduce); the e2e installs the chart with operands.redis.image set to it.
+REDIS_IMAGE=registry.local/formsservice/redis:debian
 # The ingress controller of the end-to-end run (traefik.yaml): on the node's network, loopback only.
 INGRESS_HTTPS_ADDR=127.0.0.1:30443
 INGRESS_PING_PORT=30480

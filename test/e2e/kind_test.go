@@ -97,9 +97,14 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 
 	// The chart, with the image kind already holds (never pulled).
 	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
-	repo.Run(t, []string{"KUBECONFIG=" + k.kubeconfig}, helm, "install", "formsservice-operator", "charts/formsservice-operator",
+	args := []string{"install", "formsservice-operator", "charts/formsservice-operator",
 		"--namespace", operatorNS, "--create-namespace", "--wait", "--timeout", "5m",
-		"--set", "image.repository="+image[:i], "--set", "image.tag="+image[i+1:], "--set", "image.pullPolicy=Never")
+		"--set", "image.repository=" + image[:i], "--set", "image.tag=" + image[i+1:], "--set", "image.pullPolicy=Never"}
+	// The node cluster's own Redis image (hack/node-cluster): it cannot pull the digest-pinned default.
+	if ri := os.Getenv("FORMSSERVICE_E2E_REDIS_IMAGE"); ri != "" {
+		args = append(args, "--set", "operands.redis.image="+ri)
+	}
+	repo.Run(t, []string{"KUBECONFIG=" + k.kubeconfig}, helm, args...)
 	phase("chart installed, operator running")
 
 	// The sample, as a platform team applies it: its Secrets first.
@@ -172,6 +177,18 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	t.Run("forms contract", contract.Forms{BaseURL: "http://" + forms, Origin: e2eOrigin}.Check)
 	t.Run("health", func(t *testing.T) {
 		contract.Health(t, "http://"+health, "redis:responseTime", "forms:readiness", "auth:readiness")
+	})
+	// The chart's helm test hook, pointed at this FormsService: a restricted pod in the operator's
+	// namespace that asks /health through the health Service (formsservice check-health).
+	t.Run("helm test: the chart's hook asks /health through the Service", func(t *testing.T) {
+		env := []string{"KUBECONFIG=" + k.kubeconfig}
+		url := fmt.Sprintf("http://%s-health.%s.svc/health", name, appNS)
+		repo.Run(t, env, helm, "upgrade", "formsservice-operator", "charts/formsservice-operator", "--namespace", operatorNS,
+			"--reuse-values", "--wait", "--timeout", "2m", "--set", "tests.healthURL="+url)
+		out := repo.Run(t, env, helm, "test", "formsservice-operator", "--namespace", operatorNS, "--timeout", "2m")
+		if !strings.Contains(out, "Succeeded") {
+			t.Errorf("helm test did not report success:\n%s", out)
+		}
 	})
 	if in == nil {
 		t.Run("sign-in with a real browser", func(t *testing.T) {
@@ -291,11 +308,26 @@ func timeline(t *testing.T) func(phase string) {
 	}
 }
 
+// createNamespace makes the namespace the FormsService runs in, enforcing the restricted Pod Security
+// Standard as a careful platform team's would: every pod the operator makes must be admitted under it.
+// A pod that breaks the standard is refused there (a server-side dry run), so the enforcement is real.
 func (k *kind) createNamespace(t *testing.T, name string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k.client.Create(context.Background(), ns); err != nil {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}
+	if err := k.client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
+	}
+	root := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "pod-security-probe"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.local/none:0"}}},
+	}
+	err := k.client.Create(ctx, root, client.DryRunAll)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("namespace %s does not enforce the restricted Pod Security Standard: a pod without a security context got %v", name, err)
 	}
 }
 
