@@ -226,7 +226,8 @@ type OAuthClient struct {
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=set
 	PostLogoutRedirectURIs []RedirectURI `json:"postLogoutRedirectURIs,omitempty"`
-	// Scopes the client may request. Default: openid profile email offline_access.
+	// Scopes the client may request. Default: openid profile email offline_access. Add groups for the
+	// groups claim (the user's groups, set with `formsservice users groups`).
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=set

@@ -249,7 +249,7 @@ func (s *Service) changePassword(w http.ResponseWriter, r *http.Request, clientK
 		return
 	}
 	done := "password"
-	if err := s.sendPasswordChanged(ctx, rt, u, r.UserAgent()); err != nil {
+	if err := s.sendPasswordChanged(ctx, rt, u, r); err != nil {
 		s.log.Warn("account: the password-changed mail was not sent", "user", u.ID, "err", err)
 		done = "password-nomail"
 	}
@@ -290,7 +290,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 			return
 		}
 		s.accountEvent(ctx, audit.MFARemoved, u, nil)
-		s.mailSecondFactor(ctx, rt, u, factorOff, r.UserAgent(), -1)
+		s.mailSecondFactor(ctx, rt, u, factorOff, r, -1)
 		http.Redirect(w, r, rt.basePath+"/account?done=mfa-off", http.StatusSeeOther)
 		return
 	}
@@ -304,7 +304,7 @@ func (s *Service) changeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		return
 	}
 	s.accountEvent(ctx, audit.RecoveryReplaced, u, map[string]string{"codes": count(len(codes))})
-	s.mailSecondFactor(ctx, rt, u, factorCodes, r.UserAgent(), -1)
+	s.mailSecondFactor(ctx, rt, u, factorCodes, r, -1)
 	s.account.RenderCodes(w, page.Codes{Frame: page.Frame{Base: rt.basePath}, Codes: codes,
 		Notice: "Your earlier recovery codes no longer work.", ContinueURL: rt.basePath + "/account", ContinueLabel: "Back to your account"})
 }
@@ -402,7 +402,7 @@ func (s *Service) confirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 		return
 	}
 	s.accountEvent(ctx, audit.MFAEnrolled, u, map[string]string{"method": "totp", "codes": count(len(codes))})
-	s.mailSecondFactor(ctx, rt, u, factorOn, r.UserAgent(), -1)
+	s.mailSecondFactor(ctx, rt, u, factorOn, r, -1)
 	// The code proved the app: this browser is now signed in with two factors (a new session value).
 	if _, _, err := s.replaceSession(w, r, rt, u, acr.With(sess.AMR, acr.OTP), time.Now().UTC()); err != nil {
 		s.accountUnavailable(w, err)

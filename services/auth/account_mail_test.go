@@ -1,8 +1,10 @@
 package auth_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +74,70 @@ func TestSecondFactorChanges_AreMailed(t *testing.T) {
 	if got := len(mp.To(t, testEmail)); got != n {
 		t.Fatalf("%d mails, want %d (the refused change sent none)", got, n)
 	}
+}
+
+// withAcceptLanguage sends every request of a test browser with an Accept-Language header, as a browser
+// set to that language does.
+type withAcceptLanguage string
+
+func (a withAcceptLanguage) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Accept-Language", string(a))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A person whose browser asks for German reads the pages in German, and so the mails they lead to:
+// the reset link (its lifetime in German), the password-changed notice (its date in German), the
+// second factor set up. A browser that asks for English gets them in English (the tests above).
+func TestMails_InTheLanguageOfThePages(t *testing.T) {
+	mp := testmail.Start(t, testmail.Options{})
+	clock := newTestClock()
+	p := startProvider(t, setup{mail: mp, now: clock.now})
+	p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	b.c.Transport = withAcceptLanguage("de-DE,de;q=0.9,en;q=0.5")
+	n := 0
+	expect := func(subject string, body ...string) testmail.Mail {
+		t.Helper()
+		n++
+		m := mp.Get(t, mp.WaitTo(t, testEmail, n, 30*time.Second)[0].ID)
+		if !strings.Contains(m.Subject, subject) || !strings.Contains(m.HTML, `<html lang="de"`) {
+			t.Fatalf("mail %d: subject %q, want %q, in German", n, m.Subject, subject)
+		}
+		for _, s := range body {
+			if !strings.Contains(m.Text, s) || !strings.Contains(m.HTML, s) {
+				t.Fatalf("mail %d (%q) lacks %q in its text or HTML part:\n%s", n, m.Subject, s, m.Text)
+			}
+		}
+		return m
+	}
+
+	page := b.get(p.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+	if !strings.Contains(page.body, `<html lang="de"`) {
+		t.Fatalf("the sign-in page is not German:\n%.300s", page.body)
+	}
+	forgot := b.get(p.base + html.UnescapeString(regexp.MustCompile(`<a href="([^"]+)" id="forgot">`).FindStringSubmatch(page.body)[1]))
+	f := formTo(t, p.base, forgot.body, "/account/forgot")
+	f.fields.Set("email", testEmail)
+	if res := b.postForm(f.action, f.fields); res.StatusCode != http.StatusOK {
+		t.Fatalf("forgot: %d", res.StatusCode)
+	}
+	m := expect("Setzen Sie Ihr Passwort für", "Minuten gültig und funktioniert nur einmal")
+	var link string
+	for _, l := range m.Links() {
+		if strings.Contains(l, "/account/reset") {
+			link = l
+		}
+	}
+	reset := formTo(t, p.base, b.get(link).body, "/account/reset")
+	reset.fields.Set("new_password", "ein ganz neues Passwort")
+	if res := b.postForm(reset.action, reset.fields); res.StatusCode != http.StatusOK {
+		t.Fatalf("the new password: %d", res.StatusCode)
+	}
+	month := [...]string{"Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober", "November", "Dezember"}[clock.now().UTC().Month()-1]
+	expect("wurde geändert", "wurde am ", " "+month+" ", "Alle anderen Browser und Apps")
+
+	p.accountSignIn(b, testEmail, "ein ganz neues Passwort", nil)
+	p.enrolTOTP(b, clock)
+	expect("Zweistufige Anmeldung wurde eingeschaltet", "Die zweistufige Anmeldung (mit einer Authenticator-App) wurde eingeschaltet")
 }

@@ -14,38 +14,62 @@ import (
 // The mails of the mailed journeys (verify.go, reset.go). Each says what it is for, how long its link
 // works, and what to do when it was not asked for.
 var (
-	verifyMail = mail.MustContent("verify-email",
-		`Confirm your e-mail address for {{.Data.App}}`,
-		`Confirm that {{.Data.Email}} is your address for {{.Data.App}} by opening this link:
+	verifyMail = mailText{
+		"en": mail.MustContent("verify-email",
+			`Confirm your e-mail address for {{.Data.App}}`,
+			`Confirm that {{.Data.Email}} is your address for {{.Data.App}} by opening this link:
 
 {{.Data.Link}}
 
 The link works once, for {{.Data.Valid}}. If you did not ask for it, you can ignore this message.`,
-		`<p>Confirm that <strong>{{.Data.Email}}</strong> is your address for <strong>{{.Data.App}}</strong>.</p>
+			`<p>Confirm that <strong>{{.Data.Email}}</strong> is your address for <strong>{{.Data.App}}</strong>.</p>
 {{.Button .Data.Link "Confirm my address"}}
-<p>The link works once, for {{.Data.Valid}}. If you did not ask for it, you can ignore this message.</p>`)
-	resetMail = mail.MustContent("password-reset",
-		`Reset your password for {{.Data.App}}`,
-		`Someone, probably you, asked to reset the password of the account {{.Data.Email}} at {{.Data.App}}. Choose a new password here:
+<p>The link works once, for {{.Data.Valid}}. If you did not ask for it, you can ignore this message.</p>`),
+		"de": mail.MustContent("verify-email",
+			`Bestätigen Sie Ihre E-Mail-Adresse für {{.Data.App}}`,
+			`Bestätigen Sie mit diesem Link, dass {{.Data.Email}} Ihre Adresse für {{.Data.App}} ist:
+
+{{.Data.Link}}
+
+Der Link ist {{.Data.Valid}} gültig und funktioniert nur einmal. Wenn Sie ihn nicht angefordert haben, können Sie diese Nachricht ignorieren.`,
+			`<p>Bestätigen Sie, dass <strong>{{.Data.Email}}</strong> Ihre Adresse für <strong>{{.Data.App}}</strong> ist.</p>
+{{.Button .Data.Link "Adresse bestätigen"}}
+<p>Der Link ist {{.Data.Valid}} gültig und funktioniert nur einmal. Wenn Sie ihn nicht angefordert haben, können Sie diese Nachricht ignorieren.</p>`),
+	}
+	resetMail = mailText{
+		"en": mail.MustContent("password-reset",
+			`Reset your password for {{.Data.App}}`,
+			`Someone, probably you, asked to reset the password of the account {{.Data.Email}} at {{.Data.App}}. Choose a new password here:
 
 {{.Data.Link}}
 
 The link works once, for {{.Data.Valid}}. If you did not ask for it, ignore this message: your password stays as it is.`,
-		`<p>Someone, probably you, asked to reset the password of the account <strong>{{.Data.Email}}</strong> at <strong>{{.Data.App}}</strong>.</p>
+			`<p>Someone, probably you, asked to reset the password of the account <strong>{{.Data.Email}}</strong> at <strong>{{.Data.App}}</strong>.</p>
 {{.Button .Data.Link "Choose a new password"}}
-<p>The link works once, for {{.Data.Valid}}. If you did not ask for it, ignore this message: your password stays as it is.</p>`)
+<p>The link works once, for {{.Data.Valid}}. If you did not ask for it, ignore this message: your password stays as it is.</p>`),
+		"de": mail.MustContent("password-reset",
+			`Setzen Sie Ihr Passwort für {{.Data.App}} zurück`,
+			`Jemand, vermutlich Sie, möchte das Passwort des Kontos {{.Data.Email}} bei {{.Data.App}} zurücksetzen. Wählen Sie hier ein neues Passwort:
+
+{{.Data.Link}}
+
+Der Link ist {{.Data.Valid}} gültig und funktioniert nur einmal. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht: Ihr Passwort bleibt, wie es ist.`,
+			`<p>Jemand, vermutlich Sie, möchte das Passwort des Kontos <strong>{{.Data.Email}}</strong> bei <strong>{{.Data.App}}</strong> zurücksetzen.</p>
+{{.Button .Data.Link "Neues Passwort wählen"}}
+<p>Der Link ist {{.Data.Valid}} gültig und funktioniert nur einmal. Wenn Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht: Ihr Passwort bleibt, wie es ist.</p>`),
+	}
 )
 
 type linkMailData struct {
 	Email, App, Link, Valid string
 }
 
-// sendLinkMail renders c for u with its link and sends it through the platform's mail component.
-func (s *Service) sendLinkMail(ctx context.Context, rt *runtime, c *mail.Content, u *users.User, app, href string, valid time.Duration) error {
+// sendLinkMail renders c in lang for u with its link and sends it through the platform's mail component.
+func (s *Service) sendLinkMail(ctx context.Context, rt *runtime, c mailText, lang string, u *users.User, app, href string, valid time.Duration) error {
 	if app == "" {
 		app = productName(rt)
 	}
-	m, err := c.Render("en", mailBrand(rt, app), linkMailData{Email: u.Email, App: app, Link: href, Valid: lifetime(valid)})
+	m, err := c.render(lang, mailBrand(rt, app), linkMailData{Email: u.Email, App: app, Link: href, Valid: lifetimeIn(lang, valid)})
 	if err != nil {
 		return err
 	}

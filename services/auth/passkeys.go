@@ -280,7 +280,7 @@ func (s *Service) passkeyAdd(w http.ResponseWriter, r *http.Request, rt *runtime
 		return http.StatusServiceUnavailable, "Passkeys are briefly unavailable. Please try again in a moment."
 	}
 	s.passkeyEvent(ctx, audit.PasskeyAdded, audit.Success, "", u.ID, map[string]string{"passkey": p.ID, "synced": strconv.FormatBool(p.Synced)})
-	s.mailPasskeyAdded(ctx, rt, u, p)
+	s.mailPasskeyAdded(ctx, rt, u, p, requestLang(r))
 	http.Redirect(w, r, passkeysPath(rt)+"?done=added", http.StatusSeeOther)
 	return http.StatusSeeOther, ""
 }
@@ -429,15 +429,26 @@ func (s *Service) passkeyReauthenticate(w http.ResponseWriter, r *http.Request, 
 
 // The passkey mail: sent to the person whenever a passkey is added to their account, so that a passkey
 // added by someone else (with a stolen session and password) does not go unnoticed.
-var passkeyAddedMail = mail.MustContent("passkey-added",
-	`A passkey was added to your {{.Brand.Product}} account`,
-	`A passkey named "{{.Data.Passkey}}" was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.
+var passkeyAddedMail = mailText{
+	"en": mail.MustContent("passkey-added",
+		`A passkey was added to your {{.Brand.Product}} account`,
+		`A passkey named "{{.Data.Passkey}}" was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.
 
 If you did not add it, remove it now and change your password:
 {{.Data.Link}}`,
-	`<p>A passkey named <strong>{{.Data.Passkey}}</strong> was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.</p>
+		`<p>A passkey named <strong>{{.Data.Passkey}}</strong> was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.</p>
 <p>If you did not add it, remove it now and change your password.</p>
-{{.Button .Data.Link "Review your passkeys"}}`)
+{{.Button .Data.Link "Review your passkeys"}}`),
+	"de": mail.MustContent("passkey-added",
+		`Ihrem Konto bei {{.Brand.Product}} wurde ein Passkey hinzugefügt`,
+		`Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey mit dem Namen „{{.Data.Passkey}}" hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.
+
+Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort und ändern Sie Ihr Passwort:
+{{.Data.Link}}`,
+		`<p>Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey mit dem Namen <strong>{{.Data.Passkey}}</strong> hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.</p>
+<p>Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort und ändern Sie Ihr Passwort.</p>
+{{.Button .Data.Link "Ihre Passkeys ansehen"}}`),
+}
 
 type passkeyMailData struct {
 	Passkey, Email, When, Link string
@@ -445,9 +456,9 @@ type passkeyMailData struct {
 
 // mailPasskeyAdded tells the person a passkey was added. A mail that cannot be sent is logged; the
 // passkey stays (the person is looking at the page that lists it).
-func (s *Service) mailPasskeyAdded(ctx context.Context, rt *runtime, u *users.User, p *passkey.Passkey) {
-	m, err := passkeyAddedMail.Render("en", mailBrand(rt, rt.rp.Name), passkeyMailData{
-		Passkey: p.Name, Email: u.Email, When: p.Created.UTC().Format("2 January 2006 at 15:04 UTC"), Link: rt.issuer + "/account/passkeys"})
+func (s *Service) mailPasskeyAdded(ctx context.Context, rt *runtime, u *users.User, p *passkey.Passkey, lang string) {
+	m, err := passkeyAddedMail.render(lang, mailBrand(rt, rt.rp.Name), passkeyMailData{
+		Passkey: p.Name, Email: u.Email, When: whenIn(lang, p.Created), Link: rt.issuer + "/account/passkeys"})
 	if err == nil {
 		m.To, m.ID = []string{u.Email}, "passkey-added."+p.ID
 		err = s.sendMail(ctx, m)

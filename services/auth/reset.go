@@ -70,13 +70,13 @@ func (s *Service) forgot(w http.ResponseWriter, r *http.Request, clientKey strin
 		e.Reason, e.User = "disabled", u.ID
 	default:
 		e.Outcome, e.User = audit.Success, u.ID
-		valid := rt.cfg.Auth.ResetLinkLifetime.D()
+		valid, lang := rt.cfg.Auth.ResetLinkLifetime.D(), requestLang(r)
 		s.sendLater(ctx, "password reset", func(ctx context.Context) error {
 			tok, err := s.links.Issue(ctx, link.Link{Purpose: linkReset, User: u.ID, Client: e.Client, Bind: passwordTag(u)}, valid)
 			if err != nil {
 				return err
 			}
-			return s.sendLinkMail(ctx, rt, resetMail, u, appName(req.cl), linkURL(rt, "/account/reset", tok), valid)
+			return s.sendLinkMail(ctx, rt, resetMail, lang, u, appName(req.cl), linkURL(rt, "/account/reset", tok), valid)
 		})
 	}
 	s.audit.Record(ctx, e)
@@ -178,7 +178,7 @@ func (s *Service) reset(w http.ResponseWriter, r *http.Request, clientKey string
 	s.audit.Record(ctx, audit.Event{Kind: audit.PasswordReset, Outcome: audit.Success, User: u.ID, Client: l.Client,
 		Detail: map[string]string{"grants": count(grants), "sessions": count(sessions)}})
 	notice := "Your password was changed. Every browser and app signed in to your account was signed out, and we sent you a mail about it."
-	if err := s.sendPasswordChanged(ctx, rt, u, r.UserAgent()); err != nil {
+	if err := s.sendPasswordChanged(ctx, rt, u, r); err != nil {
 		s.log.Warn("password reset: the password-changed mail was not sent", "user", u.ID, "err", err)
 		notice = "Your password was changed. Every browser and app signed in to your account was signed out."
 	}

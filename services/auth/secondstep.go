@@ -248,7 +248,7 @@ func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 	setCookie(w, rt, mfaCookie, "", -1)
 	amr := acr.With(first, acr.OTP)
 	if left := s.codeAccepted(ctx, u, cl, recovery, amr); recovery {
-		s.mailSecondFactor(ctx, rt, u, factorCodeUsed, r.UserAgent(), left)
+		s.mailSecondFactor(ctx, rt, u, factorCodeUsed, r, left)
 	}
 	s.metrics.signins.WithLabelValues(signinMFA).Inc()
 	s.openSession(w, r, rt, cl, ar, u, amr)

@@ -80,7 +80,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.unavailablePage(w, r, rt, cl, "", err)
 		return
 	}
-	notice := SignupNotice{User: u, App: cl.name, Continue: originOf(r.URL.Query().Get("redirect_uri"))}
+	notice := SignupNotice{User: u, App: cl.name, Continue: originOf(r.URL.Query().Get("redirect_uri")), Lang: requestLang(r)}
 	if taken {
 		refused("taken")
 		err = s.signupMail.Taken(ctx, notice)
@@ -90,7 +90,7 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		if notice.Verify, err = s.verificationLink(ctx, rt, u, cl); err != nil {
 			s.log.Warn("sign-up: no verification link", "user", u.ID, "err", err)
 		} else {
-			notice.Valid = lifetime(rt.cfg.Auth.VerificationLinkLifetime.D())
+			notice.Valid = lifetimeIn(notice.Lang, rt.cfg.Auth.VerificationLinkLifetime.D())
 			s.audit.Record(ctx, audit.Event{Kind: audit.VerificationSent, Outcome: audit.Success, User: u.ID, Client: cl.GetID(),
 				Detail: map[string]string{"trigger": "signup"}})
 		}

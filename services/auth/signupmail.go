@@ -29,17 +29,20 @@ type SignupNotice struct {
 	Continue string
 	// Verify is the link that verifies the address (Created only; "" when it could not be issued).
 	Verify string
-	// Valid is how long Verify works, in words.
+	// Valid is how long Verify works, in words (in Lang).
 	Valid string
+	// Lang is the language of the sign-up page, and so of the mail ("en" when empty).
+	Lang string
 }
 
 // mailSignup sends the sign-up mails through the platform's mail component.
 type mailSignup struct{ sender mail.Sender }
 
 var (
-	signupCreatedMail = mail.MustContent("signup-created",
-		`Your {{.Data.App}} account`,
-		`Your account for {{.Data.App}} was created with this address.
+	signupCreatedMail = mailText{
+		"en": mail.MustContent("signup-created",
+			`Your {{.Data.App}} account`,
+			`Your account for {{.Data.App}} was created with this address.
 {{with .Data.Verify}}
 Confirm that the address is yours by opening this link (it works once, for {{$.Data.Valid}}):
 
@@ -48,21 +51,50 @@ Confirm that the address is yours by opening this link (it works once, for {{$.D
 Sign in with it at {{.Data.Continue}}
 
 If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.`,
-		`<p>Your account for <strong>{{.Data.App}}</strong> was created with this address.</p>
+			`<p>Your account for <strong>{{.Data.App}}</strong> was created with this address.</p>
 {{if .Data.Verify}}<p>Confirm that the address is yours (the link works once, for {{.Data.Valid}}):</p>
 {{.Button .Data.Verify "Confirm my address"}}
 <p>Then sign in at <a href="{{.Data.Continue}}">{{.Data.Continue}}</a>.</p>{{else}}{{.Button .Data.Continue "Go to the application"}}{{end}}
-<p>If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.</p>`)
-	signupTakenMail = mail.MustContent("signup-taken",
-		`Someone tried to create a {{.Data.App}} account with your address`,
-		`Someone, perhaps you, tried to create an account for {{.Data.App}} with this address. You already have one, so nothing was created.
+<p>If you did not create it, you can ignore this message: nobody can sign in without the password that was chosen.</p>`),
+		"de": mail.MustContent("signup-created",
+			`Ihr Konto bei {{.Data.App}}`,
+			`Ihr Konto für {{.Data.App}} wurde mit dieser Adresse erstellt.
+{{with .Data.Verify}}
+Bestätigen Sie mit diesem Link, dass die Adresse Ihnen gehört (er ist {{$.Data.Valid}} gültig und funktioniert nur einmal):
+
+{{.}}
+{{end}}
+Melden Sie sich damit hier an: {{.Data.Continue}}
+
+Wenn Sie es nicht erstellt haben, können Sie diese Nachricht ignorieren: Ohne das gewählte Passwort kann sich niemand anmelden.`,
+			`<p>Ihr Konto für <strong>{{.Data.App}}</strong> wurde mit dieser Adresse erstellt.</p>
+{{if .Data.Verify}}<p>Bestätigen Sie, dass die Adresse Ihnen gehört (der Link ist {{.Data.Valid}} gültig und funktioniert nur einmal):</p>
+{{.Button .Data.Verify "Adresse bestätigen"}}
+<p>Melden Sie sich dann hier an: <a href="{{.Data.Continue}}">{{.Data.Continue}}</a>.</p>{{else}}{{.Button .Data.Continue "Zur Anwendung"}}{{end}}
+<p>Wenn Sie es nicht erstellt haben, können Sie diese Nachricht ignorieren: Ohne das gewählte Passwort kann sich niemand anmelden.</p>`),
+	}
+	signupTakenMail = mailText{
+		"en": mail.MustContent("signup-taken",
+			`Someone tried to create a {{.Data.App}} account with your address`,
+			`Someone, perhaps you, tried to create an account for {{.Data.App}} with this address. You already have one, so nothing was created.
 
 Sign in with your existing account at {{.Data.Continue}}
 
 If it was not you, you can ignore this message: your account is unchanged.`,
-		`<p>Someone, perhaps you, tried to create an account for <strong>{{.Data.App}}</strong> with this address. You already have one, so nothing was created.</p>
+			`<p>Someone, perhaps you, tried to create an account for <strong>{{.Data.App}}</strong> with this address. You already have one, so nothing was created.</p>
 {{.Button .Data.Continue "Sign in with your account"}}
-<p>If it was not you, you can ignore this message: your account is unchanged.</p>`)
+<p>If it was not you, you can ignore this message: your account is unchanged.</p>`),
+		"de": mail.MustContent("signup-taken",
+			`Jemand wollte mit Ihrer Adresse ein Konto bei {{.Data.App}} erstellen`,
+			`Jemand, vielleicht Sie, wollte mit dieser Adresse ein Konto für {{.Data.App}} erstellen. Sie haben bereits eines, daher wurde nichts erstellt.
+
+Melden Sie sich mit Ihrem bestehenden Konto hier an: {{.Data.Continue}}
+
+Wenn Sie es nicht waren, können Sie diese Nachricht ignorieren: Ihr Konto ist unverändert.`,
+			`<p>Jemand, vielleicht Sie, wollte mit dieser Adresse ein Konto für <strong>{{.Data.App}}</strong> erstellen. Sie haben bereits eines, daher wurde nichts erstellt.</p>
+{{.Button .Data.Continue "Mit Ihrem Konto anmelden"}}
+<p>Wenn Sie es nicht waren, können Sie diese Nachricht ignorieren: Ihr Konto ist unverändert.</p>`),
+	}
 )
 
 func (m mailSignup) Created(ctx context.Context, n SignupNotice) error {
@@ -73,8 +105,8 @@ func (m mailSignup) Taken(ctx context.Context, n SignupNotice) error {
 	return m.send(ctx, signupTakenMail, n)
 }
 
-func (m mailSignup) send(ctx context.Context, c *mail.Content, n SignupNotice) error {
-	msg, err := c.Render("en", mail.Brand{Product: n.App}, n)
+func (m mailSignup) send(ctx context.Context, c mailText, n SignupNotice) error {
+	msg, err := c.render(n.Lang, mail.Brand{Product: n.App}, n)
 	if err != nil {
 		return err
 	}

@@ -94,12 +94,13 @@ func (s *Service) resendVerification(w http.ResponseWriter, r *http.Request, cli
 		e.Reason, e.User = "already_verified", u.ID
 	default:
 		e.Outcome, e.User, e.Detail = audit.Success, u.ID, map[string]string{"trigger": "resend"}
+		lang := requestLang(r)
 		s.sendLater(ctx, "verification", func(ctx context.Context) error {
 			href, err := s.verificationLink(ctx, rt, u, req.cl)
 			if err != nil {
 				return err
 			}
-			return s.sendLinkMail(ctx, rt, verifyMail, u, appName(req.cl), href, rt.cfg.Auth.VerificationLinkLifetime.D())
+			return s.sendLinkMail(ctx, rt, verifyMail, lang, u, appName(req.cl), href, rt.cfg.Auth.VerificationLinkLifetime.D())
 		})
 	}
 	s.audit.Record(ctx, e)
@@ -151,5 +152,5 @@ func (s *Service) SendVerification(ctx context.Context, email string) (*users.Us
 	if err != nil {
 		return u, err
 	}
-	return u, s.sendLinkMail(ctx, rt, verifyMail, u, "", href, rt.cfg.Auth.VerificationLinkLifetime.D())
+	return u, s.sendLinkMail(ctx, rt, verifyMail, "en", u, "", href, rt.cfg.Auth.VerificationLinkLifetime.D())
 }

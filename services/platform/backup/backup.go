@@ -29,6 +29,7 @@ import (
 	"hash"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -204,8 +205,13 @@ func forEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(conte
 	if !ok {
 		return fn(ctx, rdb)
 	}
+	// ForEachMaster calls its function on every master at once, from goroutines of its own: collect
+	// them under a lock, then back them up one after another (one stream, one order).
+	var mu sync.Mutex
 	var masters []*redis.Client
 	if err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
 		masters = append(masters, c)
 		return nil
 	}); err != nil {

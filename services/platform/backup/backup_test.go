@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,9 +70,16 @@ func snapshot(t *testing.T, rdb redis.UniversalClient) map[string]entry {
 	return out
 }
 
+// each runs fn on every master of a Cluster, one at a time (ForEachMaster calls its function from
+// goroutines of its own, all at once), or once on any other client.
 func each(ctx context.Context, rdb redis.UniversalClient, fn func(redis.UniversalClient) error) error {
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error { return fn(c) })
+		var mu sync.Mutex
+		return cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return fn(c)
+		})
 	}
 	return fn(rdb)
 }
