@@ -21,7 +21,7 @@ const (
 	// DefaultRedisImage is Valkey 8.1 (BSD 3-Clause; Redis 7.4 and later are under RSALv2/SSPLv1 or
 	// AGPLv3), pinned by digest so that what runs is what was tested and an admission policy that
 	// requires digests admits it (docs/architecture.md, D32). --redis-image replaces it operator-wide.
-	DefaultRedisImage       = "docker.io/valkey/valkey:8.1.10-alpine@sha256:d2e18f3410b6f616de1417f570fa55261af2898b9c5b2cfb6781ce2373ea43d1"
+	DefaultRedisImage = "docker.io/valkey/valkey:8.1.10-alpine@sha256:d2e18f3410b6f616de1417f570fa55261af2898b9c5b2cfb6781ce2373ea43d1"
 	// LegacyRedisImage is what the operator ran before DefaultRedisImage (D32). Redis 7.4 writes its
 	// files in RDB format 12, which Valkey 8 cannot read ("Can't handle RDB format version 12"), nor
 	// RESTORE its DUMPs: a managed store that runs it keeps it unless the spec or --redis-image names
