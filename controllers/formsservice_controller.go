@@ -241,12 +241,18 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 		apply(render.ServiceAccount(fs, c))
 	}
 	if render.ManagedRedis(fs) {
+		running, err := r.runningRedisImage(ctx, fs)
+		if err != nil {
+			run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", names.Redis, err))
+		}
+		in.RunningRedisImage = running
 		apply(render.ServiceAccount(fs, render.Redis))
 		apply(render.RedisConfigMap(fs))
 		apply(render.RedisService(fs))
 		apply(render.RedisNetworkPolicy(fs))
 		// Without the password's digest the pod template would change and roll Redis for nothing.
-		if redisPasswordKnown {
+		// Nor without the running image: a store on the legacy Redis must not be switched by mistake.
+		if redisPasswordKnown && err == nil {
 			apply(render.RedisStatefulSet(fs, in))
 		}
 	} else {
@@ -481,4 +487,23 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // serves them, and then the cache holds them with the operator's label only (CacheOptions).
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}, Unstructured: true}}
+}
+
+// runningRedisImage is the image of the managed Redis's StatefulSet as it is now ("" when there is
+// none), from the cache.
+func (r *FormsServiceReconciler) runningRedisImage(ctx context.Context, fs *v1alpha1.FormsService) (string, error) {
+	s := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, s)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, c := range s.Spec.Template.Spec.Containers {
+		if c.Name == "redis" {
+			return c.Image, nil
+		}
+	}
+	return "", nil
 }

@@ -257,3 +257,30 @@ func checkPrinterColumns(t *testing.T, ns string, wantColumns []string, wantCell
 		t.Errorf("kubectl get row %v, want %v", table.Rows, wantCells)
 	}
 }
+
+// An operator upgrade past D32 must not switch a managed store that Redis 7.4 wrote to Valkey, which
+// cannot read its files: a StatefulSet that runs the legacy image keeps it (here set as the operator
+// before D32 left it), while the rest of the StatefulSet is still the operator's.
+func TestReconcile_AStoreOnTheLegacyRedisKeepsItsImage(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createAndWait(t, sampleFS(ns))
+	s := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme-redis"}}
+	updateObject(t, &s, func(s *appsv1.StatefulSet) {
+		s.Spec.Template.Spec.Containers[0].Image = render.LegacyRedisImage
+		s.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
+	})
+	eventually(t, func() error {
+		if err := k8s.Get(ctx, key(ns, "acme-redis"), &s); err != nil {
+			return err
+		}
+		c := s.Spec.Template.Spec.Containers[0]
+		if !ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false) {
+			return fmt.Errorf("the edited security context was not restored yet")
+		}
+		if c.Image != render.LegacyRedisImage {
+			return fmt.Errorf("the legacy store was switched to %s", c.Image)
+		}
+		return nil
+	})
+}

@@ -46,6 +46,36 @@ func TestRedisImage_SpecThenOperatorThenDefault(t *testing.T) {
 	}
 }
 
+// A managed store that Redis 7.4 wrote (the default before Valkey) keeps Redis 7.4: Valkey 8 cannot read
+// its files (RDB format 12), so an operator upgrade must not switch it. A new store, or one that runs
+// another image, gets the default; the spec and --redis-image still choose.
+func TestRedisImage_AStoreOnTheLegacyRedisKeepsIt(t *testing.T) {
+	fs := base()
+	image := func(in Inputs) string {
+		return typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Spec.Containers[0].Image
+	}
+	for _, c := range []struct {
+		name string
+		in   Inputs
+		want string
+	}{
+		{"running the legacy Redis", Inputs{RunningRedisImage: LegacyRedisImage}, LegacyRedisImage},
+		{"running the legacy Redis, the flag at its default", Inputs{RunningRedisImage: LegacyRedisImage, RedisImage: DefaultRedisImage}, LegacyRedisImage},
+		{"running the legacy Redis, the flag names a mirror", Inputs{RunningRedisImage: LegacyRedisImage, RedisImage: "mirror.example/redis@sha256:bb"}, "mirror.example/redis@sha256:bb"},
+		{"running Valkey", Inputs{RunningRedisImage: DefaultRedisImage}, DefaultRedisImage},
+		{"running another Redis", Inputs{RunningRedisImage: "redis:7.2-alpine"}, DefaultRedisImage},
+		{"a new store", Inputs{}, DefaultRedisImage},
+	} {
+		if got := image(c.in); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Image: DefaultRedisImage}
+	if got := image(Inputs{RunningRedisImage: LegacyRedisImage}); got != DefaultRedisImage {
+		t.Errorf("the spec asks for Valkey: %q", got)
+	}
+}
+
 func TestPods_NameNoUserUnlessAsked(t *testing.T) {
 	fs := base()
 	for c, p := range podsOfFS(t, fs, Inputs{Image: "img:1"}) {

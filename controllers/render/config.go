@@ -23,6 +23,9 @@ type Inputs struct {
 	// RedisImage runs the managed Redis when spec.redis.managed.image is empty (the operator's
 	// --redis-image flag); "" means DefaultRedisImage.
 	RedisImage string
+	// RunningRedisImage is the image the managed Redis's StatefulSet runs now ("" when there is none):
+	// a store that Redis 7.4 (LegacyRedisImage) wrote stays on it (RedisImage).
+	RunningRedisImage string
 	// RedisRunAsUser is the managed Redis's user when spec.redis.managed.runAsUser is unset (the
 	// operator's --redis-run-as-user); nil or 0 sets none.
 	RedisRunAsUser *int64

@@ -21,7 +21,12 @@ const (
 	// DefaultRedisImage is Valkey 8.1 (BSD 3-Clause; Redis 7.4 and later are under RSALv2/SSPLv1 or
 	// AGPLv3), pinned by digest so that what runs is what was tested and an admission policy that
 	// requires digests admits it (docs/architecture.md, D32). --redis-image replaces it operator-wide.
-	DefaultRedisImage       = "docker.io/valkey/valkey:8.1.10-alpine@sha256:d2e18f3410b6f616de1417f570fa55261af2898b9c5b2cfb6781ce2373ea43d1"
+	DefaultRedisImage = "docker.io/valkey/valkey:8.1.10-alpine@sha256:d2e18f3410b6f616de1417f570fa55261af2898b9c5b2cfb6781ce2373ea43d1"
+	// LegacyRedisImage is what the operator ran before DefaultRedisImage (D32). Redis 7.4 writes its
+	// files in RDB format 12, which Valkey 8 cannot read ("Can't handle RDB format version 12"), nor
+	// RESTORE its DUMPs: a managed store that runs it keeps it unless the spec or --redis-image names
+	// another image (docs/operator.md, "The managed Redis image").
+	LegacyRedisImage        = "redis:7.4-alpine"
 	DefaultRedisStorageSize = "1Gi"
 	// DefaultRedisUID is the valkey user of DefaultRedisImage (and the redis user of the official Redis
 	// images). Those images start as root and drop to it in their entrypoint, which the operator does not
@@ -190,13 +195,17 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 const redisPing = `[ "$("$(command -v valkey-cli || command -v redis-cli)" ping)" = PONG ]`
 
 // RedisImage is the managed Redis's image: spec.redis.managed.image, else the operator's --redis-image,
-// else DefaultRedisImage.
+// else DefaultRedisImage — except that a store running LegacyRedisImage keeps it while neither names
+// another (switching it to Valkey would leave the data unreadable and the store down).
 func RedisImage(fs *v1alpha1.FormsService, in Inputs) string {
 	if m := fs.Spec.Redis.Managed; m != nil && m.Image != "" {
 		return m.Image
 	}
-	if in.RedisImage != "" {
+	if in.RedisImage != "" && in.RedisImage != DefaultRedisImage {
 		return in.RedisImage
+	}
+	if in.RunningRedisImage == LegacyRedisImage {
+		return LegacyRedisImage
 	}
 	return DefaultRedisImage
 }
