@@ -80,6 +80,12 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 	if objectstore.IsLocation(to) {
 		dir, final = "", ""
 	}
+	if dir != "" {
+		// A directory that does not exist yet is made, the owner's only, like the file.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return backup.Stats{}, err
+		}
+	}
 	tmp, err := os.CreateTemp(dir, ".formsservice-backup-*")
 	if err != nil {
 		return backup.Stats{}, err

@@ -32,7 +32,7 @@ func TestBackupRestore_FileRoundTrip(t *testing.T) {
 	for i, k := range []string{"fs:{waitlist}:entries", "auth:u:{a}", "auth:grant:{a}"} {
 		src.Client().Set(ctx, k, i, time.Hour)
 	}
-	dir := t.TempDir() + "/"
+	dir := t.TempDir() + "/backups/" // made by the command
 	out, err := runCmd(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", dir)
 	if err != nil || !strings.Contains(out, "wrote 3 keys (auth 2, fs 1) to "+dir+"formsservice-") {
 		t.Fatalf("backup: %v %s", err, out)
