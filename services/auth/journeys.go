@@ -38,7 +38,7 @@ func (s *Service) pageLook(r *http.Request, rt *runtime, cl *client) page.Look {
 	if cl != nil {
 		b = b.Over(cl.branding)
 	}
-	return page.Look{Lang: page.Match(r.URL.Query().Get("ui_locales"), r.Header.Get("Accept-Language")), Brand: page.Brand(b)}
+	return page.Look{Lang: requestLang(r), Brand: page.Brand(b)}
 }
 
 // journeyClient is the registered client id names, or nil (an unknown ID, or the account page's own).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/formsservice/formsservice/services/platform/wcag"
 )
 
 // The accent colour of a brand is never refused for its contrast: the pages derive from it, for each of
@@ -27,12 +29,12 @@ type accentColours struct{ Fill, Text, Link string }
 // deriveAccent derives the fill, its text and the link colour for the card of one scheme.
 func deriveAccent(accent, card string) accentColours {
 	towards := "#000000"
-	if luminance(card) < 0.18 {
+	if wcag.Luminance(card) < 0.18 {
 		towards = "#ffffff"
 	}
 	fill := reach(accent, card, towards, minUIContrast)
 	text := "#ffffff"
-	if contrast(fill, "#000000") > contrast(fill, "#ffffff") {
+	if wcag.Contrast(fill, "#000000") > wcag.Contrast(fill, "#ffffff") {
 		text = "#000000"
 	}
 	return accentColours{Fill: fill, Text: text, Link: reach(accent, card, towards, minTextContrast)}
@@ -44,7 +46,7 @@ func deriveAccent(accent, card string) accentColours {
 func reach(c, bg, target string, min float64) string {
 	for i := 0; i <= 50; i++ {
 		m := mix(c, target, float64(i)/50)
-		if contrast(m, bg) >= min {
+		if wcag.Contrast(m, bg) >= min {
 			return m
 		}
 	}
@@ -61,26 +63,4 @@ func mix(a, b string, t float64) string {
 func rgb(hex string) (r, g, b uint8) {
 	v, _ := strconv.ParseUint(hex[1:7], 16, 32)
 	return uint8(v >> 16), uint8(v >> 8), uint8(v)
-}
-
-// contrast is the WCAG contrast ratio of two #rrggbb colours.
-func contrast(a, b string) float64 {
-	la, lb := luminance(a), luminance(b)
-	if la < lb {
-		la, lb = lb, la
-	}
-	return (la + 0.05) / (lb + 0.05)
-}
-
-// luminance is WCAG's relative luminance of a #rrggbb colour.
-func luminance(hex string) float64 {
-	r, g, b := rgb(hex)
-	ch := func(v uint8) float64 {
-		c := float64(v) / 255
-		if c <= 0.04045 {
-			return c / 12.92
-		}
-		return math.Pow((c+0.055)/1.055, 2.4)
-	}
-	return 0.2126*ch(r) + 0.7152*ch(g) + 0.0722*ch(b)
 }

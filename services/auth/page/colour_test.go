@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/formsservice/formsservice/services/platform/wcag"
 )
 
 // Any accent, however light or dark, gives colours that meet WCAG 2.2 AA on both cards: the fill 3:1
@@ -18,13 +20,13 @@ func TestDeriveAccent_AnyColourMeetsAA(t *testing.T) {
 	for _, a := range accents {
 		for _, card := range []string{cardLight, cardDark} {
 			c := deriveAccent(a, card)
-			if r := contrast(c.Fill, card); r < 3 {
+			if r := wcag.Contrast(c.Fill, card); r < 3 {
 				t.Errorf("%s on %s: fill %s at %.2f:1", a, card, c.Fill, r)
 			}
-			if r := contrast(c.Text, c.Fill); r < 4.5 {
+			if r := wcag.Contrast(c.Text, c.Fill); r < 4.5 {
 				t.Errorf("%s on %s: button text %s on %s at %.2f:1", a, card, c.Text, c.Fill, r)
 			}
-			if r := contrast(c.Link, card); r < 4.5 {
+			if r := wcag.Contrast(c.Link, card); r < 4.5 {
 				t.Errorf("%s on %s: link %s at %.2f:1", a, card, c.Link, r)
 			}
 		}
@@ -63,7 +65,7 @@ func TestPageColours_MeetAA(t *testing.T) {
 				t.Errorf("%s: page.css has no --%s or --%s", scheme, c.fg, c.bg)
 				continue
 			}
-			if r := contrast(v[c.fg], v[c.bg]); r < c.min {
+			if r := wcag.Contrast(v[c.fg], v[c.bg]); r < c.min {
 				t.Errorf("%s: %s --%s %s on --%s %s at %.2f:1, want %.1f:1", scheme, c.what, c.fg, v[c.fg], c.bg, v[c.bg], r, c.min)
 			}
 		}

@@ -5,12 +5,12 @@ import (
 	_ "embed"
 	"fmt"
 	htmltemplate "html/template"
-	"math"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	texttemplate "text/template"
+
+	"github.com/formsservice/formsservice/services/platform/wcag"
 )
 
 // The one layout every transactional mail shares: the HTML part (lang and dir set, light and dark
@@ -187,7 +187,7 @@ func colorsFor(accent string) colors {
 	c := colors{Accent: htmltemplate.CSS(accent)}
 	// The button's text: white or black, whichever contrasts more with the accent; for any accent one
 	// of them reaches 4.58:1.
-	if contrast(accent, "#ffffff") >= contrast(accent, "#000000") {
+	if wcag.Contrast(accent, "#ffffff") >= wcag.Contrast(accent, "#000000") {
 		c.AccentFG = "#ffffff"
 	} else {
 		c.AccentFG = "#000000"
@@ -195,33 +195,11 @@ func colorsFor(accent string) colors {
 	// Links in the text: the accent where it is readable on the card, else the text colour (links are
 	// underlined, so they stay recognisable).
 	c.LinkLight, c.LinkDark = textLight, textDark
-	if contrast(accent, cardLight) >= 4.5 {
+	if wcag.Contrast(accent, cardLight) >= 4.5 {
 		c.LinkLight = htmltemplate.CSS(accent)
 	}
-	if contrast(accent, cardDark) >= 4.5 {
+	if wcag.Contrast(accent, cardDark) >= 4.5 {
 		c.LinkDark = htmltemplate.CSS(accent)
 	}
 	return c
-}
-
-// contrast is the WCAG contrast ratio of two #rrggbb colours.
-func contrast(a, b string) float64 {
-	la, lb := luminance(a), luminance(b)
-	if la < lb {
-		la, lb = lb, la
-	}
-	return (la + 0.05) / (lb + 0.05)
-}
-
-// luminance is WCAG's relative luminance of a #rrggbb colour.
-func luminance(hex string) float64 {
-	ch := func(i int) float64 {
-		v, _ := strconv.ParseUint(hex[i:i+2], 16, 8)
-		c := float64(v) / 255
-		if c <= 0.04045 {
-			return c / 12.92
-		}
-		return math.Pow((c+0.055)/1.055, 2.4)
-	}
-	return 0.2126*ch(1) + 0.7152*ch(3) + 0.0722*ch(5)
 }

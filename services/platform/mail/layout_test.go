@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/formsservice/formsservice/services/platform/wcag"
 )
 
 var verify = MustContent("verify",
@@ -91,20 +93,20 @@ func TestRender_Errors(t *testing.T) {
 func TestColors_MeetWCAGContrastForEveryAccent(t *testing.T) {
 	for _, accent := range []string{"#1f5fd6", "#ffb000", "#777777", "#000000", "#ffffff", "#0b7a3e", "#e11d48", "#7f7f7f", "#808080"} {
 		c := colorsFor(accent)
-		if r := contrast(string(c.Accent), string(c.AccentFG)); r < 4.5 {
+		if r := wcag.Contrast(string(c.Accent), string(c.AccentFG)); r < 4.5 {
 			t.Errorf("%s: button text %s at %.2f:1", accent, c.AccentFG, r)
 		}
-		if r := contrast(string(c.LinkLight), cardLight); r < 4.5 {
+		if r := wcag.Contrast(string(c.LinkLight), cardLight); r < 4.5 {
 			t.Errorf("%s: light link %s at %.2f:1", accent, c.LinkLight, r)
 		}
-		if r := contrast(string(c.LinkDark), cardDark); r < 4.5 {
+		if r := wcag.Contrast(string(c.LinkDark), cardDark); r < 4.5 {
 			t.Errorf("%s: dark link %s at %.2f:1", accent, c.LinkDark, r)
 		}
 	}
-	if r := contrast(textLight, cardLight); r < 7 {
+	if r := wcag.Contrast(textLight, cardLight); r < 7 {
 		t.Errorf("light text %.2f:1", r)
 	}
-	if r := contrast(textDark, cardDark); r < 7 {
+	if r := wcag.Contrast(textDark, cardDark); r < 7 {
 		t.Errorf("dark text %.2f:1", r)
 	}
 	if dir("ar-EG") != "rtl" || dir("en") != "ltr" {
