@@ -28,13 +28,10 @@ import (
 	"net/http"
 	"net/mail"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,43 +145,12 @@ func Start(t testing.TB, o Options) *Server {
 	return s
 }
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
-
 // Binary returns the Mailpit executable: $MAILPIT, or bin/mailpit-<Version>, built by
 // hack/install-mailpit.sh when missing (once per test binary).
 func Binary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("MAILPIT"); p != "" {
-		return p
-	}
-	binaryOnce.Do(func() {
-		root := moduleRoot()
-		binaryPath = filepath.Join(root, "bin", "mailpit-"+Version)
-		if _, err := os.Stat(binaryPath); err == nil {
-			return
-		}
-		cmd := exec.Command(filepath.Join(root, "hack", "install-mailpit.sh"))
-		cmd.Env = append(os.Environ(), "MAILPIT_VERSION="+Version)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			binaryErr = fmt.Errorf("hack/install-mailpit.sh: %v\n%s", err, out)
-			return
-		}
-		binaryPath = strings.TrimSpace(string(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:]))
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
-}
-
-func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return testproc.Tool{Env: "MAILPIT", Cached: "mailpit-" + Version, Script: "hack/install-mailpit.sh",
+		ScriptEnv: []string{"MAILPIT_VERSION=" + Version}}.Path(t)
 }
 
 // Summary is one stored message as Mailpit lists it.

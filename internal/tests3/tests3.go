@@ -8,14 +8,8 @@
 package tests3
 
 import (
-	"bytes"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,41 +66,10 @@ func bucketDirs(data string, buckets []string) []string {
 	return out
 }
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
-
 // Binary returns the versitygw executable: $VERSITYGW, or bin/versitygw-<Version>, built by
 // hack/install-versitygw.sh when missing (once per test binary).
 func Binary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("VERSITYGW"); p != "" {
-		return p
-	}
-	binaryOnce.Do(func() {
-		root := moduleRoot()
-		binaryPath = filepath.Join(root, "bin", "versitygw-"+Version)
-		if _, err := os.Stat(binaryPath); err == nil {
-			return
-		}
-		cmd := exec.Command(filepath.Join(root, "hack", "install-versitygw.sh"))
-		cmd.Env = append(os.Environ(), "VERSITYGW_VERSION="+Version)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			binaryErr = fmt.Errorf("hack/install-versitygw.sh: %v\n%s", err, out)
-			return
-		}
-		binaryPath = strings.TrimSpace(string(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:]))
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
-}
-
-func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return testproc.Tool{Env: "VERSITYGW", Cached: "versitygw-" + Version, Script: "hack/install-versitygw.sh",
+		ScriptEnv: []string{"VERSITYGW_VERSION=" + Version}}.Path(t)
 }
