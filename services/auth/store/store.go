@@ -296,19 +296,24 @@ func (s *Store) runGet(ctx context.Context, script *redis.Script, keys []string,
 	return v, revoked == 1, nil
 }
 
-// currentScript reads a family's current record of a kind if it is the one named by ARGV[1], with the
-// family's revocation flag. KEYS: the record, the revocation marker, and for refresh tokens the rotated
-// list, where a match reads as the used marker 'U'. With ARGV[3] = '1', finding 'U' on a family not yet
-// revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token. With
-// ARGV[4] = '1', a record found active on a family not revoked is marked used in the same step (a PKCE
-// challenge, checked once: read and marked in one call).
-var currentScript = redis.NewScript(`
+// readStateLua is the start of the scripts that read a family's current record of a kind: state is
+// what follows the signature line when KEYS[1] holds the one named by ARGV[1], else false.
+const readStateLua = `
 local v = redis.call('GET', KEYS[1])
 local state = false
 if v then
   local nl = string.find(v, '\n', 1, true)
   if nl and string.sub(v, 1, nl - 1) == ARGV[1] then state = string.sub(v, nl + 1) end
 end
+`
+
+// currentScript reads a family's current record of a kind if it is the one named by ARGV[1], with the
+// family's revocation flag. KEYS: the record, the revocation marker, and for refresh tokens the rotated
+// list, where a match reads as the used marker 'U'. With ARGV[3] = '1', finding 'U' on a family not yet
+// revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token. With
+// ARGV[4] = '1', a record found active on a family not revoked is marked used in the same step (a PKCE
+// challenge, checked once: read and marked in one call).
+var currentScript = redis.NewScript(readStateLua + `
 if not state and KEYS[3] and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
 if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
@@ -318,14 +323,8 @@ return {state, revoked}
 `)
 
 // codeScript is currentScript for a code (KEYS: the code, the revocation marker; ARGV as there) that
-// also answers the family's OpenID Connect record as it is (KEYS[3]; ” when there is none).
-var codeScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-local state = false
-if v then
-  local nl = string.find(v, '\n', 1, true)
-  if nl and string.sub(v, 1, nl - 1) == ARGV[1] then state = string.sub(v, nl + 1) end
-end
+// also answers the family's OpenID Connect record as it is (KEYS[3]; '' when there is none).
+var codeScript = redis.NewScript(readStateLua + `
 if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
 if state == 'U' and revoked == 0 and ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
