@@ -323,7 +323,7 @@ return {state, revoked}
 `)
 
 // codeScript is currentScript for a code (KEYS: the code, the revocation marker; ARGV as there) that
-// also answers the family's OpenID Connect record as it is (KEYS[3]; '' when there is none).
+// also answers the family's OpenID Connect record as it is (KEYS[3]; ” when there is none).
 var codeScript = redis.NewScript(readStateLua + `
 if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
