@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,4 +270,31 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("accepted without a header: %+v", st)
 		}
 	})
+}
+
+// A key written into the target by someone else after the emptiness check stops the restore with its
+// name (BUSYKEY), rather than being overwritten. The second opening of the file, which the restore does
+// after its checks, is where the test writes it.
+func TestRestore_AKeyWrittenMeanwhileStopsIt(t *testing.T) {
+	ctx := context.Background()
+	src, dst := testredis.Start(t).Client(), testredis.Start(t).Client()
+	src.Set(ctx, "fs:{waitlist}:entries", "from the backup", 0)
+	var buf bytes.Buffer
+	if _, err := backup.Write(ctx, src, &buf, backup.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	open := func() (io.ReadCloser, error) {
+		if opened++; opened == 2 {
+			dst.Set(ctx, "fs:{waitlist}:entries", "written meanwhile", 0)
+		}
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	}
+	_, err := backup.Restore(ctx, dst, open, backup.RestoreOptions{})
+	if !errors.Is(err, backup.ErrNotEmpty) || !strings.Contains(err.Error(), `"fs:{waitlist}:entries" was written during the restore`) {
+		t.Fatalf("restore: %v", err)
+	}
+	if v := dst.Get(ctx, "fs:{waitlist}:entries").Val(); v != "written meanwhile" {
+		t.Fatalf("the newer value was overwritten: %q", v)
+	}
 }
