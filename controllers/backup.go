@@ -136,24 +136,23 @@ func backupStatus(fs *v1alpha1.FormsService, jobs map[string]*batchv1.Job, lastR
 			backups = append(backups, j)
 		}
 	}
+	// Oldest first, by when they started (creation times have whole seconds: a requested and a
+	// scheduled backup may share one).
 	sort.Slice(backups, func(a, b int) bool {
-		ta, tb := backups[a].CreationTimestamp, backups[b].CreationTimestamp
-		if ta.Equal(&tb) {
+		ta, tb := jobStart(backups[a]), jobStart(backups[b])
+		if ta.Equal(tb) {
 			return backups[a].Name < backups[b].Name
 		}
-		return ta.Before(&tb)
+		return ta.Before(tb)
 	})
 	newer := func(old *v1alpha1.BackupRun, j *batchv1.Job) bool {
-		return old == nil || old.Job == j.Name || old.StartTime == nil || !j.CreationTimestamp.Before(old.StartTime)
+		return old == nil || old.Job == j.Name || old.StartTime == nil || !jobStart(j).Before(old.StartTime)
 	}
 	for _, j := range backups {
 		outcome, msg := jobOutcome(j)
 		run := &v1alpha1.BackupRun{
 			Job: j.Name, Object: render.BackupObject(fs, j.Name), Outcome: outcome, Message: msg,
-			Request: render.BackupJobRequest(j), StartTime: j.Status.StartTime, CompletionTime: j.Status.CompletionTime,
-		}
-		if run.StartTime == nil {
-			run.StartTime = &j.CreationTimestamp
+			Request: render.BackupJobRequest(j), StartTime: jobStart(j), CompletionTime: j.Status.CompletionTime,
 		}
 		if newer(st.Last, j) {
 			st.Last = run
@@ -193,6 +192,14 @@ func backupStatus(fs *v1alpha1.FormsService, jobs map[string]*batchv1.Job, lastR
 		cond.Message = fmt.Sprintf("Job %s wrote %s.", st.LastSuccessful.Job, st.LastSuccessful.Object)
 	}
 	return st, cond
+}
+
+// jobStart is when a Job started, or was created while it has not.
+func jobStart(j *batchv1.Job) *metav1.Time {
+	if j.Status.StartTime != nil {
+		return j.Status.StartTime
+	}
+	return &j.CreationTimestamp
 }
 
 // restore runs a new FormsService's restore Job once the store is ready, and says whether the services
