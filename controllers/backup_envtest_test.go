@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,13 +28,19 @@ func s3Location() *v1alpha1.S3Location {
 	return &v1alpha1.S3Location{Endpoint: "http://s3.storage:7070", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-keys"}}
 }
 
-// finishJob plays the Job controller, which envtest does not run: the Job succeeded or failed.
+// finishJob plays the Job controller, which envtest does not run: the Job, started ago, succeeded or
+// failed. (Times have whole seconds: tests that order Jobs give them starts apart.)
 func finishJob(t *testing.T, ns, name string, succeeded bool) {
+	t.Helper()
+	finishJobStarted(t, ns, name, succeeded, time.Minute)
+}
+
+func finishJobStarted(t *testing.T, ns, name string, succeeded bool, ago time.Duration) {
 	t.Helper()
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	updateStatusOf(t, j, func(j *batchv1.Job) {
 		now := metav1.Now()
-		start := metav1.NewTime(now.Add(-time.Minute))
+		start := metav1.NewTime(now.Add(-ago))
 		j.Status.StartTime = &start
 		if succeeded {
 			j.Status.Succeeded = 1
@@ -78,8 +85,15 @@ func TestBackup_ScheduledAndRequestedJobsReportTheirOutcome(t *testing.T) {
 	ns := newNamespace(t)
 	fs := sampleFS(ns)
 	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", S3: s3Location()}
+	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}}
 	if err := k8s.Create(ctx, fs); err != nil {
 		t.Fatal(err)
+	}
+	// The Jobs' NetworkPolicy, as the API server accepts it.
+	np := &networkingv1.NetworkPolicy{}
+	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-data-jobs"), np) })
+	if len(np.Spec.Egress) < 3 || len(np.Spec.Ingress) != 0 {
+		t.Errorf("the Jobs' NetworkPolicy: %+v", np.Spec)
 	}
 
 	// The CronJob and the Jobs' ServiceAccount, without a token.
@@ -112,7 +126,7 @@ func TestBackup_ScheduledAndRequestedJobsReportTheirOutcome(t *testing.T) {
 		return nil
 	})
 
-	finishJob(t, ns, reqJob, true)
+	finishJobStarted(t, ns, reqJob, true, 10*time.Minute)
 	wantObject := ns + "/acme/" + reqJob + ".backup.gz"
 	waitCondition(t, fs, v1alpha1.ConditionBackedUp, metav1.ConditionTrue, "BackupSucceeded", wantObject)
 	waitBackupStatus(t, fs, "the requested backup done", func(st *v1alpha1.BackupStatus) error {
