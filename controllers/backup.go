@@ -74,9 +74,11 @@ func (r *FormsServiceReconciler) reconcileData(ctx context.Context, fs *v1alpha1
 		name := render.BackupRequestJobName(fs, req)
 		if _, made := jobs[name]; made || req == lastRequest {
 			lastRequest = req
-		} else if _, ok := apply(render.BackupRequestJob(fs, in, req)); ok {
+		} else if a, ok := apply(render.BackupRequestJob(fs, in, req)); ok {
 			lastRequest = req
-			r.event(fs, corev1.EventTypeNormal, "BackupRequested", "Started backup Job %s for request %q", name, req)
+			if a.Result == created { // not again when the cache had not seen the Job yet
+				r.event(fs, corev1.EventTypeNormal, "BackupRequested", "Started backup Job %s for request %q", name, req)
+			}
 		}
 	}
 	res.Backup, res.BackedUp = backupStatus(fs, jobs, lastRequest)
@@ -236,7 +238,7 @@ func (r *FormsServiceReconciler) restore(ctx context.Context, fs *v1alpha1.Forms
 	if !ready || !configApplied {
 		return cond(metav1.ConditionFalse, "WaitingForStore", "The restore starts once the store is ready and the configuration applied."), false
 	}
-	if _, ok := apply(render.RestoreJob(fs, in)); ok {
+	if a, ok := apply(render.RestoreJob(fs, in)); ok && a.Result == created {
 		r.event(fs, corev1.EventTypeNormal, "RestoreStarted", "Started restore Job %s from %s", name, fs.Spec.RestoreFrom.Object)
 	}
 	return cond(metav1.ConditionFalse, "Restoring", fmt.Sprintf("Job %s restores %s; the services start when it has succeeded.", name, fs.Spec.RestoreFrom.Object)), false
