@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-jose/go-jose/v3"
@@ -163,5 +164,40 @@ func BenchmarkSigner_Generate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSigner_ConcurrentTokensVerify: the kept signers are shared by every request (D42); tokens signed at
+// once from many goroutines, with two headers being kept for the first time, all verify (run with -race).
+func TestSigner_ConcurrentTokensVerify(t *testing.T) {
+	set, _ := keys.Generate()
+	signer := set.Signer()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := &jwt.Headers{}
+			if g%2 == 1 {
+				h.Extra = map[string]interface{}{"typ": "at+jwt"}
+			}
+			for range 20 {
+				tok, _, err := signer.Generate(ctx, idClaims(), h)
+				if err == nil {
+					_, err = signer.Decode(ctx, tok)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
