@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (once, cached under bin/node-cluster/) everything the one-node cluster of hack/node-cluster
 # runs: the Kubernetes binaries (build-kube.sh), CoreDNS with only the plugins cluster DNS needs, the
-# Traefik ingress controller of the end-to-end run (traefik.yaml), the pause image, a Redis image made of Debian's redis-server, the sandbox cleaner (crisandboxes/), and the
+# Traefik ingress controller of the end-to-end run (traefik.yaml), the pause image, a Redis image made of Debian's redis-server, the S3 server versitygw, the sandbox cleaner (crisandboxes/), and the
 # Debian packages containerd, runc, containernetworking-plugins and iptables. A second run rebuilds nothing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -104,6 +104,18 @@ if [[ ! -f "$redis_tar" ]]; then
   rm -rf "$tmp"
 fi
 ln -sf "$(basename "$redis_tar")" "$IMAGES/redis.tar"
+
+# The S3 server of the e2e's backup phase (test/e2e/backup_test.go): versitygw, the static binary
+# hack/install-versitygw.sh builds from the module proxy for internal/tests3, as the image's only file.
+if [[ ! -f "$IMAGES/versitygw.tar" ]]; then
+  log "building the versitygw image $VERSITYGW_IMAGE"
+  exe="$(VERSITYGW_VERSION="$VERSITYGW_VERSION" hack/install-versitygw.sh)"
+  tmp="$(mktemp -d)"
+  mkdir -p "$tmp/tmp" && chmod 1777 "$tmp/tmp"
+  cp "$exe" "$tmp/versitygw"
+  pack "$tmp" "$IMAGES/versitygw.tar" "$VERSITYGW_IMAGE" /versitygw 65532:65532
+  rm -rf "$tmp"
+fi
 
 if [[ ! -x "$NC/crisandboxes" ]]; then
   log "building crisandboxes (stops and removes pod sandboxes at teardown)"

@@ -86,10 +86,13 @@ prometheus="$(hack/node-cluster/prometheus.sh install)"
 export FORMSSERVICE_E2E_PROMETHEUS="$prometheus"
 mark "Prometheus Operator running, Prometheus $prometheus created"
 
+# The S3 server of the backup phase (backup_test.go runs it as a Deployment).
+ctr_ images import "$IMAGES/versitygw.tar" >/dev/null
+
 echo ">> e2e: running test/e2e" >&2
 set +e
 FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" FORMSSERVICE_E2E_NEXT_IMAGE="$IMG-next" CHROME_BIN="$chrome" \
-  FORMSSERVICE_E2E_REDIS_IMAGE="$REDIS_IMAGE" FORMSSERVICE_E2E_INGRESS="$INGRESS_HTTPS_ADDR" FORMSSERVICE_E2E_INGRESS_CLASS=traefik \
+  FORMSSERVICE_E2E_REDIS_IMAGE="$REDIS_IMAGE" FORMSSERVICE_E2E_S3_IMAGE="$VERSITYGW_IMAGE" FORMSSERVICE_E2E_INGRESS="$INGRESS_HTTPS_ADDR" FORMSSERVICE_E2E_INGRESS_CLASS=traefik \
   FORMSSERVICE_E2E_INGRESS_PROXIES="$CLUSTER_CIDR" go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
 rc=${PIPESTATUS[0]}
 set -e

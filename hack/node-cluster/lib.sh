@@ -29,6 +29,9 @@ TRAEFIK_IMAGE=registry.local/formsservice/traefik:$TRAEFIK_VERSION
 # the operator's digest-pinned default (a digest names the registry's bytes, which a local build cannot
 # reproduce); the e2e installs the chart with operands.redis.image set to it.
 REDIS_IMAGE=registry.local/formsservice/redis:debian
+# The S3 server of the e2e's backup phase (internal/tests3 runs the same version as a process).
+VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+VERSITYGW_IMAGE=registry.local/formsservice/versitygw:$VERSITYGW_VERSION
 # The ingress controller of the end-to-end run (traefik.yaml): on the node's network, loopback only.
 INGRESS_HTTPS_ADDR=127.0.0.1:30443
 INGRESS_PING_PORT=30480

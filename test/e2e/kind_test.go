@@ -248,6 +248,8 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	phase("day two: signing key rotated")
 	t.Run("day two: operator upgraded, services rolled under traffic, nothing failed or lost", d.upgradeUnderTraffic)
 	phase("day two: upgrade under traffic")
+	t.Run("day two: backup under forms traffic, FormsService and volume deleted, restored into a new one", d.backupRestore)
+	phase("day two: backup, delete, restore")
 	t.Run("day two: deleting the FormsService collects everything it owned", d.deleteAndCollect)
 	phase("day two: FormsService deleted, its objects collected")
 }
