@@ -285,6 +285,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.addresses) && size(self.addresses) > 0) || (!has(self.passwordSecretRef) && !has(self.username) && !has(self.tls) && !has(self.caSecretRef))",message="passwordSecretRef, username and tls apply to an external Redis (addresses), and so does caSecretRef; the managed Redis gets a generated password"
 // +kubebuilder:validation:XValidation:rule="!has(self.managed) || !has(self.addresses) || size(self.addresses) == 0",message="managed applies only when addresses is empty"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Cluster' || !has(self.db) || self.db == 0",message="a Redis Cluster has only db 0"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.managed) || !has(oldSelf.managed.highAvailability) || !oldSelf.managed.highAvailability || (has(self.addresses) && size(self.addresses) > 0) || (has(self.managed) && has(self.managed.highAvailability) && self.managed.highAvailability)",message="managed.highAvailability cannot be turned off: pod 0 may be a replica by then; move to your own Redis (addresses) instead"
 type RedisSpec struct {
 	// Addresses of an external Redis as host:port: one server (Standalone), the sentinels (Sentinel) or
 	// seed nodes (Cluster). Empty: the operator runs a single Redis StatefulSet with a volume and
@@ -352,6 +353,13 @@ type ManagedRedisSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// HighAvailability runs three Redis pods instead of one: a primary and two replicas, each beside a
+	// Sentinel (quorum 2 of 3) that promotes a replica when the primary is lost. The services connect
+	// through the sentinels, and the forms default to durability primary (a 201 is on a replica too).
+	// Turning it on keeps the data (pod 0 starts as the primary); it cannot be turned off
+	// (docs/operator.md, "High availability").
+	// +optional
+	HighAvailability bool `json:"highAvailability,omitempty"`
 }
 
 // Workload is what every service Deployment shares.

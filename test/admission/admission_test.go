@@ -125,6 +125,9 @@ func TestOperands_PassThePodSecurityBestPracticeAndOperandPolicies(t *testing.T)
 			fs.Spec.Forms.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 			fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{RunAsUser: ptr.To[int64](0)}
 		}},
+		{"highly available Redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := sample(t)
@@ -206,6 +209,12 @@ func writeOperands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) st
 		add(render.RedisService(fs))
 		add(render.RedisNetworkPolicy(fs))
 		add(render.RedisStatefulSet(fs, in))
+		if render.RedisHA(fs) {
+			for _, s := range render.RedisHANodeServices(fs) {
+				add(s)
+			}
+			add(render.RedisHAPodDisruptionBudget(fs))
+		}
 	}
 	cm, err := render.ConfigMap(fs, in)
 	if err != nil {
