@@ -229,6 +229,11 @@ func Write(ctx context.Context, n Node, dir string) (Primary, error) {
 	if err != nil {
 		return Primary{}, err
 	}
+	// Sentinel refuses to start when the name it is to monitor does not resolve, and a pod's name (its
+	// headless Service's) resolves only once the pod has an address in the Service's endpoints.
+	if err := waitResolvable(ctx, p.Addr); err != nil {
+		return Primary{}, err
+	}
 	for name, content := range map[string]string{"redis.conf": RedisConf(n, p.Addr), "sentinel.conf": SentinelConf(n, p.Addr)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			return Primary{}, err
@@ -242,4 +247,20 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// waitResolvable waits until the host of addr resolves, or ctx ends.
+func waitResolvable(ctx context.Context, addr string) error {
+	host, _, _ := splitHostPort(addr)
+	for {
+		_, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not resolve: %w", host, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
