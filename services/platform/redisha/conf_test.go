@@ -1,8 +1,10 @@
 package redisha
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func testNode(self int) Node {
@@ -73,5 +75,16 @@ func TestValidate_RefusesWhatAConfigurationLineCannotHold(t *testing.T) {
 	}
 	if err := testNode(0).Validate(); err != nil {
 		t.Errorf("a valid node: %v", err)
+	}
+}
+
+func TestWaitResolvable_AnIPAtOnce_ANameThatNeverResolvesUntilTheDeadline(t *testing.T) {
+	if err := waitResolvable(t.Context(), "127.0.0.1:6379"); err != nil {
+		t.Errorf("an address: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if err := waitResolvable(ctx, "no-such-pod.invalid:6379"); err == nil || !strings.Contains(err.Error(), "does not resolve") {
+		t.Errorf("a name in .invalid (RFC 6761): %v", err)
 	}
 }
