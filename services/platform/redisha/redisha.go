@@ -93,28 +93,31 @@ type Primary struct {
 
 // FindPrimary asks the other nodes' sentinels which node is the primary now. Of the sentinels that
 // answer it takes the answer of the highest configuration epoch (a sentinel cut off from the others
-// during a failover still names the old primary, under the older epoch). When a sentinel names this
-// node itself while taking it for down, a failover away from it is under way: it waits (up to the
-// failover timeout, or ctx) for the sentinels to name another. When no sentinel answers, a node that
-// says it is a primary is followed; when none does either, the set is new and Nodes[0] is the primary.
+// during a failover still names the old primary, under the older epoch). When they name this node
+// itself, the primary is down — this runs before its Redis starts — and a pod restarted faster than
+// the sentinels' down-after period would otherwise come back as the primary with no failover at all,
+// so it waits for the failover (up to the failover timeout, then it starts as the primary after all:
+// no replica could take over). When no sentinel answers, a node that says it is a primary is followed;
+// when none does either, the set is new and Nodes[0] is the primary.
 func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 	if err := n.Validate(); err != nil {
 		return Primary{}, err
 	}
 	deadline := time.Now().Add(orDefault(n.FailoverTimeout, FailoverTimeout))
 	for {
-		p, selfDown, ok := askSentinels(ctx, n)
-		if ok && !(selfDown && p.Addr == n.Nodes[n.Self]) {
-			return p, nil
-		}
-		if ok && time.Now().After(deadline) {
-			return p, nil // the sentinels still name this node: it restarted before they could fail over
-		}
+		p, ok := askSentinels(ctx, n)
 		if !ok {
 			if p, ok := askNodes(ctx, n); ok {
 				return p, nil
 			}
 			return Primary{Addr: n.Nodes[0], From: "default"}, nil
+		}
+		if p.Addr != n.Nodes[n.Self] {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.From += ", no failover within the failover timeout"
+			return p, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -125,8 +128,8 @@ func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 }
 
 // askSentinels is one round of SENTINEL MASTER to every sentinel but this node's own (which is not
-// running yet). selfDown says the chosen answer flags the primary down.
-func askSentinels(ctx context.Context, n Node) (p Primary, selfDown, ok bool) {
+// running yet), and the answer of the highest configuration epoch.
+func askSentinels(ctx context.Context, n Node) (p Primary, ok bool) {
 	best := int64(-1)
 	for i, s := range n.Sentinels {
 		if i == n.Self {
@@ -147,10 +150,8 @@ func askSentinels(ctx context.Context, n Node) (p Primary, selfDown, ok bool) {
 		}
 		best, ok = epoch, true
 		p = Primary{Addr: net.JoinHostPort(m["ip"], m["port"]), From: fmt.Sprintf("sentinel %s (epoch %d)", s, epoch)}
-		flags := "," + m["flags"] + ","
-		selfDown = strings.Contains(flags, ",s_down,") || strings.Contains(flags, ",o_down,")
 	}
-	return p, selfDown, ok
+	return p, ok
 }
 
 // askNodes asks the other data nodes for their ROLE and returns the first primary.
