@@ -419,8 +419,8 @@ type FormsSpec struct {
 type FormsDataPolicy struct {
 	// Durability is what a 201 survives: process (the Redis process: memory and append-only file),
 	// machine (a crash of the Redis machine: fsync before the answer) or primary (the loss of the
-	// primary: a replica acknowledged the write). Default machine with the managed Redis, process
-	// otherwise.
+	// primary: a replica acknowledged the write). Default machine with the managed Redis, primary with
+	// its highAvailability, process otherwise.
 	// +optional
 	// +kubebuilder:validation:Enum=process;machine;primary
 	Durability string `json:"durability,omitempty"`
