@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -129,16 +131,22 @@ func groupList(gs []string) string {
 // service's key (auth.signingKeyFile) and sends it through the configured relay, so it needs both.
 func newUsersSendVerificationCmd(env *environment) *cobra.Command {
 	var u usersTool
+	var lang string
 	cmd := &cobra.Command{
-		Use:   "send-verification --email ADDRESS",
+		Use:   "send-verification --email ADDRESS [--lang de]",
 		Short: "mail an unverified account the link that verifies its address (as at sign-up)",
 		Long: `Mails the account the link that verifies its e-mail address, the same as the sign-up's: it works once,
 for auth.verificationLinkLifetime. Refused for an unknown, disabled or already verified account. The
 link is signed with auth.signingKeyFile and the mail goes through the configured relay (mail.smtp, or
-forms.delivery.smtp with STARTTLS), so the command reads the same configuration file as the service.`,
-		Example: "  formsservice users send-verification --email ada@example.com --config /etc/formsservice/config.yaml",
-		Args:    usageArgs(cobra.NoArgs),
+forms.delivery.smtp with STARTTLS), so the command reads the same configuration file as the service.
+--lang writes the mail in one of the languages of the hosted pages (` + strings.Join(page.Languages, ", ") + `), the person's.`,
+		Example: "  formsservice users send-verification --email ada@example.com --config /etc/formsservice/config.yaml\n" +
+			"  formsservice users send-verification --email jan@example.de --lang de",
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains(page.Languages, lang) {
+				return usageError(cmd, fmt.Errorf("--lang %q: the mails are written in %s", lang, strings.Join(page.Languages, ", ")))
+			}
 			cfg, rdb, _, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
@@ -162,7 +170,7 @@ forms.delivery.smtp with STARTTLS), so the command reads the same configuration 
 			if err != nil {
 				return err
 			}
-			user, err := svc.SendVerification(cmd.Context(), u.email)
+			user, err := svc.SendVerification(cmd.Context(), u.email, lang)
 			switch {
 			case errors.Is(err, auth.ErrAlreadyVerified):
 				return fmt.Errorf("%s is verified already; nothing was sent", user.Email)
@@ -179,6 +187,7 @@ forms.delivery.smtp with STARTTLS), so the command reads the same configuration 
 		},
 	}
 	u.register(cmd, env, true)
+	cmd.Flags().StringVar(&lang, "lang", page.Languages[0], "language of the mail: "+strings.Join(page.Languages, ", "))
 	return cmd
 }
 

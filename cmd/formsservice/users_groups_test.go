@@ -139,7 +139,7 @@ func TestUsersSendVerification_MailsTheLink_RefusesOthers(t *testing.T) {
 	noRelay := write("norelay.yaml", base+"  signingKeyFile: "+keyFile+"\n")
 	noKey := write("nokey.yaml", base+"mail:\n  from: Example <no-reply@example.com>\n  smtp: {addr: "+mp.SMTPAddr+", tls: none}\n")
 
-	for _, a := range []string{"ada@example.com", "grace@example.com", "linus@example.com"} {
+	for _, a := range []string{"ada@example.com", "grace@example.com", "linus@example.com", "jan@example.de"} {
 		args := []string{"create", "--email", a}
 		if a == "grace@example.com" {
 			args = append(args, "--verified")
@@ -170,6 +170,17 @@ func TestUsersSendVerification_MailsTheLink_RefusesOthers(t *testing.T) {
 		t.Fatalf("no verification link of the issuer in the mail: %v\n%s", m.Links(), m.Text)
 	}
 
+	// --lang writes the mail in the person's language; one the pages do not speak is refused.
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "send-verification", "--email", "jan@example.de", "--lang", "de"); err != nil {
+		t.Fatalf("send-verification --lang de: %v %s", err, out)
+	}
+	if m := mp.Latest(t, "jan@example.de", 30*time.Second); !strings.Contains(m.Subject, "Bestätigen Sie Ihre E-Mail-Adresse") {
+		t.Fatalf("subject of the German mail %q", m.Subject)
+	}
+	if out, err := usersCmd(t, srv.URL(), cfg, "", "send-verification", "--email", "jan@example.de", "--lang", "fr"); err == nil || !strings.Contains(out+err.Error(), `--lang "fr": the mails are written in en, de`) {
+		t.Errorf("send-verification --lang fr: %v\n%s", err, out)
+	}
+
 	for _, c := range []struct{ config, email, want string }{
 		{cfg, "grace@example.com", "grace@example.com is verified already; nothing was sent"},
 		{cfg, "linus@example.com", "linus@example.com is disabled"},
@@ -182,10 +193,10 @@ func TestUsersSendVerification_MailsTheLink_RefusesOthers(t *testing.T) {
 			t.Errorf("send-verification %s (%s): %v\n%s", c.email, filepath.Base(c.config), err, out)
 		}
 	}
-	if n := len(mp.Messages(t)); n != 1 {
-		t.Fatalf("%d mails sent, want the one", n)
+	if n := len(mp.Messages(t)); n != 2 {
+		t.Fatalf("%d mails sent, want the two", n)
 	}
-	if got := strings.Join(cliEvents(t, srv.URL(), "trigger", "email.verification_sent"), "; "); got != "email.verification_sent cli" {
+	if got := strings.Join(cliEvents(t, srv.URL(), "trigger", "email.verification_sent"), "; "); got != "email.verification_sent cli; email.verification_sent cli" {
 		t.Fatalf("audit: %s", got)
 	}
 }

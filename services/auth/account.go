@@ -428,8 +428,9 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, _ string) {
 	id := r.PostForm.Get("session")
 	// The grants the user's index holds with the session, whatever their number, and those the session
 	// lists itself (grants of an earlier version); revoked before the session ends, so that a failure
-	// leaves them for the retry.
-	families, err := s.store.SessionFamilies(ctx, u.ID, id)
+	// leaves them for the retry. The session is marked ended in the same step (a code it writes from now
+	// on is refused).
+	families, err := s.store.EndSession(ctx, u.ID, id, rt.cfg.Auth.SessionLifetime.D())
 	if err == nil {
 		err = s.store.RevokeFamilies(ctx, families)
 	}

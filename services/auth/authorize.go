@@ -491,6 +491,11 @@ func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime,
 		setCookie(w, rt, sessionCookie, "", -1)
 		err = fosite.ErrLoginRequired.WithHint("The account was signed out everywhere since this sign-in; sign in again.")
 	}
+	if errors.Is(err, store.ErrSessionEnded) {
+		// The session was signed out while this request ran.
+		setCookie(w, rt, sessionCookie, "", -1)
+		err = fosite.ErrLoginRequired.WithHint("This sign-in has ended; sign in again.")
+	}
 	if err != nil {
 		s.authorizeError(w, r, rt, ar, err)
 		return

@@ -172,7 +172,7 @@ func TestSendVerification_LinkFromTheMailVerifies(t *testing.T) {
 	mp := testmail.Start(t, testmail.Options{})
 	p := startProvider(t, setup{mail: mp})
 	p.user(testEmail, testPassword)
-	u, err := p.svc.SendVerification(context.Background(), "ADA@example.com")
+	u, err := p.svc.SendVerification(context.Background(), "ADA@example.com", "")
 	if err != nil || u.Email != testEmail {
 		t.Fatalf("send: %v %v", u, err)
 	}
@@ -184,17 +184,17 @@ func TestSendVerification_LinkFromTheMailVerifies(t *testing.T) {
 	if got, _ := p.svc.Users().ByEmail(context.Background(), testEmail); !got.EmailVerified {
 		t.Fatal("the address is not verified after the link")
 	}
-	if _, err := p.svc.SendVerification(context.Background(), testEmail); !errors.Is(err, auth.ErrAlreadyVerified) {
+	if _, err := p.svc.SendVerification(context.Background(), testEmail, ""); !errors.Is(err, auth.ErrAlreadyVerified) {
 		t.Fatalf("a verified account: %v", err)
 	}
-	if _, err := p.svc.SendVerification(context.Background(), "nobody@example.com"); !errors.Is(err, users.ErrNotFound) {
+	if _, err := p.svc.SendVerification(context.Background(), "nobody@example.com", ""); !errors.Is(err, users.ErrNotFound) {
 		t.Fatalf("an unknown account: %v", err)
 	}
 	p.user("grace@example.com", testPassword)
 	if _, err := p.svc.Users().SetDisabled(context.Background(), "grace@example.com", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.svc.SendVerification(context.Background(), "grace@example.com"); !errors.Is(err, users.ErrDisabled) {
+	if _, err := p.svc.SendVerification(context.Background(), "grace@example.com", ""); !errors.Is(err, users.ErrDisabled) {
 		t.Fatalf("a disabled account: %v", err)
 	}
 	if n := len(mp.Messages(t)); n != 1 {

@@ -386,3 +386,30 @@ func TestPasswordReset_MailCarriesTheBranding(t *testing.T) {
 		t.Errorf("the mail does not name the product: %q\n%s", m.Subject, m.Text)
 	}
 }
+
+// The sign-up mails (a new address's and a taken one's) carry the same branding as the journeys' mails:
+// before, they had the application's name but neither the logo nor the accent colour.
+func TestSignup_MailsCarryTheBranding(t *testing.T) {
+	mp := testmail.Start(t, testmail.Options{})
+	p := startProvider(t, setup{mail: mp, mutate: func(c *config.Config) {
+		c.Auth.SelfSignup = true
+		c.Auth.Branding = config.Branding{ProductName: "Acme ID", LogoURL: "https://cdn.acme.example/logo.png", AccentColor: "#0a7d45"}
+	}})
+	p.user("taken@example.com", testPassword)
+	for _, email := range []string{"grace@example.com", "taken@example.com"} {
+		b := newBrowser(t)
+		f := forms(t, p.base, b.get(p.authorizeURL("state-signup", oauth2.GenerateVerifier())).body)[2]
+		f.fields.Set("name", "Grace Hopper")
+		f.fields.Set("email", email)
+		f.fields.Set("password", "a long enough password")
+		if res := b.postForm(f.action, f.fields); res.StatusCode != http.StatusOK {
+			t.Fatalf("sign-up of %s: %d\n%.800s", email, res.StatusCode, res.body)
+		}
+		m := mp.Latest(t, email, 30*time.Second)
+		for _, want := range []string{`src="https://cdn.acme.example/logo.png"`, "background:#0a7d45"} {
+			if !strings.Contains(m.HTML, want) {
+				t.Errorf("the sign-up mail to %s has no %s:\n%s", email, want, m.HTML)
+			}
+		}
+	}
+}

@@ -100,7 +100,7 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request) {
 		// Logout ends the sign-in session and revokes every grant started in it: the applications signed
 		// in through this session can no longer refresh.
 		// Revoked before the session ends, so that a failure leaves the list for the retry.
-		families, err := s.sessionGrants(ctx, token)
+		families, err := s.sessionGrants(ctx, rt, token)
 		if err == nil {
 			err = s.store.RevokeFamilies(ctx, families)
 		}
@@ -170,10 +170,12 @@ func audiences(v any) []string {
 	return nil
 }
 
-// sessionGrants lists every grant started in the sign-in session token: those the user's index holds
-// with the session, whatever their number, and those the session lists itself (at most
-// sso.MaxFamiliesPerSession; grants of an earlier version are only there).
-func (s *Service) sessionGrants(ctx context.Context, token string) ([]string, error) {
+// sessionGrants marks the sign-in session token ended and lists every grant started in it: those the
+// user's index holds with the session, whatever their number, and those the session lists itself (at
+// most sso.MaxFamiliesPerSession; grants of an earlier version are only there). The mark is set in the
+// step that reads the index, so an authorize of this session racing the logout either wrote its code
+// before (it is listed) or is refused (store.ErrSessionEnded).
+func (s *Service) sessionGrants(ctx context.Context, rt *runtime, token string) ([]string, error) {
 	listed, err := s.sessions.Families(ctx, token)
 	if err != nil {
 		return nil, err
@@ -182,7 +184,7 @@ func (s *Service) sessionGrants(ctx context.Context, token string) ([]string, er
 	if err != nil || sess == nil {
 		return listed, err
 	}
-	indexed, err := s.store.SessionFamilies(ctx, sess.UserID, sess.ID)
+	indexed, err := s.store.EndSession(ctx, sess.UserID, sess.ID, rt.cfg.Auth.SessionLifetime.D())
 	if err != nil {
 		return nil, err
 	}

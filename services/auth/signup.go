@@ -80,7 +80,8 @@ func (s *Service) signup(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.unavailablePage(w, r, rt, cl, "", err)
 		return
 	}
-	notice := SignupNotice{User: u, App: cl.name, Continue: originOf(r.URL.Query().Get("redirect_uri")), Lang: requestLang(r)}
+	notice := SignupNotice{User: u, App: cl.name, Continue: originOf(r.URL.Query().Get("redirect_uri")), Lang: requestLang(r),
+		Brand: mailBrand(rt, cl.name)}
 	if taken {
 		refused("taken")
 		err = s.signupMail.Taken(ctx, notice)

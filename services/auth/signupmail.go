@@ -33,6 +33,9 @@ type SignupNotice struct {
 	Valid string
 	// Lang is the language of the sign-up page, and so of the mail ("en" when empty).
 	Lang string
+	// Brand is the mail's look: the platform's accent colour and logo, as the other mails of auth carry
+	// (its Product is App when empty).
+	Brand mail.Brand
 }
 
 // mailSignup sends the sign-up mails through the platform's mail component.
@@ -106,7 +109,11 @@ func (m mailSignup) Taken(ctx context.Context, n SignupNotice) error {
 }
 
 func (m mailSignup) send(ctx context.Context, c mailText, n SignupNotice) error {
-	msg, err := c.render(n.Lang, mail.Brand{Product: n.App}, n)
+	brand := n.Brand
+	if brand.Product == "" {
+		brand.Product = n.App
+	}
+	msg, err := c.render(n.Lang, brand, n)
 	if err != nil {
 		return err
 	}

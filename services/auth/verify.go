@@ -136,8 +136,9 @@ var ErrAlreadyVerified = errors.New("the address is verified already")
 // `formsservice users send-verification`, an operator's request: no throttle, no uniform answer). It
 // refuses an unknown account (users.ErrNotFound), a disabled one (users.ErrDisabled) and a verified one
 // (ErrAlreadyVerified). Without a relay configured nothing is sent and nil returned, as for every auth
-// mail: the command checks for a relay first.
-func (s *Service) SendVerification(ctx context.Context, email string) (*users.User, error) {
+// mail: the command checks for a relay first. lang is the mail's language, one of page.Languages
+// (the person's, as the operator knows it; English when empty or not one of them).
+func (s *Service) SendVerification(ctx context.Context, email, lang string) (*users.User, error) {
 	rt := s.rt()
 	u, err := s.users.ByEmail(ctx, email)
 	switch {
@@ -152,5 +153,5 @@ func (s *Service) SendVerification(ctx context.Context, email string) (*users.Us
 	if err != nil {
 		return u, err
 	}
-	return u, s.sendLinkMail(ctx, rt, verifyMail, "en", u, "", href, rt.cfg.Auth.VerificationLinkLifetime.D())
+	return u, s.sendLinkMail(ctx, rt, verifyMail, page.Match(lang, ""), u, "", href, rt.cfg.Auth.VerificationLinkLifetime.D())
 }

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -111,7 +112,16 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		pools = append(pools, fmt.Sprintf("serviceMonitor/%s/%s-%s/0", appNS, name, c))
 	}
 	var summary string
-	cluster.Eventually(t, 3*time.Minute, "every formsservice target up", func() (bool, string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			k.logEndpoints(t, appNS)
+		}
+	})
+	// Five minutes, not three: when a change of Prometheus's configuration Secret reaches the pod but the
+	// config reloader misses the file event, the reloader's own re-read every 3 minutes (its default
+	// --watch-interval) is what brings the last ServiceMonitor in. The message names the scrape pools
+	// Prometheus has and the targets it dropped, so a red run says which of the two it was.
+	cluster.Eventually(t, 5*time.Minute, "every formsservice target up", func() (bool, string) {
 		var d struct {
 			ActiveTargets []struct {
 				ScrapePool string            `json:"scrapePool"`
@@ -120,8 +130,15 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 				Health     string            `json:"health"`
 				LastError  string            `json:"lastError"`
 			} `json:"activeTargets"`
+			DroppedTargetCounts map[string]int `json:"droppedTargetCounts"`
 		}
-		if err := prom.get("/api/v1/targets", url.Values{"state": {"active"}}, &d); err != nil {
+		if err := prom.get("/api/v1/targets", url.Values{"state": {"any"}}, &d); err != nil {
+			return false, err.Error()
+		}
+		var configured struct {
+			ScrapePools []string `json:"scrapePools"`
+		}
+		if err := prom.get("/api/v1/scrape_pools", nil, &configured); err != nil {
 			return false, err.Error()
 		}
 		up, all := map[string]int{}, map[string]int{}
@@ -141,7 +158,8 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 			done = done && all[p] > 0 && up[p] == all[p]
 		}
 		summary = strings.Join(counts, ", ")
-		return done, summary + "; " + strings.Join(problems, "; ")
+		return done, fmt.Sprintf("%s; %s; scrape pools %v; dropped %v", summary, strings.Join(problems, "; "),
+			configured.ScrapePools, d.DroppedTargetCounts)
 	})
 	// The same through PromQL: `up` is 1 for every target of those jobs.
 	var upVec []struct {
@@ -566,5 +584,41 @@ func (k *kind) logTails(t *testing.T, namespace string) {
 			b, err := k.clientset.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
 			t.Logf("--- %s/%s %s (%v):\n%s", namespace, p.Name, c.Name, err, b)
 		}
+	}
+}
+
+// logEndpoints logs every EndpointSlice of a namespace with each endpoint's readiness and the ports, and
+// every pod's phase and Ready condition: what Prometheus's service discovery had to go on.
+func (k *kind) logEndpoints(t *testing.T, namespace string) {
+	ctx := context.Background()
+	slices, err := k.clientset.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("EndpointSlices of %s: %v", namespace, err)
+	} else {
+		for _, s := range slices.Items {
+			var ports, eps []string
+			for _, p := range s.Ports {
+				ports = append(ports, fmt.Sprintf("%s:%d", ptr.Deref(p.Name, ""), ptr.Deref(p.Port, 0)))
+			}
+			for _, e := range s.Endpoints {
+				eps = append(eps, fmt.Sprintf("%v ready=%v", e.Addresses, ptr.Deref(e.Conditions.Ready, false)))
+			}
+			t.Logf("EndpointSlice %s/%s (service %s): ports %v, endpoints %v", namespace, s.Name,
+				s.Labels["kubernetes.io/service-name"], ports, eps)
+		}
+	}
+	pods, err := k.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("pods of %s: %v", namespace, err)
+		return
+	}
+	for _, p := range pods.Items {
+		ready := "unknown"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = fmt.Sprintf("%s (%s %s)", c.Status, c.Reason, c.Message)
+			}
+		}
+		t.Logf("pod %s/%s: %s, ready %s, ip %s", namespace, p.Name, p.Status.Phase, ready, p.Status.PodIP)
 	}
 }

@@ -127,7 +127,7 @@ func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string,
 }
 
 // Families lists the token families a session lists itself: grants issued before the user's grant
-// index remembered each grant's session (package store, SessionFamilies), which logout reads as well.
+// index remembered each grant's session (package store, EndSession), which logout reads as well.
 func (s *Store) Families(ctx context.Context, token string) ([]string, error) {
 	if token == "" || len(token) > 128 {
 		return nil, nil

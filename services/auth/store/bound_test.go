@@ -209,9 +209,54 @@ func TestRevokeSubject_CodeWrittenMeanwhile_RefusedAndRevoked(t *testing.T) {
 	}
 }
 
+// Issue 22: a code written while logout ran (the authorize checked the session before, its code was
+// stored after logout listed the session's grants) escaped the logout and yielded tokens. The session is
+// marked ended in the step that lists its grants, and a code of it registered later is refused and
+// revoked; the user's other sessions are not affected.
+func TestEndSession_CodeWrittenMeanwhile_RefusedAndRevoked(t *testing.T) {
+	s, rdb := boundedStore(t, 10)
+	ctx := context.Background()
+	before := uuid.NewString()
+	if err := issueCode(t, ctx, s, before, "sess-1"); err != nil {
+		t.Fatal(err)
+	}
+	racing := uuid.NewString()
+	tx, _ := s.BeginTX(store.WithOrigin(ctx, store.Origin{Session: "sess-1"}))
+	_ = s.CreateAuthorizeCodeSession(tx, racing+"~code", request(racing))
+	_ = s.CreatePKCERequestSession(tx, racing+"~code", request(racing))
+	families, err := s.EndSession(ctx, "user-1", "sess-1", time.Hour)
+	if err != nil || !slices.Equal(families, []string{before}) {
+		t.Fatalf("EndSession: %v, %v; want the one grant written before", families, err)
+	}
+	if err := s.RevokeFamilies(ctx, families); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(tx); !errors.Is(err, store.ErrSessionEnded) {
+		t.Fatalf("commit of a code after the logout: %v, want ErrSessionEnded", err)
+	}
+	for _, f := range []string{before, racing} {
+		if _, err := s.GetAuthorizeCodeSession(ctx, f+"~code", &session{}); err == nil {
+			t.Errorf("code of %s still usable after the logout", f)
+		}
+	}
+	// Another session of the user still gets its codes.
+	other := uuid.NewString()
+	if err := issueCode(t, ctx, s, other, "sess-2"); err != nil {
+		t.Fatalf("a code of the user's other session: %v", err)
+	}
+	if _, err := s.GetAuthorizeCodeSession(ctx, other+"~code", &session{}); err != nil {
+		t.Fatalf("its code: %v", err)
+	}
+	// The mark lasts as long as the session could have, and no longer.
+	ttl, err := rdb.PTTL(ctx, "auth:subject:{user-1}:ended").Result()
+	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("the ended sessions' TTL %v, %v; want the session lifetime (1h)", ttl, err)
+	}
+}
+
 // Logout finds every grant a session started, whatever their number (the session's own list kept 256),
 // and those of the user's other sessions are not among them.
-func TestSessionFamilies_EveryGrantOfTheSession(t *testing.T) {
+func TestEndSession_EveryGrantOfTheSession(t *testing.T) {
 	s, _ := boundedStore(t, 1000)
 	ctx := context.Background()
 	var mine []string
@@ -227,7 +272,7 @@ func TestSessionFamilies_EveryGrantOfTheSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.SessionFamilies(ctx, "user-1", "sess-a")
+	got, err := s.EndSession(ctx, "user-1", "sess-a", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +285,7 @@ func TestSessionFamilies_EveryGrantOfTheSession(t *testing.T) {
 	if err := s.MoveSession(ctx, "user-1", "sess-a", "sess-c"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.SessionFamilies(ctx, "user-1", "sess-c"); len(got) != len(mine) {
+	if got, _ := s.EndSession(ctx, "user-1", "sess-c", time.Hour); len(got) != len(mine) {
 		t.Fatalf("after the move: %d, want %d", len(got), len(mine))
 	}
 }

@@ -145,6 +145,11 @@ func subjectKey(subject string) string { return "auth:subject:{" + subject + "}:
 // index, kept with it by one script.
 func sessionsKey(subject string) string { return "auth:subject:{" + subject + "}:sessions" }
 
+// endedKey holds the user's sign-in sessions that ended (logout, or ended on the account page), each
+// scored by the time (Unix ms) it would have ended anyway: a code a request of one of them registers
+// after that is refused, as a code of a signed-out generation is (registerScript).
+func endedKey(subject string) string { return "auth:subject:{" + subject + "}:ended" }
+
 // generationKey is the user's sign-out generation: "sign out everywhere" (a password change, a disabled
 // account) increments it, and a code is written only for a sign-in that saw the current one.
 func generationKey(subject string) string { return "auth:subject:{" + subject + "}:gen" }
@@ -421,6 +426,10 @@ func (s *Store) RevokeFamilies(ctx context.Context, families []string) error {
 // comes from (a session older than a password change, say): the person signs in again.
 var ErrSignedOut = errors.New("signed out everywhere since this sign-in")
 
+// ErrSessionEnded is a code refused because the sign-in session that authorized it ended (logout) while
+// the request ran: the person signs in again.
+var ErrSessionEnded = errors.New("the sign-in session ended")
+
 // Origin is where a code comes from: the sign-in session that authorized it (its ID, see sso.ID) and
 // the user's sign-out generation that session saw (Generation).
 type Origin struct {
@@ -494,9 +503,14 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) 
 	return len(families), nil
 }
 
-// sessionFamiliesScript lists the families of the user's index that a session started. KEYS: the
-// family -> session hash. ARGV: the session.
-var sessionFamiliesScript = redis.NewScript(`
+// endSessionScript marks a sign-in session ended and lists the families of the user's index it started,
+// in one step on the user's slot: a code of the session registered after it is refused (registerScript
+// reads the mark), one registered before is in the list. KEYS: the family -> session hash, the ended
+// sessions. ARGV: the session, when its mark may go (Unix ms), now (Unix ms), the mark's lifetime (ms).
+var endSessionScript = redis.NewScript(`
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 local out = {}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
@@ -505,14 +519,21 @@ end
 return out
 `)
 
-// SessionFamilies lists every live family the sign-in session (its ID) started: the user's index
-// holds each with its session, bounded by the user's bound and not by the session's, so logout ends
-// them all whatever their number.
-func (s *Store) SessionFamilies(ctx context.Context, subject, session string) ([]string, error) {
+// EndSession marks the user's sign-in session (its ID) ended and lists every live family it started,
+// for the caller to revoke: logout and the account page's "end this session". A code the session's
+// requests write from now on is refused (ErrSessionEnded), so an authorize that raced the logout cannot
+// leave a grant the logout did not see. The mark lasts lifetime, the longest the session could have
+// lived. Calling it again (a retry after a failed revocation) lists the same families.
+func (s *Store) EndSession(ctx context.Context, subject, session string, lifetime time.Duration) ([]string, error) {
 	if subject == "" || session == "" {
 		return nil, nil
 	}
-	fams, err := sessionFamiliesScript.Run(ctx, s.rdb, []string{sessionsKey(subject)}, session).StringSlice()
+	if lifetime < time.Minute {
+		lifetime = time.Minute
+	}
+	now := time.Now()
+	fams, err := endSessionScript.Run(ctx, s.rdb, []string{sessionsKey(subject), endedKey(subject)},
+		session, now.Add(lifetime).UnixMilli(), now.UnixMilli(), ms(lifetime)).StringSlice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
 	}

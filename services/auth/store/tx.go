@@ -245,7 +245,7 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 			if u.started {
 				mode, sid, gen = "start", origin.Session, strconv.FormatInt(origin.Generation, 10)
 			}
-			regKeys = append(regKeys, []string{subjectKey(sub), sessionsKey(sub), generationKey(sub)})
+			regKeys = append(regKeys, []string{subjectKey(sub), sessionsKey(sub), generationKey(sub), endedKey(sub)})
 			regArgs = append(regArgs, []any{u.family, u.end.UnixMilli(), now.UnixMilli(), maxFamilies, ms(marker), mode, sid, gen})
 		}
 	}
@@ -306,13 +306,16 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	if err != nil {
 		return unavailable(err)
 	}
-	signedOut := false
+	var refused error
 	for _, out := range regOut {
 		if len(out) == 0 {
 			continue
 		}
-		if n, _ := out[0].(int64); n == -1 {
-			signedOut = true
+		switch n, _ := out[0].(int64); n {
+		case -1:
+			refused = ErrSignedOut
+		case -2:
+			refused = ErrSessionEnded
 		}
 		var evicted []string
 		for _, f := range out[1:] {
@@ -322,13 +325,13 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		}
 		s.deleteFamilies(ctx, evicted)
 	}
-	if signedOut {
-		// The user was signed out everywhere after this sign-in: the code was written beside the refusal,
-		// and is revoked before anyone is given it.
+	if refused != nil {
+		// The user was signed out everywhere after this sign-in, or the session ended meanwhile: the code
+		// was written beside the refusal, and is revoked before anyone is given it.
 		if err := s.RevokeFamily(context.WithoutCancel(ctx), u.family); err != nil {
 			return err
 		}
-		return ErrSignedOut
+		return refused
 	}
 	switch v, _ := res.Text(); v {
 	case "ok":
@@ -342,12 +345,12 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 }
 
 // registerScript keeps a family in its user's index (KEYS: the index, a sorted set scored by each
-// family's end; the family -> sign-in session hash; the user's sign-out generation). ARGV: family, end
-// (Unix ms), now, the bound, the keys' TTL, mode, session, generation.
+// family's end; the family -> sign-in session hash; the user's sign-out generation; the user's ended
+// sessions). ARGV: family, end (Unix ms), now, the bound, the keys' TTL, mode, session, generation.
 //
 // mode "start" (the code was written): refused with -1 when the user's generation is no longer the one
-// the sign-in saw (the user was signed out everywhere since); else the family joins the index and is
-// remembered with its session. mode "move" (a token was issued): the family's end moves later, if it is
+// the sign-in saw (the user was signed out everywhere since), with -2 when its session ended (logout,
+// EndSession); else the family joins the index and is remembered with its session. mode "move" (a token was issued): the family's end moves later, if it is
 // still in the index (an evicted or revoked one does not come back).
 //
 // Ended families are pruned; beyond the bound the families that end first go, never the one being
@@ -359,6 +362,7 @@ const registerLua = `
 local fam, score, now, bound = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if ARGV[6] == 'start' then
   if (redis.call('GET', KEYS[3]) or '0') ~= ARGV[8] then return {-1} end
+  if ARGV[7] ~= '' and redis.call('ZSCORE', KEYS[4], ARGV[7]) then return {-2} end
   redis.call('ZADD', KEYS[1], score, fam)
   if ARGV[7] ~= '' then redis.call('HSET', KEYS[2], fam, ARGV[7]) end
 elseif not redis.call('ZSCORE', KEYS[1], fam) then
@@ -390,7 +394,7 @@ return out
 
 // unitScript is commitScript and one registerScript per user in one call, for a single Redis server,
 // where a script may name keys of any slot (on a Cluster the family's slot and the user's differ: two
-// scripts in one pipeline, as before; D38). KEYS: the commit's, then three per user. ARGV[1]: how many
+// scripts in one pipeline, as before; D38). KEYS: the commit's, then four per user. ARGV[1]: how many
 // of KEYS and ARGV[2]: how many of ARGV (after these two) are the commit's; then the commit's ARGV, then
 // eight per user. Each part runs as it would alone (the registration whatever the commit answered), and
 // the reply is the commit's answer followed by each registration's.
@@ -408,8 +412,8 @@ for i = 1, na do ca[i] = ARGV[2 + i] end
 local out = {commit(ck, ca)}
 local k, a = nk, 2 + na
 while k < #KEYS do
-  out[#out + 1] = register({KEYS[k+1], KEYS[k+2], KEYS[k+3]}, {ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5], ARGV[a+6], ARGV[a+7], ARGV[a+8]})
-  k, a = k + 3, a + 8
+  out[#out + 1] = register({KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4]}, {ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5], ARGV[a+6], ARGV[a+7], ARGV[a+8]})
+  k, a = k + 4, a + 8
 end
 return out
 `)
