@@ -111,6 +111,7 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	st := buildStatus(fs, workloads, run.observed)
 	run.monitoring.setCondition(&st)
+	run.data.setDataStatus(fs, &st) // backup.go
 	if err := r.updateStatus(ctx, fs, st); err != nil {
 		run.errs = append(run.errs, fmt.Errorf("writing the status: %w", err))
 	}
@@ -138,6 +139,8 @@ type reconcileRun struct {
 	// errs are the API errors that make the reconcile return an error (retried with backoff).
 	errs       []error
 	monitoring monitoringResult
+	// data is what the backup and restore Jobs did (backup.go).
+	data dataResult
 	// wakeAt is when the signing key's rotation has its next step due by the clock (zero: none).
 	wakeAt time.Time
 }
@@ -252,7 +255,7 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 		apply(render.RedisNetworkPolicy(fs))
 		// Without the password's digest the pod template would change and roll Redis for nothing.
 		// Nor without the running image: a store on the legacy Redis must not be switched by mistake.
-		if redisPasswordKnown && err == nil {
+		if redisPasswordKnown && err == nil && r.resizeRedisVolume(ctx, fs, in, run) { // volume.go
 			apply(render.RedisStatefulSet(fs, in))
 		}
 		if render.RedisHA(fs) { // the highly available Redis's own objects (D41)
@@ -296,16 +299,20 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 		run.Problems = append(run.Problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
 		rollout = false
 	}
+	configApplied := false
 	if rollout {
-		if _, ok := apply(cm); ok {
-			for _, c := range render.Components {
-				d := render.Deployment(fs, c, in)
-				if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
-					run.fail("ApplyFailed", err)
-					continue
-				}
-				apply(d)
+		_, configApplied = apply(cm)
+	}
+	// Backups, and a new platform's restore, which the services wait for (backup.go).
+	run.data = r.reconcileData(ctx, fs, in, configApplied, run, apply, remove)
+	if configApplied && run.data.ServicesMayStart {
+		for _, c := range render.Components {
+			d := render.Deployment(fs, c, in)
+			if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
+				run.fail("ApplyFailed", err)
+				continue
 			}
+			apply(d)
 		}
 	}
 	run.RolloutBlocked = !rollout

@@ -175,26 +175,53 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 	}
 }
 
-func TestCRD_StorageSizeCannotChangeAfterCreation(t *testing.T) {
+// storageSize grows, never shrinks; setting it later or removing it is judged against the 1Gi the
+// volume then has (before, adding or removing it slipped past the rule and the StatefulSet refused it).
+func TestCRD_StorageSizeGrowsNeverShrinks(t *testing.T) {
 	ctx := context.Background()
-	fs := sampleFS(newNamespace(t))
-	size := resource.MustParse("2Gi")
-	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{StorageSize: &size}
-	if err := k8s.Create(ctx, fs); err != nil {
-		t.Fatal(err)
-	}
-	bigger := resource.MustParse("5Gi")
-	// Read-change-write again when the operator's status write came in between: the answer wanted is
-	// the CEL rule's, not a Conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(fs), fs); err != nil {
-			return err
-		}
-		fs.Spec.Redis.Managed.StorageSize = &bigger
-		return k8s.Update(ctx, fs)
-	})
-	if err == nil || !strings.Contains(err.Error(), "storageSize cannot change after creation") {
-		t.Fatalf("update: %v", err)
+	ns := newNamespace(t)
+	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
+	for i, tc := range []struct {
+		name        string
+		create, set *v1alpha1.ManagedRedisSpec
+		want        string // "" accepted
+		addresses   []v1alpha1.HostPort
+	}{
+		{"grow", &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, &v1alpha1.ManagedRedisSpec{StorageSize: q("5Gi")}, "", nil},
+		{"grow, written as bytes", &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, &v1alpha1.ManagedRedisSpec{StorageSize: q("3000000000")}, "", nil},
+		{"shrink", &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, &v1alpha1.ManagedRedisSpec{StorageSize: q("1Gi")}, "storageSize may grow, never shrink", nil},
+		{"set later, above the default", nil, &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, "", nil},
+		{"set later, below the default", nil, &v1alpha1.ManagedRedisSpec{StorageSize: q("512Mi")}, "the volume has the default 1Gi", nil},
+		{"set later in managed, below the default", &v1alpha1.ManagedRedisSpec{}, &v1alpha1.ManagedRedisSpec{StorageSize: q("512Mi")}, "the volume has the default 1Gi", nil},
+		{"removed, above the default", &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, nil, "storageSize cannot be removed", nil},
+		{"removed from managed, above the default", &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, &v1alpha1.ManagedRedisSpec{}, "storageSize cannot be removed", nil},
+		{"removed, at the default", &v1alpha1.ManagedRedisSpec{StorageSize: q("1Gi")}, nil, "", nil},
+		{"switched to an external Redis", &v1alpha1.ManagedRedisSpec{StorageSize: q("2Gi")}, nil, "", []v1alpha1.HostPort{"redis.example:6379"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := sampleFS(ns)
+			fs.Name = fmt.Sprintf("size%d", i)
+			fs.Spec.Redis.Managed = tc.create
+			if err := k8s.Create(ctx, fs); err != nil {
+				t.Fatal(err)
+			}
+			// Read-change-write again when the operator's status write came in between: the answer
+			// wanted is the CEL rule's, not a Conflict.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(fs), fs); err != nil {
+					return err
+				}
+				fs.Spec.Redis.Managed = tc.set
+				fs.Spec.Redis.Addresses = tc.addresses
+				return k8s.Update(ctx, fs, client.DryRunAll)
+			})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%v, want a refusal saying %q", err, tc.want)
+			}
+		})
 	}
 }
 

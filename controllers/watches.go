@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -19,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
@@ -65,7 +68,11 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.Or(AppliedFieldsChanged(), WorkloadStatusChanged()))).
 		Owns(&networkingv1.Ingress{}, builder.WithPredicates(predicate.Or(AppliedFieldsChanged(), statusChanged()))). // status.routes
 		Owns(&policyv1.PodDisruptionBudget{}, applied).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, applied)
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, applied).
+		Owns(&batchv1.CronJob{}, applied).
+		// Backup and restore Jobs, the CronJob's too (owned by it, not by the FormsService): their
+		// outcome is status.backup and the Restored condition (backup.go).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(instanceOf))
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
 	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
 	workers := r.Workers
@@ -156,6 +163,8 @@ func CacheOptions(kinds *ServedKinds, namespaces ...string) cache.Options {
 		&networkingv1.NetworkPolicy{}:            lean,
 		&policyv1.PodDisruptionBudget{}:          lean,
 		&autoscalingv2.HorizontalPodAutoscaler{}: lean,
+		&batchv1.CronJob{}:                       lean,
+		&batchv1.Job{}:                           lean,
 	}}
 	if kinds != nil {
 		for _, gvk := range OptionalKinds {
@@ -173,4 +182,13 @@ func CacheOptions(kinds *ServedKinds, namespaces ...string) cache.Options {
 		}
 	}
 	return o
+}
+
+// instanceOf maps one of the operator's Jobs to its FormsService, named by its instance label.
+func instanceOf(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[render.LabelInstance]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }

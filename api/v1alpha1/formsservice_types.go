@@ -95,6 +95,7 @@ type SecretKeySelector struct {
 // FormsServiceSpec is what a platform team declares.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress) || has(self.gateway)",message="set publicURL, ingress.host or gateway.host: the OAuth issuer needs the platform's public base URL"
+// +kubebuilder:validation:XValidation:rule="!has(self.restoreFrom) || has(oldSelf.restoreFrom)",message="restoreFrom is set only when the FormsService is created: restore into a running platform with formsservice restore"
 type FormsServiceSpec struct {
 	// Image runs every service (`formsservice forms|auth|health`). Defaults to the operator's own
 	// service image (its --service-image flag).
@@ -207,6 +208,14 @@ type FormsServiceSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Backup makes backups of the store on a schedule and on request (backup_types.go).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+	// RestoreFrom fills the new platform's (empty) store from a backup before the services start
+	// (backup_types.go).
+	// +optional
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
 }
 
 // OAuthClient is a registered relying party.
@@ -286,6 +295,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.managed) || !has(self.addresses) || size(self.addresses) == 0",message="managed applies only when addresses is empty"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Cluster' || !has(self.db) || self.db == 0",message="a Redis Cluster has only db 0"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.managed) || !has(oldSelf.managed.highAvailability) || !oldSelf.managed.highAvailability || (has(self.addresses) && size(self.addresses) > 0) || (has(self.managed) && has(self.managed.highAvailability) && self.managed.highAvailability)",message="managed.highAvailability cannot be turned off: pod 0 may be a replica by then; move to your own Redis (addresses) instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.managed) || has(oldSelf.managed) || !has(self.managed.storageSize) || quantity(string(self.managed.storageSize)).compareTo(quantity('1Gi')) >= 0",message="storageSize may grow, never shrink: the volume has the default 1Gi"
+// +kubebuilder:validation:XValidation:rule="has(self.managed) || !has(oldSelf.managed) || !has(oldSelf.managed.storageSize) || quantity(string(oldSelf.managed.storageSize)).compareTo(quantity('1Gi')) <= 0 || (has(self.addresses) && size(self.addresses) > 0)",message="storageSize cannot be removed: the volume is larger than the default 1Gi and never shrinks"
 type RedisSpec struct {
 	// Addresses of an external Redis as host:port: one server (Standalone), the sentinels (Sentinel) or
 	// seed nodes (Cluster). Empty: the operator runs a single Redis StatefulSet with a volume and
@@ -328,15 +339,19 @@ type RedisSpec struct {
 }
 
 // ManagedRedisSpec tunes the single Redis the operator runs.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.storageSize) || has(oldSelf.storageSize) || quantity(string(self.storageSize)).compareTo(quantity('1Gi')) >= 0",message="storageSize may grow, never shrink: the volume has the default 1Gi"
+// +kubebuilder:validation:XValidation:rule="has(self.storageSize) || !has(oldSelf.storageSize) || quantity(string(oldSelf.storageSize)).compareTo(quantity('1Gi')) <= 0",message="storageSize cannot be removed: the volume is larger than the default 1Gi and never shrinks"
 type ManagedRedisSpec struct {
 	// Image of Redis.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
-	// StorageSize of the PersistentVolumeClaim. It cannot change after creation (a StatefulSet's claim
-	// templates are immutable): resize the PersistentVolumeClaim itself instead.
+	// StorageSize of the PersistentVolumeClaim; default 1Gi. It may grow, never shrink: the operator
+	// expands the claim (its storage class must allow volume expansion) and re-creates the StatefulSet
+	// around the running pod (docs/operator.md, "Volume expansion").
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storageSize cannot change after creation; resize the PersistentVolumeClaim instead"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storageSize may grow, never shrink"
 	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
 	// StorageClassName of the PersistentVolumeClaim (empty: the cluster's default class).
 	// +optional
@@ -752,6 +767,9 @@ type FormsServiceStatus struct {
 	// +listMapKey=kind
 	// +listMapKey=name
 	Routes []RouteStatus `json:"routes,omitempty"`
+	// Backup reports the backups (backup_types.go).
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
 }
 
 // FormsService runs the formsservice platform: forms, auth and health behind one ingress, backed by Redis.

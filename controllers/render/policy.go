@@ -35,6 +35,7 @@ func RedisNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicy
 	for _, c := range Components {
 		rule.WithFrom(podsOf(fs, c))
 	}
+	rule.WithFrom(dataJobPeers(fs)...) // backup.go
 	np := networkingv1ac.NetworkPolicy(NamesOf(fs).Redis, fs.Namespace).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(fs, Redis))).

@@ -182,12 +182,14 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 }
 
 // redisHANetworkPolicy opens the managed Redis's policy to the set itself (replication, the sentinels
-// talking to each other and to every node, the init step asking them) and the services to the sentinels.
+// talking to each other and to every node, the init step asking them) and the services and data Jobs
+// to the sentinels.
 func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs *v1alpha1.FormsService) {
 	rule := networkingv1ac.NetworkPolicyIngressRule().WithPorts(redisHAPorts()...).WithFrom(podsOf(fs, Redis))
 	for _, c := range Components {
 		rule.WithFrom(podsOf(fs, c))
 	}
+	rule.WithFrom(dataJobPeers(fs)...) // the backup and restore Jobs, through the sentinels too (backup.go)
 	np.Spec.Ingress = nil // the single Redis's rule (the data port, from the services) is part of this one
 	np.Spec.WithIngress(rule)
 }

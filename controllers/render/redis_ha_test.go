@@ -162,6 +162,13 @@ func TestRedisHA_NetworkPolicies_TheSetTalksToItselfAndTheServicesReachTheSentin
 		t.Errorf("from %v ports %v", from, ports)
 	}
 
+	// The backup and restore Jobs read the store through the sentinels as the services do.
+	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}}
+	np = typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs))
+	if peers := np.Spec.Ingress[0].From; len(peers) != 1+len(Components)+2 || peers[len(peers)-1].PodSelector.MatchLabels[LabelComponent] != Restore {
+		t.Errorf("the data Jobs are not admitted to the highly available Redis: %+v", peers)
+	}
+
 	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{}}}
 	svc := typed[networkingv1.NetworkPolicy](t, ServiceNetworkPolicy(fs, Forms))
 	found := false

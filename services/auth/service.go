@@ -348,6 +348,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		compose.OAuth2TokenRevocationFactory,
 		compose.OAuth2PKCEFactory,
 	)
+	fc.TokenEndpointHandlers = skipOthersGrants(fc.TokenEndpointHandlers)
 	return rt, nil
 }
 

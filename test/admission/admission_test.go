@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -128,6 +129,12 @@ func TestOperands_PassThePodSecurityBestPracticeAndOperandPolicies(t *testing.T)
 		{"highly available Redis", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
 		}},
+		{"backups and a restore: the CronJob's and the Jobs' pods", func(fs *v1alpha1.FormsService) {
+			s3 := &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", S3: s3}
+			fs.Annotations = map[string]string{v1alpha1.BackupRequestAnnotation: "now"}
+			fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}, Object: "a.backup.gz"}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := sample(t)
@@ -215,6 +222,13 @@ func writeOperands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) st
 			}
 			add(render.RedisHAPodDisruptionBudget(fs))
 		}
+	}
+	if render.DataJobsWanted(fs) {
+		add(render.DataServiceAccount(fs))
+		add(render.DataNetworkPolicy(fs))
+		add(render.BackupCronJob(fs, in))
+		add(render.BackupRequestJob(fs, in, fs.Annotations[v1alpha1.BackupRequestAnnotation]))
+		add(render.RestoreJob(fs, in))
 	}
 	cm, err := render.ConfigMap(fs, in)
 	if err != nil {

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/go-jose/go-jose/v3"
 	"github.com/ory/fosite/token/jwt"
 
 	"github.com/formsservice/formsservice/services/auth/keys"
@@ -84,5 +86,118 @@ func TestSigner_VerifiesCurrentAndPreviousOnly(t *testing.T) {
 	s0, _, _ := old.HMACSecrets()
 	if len(s1) != 32 || len(r1) != 1 || string(r1[0]) != string(s0) || string(s1) == string(s0) {
 		t.Fatal("HMAC secrets must derive from the current key, with the previous key's as rotated")
+	}
+}
+
+// idClaims are claims like an ID token's: strings, numbers, a list, an object.
+func idClaims() jwt.MapClaims {
+	return jwt.MapClaims{
+		"iss": "https://auth.example.com", "sub": "0190e6a1-5f0c-7a3b-9c1d-2e4f6a8b0c1d", "aud": []string{"web"},
+		"exp": int64(4102444800), "iat": int64(1794996400), "auth_time": int64(1794996390), "rat": int64(1794996380),
+		"nonce": "n-0S6_WzA2Mj", "at_hash": "77QmUPtjPfzWtF2AnpK9RQ", "amr": []string{"pwd", "otp", "mfa"},
+		"acr": "urn:formsservice:acr:2fa", "email": "ada@example.com", "email_verified": true,
+		"ext": map[string]interface{}{"groups": []interface{}{"a<b>&c", "ü"}}, "score": 0.5,
+	}
+}
+
+// TestSigner_SameTokensAsFositesDefaultSigner: the kept go-jose signer (D42) signs the header and
+// payload fosite's DefaultSigner does, byte for byte, for each header a token may carry (none, a typ
+// of its own, several, a value that is not a string), and the token verifies and names the current kid.
+func TestSigner_SameTokensAsFositesDefaultSigner(t *testing.T) {
+	set, _ := keys.Generate()
+	ctx := context.Background()
+	jwk := &jose.JSONWebKey{Key: set.Current.Private, KeyID: set.Current.ID, Algorithm: string(jose.ES256), Use: "sig"}
+	def := &jwt.DefaultSigner{GetPrivateKey: func(context.Context) (interface{}, error) { return jwk, nil }}
+	signer := set.Signer()
+	headers := []*jwt.Headers{
+		{},
+		{Extra: map[string]interface{}{"typ": "at+jwt"}},
+		{Extra: map[string]interface{}{"typ": "at+jwt", "cty": "x", "alg": "ignored"}},
+		{Extra: map[string]interface{}{"n": 1}}, // not a string: DefaultSigner's path
+	}
+	for round := range 2 { // the second round takes the kept signers
+		for _, h := range headers {
+			want, _, err := def.Generate(ctx, idClaims(), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, sig, err := signer.Generate(ctx, idClaims(), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, g := strings.Split(want, "."), strings.Split(got, ".")
+			if len(g) != 3 || g[0] != w[0] || g[1] != w[1] || sig != g[2] {
+				t.Fatalf("round %d, header %v:\n got %s\nwant %s", round, h.Extra, got, want)
+			}
+			tok, err := set.Signer().Decode(ctx, got)
+			if err != nil {
+				t.Fatalf("header %v: %v", h.Extra, err)
+			}
+			if tok.Header["kid"] != set.Current.ID || tok.Claims["email"] != "ada@example.com" {
+				t.Fatalf("header %v: decoded %v %v", h.Extra, tok.Header, tok.Claims)
+			}
+		}
+	}
+	if _, _, err := signer.Generate(ctx, idClaims(), nil); err == nil {
+		t.Fatal("a nil header signed")
+	}
+}
+
+// BenchmarkSigner_Generate: an ID token's signing, fosite's DefaultSigner against the set's Signer
+// (D42). `go test -run '^$' -bench Signer -count 10 ./services/auth/keys/`.
+func BenchmarkSigner_Generate(b *testing.B) {
+	set, _ := keys.Generate()
+	ctx := context.Background()
+	jwk := &jose.JSONWebKey{Key: set.Current.Private, KeyID: set.Current.ID, Algorithm: string(jose.ES256), Use: "sig"}
+	for _, tc := range []struct {
+		name   string
+		signer jwt.Signer
+	}{
+		{"fosite-DefaultSigner", &jwt.DefaultSigner{GetPrivateKey: func(context.Context) (interface{}, error) { return jwk, nil }}},
+		{"keys.Signer", set.Signer()},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := tc.signer.Generate(ctx, idClaims(), &jwt.Headers{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestSigner_ConcurrentTokensVerify: the kept signers are shared by every request (D42); tokens signed at
+// once from many goroutines, with two headers being kept for the first time, all verify (run with -race).
+func TestSigner_ConcurrentTokensVerify(t *testing.T) {
+	set, _ := keys.Generate()
+	signer := set.Signer()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := &jwt.Headers{}
+			if g%2 == 1 {
+				h.Extra = map[string]interface{}{"typ": "at+jwt"}
+			}
+			for range 20 {
+				tok, _, err := signer.Generate(ctx, idClaims(), h)
+				if err == nil {
+					_, err = signer.Decode(ctx, tok)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,158 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupRequestAnnotation asks for a backup now: each new value (a request id, for example a date or a
+// ticket number) makes one backup Job, to spec.backup's target. status.backup reports it.
+const BackupRequestAnnotation = "platform.formsservice.io/backup-request"
+
+// Conditions of the data's lifecycle.
+const (
+	// ConditionBackedUp is True when the last backup succeeded, False when it failed (the reason says
+	// which Job, and the next scheduled or requested backup tries again). It is absent without
+	// spec.backup, and it never affects Ready.
+	ConditionBackedUp = "BackedUp"
+	// ConditionRestored is present on a FormsService created with spec.restoreFrom: False while the
+	// restore Job waits or runs (the services are not started), True once it succeeded (the services
+	// start), and False with reason RestoreFailed (and Stalled) when it failed.
+	ConditionRestored = "Restored"
+)
+
+// S3Location is an S3-compatible bucket. The Job reads its access keys from CredentialsSecretRef, a
+// Secret whose keys are the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, and optionally
+// AWS_REGION or AWS_SESSION_TOKEN), passed whole with envFrom.
+type S3Location struct {
+	// Endpoint of the S3 server, e.g. https://s3.eu-west-1.amazonaws.com or http://s3.storage:7070 for a
+	// server inside the cluster. Requests are path-style.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@ ]+$')",message="endpoint is scheme://host[:port] with no path, like https://s3.example.com"
+	Endpoint string `json:"endpoint"`
+	// Bucket name.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	Bucket string `json:"bucket"`
+	// Region of the bucket, where the server needs one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
+	Region string `json:"region,omitempty"`
+	// CredentialsSecretRef names the Secret with the AWS_* keys, in the FormsService's namespace.
+	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
+}
+
+// VolumeLocation is a PersistentVolumeClaim the operator does not manage (create it yourself; a
+// ReadWriteMany claim lets a backup run on any node). The Job mounts it at /backup.
+type VolumeLocation struct {
+	// ClaimName of the PersistentVolumeClaim, in the FormsService's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName"`
+}
+
+// BackupSpec makes backups of the whole store (formsservice backup, docs/architecture.md D39) on a
+// schedule and on request (BackupRequestAnnotation), to one target: a bucket or a volume. A second copy
+// elsewhere is the bucket's replication, or a second FormsService-independent job: one backup has one
+// place, so a failure says which.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.volume)",message="backup needs exactly one target: s3 or volume"
+type BackupSpec struct {
+	// Schedule in cron format ("0 3 * * *": every day at 03:00 in timeZone). Empty: backups only on
+	// request.
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+[smh]|[^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+)$')",message="schedule is five cron fields (minute hour day-of-month month day-of-week), like 0 3 * * *, or @daily, @hourly, …"
+	Schedule string `json:"schedule,omitempty"`
+	// TimeZone of the schedule, an IANA name such as Europe/Berlin; default the controller manager's
+	// (usually UTC).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone *string `json:"timeZone,omitempty"`
+	// Suspend stops scheduled backups (requested ones still run).
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+	// S3 writes each backup to this bucket, as the object <prefix><job name>.backup.gz.
+	// +optional
+	S3 *S3Location `json:"s3,omitempty"`
+	// Volume writes each backup to this claim, as the file /backup/<prefix><job name>.backup.gz.
+	// +optional
+	Volume *VolumeLocation `json:"volume,omitempty"`
+	// Prefix of every backup's name: a folder ("site/") or a name's beginning. Default: the
+	// FormsService's namespace and name ("<namespace>/<name>/").
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9][-A-Za-z0-9._]*/)*[-A-Za-z0-9._]*$') && !self.matches('(^|/)[.][.]?(/|$)')",message="prefix is folders and a name's beginning of letters, digits, '-', '.' and '_', each folder ending in / (like backups/site/), without . or .. folders"
+	Prefix *string `json:"prefix,omitempty"`
+	// Resources of the backup container. Default: requests 50m CPU and 64Mi memory, limit 512Mi (a
+	// restore holds one value at a time; a backup streams).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// RestoreSource is the backup a new FormsService starts from: an object in a bucket, or a file in a
+// volume.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.volume)",message="restoreFrom needs exactly one source: s3 or volume"
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom cannot change; it is read once, when the FormsService is created"
+type RestoreSource struct {
+	// S3 holds the backup as the object Object.
+	// +optional
+	S3 *S3Location `json:"s3,omitempty"`
+	// Volume holds the backup as the file /backup/<object>.
+	// +optional
+	Volume *VolumeLocation `json:"volume,omitempty"`
+	// Object is the backup's key in the bucket or its path in the volume, e.g.
+	// site/site-backup-29412345.backup.gz (status.backup.lastSuccessful.object of the old resource).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][-A-Za-z0-9._/]*$') && !self.matches('(^|/)[.][.]?(/|$)') && !self.endsWith('/')",message="object is a key or path of letters, digits, '-', '.', '_' and '/', without . or .. folders"
+	Object string `json:"object"`
+}
+
+// Outcomes of a backup or restore Job.
+const (
+	JobRunning   = "Running"
+	JobSucceeded = "Succeeded"
+	JobFailed    = "Failed"
+)
+
+// BackupRun is one backup Job, as the operator last saw it.
+type BackupRun struct {
+	// Job that runs (or ran) it.
+	Job string `json:"job"`
+	// Object is the backup's name at the target: its key in the bucket, or its path in the volume.
+	Object string `json:"object"`
+	// Outcome is Running, Succeeded or Failed.
+	Outcome string `json:"outcome"`
+	// Request is the backup-request annotation's value that asked for it; empty for a scheduled one.
+	// +optional
+	Request string `json:"request,omitempty"`
+	// StartTime and CompletionTime of the Job.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Message says why a failed Job failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// BackupStatus reports the backups.
+type BackupStatus struct {
+	// CronJob runs the scheduled backups.
+	// +optional
+	CronJob string `json:"cronJob,omitempty"`
+	// LastRequest is the last backup-request annotation value a Job was made for: a request is
+	// answered once.
+	// +optional
+	LastRequest string `json:"lastRequest,omitempty"`
+	// Last is the newest backup Job, running or done.
+	// +optional
+	Last *BackupRun `json:"last,omitempty"`
+	// LastSuccessful is the newest backup that succeeded: the one to restore from.
+	// +optional
+	LastSuccessful *BackupRun `json:"lastSuccessful,omitempty"`
+}

@@ -1,0 +1,309 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+)
+
+// The data's Jobs: backups (scheduled and requested) and the restore of a new FormsService. Each runs the
+// services' image as `formsservice backup` or `formsservice restore` (docs/architecture.md D39, D40),
+// with the health service's configuration and Secrets: they hold the store's address, password and CA,
+// and nothing else.
+const (
+	Backup  = "backup"
+	Restore = "restore"
+
+	// BackupDir is where a backup or restore Job mounts spec.backup.volume or spec.restoreFrom.volume.
+	BackupDir = "/backup"
+	// BackupSuffix ends every backup's name.
+	BackupSuffix = ".backup.gz"
+	// backupNameVar is the container's variable that holds the Job's name: Kubernetes expands $(VAR) in
+	// the arguments, so a scheduled Job writes to a name the operator knows from the Job alone.
+	backupNameVar = "BACKUP_NAME"
+	// JobNameLabel is the label the Job controller puts on a Job's pods.
+	JobNameLabel = "batch.kubernetes.io/job-name"
+	// RequestAnnotation on a requested backup's Job holds the request id it answers.
+	RequestAnnotation = v1alpha1.BackupRequestAnnotation
+)
+
+// BackupCronJobName is the CronJob of the scheduled backups (at most 52 characters, the CronJob limit:
+// the FormsService's name has at most 40).
+func BackupCronJobName(fs *v1alpha1.FormsService) string { return fs.Name + "-backup" }
+
+// BackupRequestJobName is the Job of one requested backup: the same request always names the same Job,
+// so a request is answered once however often it is reconciled.
+func BackupRequestJobName(fs *v1alpha1.FormsService, request string) string {
+	sum := sha256.Sum256([]byte(request))
+	return fs.Name + "-backup-" + hex.EncodeToString(sum[:4])
+}
+
+// RestoreJobName is the Job that fills a new FormsService's store from spec.restoreFrom.
+func RestoreJobName(fs *v1alpha1.FormsService) string { return fs.Name + "-restore" }
+
+// BackupPrefix is where the backups go at the target: spec.backup.prefix, else "<namespace>/<name>/".
+func BackupPrefix(fs *v1alpha1.FormsService) string {
+	if b := fs.Spec.Backup; b != nil && b.Prefix != nil {
+		return *b.Prefix
+	}
+	return fs.Namespace + "/" + fs.Name + "/"
+}
+
+// BackupObject is the key in the bucket, or the path in the volume, of the backup a Job writes.
+func BackupObject(fs *v1alpha1.FormsService, job string) string {
+	return BackupPrefix(fs) + job + BackupSuffix
+}
+
+// backupLocation is the argument of --to or --from: an s3:// location or a file under BackupDir.
+func backupLocation(s3 *v1alpha1.S3Location, object string) string {
+	if s3 != nil {
+		return "s3://" + s3.Bucket + "/" + object
+	}
+	return BackupDir + "/" + object
+}
+
+// BackupCronJob runs the scheduled backups; nil when spec.backup has no schedule. Only one runs at a
+// time, and the last three successful and three failed Jobs are kept for their status and logs.
+func BackupCronJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.CronJobApplyConfiguration {
+	b := fs.Spec.Backup
+	if b == nil || b.Schedule == "" {
+		return nil
+	}
+	name := BackupCronJobName(fs)
+	spec := batchv1ac.CronJobSpec().
+		WithSchedule(b.Schedule).
+		WithSuspend(b.Suspend).
+		WithConcurrencyPolicy(batchv1.ForbidConcurrent).
+		// A backup missed by more than an hour (the controller was down) is skipped, not run late.
+		WithStartingDeadlineSeconds(3600).
+		WithSuccessfulJobsHistoryLimit(3).
+		WithFailedJobsHistoryLimit(3).
+		WithJobTemplate(batchv1ac.JobTemplateSpec().
+			WithLabels(Labels(fs, Backup)).
+			WithSpec(backupJobSpec(fs, in)))
+	if b.TimeZone != nil {
+		spec.WithTimeZone(*b.TimeZone)
+	}
+	c := batchv1ac.CronJob(name, fs.Namespace).WithSpec(spec)
+	c.ObjectMetaApplyConfiguration = objectMeta(fs, name, Backup)
+	return c
+}
+
+// BackupRequestJob is the Job of one requested backup (BackupRequestAnnotation); nil without spec.backup.
+func BackupRequestJob(fs *v1alpha1.FormsService, in Inputs, request string) *batchv1ac.JobApplyConfiguration {
+	if fs.Spec.Backup == nil || request == "" {
+		return nil
+	}
+	name := BackupRequestJobName(fs, request)
+	j := batchv1ac.Job(name, fs.Namespace).WithSpec(backupJobSpec(fs, in))
+	j.ObjectMetaApplyConfiguration = objectMeta(fs, name, Backup).WithAnnotations(map[string]string{RequestAnnotation: request})
+	return j
+}
+
+// backupJobSpec tries a backup three times (a backup only reads the store, so another try is safe) within
+// an hour, and keeps the finished Job a week for its status and logs (a scheduled one: until the
+// CronJob's history drops it).
+func backupJobSpec(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobSpecApplyConfiguration {
+	b := fs.Spec.Backup
+	to := backupLocation(b.S3, BackupPrefix(fs)+"$("+backupNameVar+")"+BackupSuffix)
+	return batchv1ac.JobSpec().
+		WithBackoffLimit(2).
+		WithActiveDeadlineSeconds(3600).
+		WithTTLSecondsAfterFinished(7 * 24 * 3600).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(Labels(fs, Backup)).
+			WithSpec(dataPod(fs, in, Backup, b.S3, b.Volume, b.Resources, "backup", "--config", ConfigPath, "--to", to)))
+}
+
+// RestoreJob fills the new platform's store from spec.restoreFrom, once: a restore that fails is not
+// tried again (the store may hold part of the backup, and a second try would be refused as not empty),
+// and the Job stays for its logs. Nil without spec.restoreFrom.
+func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfiguration {
+	r := fs.Spec.RestoreFrom
+	if r == nil {
+		return nil
+	}
+	name := RestoreJobName(fs)
+	from := backupLocation(r.S3, r.Object)
+	j := batchv1ac.Job(name, fs.Namespace).WithSpec(batchv1ac.JobSpec().
+		WithBackoffLimit(0).
+		WithActiveDeadlineSeconds(6 * 3600).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(Labels(fs, Restore)).
+			WithSpec(dataPod(fs, in, Restore, r.S3, r.Volume, nil, "restore", "--config", ConfigPath, "--from", from))))
+	j.ObjectMetaApplyConfiguration = objectMeta(fs, name, Restore)
+	return j
+}
+
+// DefaultBackupResources are the backup and restore container's resources when spec.backup.resources
+// is not set.
+func DefaultBackupResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("50m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
+// dataPod is the pod of a backup or restore Job: the services' image and security context, the health
+// service's configuration and Secrets (the store's address, password and CA), the bucket's endpoint and
+// credentials or the volume, and a scratch folder for the file on its way to or from the bucket.
+func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha1.S3Location, vol *v1alpha1.VolumeLocation,
+	res *corev1.ResourceRequirements, args ...string) *corev1ac.PodSpecApplyConfiguration {
+	resources := DefaultBackupResources()
+	if res != nil {
+		resources = *res
+	}
+	volumes := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().
+			WithName(NamesOf(fs).ConfigMap).
+			WithItems(corev1ac.KeyToPath().WithKey(ConfigKey(Health)).WithPath("config.yaml"))),
+		// The whole backup passes through a file here on its way to or from a bucket: no size limit.
+		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}
+	mounts := []*corev1ac.VolumeMountApplyConfiguration{
+		corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),
+		corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"),
+	}
+	uid := ptr.Deref(fs.Spec.RunAsUser, 0)
+	for _, m := range secretMounts(fs, Health) {
+		src := corev1ac.SecretVolumeSource().WithSecretName(m.Secret).WithDefaultMode(secretFileMode(uid))
+		for _, k := range m.Keys {
+			src.WithItems(corev1ac.KeyToPath().WithKey(k).WithPath(k))
+		}
+		name := secretVolumeName(m.Secret)
+		volumes = append(volumes, corev1ac.Volume().WithName(name).WithSecret(src))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(name).WithMountPath(SecretsDir+"/"+m.Secret).WithReadOnly(true))
+	}
+	if vol != nil {
+		volumes = append(volumes, corev1ac.Volume().WithName("backup").WithPersistentVolumeClaim(
+			corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(vol.ClaimName).WithReadOnly(component == Restore)))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("backup").WithMountPath(BackupDir).WithReadOnly(component == Restore))
+	}
+	env := []*corev1ac.EnvVarApplyConfiguration{
+		corev1ac.EnvVar().WithName(backupNameVar).WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.labels['" + JobNameLabel + "']"))),
+	}
+	container := corev1ac.Container().
+		WithName(component).
+		WithImage(Image(fs, in)).
+		WithArgs(args...).
+		WithResources(applyConfigOf[corev1ac.ResourceRequirementsApplyConfiguration](resources)).
+		WithVolumeMounts(mounts...).
+		// The CLI's last words (why a restore was refused) are the pod's termination message.
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+		WithSecurityContext(containerSecurityContext())
+	if s3 != nil {
+		env = append(env, corev1ac.EnvVar().WithName("AWS_ENDPOINT_URL_S3").WithValue(s3.Endpoint))
+		if s3.Region != "" {
+			env = append(env, corev1ac.EnvVar().WithName("AWS_REGION").WithValue(s3.Region))
+		}
+		container.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(corev1ac.SecretEnvSource().WithName(s3.CredentialsSecretRef.Name)))
+	}
+	container.WithEnv(env...)
+	if fs.Spec.ImagePullPolicy != "" {
+		container.WithImagePullPolicy(fs.Spec.ImagePullPolicy)
+	}
+	sc := podSecurityContext(uid)
+	if vol != nil && uid == 0 {
+		// A fresh volume's root folder is root's: the group lets the image's user write its backups.
+		sc.WithFSGroup(ImageUID).WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch)
+	}
+	pod := corev1ac.PodSpec().
+		WithRestartPolicy(corev1.RestartPolicyNever).
+		WithContainers(container).
+		WithVolumes(volumes...).
+		WithServiceAccountName(DataServiceAccountName(fs)).
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(sc)
+	schedule(pod, fs, in)
+	return pod
+}
+
+// DataServiceAccountName is the ServiceAccount of the backup and restore pods.
+func DataServiceAccountName(fs *v1alpha1.FormsService) string { return ServiceAccountName(fs, Backup) }
+
+// DataJobsWanted reports whether fs runs backup or restore Jobs (and so needs their ServiceAccount
+// and NetworkPolicy).
+func DataJobsWanted(fs *v1alpha1.FormsService) bool {
+	return fs.Spec.Backup != nil || fs.Spec.RestoreFrom != nil
+}
+
+// DataServiceAccount is the identity of the backup and restore pods, without a token: they talk to the
+// store and the bucket, never to the Kubernetes API.
+func DataServiceAccount(fs *v1alpha1.FormsService) *corev1ac.ServiceAccountApplyConfiguration {
+	name := DataServiceAccountName(fs)
+	sa := corev1ac.ServiceAccount(name, fs.Namespace).WithAutomountServiceAccountToken(false)
+	sa.ObjectMetaApplyConfiguration = objectMeta(fs, name, Backup)
+	return sa
+}
+
+// dataJobPeers select the backup and restore pods, for the managed Redis's NetworkPolicy.
+func dataJobPeers(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyPeerApplyConfiguration {
+	if !DataJobsWanted(fs) {
+		return nil
+	}
+	return []*networkingv1ac.NetworkPolicyPeerApplyConfiguration{podsOf(fs, Backup), podsOf(fs, Restore)}
+}
+
+// DataNetworkPolicyName names the NetworkPolicy of the backup and restore pods.
+func DataNetworkPolicyName(fs *v1alpha1.FormsService) string { return fs.Name + "-data-jobs" }
+
+// DataNetworkPolicy fences the backup and restore pods when spec.networkPolicy is on: no ingress; egress
+// to DNS, the store (as the services reach it) and the bucket's endpoint port (any address: a host
+// name cannot be selected). Nil when policies are off or no Job is wanted.
+func DataNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	if !NetworkPoliciesEnabled(fs) || !DataJobsWanted(fs) {
+		return nil
+	}
+	egress := []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{networkingv1ac.NetworkPolicyEgressRule().WithPorts(
+		networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolUDP).WithPort(intstr.FromInt32(53)),
+		networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(53)),
+	)}
+	egress = append(egress, redisEgress(fs)...)
+	var ports []int
+	if b := fs.Spec.Backup; b != nil && b.S3 != nil {
+		ports = appendPort(ports, urlPort(b.S3.Endpoint))
+	}
+	if r := fs.Spec.RestoreFrom; r != nil && r.S3 != nil {
+		ports = appendPort(ports, urlPort(r.S3.Endpoint))
+	}
+	egress = append(egress, anyAddressOn(ports)...)
+	name := DataNetworkPolicyName(fs)
+	np := networkingv1ac.NetworkPolicy(name, fs.Namespace).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector().WithMatchExpressions(
+				metav1ac.LabelSelectorRequirement().WithKey(LabelInstance).WithOperator(metav1.LabelSelectorOpIn).WithValues(fs.Name),
+				metav1ac.LabelSelectorRequirement().WithKey(LabelName).WithOperator(metav1.LabelSelectorOpIn).WithValues("formsservice"),
+				metav1ac.LabelSelectorRequirement().WithKey(LabelComponent).WithOperator(metav1.LabelSelectorOpIn).WithValues(Backup, Restore))).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+			WithEgress(egress...))
+	np.ObjectMetaApplyConfiguration = objectMeta(fs, name, Backup)
+	return np
+}
+
+// BackupJobRequest is the request id a requested backup's Job answers ("" for a scheduled one).
+func BackupJobRequest(j *batchv1.Job) string { return j.Annotations[RequestAnnotation] }
+
+// IsBackupJobOf reports whether j is one of fs's backup Jobs (requested or scheduled).
+func IsBackupJobOf(fs *v1alpha1.FormsService, j *batchv1.Job) bool {
+	return j.Labels[LabelInstance] == fs.Name && j.Labels[LabelComponent] == Backup &&
+		strings.HasPrefix(j.Name, BackupCronJobName(fs)+"-")
+}

@@ -1,0 +1,253 @@
+package render
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+)
+
+func withS3Backup(fs *v1alpha1.FormsService) *v1alpha1.FormsService {
+	fs.Spec.Backup = &v1alpha1.BackupSpec{
+		Schedule: "0 3 * * *",
+		TimeZone: ptr.To("Europe/Berlin"),
+		S3: &v1alpha1.S3Location{Endpoint: "http://s3.storage:7070", Bucket: "backups", Region: "eu-1",
+			CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-keys"}},
+	}
+	return fs
+}
+
+func envOf(c corev1.Container, name string) *corev1.EnvVar {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			return &c.Env[i]
+		}
+	}
+	return nil
+}
+
+// checkDataPod checks what every backup and restore pod shares: restricted, its own ServiceAccount
+// without a token, never restarted in place, the health service's configuration and the store's
+// password, and the Job's name in BACKUP_NAME for the arguments.
+func checkDataPod(t *testing.T, what string, p corev1.PodSpec) corev1.Container {
+	t.Helper()
+	if p.ServiceAccountName != "acme-backup" || ptr.Deref(p.AutomountServiceAccountToken, true) {
+		t.Errorf("%s: serviceAccountName %q, automount %v", what, p.ServiceAccountName, p.AutomountServiceAccountToken)
+	}
+	if p.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("%s: restartPolicy %q", what, p.RestartPolicy)
+	}
+	if sc := p.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod not restricted: %+v", what, sc)
+	}
+	if len(p.Containers) != 1 {
+		t.Fatalf("%s: %d containers", what, len(p.Containers))
+	}
+	c := p.Containers[0]
+	if sc := c.SecurityContext; ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("%s: container not restricted: %+v", what, sc)
+	}
+	if c.Image != "img:1" {
+		t.Errorf("%s: image %q, want the services'", what, c.Image)
+	}
+	if e := envOf(c, "BACKUP_NAME"); e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
+		e.ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/job-name']" {
+		t.Errorf("%s: BACKUP_NAME %+v", what, e)
+	}
+	var config, password bool
+	for _, v := range p.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == "acme-config" && len(v.ConfigMap.Items) == 1 &&
+			v.ConfigMap.Items[0].Key == ConfigKey(Health) && v.ConfigMap.Items[0].Path == "config.yaml" {
+			config = true
+		}
+		if v.Secret != nil && v.Secret.SecretName == "acme-redis-password" {
+			password = true
+		}
+		if v.Secret != nil && v.Secret.SecretName == "acme-signing-key" {
+			t.Errorf("%s: mounts the signing key, which a backup does not need", what)
+		}
+	}
+	if !config || !password {
+		t.Errorf("%s: the health configuration (%v) and the store's password (%v) must be mounted: %+v", what, config, password, p.Volumes)
+	}
+	return c
+}
+
+func TestBackupCronJob_S3(t *testing.T) {
+	fs := withS3Backup(base())
+	if BackupCronJob(base(), in) != nil {
+		t.Error("a CronJob without spec.backup")
+	}
+	cj := typed[batchv1.CronJob](t, BackupCronJob(fs, in))
+	if cj.Name != "acme-backup" || cj.Namespace != "prod" || len(cj.OwnerReferences) != 1 || cj.Labels[LabelComponent] != Backup {
+		t.Errorf("metadata %+v", cj.ObjectMeta)
+	}
+	s := cj.Spec
+	if s.Schedule != "0 3 * * *" || ptr.Deref(s.TimeZone, "") != "Europe/Berlin" || s.ConcurrencyPolicy != batchv1.ForbidConcurrent || ptr.Deref(s.Suspend, true) {
+		t.Errorf("spec %+v", s)
+	}
+	if s.JobTemplate.Labels[LabelInstance] != "acme" || s.JobTemplate.Labels[LabelComponent] != Backup || s.JobTemplate.Labels[LabelManagedBy] != ManagedBy {
+		t.Errorf("the Jobs need the labels the operator's cache and status select them by: %v", s.JobTemplate.Labels)
+	}
+	if ptr.Deref(s.JobTemplate.Spec.BackoffLimit, 0) != 2 {
+		t.Errorf("backoffLimit %v: a backup only reads, another try is safe", s.JobTemplate.Spec.BackoffLimit)
+	}
+	p := s.JobTemplate.Spec.Template
+	if p.Labels[LabelComponent] != Backup {
+		t.Errorf("pod labels %v", p.Labels)
+	}
+	c := checkDataPod(t, "scheduled backup", p.Spec)
+	want := []string{"backup", "--config", ConfigPath, "--to", "s3://backups/prod/acme/$(BACKUP_NAME).backup.gz"}
+	if !slices.Equal(c.Args, want) {
+		t.Errorf("args %q, want %q", c.Args, want)
+	}
+	if e := envOf(c, "AWS_ENDPOINT_URL_S3"); e == nil || e.Value != "http://s3.storage:7070" {
+		t.Errorf("endpoint %+v", e)
+	}
+	if e := envOf(c, "AWS_REGION"); e == nil || e.Value != "eu-1" {
+		t.Errorf("region %+v", e)
+	}
+	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "s3-keys" {
+		t.Errorf("the credentials Secret must be passed with envFrom: %+v", c.EnvFrom)
+	}
+	if BackupObject(fs, "acme-backup-29412345") != "prod/acme/acme-backup-29412345.backup.gz" {
+		t.Errorf("BackupObject %q", BackupObject(fs, "acme-backup-29412345"))
+	}
+
+	fs.Spec.Backup.Schedule = ""
+	if BackupCronJob(fs, in) != nil {
+		t.Error("a CronJob without a schedule")
+	}
+}
+
+func TestBackupRequestJob_OneJobPerRequest(t *testing.T) {
+	fs := withS3Backup(base())
+	fs.Spec.Backup.Prefix = ptr.To("site/")
+	a, b := BackupRequestJobName(fs, "before-upgrade"), BackupRequestJobName(fs, "2026-11-26")
+	if a == b || a != BackupRequestJobName(fs, "before-upgrade") || !strings.HasPrefix(a, "acme-backup-") || len(a) > 63 {
+		t.Errorf("names %q and %q: one stable name per request, under the CronJob's prefix", a, b)
+	}
+	j := typed[batchv1.Job](t, BackupRequestJob(fs, in, "before-upgrade"))
+	if j.Name != a || j.Annotations[v1alpha1.BackupRequestAnnotation] != "before-upgrade" || len(j.OwnerReferences) != 1 {
+		t.Errorf("metadata %+v", j.ObjectMeta)
+	}
+	c := checkDataPod(t, "requested backup", j.Spec.Template.Spec)
+	if got := c.Args[len(c.Args)-1]; got != "s3://backups/site/$(BACKUP_NAME).backup.gz" {
+		t.Errorf("--to %q", got)
+	}
+	if BackupRequestJob(base(), in, "x") != nil {
+		t.Error("a requested backup without spec.backup")
+	}
+}
+
+func TestBackupJob_Volume(t *testing.T) {
+	fs := base()
+	fs.Spec.Backup = &v1alpha1.BackupSpec{Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}}
+	j := typed[batchv1.Job](t, BackupRequestJob(fs, in, "r1"))
+	p := j.Spec.Template.Spec
+	c := checkDataPod(t, "backup to a volume", p)
+	if got := c.Args[len(c.Args)-1]; got != "/backup/prod/acme/$(BACKUP_NAME).backup.gz" {
+		t.Errorf("--to %q", got)
+	}
+	if len(c.EnvFrom) != 0 || envOf(c, "AWS_ENDPOINT_URL_S3") != nil {
+		t.Errorf("S3 settings for a volume: %+v", c.Env)
+	}
+	var mounted bool
+	for _, v := range p.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "backups" && !v.PersistentVolumeClaim.ReadOnly {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("the claim is not mounted writable: %+v", p.Volumes)
+	}
+	if ptr.Deref(p.SecurityContext.FSGroup, 0) != ImageUID {
+		t.Errorf("fsGroup %v: the image's user could not write to a fresh volume", p.SecurityContext.FSGroup)
+	}
+	fs.Spec.RunAsUser = ptr.To[int64](1000)
+	p = typed[batchv1.Job](t, BackupRequestJob(fs, in, "r1")).Spec.Template.Spec
+	if ptr.Deref(p.SecurityContext.FSGroup, 0) != 1000 || ptr.Deref(p.SecurityContext.RunAsUser, 0) != 1000 {
+		t.Errorf("spec.runAsUser must be the backup's user and group too: %+v", p.SecurityContext)
+	}
+}
+
+func TestRestoreJob_OnceFromTheSource(t *testing.T) {
+	fs := base()
+	if RestoreJob(fs, in) != nil {
+		t.Error("a restore Job without spec.restoreFrom")
+	}
+	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{
+		S3:     &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "keys"}},
+		Object: "prod/acme/acme-backup-1.backup.gz",
+	}
+	j := typed[batchv1.Job](t, RestoreJob(fs, in))
+	if j.Name != "acme-restore" || ptr.Deref(j.Spec.BackoffLimit, 1) != 0 || j.Spec.TTLSecondsAfterFinished != nil {
+		t.Errorf("a restore is tried once and its Job kept: %+v", j.Spec)
+	}
+	if j.Spec.Template.Labels[LabelComponent] != Restore {
+		t.Errorf("pod labels %v", j.Spec.Template.Labels)
+	}
+	c := checkDataPod(t, "restore", j.Spec.Template.Spec)
+	want := []string{"restore", "--config", ConfigPath, "--from", "s3://backups/prod/acme/acme-backup-1.backup.gz"}
+	if !slices.Equal(c.Args, want) {
+		t.Errorf("args %q, want %q", c.Args, want)
+	}
+
+	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}, Object: "a/b.backup.gz"}
+	p := typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec
+	if got := p.Containers[0].Args[4]; got != "/backup/a/b.backup.gz" {
+		t.Errorf("--from %q", got)
+	}
+	for _, v := range p.Volumes {
+		if v.PersistentVolumeClaim != nil && !v.PersistentVolumeClaim.ReadOnly {
+			t.Error("a restore mounts its source read-only")
+		}
+	}
+}
+
+func TestDataJobs_NetworkPolicies(t *testing.T) {
+	fs := base()
+	redisFrom := func() []networkingv1.NetworkPolicyPeer {
+		return typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs)).Spec.Ingress[0].From
+	}
+	if n := len(redisFrom()); n != len(Components) {
+		t.Errorf("without backups the managed Redis admits %d peers, want the %d services", n, len(Components))
+	}
+	withS3Backup(fs)
+	var admits []string
+	for _, p := range redisFrom() {
+		admits = append(admits, p.PodSelector.MatchLabels[LabelComponent])
+	}
+	if !slices.Contains(admits, Backup) || !slices.Contains(admits, Restore) {
+		t.Errorf("the managed Redis must admit the backup and restore pods: %v", admits)
+	}
+
+	if DataNetworkPolicy(fs) != nil {
+		t.Error("a policy for the Jobs without spec.networkPolicy")
+	}
+	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{}}}
+	np := typed[networkingv1.NetworkPolicy](t, DataNetworkPolicy(fs))
+	if len(np.Spec.Ingress) != 0 || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("the Jobs take no connections: %+v", np.Spec)
+	}
+	var ports []int32
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			ports = append(ports, p.Port.IntVal)
+		}
+	}
+	if !slices.Contains(ports, 53) || !slices.Contains(ports, RedisPort) || !slices.Contains(ports, 7070) {
+		t.Errorf("egress ports %v: DNS, the store and the bucket's endpoint", ports)
+	}
+	sel := np.Spec.PodSelector.MatchExpressions
+	if len(sel) != 3 || !slices.Equal(sel[2].Values, []string{Backup, Restore}) {
+		t.Errorf("selector %+v", sel)
+	}
+}

@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;patch
+
+// RedisClaimTemplate is the name of the managed Redis's volume claim template: its claims are
+// data-<statefulset>-<ordinal>.
+const RedisClaimTemplate = "data"
+
+// RedisStorageSize is the size the managed Redis's volume should have: spec.redis.managed.storageSize,
+// else render.DefaultRedisStorageSize.
+func RedisStorageSize(fs *v1alpha1.FormsService) resource.Quantity {
+	if m := fs.Spec.Redis.Managed; m != nil && m.StorageSize != nil {
+		return *m.StorageSize
+	}
+	return resource.MustParse(render.DefaultRedisStorageSize)
+}
+
+// resizeRedisVolume grows the managed Redis's volume when storageSize grew (the CRD refuses a smaller
+// one), and says whether the StatefulSet may be applied now. A StatefulSet's claim templates cannot
+// change, so the operator does what `kubectl` users do by hand (docs/architecture.md D40): it asks each
+// PersistentVolumeClaim for the new size (the storage class must allow expansion; the CSI driver grows
+// the volume, online where it can), then deletes the StatefulSet with orphan propagation, which leaves the
+// Redis pod running and its claims in place, and the next reconcile creates the StatefulSet again with
+// the new template, adopting the pod. A claim that cannot grow stops it there: the StatefulSet stays as
+// it is, and the resource is Stalled with the API server's answer.
+func (r *FormsServiceReconciler) resizeRedisVolume(ctx context.Context, fs *v1alpha1.FormsService, in render.Inputs, run *reconcileRun) bool {
+	sts := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", sts.Name, err))
+		return false
+	case !sts.DeletionTimestamp.IsZero():
+		return false // being replaced: its deletion brings the next reconcile, which creates it again
+	}
+	var have *resource.Quantity
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		if t.Name == RedisClaimTemplate {
+			q := t.Spec.Resources.Requests[corev1.ResourceStorage]
+			have = &q
+		}
+	}
+	want := RedisStorageSize(fs)
+	if have == nil || want.Cmp(*have) <= 0 {
+		return true
+	}
+
+	if m := fs.Spec.Redis.Managed; (m == nil || m.Image == "") && render.RedisImage(fs, in) == render.LegacyRedisImage {
+		// The StatefulSet is what says the store runs the legacy Redis (render.RedisImage): re-created,
+		// it would come back on Valkey, which cannot read the data.
+		run.Problems = append(run.Problems, problem{Reason: "VolumeExpansionNeedsImage", Message: fmt.Sprintf(
+			"the managed Redis runs %s, kept only while its StatefulSet exists: set spec.redis.managed.image to %s before growing storageSize",
+			render.LegacyRedisImage, render.LegacyRedisImage)})
+		return false
+	}
+	log := logf.FromContext(ctx)
+	for i := range ptr.Deref(sts.Spec.Replicas, 1) {
+		name := RedisClaimTemplate + "-" + sts.Name + "-" + strconv.Itoa(int(i))
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, pvc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // the StatefulSet creates it, at the new size
+			}
+			run.fail("VolumeExpansionFailed", fmt.Errorf("PersistentVolumeClaim %s: %w", name, err))
+			return false
+		}
+		cur := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if cur.Cmp(want) >= 0 {
+			continue
+		}
+		orig := pvc.DeepCopy()
+		if pvc.Spec.Resources.Requests == nil {
+			pvc.Spec.Resources.Requests = corev1.ResourceList{}
+		}
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = want
+		if err := r.Client.Patch(ctx, pvc, client.MergeFrom(orig)); err != nil {
+			run.fail("VolumeExpansionFailed", fmt.Errorf("growing PersistentVolumeClaim %s from %s to %s: %w", name, cur.String(), want.String(), err))
+			return false
+		}
+		log.Info("expanding volume", "claim", name, "from", cur.String(), "to", want.String())
+		r.eventAbout(fs, pvc, corev1.EventTypeNormal, "VolumeExpanding", "Asked PersistentVolumeClaim %s for %s (was %s)", name, want.String(), cur.String())
+	}
+	err = r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: ptr.To(sts.UID)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		run.fail("VolumeExpansionFailed", fmt.Errorf("replacing StatefulSet %s for its new claim size: %w", sts.Name, err))
+		return false
+	}
+	r.eventAbout(fs, sts, corev1.EventTypeNormal, "Replacing", "Replacing StatefulSet %s for claims of %s; its pod keeps running", sts.Name, want.String())
+	return false
+}
