@@ -190,7 +190,7 @@ func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs
 		rule.WithFrom(podsOf(fs, c))
 	}
 	rule.WithFrom(dataJobPeers(fs)...) // the backup and restore Jobs, through the sentinels too (backup.go)
-	np.Spec.Ingress = nil // the single Redis's rule (the data port, from the services) is part of this one
+	np.Spec.Ingress = nil              // the single Redis's rule (the data port, from the services) is part of this one
 	np.Spec.WithIngress(rule)
 }
 
