@@ -189,8 +189,10 @@ func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs
 	for _, c := range Components {
 		rule.WithFrom(podsOf(fs, c))
 	}
-	rule.WithFrom(dataJobPeers(fs)...) // the backup and restore Jobs, through the sentinels too (backup.go)
-	np.Spec.Ingress = nil              // the single Redis's rule (the data port, from the services) is part of this one
+	// The backup and restore Jobs reach the store through the sentinels too (backup.go).
+	rule.WithFrom(dataJobPeers(fs)...)
+	// The single Redis's rule (the data port, from the services and Jobs) is part of this one.
+	np.Spec.Ingress = nil
 	np.Spec.WithIngress(rule)
 }
 
