@@ -166,9 +166,17 @@ func (k *kind) haFailover(t *testing.T) {
 		// Between the kill and the old pod's return, a submission may fail, never be acknowledged wrongly:
 		// 502 or 503 from forms, or a refused connection while no forms pod is ready (their /readyz fails
 		// while the store has no primary, or no replica for durability primary, so the Service has no
-		// endpoint). Before the kill and after the return, every answer is a 201.
+		// endpoint). Before the kill every answer is a 201, and after the return too, but for a grace
+		// period: the forms pods' readiness comes back on the kubelet's next probe, which on a loaded
+		// machine can land after the old pod rejoined (the phase's runs: last failure 7–13 s after the
+		// kill, rejoined after 12–19 s). The 50 acknowledgements required after the return show that the
+		// service came back.
 		refused := a.err != nil && strings.Contains(a.err.Error(), "connection refused")
-		inWindow := a.at.After(killedAt) && a.at.Before(rejoinedAt)
+		windowEnd := rejoinedAt
+		if grace := killedAt.Add(45 * time.Second); grace.After(windowEnd) {
+			windowEnd = grace
+		}
+		inWindow := a.at.After(killedAt) && a.at.Before(windowEnd)
 		if a.status != http.StatusCreated &&
 			(!inWindow || !(refused || a.status == http.StatusBadGateway || a.status == http.StatusServiceUnavailable)) {
 			t.Errorf("a submission %s after the kill: status %d, error %v", a.at.Sub(killedAt).Round(time.Millisecond), a.status, a.err)
