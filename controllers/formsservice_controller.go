@@ -258,6 +258,12 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 		if redisPasswordKnown && err == nil && r.resizeRedisVolume(ctx, fs, in, run) { // volume.go
 			apply(render.RedisStatefulSet(fs, in))
 		}
+		if render.RedisHA(fs) { // the highly available Redis's own objects (D41)
+			for _, svc := range render.RedisHANodeServices(fs) {
+				apply(svc)
+			}
+			apply(render.RedisHAPodDisruptionBudget(fs))
+		}
 	} else {
 		// Switched to an external Redis: stop the managed one. Its volume claim stays (retention policy).
 		remove(&appsv1.StatefulSet{ObjectMeta: objectMeta(fs, names.Redis)}, "StatefulSet")
@@ -265,6 +271,10 @@ func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsSe
 		remove(&corev1.Service{ObjectMeta: objectMeta(fs, names.Redis)}, "Service")
 		remove(&corev1.ConfigMap{ObjectMeta: objectMeta(fs, names.RedisConfigMap)}, "ConfigMap")
 		remove(&corev1.ServiceAccount{ObjectMeta: objectMeta(fs, render.ServiceAccountName(fs, render.Redis))}, "ServiceAccount")
+		remove(&policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, names.Redis)}, "PodDisruptionBudget")
+		for i := range render.RedisHAReplicas {
+			remove(&corev1.Service{ObjectMeta: objectMeta(fs, render.RedisHANodeName(fs, i))}, "Service")
+		}
 	}
 	for _, c := range render.Components {
 		apply(render.Service(fs, c))

@@ -294,6 +294,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.addresses) && size(self.addresses) > 0) || (!has(self.passwordSecretRef) && !has(self.username) && !has(self.tls) && !has(self.caSecretRef))",message="passwordSecretRef, username and tls apply to an external Redis (addresses), and so does caSecretRef; the managed Redis gets a generated password"
 // +kubebuilder:validation:XValidation:rule="!has(self.managed) || !has(self.addresses) || size(self.addresses) == 0",message="managed applies only when addresses is empty"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'Cluster' || !has(self.db) || self.db == 0",message="a Redis Cluster has only db 0"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.managed) || !has(oldSelf.managed.highAvailability) || !oldSelf.managed.highAvailability || (has(self.addresses) && size(self.addresses) > 0) || (has(self.managed) && has(self.managed.highAvailability) && self.managed.highAvailability)",message="managed.highAvailability cannot be turned off: pod 0 may be a replica by then; move to your own Redis (addresses) instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.managed) || has(oldSelf.managed) || !has(self.managed.storageSize) || quantity(string(self.managed.storageSize)).compareTo(quantity('1Gi')) >= 0",message="storageSize may grow, never shrink: the volume has the default 1Gi"
 // +kubebuilder:validation:XValidation:rule="has(self.managed) || !has(oldSelf.managed) || !has(oldSelf.managed.storageSize) || quantity(string(oldSelf.managed.storageSize)).compareTo(quantity('1Gi')) <= 0 || (has(self.addresses) && size(self.addresses) > 0)",message="storageSize cannot be removed: the volume is larger than the default 1Gi and never shrinks"
 type RedisSpec struct {
@@ -367,6 +368,13 @@ type ManagedRedisSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// HighAvailability runs three Redis pods instead of one: a primary and two replicas, each beside a
+	// Sentinel (quorum 2 of 3) that promotes a replica when the primary is lost. The services connect
+	// through the sentinels, and the forms default to durability primary (a 201 is on a replica too).
+	// Turning it on keeps the data (pod 0 starts as the primary); it cannot be turned off
+	// (docs/operator.md, "High availability").
+	// +optional
+	HighAvailability bool `json:"highAvailability,omitempty"`
 }
 
 // Workload is what every service Deployment shares.
@@ -426,8 +434,8 @@ type FormsSpec struct {
 type FormsDataPolicy struct {
 	// Durability is what a 201 survives: process (the Redis process: memory and append-only file),
 	// machine (a crash of the Redis machine: fsync before the answer) or primary (the loss of the
-	// primary: a replica acknowledged the write). Default machine with the managed Redis, process
-	// otherwise.
+	// primary: a replica acknowledged the write). Default machine with the managed Redis, primary with
+	// its highAvailability, process otherwise.
 	// +optional
 	// +kubebuilder:validation:Enum=process;machine;primary
 	Durability string `json:"durability,omitempty"`

@@ -19,6 +19,7 @@ func commands(env *environment) []*cobra.Command {
 		newBackupCmd(env),
 		newRestoreCmd(env),
 		newCheckHealthCmd(env),
+		newRedisHAConfigCmd(env), // hidden: the init container of the highly available managed Redis (D41)
 	}
 }
 

@@ -64,6 +64,10 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 			// The Redis the operator runs fsyncs before it answers: a 201 survives a crash of its node.
 			c.Forms.Durability = config.DurabilityMachine
 		}
+		if RedisHA(fs) {
+			// Three nodes: a 201 survives the loss of the primary (a replica has it, WAIT 1).
+			c.Forms.Durability = config.DurabilityPrimary
+		}
 		formsDataPolicy(&c.Forms, s.Forms.DataPolicy)
 		formsSitesAndOptIn(&c.Forms, fs)
 	case Auth:
@@ -90,6 +94,9 @@ func originStrings(os []v1alpha1.Origin) []string {
 }
 
 func redisConfig(fs *v1alpha1.FormsService) config.Redis {
+	if RedisHA(fs) {
+		return redisHAConfig(fs) // redis_ha.go
+	}
 	if ManagedRedis(fs) {
 		n := NamesOf(fs)
 		return config.Redis{

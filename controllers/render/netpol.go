@@ -92,6 +92,9 @@ func tcp(port int) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
 // NetworkPolicy cannot select, so without spec.networkPolicy.redisEgress the rule allows any address on
 // the ports of spec.redis.addresses (and 6379, where the masters behind Sentinels usually listen).
 func redisEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
+	if RedisHA(fs) {
+		return redisHAEgress(fs) // redis_ha.go
+	}
 	if ManagedRedis(fs) {
 		return []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{
 			networkingv1ac.NetworkPolicyEgressRule().WithTo(podsOf(fs, Redis)).WithPorts(tcp(RedisPort)),

@@ -42,6 +42,9 @@ func RedisNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicy
 			WithPolicyTypes(networkingv1.PolicyTypeIngress).
 			WithIngress(rule))
 	np.ObjectMetaApplyConfiguration = objectMeta(fs, NamesOf(fs).Redis, Redis)
+	if RedisHA(fs) {
+		redisHANetworkPolicy(np, fs) // redis_ha.go
+	}
 	return np
 }
 

@@ -188,6 +188,9 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 			WithLabels(Labels(fs, Redis)).
 			WithSpec(claim)))
 	s.ObjectMetaApplyConfiguration = objectMeta(fs, n.Redis, Redis)
+	if RedisHA(fs) {
+		redisHAStatefulSet(s, fs, in) // redis_ha.go
+	}
 	return s
 }
 

@@ -230,7 +230,7 @@ wait_for "node $NODE_NAME" 120 kubelet kubectl_ wait --for=condition=Ready "node
 log "node Ready at $(elapsed)"
 
 # --- storage: a default StorageClass without provisioner and a few hostPath volumes ------------------
-for i in 1 2 3 4; do mkdir -p "$RUN/pv/pv$i" && chmod 0777 "$RUN/pv/pv$i"; done
+for i in 1 2 3 4 5 6; do mkdir -p "$RUN/pv/pv$i" && chmod 0777 "$RUN/pv/pv$i"; done
 {
   cat <<YAML
 apiVersion: storage.k8s.io/v1
@@ -240,7 +240,7 @@ provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: WaitForFirstConsumer
 reclaimPolicy: Retain
 YAML
-  for i in 1 2 3 4; do
+  for i in 1 2 3 4 5 6; do
     cat <<YAML
 ---
 apiVersion: v1

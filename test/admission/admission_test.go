@@ -126,6 +126,9 @@ func TestOperands_PassThePodSecurityBestPracticeAndOperandPolicies(t *testing.T)
 			fs.Spec.Forms.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 			fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{RunAsUser: ptr.To[int64](0)}
 		}},
+		{"highly available Redis", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+		}},
 		{"backups and a restore: the CronJob's and the Jobs' pods", func(fs *v1alpha1.FormsService) {
 			s3 := &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}
 			fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", S3: s3}
@@ -213,6 +216,12 @@ func writeOperands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) st
 		add(render.RedisService(fs))
 		add(render.RedisNetworkPolicy(fs))
 		add(render.RedisStatefulSet(fs, in))
+		if render.RedisHA(fs) {
+			for _, s := range render.RedisHANodeServices(fs) {
+				add(s)
+			}
+			add(render.RedisHAPodDisruptionBudget(fs))
+		}
 	}
 	if render.DataJobsWanted(fs) {
 		add(render.DataServiceAccount(fs))

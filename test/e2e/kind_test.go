@@ -252,6 +252,8 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	phase("day two: backup, delete, restore")
 	t.Run("day two: deleting the FormsService collects everything it owned", d.deleteAndCollect)
 	phase("day two: FormsService deleted, its objects collected")
+	t.Run("high availability: the primary Redis pod killed under forms traffic, no acknowledged submission lost", k.haFailover) // ha_test.go
+	phase("high availability: failover under traffic")
 }
 
 // relay is a loopback listener on a port the kernel picked, whose connections are copied to a target

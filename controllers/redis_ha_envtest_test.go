@@ -1,0 +1,123 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// Turning highAvailability on turns the single Redis's StatefulSet into three pods in place (same name,
+// same claims), adds a headless Service per pod and a PodDisruptionBudget, opens the Redis policy to the
+// sentinel port, and points the services at the sentinels with forms at durability primary.
+func TestRedisHA_TurnedOn_RendersTheSetInPlace_ServicesThroughTheSentinels(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := createAndWait(t, sampleFS(ns))
+	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-redis"), &appsv1.StatefulSet{}) })
+
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+	})
+	var sts appsv1.StatefulSet
+	eventuallyWhat(t, "the Redis StatefulSet at 3 replicas with the sentinel", func() error {
+		if err := k8s.Get(ctx, key(ns, "acme-redis"), &sts); err != nil {
+			return err
+		}
+		if ptr.Deref(sts.Spec.Replicas, 0) != 3 || len(sts.Spec.Template.Spec.Containers) != 2 || len(sts.Spec.Template.Spec.InitContainers) != 1 {
+			return fmt.Errorf("replicas %d, %d containers", ptr.Deref(sts.Spec.Replicas, 0), len(sts.Spec.Template.Spec.Containers))
+		}
+		return nil
+	})
+	if sts.Spec.ServiceName != "acme-redis" || sts.Spec.VolumeClaimTemplates[0].Name != "data" {
+		t.Errorf("not the single Redis's set: service %s claims %v", sts.Spec.ServiceName, sts.Spec.VolumeClaimTemplates)
+	}
+	for i := range render.RedisHAReplicas {
+		var svc corev1.Service
+		name := fmt.Sprintf("acme-redis-%d", i)
+		eventually(t, func() error { return k8s.Get(ctx, key(ns, name), &svc) })
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || len(svc.OwnerReferences) != 1 {
+			t.Errorf("Service %s: %+v", name, svc.Spec)
+		}
+	}
+	var pdb policyv1.PodDisruptionBudget
+	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-redis"), &pdb) })
+	if pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PDB %+v", pdb.Spec)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := k8s.Get(ctx, key(ns, "acme-redis"), &np); err != nil {
+		t.Fatal(err)
+	}
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 2 || np.Spec.Ingress[0].Ports[1].Port.IntValue() != render.SentinelPort {
+		t.Errorf("the Redis policy does not admit the sentinel port: %+v", np.Spec.Ingress)
+	}
+	eventuallyWhat(t, "forms configured through the sentinels at durability primary", func() error {
+		c := configOf(t, ns, "acme", render.Forms)
+		if c.Redis.MasterName != render.RedisHAMasterName || !slices.Equal(c.Redis.Addrs, render.RedisHASentinelAddrs(fs)) ||
+			c.Forms.Durability != config.DurabilityPrimary || c.Redis.SentinelPasswordFile == "" {
+			return fmt.Errorf("redis %+v, durability %q", c.Redis, c.Forms.Durability)
+		}
+		return nil
+	})
+
+	// Moving to your own Redis stops the managed one, its per-pod Services and its budget with it.
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.example.internal:6379"}}
+	})
+	eventuallyWhat(t, "the managed Redis's HA objects removed", func() error {
+		for _, o := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+			name := "acme-redis-0"
+			if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
+				name = "acme-redis"
+			}
+			if err := k8s.Get(ctx, key(ns, name), o); err == nil {
+				return fmt.Errorf("%T %s still there", o, name)
+			}
+		}
+		return nil
+	})
+}
+
+// Once on, highAvailability stays on: scaled back to one pod, pod 0 may be a replica by then.
+func TestCRD_RedisHighAvailabilityCannotBeTurnedOff(t *testing.T) {
+	ctx := context.Background()
+	fs := sampleFS(newNamespace(t))
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+	if err := k8s.Create(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	for name, mutate := range map[string]func(*v1alpha1.FormsService){
+		"set to false":    func(fs *v1alpha1.FormsService) { fs.Spec.Redis.Managed.HighAvailability = false },
+		"managed removed": func(fs *v1alpha1.FormsService) { fs.Spec.Redis.Managed = nil },
+		"other managed tune": func(fs *v1alpha1.FormsService) {
+			fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Image: "mirror.example/valkey:8"}
+		},
+	} {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(fs), fs); err != nil {
+				return err
+			}
+			mutate(fs)
+			return k8s.Update(ctx, fs)
+		})
+		if err == nil || !strings.Contains(err.Error(), "highAvailability cannot be turned off") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A change that keeps it on is accepted.
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Spec.Redis.Managed.Image = "mirror.example/valkey:8" })
+}

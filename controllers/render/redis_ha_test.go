@@ -1,0 +1,183 @@
+package render
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+func haBase() *v1alpha1.FormsService {
+	fs := base()
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+	return fs
+}
+
+func TestRedisHA_StatefulSet_ThreePodsInPlaceWithInitStepAndSentinel(t *testing.T) {
+	single := typed[appsv1.StatefulSet](t, RedisStatefulSet(base(), in))
+	if len(single.Spec.Template.Spec.InitContainers) != 0 || len(single.Spec.Template.Spec.Containers) != 1 || *single.Spec.Replicas != 1 {
+		t.Fatalf("the single Redis changed: %+v", single.Spec)
+	}
+
+	s := typed[appsv1.StatefulSet](t, RedisStatefulSet(haBase(), Inputs{Image: "img:1", SecretDigests: map[string]string{"acme-redis-password": "d1"}}))
+	// In place: the single Redis's name, governing Service and claims (pod 0's data is where HA starts).
+	if s.Name != single.Name || s.Spec.ServiceName != single.Spec.ServiceName || s.Spec.VolumeClaimTemplates[0].Name != "data" || *s.Spec.Replicas != 3 {
+		t.Errorf("not the single Redis's set with 3 replicas: %s %s %d", s.Name, s.Spec.ServiceName, *s.Spec.Replicas)
+	}
+	pod := s.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 2 {
+		t.Fatalf("containers: %d init, %d", len(pod.InitContainers), len(pod.Containers))
+	}
+	init, redis, sentinel := pod.InitContainers[0], pod.Containers[0], pod.Containers[1]
+	if init.Image != "img:1" || init.Args[0] != "redis-ha-config" {
+		t.Errorf("the init step is not formsservice redis-ha-config from the services' image: %s %v", init.Image, init.Args)
+	}
+	args := strings.Join(init.Args, " ")
+	for _, want := range []string{
+		"--nodes acme-redis-0.prod.svc:6379,acme-redis-1.prod.svc:6379,acme-redis-2.prod.svc:6379",
+		"--sentinels acme-redis-0.prod.svc:26379,acme-redis-1.prod.svc:26379,acme-redis-2.prod.svc:26379",
+		"--self $(POD_NAME)", "--master-name formsservice", "--password-file /etc/redis-password/password",
+		"--include /etc/redis/redis.conf", "--out /ha",
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("init args lack %q: %s", want, args)
+		}
+	}
+	if len(init.Env) != 1 || init.Env[0].Name != "POD_NAME" || init.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("POD_NAME not from the downward API: %+v", init.Env)
+	}
+	if !strings.Contains(redis.Command[2], "/ha/redis.conf") || !strings.Contains(sentinel.Command[2], "/ha/sentinel.conf --sentinel") {
+		t.Errorf("commands: %v / %v", redis.Command, sentinel.Command)
+	}
+	if sentinel.Image != DefaultRedisImage || sentinel.Ports[0].ContainerPort != SentinelPort || sentinel.ReadinessProbe == nil {
+		t.Errorf("sentinel: %+v", sentinel)
+	}
+	// Restricted Pod Security for every container, the init step's included.
+	for _, c := range []corev1.Container{init, redis, sentinel} {
+		sc := c.SecurityContext
+		if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s: not restricted: %+v", c.Name, sc)
+		}
+		if c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: no memory limit", c.Name)
+		}
+	}
+	aff := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	if len(aff) != 1 || aff[0].PodAffinityTerm.TopologyKey != NodeTopologyKey || aff[0].PodAffinityTerm.LabelSelector.MatchLabels[LabelComponent] != Redis {
+		t.Errorf("anti-affinity: %+v", pod.Affinity)
+	}
+	var vols []string
+	for _, v := range pod.Volumes {
+		vols = append(vols, v.Name)
+	}
+	if !slices.Contains(vols, "ha") || !slices.Contains(vols, "password") || !slices.Contains(vols, "secret") || !slices.Contains(vols, "config") {
+		t.Errorf("volumes %v", vols)
+	}
+	if s.Spec.Template.Annotations[RestartHashAnnotation] != "d1" {
+		t.Errorf("the pods do not restart when the password changes: %v", s.Spec.Template.Annotations)
+	}
+}
+
+func TestRedisHA_ServicesConnectThroughTheSentinels_FormsAtDurabilityPrimary(t *testing.T) {
+	fs := haBase()
+	c := ServiceConfig(fs, Forms, in)
+	pw := SecretsDir + "/acme-redis-password/password"
+	if !slices.Equal(c.Redis.Addrs, RedisHASentinelAddrs(fs)) || c.Redis.MasterName != RedisHAMasterName ||
+		c.Redis.PasswordFile != pw || c.Redis.SentinelPasswordFile != pw {
+		t.Errorf("redis = %+v", c.Redis)
+	}
+	if c.Forms.Durability != config.DurabilityPrimary {
+		t.Errorf("forms durability %q, want primary by default with the highly available Redis", c.Forms.Durability)
+	}
+	fs.Spec.Forms.DataPolicy = &v1alpha1.FormsDataPolicy{Durability: "machine"}
+	if c := ServiceConfig(fs, Forms, in); c.Forms.Durability != config.DurabilityMachine {
+		t.Errorf("the spec's durability must win: %q", c.Forms.Durability)
+	}
+	if c := ServiceConfig(base(), Forms, in); c.Forms.Durability != config.DurabilityMachine || c.Redis.MasterName != "" {
+		t.Errorf("the single Redis changed: %+v %q", c.Redis, c.Forms.Durability)
+	}
+	// The rendered files load in the services (Validate: sentinelPasswordFile needs masterName).
+	for _, comp := range Components {
+		if _, err := RenderConfig(fs, comp, in); err != nil {
+			t.Errorf("%s: %v", comp, err)
+		}
+	}
+}
+
+func TestRedisHA_NodeServices_HeadlessPerPodEvenWhileNotReady(t *testing.T) {
+	svcs := RedisHANodeServices(haBase())
+	if len(svcs) != RedisHAReplicas {
+		t.Fatalf("%d Services", len(svcs))
+	}
+	for i, ac := range svcs {
+		s := typed[corev1.Service](t, ac)
+		name := "acme-redis-" + string(rune('0'+i))
+		if s.Name != name || s.Spec.ClusterIP != corev1.ClusterIPNone || !s.Spec.PublishNotReadyAddresses ||
+			s.Spec.Selector["statefulset.kubernetes.io/pod-name"] != name || s.Spec.Selector[LabelInstance] != "acme" {
+			t.Errorf("Service %d: %+v", i, s)
+		}
+		if len(s.Spec.Ports) != 2 || s.Spec.Ports[0].Port != RedisPort || s.Spec.Ports[1].Port != SentinelPort {
+			t.Errorf("Service %d ports %+v", i, s.Spec.Ports)
+		}
+		if len(s.OwnerReferences) != 1 {
+			t.Errorf("Service %d not owned", i)
+		}
+	}
+}
+
+func TestRedisHA_PodDisruptionBudget_OnePodAtATime(t *testing.T) {
+	p := typed[policyv1.PodDisruptionBudget](t, RedisHAPodDisruptionBudget(haBase()))
+	if p.Name != "acme-redis" || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.Selector.MatchLabels[LabelComponent] != Redis {
+		t.Errorf("PDB %+v", p)
+	}
+}
+
+func TestRedisHA_NetworkPolicies_TheSetTalksToItselfAndTheServicesReachTheSentinels(t *testing.T) {
+	fs := haBase()
+	np := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs))
+	if len(np.Spec.Ingress) != 1 {
+		t.Fatalf("ingress %+v", np.Spec.Ingress)
+	}
+	var from []string
+	for _, p := range np.Spec.Ingress[0].From {
+		if p.PodSelector.MatchLabels[LabelInstance] != "acme" || p.NamespaceSelector != nil {
+			t.Errorf("peer %+v is not a pod of this FormsService", p)
+		}
+		from = append(from, p.PodSelector.MatchLabels[LabelComponent])
+	}
+	var ports []int
+	for _, p := range np.Spec.Ingress[0].Ports {
+		ports = append(ports, p.Port.IntValue())
+	}
+	if !slices.Equal(from, append([]string{Redis}, Components...)) || !slices.Equal(ports, []int{RedisPort, SentinelPort}) {
+		t.Errorf("from %v ports %v", from, ports)
+	}
+
+	// The backup and restore Jobs read the store through the sentinels as the services do.
+	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}}
+	np = typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs))
+	if peers := np.Spec.Ingress[0].From; len(peers) != 1+len(Components)+2 || peers[len(peers)-1].PodSelector.MatchLabels[LabelComponent] != Restore {
+		t.Errorf("the data Jobs are not admitted to the highly available Redis: %+v", peers)
+	}
+
+	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{}}}
+	svc := typed[networkingv1.NetworkPolicy](t, ServiceNetworkPolicy(fs, Forms))
+	found := false
+	for _, e := range svc.Spec.Egress {
+		if len(e.To) == 1 && e.To[0].PodSelector != nil && e.To[0].PodSelector.MatchLabels[LabelComponent] == Redis {
+			found = len(e.Ports) == 2 && e.Ports[0].Port.IntValue() == RedisPort && e.Ports[1].Port.IntValue() == SentinelPort
+		}
+	}
+	if !found {
+		t.Errorf("forms may not reach the sentinels: %+v", svc.Spec.Egress)
+	}
+}

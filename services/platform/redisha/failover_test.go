@@ -1,0 +1,267 @@
+package redisha_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/internal/testproc"
+	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/forms/store"
+	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/redisclient"
+	"github.com/formsservice/formsservice/services/platform/redisha"
+)
+
+const password = "s3cret-ha-password"
+
+// haSet is three "pods" on loopback, each a redis-server and a sentinel started from the files
+// redisha.Write wrote for it, as the operator's init container does.
+type haSet struct {
+	t         *testing.T
+	nodes     []string
+	sentinels []string
+	dirs      []string
+	redis     []*testproc.Process
+	sentinel  []*testproc.Process
+}
+
+func newHASet(t *testing.T) *haSet {
+	h := &haSet{t: t, redis: make([]*testproc.Process, 3), sentinel: make([]*testproc.Process, 3)}
+	for i := range 3 {
+		h.nodes = append(h.nodes, net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t))))
+		h.sentinels = append(h.sentinels, net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t))))
+		dir := t.TempDir()
+		h.dirs = append(h.dirs, dir)
+		// What the operator's redis.conf holds, on loopback (persistence, fsync before the answer).
+		base := fmt.Sprintf("bind 127.0.0.1\ndir %s\nappendonly yes\nappendfsync always\nsave \"\"\nrequirepass %s\n"+
+			"repl-diskless-sync-delay 0\nlogfile \"\"\n", dir, password)
+		if err := os.WriteFile(filepath.Join(dir, "base.conf"), []byte(base), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "ha"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		_ = i
+	}
+	return h
+}
+
+func (h *haSet) node(i int) redisha.Node {
+	return redisha.Node{Nodes: h.nodes, Sentinels: h.sentinels, Self: i, MasterName: "formsservice", Password: password,
+		DownAfter: 3 * time.Second, FailoverTimeout: 20 * time.Second,
+		Include: filepath.Join(h.dirs[i], "base.conf"), Dir: filepath.Join(h.dirs[i], "ha")}
+}
+
+// start is one pod's start: the init step, then Redis and its sentinel. It returns the init's answer.
+func (h *haSet) start(i int) redisha.Primary {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := redisha.Write(ctx, h.node(i), filepath.Join(h.dirs[i], "ha"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	bin := testredis.Binary(h.t)
+	h.redis[i] = testproc.Start(h.t, nil, bin, filepath.Join(h.dirs[i], "ha", "redis.conf"))
+	h.sentinel[i] = testproc.Start(h.t, nil, bin, filepath.Join(h.dirs[i], "ha", "sentinel.conf"), "--sentinel")
+	for _, a := range []string{h.nodes[i], h.sentinels[i]} {
+		c := redis.NewClient(&redis.Options{Addr: a, Password: password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		testwait.Until(h.t, 20*time.Second, a+" to answer PING", func() error { return c.Ping(context.Background()).Err() })
+		c.Close()
+	}
+	return p
+}
+
+// kill is a pod's end: Redis and its sentinel SIGKILLed together.
+func (h *haSet) kill(i int) {
+	h.redis[i].Kill()
+	h.sentinel[i].Kill()
+}
+
+func (h *haSet) client(addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	h.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// replication is a node's INFO replication as fields.
+func (h *haSet) replication(addr string) map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	s, _ := h.client(addr).Info(ctx, "replication").Result()
+	f := map[string]string{}
+	for _, line := range strings.Split(s, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			f[k] = v
+		}
+	}
+	return f
+}
+
+// waitSyncedReplicaOf waits until node i replicates primary with its first sync done.
+func (h *haSet) waitSyncedReplicaOf(i int, primary string) {
+	h.t.Helper()
+	_, port, _ := net.SplitHostPort(primary)
+	testwait.Until(h.t, 30*time.Second, h.nodes[i]+" a synced replica of "+primary, func() error {
+		f := h.replication(h.nodes[i])
+		if f["role"] != "slave" || f["master_port"] != port || f["master_link_status"] != "up" || f["master_sync_in_progress"] != "0" {
+			return fmt.Errorf("%v", f)
+		}
+		return nil
+	})
+}
+
+// waitSentinelsKnow waits until every running sentinel sees replicas replicas and others other sentinels.
+func (h *haSet) waitSentinelsKnow(running []int, replicas, others int) {
+	h.t.Helper()
+	testwait.Until(h.t, 30*time.Second, "the sentinels to know each other and the replicas", func() error {
+		for _, i := range running {
+			c := redis.NewSentinelClient(&redis.Options{Addr: h.sentinels[i], Password: password, MaxRetries: -1})
+			m, err := c.Master(context.Background(), "formsservice").Result()
+			c.Close()
+			if err != nil || m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(others) {
+				return fmt.Errorf("sentinel %s: %v %v", h.sentinels[i], m, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_NoAcknowledgedLoss is the
+// operator's highly available Redis outside Kubernetes: three nodes and three sentinels configured only
+// by redisha.Write, the forms store writing at durability primary through the sentinels. The primary
+// and its sentinel are SIGKILLed under load (a pod killed) and started again at once, as a StatefulSet
+// does; its init step waits for the sentinels to promote a replica, and it comes up as that one's
+// replica, not as the primary again. Every acknowledged submission is on the new primary.
+func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_NoAcknowledgedLoss(t *testing.T) {
+	h := newHASet(t)
+	if p := h.start(0); p.Addr != h.nodes[0] || p.From != "default" {
+		t.Fatalf("a new set's pod 0: %+v, want itself as the primary by default", p)
+	}
+	for i := 1; i < 3; i++ {
+		if p := h.start(i); p.Addr != h.nodes[0] || !strings.HasPrefix(p.From, "sentinel ") {
+			t.Fatalf("pod %d: %+v, want %s from a sentinel", i, p, h.nodes[0])
+		}
+	}
+	h.waitSyncedReplicaOf(1, h.nodes[0])
+	h.waitSyncedReplicaOf(2, h.nodes[0])
+	h.waitSentinelsKnow([]int{0, 1, 2}, 2, 2)
+
+	env := map[string]string{"REDIS_PASSWORD": password, "REDIS_SENTINEL_PASSWORD": password}
+	rdb, err := redisclient.New(config.Redis{Addrs: h.sentinels, MasterName: "formsservice"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	st, err := store.New(rdb, store.Options{Level: func() config.Durability { return config.DurabilityPrimary }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ticker := time.NewTicker(time.Second) // the guard notices the lost and regained replicas as the service's does
+	defer ticker.Stop()
+	go st.Guard().Run(ctx, ticker.C)
+
+	// Four writers submit contact messages at durability primary and note each acknowledged one.
+	var (
+		mu       sync.Mutex
+		acked    []string
+		failures int
+		wg       sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rec := fmt.Sprintf("w%d-%d", w, n)
+				rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+				r, err := st.AddContact(rctx, netip.MustParseAddr("127.0.0.1"), 0, store.Idempotency{}, []byte(rec), config.DurabilityPrimary)
+				rcancel()
+				mu.Lock()
+				if err == nil && r.Outcome == store.Stored {
+					acked = append(acked, rec)
+				} else {
+					failures++
+					if err == nil {
+						t.Errorf("%s: outcome %v", rec, r.Outcome)
+					}
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // pace retries against a store that is down
+				}
+			}
+		}()
+	}
+	ackedNow := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	testwait.For(t, 30*time.Second, "100 acknowledged submissions before the kill", func() bool { return ackedNow() >= 100 })
+
+	killedAt := time.Now()
+	h.kill(0)
+	// The pod restarts at once, as a deleted pod of a StatefulSet does, faster than the sentinels'
+	// down-after period: its init step must wait for the failover, not start it as the primary again.
+	p := h.start(0)
+	promoted := p.Addr
+	promotedAt := time.Now()
+	if promoted == h.nodes[0] || !strings.HasPrefix(p.From, "sentinel ") {
+		t.Fatalf("the restarted pod 0 follows %+v, want a promoted replica named by a sentinel", p)
+	}
+	if f := h.replication(promoted); f["role"] != "master" {
+		t.Fatalf("the sentinels named %s, which is a %s", promoted, f["role"])
+	}
+	h.waitSyncedReplicaOf(0, promoted)
+	if f := h.replication(h.nodes[0]); f["role"] != "slave" {
+		t.Fatalf("the restarted pod 0 is a %s", f["role"])
+	}
+	rejoinedAt := time.Now()
+	before := ackedNow()
+	testwait.For(t, 60*time.Second, "100 more acknowledged submissions after the failover", func() bool { return ackedNow() >= before+100 })
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged submission is on the primary the sentinels name now.
+	stream, err := h.client(promoted).XRange(context.Background(), store.ContactStream, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, m := range stream {
+		if s, ok := m.Values["m"].(string); ok {
+			have[s] = true
+		}
+	}
+	lost := 0
+	for _, a := range acked {
+		if !have[a] {
+			lost++
+		}
+	}
+	t.Logf("%d acknowledged, %d refused or failed; primary killed, %s promoted after %s, the restarted pod a synced replica after %s",
+		len(acked), failures, promoted, promotedAt.Sub(killedAt).Round(time.Millisecond), rejoinedAt.Sub(killedAt).Round(time.Millisecond))
+	if lost != 0 {
+		t.Fatalf("%d of %d acknowledged submissions missing after the failover, want 0", lost, len(acked))
+	}
+	if failures == 0 {
+		t.Error("no submission failed: the kill did not hit the load")
+	}
+}

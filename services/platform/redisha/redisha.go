@@ -1,0 +1,267 @@
+// Package redisha starts one pod of the operator's highly available Redis (docs/architecture.md, D41):
+// it asks the sentinels which node is the primary now and writes the Redis and Sentinel configuration
+// files for this node, as a replica of that primary or as the primary itself. The operator runs it as
+// the init container of every Redis pod (`formsservice redis-ha-config`), so a pod that restarts
+// rejoins whichever node was promoted meanwhile instead of coming up as a second primary.
+package redisha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of the Sentinel settings (docs/operator.md, "High availability").
+const (
+	// DownAfter is how long the primary may not answer before a sentinel takes it for down.
+	DownAfter = 5 * time.Second
+	// FailoverTimeout bounds one failover attempt (and the wait before another on the same primary).
+	FailoverTimeout = 60 * time.Second
+)
+
+// Node is this pod's place in the set.
+type Node struct {
+	// Nodes are the data nodes' host:port, in ordinal order: Nodes[0] is the primary of a new set.
+	Nodes []string
+	// Sentinels are the sentinels' host:port, one beside each node, in the same order.
+	Sentinels []string
+	// Self is this pod's index in Nodes and Sentinels.
+	Self int
+	// MasterName is the name the sentinels monitor the primary under.
+	MasterName string
+	// Password is the data nodes' and the sentinels' password (requirepass, masterauth, auth-pass).
+	Password string
+	// Quorum is how many sentinels must agree the primary is down (default: a majority).
+	Quorum int
+	// DownAfter and FailoverTimeout default to the package's constants.
+	DownAfter, FailoverTimeout time.Duration
+	// Include is a Redis configuration file the generated one includes first (port, persistence,
+	// memory), or "".
+	Include string
+	// Dir is the sentinel's working directory ("" leaves Redis's default).
+	Dir string
+}
+
+// Validate says what is wrong with n.
+func (n Node) Validate() error {
+	switch {
+	case len(n.Nodes) == 0 || len(n.Nodes) != len(n.Sentinels):
+		return fmt.Errorf("want as many sentinels as nodes, and at least one (%d nodes, %d sentinels)", len(n.Nodes), len(n.Sentinels))
+	case n.Self < 0 || n.Self >= len(n.Nodes):
+		return fmt.Errorf("self %d is not the index of one of the %d nodes", n.Self, len(n.Nodes))
+	case n.MasterName == "" || strings.ContainsAny(n.MasterName, " \t\r\n\""):
+		return fmt.Errorf("master name %q: want a word", n.MasterName)
+	case strings.ContainsAny(n.Password, " \t\r\n\"'\\"):
+		return errors.New("the password holds a space, quote or backslash, which a configuration line cannot hold as is")
+	}
+	for _, a := range append(append([]string(nil), n.Nodes...), n.Sentinels...) {
+		if _, _, err := splitHostPort(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitHostPort(a string) (string, int, error) {
+	h, p, err := net.SplitHostPort(a)
+	if err != nil || h == "" || strings.ContainsAny(h, " \t\r\n\"") {
+		return "", 0, fmt.Errorf("address %q: want host:port", a)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("address %q: want host:port", a)
+	}
+	return h, port, nil
+}
+
+// Primary is what the start decided: the node this one replicates from, or itself.
+type Primary struct {
+	// Addr is the primary's host:port.
+	Addr string
+	// From says where the answer came from: "sentinel <addr> (epoch N)", "node <addr>" (it said it is a
+	// primary; no sentinel answered) or "default" (a new set: nobody answered).
+	From string
+}
+
+// FindPrimary asks the other nodes' sentinels which node is the primary now. Of the sentinels that
+// answer it takes the answer of the highest configuration epoch (a sentinel cut off from the others
+// during a failover still names the old primary, under the older epoch). When they name this node
+// itself, the primary is down — this runs before its Redis starts — and a pod restarted faster than
+// the sentinels' down-after period would otherwise come back as the primary with no failover at all,
+// so it waits for the failover (up to the failover timeout, then it starts as the primary after all:
+// no replica could take over). When no sentinel answers, a node that says it is a primary is followed;
+// when none does either, the set is new and Nodes[0] is the primary.
+func FindPrimary(ctx context.Context, n Node) (Primary, error) {
+	if err := n.Validate(); err != nil {
+		return Primary{}, err
+	}
+	deadline := time.Now().Add(orDefault(n.FailoverTimeout, FailoverTimeout))
+	for {
+		p, ok := askSentinels(ctx, n)
+		if !ok {
+			if p, ok := askNodes(ctx, n); ok {
+				return p, nil
+			}
+			return Primary{Addr: n.Nodes[0], From: "default"}, nil
+		}
+		if p.Addr != n.Nodes[n.Self] {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.From += ", no failover within the failover timeout"
+			return p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return Primary{}, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// askSentinels is one round of SENTINEL MASTER to every sentinel but this node's own (which is not
+// running yet), and the answer of the highest configuration epoch.
+func askSentinels(ctx context.Context, n Node) (p Primary, ok bool) {
+	best := int64(-1)
+	for i, s := range n.Sentinels {
+		if i == n.Self {
+			continue
+		}
+		c := redis.NewSentinelClient(&redis.Options{Addr: s, Password: n.Password, DialTimeout: time.Second,
+			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := c.Master(actx, n.MasterName).Result()
+		cancel()
+		_ = c.Close()
+		if err != nil || m["ip"] == "" || m["port"] == "" {
+			continue
+		}
+		epoch, _ := strconv.ParseInt(m["config-epoch"], 10, 64)
+		if epoch <= best {
+			continue
+		}
+		best, ok = epoch, true
+		p = Primary{Addr: net.JoinHostPort(m["ip"], m["port"]), From: fmt.Sprintf("sentinel %s (epoch %d)", s, epoch)}
+	}
+	return p, ok
+}
+
+// askNodes asks the other data nodes for their ROLE and returns the first primary.
+func askNodes(ctx context.Context, n Node) (Primary, bool) {
+	for i, a := range n.Nodes {
+		if i == n.Self {
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: a, Password: n.Password, DialTimeout: time.Second,
+			ReadTimeout: time.Second, MaxRetries: -1})
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		role, err := c.Do(actx, "ROLE").Slice()
+		cancel()
+		_ = c.Close()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			return Primary{Addr: a, From: "node " + a}, true
+		}
+	}
+	return Primary{}, false
+}
+
+// RedisConf is this node's redis.conf: the included base, the password towards the primary, the
+// address it announces (its stable name, not the pod's address of the moment), and replicaof unless
+// it is the primary. Sentinel rewrites the file (CONFIG REWRITE) when it promotes or re-points the node.
+func RedisConf(n Node, primary string) string {
+	var b strings.Builder
+	b.WriteString("# Written by formsservice redis-ha-config at the pod's start.\n")
+	if n.Include != "" {
+		fmt.Fprintf(&b, "include %s\n", n.Include)
+	}
+	host, port, _ := splitHostPort(n.Nodes[n.Self])
+	fmt.Fprintf(&b, "port %d\n", port)
+	if n.Password != "" {
+		fmt.Fprintf(&b, "masterauth %s\n", n.Password)
+	}
+	fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %d\n", host, port)
+	if primary != n.Nodes[n.Self] {
+		ph, pp, _ := splitHostPort(primary)
+		fmt.Fprintf(&b, "replicaof %s %d\n", ph, pp)
+	}
+	return b.String()
+}
+
+// SentinelConf is this node's sentinel.conf, monitoring primary. The sentinels know each other and the
+// nodes by name (resolve-hostnames, announce-hostnames): a pod's address changes when it restarts, its
+// name does not, so no sentinel keeps a dead address that would count against the majority.
+func SentinelConf(n Node, primary string) string {
+	host, port, _ := splitHostPort(n.Sentinels[n.Self])
+	ph, pp, _ := splitHostPort(primary)
+	quorum := n.Quorum
+	if quorum <= 0 {
+		quorum = len(n.Sentinels)/2 + 1
+	}
+	var b strings.Builder
+	b.WriteString("# Written by formsservice redis-ha-config at the pod's start; Sentinel rewrites it.\n")
+	fmt.Fprintf(&b, "port %d\n", port)
+	if n.Dir != "" {
+		fmt.Fprintf(&b, "dir %s\n", n.Dir)
+	}
+	b.WriteString("sentinel resolve-hostnames yes\nsentinel announce-hostnames yes\n")
+	fmt.Fprintf(&b, "sentinel announce-ip %s\nsentinel announce-port %d\n", host, port)
+	fmt.Fprintf(&b, "sentinel monitor %s %s %d %d\n", n.MasterName, ph, pp, quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", n.MasterName, orDefault(n.DownAfter, DownAfter).Milliseconds())
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", n.MasterName, orDefault(n.FailoverTimeout, FailoverTimeout).Milliseconds())
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", n.MasterName)
+	if n.Password != "" {
+		fmt.Fprintf(&b, "sentinel auth-pass %s %s\nrequirepass %s\nsentinel sentinel-pass %s\n", n.MasterName, n.Password, n.Password, n.Password)
+	}
+	return b.String()
+}
+
+// Write finds the primary and writes redis.conf and sentinel.conf into dir (mode 0600: they hold the
+// password), and returns the primary.
+func Write(ctx context.Context, n Node, dir string) (Primary, error) {
+	p, err := FindPrimary(ctx, n)
+	if err != nil {
+		return Primary{}, err
+	}
+	// Sentinel refuses to start when the name it is to monitor does not resolve, and a pod's name (its
+	// headless Service's) resolves only once the pod has an address in the Service's endpoints.
+	if err := waitResolvable(ctx, p.Addr); err != nil {
+		return Primary{}, err
+	}
+	for name, content := range map[string]string{"redis.conf": RedisConf(n, p.Addr), "sentinel.conf": SentinelConf(n, p.Addr)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return Primary{}, err
+		}
+	}
+	return p, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// waitResolvable waits until the host of addr resolves, or ctx ends.
+func waitResolvable(ctx context.Context, addr string) error {
+	host, _, _ := splitHostPort(addr)
+	for {
+		_, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not resolve: %w", host, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
