@@ -250,6 +250,8 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	phase("day two: upgrade under traffic")
 	t.Run("day two: backup under forms traffic, FormsService and volume deleted, restored into a new one", d.backupRestore)
 	phase("day two: backup, delete, restore")
+	t.Run("day two: moved from the managed Redis to the team's own, nothing lost", d.moveToOwnRedis) // move_test.go
+	phase("day two: moved to the team's own Redis")
 	t.Run("day two: deleting the FormsService collects everything it owned", d.deleteAndCollect)
 	phase("day two: FormsService deleted, its objects collected")
 	t.Run("high availability: the primary Redis pod killed under forms traffic, no acknowledged submission lost", k.haFailover) // ha_test.go

@@ -1,0 +1,262 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/test/internal/cluster"
+)
+
+// ownRedis is the Redis a platform team runs itself, the target of the move.
+const ownRedis = "own-redis"
+
+// moveToOwnRedis is issue 26's move from the managed Redis to your own, as docs/operator.md ("Moving
+// from the managed Redis to your own") gives it: a backup of the managed store (requested with the
+// annotation, to the bucket of the backup phase), restored by a one-off pod of the services' image into
+// a Redis the team runs (a plain Deployment here), then the FormsService pointed at it
+// (spec.redis.addresses). Every submission acknowledged before the backup is found through the moved
+// platform, and a grant from before the move still refreshes. The way back is the same steps the
+// other way; its restore into a new managed store is the backup phase's.
+func (d *dayTwo) moveToOwnRedis(t *testing.T) {
+	if os.Getenv("FORMSSERVICE_E2E_S3_IMAGE") == "" || os.Getenv("FORMSSERVICE_E2E_NEXT_IMAGE") == "" {
+		t.Skip("FORMSSERVICE_E2E_S3_IMAGE is not set: the move goes through the backup phase's S3 server, which only hack/node-cluster/e2e.sh runs")
+	}
+	ctx := context.Background()
+	start := time.Now()
+	k := d.k
+
+	// The team's own Redis: the image the managed one runs, append-only and fsynced before each answer
+	// (whatever durability the FormsService asks of it), on an emptyDir, as restricted as the managed pod.
+	managed := &appsv1.StatefulSet{}
+	if err := k.client.Get(ctx, clientKey(d.name+"-redis"), managed); err != nil {
+		t.Fatalf("the managed Redis's StatefulSet: %v", err)
+	}
+	var redisContainer corev1.Container
+	for _, c := range managed.Spec.Template.Spec.Containers {
+		if c.Name == render.Redis {
+			redisContainer = c
+		}
+	}
+	labels := map[string]string{"app.kubernetes.io/name": ownRedis}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: ownRedis, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              managed.Spec.Template.Spec.SecurityContext,
+					Containers: []corev1.Container{{
+						Name:            "redis",
+						Image:           redisContainer.Image,
+						ImagePullPolicy: redisContainer.ImagePullPolicy,
+						Command: []string{"sh", "-c", `exec "$(command -v valkey-server || command -v redis-server)" ` +
+							`--port 6379 --dir /data --appendonly yes --appendfsync always --save ''`},
+						Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}},
+						ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{
+							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}}},
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+						SecurityContext: redisContainer.SecurityContext,
+						VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+					}},
+					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: ownRedis, Labels: labels},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "redis", Port: 6379, TargetPort: intstr.FromString("redis")}}}}
+	if err := k.client.Create(ctx, dep); err != nil {
+		t.Fatalf("the own Redis's Deployment: %v", err)
+	}
+	if err := k.client.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Eventually(t, 2*time.Minute, "the own Redis available", func() (bool, string) {
+		if err := k.client.Get(ctx, clientKey(ownRedis), dep); err != nil {
+			return false, err.Error()
+		}
+		return dep.Status.AvailableReplicas == 1, fmt.Sprintf("status %+v", dep.Status)
+	})
+
+	// What must move: submissions acknowledged before the backup, and a signed-in user's grant.
+	formsURL := "http://" + k.clusterIP(t, d.name+"-"+render.Forms)
+	hc := freshClient()
+	var submitted []string
+	for n := range 5 {
+		addr := fmt.Sprintf("move-%d@acme.example", n)
+		req, _ := http.NewRequest(http.MethodPost, formsURL+"/waitlist", strings.NewReader(`{"email":"`+addr+`","consent":true}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", e2eOrigin)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("waitlist %s: %v", addr, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("waitlist %s: %d %s", addr, res.StatusCode, b)
+		}
+		submitted = append(submitted, addr)
+	}
+	grant := goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password)
+
+	// 1. The backup of the managed store.
+	request := "move-" + time.Now().UTC().Format("20060102T150405Z")
+	k.update(t, d.name, "requesting the move's backup", func(u *unstructured.Unstructured) {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[v1alpha1.BackupRequestAnnotation] = request
+		u.SetAnnotations(ann)
+	})
+	var last map[string]any
+	cluster.Eventually(t, 3*time.Minute, "backup "+request+" succeeded", func() (bool, string) {
+		u := k.get(t, d.name)
+		last, _, _ = unstructured.NestedMap(u.Object, "status", "backup", "lastSuccessful")
+		status, _, _ := unstructured.NestedMap(u.Object, "status", "backup")
+		return last["request"] == request, fmt.Sprintf("status.backup %v", status)
+	})
+	object, _ := last["object"].(string)
+	if object == "" {
+		t.Fatalf("status.backup.lastSuccessful = %v: no object", last)
+	}
+
+	// 2. The restore into the own Redis: a one-off pod of the services' image, as restricted as theirs,
+	// with the store named by REDIS_URL and the bucket's keys from the backup's Secret.
+	forms := &appsv1.Deployment{}
+	if err := k.client.Get(ctx, clientKey(d.name+"-"+render.Forms), forms); err != nil {
+		t.Fatal(err)
+	}
+	fc := forms.Spec.Template.Spec.Containers[0]
+	restorePod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "move-restore"},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			SecurityContext:              forms.Spec.Template.Spec.SecurityContext,
+			Containers: []corev1.Container{{
+				Name:            "restore",
+				Image:           fc.Image,
+				ImagePullPolicy: fc.ImagePullPolicy,
+				Args:            []string{"restore", "--from", "s3://" + s3Bucket + "/" + object},
+				Env: []corev1.EnvVar{
+					{Name: "REDIS_URL", Value: fmt.Sprintf("redis://%s.%s.svc:6379/0", ownRedis, appNS)},
+					{Name: "AWS_ENDPOINT_URL_S3", Value: fmt.Sprintf("http://%s.%s.svc:%d", s3Name, s3NS, s3Port)},
+					{Name: "AWS_REGION", Value: "us-east-1"},
+				},
+				EnvFrom:                  []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s3Creds}}}},
+				SecurityContext:          fc.SecurityContext,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				VolumeMounts:             []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if err := k.client.Create(ctx, restorePod); err != nil {
+		t.Fatalf("the restore pod: %v", err)
+	}
+	cluster.Eventually(t, 3*time.Minute, "the restore into the own Redis finished", func() (bool, string) {
+		if err := k.client.Get(ctx, client.ObjectKeyFromObject(restorePod), restorePod); err != nil {
+			return false, err.Error()
+		}
+		switch restorePod.Status.Phase {
+		case corev1.PodSucceeded:
+			return true, ""
+		case corev1.PodFailed:
+			msg := ""
+			for _, s := range restorePod.Status.ContainerStatuses {
+				if s.State.Terminated != nil {
+					msg = s.State.Terminated.Message
+				}
+			}
+			t.Fatalf("the restore pod failed: %s", msg)
+		}
+		return false, string(restorePod.Status.Phase)
+	})
+
+	// 3. The FormsService pointed at the own Redis: the store is a start-up setting, so forms and auth
+	// roll onto it (their Deployments' generation moves on; waiting for the roll alone could see the
+	// old, finished one).
+	generations := map[string]int64{}
+	for _, c := range []string{render.Forms, render.Auth} {
+		dep := &appsv1.Deployment{}
+		if err := k.client.Get(ctx, clientKey(d.name+"-"+c), dep); err != nil {
+			t.Fatal(err)
+		}
+		generations[c] = dep.Generation
+	}
+	movedAt := time.Now()
+	k.update(t, d.name, "pointing spec.redis at the own Redis", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, map[string]any{
+			"addresses": []any{fmt.Sprintf("%s.%s.svc:6379", ownRedis, appNS)},
+		}, "spec", "redis")
+	})
+	cluster.Eventually(t, 2*time.Minute, "forms and auth rolling onto the own Redis", func() (bool, string) {
+		var state []string
+		for c, before := range generations {
+			dep := &appsv1.Deployment{}
+			if err := k.client.Get(ctx, clientKey(d.name+"-"+c), dep); err != nil {
+				return false, err.Error()
+			}
+			if dep.Generation == before {
+				state = append(state, c+" not changed yet")
+			}
+		}
+		return len(state) == 0, strings.Join(state, ", ")
+	})
+	k.waitRolledOut(t, d.name, []string{render.Forms, render.Auth, render.Health}, 4*time.Minute)
+	k.waitReady(t, d.name, 3*time.Minute)
+	t.Logf("moved to %s: backup %s, restored by a pod, services rolled and Ready in %s", ownRedis, object, time.Since(movedAt).Round(time.Second))
+
+	// Everything from before the move is there.
+	exported := k.execInComponent(t, d.name, render.Forms,
+		[]string{"/formsservice", "export", "waitlist", "--format", "jsonl", "-config", render.ConfigPath}, "")
+	lost := 0
+	for _, addr := range submitted {
+		if !strings.Contains(exported, `"`+addr+`"`) {
+			lost++
+			t.Errorf("%s was acknowledged before the move's backup but is not in the own Redis", addr)
+		}
+	}
+	authURL := "http://" + k.clusterIP(t, d.name+"-"+render.Auth)
+	var status int
+	var body string
+	cluster.Eventually(t, time.Minute, "the grant from before the move refreshed", func() (bool, string) {
+		status, body = refreshOnce(freshClient(), authURL, grant.RefreshToken)
+		return status != 0, body
+	})
+	if status != http.StatusOK {
+		t.Errorf("refresh of a grant from before the move: %d %s", status, body)
+	}
+	t.Logf("after the move: %d of %d submissions found (%d lost), the grant refreshed (%d); whole phase %s",
+		len(submitted)-lost, len(submitted), lost, status, time.Since(start).Round(time.Second))
+
+	// The other steps reach the new pods.
+	d.forms = k.portForward(d.main, d.name, render.Forms)
+	d.followAuth()
+}
