@@ -46,6 +46,7 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 
 	// The team's own Redis: the image the managed one runs, append-only and fsynced before each answer
 	// (whatever durability the FormsService asks of it), on an emptyDir, as restricted as the managed pod.
+	// Without a password Redis's protected mode would refuse every client from another pod.
 	managed := &appsv1.StatefulSet{}
 	if err := k.client.Get(ctx, clientKey(d.name+"-redis"), managed); err != nil {
 		t.Fatalf("the managed Redis's StatefulSet: %v", err)
@@ -72,7 +73,7 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 						Image:           redisContainer.Image,
 						ImagePullPolicy: redisContainer.ImagePullPolicy,
 						Command: []string{"sh", "-c", `exec "$(command -v valkey-server || command -v redis-server)" ` +
-							`--port 6379 --dir /data --appendonly yes --appendfsync always --save ''`},
+							`--port 6379 --protected-mode no --dir /data --appendonly yes --appendfsync always --save ''`},
 						Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}},
 						ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{
 							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}}},
