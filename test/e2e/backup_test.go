@@ -317,9 +317,11 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 	t.Logf("after the restore: %d of %d promised submissions found (%d lost), %d of %d later ones in the backup too; %d grants refreshed; whole phase %s",
 		len(promised)-lost, len(promised), lost, laterFound, len(later), len(grants), time.Since(start).Round(time.Second))
 
-	// The other steps reach the new pods.
+	// The other steps reach the new pods, and through the ingress once the controller serves the new
+	// FormsService's Ingress (until then it answers 404).
 	d.forms = k.portForward(d.main, d.name, render.Forms)
 	d.followAuth()
+	waitIssuerVia(t, d.client(), d.issuer, d.issuer, 2*time.Minute)
 }
 
 // refreshOnce redeems a refresh token at the token endpoint: the status (0 when no answer came) and the

@@ -260,4 +260,5 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 	// The other steps reach the new pods.
 	d.forms = k.portForward(d.main, d.name, render.Forms)
 	d.followAuth()
+	waitIssuerVia(t, d.client(), d.issuer, d.issuer, 2*time.Minute)
 }
