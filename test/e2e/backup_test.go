@@ -162,23 +162,8 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 	})
 
 	// The backup, requested under traffic.
-	request := "e2e-" + time.Now().UTC().Format("20060102T150405Z")
 	requestedAt := time.Now()
-	k.update(t, d.name, "requesting a backup", func(u *unstructured.Unstructured) {
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[v1alpha1.BackupRequestAnnotation] = request
-		u.SetAnnotations(ann)
-	})
-	var last map[string]any
-	cluster.Eventually(t, 3*time.Minute, "backup "+request+" succeeded (status.backup.lastSuccessful, BackedUp)", func() (bool, string) {
-		u := k.get(t, d.name)
-		last, _, _ = unstructured.NestedMap(u.Object, "status", "backup", "lastSuccessful")
-		status, _, _ := unstructured.NestedMap(u.Object, "status", "backup")
-		return last["request"] == request && conditionTrue(u, v1alpha1.ConditionBackedUp), fmt.Sprintf("status.backup %v", status)
-	})
+	last := k.requestBackup(t, d.name, "e2e-"+time.Now().UTC().Format("20060102T150405Z"))
 	backedUpAt := time.Now()
 	object, _ := last["object"].(string)
 	started, err := time.Parse(time.RFC3339, fmt.Sprint(last["startTime"]))
@@ -322,6 +307,29 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 	d.forms = k.portForward(d.main, d.name, render.Forms)
 	d.followAuth()
 	waitIssuerVia(t, d.client(), d.issuer, d.issuer, 2*time.Minute)
+}
+
+// requestBackup asks the operator for a backup now (the request annotation, retried on conflict) and
+// waits until status.backup.lastSuccessful answers that request with BackedUp True; it returns that
+// record (object, startTime, …).
+func (k *kind) requestBackup(t *testing.T, name, request string) map[string]any {
+	t.Helper()
+	k.update(t, name, "requesting backup "+request, func(u *unstructured.Unstructured) {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[v1alpha1.BackupRequestAnnotation] = request
+		u.SetAnnotations(ann)
+	})
+	var last map[string]any
+	cluster.Eventually(t, 3*time.Minute, "backup "+request+" succeeded (status.backup.lastSuccessful, BackedUp)", func() (bool, string) {
+		u := k.get(t, name)
+		last, _, _ = unstructured.NestedMap(u.Object, "status", "backup", "lastSuccessful")
+		status, _, _ := unstructured.NestedMap(u.Object, "status", "backup")
+		return last["request"] == request && conditionTrue(u, v1alpha1.ConditionBackedUp), fmt.Sprintf("status.backup %v", status)
+	})
+	return last
 }
 
 // refreshOnce redeems a refresh token at the token endpoint: the status (0 when no answer came) and the

@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
 	"github.com/formsservice/formsservice/test/internal/cluster"
 )
@@ -126,22 +125,7 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 	grant := goSignIn(t, d.client(), d.issuer, e2eClient, d.redirect, email, password)
 
 	// 1. The backup of the managed store.
-	request := "move-" + time.Now().UTC().Format("20060102T150405Z")
-	k.update(t, d.name, "requesting the move's backup", func(u *unstructured.Unstructured) {
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[v1alpha1.BackupRequestAnnotation] = request
-		u.SetAnnotations(ann)
-	})
-	var last map[string]any
-	cluster.Eventually(t, 3*time.Minute, "backup "+request+" succeeded", func() (bool, string) {
-		u := k.get(t, d.name)
-		last, _, _ = unstructured.NestedMap(u.Object, "status", "backup", "lastSuccessful")
-		status, _, _ := unstructured.NestedMap(u.Object, "status", "backup")
-		return last["request"] == request, fmt.Sprintf("status.backup %v", status)
-	})
+	last := k.requestBackup(t, d.name, "move-"+time.Now().UTC().Format("20060102T150405Z"))
 	object, _ := last["object"].(string)
 	if object == "" {
 		t.Fatalf("status.backup.lastSuccessful = %v: no object", last)

@@ -208,7 +208,13 @@ func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_No
 				}
 				mu.Unlock()
 				if err != nil {
-					time.Sleep(20 * time.Millisecond) // pace retries against a store that is down
+					// The retries' pace against a store that is down, not a wait for a condition; it ends
+					// with the traffic.
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
 				}
 			}
 		}()
