@@ -109,6 +109,7 @@ type runtime struct {
 	basePath string // the issuer's path ("" at the root): the page's forms post below it
 	secure   bool   // the issuer is https: cookies get Secure and the __Host- prefix
 	provider fosite.OAuth2Provider
+	strategy oauth2.CoreStrategy // the provider's: the token endpoint's prefetch names records by it (D43)
 	clients  map[string]*client
 	origins  map[string]bool // origins of every client's redirect URIs (CORS)
 	proxies  *clientip.Proxies
@@ -334,6 +335,7 @@ func (s *Service) build(cfg *config.Config) (*runtime, error) {
 		HMACSHAStrategy: compose.NewOAuth2HMACStrategy(fc),
 		Config:          fc,
 	}}
+	rt.strategy = core
 	strategy := &compose.CommonStrategy{
 		CoreStrategy:               core,
 		OpenIDConnectTokenStrategy: &openid.DefaultStrategy{Signer: s.signer, Config: fc},

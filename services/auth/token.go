@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -31,15 +32,30 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 		s.metrics.tokenLatency.WithLabelValues(grant, outcome).Observe(time.Since(start).Seconds())
 	}()
 	fail := func(ar fosite.AccessRequester, err error) {
+		// A PKCE challenge checked from the prefetch is marked checked, as its read would have (D43).
+		if serr := s.store.SettleChecks(ctx); serr != nil && !isUnavailable(err) {
+			err = serr
+		}
 		err = s.tokenError(ctx, r, err)
 		outcome = fosite.ErrorToRFC6749Error(err).ErrorField
 		rt.provider.WriteAccessError(ctx, w, ar, err)
 	}
 
-	if !s.rateAllowed(w, r, rt, "token-ip", clientKey, rt.cfg.Auth.RateLimit.PerIP) {
+	// The per-address rate limit and a pure read of the records the grant will ask for: one round trip
+	// (D43). What the read found is used only once the rate limit let the request through.
+	rl := rt.cfg.Auth.RateLimit
+	var ipRate *throttle.Queued
+	var pf *store.Prefetch
+	_ = s.throttle.PipelinedAlong(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+		ipRate = s.throttle.Queue(ctx, p, throttle.Rate{Kind: "token-ip", Who: clientKey, Limit: rl.PerIP, Window: rl.Window.D()})
+		pf = s.prefetch(ctx, p, rt, r.PostForm)
+		return nil
+	})
+	if wait, err := ipRate.Wait(); !s.rateAnswer(w, "token-ip", wait, err) {
 		outcome = "rate_limited"
 		return
 	}
+	pf.Keep(ctx)
 	if name, ok := repeatedParam(r.PostForm); ok { // RFC 6749 3.2: never more than once
 		fail(nil, fosite.ErrInvalidRequest.WithHintf("The parameter %s was sent more than once.", name))
 		return
@@ -51,13 +67,17 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 	}
 	subject := ar.GetSession().GetSubject()
 	if !ar.GetGrantTypes().ExactOne("refresh_token") {
-		if !s.rateAllowed(w, r, rt, "token-user", subject, rt.cfg.Auth.RateLimit.PerUser) {
+		// A code exchange's per-user rate limit: counted by the exchange's unit before it writes anything,
+		// on a single server; on a Cluster (another slot than the family's) in a call of its own (D43).
+		userRate := throttle.Rate{Kind: "token-user", Who: subject, Limit: rl.PerUser, Window: rl.Window.D()}
+		if s.store.CountsRatesInUnit() {
+			store.WithUnitRate(ctx, userRate)
+		} else if !s.rateAllowed(w, r, rt, "token-user", subject, rl.PerUser) {
 			outcome = "rate_limited"
 			return
 		}
 	} else {
 		// A refresh counts against the user's rate limit and re-reads the user in one round trip (D38).
-		rl := rt.cfg.Auth.RateLimit
 		var rate *throttle.Queued
 		var user func() (*users.User, error)
 		_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
@@ -75,12 +95,36 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 		}
 	}
 	resp, err := rt.provider.NewAccessResponse(ctx, ar)
+	if refused := (*store.RateRefusal)(nil); errors.As(err, &refused) {
+		// Refused by the user's rate limit before the unit wrote anything: the code stays unused, and its
+		// PKCE challenge (checked right) unmarked, so the client may try again after the wait.
+		s.rateRefused(w, "token-user", refused.Wait)
+		outcome = "rate_limited"
+		return
+	}
 	if err != nil {
 		fail(ar, err)
 		return
 	}
 	s.metrics.tokens.WithLabelValues(grant).Inc()
 	rt.provider.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// prefetch queues on p the pure read of the records the token request's grant will ask for (D43): a
+// refresh token's record, or a code's with its OpenID Connect and PKCE records; nil when the form names
+// none (a malformed or repeated one included: fosite refuses those without reading).
+func (s *Service) prefetch(ctx context.Context, p redis.Pipeliner, rt *runtime, form url.Values) *store.Prefetch {
+	switch form.Get("grant_type") {
+	case "refresh_token":
+		if v := form["refresh_token"]; len(v) == 1 {
+			return s.store.QueueRefresh(ctx, p, rt.strategy.RefreshTokenSignature(ctx, v[0]))
+		}
+	case "authorization_code":
+		if v := form["code"]; len(v) == 1 {
+			return s.store.QueueCode(ctx, p, rt.strategy.AuthorizeCodeSignature(ctx, v[0]))
+		}
+	}
+	return nil
 }
 
 // refreshIdentity re-reads the user on a refresh grant (user: the read, sent already): a deleted or

@@ -94,7 +94,11 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, session
 	}
 	var r fosite.Requester
 	var err error
-	if m != nil {
+	if v, ok := m.fromPrefetch("code", sig); ok {
+		// The request's prefetch found it active, its family not revoked, and brought the OpenID Connect
+		// record along (D43); the exchange's claim decides its single use.
+		r, err = s.decodeInto(ctx, v, session)
+	} else if m != nil {
 		// A token request: the family's OpenID Connect record comes with the code (D38).
 		var v, oidc string
 		var revoked bool
@@ -129,14 +133,21 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) 
 	}
 	claim := op{kind: "claim", key: currentKey(family, "code"), value: rest, ttl: ms(s.markerTTL())}
 	if m := memoOf(ctx); m != nil {
+		ops := []op{claim}
 		m.mu.Lock()
+		// A PKCE challenge checked from the prefetch is marked checked by the claim (D43): the unit
+		// refuses as a replay when anyone checked it meanwhile, as the read that marks it would have.
+		if m.pkcePending[family] == rest {
+			ops = append(ops, op{kind: "check", key: currentKey(family, "pkce"), value: rest})
+		}
 		oidcSig, _, found := strings.Cut(m.oidc[family], "\n")
 		if found {
 			m.oidcGone[family] = true
+			ops = append(ops, op{kind: "del", key: currentKey(family, "oidc"), value: oidcSig})
 		}
 		m.mu.Unlock()
-		if found {
-			return s.writeAll(ctx, family, "code", claim, op{kind: "del", key: currentKey(family, "oidc"), value: oidcSig})
+		if len(ops) > 1 {
+			return s.writeAll(ctx, family, "code", ops...)
 		}
 	}
 	return s.write(ctx, family, claim, "code", "")
@@ -188,9 +199,19 @@ func (s *Store) GetPKCERequestSession(ctx context.Context, sig string, _ fosite.
 	if !ok {
 		return nil, fosite.ErrNotFound
 	}
+	m := memoOf(ctx)
+	if v, ok := m.fromPrefetch("pkce", sig); ok {
+		// Prefetched (D43): the delete that follows leaves the marking to the code's claim.
+		r, err := s.decode(ctx, v)
+		if err == nil {
+			m.mu.Lock()
+			m.pkceFetched[family] = rest
+			m.mu.Unlock()
+		}
+		return r, err
+	}
 	// In a token request fosite deletes (marks checked) the challenge right after reading it: the read
 	// marks it in the same call, and the delete then costs nothing (D38).
-	m := memoOf(ctx)
 	v, revoked, err := s.runGet(ctx, currentScript, []string{currentKey(family, "pkce"), revokedKey(family)}, rest, ms(s.markerTTL()), "1", flag(m != nil))
 	if err != nil {
 		return nil, err
@@ -222,15 +243,18 @@ func (s *Store) DeletePKCERequestSession(ctx context.Context, sig string) error 
 	if m := memoOf(ctx); m != nil {
 		m.mu.Lock()
 		checked := m.pkceChecked[family]
+		// Read from the prefetch: the code's claim marks it (or SettleChecks, when the request fails
+		// before its unit).
+		pending := !checked && m.pkceFetched[family] == rest
+		if pending {
+			m.pkcePending[family] = rest
+		}
 		m.mu.Unlock()
-		if checked {
+		if checked || pending {
 			return nil
 		}
 	}
-	if err := s.rdb.SetArgs(ctx, currentKey(family, "pkce"), current(rest, used), redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return unavailable(err)
-	}
-	return nil
+	return s.markChecked(ctx, family, rest)
 }
 
 // CreateOpenIDConnectSession stores the id_token request for a code. fosite passes the raw code here,
@@ -367,6 +391,11 @@ func (s *Store) GetRefreshTokenSession(ctx context.Context, sig string, _ fosite
 	family, rest, ok := Family(sig)
 	if !ok {
 		return nil, fosite.ErrNotFound
+	}
+	if v, ok := memoOf(ctx).fromPrefetch("rt", sig); ok {
+		// The request's prefetch found it current and active, its family not revoked (D43); the
+		// rotation's claim decides its single use.
+		return s.decodeInto(ctx, v, nil)
 	}
 	return s.getSingleUse(ctx, family, "rt", rest, "refresh", fosite.ErrInactiveToken, nil)
 }

@@ -185,17 +185,28 @@ type memoKey struct{}
 // value by family), so that the id_token step reads it from here and the exchange's unit deletes it
 // (oidcGone), and which PKCE records the read that checked them also marked checked (pkceChecked): the
 // fold of D38, two round trips fewer per exchange.
+//
+// Since D43 it also holds what the request's prefetch read (fetched: kind + ":" + signature -> the
+// active record, taken once by the read fosite asks for; prefetch.go), the PKCE challenges answered from
+// it (pkceFetched: family -> signature) and those fosite then deleted, whose marking as checked goes into
+// the code's claim (pkcePending: family -> signature, until the unit that marks them commits; the rest
+// SettleChecks writes).
 type memo struct {
 	mu          sync.Mutex
 	codes       map[string]fosite.Requester
 	oidc        map[string]string
 	oidcGone    map[string]bool
 	pkceChecked map[string]bool
+	fetched     map[string]string
+	pkceFetched map[string]string
+	pkcePending map[string]string
+	rate        *UnitRate
 }
 
 // WithRequestMemo returns a context for one token request.
 func WithRequestMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, memoKey{}, &memo{codes: map[string]fosite.Requester{}, oidc: map[string]string{}, oidcGone: map[string]bool{}, pkceChecked: map[string]bool{}})
+	return context.WithValue(ctx, memoKey{}, &memo{codes: map[string]fosite.Requester{}, oidc: map[string]string{}, oidcGone: map[string]bool{},
+		pkceChecked: map[string]bool{}, fetched: map[string]string{}, pkceFetched: map[string]string{}, pkcePending: map[string]string{}})
 }
 
 func memoOf(ctx context.Context) *memo {

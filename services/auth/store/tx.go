@@ -10,6 +10,8 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/auth/throttle"
 )
 
 // Writes go through units of work. fosite brackets the steps that must not half-happen with BeginTX and
@@ -23,9 +25,10 @@ import (
 type txKey struct{}
 
 // op is one write: claim marks a code or refresh token used (failing the unit if it was used already),
-// set writes a record, del removes one, revoke marks the family revoked.
+// check marks a code's PKCE challenge checked (failing the unit as a replay if it was checked already:
+// D43), set writes a record, del removes one, revoke marks the family revoked.
 type op struct {
-	kind  string // claim, set, del, revoke
+	kind  string // claim, check, rotated, set, del, revoke
 	key   string
 	value string
 	ttl   string // milliseconds, or "keep" (keep the key's expiry)
@@ -191,6 +194,13 @@ for i = 1, n do
       redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
       return 'reused'
     end
+  elseif ARGV[b] == 'check' then
+    local sig, state = split(redis.call('GET', KEYS[i+1]))
+    if sig ~= ARGV[b+1] then return 'missing' end
+    if state == 'U' then
+      redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+      return 'reused'
+    end
   end
 end
 for i = 1, n do
@@ -198,6 +208,8 @@ for i = 1, n do
   local kind, value, ttl, k = ARGV[b], ARGV[b+1], ARGV[b+2], KEYS[i+1]
   if kind == 'claim' then
     if ttl == 'del' then redis.call('DEL', k) else redis.call('SET', k, value .. '\nU', 'PX', ttl) end
+  elseif kind == 'check' then
+    redis.call('SET', k, value .. '\nU', 'KEEPTTL')
   elseif kind == 'rotated' then
     redis.call('LPUSH', k, value)
     redis.call('LTRIM', k, 0, ` + maxRotatedLua + `)
@@ -250,14 +262,26 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		}
 	}
 	// A single server runs the unit and its registrations as one script; anything else (a Cluster) the
-	// family's script and each user's in one pipeline (D38).
+	// family's script and each user's in one pipeline (D38). On a single server a code exchange's unit
+	// counts its user's rate limit first (D43).
 	_, single := s.rdb.(*redis.Client)
+	var rate *UnitRate
+	if single && u.claim == "code" {
+		rate = takeUnitRate(ctx)
+	}
 	var regOut [][]any
+	var rateRefused *RateRefusal
 	run := func() error {
 		regOut = regOut[:0]
-		if single && len(regKeys) > 0 {
+		rateRefused = nil
+		if single && (len(regKeys) > 0 || rate != nil) {
 			allKeys := slices.Clone(keys)
-			allArgs := append([]any{len(keys), len(args)}, args...)
+			allArgs := append([]any{len(keys), len(args), 0}, args...)
+			if rate != nil {
+				allKeys = append(allKeys, rate.Key())
+				allArgs = append(allArgs, rate.RateArgs()...)
+				allArgs[2] = 1
+			}
 			for i := range regKeys {
 				allKeys = append(allKeys, regKeys[i]...)
 				allArgs = append(allArgs, regArgs[i]...)
@@ -265,6 +289,11 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 			out, err := unitScript.EvalSha(ctx, s.rdb, allKeys, allArgs...).Slice()
 			if err != nil {
 				return err
+			}
+			if len(out) == 2 && out[0] == "rate" {
+				pttl, _ := out[1].(int64)
+				rateRefused = &RateRefusal{Wait: throttle.RefusedWait(pttl)}
+				return nil
 			}
 			res = redis.NewCmd(ctx)
 			if len(out) > 0 {
@@ -306,6 +335,9 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	if err != nil {
 		return unavailable(err)
 	}
+	if rateRefused != nil {
+		return rateRefused // nothing written
+	}
 	var refused error
 	for _, out := range regOut {
 		if len(out) == 0 {
@@ -335,6 +367,7 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 	}
 	switch v, _ := res.Text(); v {
 	case "ok":
+		u.checkedPKCE(ctx)
 		return nil
 	case "missing":
 		return fosite.ErrNotFound
@@ -394,23 +427,35 @@ return out
 
 // unitScript is commitScript and one registerScript per user in one call, for a single Redis server,
 // where a script may name keys of any slot (on a Cluster the family's slot and the user's differ: two
-// scripts in one pipeline, as before; D38). KEYS: the commit's, then four per user. ARGV[1]: how many
-// of KEYS and ARGV[2]: how many of ARGV (after these two) are the commit's; then the commit's ARGV, then
-// eight per user. Each part runs as it would alone (the registration whatever the commit answered), and
-// the reply is the commit's answer followed by each registration's.
-var unitScript = redis.NewScript(`
+// scripts in one pipeline, as before; D38), after the rate limits the unit counts (a code exchange's
+// per-user one, D43). KEYS: the commit's, the rate limits' counters, then four per user. ARGV[1]: how
+// many of KEYS and ARGV[2]: how many of ARGV (after the first three) are the commit's, ARGV[3]: how many
+// rate limits; then the commit's ARGV, two per rate limit (throttle.RateLua), eight per user. A rate
+// limit at its limit stops the unit before anything is counted or written: the reply is {'rate', pttl}.
+// Otherwise each part runs as it would alone (the registration whatever the commit answered), and the
+// reply is the commit's answer followed by each registration's.
+var unitScript = redis.NewScript(throttle.RateLua + `
 local function commit(KEYS, ARGV)
 ` + commitLua + `
 end
 local function register(KEYS, ARGV)
 ` + registerLua + `
 end
-local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
+local nk, na, nr = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local ck, ca = {}, {}
 for i = 1, nk do ck[i] = KEYS[i] end
-for i = 1, na do ca[i] = ARGV[2 + i] end
+for i = 1, na do ca[i] = ARGV[3 + i] end
+if nr > 0 then
+  local rk, ra = {}, {}
+  for i = 1, nr do
+    rk[i] = KEYS[nk + i]
+    ra[2*i - 1], ra[2*i] = ARGV[3 + na + 2*i - 1], ARGV[3 + na + 2*i]
+  end
+  local refused = count_rates(rk, ra)
+  if refused then return {'rate', refused[2]} end
+end
 local out = {commit(ck, ca)}
-local k, a = nk, 2 + na
+local k, a = nk + nr, 3 + na + 2*nr
 while k < #KEYS do
   out[#out + 1] = register({KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4]}, {ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5], ARGV[a+6], ARGV[a+7], ARGV[a+8]})
   k, a = k + 4, a + 8
@@ -438,4 +483,62 @@ func (s *Store) deleteFamilies(ctx context.Context, families []string) {
 // familyKeys are every key a family holds but its revocation marker.
 func familyKeys(f string) []string {
 	return []string{currentKey(f, "code"), currentKey(f, "pkce"), currentKey(f, "oidc"), currentKey(f, "at"), currentKey(f, "rt"), rotatedKey(f)}
+}
+
+// UnitRate is a rate limit that a code exchange's unit counts before it writes anything, on a single
+// server (CountsRatesInUnit): its user's per-user limit, one round trip fewer than a call of its own
+// (D43). On a Cluster the counter's slot is not the family's, and the caller counts it as before.
+type UnitRate = throttle.Rate
+
+// RateRefusal is the unit's answer when its rate limit is at its limit: nothing was counted or
+// written (the code is not used), and Wait is what throttle.Limiter.Allow would have answered.
+type RateRefusal struct{ Wait time.Duration }
+
+func (e *RateRefusal) Error() string { return "rate limited for " + e.Wait.String() }
+
+// CountsRatesInUnit is whether a code exchange's unit can count a rate limit (WithUnitRate): on a
+// single server (standalone, or Sentinel's master), where a script may name keys of any slot.
+func (s *Store) CountsRatesInUnit() bool {
+	_, single := s.rdb.(*redis.Client)
+	return single
+}
+
+// WithUnitRate has the code exchange's unit in ctx (a token request's: WithRequestMemo) count r first,
+// once. It does nothing for a rate limit that counts nothing or outside a token request.
+func WithUnitRate(ctx context.Context, r UnitRate) {
+	if m := memoOf(ctx); m != nil && r.Counts() {
+		m.mu.Lock()
+		m.rate = &r
+		m.mu.Unlock()
+	}
+}
+
+// takeUnitRate is the rate limit WithUnitRate left in ctx's memo (nil: none), taken once.
+func takeUnitRate(ctx context.Context) *UnitRate {
+	m := memoOf(ctx)
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.rate
+	m.rate = nil
+	return r
+}
+
+// checkedPKCE notes, after u committed, that the PKCE challenge u marked checked owes nothing more.
+func (u *unit) checkedPKCE(ctx context.Context) {
+	m := memoOf(ctx)
+	if m == nil {
+		return
+	}
+	for _, w := range u.ops {
+		if w.kind == "check" {
+			m.mu.Lock()
+			if m.pkcePending[u.family] == w.value {
+				delete(m.pkcePending, u.family)
+			}
+			m.mu.Unlock()
+		}
+	}
 }
