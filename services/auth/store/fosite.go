@@ -367,7 +367,9 @@ func (s *Store) createToken(ctx context.Context, kind, sig string, r fosite.Requ
 	if !ok {
 		return errors.New(kind + " signature without family")
 	}
-	v, err := encode(r)
+	// The access and refresh token of one response are the same request: encoded once per unit (D43).
+	u, _ := ctx.Value(txKey{}).(*unit)
+	v, err := u.encode(r)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -48,6 +50,9 @@ type unit struct {
 	// moved later (a token was issued), never made.
 	started bool
 	err     error
+	// encoded is the last token record the unit encoded and the request it encoded (encode).
+	encoded    string
+	encodedFor *fosite.Request
 }
 
 // BeginTX starts a unit of work (fosite's storage.Transactional).
@@ -82,6 +87,44 @@ func (s *Store) Rollback(ctx context.Context) error {
 
 func (u *unit) reset() {
 	u.family, u.ops, u.claim, u.subjects, u.end, u.started, u.err = "", nil, "", nil, time.Time{}, false, nil
+	u.encoded, u.encodedFor = "", nil
+}
+
+// encode is store.encode for a token record of the unit (u may be nil: no unit). fosite stores the
+// access and the refresh token of one response as two sanitized copies of one request (a refresh: the
+// same copy twice), back to back: when r holds exactly what the request encoded last holds (the same
+// session, by pointer, and equal fields), that encoding is r's too and is not made again (D43).
+func (u *unit) encode(r fosite.Requester) (string, error) {
+	fr, _ := r.(*fosite.Request)
+	if u != nil && fr != nil {
+		u.mu.Lock()
+		last, v := u.encodedFor, u.encoded
+		u.mu.Unlock()
+		if last != nil && sameRecord(last, fr) {
+			return v, nil
+		}
+	}
+	v, err := encode(r)
+	if err == nil && u != nil && fr != nil {
+		u.mu.Lock()
+		u.encoded, u.encodedFor = v, fr
+		u.mu.Unlock()
+	}
+	return v, err
+}
+
+// sameRecord is whether a and b encode alike: every field encode reads is equal, the session the same
+// one (a pointer; a session that is not one never counts as the same).
+func sameRecord(a, b *fosite.Request) bool {
+	sa, sb := reflect.ValueOf(a.Session), reflect.ValueOf(b.Session)
+	if sa.Kind() != reflect.Pointer || sb.Kind() != reflect.Pointer || sa.Type() != sb.Type() || sa.Pointer() != sb.Pointer() {
+		return false
+	}
+	return a.ID == b.ID && a.RequestedAt.Equal(b.RequestedAt) && a.RequestedAt.Location() == b.RequestedAt.Location() &&
+		a.Client != nil && b.Client != nil && a.Client.GetID() == b.Client.GetID() &&
+		slices.Equal(a.RequestedScope, b.RequestedScope) && slices.Equal(a.GrantedScope, b.GrantedScope) &&
+		slices.Equal(a.RequestedAudience, b.RequestedAudience) && slices.Equal(a.GrantedAudience, b.GrantedAudience) &&
+		maps.EqualFunc(a.Form, b.Form, slices.Equal)
 }
 
 // writeAll adds several writes of one family to the unit in ctx (or applies them at once, as one unit).
