@@ -106,7 +106,9 @@ func (c *redisCounter) measure(step func()) (redisCost, []string) {
 // Each is what the code makes today (docs/auth.md, "Redis cost per flow"; D38 folded the rate limit into
 // the throttle's reservation, the grant write into one script with its index, the code's OpenID Connect
 // record into the code's read and claim, the PKCE check into its read, and a refresh's user rate limit
-// into one pipeline with the user's read; it was 24/17/32, 13/13/15 and 5/5/6): a change that adds a round
+// into one pipeline with the user's read; it was 24/17/32, 13/13/15 and 5/5/6; D43 read the token
+// endpoint's records in the pipeline of its per-address rate limit and counted a code exchange's user
+// rate limit in its unit: an exchange 5 -> 2 round trips, a refresh 4 -> 3): a change that adds a round
 // trip, a script call or a command fails here, and must either fold it into a call that runs already or
 // raise the budget there with its reason. Lower the budget when a change makes a flow cheaper.
 var redisBudget = map[string]redisCost{
