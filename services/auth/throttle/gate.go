@@ -1,8 +1,8 @@
 package throttle
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"strings"
 	"time"
 
