@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 )
 
@@ -77,7 +79,14 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 
 	if r.Method != http.MethodPost {
 		if !prompt["login"] {
-			sess, user, err := s.signedIn(ctx, r, rt)
+			// The user's authorize rate limit is counted with the user's read (D44): every authorization
+			// request of a signed-in user counts, whatever it answers.
+			var rate *throttle.Rate
+			if !isAccountClient(ar) {
+				rl := rt.cfg.Auth.RateLimit
+				rate = &throttle.Rate{Kind: "authorize-user", Limit: rl.PerUser, Window: rl.Window.D()}
+			}
+			sess, user, limited, err := s.signedInRated(ctx, r, rt, rate)
 			if err != nil {
 				s.authorizeError(w, r, rt, ar, err)
 				return
@@ -91,8 +100,13 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request, clientKey st
 					return
 				}
 				if sessionSatisfies(cl, ar, sess.AMR) {
+					if limited != nil {
+						if wait, err := limited.Wait(); !s.rateAnswer(w, "authorize-user", wait, err) {
+							return
+						}
+					}
 					s.metrics.signins.WithLabelValues(signinSession).Inc()
-					s.issueCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.Generation, sess.AMR)
+					s.grantCode(w, r, rt, ar, user, sess.AuthTime, readCookie(r, rt, sessionCookie), sess.Generation, sess.AMR)
 					return
 				}
 				if !prompt["none"] { // signed in with too little for this client: the second step
@@ -338,22 +352,42 @@ func (s *Service) authorizeError(w http.ResponseWriter, r *http.Request, rt *run
 
 // signedIn returns the browser's sign-in session and its user, or nils.
 func (s *Service) signedIn(ctx context.Context, r *http.Request, rt *runtime) (*sso.Session, *users.User, error) {
+	sess, u, _, err := s.signedInRated(ctx, r, rt, nil)
+	return sess, u, err
+}
+
+// signedInRated is signedIn that also counts the signed-in user's request against a rate limit (rate:
+// its kind, limit and window), in the round trip that reads the user (D44). limited answers it (nil when
+// there is no signed-in user).
+func (s *Service) signedInRated(ctx context.Context, r *http.Request, rt *runtime, rate *throttle.Rate) (_ *sso.Session, _ *users.User, limited *throttle.Queued, _ error) {
 	token := readCookie(r, rt, sessionCookie)
 	if token == "" {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	sess, err := s.sessions.Get(ctx, token)
 	if err != nil || sess == nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	u, err := s.activeUser(ctx, sess.UserID)
+	var user func() (*users.User, error)
+	_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+		user = s.users.QueueByID(ctx, p, sess.UserID)
+		if rate != nil {
+			rate.Who = sess.UserID
+			limited = s.throttle.Queue(ctx, p, *rate)
+		}
+		return nil
+	})
+	u, err := user()
+	if err == nil && u.Disabled {
+		err = users.ErrNotFound
+	}
 	if errors.Is(err, users.ErrNotFound) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return sess, u, nil
+	return sess, u, limited, nil
 }
 
 // rateAllowed counts a request against a rate limit (auth.rateLimit, shared by the replicas) and, over
@@ -434,29 +468,42 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, rt *runti
 }
 
 // openSession sets a new sign-in session cookie for u signed in with amr (a new value at every sign-in,
-// against session fixation) and answers the authorization request.
+// against session fixation) and answers the authorization request. The user's authorize rate limit is
+// counted in the round trip that starts the session (D44).
 func (s *Service) openSession(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User, amr []string) {
 	if s.unverified(w, r, rt, cl, u) { // no session for a sign-in the client refuses
 		return
 	}
+	var rate *throttle.Rate
+	if !isAccountClient(ar) {
+		rl := rt.cfg.Auth.RateLimit
+		rate = &throttle.Rate{Kind: "authorize-user", Who: u.ID, Limit: rl.PerUser, Window: rl.Window.D()}
+	}
 	now := time.Now().UTC()
-	token, gen, err := s.replaceSession(w, r, rt, u, amr, now)
+	token, gen, wait, err := s.newSession(w, r, rt, u, amr, now, rate)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return
 	}
-	s.issueCode(w, r, rt, ar, u, now, token, gen, amr)
-}
-
-// issueCode grants the request (the clients are first-party: no consent screen) and redirects back with
-// the authorization code. gen is the user's sign-out generation the session saw: a sign-out everywhere
-// since then (which may run at the same time as this request) refuses the code.
-func (s *Service) issueCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string, gen int64, amr []string) {
-	if cl, _ := ar.GetClient().(*client); cl != nil && cl.account {
-		s.answerAccountClient(w, r, rt, ar) // the account page: signed in, no code
+	if rate != nil && !s.rateAnswer(w, rate.Kind, wait, nil) {
 		return
 	}
-	if !s.rateAllowed(w, r, rt, "authorize-user", u.ID, rt.cfg.Auth.RateLimit.PerUser) {
+	s.grantCode(w, r, rt, ar, u, now, token, gen, amr)
+}
+
+// isAccountClient: the request is the account page's own sign-in, which gets no code.
+func isAccountClient(ar fosite.AuthorizeRequester) bool {
+	cl, _ := ar.GetClient().(*client)
+	return cl != nil && cl.account
+}
+
+// grantCode grants the request (the clients are first-party: no consent screen) and redirects back with
+// the authorization code; the caller counted the user's authorize rate limit. gen is the user's
+// sign-out generation the session saw: a sign-out everywhere since then (which may run at the same time
+// as this request) refuses the code.
+func (s *Service) grantCode(w http.ResponseWriter, r *http.Request, rt *runtime, ar fosite.AuthorizeRequester, u *users.User, authTime time.Time, session string, gen int64, amr []string) {
+	if isAccountClient(ar) {
+		s.answerAccountClient(w, r, rt, ar) // the account page: signed in, no code
 		return
 	}
 	for _, scope := range ar.GetRequestedScopes() {

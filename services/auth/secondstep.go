@@ -69,7 +69,7 @@ func sessionSatisfies(cl *client, ar fosite.AuthorizeRequester, amr []string) bo
 // secondStep runs after a right password (u): it answers and returns true when the sign-in needs more
 // than the password (the code page, or the set-up of a second factor); false lets the session start.
 func (s *Service) secondStep(w http.ResponseWriter, r *http.Request, rt *runtime, cl *client, ar fosite.AuthorizeRequester, u *users.User) bool {
-	enrolled, err := s.mfa.Enrolled(r.Context(), u.ID)
+	enrolled, err := s.enrolled(r.Context(), u.ID)
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, u.Email, err)
 		return true
@@ -259,12 +259,21 @@ func (s *Service) submitSecondStep(w http.ResponseWriter, r *http.Request, rt *r
 // was the same user's (a second step, a new password) the grants started in it move to the new one, so
 // that logging out still revokes them.
 func (s *Service) replaceSession(w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, amr []string, authTime time.Time) (string, int64, error) {
+	token, gen, _, err := s.newSession(w, r, rt, u, amr, authTime, nil)
+	return token, gen, err
+}
+
+// newSession is replaceSession that also counts the rate limit rate (when not nil) and settles a
+// password sign-in's throttle reservation (signinReads) in the round trip that writes the session
+// (D44). wait is the rate limit's answer (0: let through; a rate limit the store could not count lets
+// the request through, as rateAllowed does).
+func (s *Service) newSession(w http.ResponseWriter, r *http.Request, rt *runtime, u *users.User, amr []string, authTime time.Time, rate *throttle.Rate) (token string, gen int64, wait time.Duration, err error) {
 	ctx := r.Context()
 	// The session keeps the user's sign-out generation of now: a sign-out everywhere after this point
 	// refuses its codes, even one that missed the session in the user's list.
-	gen, err := s.store.Generation(ctx, u.ID)
+	gen, err = s.generation(ctx, u.ID)
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	var carry []string
 	carryFrom := ""
@@ -276,9 +285,29 @@ func (s *Service) replaceSession(w http.ResponseWriter, r *http.Request, rt *run
 		_ = s.sessions.Delete(ctx, old)
 	}
 	lifetime := rt.cfg.Auth.SessionLifetime.D()
-	token, err := s.sessions.Start(ctx, sso.Start{UserID: u.ID, AuthTime: authTime, AMR: amr, UserAgent: r.UserAgent(), Generation: gen}, lifetime)
+	var started *sso.Started
+	var settled func() error
+	var limited *throttle.Queued
+	reads := signinReadsOf(ctx, u.ID)
+	_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+		started = s.sessions.QueueStart(ctx, p, sso.Start{UserID: u.ID, AuthTime: authTime, AMR: amr, UserAgent: r.UserAgent(), Generation: gen}, lifetime)
+		if reads != nil && reads.res != nil {
+			settled = reads.res.QueueSucceeded(ctx, p)
+			reads.res = nil
+		}
+		if rate != nil {
+			limited = s.throttle.Queue(ctx, p, *rate)
+		}
+		return nil
+	})
+	if settled != nil {
+		if err := settled(); err != nil {
+			s.log.Warn("sign-in throttle: a success was not recorded", "err", err)
+		}
+	}
+	token, err = started.Token(ctx)
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	if err := s.sessions.Adopt(ctx, token, carry); err != nil {
 		s.log.Warn("sign-in: the earlier session's grants were not carried over", "err", err)
@@ -287,5 +316,12 @@ func (s *Service) replaceSession(w http.ResponseWriter, r *http.Request, rt *run
 		s.log.Warn("sign-in: the earlier session's grants were not carried over", "err", err)
 	}
 	setCookie(w, rt, sessionCookie, token, lifetime)
-	return token, gen, nil
+	if limited != nil {
+		wait, err := limited.Wait()
+		if err != nil {
+			s.log.Warn("rate limit: store unavailable; not applied", "err", err)
+		}
+		return token, gen, wait, nil
+	}
+	return token, gen, 0, nil
 }

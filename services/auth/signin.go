@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/device"
@@ -75,8 +76,11 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	// The attempt is counted before the password is hashed, so that a burst of parallel guesses on any
 	// number of replicas gets no more password checks than its budget; the outcome settles it.
 	// The request's rate limit per address is counted in the same call (authorize, D38).
+	// The account the address names is looked up in the same round trip (D44).
 	rl := rt.cfg.Auth.RateLimit
-	res, refusal, err := s.throttle.Reserve(ctx, attempt, lim, throttle.Rate{Kind: "authorize-ip", Who: ip, Limit: rl.PerIP, Window: rl.Window.D()})
+	var lookup *users.Lookup
+	res, refusal, err := s.throttle.ReserveWith(ctx, attempt, lim, func(p redis.Pipeliner) { lookup = s.users.QueueLookup(ctx, p, email) },
+		throttle.Rate{Kind: "authorize-ip", Who: ip, Limit: rl.PerIP, Window: rl.Window.D()})
 	if err != nil {
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
@@ -101,7 +105,13 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.renderSignIn(w, r, rt, cl, http.StatusTooManyRequests, page.SignIn{Email: email, Error: waitMessage(lead, refusal.Wait)})
 		return
 	}
-	u, err := s.users.Authenticate(ctx, email, password)
+	// The account's second factor and sign-out generation are read with the account (D44).
+	reads := &signinReads{}
+	u, err := s.users.AuthenticateLooked(ctx, lookup, password, func(p redis.Pipeliner, id string) {
+		reads.user = id
+		reads.enrolled = s.mfa.QueueEnrolled(ctx, p, id)
+		reads.generation = s.store.QueueGeneration(ctx, p, id)
+	})
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
 		s.metrics.signins.WithLabelValues(signinBadCredentials).Inc()
@@ -126,7 +136,13 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 		s.unavailablePage(w, r, rt, cl, email, err)
 		return
 	}
-	_ = res.Succeeded(ctx)
+	// The attempt is settled in the round trip that starts the session, or here when none starts.
+	reads.res = res
+	defer func() {
+		if reads.res != nil {
+			_ = reads.res.Succeeded(ctx)
+		}
+	}()
 	if s.unverified(w, r, rt, cl, u) { // the right password, but this client wants a verified address
 		return
 	}
@@ -134,7 +150,50 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request, rt *runtime, cl
 	s.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: cl.GetID(),
 		Detail: map[string]string{"browser": browser}})
 	s.rememberDevice(w, rt, account)
-	s.startSession(w, r, rt, cl, ar, u)
+	s.startSession(w, r.WithContext(withSigninReads(ctx, reads)), rt, cl, ar, u)
+}
+
+// signinReads is what a password sign-in reads and settles beside its other round trips (D44): the
+// account's second factor and sign-out generation, read with the account before the password is
+// checked, and the throttle's reservation (res), settled in the round trip that starts the session (nil
+// once settled). A sign-out everywhere while the password is checked makes the generation read stale:
+// the session then keeps the older one, and its code is refused, as it would be a moment later.
+type signinReads struct {
+	user       string
+	enrolled   func() (bool, error)
+	generation func() (int64, error)
+	res        *throttle.Reservation
+}
+
+type signinReadsKey struct{}
+
+func withSigninReads(ctx context.Context, reads *signinReads) context.Context {
+	return context.WithValue(ctx, signinReadsKey{}, reads)
+}
+
+// signinReadsOf is the request's sign-in reads of user, or nil.
+func signinReadsOf(ctx context.Context, user string) *signinReads {
+	reads, _ := ctx.Value(signinReadsKey{}).(*signinReads)
+	if reads == nil || reads.user != user {
+		return nil
+	}
+	return reads
+}
+
+// enrolled is mfa's Enrolled, answered from the sign-in's reads when they have it.
+func (s *Service) enrolled(ctx context.Context, user string) (bool, error) {
+	if reads := signinReadsOf(ctx, user); reads != nil && reads.enrolled != nil {
+		return reads.enrolled()
+	}
+	return s.mfa.Enrolled(ctx, user)
+}
+
+// generation is the store's Generation, answered from the sign-in's reads when they have it.
+func (s *Service) generation(ctx context.Context, user string) (int64, error) {
+	if reads := signinReadsOf(ctx, user); reads != nil && reads.generation != nil {
+		return reads.generation()
+	}
+	return s.store.Generation(ctx, user)
 }
 
 // lockout records a failure that used up budgets: further attempts against them wait until wait ends.

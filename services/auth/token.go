@@ -46,7 +46,7 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 	rl := rt.cfg.Auth.RateLimit
 	var ipRate *throttle.Queued
 	var pf *store.Prefetch
-	_ = s.throttle.PipelinedAlong(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+	_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
 		ipRate = s.throttle.Queue(ctx, p, throttle.Rate{Kind: "token-ip", Who: clientKey, Limit: rl.PerIP, Window: rl.Window.D()})
 		pf = s.prefetch(ctx, p, rt, r.PostForm)
 		return nil

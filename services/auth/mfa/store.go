@@ -87,6 +87,19 @@ func (s *Store) Enrolled(ctx context.Context, user string) (bool, error) {
 	return ok, nil
 }
 
+// QueueEnrolled queues Enrolled's read in the caller's pipeline p; after p is sent, the function it
+// returns answers as Enrolled would (a sign-in reads it with the account, D44).
+func (s *Store) QueueEnrolled(ctx context.Context, p redis.Pipeliner, user string) func() (bool, error) {
+	cmd := p.HExists(ctx, factorKey(user), "totp")
+	return func() (bool, error) {
+		ok, err := cmd.Result()
+		if err != nil {
+			return false, unavailable(err)
+		}
+		return ok, nil
+	}
+}
+
 // Pending returns the secret being enrolled for user, drawing a new one when there is none, so that a
 // reload of the enrolment page shows the code already scanned. It lives ttl from when it was drawn.
 // issuer and account label it in the app.

@@ -83,9 +83,30 @@ func (s *Store) Create(ctx context.Context, userID string, authTime time.Time, t
 
 // Start starts a session and returns the cookie value (list.go describes Start).
 func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string, error) {
+	var q *Started
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // the start carries its own error
+		q = s.QueueStart(ctx, p, st, ttl)
+		return nil
+	})
+	return q.Token(ctx)
+}
+
+// Started is a session start queued in a caller's pipeline (QueueStart): a sign-in sends it with the
+// settling of its throttle reservation and its rate limit, in one round trip (D44).
+type Started struct {
+	s     *Store
+	token string
+	user  string
+	err   error
+	cmds  []redis.Cmder
+	size  *redis.IntCmd
+}
+
+// QueueStart queues Start's writes in p. After p is sent, Token answers as Start would.
+func (s *Store) QueueStart(ctx context.Context, p redis.Pipeliner, st Start, ttl time.Duration) *Started {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", err
+		return &Started{err: err}
 	}
 	token := base64.RawURLEncoding.EncodeToString(b)
 	userID := st.UserID
@@ -98,32 +119,40 @@ func (s *Store) Start(ctx context.Context, st Start, ttl time.Duration) (string,
 	if idle := s.idleTimeout(); idle > 0 && idle < life {
 		life = idle
 	}
-	var size *redis.IntCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, keyOf(id), v, life)
-		p.HSet(ctx, metaKey(id), "ua", clip(st.UserAgent, MaxUserAgent), "last", now.Unix(), "ends", now.Add(ttl).UnixMilli())
-		p.PExpire(ctx, metaKey(id), life)
-		uk := userKey(userID)
-		p.ZAdd(ctx, uk, redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: id})
-		p.ZRemRangeByScore(ctx, uk, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
-		size = p.ZCard(ctx, uk)
-		p.PExpire(ctx, uk, ttl)
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+	q := &Started{s: s, token: token, user: userID}
+	uk := userKey(userID)
+	q.cmds = append(q.cmds,
+		p.Set(ctx, keyOf(id), v, life),
+		p.HSet(ctx, metaKey(id), "ua", clip(st.UserAgent, MaxUserAgent), "last", now.Unix(), "ends", now.Add(ttl).UnixMilli()),
+		p.PExpire(ctx, metaKey(id), life),
+		p.ZAdd(ctx, uk, redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: id}),
+		p.ZRemRangeByScore(ctx, uk, "-inf", strconv.FormatInt(now.UnixMilli(), 10)))
+	q.size = p.ZCard(ctx, uk)
+	q.cmds = append(q.cmds, q.size, p.PExpire(ctx, uk, ttl))
+	return q
+}
+
+// Token is the new session's cookie value, once the pipeline was sent; an error when it was not stored.
+func (q *Started) Token(ctx context.Context) (string, error) {
+	if q.err != nil {
+		return "", q.err
 	}
-	if n := size.Val(); n > MaxSessionsPerUser {
+	for _, c := range q.cmds {
+		if err := c.Err(); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	if n := q.size.Val(); n > MaxSessionsPerUser {
 		// The oldest sessions end: the index stays bounded and no session escapes "sign out everywhere".
-		if old, err := s.rdb.ZPopMin(ctx, userKey(userID), n-MaxSessionsPerUser).Result(); err == nil {
+		if old, err := q.s.rdb.ZPopMin(ctx, userKey(q.user), n-MaxSessionsPerUser).Result(); err == nil {
 			for _, z := range old {
 				if oid, ok := z.Member.(string); ok {
-					s.rdb.Del(ctx, keyOf(oid), familiesKey(oid), metaKey(oid))
+					q.s.rdb.Del(ctx, keyOf(oid), familiesKey(oid), metaKey(oid))
 				}
 			}
 		}
 	}
-	return token, nil
+	return q.token, nil
 }
 
 // Families lists the token families a session lists itself: grants issued before the user's grant

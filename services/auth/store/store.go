@@ -459,7 +459,18 @@ func WithOrigin(ctx context.Context, o Origin) context.Context {
 // Generation is the user's sign-out generation (0 until the first sign-out everywhere): a sign-in
 // session keeps the one it saw when it started.
 func (s *Store) Generation(ctx context.Context, subject string) (int64, error) {
-	n, err := s.rdb.Get(ctx, generationKey(subject)).Int64()
+	return generationOf(s.rdb.Get(ctx, generationKey(subject)))
+}
+
+// QueueGeneration queues Generation's read in the caller's pipeline p; after p is sent, the function it
+// returns answers as Generation would (a sign-in reads it with the account, D44).
+func (s *Store) QueueGeneration(ctx context.Context, p redis.Pipeliner, subject string) func() (int64, error) {
+	cmd := p.Get(ctx, generationKey(subject))
+	return func() (int64, error) { return generationOf(cmd) }
+}
+
+func generationOf(cmd *redis.StringCmd) (int64, error) {
+	n, err := cmd.Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -126,18 +126,25 @@ func (l *Limiter) evalShaRetry(ctx context.Context, script *redis.Script, fn fun
 // it counts nothing and says why. rates are the request's rate limits, counted in the same call (the
 // gate, gate.go): when one refuses, no budget is counted and the refusal names it (Refusal.Rate).
 func (l *Limiter) Reserve(ctx context.Context, a Attempt, lim Limits, rates ...Rate) (*Reservation, *Refusal, error) {
-	return l.reserve(ctx, rates, l.budgets(a, lim), lim.Window, lim.MaxDelay)
+	return l.reserve(ctx, rates, l.budgets(a, lim), lim.Window, lim.MaxDelay, nil)
+}
+
+// ReserveWith is Reserve with the caller's own commands (also queues them: reads the sign-in needs
+// whatever the answer, such as the account an address names) in the same round trip (D44). also may be
+// called again when the pipeline is sent again; the commands of its last call carry the answers.
+func (l *Limiter) ReserveWith(ctx context.Context, a Attempt, lim Limits, also func(p redis.Pipeliner), rates ...Rate) (*Reservation, *Refusal, error) {
+	return l.reserve(ctx, rates, l.budgets(a, lim), lim.Window, lim.MaxDelay, also)
 }
 
 // reserve takes one attempt from each budget, with the rate limits, in one gate call (gate.go).
-func (l *Limiter) reserve(ctx context.Context, rates []Rate, bs []budget, window, maxDelay time.Duration) (*Reservation, *Refusal, error) {
+func (l *Limiter) reserve(ctx context.Context, rates []Rate, bs []budget, window, maxDelay time.Duration, also func(p redis.Pipeliner)) (*Reservation, *Refusal, error) {
 	now := l.now().UnixMilli()
 	r := &Reservation{l: l, now: now}
 	rates = slices.DeleteFunc(slices.Clone(rates), func(r Rate) bool { return r.Limit <= 0 || r.Who == "" })
-	if len(bs) == 0 && len(rates) == 0 {
+	if len(bs) == 0 && len(rates) == 0 && also == nil {
 		return r, nil, nil
 	}
-	gr, err := l.gate(ctx, now, rates, bs, window, maxDelay)
+	gr, err := l.gate(ctx, now, rates, bs, window, maxDelay, also)
 	var refusal *Refusal
 	if gr.rateWait > 0 {
 		refusal = &Refusal{Rate: gr.rateKind, Wait: gr.rateWait}
@@ -213,6 +220,37 @@ func (r *Reservation) Succeeded(ctx context.Context) error {
 	return r.settle(ctx, true)
 }
 
+// QueueSucceeded is Succeeded queued in the caller's pipeline p (sent with Limiter.Pipelined, which
+// loads the scripts when Redis has not seen them): a sign-in settles its attempt in the round trip that
+// starts its session (D44). The function it returns says whether it was recorded, after p is sent.
+func (r *Reservation) QueueSucceeded(ctx context.Context, p redis.Pipeliner) func() error {
+	held := r.held
+	r.held = nil
+	cmds := r.queueSettle(ctx, p, held, true)
+	return func() error {
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				return fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
+		}
+		return nil
+	}
+}
+
+// queueSettle queues the settling of held: a success starts a known browser's budget afresh, anything
+// else gives the attempt back.
+func (r *Reservation) queueSettle(ctx context.Context, p redis.Pipeliner, held []budget, success bool) []redis.Cmder {
+	cmds := make([]redis.Cmder, 0, len(held))
+	for _, b := range held {
+		if success && b.name == BudgetDevice {
+			cmds = append(cmds, p.Del(ctx, b.key))
+			continue
+		}
+		cmds = append(cmds, releaseScript.EvalSha(ctx, p, []string{b.key}, b.delayAfter))
+	}
+	return cmds
+}
+
 // Release gives the attempt back: the password could not be checked (the store or the hashing pool was
 // unavailable), so it was no guess.
 func (r *Reservation) Release(ctx context.Context) {
@@ -227,13 +265,7 @@ func (r *Reservation) settle(ctx context.Context, success bool) error {
 	r.held = nil
 	err := r.l.evalShaRetry(ctx, releaseScript, func() error {
 		_, err := r.l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, b := range held {
-				if success && b.name == BudgetDevice {
-					p.Del(ctx, b.key)
-					continue
-				}
-				releaseScript.EvalSha(ctx, p, []string{b.key}, b.delayAfter)
-			}
+			r.queueSettle(ctx, p, held, success)
 			return nil
 		})
 		return err

@@ -39,5 +39,5 @@ func (l *Limiter) ReserveCode(ctx context.Context, user, ip string, lim CodeLimi
 	if lim.IP > 0 && ip != "" {
 		bs = append(bs, budget{name: BudgetAddress, key: budgetKey("addr", ip), limit: lim.IP, window: lim.IPWindow})
 	}
-	return l.reserve(ctx, nil, bs, max(lim.Window, lim.IPWindow), lim.MaxDelay)
+	return l.reserve(ctx, nil, bs, max(lim.Window, lim.IPWindow), lim.MaxDelay, nil)
 }

@@ -1,47 +1,9 @@
 package throttle
 
-import (
-	"context"
-	"time"
+import "time"
 
-	"github.com/redis/go-redis/v9"
-)
-
-// What other packages need to count a rate limit inside calls of their own (docs/architecture.md D43):
-// a pipeline that carries the limiter's script beside other commands, and the rate limit's counting as
-// a Lua function for a script of theirs (the token store's unit on a single server).
-
-// PipelinedAlong is Pipelined for a pipeline that carries other commands too (a caller's reads, its own
-// scripts). It is sent again only when one of the limiter's own script calls found the script missing
-// (NOSCRIPT: that call counted nothing), never for another command's error: re-sending the pipeline then
-// would count the rate limits twice. Every command keeps its own answer or error for its caller to read.
-func (l *Limiter) PipelinedAlong(ctx context.Context, fn func(p redis.Pipeliner) error) error {
-	run := func() bool {
-		cmds, _ := l.rdb.Pipelined(ctx, fn)
-		for _, c := range cmds {
-			if isGateCall(c) && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-				return true
-			}
-		}
-		return false
-	}
-	if run() {
-		if err := gateScript.Load(ctx, l.rdb).Err(); err != nil {
-			return err
-		}
-		run()
-	}
-	return nil
-}
-
-func isGateCall(c redis.Cmder) bool {
-	args := c.Args()
-	if c.Name() != "evalsha" || len(args) < 2 {
-		return false
-	}
-	sha, _ := args[1].(string)
-	return sha == gateScript.Hash()
-}
+// What other packages need to count a rate limit inside scripts of their own (docs/architecture.md
+// D43: the token store's unit on a single server).
 
 // Key is the Redis key of the rate limit's counter (one hash slot: its Who's).
 func (r Rate) Key() string { return r.key() }

@@ -48,37 +48,3 @@ func TestRateLua_CountsAsTheGate(t *testing.T) {
 		t.Fatalf("counter %d after refusals, want 6", n)
 	}
 }
-
-// PipelinedAlong sends a pipeline with other commands beside the limiter's script again only when the
-// limiter's own script was missing (it counted nothing then): another script's NOSCRIPT leaves it as it
-// was, with the rate limit counted once and the other command's error on that command.
-func TestPipelinedAlong_OthersNoScript_CountsOnce(t *testing.T) {
-	l, _, rdb := newLimiter(t)
-	r := throttle.Rate{Kind: "token-ip", Who: "192.0.2.1", Limit: 100, Window: time.Minute}
-	other := redis.NewScript(`return 1 -- a script Redis has not seen`)
-	for round, flush := range []bool{true, false} {
-		if flush { // neither script known: the limiter's is loaded and the pipeline sent again
-			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var q *throttle.Queued
-		var cmd *redis.Cmd
-		if err := l.PipelinedAlong(ctx, func(p redis.Pipeliner) error {
-			q = l.Queue(ctx, p, r)
-			cmd = other.EvalSha(ctx, p, []string{"k"})
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if wait, err := q.Wait(); wait != 0 || err != nil {
-			t.Fatalf("round %d: %v %v", round, wait, err)
-		}
-		if !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			t.Fatalf("round %d: the other script's answer: %v", round, cmd.Err())
-		}
-		if n, _ := rdb.Get(ctx, r.Key()).Int(); n != round+1 {
-			t.Fatalf("round %d: counted %d times in all, want %d", round, n, round+1)
-		}
-	}
-}

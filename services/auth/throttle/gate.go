@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func hashTag(key string) string {
 
 // gate runs the rate limits and reserves the budgets at now (ms): one script call on a single server,
 // one per hash tag, pipelined, on anything else (a Cluster).
-func (l *Limiter) gate(ctx context.Context, now int64, rates []Rate, bs []budget, window, maxDelay time.Duration) (gateResult, error) {
+func (l *Limiter) gate(ctx context.Context, now int64, rates []Rate, bs []budget, window, maxDelay time.Duration, also func(p redis.Pipeliner)) (gateResult, error) {
 	type group struct {
 		rates   []int // indexes into rates
 		budgets []int // indexes into bs
@@ -154,8 +155,14 @@ func (l *Limiter) gate(ctx context.Context, now int64, rates []Rate, bs []budget
 				}
 				cmds[gi] = gateScript.EvalSha(ctx, p, keys, args...)
 			}
+			if also != nil {
+				also(p)
+			}
 			return nil
 		})
+		if errors.Is(err, redis.Nil) {
+			err = nil // a read of the caller's (also) found nothing: its own answer says so
+		}
 		return err
 	})
 	res := gateResult{budgets: make([][]int64, len(bs))}

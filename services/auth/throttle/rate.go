@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,7 +17,7 @@ func (l *Limiter) Allow(ctx context.Context, kind, who string, limit int, window
 	if limit <= 0 || who == "" {
 		return 0, nil
 	}
-	res, err := l.gate(ctx, l.now().UnixMilli(), []Rate{{kind, who, limit, window}}, nil, 0, 0)
+	res, err := l.gate(ctx, l.now().UnixMilli(), []Rate{{kind, who, limit, window}}, nil, 0, 0, nil)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -54,11 +55,37 @@ func (q *Queued) Wait() (time.Duration, error) {
 	return 0, nil
 }
 
-// Pipelined sends what fn queues in one pipeline, loading the limiter's script first when Redis has not
-// seen it (NOSCRIPT) and sending the pipeline again.
+// Pipelined sends what fn queues (rate limits, settled reservations, the caller's own commands) in one
+// pipeline. A script call that Redis answers NOSCRIPT (it has not seen the script: a restart, a
+// failover, a new Cluster node) is sent again, alone, once the limiter's scripts are loaded; the
+// pipeline's other commands ran already and are not repeated (a counter is never counted twice). Each
+// command carries its own answer; the error is the first command's that failed.
 func (l *Limiter) Pipelined(ctx context.Context, fn func(p redis.Pipeliner) error) error {
-	return l.evalShaRetry(ctx, gateScript, func() error {
-		_, err := l.rdb.Pipelined(ctx, fn)
+	cmds, err := l.rdb.Pipelined(ctx, fn)
+	var again []redis.Cmder
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+			again = append(again, c)
+		}
+	}
+	if len(again) == 0 {
 		return err
+	}
+	for _, s := range []*redis.Script{gateScript, releaseScript} {
+		if err := s.Load(ctx, l.rdb).Err(); err != nil {
+			return err
+		}
+	}
+	_, _ = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range again {
+			_ = p.Process(ctx, c)
+		}
+		return nil
 	})
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return e
+		}
+	}
+	return nil
 }

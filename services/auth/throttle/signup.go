@@ -33,7 +33,7 @@ func (l *Limiter) ReserveSignup(ctx context.Context, email, ip string, lim Signu
 	if lim.PerAddress > 0 && email != "" {
 		bs = append(bs, budget{BudgetSignupEmail, budgetKey("signup-email", email), lim.PerAddress, 0, 0, 0})
 	}
-	return l.reserve(ctx, nil, bs, lim.Window, 0)
+	return l.reserve(ctx, nil, bs, lim.Window, 0, nil)
 }
 
 // Budgets of the mails a person asks for on the hosted page (a verification link again, a password
@@ -51,5 +51,5 @@ func (l *Limiter) ReserveMail(ctx context.Context, journey, email, ip string, li
 	if lim.PerAddress > 0 && email != "" {
 		bs = append(bs, budget{journey + "-email", budgetKey(journey+"-email", email), lim.PerAddress, 0, 0, 0})
 	}
-	return l.reserve(ctx, nil, bs, lim.Window, 0)
+	return l.reserve(ctx, nil, bs, lim.Window, 0, nil)
 }

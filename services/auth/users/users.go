@@ -257,7 +257,35 @@ func (s *Store) ByEmail(ctx context.Context, email string) (*User, error) {
 // user, for the audit trail; a caller must not treat it as signed in. A hash with old parameters is
 // upgraded on success.
 func (s *Store) Authenticate(ctx context.Context, email, password string) (*User, error) {
-	u, err := s.ByEmail(ctx, email)
+	var l *Lookup
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // the lookup carries its own error
+		l = s.QueueLookup(ctx, p, email)
+		return nil
+	})
+	return s.AuthenticateLooked(ctx, l, password, nil)
+}
+
+// Lookup is the first read of a sign-in, the account an address names, queued in the caller's pipeline
+// (QueueLookup): the sign-in page sends it with the throttle's reservation, in one round trip (D44).
+type Lookup struct {
+	email string
+	cmd   *redis.StringCmd // nil: not an address any account can have
+}
+
+// QueueLookup queues the read of the account ID that email names.
+func (s *Store) QueueLookup(ctx context.Context, p redis.Pipeliner, email string) *Lookup {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return &Lookup{}
+	}
+	return &Lookup{email: email, cmd: p.Get(ctx, emailKey(email))}
+}
+
+// AuthenticateLooked is Authenticate after its lookup was sent (l). also, when not nil, queues the
+// caller's own reads of the account (its second factor, its sign-out generation) in the round trip that
+// reads the account: they are sent only when the address names one, before the password is checked.
+func (s *Store) AuthenticateLooked(ctx context.Context, l *Lookup, password string, also func(p redis.Pipeliner, id string)) (*User, error) {
+	u, err := s.looked(ctx, l, also)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
@@ -284,6 +312,36 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 		if h, err := s.hasher.Hash(ctx, password); err == nil {
 			_ = s.setHash(ctx, u.ID, h) // best effort: the old hash still works
 		}
+	}
+	return u, nil
+}
+
+// looked reads the account l names (ByEmail's answer), with the caller's reads (also) beside it.
+func (s *Store) looked(ctx context.Context, l *Lookup, also func(p redis.Pipeliner, id string)) (*User, error) {
+	if l == nil || l.cmd == nil {
+		return nil, ErrNotFound
+	}
+	id, err := l.cmd.Result()
+	if errors.Is(err, redis.Nil) || err == nil && (id == "" || len(id) > 64) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var user func() (*User, error)
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+		user = s.QueueByID(ctx, p, id)
+		if also != nil {
+			also(p, id)
+		}
+		return nil
+	})
+	u, err := user()
+	if err != nil {
+		return nil, err
+	}
+	if u.Email != l.email {
+		return nil, ErrNotFound
 	}
 	return u, nil
 }
