@@ -10,6 +10,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -147,5 +148,29 @@ func TestToken_RefusedByThePerAddressRate_PrefetchRevokesNothing(t *testing.T) {
 	}
 	if st := p.userinfoStatus(exchanged.AccessToken); st != http.StatusUnauthorized {
 		t.Fatalf("replay did not revoke: %d", st)
+	}
+}
+
+// A wrong verifier checks the challenge read from the prefetch (D43): the request fails before its unit,
+// and marks the challenge checked on its way out, as the read did before. The right verifier after it is
+// then a replay: refused, and the grant revoked.
+func TestToken_WrongVerifierFromThePrefetch_SpendsTheCode(t *testing.T) {
+	p := startProvider(t, setup{})
+	p.user(testEmail, testPassword)
+	_, b := p.fullSignIn(testEmail, testPassword) // Redis has the prefetch's scripts from here on
+	verifier := oauth2.GenerateVerifier()
+	code, _ := codeFrom(t, p.codeWithSession(b, "state-wrong-verifier", verifier), p.redirect)
+	if tk := p.exchange(code, oauth2.GenerateVerifier()); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+		t.Fatalf("wrong verifier: %d %s", tk.status, tk.Error)
+	}
+	family, _, _ := store.Family(code)
+	if revoked, _ := p.svc.Store().FamilyRevoked(context.Background(), family); revoked {
+		t.Fatal("a wrong verifier revoked the grant")
+	}
+	if tk := p.exchange(code, verifier); tk.status != http.StatusBadRequest || tk.Error != "invalid_grant" {
+		t.Fatalf("right verifier after a wrong one: %d %s", tk.status, tk.Error)
+	}
+	if revoked, _ := p.svc.Store().FamilyRevoked(context.Background(), family); !revoked {
+		t.Fatal("the code presented again did not revoke the grant")
 	}
 }
