@@ -198,3 +198,44 @@ func TestRedisRoundTrips_PerSignInAndRefresh_WithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// On a Redis Cluster the token endpoint's folds hold too (D43): the prefetch rides in the per-address
+// rate limit's pipeline (go-redis splits it by node), and a code exchange's user rate limit stays a call
+// of its own (its counter is not on the family's slot): a refresh 3 round trips, an exchange 3.
+func TestRedisRoundTrips_TokenEndpointOnACluster(t *testing.T) {
+	cluster := testredis.StartCluster(t, 3, 0)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	counter := &redisCounter{}
+	rdb.AddHook(counter)
+	p := startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
+		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1 << 30, PerUser: 1 << 30}
+	}})
+	p.user(testEmail, testPassword)
+	tk, b := p.fullSignIn(testEmail, testPassword) // loads the scripts on every master
+	rt := tk.RefreshToken
+	for range 2 {
+		r := p.refresh(rt)
+		if r.status != http.StatusOK {
+			t.Fatalf("refresh: %d %s", r.status, r.Error)
+		}
+		rt = r.RefreshToken
+	}
+	verifier := oauth2.GenerateVerifier()
+	code, _ := codeFrom(t, p.codeWithSession(b, "state-cluster-trips", verifier), p.redirect)
+	exchange, exTrips := counter.measure(func() {
+		if tk := p.exchange(code, verifier); tk.status != http.StatusOK {
+			t.Fatalf("exchange: %d %s", tk.status, tk.Error)
+		}
+	})
+	refresh, rtTrips := counter.measure(func() {
+		if r := p.refresh(rt); r.status != http.StatusOK {
+			t.Fatalf("refresh: %d %s", r.status, r.Error)
+		}
+	})
+	t.Logf("on a cluster: an exchange %d round trips, a refresh %d\nexchange:\n%s\nrefresh:\n%s", exchange.trips, refresh.trips, strings.Join(exTrips, "\n"), strings.Join(rtTrips, "\n"))
+	if exchange.trips > 3 || refresh.trips > 3 {
+		t.Fatalf("on a cluster: an exchange %d round trips (want 3), a refresh %d (want 3)\nexchange:\n%s\nrefresh:\n%s",
+			exchange.trips, refresh.trips, strings.Join(exTrips, "\n"), strings.Join(rtTrips, "\n"))
+	}
+}
