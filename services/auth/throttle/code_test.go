@@ -27,14 +27,21 @@ func failCode(t *testing.T, l *throttle.Limiter, user, ip string, lim throttle.C
 }
 
 // Fifty codes guessed in parallel for one user, each from its own address (so the address budget is no
-// bound), get exactly the user's budget of checks: each is reserved before it is checked.
+// bound), get exactly the user's budget of checks: each is reserved before it is checked. All fifty are
+// reserved before any is settled as wrong: a settled failure past DelayAfter makes the next attempt wait,
+// so a guess reserved after the third failure was settled would be (rightly) refused, and how many got
+// through would depend on the goroutines' timing (a -race run once saw 3).
 func TestReserveCode_ParallelGuessesGetExactlyTheBudget(t *testing.T) {
 	l, _, _ := newLimiter(t)
 	var checked atomic.Int32
+	var reserved, settle sync.WaitGroup
 	var wg sync.WaitGroup
+	reserved.Add(50)
+	settle.Add(1)
 	for i := range 50 {
 		wg.Go(func() {
 			r, ref, err := l.ReserveCode(ctx, "user-1", "192.0.2."+strconv.Itoa(i), codeLim)
+			reserved.Done()
 			if err != nil {
 				t.Error(err)
 				return
@@ -46,9 +53,12 @@ func TestReserveCode_ParallelGuessesGetExactlyTheBudget(t *testing.T) {
 				return
 			}
 			checked.Add(1)
+			settle.Wait()
 			_, _, _ = r.Failed(ctx)
 		})
 	}
+	reserved.Wait()
+	settle.Done()
 	wg.Wait()
 	if n := checked.Load(); n != int32(codeLim.PerUser) {
 		t.Fatalf("%d of 50 parallel guesses checked, want %d", n, codeLim.PerUser)
