@@ -124,9 +124,10 @@ var redisBudget = map[string]redisCost{
 	"refresh":                   {trips: 3, scripts: 4, cmds: 5},
 }
 
-func TestRedisRoundTrips_PerSignInAndRefresh_WithinBudget(t *testing.T) {
-	srv := testredis.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+// countedProvider is a provider on rdb, whose calls counter counts, without rate limits in the way, and
+// with the test user.
+func countedProvider(t *testing.T, rdb redis.UniversalClient) (*provider, *redisCounter) {
+	t.Helper()
 	t.Cleanup(func() { rdb.Close() })
 	counter := &redisCounter{}
 	rdb.AddHook(counter)
@@ -134,6 +135,12 @@ func TestRedisRoundTrips_PerSignInAndRefresh_WithinBudget(t *testing.T) {
 		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1 << 30, PerUser: 1 << 30}
 	}})
 	p.user(testEmail, testPassword)
+	return p, counter
+}
+
+func TestRedisRoundTrips_PerSignInAndRefresh_WithinBudget(t *testing.T) {
+	srv := testredis.Start(t)
+	p, counter := countedProvider(t, redis.NewClient(&redis.Options{Addr: srv.Addr()}))
 	// Once through every path first: the scripts are loaded (a first EVALSHA answers NOSCRIPT and is
 	// sent again), and the device cookie of a known browser exists.
 	warm, b := p.fullSignIn(testEmail, testPassword)
@@ -204,14 +211,7 @@ func TestRedisRoundTrips_PerSignInAndRefresh_WithinBudget(t *testing.T) {
 // of its own (its counter is not on the family's slot): a refresh 3 round trips, an exchange 3.
 func TestRedisRoundTrips_TokenEndpointOnACluster(t *testing.T) {
 	cluster := testredis.StartCluster(t, 3, 0)
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
-	t.Cleanup(func() { rdb.Close() })
-	counter := &redisCounter{}
-	rdb.AddHook(counter)
-	p := startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
-		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1 << 30, PerUser: 1 << 30}
-	}})
-	p.user(testEmail, testPassword)
+	p, counter := countedProvider(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()}))
 	tk, b := p.fullSignIn(testEmail, testPassword) // loads the scripts on every master
 	rt := tk.RefreshToken
 	for range 2 {

@@ -16,25 +16,7 @@ import (
 )
 
 // newStoreAndRedis is newStore with its Redis client, for the prefetch's pipeline.
-func newStoreAndRedis(t *testing.T) (*store.Store, *redis.Client) {
-	srv := testredis.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	cl := &fosite.DefaultClient{ID: "app"}
-	return store.New(store.Options{
-		Redis: rdb,
-		Client: func(_ context.Context, id string) (fosite.Client, error) {
-			if id == cl.ID {
-				return cl, nil
-			}
-			return nil, fosite.ErrNotFound
-		},
-		NewSession: func() fosite.Session { return &session{} },
-		Lifetimes: func() store.Lifetimes {
-			return store.Lifetimes{Code: time.Minute, Access: time.Minute, Refresh: time.Hour}
-		},
-	}), rdb
-}
+func newStoreAndRedis(t *testing.T) (*store.Store, *redis.Client) { return newStoreOn(t, nil) }
 
 // prefetched is a token request's context after its prefetch of sig ("rt" or "code").
 func prefetched(t *testing.T, s *store.Store, rdb *redis.Client, kind, sig string) context.Context {

@@ -36,6 +36,12 @@ func (s *session) Clone() fosite.Session                     { c := *s; return &
 func newStore(t *testing.T) *store.Store { return newStoreWith(t, nil) }
 
 func newStoreWith(t *testing.T, onReplay func(ctx context.Context, kind, family string)) *store.Store {
+	s, _ := newStoreOn(t, onReplay)
+	return s
+}
+
+// newStoreOn is newStoreWith with its Redis client (the prefetch tests queue on it).
+func newStoreOn(t *testing.T, onReplay func(ctx context.Context, kind, family string)) (*store.Store, *redis.Client) {
 	srv := testredis.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -53,7 +59,7 @@ func newStoreWith(t *testing.T, onReplay func(ctx context.Context, kind, family 
 			return store.Lifetimes{Code: time.Minute, Access: time.Minute, Refresh: time.Hour}
 		},
 		OnReplay: onReplay,
-	})
+	}), rdb
 }
 
 func request(family string) *fosite.Request {
