@@ -490,3 +490,23 @@ func TestToken_ExpiredCode_Refused(t *testing.T) {
 		t.Fatalf("a code past its session's expiry: %d %s", tk.status, tk.Error)
 	}
 }
+
+// A right password gives its attempt back also when no session starts (D44 settles the reservation in
+// the round trip that starts the session, and on every other way out): an unverified account refused by
+// a client that requires a verified address signs in twice the account's budget of times and is never
+// throttled.
+func TestSignIn_RightPasswordWithoutASession_GivesTheAttemptBack(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.Throttle = config.Throttle{AccountFailures: 3, IPFailures: 6, Window: config.Duration(time.Minute)}
+		c.Auth.Clients[0].RequireVerifiedEmail = true
+	}})
+	p.user(testEmail, testPassword)
+	for i := range 8 {
+		b := newBrowser(t) // an unknown browser each time: the account's shared budget and the address's
+		page := b.get(p.authorizeURL("state-unverified", oauth2.GenerateVerifier()))
+		res := b.signIn(p.base, page.body, testEmail, testPassword)
+		if res.StatusCode != http.StatusForbidden || !strings.Contains(res.body, "Confirm your e-mail address") {
+			t.Fatalf("sign-in %d with the right password: %d, want 403 (the attempt was not given back?)\n%.600s", i+1, res.StatusCode, res.body)
+		}
+	}
+}
