@@ -18,10 +18,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"golang.org/x/oauth2"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -370,65 +368,32 @@ func (k *kind) startVersityGW(t *testing.T, image string) string {
 	t.Helper()
 	ctx := context.Background()
 	k.createNamespace(t, s3NS)
-	labels := map[string]string{"app.kubernetes.io/name": s3Name}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s3NS, Name: s3Name},
 		StringData: map[string]string{"ROOT_ACCESS_KEY_ID": s3AccessKey, "ROOT_SECRET_ACCESS_KEY": s3SecretKey}}
-	emptyDir := func(name string) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
-	}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s3NS, Name: s3Name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
-						RunAsGroup: ptr.To[int64](65532), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Containers: []corev1.Container{{
-						Name:            s3Name,
-						Image:           image,
-						ImagePullPolicy: corev1.PullNever,
-						// Object metadata in a sidecar folder, not in extended attributes.
-						Args:    []string{"--port", fmt.Sprintf(":%d", s3Port), "--health", "/health", "posix", "--sidecar", "/meta", "/buckets"},
-						EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s3Name}}}},
-						Ports:   []corev1.ContainerPort{{Name: "s3", ContainerPort: s3Port}},
-						ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{
-							HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(s3Port)}}},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
-						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "buckets", MountPath: "/buckets"}, {Name: "meta", MountPath: "/meta"},
-							{Name: "tmp", MountPath: "/tmp"}},
-					}},
-					Volumes: []corev1.Volume{emptyDir("buckets"), emptyDir("meta"), emptyDir("tmp")},
-				},
-			},
-		},
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s3NS, Name: s3Name, Labels: labels},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "s3", Port: s3Port, TargetPort: intstr.FromString("s3")}}}}
 	if err := k.client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.client.Create(ctx, dep); err != nil {
-		t.Fatalf("the versitygw Deployment: %v", err)
+	emptyDir := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
-	if err := k.client.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	cluster.Eventually(t, 2*time.Minute, "versitygw available", func() (bool, string) {
-		if err := k.client.Get(ctx, client.ObjectKey{Namespace: s3NS, Name: s3Name}, dep); err != nil {
-			return false, err.Error()
-		}
-		return dep.Status.AvailableReplicas == 1, fmt.Sprintf("status %+v", dep.Status)
+	svc := k.runOnePod(t, s3NS, s3Name, "s3", s3Port, corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
+			RunAsGroup: ptr.To[int64](65532), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		Containers: []corev1.Container{{
+			Name:            s3Name,
+			Image:           image,
+			ImagePullPolicy: corev1.PullNever,
+			// Object metadata in a sidecar folder, not in extended attributes.
+			Args:    []string{"--port", fmt.Sprintf(":%d", s3Port), "--health", "/health", "posix", "--sidecar", "/meta", "/buckets"},
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s3Name}}}},
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(s3Port)}}},
+			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "buckets", MountPath: "/buckets"}, {Name: "meta", MountPath: "/meta"},
+				{Name: "tmp", MountPath: "/tmp"}},
+		}},
+		Volumes: []corev1.Volume{emptyDir("buckets"), emptyDir("meta"), emptyDir("tmp")},
 	})
-	if err := k.client.Get(ctx, client.ObjectKey{Namespace: s3NS, Name: s3Name}, svc); err != nil {
-		t.Fatal(err)
-	}
 	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, s3Port)
 }

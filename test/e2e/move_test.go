@@ -14,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -56,50 +55,20 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 			redisContainer = c
 		}
 	}
-	labels := map[string]string{"app.kubernetes.io/name": ownRedis}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: ownRedis, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext:              managed.Spec.Template.Spec.SecurityContext,
-					Containers: []corev1.Container{{
-						Name:            "redis",
-						Image:           redisContainer.Image,
-						ImagePullPolicy: redisContainer.ImagePullPolicy,
-						Command: []string{"sh", "-c", `exec "$(command -v valkey-server || command -v redis-server)" ` +
-							`--port 6379 --protected-mode no --dir /data --appendonly yes --appendfsync always --save ''`},
-						Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}},
-						ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{
-							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}}},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
-						SecurityContext: redisContainer.SecurityContext,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-					}},
-					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-				},
-			},
-		},
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: ownRedis, Labels: labels},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "redis", Port: 6379, TargetPort: intstr.FromString("redis")}}}}
-	if err := k.client.Create(ctx, dep); err != nil {
-		t.Fatalf("the own Redis's Deployment: %v", err)
-	}
-	if err := k.client.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	cluster.Eventually(t, 2*time.Minute, "the own Redis available", func() (bool, string) {
-		if err := k.client.Get(ctx, clientKey(ownRedis), dep); err != nil {
-			return false, err.Error()
-		}
-		return dep.Status.AvailableReplicas == 1, fmt.Sprintf("status %+v", dep.Status)
+	k.runOnePod(t, appNS, ownRedis, "redis", 6379, corev1.PodSpec{
+		SecurityContext: managed.Spec.Template.Spec.SecurityContext,
+		Containers: []corev1.Container{{
+			Name:            "redis",
+			Image:           redisContainer.Image,
+			ImagePullPolicy: redisContainer.ImagePullPolicy,
+			Command: []string{"sh", "-c", `exec "$(command -v valkey-server || command -v redis-server)" ` +
+				`--port 6379 --protected-mode no --dir /data --appendonly yes --appendfsync always --save ''`},
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}}},
+			SecurityContext: redisContainer.SecurityContext,
+			VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+		}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 	})
 
 	// What must move: submissions acknowledged before the backup, and a signed-in user's grant.
