@@ -69,6 +69,53 @@ func TestToken_CodeExchangeOverTheUserRate_CanBeRetriedAfterTheWait(t *testing.T
 	}
 }
 
+// A refresh over its user's rate limit gets 429 and keeps its refresh token: on a single server the
+// refresh's unit counts the limit before it writes anything (D45), on a Cluster a call of its own before
+// the unit; after the wait the same token refreshes, once.
+func TestToken_RefreshOverTheUserRate_CanBeRetriedAfterTheWait(t *testing.T) {
+	for _, where := range []string{"single server", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			var rdb redis.UniversalClient
+			if where == "cluster" {
+				cluster := testredis.StartCluster(t, 3, 0)
+				rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+			} else {
+				rdb = redis.NewClient(&redis.Options{Addr: testredis.Start(t).Addr()})
+			}
+			t.Cleanup(func() { rdb.Close() })
+			const window = time.Minute
+			p := startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
+				c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1000, PerUser: 1000, Window: config.Duration(window)}
+			}})
+			sub := p.user(testEmail, testPassword)
+			tk, _ := p.fullSignIn(testEmail, testPassword)
+			userRate := throttle.Rate{Kind: "token-user", Who: sub}.Key()
+			if err := rdb.Set(context.Background(), userRate, 1000, window).Err(); err != nil { // the user is at the limit
+				t.Fatal(err)
+			}
+			refused := p.refresh(tk.RefreshToken)
+			if refused.status != http.StatusTooManyRequests || refused.Error != "temporarily_unavailable" {
+				t.Fatalf("over the user's rate: %d %s", refused.status, refused.Error)
+			}
+			endRate(t, rdb, userRate, window)
+			again := p.refresh(tk.RefreshToken)
+			if again.status != http.StatusOK {
+				t.Fatalf("the same token after the wait: %d %s (the refused request spent it)", again.status, again.Error)
+			}
+			if st := p.userinfoStatus(again.AccessToken); st != http.StatusOK {
+				t.Fatalf("its access token: %d", st)
+			}
+			// Spent now: presenting it again is reuse, which revokes what it issued.
+			if r := p.refresh(tk.RefreshToken); r.status != http.StatusBadRequest {
+				t.Fatalf("reuse: %d %s", r.status, r.Error)
+			}
+			if r := p.refresh(again.RefreshToken); r.status != http.StatusBadRequest {
+				t.Fatalf("reuse did not revoke the grant: %d %s", r.status, r.Error)
+			}
+		})
+	}
+}
+
 // endRate ends a rate limit's counter (its window) after checking it lives at most window
 // (testredis.EndLifetimes for one key, which on a Cluster names its node).
 func endRate(t *testing.T, rdb redis.UniversalClient, key string, window time.Duration) {

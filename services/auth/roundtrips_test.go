@@ -114,14 +114,15 @@ func (c *redisCounter) measure(step func()) (redisCost, []string) {
 // second factor and generation, the session with the settled reservation and the user's rate limit, and
 // a session's user with that rate limit; they were 20, 15 and 10 round trips; D43 read the token
 // endpoint's records in the pipeline of its per-address rate limit and counted a code exchange's user
-// rate limit in its unit: an exchange 5 -> 2 round trips, a refresh 4 -> 3): a change that adds a round
+// rate limit in its unit: an exchange 5 -> 2 round trips, a refresh 4 -> 3; D45 read a refresh's user
+// in its prefetch and counted its user rate limit in its unit: 3/4/5 -> 2/3/3): a change that adds a round
 // trip, a script call or a command fails here, and must either fold it into a call that runs already or
 // raise the budget there with its reason. Lower the budget when a change makes a flow cheaper.
 var redisBudget = map[string]redisCost{
 	"sign-in with the password": {trips: 12, scripts: 10, cmds: 24},
 	"sign-in in a new browser":  {trips: 7, scripts: 9, cmds: 20},
 	"sign-in with the session":  {trips: 6, scripts: 7, cmds: 8},
-	"refresh":                   {trips: 3, scripts: 4, cmds: 5},
+	"refresh":                   {trips: 2, scripts: 3, cmds: 3},
 }
 
 // countedProvider is a provider on rdb, whose calls counter counts, without rate limits in the way, and

@@ -77,15 +77,8 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 			return
 		}
 	} else {
-		// A refresh counts against the user's rate limit and re-reads the user in one round trip (D38).
-		var rate *throttle.Queued
-		var user func() (*users.User, error)
-		_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
-			rate = s.throttle.Queue(ctx, p, throttle.Rate{Kind: "token-user", Who: subject, Limit: rl.PerUser, Window: rl.Window.D()})
-			user = s.users.QueueByID(ctx, p, subject)
-			return nil
-		})
-		if wait, err := rate.Wait(); !s.rateAnswer(w, "token-user", wait, err) {
+		user, ok := s.refreshUser(ctx, w, rt, subject)
+		if !ok {
 			outcome = "rate_limited"
 			return
 		}
@@ -96,8 +89,8 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 	}
 	resp, err := rt.provider.NewAccessResponse(ctx, ar)
 	if refused := (*store.RateRefusal)(nil); errors.As(err, &refused) {
-		// Refused by the user's rate limit before the unit wrote anything: the code stays unused, and its
-		// PKCE challenge (checked right) unmarked, so the client may try again after the wait.
+		// Refused by the user's rate limit before the unit wrote anything: the code (its PKCE challenge,
+		// checked right, unmarked) or refresh token stays unused, so the client may try again after the wait.
 		s.rateRefused(w, "token-user", refused.Wait)
 		outcome = "rate_limited"
 		return
@@ -110,14 +103,39 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request, clientKey string
 	rt.provider.WriteAccessResponse(ctx, w, ar, resp)
 }
 
+// refreshUser is how a refresh re-reads its user and counts the user's rate limit. On a single server
+// the prefetch read the user already and the refresh's unit counts the limit (D45): no round trip here.
+// Otherwise both go in one round trip of their own (D38); ok is false when that limit refused the
+// request (answered).
+func (s *Service) refreshUser(ctx context.Context, w http.ResponseWriter, rt *runtime, subject string) (user func() (*users.User, error), ok bool) {
+	rl := rt.cfg.Auth.RateLimit
+	userRate := throttle.Rate{Kind: "token-user", Who: subject, Limit: rl.PerUser, Window: rl.Window.D()}
+	if s.store.CountsRatesInUnit() {
+		store.WithUnitRate(ctx, userRate)
+		if fields, ok := s.store.PrefetchedUser(ctx, subject); ok {
+			return func() (*users.User, error) { return users.FromFields(subject, fields) }, true
+		}
+		return func() (*users.User, error) { return s.users.ByID(ctx, subject) }, true
+	}
+	var rate *throttle.Queued
+	_ = s.throttle.Pipelined(ctx, func(p redis.Pipeliner) error { // each answer carries its own error
+		rate = s.throttle.Queue(ctx, p, userRate)
+		user = s.users.QueueByID(ctx, p, subject)
+		return nil
+	})
+	wait, err := rate.Wait()
+	return user, s.rateAnswer(w, "token-user", wait, err)
+}
+
 // prefetch queues on p the pure read of the records the token request's grant will ask for (D43): a
-// refresh token's record, or a code's with its OpenID Connect and PKCE records; nil when the form names
+// refresh token's record (with its user on a single server, D45), or a code's with its OpenID Connect and PKCE records; nil when the form names
 // none (a malformed or repeated one included: fosite refuses those without reading).
 func (s *Service) prefetch(ctx context.Context, p redis.Pipeliner, rt *runtime, form url.Values) *store.Prefetch {
 	switch form.Get("grant_type") {
 	case "refresh_token":
 		if v := form["refresh_token"]; len(v) == 1 {
-			return s.store.QueueRefresh(ctx, p, rt.strategy.RefreshTokenSignature(ctx, v[0]))
+			prefix, suffix := users.KeyAffixes()
+			return s.store.QueueRefreshAndUser(ctx, p, rt.strategy.RefreshTokenSignature(ctx, v[0]), prefix, suffix)
 		}
 	case "authorization_code":
 		if v := form["code"]; len(v) == 1 {

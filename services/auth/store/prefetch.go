@@ -44,6 +44,39 @@ func (s *Store) QueueRefresh(ctx context.Context, p redis.Pipeliner, sig string)
 	return &Prefetch{s: s, cmd: cmd, script: currentScript, kind: "rt", sig: sig, family: family}
 }
 
+// QueueRefreshAndUser is QueueRefresh that also reads, in the same script, the user the refresh
+// token's record names: its hash at userKeyPrefix + id + userKeySuffix, so that a refresh needs no
+// round trip of its own to re-read its user (D45). Only on a single server, where a script may name a
+// key of another slot; elsewhere it is QueueRefresh. PrefetchedUser answers what it read.
+func (s *Store) QueueRefreshAndUser(ctx context.Context, p redis.Pipeliner, sig, userKeyPrefix, userKeySuffix string) *Prefetch {
+	if !s.CountsRatesInUnit() {
+		return s.QueueRefresh(ctx, p, sig)
+	}
+	family, rest, ok := Family(sig)
+	if !ok {
+		return nil
+	}
+	cmd := prefetchRefreshScript.EvalSha(ctx, p, []string{currentKey(family, "rt"), revokedKey(family), rotatedKey(family)}, rest, userKeyPrefix, userKeySuffix)
+	return &Prefetch{s: s, cmd: cmd, script: prefetchRefreshScript, kind: "rt", sig: sig, family: family}
+}
+
+// prefetchRefreshScript is currentScript's pure read of a refresh token (KEYS as there; ARGV[1] the
+// token's signature) that also answers, for an active record of a family not revoked, {subject, the
+// user's hash}: the subject is the record's first field (A{"sub":"<id>",...), the hash's key ARGV[2] ..
+// id .. ARGV[3]. A record that does not start so (one written before D45, a subject with an escaped
+// character) answers no user, and the caller reads the user as before.
+var prefetchRefreshScript = redis.NewScript(readStateLua + `
+if not state and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
+if not state then return false end
+local revoked = redis.call('EXISTS', KEYS[2])
+local user = false
+if revoked == 0 and string.sub(state, 1, 1) == 'A' then
+  local sub = string.match(state, '^A{"sub":"([^"\]+)"')
+  if sub and #sub <= 64 then user = {sub, redis.call('HGETALL', ARGV[2] .. sub .. ARGV[3])} end
+end
+return {state, revoked, user}
+`)
+
 // QueueCode queues on p the read of the code sig names, with its family's OpenID Connect record and
 // PKCE challenge; nil for a signature that names no family.
 func (s *Store) QueueCode(ctx context.Context, p redis.Pipeliner, sig string) *Prefetch {
@@ -95,12 +128,46 @@ func (p *Prefetch) Keep(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fetched[p.kind+":"+p.sig] = v
+	if p.kind == "rt" && len(res) == 3 {
+		m.keepUser(res[2])
+	}
 	if p.kind == "code" && len(res) == 4 {
 		m.oidc[p.family], _ = res[2].(string)
 		if pk, _ := res[3].(string); len(pk) > 1 && pk[:1] == active {
 			m.fetched["pkce:"+p.sig] = pk
 		}
 	}
+}
+
+// keepUser keeps the {subject, HGETALL's fields} a refresh's prefetch answered (m.mu held).
+func (m *memo) keepUser(v any) {
+	u, _ := v.([]any)
+	if len(u) != 2 {
+		return
+	}
+	sub, _ := u[0].(string)
+	flat, _ := u[1].([]any)
+	fields := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		fields[k], _ = flat[i+1].(string)
+	}
+	m.user, m.userFields = sub, fields
+}
+
+// PrefetchedUser takes (once) the fields of user subject's hash that the token request's prefetch read
+// (QueueRefreshAndUser): empty when there is no such user; ok is false when the prefetch read none for
+// that subject, and the caller reads the user itself.
+func (s *Store) PrefetchedUser(ctx context.Context, subject string) (fields map[string]string, ok bool) {
+	m := memoOf(ctx)
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fields, ok = m.userFields, m.userFields != nil && m.user == subject && subject != ""
+	m.user, m.userFields = "", nil
+	return fields, ok
 }
 
 // fromPrefetch takes (once) the record a prefetch kept for kind and sig.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,136 @@ func TestUnitRate_AtTheLimit_WritesNothing(t *testing.T) {
 		t.Fatalf("after the window: %v", err)
 	}
 	if n, _ := rdb.Get(context.Background(), rate.Key()).Int(); n != 1 {
+		t.Fatalf("the unit counted %d, want 1", n)
+	}
+}
+
+// prefetchedWithUser is a refresh's context after its prefetch of sig with the user its record names
+// (users' keys: "user:" + id), on a server that knows the script (a first EVALSHA answers NOSCRIPT and
+// loads it, as in production).
+func prefetchedWithUser(t *testing.T, s *store.Store, rdb *redis.Client, sig string) context.Context {
+	t.Helper()
+	var ctx context.Context
+	for range 2 {
+		ctx = store.WithRequestMemo(context.Background())
+		var pf *store.Prefetch
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			pf = s.QueueRefreshAndUser(ctx, p, sig, "user:", "")
+			return nil
+		})
+		pf.Keep(ctx)
+	}
+	return ctx
+}
+
+// On a single server a refresh's prefetch reads the user its record names with the record (D45): the
+// user's hash as it is (empty for a user who is gone), answered once and only for that subject; a
+// rotated token or a revoked family answers none, and a record written before its subject led the
+// record is read as before, without its user.
+func TestPrefetch_RefreshReadsItsUser(t *testing.T) {
+	s, rdb := newStoreAndRedis(t)
+	ctx := context.Background()
+	family, _ := codeFamily(t, s, rdb)
+	if err := s.CreateRefreshTokenSession(ctx, family+"~rt1", "", request(family)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, "user:user-1", "id", "user-1", "email", "a@example.com").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mine := prefetchedWithUser(t, s, rdb, family+"~rt1")
+	if _, ok := s.PrefetchedUser(mine, "user-2"); ok {
+		t.Fatal("answered a user for another subject")
+	}
+	mine = prefetchedWithUser(t, s, rdb, family+"~rt1")
+	fields, ok := s.PrefetchedUser(mine, "user-1")
+	if !ok || fields["id"] != "user-1" || fields["email"] != "a@example.com" {
+		t.Fatalf("the user: %v %v", fields, ok)
+	}
+	if _, ok := s.PrefetchedUser(mine, "user-1"); ok {
+		t.Fatal("answered twice")
+	}
+	if _, err := s.GetRefreshTokenSession(mine, family+"~rt1", nil); err != nil {
+		t.Fatalf("the record from the same prefetch: %v", err)
+	}
+
+	if err := rdb.Del(ctx, "user:user-1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fields, ok := s.PrefetchedUser(prefetchedWithUser(t, s, rdb, family+"~rt1"), "user-1"); !ok || len(fields) != 0 {
+		t.Fatalf("a user who is gone: %v %v, want an empty answer", fields, ok)
+	}
+
+	tx, _ := s.BeginTX(ctx)
+	_ = s.RotateRefreshToken(tx, "", family+"~rt1")
+	_ = s.CreateRefreshTokenSession(tx, family+"~rt2", "", request(family))
+	if err := s.Commit(tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.PrefetchedUser(prefetchedWithUser(t, s, rdb, family+"~rt1"), "user-1"); ok {
+		t.Fatal("a rotated token answered its user")
+	}
+	if err := s.RevokeFamily(ctx, family); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.PrefetchedUser(prefetchedWithUser(t, s, rdb, family+"~rt2"), "user-1"); ok {
+		t.Fatal("a revoked family answered its user")
+	}
+
+	// A record as written before D45 (no subject in front): no user, the record still read.
+	family3, _ := codeFamily(t, s, rdb)
+	if err := s.CreateRefreshTokenSession(ctx, family3+"~rt1", "", request(family3)); err != nil {
+		t.Fatal(err)
+	}
+	key := "auth:{" + family3 + "}:rt"
+	v, err := rdb.Get(ctx, key).Result()
+	if err != nil || !strings.Contains(v, `A{"sub":"user-1",`) {
+		t.Fatalf("the record %q (%v): want its subject first", v, err)
+	}
+	if err := rdb.Set(ctx, key, strings.Replace(v, `{"sub":"user-1",`, `{`, 1), redis.KeepTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := prefetchedWithUser(t, s, rdb, family3+"~rt1")
+	if _, ok := s.PrefetchedUser(old, "user-1"); ok {
+		t.Fatal("answered a user for a record without its subject in front")
+	}
+	if r, err := s.GetRefreshTokenSession(old, family3+"~rt1", &session{}); err != nil || r.GetSession().GetSubject() != "user-1" {
+		t.Fatalf("the old record: %v", err)
+	}
+}
+
+// A refresh's unit counts the user's rate limit like an exchange's: at the limit it writes nothing,
+// and the same refresh token works after the window.
+func TestUnitRate_RefreshAtTheLimit_KeepsTheToken(t *testing.T) {
+	s, rdb := newStoreAndRedis(t)
+	ctx := context.Background()
+	family, _ := codeFamily(t, s, rdb)
+	if err := s.CreateRefreshTokenSession(ctx, family+"~rt1", "", request(family)); err != nil {
+		t.Fatal(err)
+	}
+	rate := throttle.Rate{Kind: "token-user", Who: "user-1", Limit: 1, Window: time.Minute}
+	if wait, err := throttle.New(rdb, nil).Allow(ctx, rate.Kind, rate.Who, rate.Limit, rate.Window); err != nil || wait != 0 {
+		t.Fatal(wait, err)
+	}
+	refresh := func() error {
+		rctx := prefetchedWithUser(t, s, rdb, family+"~rt1")
+		store.WithUnitRate(rctx, rate)
+		if _, err := s.GetRefreshTokenSession(rctx, family+"~rt1", &session{}); err != nil {
+			return err
+		}
+		tx, _ := s.BeginTX(rctx)
+		_ = s.RotateRefreshToken(tx, "", family+"~rt1")
+		_ = s.CreateRefreshTokenSession(tx, family+"~rt2", "", request(family))
+		return s.Commit(tx)
+	}
+	var refused *store.RateRefusal
+	if err := refresh(); !errors.As(err, &refused) || refused.Wait <= 0 || refused.Wait > time.Minute {
+		t.Fatalf("at the limit: %v", err)
+	}
+	testredis.EndLifetimes(t, rdb, rate.Key(), time.Minute)
+	if err := refresh(); err != nil {
+		t.Fatalf("the same token after the window: %v", err)
+	}
+	if n, _ := rdb.Get(ctx, rate.Key()).Int(); n != 1 {
 		t.Fatalf("the unit counted %d, want 1", n)
 	}
 }

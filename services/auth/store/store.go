@@ -201,6 +201,8 @@ type memo struct {
 	pkceFetched map[string]string
 	pkcePending map[string]string
 	rate        *UnitRate
+	user        string            // the subject a refresh's prefetch read the user of (QueueRefreshAndUser)
+	userFields  map[string]string // that user's hash as read
 }
 
 // WithRequestMemo returns a context for one token request.
@@ -216,6 +218,9 @@ func memoOf(ctx context.Context) *memo {
 
 // storedRequest is what a record holds: the request without its client (looked up by ID on read).
 type storedRequest struct {
+	// Subject comes first, where a script finds it without decoding the record (the token endpoint's
+	// prefetch of a refresh reads the user with the token: D45); decoding takes it from the session.
+	Subject           string     `json:"sub,omitempty"`
 	ID                string     `json:"id"`
 	RequestedAt       time.Time  `json:"at"`
 	ClientID          string     `json:"client"`
@@ -231,6 +236,7 @@ type storedRequest struct {
 
 func encode(r fosite.Requester) (string, error) {
 	b, err := json.Marshal(storedRequest{
+		Subject:           r.GetSession().GetSubject(),
 		ID:                r.GetID(),
 		RequestedAt:       r.GetRequestedAt(),
 		ClientID:          r.GetClient().GetID(),

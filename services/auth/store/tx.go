@@ -305,11 +305,11 @@ func (s *Store) apply(ctx context.Context, u *unit) error {
 		}
 	}
 	// A single server runs the unit and its registrations as one script; anything else (a Cluster) the
-	// family's script and each user's in one pipeline (D38). On a single server a code exchange's unit
-	// counts its user's rate limit first (D43).
+	// family's script and each user's in one pipeline (D38). On a single server the unit of a code
+	// exchange (D43) or a refresh (D45) counts its user's rate limit first.
 	_, single := s.rdb.(*redis.Client)
 	var rate *UnitRate
-	if single && u.claim == "code" {
+	if single && (u.claim == "code" || u.claim == "refresh") {
 		rate = takeUnitRate(ctx)
 	}
 	var regOut [][]any
@@ -528,26 +528,29 @@ func familyKeys(f string) []string {
 	return []string{currentKey(f, "code"), currentKey(f, "pkce"), currentKey(f, "oidc"), currentKey(f, "at"), currentKey(f, "rt"), rotatedKey(f)}
 }
 
-// UnitRate is a rate limit that a code exchange's unit counts before it writes anything, on a single
-// server (CountsRatesInUnit): its user's per-user limit, one round trip fewer than a call of its own
-// (D43). On a Cluster the counter's slot is not the family's, and the caller counts it as before.
+// UnitRate is a rate limit that the unit of a code exchange (D43) or a refresh (D45) counts before it
+// writes anything, on a single server (CountsRatesInUnit): its user's per-user limit, one round trip
+// fewer than a call of its own. On a Cluster the counter's slot is not the family's, and the caller
+// counts it as before.
 type UnitRate = throttle.Rate
 
 // RateRefusal is the unit's answer when its rate limit is at its limit: nothing was counted or
-// written (the code is not used), and Wait is what throttle.Limiter.Allow would have answered.
+// written (the code or refresh token is not used), and Wait is what throttle.Limiter.Allow would have
+// answered.
 type RateRefusal struct{ Wait time.Duration }
 
 func (e *RateRefusal) Error() string { return "rate limited for " + e.Wait.String() }
 
-// CountsRatesInUnit is whether a code exchange's unit can count a rate limit (WithUnitRate): on a
-// single server (standalone, or Sentinel's master), where a script may name keys of any slot.
+// CountsRatesInUnit is whether the unit of a code exchange or a refresh can count a rate limit
+// (WithUnitRate): on a single server (standalone, or Sentinel's master), where a script may name keys
+// of any slot.
 func (s *Store) CountsRatesInUnit() bool {
 	_, single := s.rdb.(*redis.Client)
 	return single
 }
 
-// WithUnitRate has the code exchange's unit in ctx (a token request's: WithRequestMemo) count r first,
-// once. It does nothing for a rate limit that counts nothing or outside a token request.
+// WithUnitRate has the unit of the code exchange or refresh in ctx (a token request's: WithRequestMemo)
+// count r first, once. It does nothing for a rate limit that counts nothing or outside a token request.
 func WithUnitRate(ctx context.Context, r UnitRate) {
 	if m := memoOf(ctx); m != nil && r.Counts() {
 		m.mu.Lock()

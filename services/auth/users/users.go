@@ -74,8 +74,14 @@ func NewStore(rdb redis.UniversalClient, h *Hasher) *Store { return &Store{rdb: 
 // Hasher returns the store's password hasher.
 func (s *Store) Hasher() *Hasher { return s.hasher }
 
-func userKey(id string) string     { return "auth:user:{" + id + "}" }
+func userKey(id string) string     { return userKeyPrefix + id + userKeySuffix }
 func emailKey(email string) string { return "auth:email:{" + email + "}" }
+
+const userKeyPrefix, userKeySuffix = "auth:user:{", "}"
+
+// KeyAffixes are what a user's key puts before and after the user's id: for a script that reads a
+// user whose id it found in another record (the token endpoint's prefetch of a refresh, D45).
+func KeyAffixes() (prefix, suffix string) { return userKeyPrefix, userKeySuffix }
 
 func unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
@@ -220,7 +226,13 @@ func userFrom(id string, cmd *redis.MapStringStringCmd) (*User, error) {
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	if m["id"] != id {
+	return FromFields(id, m)
+}
+
+// FromFields is the user id whose hash (its fields, as HGETALL answers them) m is; ErrNotFound when
+// m is not that user's (empty: no such user).
+func FromFields(id string, m map[string]string) (*User, error) {
+	if id == "" || m["id"] != id {
 		return nil, ErrNotFound
 	}
 	created, _ := strconv.ParseInt(m["created"], 10, 64)
