@@ -70,15 +70,18 @@ func TestLoad_TokenEndpoint(t *testing.T) {
 		tg.srv = startLoadServer(t, b, &cheap, gogcEnv)
 		tg.srv.createUsers(t, cheap, concurrency)
 		tg.lc = tg.srv.client(t, concurrency)
-		// Each worker refreshes its own chain.
-		tg.chains = make([]string, concurrency)
-		for i := range tg.chains {
-			tg.chains[i] = tg.lc.flow(fmt.Sprintf("load%d@example.com", i)).RefreshToken
-		}
 	}
 	names := []string{"refresh_token grant, 16 conc.", "whole flow, 16 concurrent", "whole flow, 1 concurrent"}
 	rounds := loadRounds()
 	for range rounds {
+		// Each worker refreshes its own chain, new in each round: the flows of a round sign its user in
+		// thousands of times, and the grant bound (maxGrantsPerUser) ends the grants used longest ago.
+		for _, tg := range targets {
+			tg.chains = make([]string, concurrency)
+			for i := range tg.chains {
+				tg.chains[i] = tg.lc.flow(fmt.Sprintf("load%d@example.com", i)).RefreshToken
+			}
+		}
 		for ph := range names {
 			for _, tg := range targets { // alternating: each phase on every target before the next phase
 				n := concurrency
