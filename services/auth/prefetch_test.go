@@ -21,20 +21,10 @@ import (
 // by the read that checked it, before the rate limit refused: the retry was taken for a replay, answered
 // invalid_grant and revoked the grant.
 func TestToken_CodeExchangeOverTheUserRate_CanBeRetriedAfterTheWait(t *testing.T) {
+	const window = time.Minute
 	for _, where := range []string{"single server", "cluster"} {
 		t.Run(where, func(t *testing.T) {
-			var rdb redis.UniversalClient
-			if where == "cluster" {
-				cluster := testredis.StartCluster(t, 3, 0)
-				rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
-			} else {
-				rdb = redis.NewClient(&redis.Options{Addr: testredis.Start(t).Addr()})
-			}
-			t.Cleanup(func() { rdb.Close() })
-			const window = time.Minute
-			p := startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
-				c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1000, PerUser: 1000, Window: config.Duration(window)}
-			}})
+			p, rdb := rateLimitedProvider(t, where, window)
 			sub := p.user(testEmail, testPassword)
 			first, b := p.fullSignIn(testEmail, testPassword)
 			verifier := oauth2.GenerateVerifier()
@@ -73,20 +63,10 @@ func TestToken_CodeExchangeOverTheUserRate_CanBeRetriedAfterTheWait(t *testing.T
 // refresh's unit counts the limit before it writes anything (D45), on a Cluster a call of its own before
 // the unit; after the wait the same token refreshes, once.
 func TestToken_RefreshOverTheUserRate_CanBeRetriedAfterTheWait(t *testing.T) {
+	const window = time.Minute
 	for _, where := range []string{"single server", "cluster"} {
 		t.Run(where, func(t *testing.T) {
-			var rdb redis.UniversalClient
-			if where == "cluster" {
-				cluster := testredis.StartCluster(t, 3, 0)
-				rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
-			} else {
-				rdb = redis.NewClient(&redis.Options{Addr: testredis.Start(t).Addr()})
-			}
-			t.Cleanup(func() { rdb.Close() })
-			const window = time.Minute
-			p := startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
-				c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1000, PerUser: 1000, Window: config.Duration(window)}
-			}})
+			p, rdb := rateLimitedProvider(t, where, window)
 			sub := p.user(testEmail, testPassword)
 			tk, _ := p.fullSignIn(testEmail, testPassword)
 			userRate := throttle.Rate{Kind: "token-user", Who: sub}.Key()
@@ -114,6 +94,23 @@ func TestToken_RefreshOverTheUserRate_CanBeRetriedAfterTheWait(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rateLimitedProvider is a provider on a single server or a 3-master Cluster (where) whose rate limits
+// allow 1000 requests per window.
+func rateLimitedProvider(t *testing.T, where string, window time.Duration) (*provider, redis.UniversalClient) {
+	t.Helper()
+	var rdb redis.UniversalClient
+	if where == "cluster" {
+		cluster := testredis.StartCluster(t, 3, 0)
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: testredis.Start(t).Addr()})
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return startProvider(t, setup{rdb: rdb, mutate: func(c *config.Config) {
+		c.Auth.RateLimit = config.AuthRateLimit{PerIP: 1000, PerUser: 1000, Window: config.Duration(window)}
+	}}), rdb
 }
 
 // endRate ends a rate limit's counter (its window) after checking it lives at most window
