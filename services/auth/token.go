@@ -128,8 +128,9 @@ func (s *Service) refreshUser(ctx context.Context, w http.ResponseWriter, rt *ru
 }
 
 // prefetch queues on p the pure read of the records the token request's grant will ask for (D43): a
-// refresh token's record (with its user on a single server, D45), or a code's with its OpenID Connect and PKCE records; nil when the form names
-// none (a malformed or repeated one included: fosite refuses those without reading).
+// refresh token's record (with its user on a single server, D45), or a code's with its OpenID Connect
+// and PKCE records; nil when the form names none (a malformed or repeated one included: fosite refuses
+// those without reading).
 func (s *Service) prefetch(ctx context.Context, p redis.Pipeliner, rt *runtime, form url.Values) *store.Prefetch {
 	switch form.Get("grant_type") {
 	case "refresh_token":
