@@ -71,7 +71,7 @@ if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
 local user = false
 if revoked == 0 and string.sub(state, 1, 1) == 'A' then
-  local sub = string.match(state, '^A{"sub":"([^"\]+)"')
+  local sub = string.match(state, '^A{"sub":"([^"\\]+)"')
   if sub and #sub <= 64 then user = {sub, redis.call('HGETALL', ARGV[2] .. sub .. ARGV[3])} end
 end
 return {state, revoked, user}

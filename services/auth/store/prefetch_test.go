@@ -324,6 +324,25 @@ func TestPrefetch_RefreshReadsItsUser(t *testing.T) {
 	if r, err := s.GetRefreshTokenSession(old, family3+"~rt1", &session{}); err != nil || r.GetSession().GetSubject() != "user-1" {
 		t.Fatalf("the old record: %v", err)
 	}
+
+	// A subject JSON escapes (not one we make, but a record must not be misread): no user, and the
+	// hash of the subject cut at its escape is not read.
+	family4, _ := codeFamily(t, s, rdb)
+	odd := request(family4)
+	odd.Session = &session{Sub: `we"ird`}
+	if err := s.CreateRefreshTokenSession(ctx, family4+"~rt1", "", odd); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, `user:we\`, "id", `we\`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	escaped := prefetchedWithUser(t, s, rdb, family4+"~rt1")
+	if _, ok := s.PrefetchedUser(escaped, `we\`); ok {
+		t.Fatal("read the user named by the subject cut at its escape")
+	}
+	if _, ok := s.PrefetchedUser(escaped, `we"ird`); ok {
+		t.Fatal("answered a user for a subject with an escape")
+	}
 }
 
 // A refresh's unit counts the user's rate limit like an exchange's: at the limit it writes nothing,
