@@ -40,7 +40,7 @@ func (s *Store) QueueRefresh(ctx context.Context, p redis.Pipeliner, sig string)
 		return nil
 	}
 	// currentScript without its two writes (revoke on a used token, mark read): a pure read.
-	cmd := currentScript.EvalSha(ctx, p, []string{currentKey(family, "rt"), revokedKey(family), rotatedKey(family)}, rest, ms(s.markerTTL()), "0", "0")
+	cmd := currentScript.EvalSha(ctx, p, refreshKeys(family), rest, ms(s.markerTTL()), "0", "0")
 	return &Prefetch{s: s, cmd: cmd, script: currentScript, kind: "rt", sig: sig, family: family}
 }
 
@@ -56,7 +56,7 @@ func (s *Store) QueueRefreshAndUser(ctx context.Context, p redis.Pipeliner, sig,
 	if !ok {
 		return nil
 	}
-	cmd := prefetchRefreshScript.EvalSha(ctx, p, []string{currentKey(family, "rt"), revokedKey(family), rotatedKey(family)}, rest, userKeyPrefix, userKeySuffix)
+	cmd := prefetchRefreshScript.EvalSha(ctx, p, refreshKeys(family), rest, userKeyPrefix, userKeySuffix)
 	return &Prefetch{s: s, cmd: cmd, script: prefetchRefreshScript, kind: "rt", sig: sig, family: family}
 }
 
@@ -65,8 +65,7 @@ func (s *Store) QueueRefreshAndUser(ctx context.Context, p redis.Pipeliner, sig,
 // user's hash}: the subject is the record's first field (A{"sub":"<id>",...), the hash's key ARGV[2] ..
 // id .. ARGV[3]. A record that does not start so (one written before D45, a subject with an escaped
 // character) answers no user, and the caller reads the user as before.
-var prefetchRefreshScript = redis.NewScript(readStateLua + `
-if not state and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
+var prefetchRefreshScript = redis.NewScript(readStateLua + rotatedStateLua + `
 if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
 local user = false

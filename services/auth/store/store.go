@@ -132,6 +132,12 @@ func currentKey(family, kind string) string { return "auth:{" + family + "}:" + 
 // reused one revokes the family. An older one is no longer recognised as reuse; it is refused as unknown.
 func rotatedKey(family string) string { return "auth:{" + family + "}:rotated" }
 
+// refreshKeys are the keys a read of a family's refresh token names, in the order currentScript and
+// prefetchRefreshScript take them: the token's record, the revocation marker, the rotated list.
+func refreshKeys(family string) []string {
+	return []string{currentKey(family, "rt"), revokedKey(family), rotatedKey(family)}
+}
+
 // MaxRotated is how many rotated refresh tokens per family are remembered for reuse detection.
 const MaxRotated = 32
 
@@ -329,14 +335,19 @@ if v then
 end
 `
 
+// rotatedStateLua follows readStateLua in the scripts that read a refresh token: a signature found in
+// the family's rotated list (KEYS[3], when given) reads as the used marker 'U'.
+const rotatedStateLua = `
+if not state and KEYS[3] and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
+`
+
 // currentScript reads a family's current record of a kind if it is the one named by ARGV[1], with the
 // family's revocation flag. KEYS: the record, the revocation marker, and for refresh tokens the rotated
 // list, where a match reads as the used marker 'U'. With ARGV[3] = '1', finding 'U' on a family not yet
 // revoked revokes it (ARGV[2] is the marker's TTL): a replayed code or a reused refresh token. With
 // ARGV[4] = '1', a record found active on a family not revoked is marked used in the same step (a PKCE
 // challenge, checked once: read and marked in one call).
-var currentScript = redis.NewScript(readStateLua + `
-if not state and KEYS[3] and redis.call('LPOS', KEYS[3], ARGV[1]) then state = 'U' end
+var currentScript = redis.NewScript(readStateLua + rotatedStateLua + `
 if not state then return false end
 local revoked = redis.call('EXISTS', KEYS[2])
 if state == 'U' and revoked == 0 and ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
@@ -357,7 +368,7 @@ return {state, revoked, redis.call('GET', KEYS[3]) or ''}
 func (s *Store) getCurrent(ctx context.Context, family, kind, sig string, revokeOnUsed bool) (string, bool, error) {
 	keys := []string{currentKey(family, kind), revokedKey(family)}
 	if kind == "rt" {
-		keys = append(keys, rotatedKey(family))
+		keys = refreshKeys(family)
 	}
 	flag := "0"
 	if revokeOnUsed {
