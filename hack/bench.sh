@@ -20,7 +20,8 @@ go test -run '^$' -bench 'BenchmarkE2E_HealthScrapeStorm' -benchtime 6s -count 1
 # before its Redis calls were folded (docs/architecture.md D38), built here from that commit
 # (BENCH_AUTH_BASELINE, a commit; "none" skips it). The ratio to it is the figure that counts.
 # Run twice: with Go's default GOGC=100, and with the binary's own default, 400 (this service's live heap
-# is tiny, so 100 collects very often). Every phase prints the server's peak RSS beside its CPU.
+# is tiny, so 100 collects very often). Every phase prints the server's peak RSS beside its CPU, and
+# the second run what each operation asks of Redis, command by command (INFO commandstats).
 # Then the memory run: whole flows at the PRODUCTION argon2id cost (19 MiB, t=2), one and sixteen at
 # once; it fails when sixteen concurrent sign-ins peak above 96 MiB RSS (docs/auth.md, "Memory").
 echo "=== auth: token endpoint load against the baseline (loopback, 3 phases x 8s x 2 binaries: once at GOGC=100, three rounds at the default), then sign-in memory (2 x 8s)"
@@ -42,7 +43,10 @@ fi
 for gogc in 100 ""; do
   rounds=3
   [ -n "$gogc" ] && rounds=1
+  commandstats=1
+  [ -n "$gogc" ] && commandstats=""
   FORMSSERVICE_AUTH_LOAD=1 FORMSSERVICE_AUTH_LOAD_GOGC="$gogc" FORMSSERVICE_AUTH_LOAD_ROUNDS="$rounds" FORMSSERVICE_BIN="$PWD/bin/formsservice" \
+    FORMSSERVICE_AUTH_LOAD_COMMANDSTATS="$commandstats" \
     FORMSSERVICE_BASELINE_BIN="$baseline_bin" \
     go test -count 1 -run '^TestLoad_TokenEndpoint$' -v ./services/auth/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
 done

@@ -39,7 +39,9 @@ import (
 // load on the machine falls on both alike; the report gives each figure beside the baseline's and their
 // ratio, which is what counts (issue 22 item 8).
 //
-// FORMSSERVICE_AUTH_LOAD_GOGC sets the servers' GOGC (default: the binary's own, 400),
+// FORMSSERVICE_AUTH_LOAD_COMMANDSTATS=1 adds what each operation asks of Redis (INFO commandstats:
+// calls and Redis's own time per command). FORMSSERVICE_AUTH_LOAD_GOGC sets the servers' GOGC
+// (default: the binary's own, 400),
 // FORMSSERVICE_AUTH_LOAD_SECONDS the length of each phase (default 8) and FORMSSERVICE_AUTH_LOAD_ROUNDS
 // how often the phases run (default 1; the median ratio of several rounds is steadier than one).
 //
@@ -148,6 +150,19 @@ func TestLoad_TokenEndpoint(t *testing.T) {
 			line += fmt.Sprintf("   (target <= %.2f ms)", targetsMS[ph])
 		}
 		fmt.Println(line)
+	}
+	if os.Getenv("FORMSSERVICE_AUTH_LOAD_COMMANDSTATS") != "" {
+		fmt.Println("  Redis per operation, first round, the 8 costliest commands (INFO commandstats: calls, Redis's own µs;")
+		fmt.Println("  a script's time includes the commands it calls, which are counted on their own too):")
+		for ph, name := range names {
+			for _, tg := range targets {
+				var parts []string
+				for _, c := range tg.phases[ph].commands[:min(8, len(tg.phases[ph].commands))] { // the costliest
+					parts = append(parts, fmt.Sprintf("%s %.2f×/%.1fµs", c.name, c.calls, c.usec))
+				}
+				fmt.Printf("    %-30s [%s] %s\n", name, tg.name, strings.Join(parts, ", "))
+			}
+		}
 	}
 	for _, tg := range targets {
 		for i, p := range tg.phases {
@@ -385,6 +400,13 @@ type phase struct {
 	redisCPUPerOp time.Duration
 	serverCPU     time.Duration
 	peakRSS       int64 // the server's VmHWM over the phase, in bytes
+	commands      []commandStat
+}
+
+// commandStat is one Redis command's share of a phase, per operation (INFO commandstats).
+type commandStat struct {
+	name        string
+	calls, usec float64
 }
 
 func printHeader() {
@@ -402,6 +424,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func run(t *testing.T, pid int, rs *testredis.Server, n int, d time.Duration, op func(worker int) error) phase {
 	redisPid := redisPID(t, rs)
 	resetPeakRSS(t, pid)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
 	cpu0, rcpu0 := procCPU(t, pid), procCPU(t, redisPid)
 	start := time.Now()
 	var mu sync.Mutex
@@ -440,8 +467,41 @@ func run(t *testing.T, pid int, rs *testredis.Server, n int, d time.Duration, op
 		p.p50, p.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 		p.cpuPerOp = cpu / time.Duration(len(lat))
 		p.redisCPUPerOp = rcpu / time.Duration(len(lat))
+		p.commands = commandStats(t, rdb, len(lat))
 	}
 	return p
+}
+
+// commandStats reads INFO commandstats (counted since run's CONFIG RESETSTAT) per operation, the
+// costliest first: what an operation asks of Redis, in calls and in Redis's own microseconds.
+func commandStats(t *testing.T, rdb *redis.Client, ops int) []commandStat {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []commandStat
+	for line := range strings.Lines(info) {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		c := commandStat{name: strings.TrimPrefix(name, "cmdstat_")}
+		for f := range strings.SplitSeq(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				c.calls = n / float64(ops)
+			case "usec":
+				c.usec = n / float64(ops)
+			}
+		}
+		if c.calls >= 0.01 && !strings.HasPrefix(c.name, "config") { // not the measurement's own, nor set-up
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b commandStat) int { return cmp.Compare(b.usec, a.usec) })
+	return out
 }
 
 // procCPU is utime+stime of a process from /proc/PID/stat (clock ticks of 10 ms).

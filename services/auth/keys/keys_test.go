@@ -2,9 +2,11 @@ package keys_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
@@ -165,6 +167,28 @@ func BenchmarkSigner_Generate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkES256_Signature: the signature alone, beside BenchmarkSigner_Generate's whole token: Go's
+// hedged ECDSA (what go-jose asks for, with crypto/rand) against deterministic RFC 6979 signing, which
+// D46 weighs and does not take. `go test -run '^$' -bench 'ES256|Signer' ./services/auth/keys/`.
+func BenchmarkES256_Signature(b *testing.B) {
+	set, _ := keys.Generate()
+	digest := sha256.Sum256([]byte("header.payload"))
+	b.Run("hedged", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ecdsa.SignASN1(rand.Reader, set.Current.Private, digest[:]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("deterministic-RFC6979", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := set.Current.Private.Sign(nil, digest[:], crypto.SHA256); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // TestSigner_ConcurrentTokensVerify: the kept signers are shared by every request (D42); tokens signed at
