@@ -422,10 +422,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // run drives op from n workers for d and measures latency and the server's and Redis's CPU.
 func run(t *testing.T, pid int, rs *testredis.Server, n int, d time.Duration, op func(worker int) error) phase {
-	redisPid := redisPID(t, rs)
+	rdb := rs.Client()
+	redisPid := redisPID(t, rdb)
 	resetPeakRSS(t, pid)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
-	defer rdb.Close()
 	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -545,8 +544,8 @@ func peakRSS(t *testing.T, pid int) int64 {
 }
 
 // redisPID finds the redis-server listening on the test server's port.
-func redisPID(t *testing.T, rs *testredis.Server) int {
-	info, err := redis.NewClient(&redis.Options{Addr: rs.Addr()}).Info(context.Background(), "server").Result()
+func redisPID(t *testing.T, rdb *redis.Client) int {
+	info, err := rdb.Info(context.Background(), "server").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -366,9 +366,11 @@ return {state, revoked, redis.call('GET', KEYS[3]) or ''}
 
 // getCurrent reads the family's record of kind named by sig (see currentScript).
 func (s *Store) getCurrent(ctx context.Context, family, kind, sig string, revokeOnUsed bool) (string, bool, error) {
-	keys := []string{currentKey(family, kind), revokedKey(family)}
+	var keys []string
 	if kind == "rt" {
 		keys = refreshKeys(family)
+	} else { // only a refresh token has a rotated list
+		keys = []string{currentKey(family, kind), revokedKey(family)}
 	}
 	flag := "0"
 	if revokeOnUsed {
