@@ -81,7 +81,11 @@ func TestLockout_5000GuessesFrom500Addresses_KnownBrowserNeverRefused(t *testing
 	}
 
 	// The attackers: one browser per address (its own cookies and CSRF token), ten guesses each.
-	transport := &http.Transport{MaxIdleConnsPerHost: 64}
+	// IdleConnTimeout well under the server's 10 s ReadTimeout: a connection the transport dialled for a
+	// guess that another connection took first waits unused in the pool, and one unused for 10 s is
+	// answered 408 by fasthttp, which a later guess on it would read as its answer (ci31 met it once,
+	// under -race). Closing idle connections first keeps the answers the provider's own.
+	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Second}
 	t.Cleanup(transport.CloseIdleConnections)
 	type guess struct {
 		p      *provider
