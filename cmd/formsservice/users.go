@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -318,7 +318,7 @@ func newUsersListCmd(env *environment) *cobra.Command {
 
 // signOutEverywhere revokes every grant and ends every sign-in session of the user.
 func signOutEverywhere(ctx context.Context, rdb redis.UniversalClient, cfg *config.Config, userID string) (grants, sessions int, err error) {
-	return auth.SignOutEverywhere(ctx, rdb, cfg.Auth, userID)
+	return accounts.SignOutEverywhere(ctx, rdb, cfg.Auth, userID)
 }
 
 // readPassword reads the password so that it never appears in argv, shell history or on the screen: on

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/formsservice/formsservice/services/auth"
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
@@ -147,7 +146,7 @@ forms.delivery.smtp with STARTTLS), so the command reads the same configuration 
 			if !slices.Contains(page.Languages, lang) {
 				return usageError(cmd, fmt.Errorf("--lang %q: the mails are written in %s", lang, strings.Join(page.Languages, ", ")))
 			}
-			cfg, rdb, _, err := u.open(cmd.Context(), env)
+			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -166,13 +165,15 @@ forms.delivery.smtp with STARTTLS), so the command reads the same configuration 
 			if err != nil {
 				return err
 			}
-			svc, err := auth.New(auth.Options{Config: config.Static{C: cfg}, Redis: rdb, Keys: ks, Mail: relay, Logger: slog.New(slog.DiscardHandler)})
+			// The account operations alone: no provider, no pages, no fosite.
+			links, err := accounts.Links(rdb, ks, nil)
 			if err != nil {
 				return err
 			}
-			user, err := svc.SendVerification(cmd.Context(), u.email, lang)
+			ops := accounts.New(accounts.Options{Config: config.Static{C: cfg}, Redis: rdb, Users: us, Links: links, Mail: relay})
+			user, err := ops.SendVerification(cmd.Context(), u.email, lang)
 			switch {
-			case errors.Is(err, auth.ErrAlreadyVerified):
+			case errors.Is(err, accounts.ErrAlreadyVerified):
 				return fmt.Errorf("%s is verified already; nothing was sent", user.Email)
 			case errors.Is(err, users.ErrDisabled):
 				return fmt.Errorf("%s is disabled (users enable first); nothing was sent", user.Email)

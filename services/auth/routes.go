@@ -6,60 +6,62 @@ import (
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
-// Routes declares every endpoint of the provider, at the paths the ingress routes to it. Every auth
-// endpoint reads at most maxBody (64 KB): sign-in forms and token requests are small; and every answer
-// carries Strict-Transport-Security when the issuer is https. Each is counted in
-// formsservice_http_requests_total{service="auth",route=...}; the provider's own metrics are in metrics.go.
+// maxBody bounds every request body the auth endpoints read (declared on each route below; the server
+// enforces it before any handler runs).
+const maxBody = 64 << 10
+
+// Routes declares every endpoint of the provider, at the paths the ingress routes to it, and the area
+// that answers it. Every auth endpoint reads at most maxBody (64 KB): sign-in forms and token requests
+// are small; and every answer carries Strict-Transport-Security when the issuer is https. Each is
+// counted in formsservice_http_requests_total{service="auth",route=...}; the areas count their own.
 func (s *Service) Routes() []server.Route {
-	tokenCORS := s.cors("POST")
-	userinfoCORS := s.cors("GET, POST")
+	web, oauth, signin, journeys, account := s.web, s.oauth, s.signin, s.journeys, s.account
+	tokenCORS := web.CORS("POST")
+	userinfoCORS := web.CORS("GET, POST")
 	routes := []server.Route{
-		server.Get("/.well-known/openid-configuration", s.discovery),
-		server.Get("/.well-known/jwks.json", s.jwksHandler),
-
-		server.Get("/oauth2/authorize", s.handleClient(s.authorize)),  // the hosted sign-in page
-		server.Post("/oauth2/authorize", s.handleClient(s.authorize)), // its form
-
+		// package oauth: discovery, tokens, resource servers, logout.
+		server.Get("/.well-known/openid-configuration", oauth.Discovery),
+		server.Get("/.well-known/jwks.json", oauth.JWKS),
 		server.Preflight("/oauth2/token", tokenCORS),
-		server.Post("/oauth2/token", tokenCORS, s.handleClient(s.token)),
+		server.Post("/oauth2/token", tokenCORS, web.HandleClient(oauth.Token)),
 		server.Preflight("/oauth2/revoke", tokenCORS),
-		server.Post("/oauth2/revoke", tokenCORS, s.handle(s.revoke)),
-
+		server.Post("/oauth2/revoke", tokenCORS, web.Handle(oauth.Revoke)),
 		server.Preflight("/oauth2/userinfo", userinfoCORS),
-		server.Get("/oauth2/userinfo", userinfoCORS, s.handle(s.userinfo)),
-		server.Post("/oauth2/userinfo", userinfoCORS, s.handle(s.userinfo)),
+		server.Get("/oauth2/userinfo", userinfoCORS, web.Handle(oauth.Userinfo)),
+		server.Post("/oauth2/userinfo", userinfoCORS, web.Handle(oauth.Userinfo)),
+		server.Post("/oauth2/introspect", web.Handle(oauth.Introspect)), // resource servers only: no CORS
+		server.Get("/oauth2/logout", web.Handle(oauth.Logout)),
+		server.Post("/oauth2/logout", web.Handle(oauth.Logout)),
 
-		server.Post("/oauth2/introspect", s.handle(s.introspect)), // resource servers only: no CORS
+		// package signin: the hosted sign-in page and its form; the page's script asks for a passkey
+		// ceremony at /oauth2/passkey/begin and posts the answer to /oauth2/authorize.
+		server.Get("/oauth2/authorize", web.HandleClient(signin.Authorize)),
+		server.Post("/oauth2/authorize", web.HandleClient(signin.Authorize)),
+		server.Post("/oauth2/passkey/begin", web.HandleClient(signin.PasskeyBegin)),
 
-		server.Get("/oauth2/logout", s.handle(s.logout)),
-		server.Post("/oauth2/logout", s.handle(s.logout)),
+		// package journeys: the mailed journeys, e-mail verification and password reset.
+		server.Get("/account/verify", web.HandleClient(journeys.VerifyEmail)),
+		server.Post("/account/verify/resend", web.HandleClient(journeys.ResendVerification)),
+		server.Get("/account/forgot", web.HandleClient(journeys.ForgotPage)),
+		server.Post("/account/forgot", web.HandleClient(journeys.Forgot)),
+		server.Get("/account/reset", web.HandleClient(journeys.ResetPage)),
+		server.Post("/account/reset", web.HandleClient(journeys.Reset)),
 
-		// Passkeys (passkeys.go): the sign-in page's script asks for a ceremony here and posts the answer
-		// to /oauth2/authorize; the passkeys page is reached with the sign-in session.
-		server.Post("/oauth2/passkey/begin", s.handleClient(s.passkeyBegin)),
-		server.Get("/account/passkeys", s.handleClient(s.passkeysPage)),
-		server.Post("/account/passkeys", s.handleClient(s.passkeysPage)),
-		server.Post("/account/passkeys/begin", s.handleClient(s.passkeyRegisterBegin)),
-
-		// The mailed journeys (journeys.go): e-mail verification (verify.go) and password reset (reset.go).
-		server.Get("/account/verify", s.handleClient(s.verifyEmail)),
-		server.Post("/account/verify/resend", s.handleClient(s.resendVerification)),
-		server.Get("/account/forgot", s.handleClient(s.forgotPage)),
-		server.Post("/account/forgot", s.handleClient(s.forgot)),
-		server.Get("/account/reset", s.handleClient(s.resetPage)),
-		server.Post("/account/reset", s.handleClient(s.reset)),
-
-		// The account page (account.go), signed in through the hosted page's session.
-		server.Get("/account", s.handleClient(s.accountPage)),
-		server.Post("/account/password", s.handleClient(s.changePassword)),
-		server.Post("/account/mfa", s.handleClient(s.changeMFA)),
-		server.Get("/account/totp", s.handleClient(s.enrolPage)),
-		server.Post("/account/totp", s.handleClient(s.confirmEnrolment)),
-		server.Post("/account/sessions/end", s.handleClient(s.endSession)),
-		server.Post("/account/grants/end", s.handleClient(s.endGrant)),
+		// package account: the account page and the passkeys page, signed in through the hosted page's
+		// session.
+		server.Get("/account", web.HandleClient(account.Page)),
+		server.Post("/account/password", web.HandleClient(account.ChangePassword)),
+		server.Post("/account/mfa", web.HandleClient(account.ChangeMFA)),
+		server.Get("/account/totp", web.HandleClient(account.EnrolPage)),
+		server.Post("/account/totp", web.HandleClient(account.ConfirmEnrolment)),
+		server.Post("/account/sessions/end", web.HandleClient(account.EndSession)),
+		server.Post("/account/grants/end", web.HandleClient(account.EndGrant)),
+		server.Get("/account/passkeys", web.HandleClient(account.Passkeys)),
+		server.Post("/account/passkeys", web.HandleClient(account.Passkeys)),
+		server.Post("/account/passkeys/begin", web.HandleClient(account.PasskeyRegisterBegin)),
 	}
 	for i, r := range routes {
-		r.Handlers = append([]fiber.Handler{s.hsts}, r.Handlers...)
+		r.Handlers = append([]fiber.Handler{web.HSTS}, r.Handlers...)
 		routes[i] = r.Limit(maxBody)
 	}
 	return routes

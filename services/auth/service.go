@@ -1,48 +1,41 @@
 // Package auth is the OAuth 2.0 / OpenID Connect provider: ory/fosite (authorization code with PKCE,
 // refresh tokens, OpenID Connect, revocation, introspection) on the Redis storage of package store, with
-// the hosted sign-in page of package page, mounted in Fiber through its net/http adaptor. Every endpoint
-// is listed in routes.go.
+// the hosted sign-in page of package page, mounted in Fiber through its net/http adaptor. This package is
+// the composition root: it builds the kits (web, signon), the domain operations (accounts) and the areas
+// (oauth, signin, journeys, account) from their dependencies, and lists every endpoint in routes.go.
 package auth
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net/url"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ory/fosite"
-	"github.com/ory/fosite/compose"
-	"github.com/ory/fosite/handler/oauth2"
-	"github.com/ory/fosite/handler/openid"
-	"github.com/ory/fosite/token/jwt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/account"
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/device"
+	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/keys"
-	"github.com/formsservice/formsservice/services/auth/link"
 	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/oauth"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
+	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/signin"
+	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
-
-	"github.com/formsservice/formsservice/services/platform/clientip"
+	"github.com/formsservice/formsservice/services/auth/web"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
-	"github.com/formsservice/formsservice/services/platform/refusal"
-	"github.com/formsservice/formsservice/services/platform/secretfile"
 )
 
 // Options are the service's dependencies.
@@ -65,75 +58,30 @@ type Options struct {
 	// (default time.Now).
 	Now func() time.Time
 	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
-	// error page (refusals.go).
+	// error page.
 	Dev bool
 }
 
-// Service is the auth service.
+// SignupMail sends what a sign-up leads to (journeys.SignupMail).
+type SignupMail = journeys.SignupMail
+
+// SignupNotice is what a sign-up mail is about (journeys.SignupNotice).
+type SignupNotice = journeys.SignupNotice
+
+// ErrAlreadyVerified: SendVerification was asked for an account whose address is verified already.
+var ErrAlreadyVerified = accounts.ErrAlreadyVerified
+
+// Service is the auth service: its stores, kits and areas, wired once.
 type Service struct {
-	cfg      config.Source
-	rdb      redis.UniversalClient
-	log      *slog.Logger
-	keys     *keys.Set
-	signer   *keys.Signer
 	store    *store.Store
 	users    *users.Store
-	sessions *sso.Store
-	throttle *throttle.Limiter
-	passkeys *passkey.Store
-	pages    *page.Renderer
-	account  *page.AccountRenderer
-	mfa      *mfa.Store
-	links    *link.Store // the mailed journeys' links (journeys.go)
-	mail     mail.Sender // the account notices ("your password was changed")
-	metrics  *metrics
-	jwks     []byte
-	refusals *refusal.Recorder
 	audit    *audit.Recorder
-	// signupMail tells an address's owner what a sign-up did (signupmail.go).
-	signupMail SignupMail
-	now        func() time.Time
-	// deviceKeys sign device cookies (package device); derived from the signing key.
-	deviceKeys device.Keys
-
-	mu      sync.Mutex // serialises rebuilding the runtime after a config change
-	current atomic.Pointer[runtime]
-}
-
-// runtime is everything derived from one version of the configuration; it is rebuilt when the
-// configuration is reloaded, so clients and lifetimes change without a restart.
-type runtime struct {
-	cfg      *config.Config // the configuration this runtime was built from
-	seen     *config.Config // the configuration in effect when it was last checked (differs after a failed reload)
-	issuer   string
-	basePath string // the issuer's path ("" at the root): the page's forms post below it
-	secure   bool   // the issuer is https: cookies get Secure and the __Host- prefix
-	provider fosite.OAuth2Provider
-	strategy oauth2.CoreStrategy // the provider's: the token endpoint's prefetch names records by it (D43)
-	clients  map[string]*client
-	origins  map[string]bool // origins of every client's redirect URIs (CORS)
-	proxies  *clientip.Proxies
-	// rp is the WebAuthn relying party; nil when passkeys are off (or the issuer is an IP address).
-	rp *passkey.RelyingParty
-	// discovery is the encoded /.well-known/openid-configuration document.
-	discovery []byte
-}
-
-// client is a registered client as fosite sees it, plus what the page and logout need.
-type client struct {
-	*fosite.DefaultClient
-	name            string
-	postLogout      map[string]bool
-	redirectOrigins map[string]bool
-	requireMFA      bool // a second factor in every sign-in to this client
-	requireVerified bool // only accounts with a verified e-mail address sign in to this client (verify.go)
-	// account marks the provider's own account page (account_client.go), which signs in through the
-	// hosted page like a client but gets no code.
-	account bool
-	// resources are the APIs this client serves as a resource server (config resources): introspection
-	// discloses the access tokens for them.
-	resources []string
-	branding  *config.Branding // over the platform's on this client's pages (nil: none)
+	accounts *accounts.Ops
+	web      *web.Kit
+	oauth    *oauth.Handler
+	signin   *signin.Handler
+	journeys *journeys.Handler
+	account  *account.Handler
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -141,6 +89,46 @@ func New(o Options) (*Service, error) {
 	if o.Keys == nil {
 		return nil, errors.New("auth: no signing keys")
 	}
+	o = withDefaults(o)
+	cfg := o.Config.Current()
+	sealer, err := mfa.LoadSealer(cfg.Auth.MFA.SecretKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	ph := cfg.Auth.PasswordHash
+	s := &Service{users: users.NewStore(o.Redis, users.NewHasher(users.ParamsFrom(ph), ph.Concurrency))}
+	var source *realm.Source // the store reads clients and lifetimes from the realm it is part of
+	auth := func() config.Auth { return source.Current().Config.Auth }
+	trail := audit.NewStore(o.Redis, func() audit.Limits {
+		a := auth()
+		return audit.Limits{Retention: a.Audit.Retention.D(), MaxEntries: a.Audit.MaxEntries}
+	})
+	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
+		return nil, err
+	}
+	s.store = store.New(store.Options{
+		Redis:      o.Redis,
+		Client:     func(ctx context.Context, id string) (fosite.Client, error) { return source.Client(ctx, id) },
+		NewSession: claims.NewSession,
+		Lifetimes: func() store.Lifetimes {
+			// The realm's configuration, which fosite's lifetimes came from too (after a reload that
+			// could not be applied, the latest configuration is not the one in effect).
+			a := auth()
+			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(),
+				Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
+		},
+		OnReplay: func(ctx context.Context, kind, family string) { s.oauth.Replayed(ctx, kind, family) },
+	})
+	if source, err = realm.NewSource(realm.Options{Config: o.Config, Keys: o.Keys, Store: s.store, Log: o.Logger}); err != nil {
+		return nil, err
+	}
+	if err := s.wire(o, source, mfa.NewStore(o.Redis, sealer, o.Now)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func withDefaults(o Options) Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -150,77 +138,48 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	cfg := o.Config.Current()
-	sealer, err := mfa.LoadSealer(cfg.Auth.MFA.SecretKeyFile)
-	if err != nil {
-		return nil, err
-	}
-	ph := cfg.Auth.PasswordHash
-	hasher := users.NewHasher(users.ParamsFrom(ph), ph.Concurrency)
-	s := &Service{
-		cfg:      o.Config,
-		rdb:      o.Redis,
-		log:      o.Logger,
-		keys:     o.Keys,
-		signer:   o.Keys.Signer(),
-		users:    users.NewStore(o.Redis, hasher),
-		sessions: sso.New(o.Redis).WithIdle(func() time.Duration { return o.Config.Current().Auth.SessionIdleTimeout.D() }),
-		throttle: throttle.New(o.Redis, o.Now),
-		passkeys: passkey.NewStore(o.Redis, nil),
-		pages:    page.New(),
-		account:  page.NewAccount(),
-		mfa:      mfa.NewStore(o.Redis, sealer, o.Now),
-		jwks:     o.Keys.JWKS(),
-		now:      o.Now,
-	}
 	if o.Mail == nil {
 		o.Mail = mail.Live(o.Config, nil)
-	}
-	s.mail = o.Mail
-	if s.signupMail = o.SignupMail; s.signupMail == nil {
-		s.signupMail = mailSignup{sender: o.Mail}
-	}
-	if s.deviceKeys.Current, s.deviceKeys.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {
-		return nil, err
-	}
-	var lk link.Keys
-	if lk.Current, lk.Others, err = o.Keys.Secrets(link.Purpose); err != nil {
-		return nil, err
-	}
-	s.links = link.New(o.Redis, lk, o.Now)
-	if s.metrics, err = newMetrics(o.Registerer); err != nil {
-		return nil, err
 	}
 	if o.AuditLog == nil {
 		o.AuditLog = o.Logger.With("stream", "audit")
 	}
-	trail := audit.NewStore(o.Redis, func() audit.Limits { return auditLimits(s.rt().cfg.Auth) })
-	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
-		return nil, err
-	}
-	s.refusals, err = refusal.New(refusal.Options{Service: "auth", Logger: o.Logger, Registerer: o.Registerer, Dev: o.Dev, Reasons: refusalReasons})
+	return o
+}
+
+// wire builds the kits, the account operations and the areas, each with only what it uses.
+func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) error {
+	limiter := throttle.New(o.Redis, o.Now)
+	passkeys := passkey.NewStore(o.Redis, nil)
+	sessions := sso.New(o.Redis).WithIdle(func() time.Duration { return o.Config.Current().Auth.SessionIdleTimeout.D() })
+	links, err := accounts.Links(o.Redis, o.Keys, o.Now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.store = store.New(store.Options{
-		Redis:      o.Redis,
-		Client:     s.getClient,
-		NewSession: newSession,
-		Lifetimes: func() store.Lifetimes {
-			// The runtime's configuration, which fosite's lifetimes came from too (after a reload that
-			// could not be applied, the latest configuration is not the one in effect).
-			a := s.rt().cfg.Auth
-			return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(),
-				Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
-		},
-		OnReplay: s.replayed,
-	})
-	rt, err := s.build(cfg)
+	var dk device.Keys
+	if dk.Current, dk.Previous, err = o.Keys.Secrets(device.Purpose); err != nil {
+		return err
+	}
+	if s.web, err = web.New(web.Options{Realm: source, Pages: page.New(), Throttle: limiter, Log: o.Logger, Registerer: o.Registerer, Dev: o.Dev}); err != nil {
+		return err
+	}
+	kit, err := signon.New(signon.Options{Users: s.users, Sessions: sessions, Store: s.store, Throttle: limiter, DeviceKeys: dk,
+		Log: o.Logger, Now: o.Now, Registerer: o.Registerer})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.current.Store(rt)
-	return s, nil
+	s.accounts = accounts.New(accounts.Options{Config: o.Config, Redis: o.Redis, Users: s.users, Links: links, Mail: o.Mail, Now: o.Now, Log: o.Logger})
+	if s.oauth, err = oauth.New(oauth.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Audit: s.audit,
+		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer}); err != nil {
+		return err
+	}
+	s.journeys = journeys.New(journeys.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, Links: links, Users: s.users, Throttle: limiter,
+		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
+	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
+		Pages: page.NewAccount(), Log: o.Logger})
+	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
+		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Log: o.Logger, Registerer: o.Registerer})
+	return err
 }
 
 // Run implements server.Runner: it writes the audit trail's queued events to Redis until ctx ends.
@@ -241,202 +200,16 @@ func (s *Service) Users() *users.Store { return s.users }
 // Store returns the token store.
 func (s *Service) Store() *store.Store { return s.store }
 
-// rt returns the runtime for the configuration in effect, rebuilding it after a reload. A configuration
-// that cannot be built (an unreadable client secret) is logged and the previous runtime kept.
-func (s *Service) rt() *runtime {
-	cfg := s.cfg.Current()
-	if rt := s.current.Load(); rt.seen == cfg {
-		return rt
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rt := s.current.Load()
-	if rt.seen == cfg {
-		return rt
-	}
-	next, err := s.build(cfg)
-	if err != nil {
-		s.log.Error("auth configuration not applied; keeping the previous one", "err", err)
-		// Remember the failure for this config version so that it is not retried on every request.
-		kept := *rt
-		kept.seen = cfg
-		s.current.Store(&kept)
-		return &kept
-	}
-	s.current.Store(next)
-	return next
+// Accounts returns the account operations (set a password, sign out everywhere, send verification).
+func (s *Service) Accounts() *accounts.Ops { return s.accounts }
+
+// SendVerification mails the account with address email the verification link (accounts.Ops).
+func (s *Service) SendVerification(ctx context.Context, email, lang string) (*users.User, error) {
+	return s.accounts.SendVerification(ctx, email, lang)
 }
 
-func (s *Service) getClient(_ context.Context, id string) (fosite.Client, error) {
-	if c, ok := s.rt().clients[id]; ok {
-		return c, nil
-	}
-	return nil, fosite.ErrNotFound
-}
-
-func (s *Service) build(cfg *config.Config) (*runtime, error) {
-	a := cfg.Auth
-	issuer := strings.TrimSuffix(a.Issuer, "/")
-	if issuer == "" {
-		return nil, errors.New("auth: no issuer (set publicURL or auth.issuer)")
-	}
-	secret, rotated, err := s.keys.HMACSecrets()
-	if err != nil {
-		return nil, err
-	}
-	iu, err := url.Parse(issuer)
-	if err != nil {
-		return nil, fmt.Errorf("auth: issuer: %w", err)
-	}
-	rt := &runtime{cfg: cfg, seen: cfg, issuer: issuer, basePath: strings.TrimSuffix(iu.Path, "/"), secure: iu.Scheme == "https",
-		clients: map[string]*client{}, origins: map[string]bool{}, proxies: clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...)}
-	for _, c := range a.Clients {
-		cl, err := newClient(c)
-		if err != nil {
-			return nil, err
-		}
-		rt.clients[c.ClientID] = cl
-		for o := range cl.redirectOrigins {
-			rt.origins[o] = true
-		}
-	}
-	if rt.discovery, err = discoveryDoc(issuer, rt.clients); err != nil {
-		return nil, err
-	}
-	if rt.rp, err = relyingParty(issuer, a.Passkeys); err != nil {
-		return nil, err
-	}
-	if err := addAccountClient(rt); err != nil { // after discovery: the account page is no client of anyone's
-		return nil, err
-	}
-	fc := &fosite.Config{
-		AccessTokenLifespan:            a.AccessTokenLifetime.D(),
-		RefreshTokenLifespan:           a.RefreshTokenLifetime.D(),
-		AuthorizeCodeLifespan:          a.CodeLifetime.D(),
-		IDTokenLifespan:                a.IDTokenLifetime.D(),
-		IDTokenIssuer:                  issuer,
-		AccessTokenIssuer:              issuer,
-		TokenURL:                       issuer + "/oauth2/token",
-		ScopeStrategy:                  fosite.ExactScopeStrategy,
-		AudienceMatchingStrategy:       exactAudiences,
-		EnforcePKCE:                    true, // every client, confidential ones too (RFC 9700 2.1.1)
-		EnablePKCEPlainChallengeMethod: false,
-		AllowedPromptValues:            supportedPrompts,
-		RefreshTokenScopes:             []string{"offline_access"},
-		MinParameterEntropy:            fosite.MinParameterEntropy,
-		JWTScopeClaimKey:               jwt.JWTScopeFieldString,
-		ClientSecretsHasher:            sha256Hasher{},
-		GlobalSecret:                   secret,
-		RotatedGlobalSecrets:           rotated,
-		SendDebugMessagesToClients:     false,
-	}
-	core := &store.Strategy{JWT: &oauth2.DefaultJWTStrategy{
-		Signer:          s.signer,
-		HMACSHAStrategy: compose.NewOAuth2HMACStrategy(fc),
-		Config:          fc,
-	}}
-	rt.strategy = core
-	strategy := &compose.CommonStrategy{
-		CoreStrategy:               core,
-		OpenIDConnectTokenStrategy: &openid.DefaultStrategy{Signer: s.signer, Config: fc},
-		Signer:                     s.signer,
-	}
-	rt.provider = compose.Compose(fc, s.store, strategy,
-		compose.OAuth2AuthorizeExplicitFactory,
-		compose.OAuth2RefreshTokenGrantFactory,
-		compose.OpenIDConnectExplicitFactory,
-		compose.OpenIDConnectRefreshFactory,
-		compose.OAuth2TokenIntrospectionFactory,
-		compose.OAuth2TokenRevocationFactory,
-		compose.OAuth2PKCEFactory,
-	)
-	fc.TokenEndpointHandlers = skipOthersGrants(fc.TokenEndpointHandlers)
-	return rt, nil
-}
-
-// exactAudiences is fosite's audience check, at authorize and at every refresh: each requested (or,
-// at a refresh, granted) audience must be one of the client's exactly, as the resource parameter is
-// (checkAuthorizeParams). fosite's default accepts any sub-path of an allowed URI (a client allowed
-// https://api.example/ would get a token for https://api.example/admin/billing). A refusal is RFC 8707's
-// invalid_target.
-func exactAudiences(allowed, requested []string) error {
-	for _, a := range requested {
-		if !slices.Contains(allowed, a) {
-			return errInvalidTarget.WithHintf("The audience %q is not an API this client may request tokens for.", a)
-		}
-	}
-	return nil
-}
-
-// supportedPrompts are the prompt values the provider honours: none (never shows the page) and login
-// (always shows it). consent and select_account are refused (there is no consent screen and a browser
-// holds one session), and discovery lists only these.
-var supportedPrompts = []string{"none", "login"}
-
-// newClient turns a configured client into a fosite client. A client with a secret file is
-// confidential; the secret is kept as its SHA-256 only.
-func newClient(c config.OAuthClient) (*client, error) {
-	dc := &fosite.DefaultClient{
-		ID:            c.ClientID,
-		RedirectURIs:  c.RedirectURIs,
-		GrantTypes:    []string{"authorization_code", "refresh_token"},
-		ResponseTypes: []string{"code"},
-		Scopes:        c.Scopes,
-		Audience:      []string{c.ClientID},
-		Public:        c.SecretFile == "",
-	}
-	if len(c.Audiences) > 0 {
-		dc.Audience = slices.Clone(c.Audiences) // the APIs its access tokens may be for
-	}
-	if c.SecretFile != "" {
-		secret, err := secretfile.Read(c.SecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
-		}
-		if len(secret) < 16 {
-			return nil, fmt.Errorf("auth.clients[%s]: secret: at least 16 characters", c.ClientID)
-		}
-		h := sha256.Sum256([]byte(secret))
-		dc.Secret = h[:]
-	}
-	cl := &client{DefaultClient: dc, name: c.Name, postLogout: map[string]bool{}, redirectOrigins: map[string]bool{}, requireMFA: c.RequireMFA,
-		requireVerified: c.RequireVerifiedEmail, resources: c.Resources, branding: c.Branding}
-	if cl.name == "" {
-		cl.name = c.ClientID
-	}
-	for _, u := range c.PostLogoutRedirectURIs {
-		cl.postLogout[u] = true
-	}
-	for _, r := range c.RedirectURIs {
-		if o := originOf(r); o != "" {
-			cl.redirectOrigins[o] = true
-		}
-	}
-	return cl, nil
-}
-
-// originOf returns scheme://host[:port] of an absolute URL, lower case as browsers send it.
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return ""
-	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
-}
-
-// sha256Hasher compares client secrets by SHA-256 in constant time. Client secrets are long random
-// strings, so a slow password hash (fosite's default bcrypt) would only cost CPU on every token request.
-type sha256Hasher struct{}
-
-func (sha256Hasher) Compare(_ context.Context, hash, data []byte) error {
-	h := sha256.Sum256(data)
-	if subtle.ConstantTimeCompare(hash, h[:]) != 1 {
-		return errors.New("secret mismatch")
-	}
-	return nil
-}
-
-func (sha256Hasher) Hash(_ context.Context, data []byte) ([]byte, error) {
-	h := sha256.Sum256(data)
-	return h[:], nil
+// SignOutEverywhere revokes every grant of a user and ends every sign-in session, with only Redis and
+// the configuration (accounts.SignOutEverywhere).
+func SignOutEverywhere(ctx context.Context, rdb redis.UniversalClient, a config.Auth, userID string) (grants, sessions int, err error) {
+	return accounts.SignOutEverywhere(ctx, rdb, a, userID)
 }

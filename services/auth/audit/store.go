@@ -3,12 +3,13 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ import (
 const StreamKey = "auth:audit"
 
 // ErrUnavailable wraps Redis failures.
-var ErrUnavailable = errors.New("audit store unavailable")
+var ErrUnavailable = storeerr.Unavailable("audit store unavailable")
 
 // Limits bound the stream: entries older than Retention (by Redis's clock) and the oldest beyond
 // MaxEntries are trimmed at every write; 0 leaves that bound off.

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/storeerr"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,7 +38,7 @@ var (
 	ErrInvalid     = errors.New("link: not a valid link")
 	ErrExpired     = errors.New("link: expired")
 	ErrUsed        = errors.New("link: already used")
-	ErrUnavailable = errors.New("link: store unavailable")
+	ErrUnavailable = storeerr.Unavailable("link: store unavailable")
 )
 
 // MaxLen bounds a token: anything longer is refused unread.

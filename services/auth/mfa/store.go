@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/storeerr"
+
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrUnavailable wraps Redis failures.
-var ErrUnavailable = errors.New("second-factor store unavailable")
+var ErrUnavailable = storeerr.Unavailable("second-factor store unavailable")
 
 // ErrNotEnrolled is an action that needs a second factor on a user without one.
 var ErrNotEnrolled = errors.New("mfa: no second factor set up")

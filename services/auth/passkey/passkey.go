@@ -17,6 +17,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/formsservice/formsservice/services/platform/storeerr"
+
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
@@ -31,7 +33,7 @@ var (
 	ErrTooMany        = fmt.Errorf("at most %d passkeys per account", MaxPerUser)
 	ErrName           = fmt.Errorf("a passkey's name is 1 to %d characters without control characters", MaxNameLen)
 	ErrNotFound       = errors.New("no such passkey")
-	ErrUnavailable    = errors.New("passkey store unavailable")
+	ErrUnavailable    = storeerr.Unavailable("passkey store unavailable")
 )
 
 // Bounds that do not depend on how a user behaves.

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/storeerr"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrUnavailable wraps Redis failures.
-var ErrUnavailable = errors.New("session store unavailable")
+var ErrUnavailable = storeerr.Unavailable("session store unavailable")
 
 // Session is a signed-in browser.
 type Session struct {

@@ -28,12 +28,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/storeerr"
+
 	"github.com/ory/fosite"
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrUnavailable wraps every failure to reach Redis; the service answers it with 503.
-var ErrUnavailable = errors.New("token store unavailable")
+var ErrUnavailable = storeerr.Unavailable("token store unavailable")
 
 // ErrReplay is returned when a used authorization code or a rotated refresh token is presented again
 // (the family is revoked by then), or when the family was revoked before.

@@ -7,15 +7,16 @@ package throttle
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"strings"
 	"time"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrUnavailable wraps Redis failures.
-var ErrUnavailable = errors.New("throttle store unavailable")
+var ErrUnavailable = storeerr.Unavailable("throttle store unavailable")
 
 // Limits are the budgets: failures allowed within Window per known browser (Device), per account for
 // every unknown browser together (Account) and per client address (IP), and how failures slow down

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/formsservice/formsservice/services/platform/storeerr"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform/email"
@@ -27,7 +29,7 @@ var (
 	ErrInvalidEmail   = errors.New("not a valid e-mail address")
 	ErrWeakPassword   = errors.New("password must be 8 to 256 characters")
 	ErrBadCredentials = errors.New("wrong e-mail address or password")
-	ErrUnavailable    = errors.New("user store unavailable")
+	ErrUnavailable    = storeerr.Unavailable("user store unavailable")
 
 	// The three ways credentials fail, for the audit trail only: each is ErrBadCredentials, and the
 	// person is told the same thing whichever it was.

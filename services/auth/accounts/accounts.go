@@ -1,0 +1,101 @@
+// Package accounts is what can be done to an account whatever door it comes through — the hosted pages,
+// the account page, the `formsservice users` commands, an admin API: set a password (and so sign out
+// everywhere), sign out everywhere, send the verification link, and tell the owner what changed. It needs
+// Redis, the configuration and a mail sender; no fosite, no pages, no HTTP.
+package accounts
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/auth/authmail"
+	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/link"
+	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
+)
+
+// Ops are the account operations of one provider.
+type Ops struct {
+	cfg   config.Source
+	rdb   redis.UniversalClient
+	users *users.Store
+	links *link.Store
+	mail  authmail.Sender
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// Options are the operations' dependencies.
+type Options struct {
+	Config config.Source
+	Redis  redis.UniversalClient
+	Users  *users.Store
+	// Links issues the mailed links (see Links).
+	Links *link.Store
+	Mail  mail.Sender
+	Now   func() time.Time // default time.Now
+	Log   *slog.Logger     // default: discard
+}
+
+// New returns the operations.
+func New(o Options) *Ops {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log}
+}
+
+// Links is the store of the mailed links, signed with secrets derived from the signing keys.
+func Links(rdb redis.UniversalClient, ks *keys.Set, now func() time.Time) (*link.Store, error) {
+	var lk link.Keys
+	var err error
+	if lk.Current, lk.Others, err = ks.Secrets(link.Purpose); err != nil {
+		return nil, err
+	}
+	return link.New(rdb, lk, now), nil
+}
+
+func (o *Ops) auth() config.Auth { return o.cfg.Current().Auth }
+
+func (o *Ops) issuer() string { return strings.TrimSuffix(o.auth().Issuer, "/") }
+
+// SignOutEverywhere revokes every grant (refresh-token family) of a user and ends every sign-in session,
+// through the bounded per-user indexes the provider keeps (ASVS 3.3.3): what a password change, a
+// disabled account and an administrator's "sign out everywhere" do.
+func (o *Ops) SignOutEverywhere(ctx context.Context, userID string) (grants, sessions int, err error) {
+	return SignOutEverywhere(ctx, o.rdb, o.auth(), userID)
+}
+
+// SignOutEverywhere is Ops.SignOutEverywhere with only Redis and the configuration.
+func SignOutEverywhere(ctx context.Context, rdb redis.UniversalClient, a config.Auth, userID string) (grants, sessions int, err error) {
+	tokens := store.New(store.Options{Redis: rdb, Lifetimes: func() store.Lifetimes {
+		return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(), Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
+	}})
+	if grants, err = tokens.RevokeSubject(ctx, userID); err != nil {
+		return 0, 0, err
+	}
+	if sessions, err = sso.New(rdb).EndUser(ctx, userID); err != nil {
+		return grants, 0, err
+	}
+	return grants, sessions, nil
+}
+
+// SetPassword sets u's password (the caller checked it against the policy) and signs the account out
+// everywhere: every grant and session made with the old one ends.
+func (o *Ops) SetPassword(ctx context.Context, u *users.User, password string) (grants, sessions int, err error) {
+	if _, err := o.users.SetPassword(ctx, u.Email, password); err != nil {
+		return 0, 0, err
+	}
+	return o.SignOutEverywhere(ctx, u.ID)
+}

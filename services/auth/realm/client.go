@@ -1,0 +1,144 @@
+package realm
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/ory/fosite"
+
+	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/secretfile"
+)
+
+// Client is a registered client as fosite sees it, plus what the pages and logout need.
+type Client struct {
+	*fosite.DefaultClient
+	Name            string
+	PostLogout      map[string]bool
+	RedirectOrigins map[string]bool
+	RequireMFA      bool // a second factor in every sign-in to this client
+	RequireVerified bool // only accounts with a verified e-mail address sign in to this client
+	// Account marks the provider's own account page (AccountClientID), which signs in through the
+	// hosted page like a client but gets no code.
+	Account bool
+	// Resources are the APIs this client serves as a resource server (config resources): introspection
+	// discloses the access tokens for them.
+	Resources []string
+	Branding  *config.Branding // over the platform's on this client's pages (nil: none)
+}
+
+// newClient turns a configured client into a fosite client. A client with a secret file is
+// confidential; the secret is kept as its SHA-256 only.
+func newClient(c config.OAuthClient) (*Client, error) {
+	dc := &fosite.DefaultClient{
+		ID:            c.ClientID,
+		RedirectURIs:  c.RedirectURIs,
+		GrantTypes:    []string{"authorization_code", "refresh_token"},
+		ResponseTypes: []string{"code"},
+		Scopes:        c.Scopes,
+		Audience:      []string{c.ClientID},
+		Public:        c.SecretFile == "",
+	}
+	if len(c.Audiences) > 0 {
+		dc.Audience = slices.Clone(c.Audiences) // the APIs its access tokens may be for
+	}
+	if c.SecretFile != "" {
+		secret, err := secretfile.Read(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
+		}
+		if len(secret) < 16 {
+			return nil, fmt.Errorf("auth.clients[%s]: secret: at least 16 characters", c.ClientID)
+		}
+		h := sha256.Sum256([]byte(secret))
+		dc.Secret = h[:]
+	}
+	cl := &Client{DefaultClient: dc, Name: c.Name, PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{}, RequireMFA: c.RequireMFA,
+		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding}
+	if cl.Name == "" {
+		cl.Name = c.ClientID
+	}
+	for _, u := range c.PostLogoutRedirectURIs {
+		cl.PostLogout[u] = true
+	}
+	for _, r := range c.RedirectURIs {
+		if o := OriginOf(r); o != "" {
+			cl.RedirectOrigins[o] = true
+		}
+	}
+	return cl, nil
+}
+
+// The account page signs people in through the hosted page, as a client would: /account without a
+// session sends the browser to /oauth2/authorize for the provider's own client AccountClientID, so the
+// sign-in (password, second step, throttles, audit) is exactly the one every app gets. Once the session
+// is there, that client is answered with no code: a 303 back to the account page the person asked for
+// (carried in state), so no grant is made and no token exists for it.
+
+// AccountClientID is the provider's own client; a configured client may not take the ID.
+const AccountClientID = "formsservice-account"
+
+// addAccountClient registers the account page's client: public, PKCE, redirect URI the account page.
+func addAccountClient(rt *Realm) error {
+	if _, taken := rt.Clients[AccountClientID]; taken {
+		return fmt.Errorf("auth.clients: the client ID %q is the account page's own", AccountClientID)
+	}
+	rt.Clients[AccountClientID] = &Client{
+		DefaultClient: &fosite.DefaultClient{
+			ID:            AccountClientID,
+			RedirectURIs:  []string{rt.Issuer + "/account"},
+			GrantTypes:    []string{"authorization_code"},
+			ResponseTypes: []string{"code"},
+			Scopes:        []string{"openid"},
+			Audience:      []string{AccountClientID},
+			Public:        true,
+		},
+		Name:       "your account",
+		PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{},
+		Account: true,
+	}
+	return nil
+}
+
+// AccountPath accepts a path of the account page (what state carries back): below the issuer's path,
+// /account or under it, no scheme or host, nothing a browser would read as another origin.
+func (rt *Realm) AccountPath(p string) bool {
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.Contains(p, "\\") || strings.Contains(p, "//") {
+		return false
+	}
+	rest, ok := strings.CutPrefix(u.Path, rt.BasePath+"/account")
+	return ok && (rest == "" || strings.HasPrefix(rest, "/")) && !strings.Contains(u.Path, "/..") && len(p) <= 2048
+}
+
+// OriginOf returns scheme://host[:port] of an absolute URL, lower case as browsers send it.
+func OriginOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// sha256Hasher compares client secrets by SHA-256 in constant time. Client secrets are long random
+// strings, so a slow password hash (fosite's default bcrypt) would only cost CPU on every token request.
+type sha256Hasher struct{}
+
+func (sha256Hasher) Compare(_ context.Context, hash, data []byte) error {
+	h := sha256.Sum256(data)
+	if subtle.ConstantTimeCompare(hash, h[:]) != 1 {
+		return errors.New("secret mismatch")
+	}
+	return nil
+}
+
+func (sha256Hasher) Hash(_ context.Context, data []byte) ([]byte, error) {
+	h := sha256.Sum256(data)
+	return h[:], nil
+}

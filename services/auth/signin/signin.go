@@ -1,0 +1,108 @@
+// Package signin is the hosted sign-in page, /oauth2/authorize: the authorization request checked, a
+// signed-in browser answered at once, and otherwise the page and its actions — a password, a passkey,
+// the second step's code, a sign-up (handed to package journeys), or cancel — until a session starts
+// and the code goes back to the client. Every step of one request shares its attempt.
+package signin
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/ory/fosite"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/formsservice/formsservice/services/auth/accounts"
+	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/journeys"
+	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/passkey"
+	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/signon"
+	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/throttle"
+	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/auth/web"
+)
+
+// Options are the sign-in's dependencies.
+type Options struct {
+	Web        *web.Kit
+	SignOn     *signon.Kit
+	Store      *store.Store
+	Users      *users.Store
+	Throttle   *throttle.Limiter
+	Passkeys   *passkey.Store
+	MFA        *mfa.Store
+	Audit      *audit.Recorder
+	Accounts   *accounts.Ops     // the mail when a recovery code is spent
+	Journeys   *journeys.Handler // the sign-up action
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Handler serves the hosted sign-in.
+type Handler struct {
+	web      *web.Kit
+	signOn   *signon.Kit
+	store    *store.Store
+	users    *users.Store
+	throttle *throttle.Limiter
+	passkeys *passkey.Store
+	mfa      *mfa.Store
+	audit    *audit.Recorder
+	accounts *accounts.Ops
+	journeys *journeys.Handler
+	log      *slog.Logger
+	signins  *prometheus.CounterVec
+}
+
+// Sign-in results (a closed set, so the label stays bounded).
+const (
+	signinSuccess        = "success"
+	signinSession        = "session"
+	signinBadCredentials = "bad_credentials"
+	signinThrottled      = "throttled"
+	signinCSRF           = "csrf"
+	signinLoginRequired  = "login_required"
+	signinCancelled      = "cancelled"
+	signinPasskey        = "passkey"
+	signinPasskeyRefused = "passkey_refused"
+	signinError          = "error"
+	// The second step: a right code, a wrong or replayed one, too many wrong ones, and a code sent after
+	// the challenge ended.
+	signinMFA          = "mfa"
+	signinMFAWrong     = "mfa_wrong"
+	signinMFAThrottled = "mfa_throttled"
+	signinMFAExpired   = "mfa_expired"
+)
+
+// New builds the handler and registers its metric.
+func New(o Options) (*Handler, error) {
+	h := &Handler{web: o.Web, signOn: o.SignOn, store: o.Store, users: o.Users, throttle: o.Throttle, passkeys: o.Passkeys, mfa: o.MFA,
+		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, log: o.Log}
+	h.signins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "formsservice_auth_signins_total",
+		Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
+	}, []string{"result"})
+	if err := o.Registerer.Register(h.signins); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// attempt is one request to the hosted sign-in page: what every step of it shares, instead of passing
+// the same six values from step to step.
+type attempt struct {
+	w         http.ResponseWriter
+	r         *http.Request
+	rt        *realm.Realm
+	cl        *realm.Client             // the client the request names (checked)
+	ar        fosite.AuthorizeRequester // the authorization request (checked)
+	clientKey string                    // the client's address as rate limits count it (web.ClientHandler)
+	// reads are what a password sign-in read ahead with the account and settles as the session starts
+	// (D44); nil for every other step.
+	reads *signon.Reads
+}
+
+// counted counts one sign-in result.
+func (h *Handler) counted(result string) { h.signins.WithLabelValues(result).Inc() }
