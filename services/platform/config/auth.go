@@ -53,7 +53,7 @@ type Auth struct {
 	MaxGrantsPerUser int `json:"maxGrantsPerUser,omitempty"`
 	// RateLimit bounds requests to /oauth2/authorize and /oauth2/token per client address and per user.
 	RateLimit AuthRateLimit `json:"rateLimit,omitempty"`
-	// Passkeys configures signing in with passkeys (WebAuthn); see passkeys.go.
+	// Passkeys configures signing in with passkeys (WebAuthn); see docs/auth.md, "Passkeys".
 	Passkeys AuthPasskeys `json:"passkeys,omitempty"`
 	// Audit bounds the audit trail kept in Redis (the log stream has every event regardless).
 	Audit Audit `json:"audit,omitempty"`
