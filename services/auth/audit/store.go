@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // StreamKey is the Redis stream that keeps the trail. One key, so one Redis Cluster slot: every write

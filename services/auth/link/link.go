@@ -24,9 +24,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // Purpose is the HKDF info string the keys are derived with.

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // ErrUnavailable wraps Redis failures.

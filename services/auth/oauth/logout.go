@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ory/fosite/token/jwt"
+
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/web"
-	"github.com/ory/fosite/token/jwt"
 )
 
 // Logout is /oauth2/logout (OpenID Connect RP-Initiated Logout 1.0). With a valid id_token_hint the

@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/ory/fosite"
+
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/web"
-	"github.com/ory/fosite"
 )
 
 // Revoke is /oauth2/revoke (RFC 7009): revoking any token of a grant revokes the whole grant.

@@ -17,12 +17,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/formsservice/formsservice/services/auth/acr"
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // Errors callers tell apart. A ceremony the browser's answer fails is a *Refusal (errors.Is ErrRefused).

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // ErrUnavailable wraps Redis failures.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // ErrUnavailable wraps Redis failures.

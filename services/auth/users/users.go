@@ -15,11 +15,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/formsservice/formsservice/services/platform/storeerr"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform/email"
+	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
 
 // Errors callers tell apart.
