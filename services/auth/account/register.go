@@ -27,15 +27,7 @@ var unavailableScript = web.ScriptError{Error: "Passkeys are briefly unavailable
 func (h *Handler) PasskeyRegisterBegin(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := h.web.Realm.Current()
 	ctx := r.Context()
-	if rt.RP == nil {
-		web.ScriptJSON(w, http.StatusNotFound, web.ScriptError{Error: "Passkeys are not enabled here."})
-		return
-	}
-	if !h.web.ScriptRateAllowed(w, r, rt, clientKey) {
-		return
-	}
-	if r.ParseForm() != nil || !web.CSRFValid(r, rt) {
-		web.ScriptJSON(w, http.StatusForbidden, web.ScriptError{Error: "This page has expired. Reload it and try again."})
+	if !h.web.BeginCeremony(w, r, rt, clientKey) {
 		return
 	}
 	_, u, err := h.signOn.SignedIn(ctx, r, rt)

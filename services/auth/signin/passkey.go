@@ -36,15 +36,7 @@ func passkeyOffer(rt *realm.Realm, d *page.PasskeySignIn) *page.PasskeySignIn {
 // script, bound to the browser's CSRF cookie (which the request must also carry in its form).
 func (h *Handler) PasskeyBegin(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := h.web.Realm.Current()
-	if rt.RP == nil {
-		web.ScriptJSON(w, http.StatusNotFound, web.ScriptError{Error: "Passkeys are not enabled here."})
-		return
-	}
-	if !h.web.ScriptRateAllowed(w, r, rt, clientKey) {
-		return
-	}
-	if r.ParseForm() != nil || !web.CSRFValid(r, rt) {
-		web.ScriptJSON(w, http.StatusForbidden, web.ScriptError{Error: "This page has expired. Reload it and try again."})
+	if !h.web.BeginCeremony(w, r, rt, clientKey) {
 		return
 	}
 	o, err := h.passkeys.BeginSignIn(r.Context(), rt.RP, web.ReadCookie(r, rt, web.CSRFCookie))

@@ -112,6 +112,24 @@ func ScriptJSON(w http.ResponseWriter, status int, v any) {
 	WriteJSON(w, status, v)
 }
 
+// BeginCeremony checks a page script's request to begin a passkey ceremony, answering it in JSON when
+// it is not to be begun: passkeys off (404), the address's authorize budget spent (429), a form that
+// cannot be read or lacks its CSRF token (403). false: answered.
+func (k *Kit) BeginCeremony(w http.ResponseWriter, r *http.Request, rt *realm.Realm, clientKey string) bool {
+	if rt.RP == nil {
+		ScriptJSON(w, http.StatusNotFound, ScriptError{Error: "Passkeys are not enabled here."})
+		return false
+	}
+	if !k.ScriptRateAllowed(w, r, rt, clientKey) {
+		return false
+	}
+	if r.ParseForm() != nil || !CSRFValid(r, rt) {
+		ScriptJSON(w, http.StatusForbidden, ScriptError{Error: "This page has expired. Reload it and try again."})
+		return false
+	}
+	return true
+}
+
 // ScriptRateAllowed counts a ceremony's beginning against the address's authorize budget (each one
 // stores a challenge for the ceremony's timeout) and answers 429 in JSON when it is spent.
 func (k *Kit) ScriptRateAllowed(w http.ResponseWriter, r *http.Request, rt *realm.Realm, clientKey string) bool {
