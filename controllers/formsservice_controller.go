@@ -7,17 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -132,170 +128,20 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return res, err
 }
 
-// apply applies every object of fs, each on its own, and says what happened.
+// apply applies every object of fs, each on its own, and says what happened. Its phases run in an
+// order that matters: the secrets phase's digests and key IDs go into the pod templates, the store
+// phase's running Redis image into the StatefulSet and the configuration, and the rollout waits for
+// what the secrets phase could not read.
 func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {
 	run := r.newRun(ctx, fs) // reconcile_run.go
-
-	// Secrets first: the configuration and the pods depend on them. A Secret that cannot be read or
-	// written blocks what mounts it, nothing else.
-	key, keyProblem, err := r.ensureSigningKey(ctx, fs)
-	switch {
-	case err != nil:
-		run.fail("SigningKeyUnavailable", fmt.Errorf("signing key Secret %s: %w", render.NamesOf(fs).SigningKey, err))
-		run.secretsKnown = false
-	case keyProblem != nil:
-		run.Problems = append(run.Problems, *keyProblem)
-	}
-	if key.Created {
-		r.event(fs, corev1.EventTypeNormal, "SigningKeyCreated", "Created Secret %s with a new signing key", key.Secret.Name)
-	}
-	if err == nil && keyProblem == nil {
-		st, wake, err := r.rotate(ctx, fs, key.Secret) // rotation.go
-		if err != nil {
-			run.fail("SigningKeyRotationFailed", fmt.Errorf("rotating the signing key in Secret %s: %w", key.Secret.Name, err))
-		}
-		run.SigningKey, run.wakeAt = st, wake
-	}
-	if key.Secret != nil {
-		run.in.PreviousSigningKey = len(key.Secret.Data[render.PreviousSigningKeyKey]) > 0
-		run.in.NextSigningKey = len(key.Secret.Data[render.NextSigningKeyKey]) > 0
-		run.in.SigningKeyIDs = keyIDsOf(key.Secret).annotation()
-	}
-	owned := []*corev1.Secret{key.Secret}
-	if render.ManagedRedis(fs) {
-		sec, createdNow, err := r.ensureRedisPassword(ctx, fs)
-		switch {
-		case err != nil:
-			run.fail("RedisPasswordUnavailable", fmt.Errorf("redis password Secret %s: %w", render.NamesOf(fs).RedisPassword, err))
-			run.secretsKnown, run.redisPasswordKnown = false, false
-		case createdNow:
-			r.eventAbout(fs, sec, corev1.EventTypeNormal, "Created", "Created Secret %s with a generated Redis password", sec.Name)
-		}
-		owned = append(owned, sec)
-	}
-	digests, secretProblems, err := r.checkSecrets(ctx, fs, owned...)
-	if err != nil {
-		run.fail("SecretUnavailable", err)
-		run.secretsKnown = false
-	}
-	run.Problems = append(run.Problems, secretProblems...)
-	run.in.SecretDigests = digests
-	run.Image = render.Image(fs, run.in)
-	if run.Image == "" {
-		run.Problems = append(run.Problems, problem{Reason: "NoImage", Message: "spec.image is empty and the operator has no --service-image"})
-	}
-
-	names := render.NamesOf(fs)
-	// Each component's pods run as a ServiceAccount of their own, without a token.
-	for _, c := range render.Components {
-		run.apply(ctx, render.ServiceAccount(fs, c))
-	}
-	if render.ManagedRedis(fs) {
-		running, err := r.runningRedisImage(ctx, fs)
-		if err != nil {
-			run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", names.Redis, err))
-		}
-		run.in.RunningRedisImage = running
-		run.apply(ctx, render.ServiceAccount(fs, render.Redis))
-		run.apply(ctx, render.RedisConfigMap(fs))
-		run.apply(ctx, render.RedisService(fs))
-		run.apply(ctx, render.RedisNetworkPolicy(fs))
-		// Without the password's digest the pod template would change and roll Redis for nothing.
-		// Nor without the running image: a store on the legacy Redis must not be switched by mistake.
-		if run.redisPasswordKnown && err == nil && r.resizeRedisVolume(ctx, fs, run.in, run) { // volume.go
-			run.apply(ctx, render.RedisStatefulSet(fs, run.in))
-		}
-		if render.RedisHA(fs) { // the highly available Redis's own objects (D41)
-			for _, svc := range render.RedisHANodeServices(fs) {
-				run.apply(ctx, svc)
-			}
-			run.apply(ctx, render.RedisHAPodDisruptionBudget(fs))
-		}
-	} else {
-		// Switched to an external Redis: stop the managed one. Its volume claim stays (retention policy).
-		run.remove(ctx, &appsv1.StatefulSet{ObjectMeta: objectMeta(fs, names.Redis)}, "StatefulSet")
-		run.remove(ctx, &networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, names.Redis)}, "NetworkPolicy")
-		run.remove(ctx, &corev1.Service{ObjectMeta: objectMeta(fs, names.Redis)}, "Service")
-		run.remove(ctx, &corev1.ConfigMap{ObjectMeta: objectMeta(fs, names.RedisConfigMap)}, "ConfigMap")
-		run.remove(ctx, &corev1.ServiceAccount{ObjectMeta: objectMeta(fs, render.ServiceAccountName(fs, render.Redis))}, "ServiceAccount")
-		run.remove(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, names.Redis)}, "PodDisruptionBudget")
-		for i := range render.RedisHAReplicas {
-			run.remove(ctx, &corev1.Service{ObjectMeta: objectMeta(fs, render.RedisHANodeName(fs, i))}, "Service")
-		}
-	}
-	for _, c := range render.Components {
-		run.apply(ctx, render.Service(fs, c))
-		if pdb := render.PodDisruptionBudget(fs, c); pdb != nil {
-			run.apply(ctx, pdb)
-		} else {
-			run.remove(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "PodDisruptionBudget")
-		}
-		if np := render.ServiceNetworkPolicy(fs, c); np != nil { // netpol.go
-			run.apply(ctx, np)
-		} else {
-			run.remove(ctx, &networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "NetworkPolicy")
-		}
-	}
-
-	// The configuration and the pods roll out only when every Secret they mount exists and the
-	// configuration would load: otherwise the running pods keep serving the last good state. A problem
-	// with any other object does not hold them up.
-	rollout := run.secretsKnown && run.Image != "" && !hasReason(run.Problems, secretReasons...)
-	cm, err := render.ConfigMap(fs, run.in)
-	if err != nil {
-		run.Problems = append(run.Problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
-		rollout = false
-	}
-	configApplied := false
-	if rollout {
-		_, configApplied = run.apply(ctx, cm)
-	}
-	// Backups, and a new platform's restore, which the services wait for (backup.go).
-	run.data = run.reconcileData(ctx, configApplied)
-	if configApplied && run.data.ServicesMayStart {
-		for _, c := range render.Components {
-			d := render.Deployment(fs, c, run.in)
-			if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
-				run.fail("ApplyFailed", err)
-				continue
-			}
-			run.apply(ctx, d)
-		}
-	}
-	run.RolloutBlocked = !rollout
-	for _, c := range render.Components {
-		if hpa := render.HorizontalPodAutoscaler(fs, c); hpa != nil {
-			run.apply(ctx, hpa)
-		} else {
-			run.remove(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "HorizontalPodAutoscaler")
-		}
-	}
-
-	if ing := render.Ingress(fs); ing != nil {
-		if a, ok := run.apply(ctx, ing); ok {
-			run.Routes = append(run.Routes, ingressRoute(a))
-		}
-	} else {
-		run.remove(ctx, &networkingv1.Ingress{ObjectMeta: objectMeta(fs, names.Ingress)}, "Ingress")
-	}
-	run.httpRoutes(ctx)                                                // gateway.go
-	run.monitoring = r.reconcileServiceMonitors(ctx, fs, run.applyOne) // servicemonitor.go
-	if run.monitoring.Err != nil {
-		run.errs = append(run.errs, run.monitoring.Err)
-	}
+	run.secrets(ctx)         // reconcile_secrets.go: the signing key and its rotation, the Redis password, the spec's Secrets
+	run.serviceAccounts(ctx) // reconcile_services.go
+	run.store(ctx)           // reconcile_store.go: the managed Redis, single or highly available, or its removal
+	run.services(ctx)        // reconcile_services.go: Services, PodDisruptionBudgets, NetworkPolicies
+	run.rollout(ctx)         // reconcile_rollout.go: the ConfigMap, backup and restore, the Deployments
+	run.autoscalers(ctx)     // reconcile_services.go
+	run.edge(ctx)            // reconcile_edge.go: the Ingress, HTTPRoutes, ServiceMonitors
 	return run
-}
-
-// secretReasons are the problems of a Secret the pods mount: the rollout waits for them.
-var secretReasons = []string{"SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing"}
-
-func hasReason(ps []problem, reasons ...string) bool {
-	for _, p := range ps {
-		if slices.Contains(reasons, p.Reason) {
-			return true
-		}
-	}
-	return false
 }
 
 func objectMeta(fs *v1alpha1.FormsService, name string) metav1.ObjectMeta {
@@ -446,23 +292,4 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // serves them, and then the cache holds them with the operator's label only (CacheOptions).
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}, Unstructured: true}}
-}
-
-// runningRedisImage is the image of the managed Redis's StatefulSet as it is now ("" when there is
-// none), from the cache.
-func (r *FormsServiceReconciler) runningRedisImage(ctx context.Context, fs *v1alpha1.FormsService) (string, error) {
-	s := &appsv1.StatefulSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, s)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	for _, c := range s.Spec.Template.Spec.Containers {
-		if c.Name == "redis" {
-			return c.Image, nil
-		}
-	}
-	return "", nil
 }
