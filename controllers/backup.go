@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -37,23 +36,23 @@ type dataResult struct {
 // reconcileData applies the backup CronJob, a requested backup's Job and a new FormsService's restore
 // Job, with their ServiceAccount and NetworkPolicy, and reads how their Jobs went. configApplied says
 // the ConfigMap the Jobs mount is applied: the restore waits for it, and for the store to be ready.
-func (r *FormsServiceReconciler) reconcileData(ctx context.Context, fs *v1alpha1.FormsService, in render.Inputs, configApplied bool,
-	run *reconcileRun, apply func(runtime.ApplyConfiguration) (applied, bool), remove func(client.Object, string)) dataResult {
+func (run *reconcileRun) reconcileData(ctx context.Context, configApplied bool) dataResult {
+	r, fs, in := run.r, run.fs, run.in
 	res := dataResult{ServicesMayStart: true}
 	if render.DataJobsWanted(fs) {
-		apply(render.DataServiceAccount(fs))
+		run.apply(ctx, render.DataServiceAccount(fs))
 	} else {
-		remove(&corev1.ServiceAccount{ObjectMeta: objectMeta(fs, render.DataServiceAccountName(fs))}, "ServiceAccount")
+		run.remove(ctx, &corev1.ServiceAccount{ObjectMeta: objectMeta(fs, render.DataServiceAccountName(fs))}, "ServiceAccount")
 	}
 	if np := render.DataNetworkPolicy(fs); np != nil {
-		apply(np)
+		run.apply(ctx, np)
 	} else {
-		remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, render.DataNetworkPolicyName(fs))}, "NetworkPolicy")
+		run.remove(ctx, &networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, render.DataNetworkPolicyName(fs))}, "NetworkPolicy")
 	}
 	if cj := render.BackupCronJob(fs, in); cj != nil {
-		apply(cj)
+		run.apply(ctx, cj)
 	} else {
-		remove(&batchv1.CronJob{ObjectMeta: objectMeta(fs, render.BackupCronJobName(fs))}, "CronJob")
+		run.remove(ctx, &batchv1.CronJob{ObjectMeta: objectMeta(fs, render.BackupCronJobName(fs))}, "CronJob")
 	}
 
 	jobs, err := r.dataJobs(ctx, fs)
@@ -74,7 +73,7 @@ func (r *FormsServiceReconciler) reconcileData(ctx context.Context, fs *v1alpha1
 		name := render.BackupRequestJobName(fs, req)
 		if _, made := jobs[name]; made || req == lastRequest {
 			lastRequest = req
-		} else if a, ok := apply(render.BackupRequestJob(fs, in, req)); ok {
+		} else if a, ok := run.apply(ctx, render.BackupRequestJob(fs, in, req)); ok {
 			lastRequest = req
 			if a.Result == created { // not again when the cache had not seen the Job yet
 				r.event(fs, corev1.EventTypeNormal, "BackupRequested", "Started backup Job %s for request %q", name, req)
@@ -84,7 +83,7 @@ func (r *FormsServiceReconciler) reconcileData(ctx context.Context, fs *v1alpha1
 	res.Backup, res.BackedUp = backupStatus(fs, jobs, lastRequest)
 
 	if fs.Spec.RestoreFrom != nil {
-		res.Restored, res.ServicesMayStart = r.restore(ctx, fs, in, jobs, configApplied, run, apply)
+		res.Restored, res.ServicesMayStart = run.restore(ctx, jobs, configApplied)
 	}
 	return res
 }
@@ -207,8 +206,8 @@ func jobStart(j *batchv1.Job) *metav1.Time {
 // restore runs a new FormsService's restore Job once the store is ready, and says whether the services
 // may start: only once it succeeded. A failed restore is Stalled (RestoreFailed) and is not tried again
 // by itself: deleting the failed Job tries again, into a store that must be empty.
-func (r *FormsServiceReconciler) restore(ctx context.Context, fs *v1alpha1.FormsService, in render.Inputs, jobs map[string]*batchv1.Job,
-	configApplied bool, run *reconcileRun, apply func(runtime.ApplyConfiguration) (applied, bool)) (*metav1.Condition, bool) {
+func (run *reconcileRun) restore(ctx context.Context, jobs map[string]*batchv1.Job, configApplied bool) (*metav1.Condition, bool) {
+	r, fs, in := run.r, run.fs, run.in
 	name := render.RestoreJobName(fs)
 	cond := func(s metav1.ConditionStatus, reason, msg string) *metav1.Condition {
 		return &metav1.Condition{Type: v1alpha1.ConditionRestored, Status: s, Reason: reason, Message: msg}
@@ -238,7 +237,7 @@ func (r *FormsServiceReconciler) restore(ctx context.Context, fs *v1alpha1.Forms
 	if !ready || !configApplied {
 		return cond(metav1.ConditionFalse, "WaitingForStore", "The restore starts once the store is ready and the configuration applied."), false
 	}
-	if a, ok := apply(render.RestoreJob(fs, in)); ok && a.Result == created {
+	if a, ok := run.apply(ctx, render.RestoreJob(fs, in)); ok && a.Result == created {
 		r.event(fs, corev1.EventTypeNormal, "RestoreStarted", "Started restore Job %s from %s", name, fs.Spec.RestoreFrom.Object)
 	}
 	return cond(metav1.ConditionFalse, "Restoring", fmt.Sprintf("Job %s restores %s; the services start when it has succeeded.", name, fs.Spec.RestoreFrom.Object)), false

@@ -7,17 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +25,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -133,227 +128,20 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return res, err
 }
 
-// reconcileRun collects what one reconcile did and could not do.
-type reconcileRun struct {
-	observed
-	// errs are the API errors that make the reconcile return an error (retried with backoff).
-	errs       []error
-	monitoring monitoringResult
-	// data is what the backup and restore Jobs did (backup.go).
-	data dataResult
-	// wakeAt is when the signing key's rotation has its next step due by the clock (zero: none).
-	wakeAt time.Time
-}
-
-// fail records a failed API request as a problem and as an error to retry.
-func (run *reconcileRun) fail(reason string, err error) {
-	run.errs = append(run.errs, err)
-	run.Problems = append(run.Problems, apiProblem(reason, err))
-}
-
-// apply applies every object of fs, each on its own, and says what happened.
+// apply applies every object of fs, each on its own, and says what happened. Its phases run in an
+// order that matters: the secrets phase's digests and key IDs go into the pod templates, the store
+// phase's running Redis image into the StatefulSet and the configuration, and the rollout waits for
+// what the secrets phase could not read.
 func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {
-	log := logf.FromContext(ctx)
-	run := &reconcileRun{}
-	ap := applier{client: r.Client, reader: r.APIReader, scheme: r.Scheme}
-	// applyOne applies one object and records the Event of a change; apply also reports its failure.
-	applyOne := func(ac runtime.ApplyConfiguration) (applied, error) {
-		a, err := ap.apply(ctx, fs, ac)
-		if err == nil && a.Result != unchanged {
-			log.Info("applied", "kind", a.Kind, "name", a.Name, "result", string(a.Result))
-			r.eventAbout(fs, relatedRef(fs, a), corev1.EventTypeNormal, string(a.Result), "%s %s %s", string(a.Result), a.Kind, a.Name)
-		}
-		return a, err
-	}
-	apply := func(ac runtime.ApplyConfiguration) (applied, bool) {
-		a, err := applyOne(ac)
-		var notOwned *notOwnedError
-		switch {
-		case errors.As(err, &notOwned):
-			// Not an error to retry: it stays until someone removes the object.
-			run.Problems = append(run.Problems, apiProblem("NotOwned", err))
-		case err != nil:
-			run.fail("ApplyFailed", fmt.Errorf("%s %s: %w", a.Kind, a.Name, err))
-		}
-		return a, err == nil
-	}
-	remove := func(obj client.Object, kind string) {
-		deleted, err := ap.deleteIfOwned(ctx, fs, obj)
-		if err != nil {
-			run.fail("DeleteFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
-		} else if deleted {
-			log.Info("deleted", "kind", kind, "name", obj.GetName())
-			r.eventAbout(fs, obj, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", kind, obj.GetName())
-		}
-	}
-
-	// Secrets first: the configuration and the pods depend on them. A Secret that cannot be read or
-	// written blocks what mounts it, nothing else.
-	in := render.Inputs{Image: r.ServiceImage, RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets}
-	secretsKnown, redisPasswordKnown := true, true
-	key, keyProblem, err := r.ensureSigningKey(ctx, fs)
-	switch {
-	case err != nil:
-		run.fail("SigningKeyUnavailable", fmt.Errorf("signing key Secret %s: %w", render.NamesOf(fs).SigningKey, err))
-		secretsKnown = false
-	case keyProblem != nil:
-		run.Problems = append(run.Problems, *keyProblem)
-	}
-	if key.Created {
-		r.event(fs, corev1.EventTypeNormal, "SigningKeyCreated", "Created Secret %s with a new signing key", key.Secret.Name)
-	}
-	if err == nil && keyProblem == nil {
-		st, wake, err := r.rotate(ctx, fs, key.Secret) // rotation.go
-		if err != nil {
-			run.fail("SigningKeyRotationFailed", fmt.Errorf("rotating the signing key in Secret %s: %w", key.Secret.Name, err))
-		}
-		run.SigningKey, run.wakeAt = st, wake
-	}
-	if key.Secret != nil {
-		in.PreviousSigningKey = len(key.Secret.Data[render.PreviousSigningKeyKey]) > 0
-		in.NextSigningKey = len(key.Secret.Data[render.NextSigningKeyKey]) > 0
-		in.SigningKeyIDs = keyIDsOf(key.Secret).annotation()
-	}
-	owned := []*corev1.Secret{key.Secret}
-	if render.ManagedRedis(fs) {
-		sec, createdNow, err := r.ensureRedisPassword(ctx, fs)
-		switch {
-		case err != nil:
-			run.fail("RedisPasswordUnavailable", fmt.Errorf("redis password Secret %s: %w", render.NamesOf(fs).RedisPassword, err))
-			secretsKnown, redisPasswordKnown = false, false
-		case createdNow:
-			r.eventAbout(fs, sec, corev1.EventTypeNormal, "Created", "Created Secret %s with a generated Redis password", sec.Name)
-		}
-		owned = append(owned, sec)
-	}
-	digests, secretProblems, err := r.checkSecrets(ctx, fs, owned...)
-	if err != nil {
-		run.fail("SecretUnavailable", err)
-		secretsKnown = false
-	}
-	run.Problems = append(run.Problems, secretProblems...)
-	in.SecretDigests = digests
-	run.Image = render.Image(fs, in)
-	if run.Image == "" {
-		run.Problems = append(run.Problems, problem{Reason: "NoImage", Message: "spec.image is empty and the operator has no --service-image"})
-	}
-
-	names := render.NamesOf(fs)
-	// Each component's pods run as a ServiceAccount of their own, without a token.
-	for _, c := range render.Components {
-		apply(render.ServiceAccount(fs, c))
-	}
-	if render.ManagedRedis(fs) {
-		running, err := r.runningRedisImage(ctx, fs)
-		if err != nil {
-			run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", names.Redis, err))
-		}
-		in.RunningRedisImage = running
-		apply(render.ServiceAccount(fs, render.Redis))
-		apply(render.RedisConfigMap(fs))
-		apply(render.RedisService(fs))
-		apply(render.RedisNetworkPolicy(fs))
-		// Without the password's digest the pod template would change and roll Redis for nothing.
-		// Nor without the running image: a store on the legacy Redis must not be switched by mistake.
-		if redisPasswordKnown && err == nil && r.resizeRedisVolume(ctx, fs, in, run) { // volume.go
-			apply(render.RedisStatefulSet(fs, in))
-		}
-		if render.RedisHA(fs) { // the highly available Redis's own objects (D41)
-			for _, svc := range render.RedisHANodeServices(fs) {
-				apply(svc)
-			}
-			apply(render.RedisHAPodDisruptionBudget(fs))
-		}
-	} else {
-		// Switched to an external Redis: stop the managed one. Its volume claim stays (retention policy).
-		remove(&appsv1.StatefulSet{ObjectMeta: objectMeta(fs, names.Redis)}, "StatefulSet")
-		remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, names.Redis)}, "NetworkPolicy")
-		remove(&corev1.Service{ObjectMeta: objectMeta(fs, names.Redis)}, "Service")
-		remove(&corev1.ConfigMap{ObjectMeta: objectMeta(fs, names.RedisConfigMap)}, "ConfigMap")
-		remove(&corev1.ServiceAccount{ObjectMeta: objectMeta(fs, render.ServiceAccountName(fs, render.Redis))}, "ServiceAccount")
-		remove(&policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, names.Redis)}, "PodDisruptionBudget")
-		for i := range render.RedisHAReplicas {
-			remove(&corev1.Service{ObjectMeta: objectMeta(fs, render.RedisHANodeName(fs, i))}, "Service")
-		}
-	}
-	for _, c := range render.Components {
-		apply(render.Service(fs, c))
-		if pdb := render.PodDisruptionBudget(fs, c); pdb != nil {
-			apply(pdb)
-		} else {
-			remove(&policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "PodDisruptionBudget")
-		}
-		if np := render.ServiceNetworkPolicy(fs, c); np != nil { // netpol.go
-			apply(np)
-		} else {
-			remove(&networkingv1.NetworkPolicy{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "NetworkPolicy")
-		}
-	}
-
-	// The configuration and the pods roll out only when every Secret they mount exists and the
-	// configuration would load: otherwise the running pods keep serving the last good state. A problem
-	// with any other object does not hold them up.
-	rollout := secretsKnown && run.Image != "" && !hasReason(run.Problems, secretReasons...)
-	cm, err := render.ConfigMap(fs, in)
-	if err != nil {
-		run.Problems = append(run.Problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
-		rollout = false
-	}
-	configApplied := false
-	if rollout {
-		_, configApplied = apply(cm)
-	}
-	// Backups, and a new platform's restore, which the services wait for (backup.go).
-	run.data = r.reconcileData(ctx, fs, in, configApplied, run, apply, remove)
-	if configApplied && run.data.ServicesMayStart {
-		for _, c := range render.Components {
-			d := render.Deployment(fs, c, in)
-			if err := r.prepareReplicas(ctx, fs, c, d); err != nil { // replicas.go
-				run.fail("ApplyFailed", err)
-				continue
-			}
-			apply(d)
-		}
-	}
-	run.RolloutBlocked = !rollout
-	for _, c := range render.Components {
-		if hpa := render.HorizontalPodAutoscaler(fs, c); hpa != nil {
-			apply(hpa)
-		} else {
-			remove(&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objectMeta(fs, render.WorkloadName(fs, c))}, "HorizontalPodAutoscaler")
-		}
-	}
-
-	if ing := render.Ingress(fs); ing != nil {
-		if a, ok := apply(ing); ok {
-			run.Routes = append(run.Routes, ingressRoute(a))
-		}
-	} else {
-		remove(&networkingv1.Ingress{ObjectMeta: objectMeta(fs, names.Ingress)}, "Ingress")
-	}
-	r.reconcileHTTPRoutes(ctx, fs, run, apply)                     // gateway.go
-	run.monitoring = r.reconcileServiceMonitors(ctx, fs, applyOne) // servicemonitor.go
-	if run.monitoring.Err != nil {
-		run.errs = append(run.errs, run.monitoring.Err)
-	}
+	run := r.newRun(ctx, fs) // reconcile_run.go
+	run.secrets(ctx)         // reconcile_secrets.go: the signing key and its rotation, the Redis password, the spec's Secrets
+	run.serviceAccounts(ctx) // reconcile_services.go
+	run.store(ctx)           // reconcile_store.go: the managed Redis, single or highly available, or its removal
+	run.services(ctx)        // reconcile_services.go: Services, PodDisruptionBudgets, NetworkPolicies
+	run.rollout(ctx)         // reconcile_rollout.go: the ConfigMap, backup and restore, the Deployments
+	run.autoscalers(ctx)     // reconcile_services.go
+	run.edge(ctx)            // reconcile_edge.go: the Ingress, HTTPRoutes, ServiceMonitors
 	return run
-}
-
-// secretReasons are the problems of a Secret the pods mount: the rollout waits for them.
-var secretReasons = []string{"SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing"}
-
-func hasReason(ps []problem, reasons ...string) bool {
-	for _, p := range ps {
-		if slices.Contains(reasons, p.Reason) {
-			return true
-		}
-	}
-	return false
-}
-
-// relatedRef names an applied object for an Event about it.
-func relatedRef(fs *v1alpha1.FormsService, a applied) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: a.APIVersion, Kind: a.Kind, Namespace: fs.Namespace, Name: a.Name}
 }
 
 func objectMeta(fs *v1alpha1.FormsService, name string) metav1.ObjectMeta {
@@ -504,23 +292,4 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // serves them, and then the cache holds them with the operator's label only (CacheOptions).
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}, Unstructured: true}}
-}
-
-// runningRedisImage is the image of the managed Redis's StatefulSet as it is now ("" when there is
-// none), from the cache.
-func (r *FormsServiceReconciler) runningRedisImage(ctx context.Context, fs *v1alpha1.FormsService) (string, error) {
-	s := &appsv1.StatefulSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, s)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	for _, c := range s.Spec.Template.Spec.Containers {
-		if c.Name == "redis" {
-			return c.Image, nil
-		}
-	}
-	return "", nil
 }

@@ -29,12 +29,11 @@ import (
 // HTTPRouteGVK is the kind the operator creates for spec.gateway.
 var HTTPRouteGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"}
 
-// reconcileHTTPRoutes applies the HTTPRoutes of spec.gateway (with apply, the reconcile's) and deletes
-// the ones no longer wanted, and reports each route's acceptance. It records a problem when spec.gateway
-// is set but the cluster serves no HTTPRoute. A FormsService without spec.gateway, in a cluster without
-// the Gateway API, costs no request.
-func (r *FormsServiceReconciler) reconcileHTTPRoutes(ctx context.Context, fs *v1alpha1.FormsService, run *reconcileRun,
-	apply func(runtime.ApplyConfiguration) (applied, bool)) {
+// httpRoutes applies the HTTPRoutes of spec.gateway and deletes the ones no longer wanted, and reports
+// each route's acceptance. It records a problem when spec.gateway is set but the cluster serves no
+// HTTPRoute. A FormsService without spec.gateway, in a cluster without the Gateway API, costs no request.
+func (run *reconcileRun) httpRoutes(ctx context.Context) {
+	r, fs := run.r, run.fs
 	log := ctrl.LoggerFrom(ctx)
 	routes := render.HTTPRoutes(fs)
 	served, err := r.serves(HTTPRouteGVK, routes != nil)
@@ -52,7 +51,7 @@ func (r *FormsServiceReconciler) reconcileHTTPRoutes(ctx context.Context, fs *v1
 	wanted := map[string]bool{}
 	for _, route := range routes {
 		wanted[*route.Name] = true
-		if a, ok := apply(route); ok {
+		if a, ok := run.apply(ctx, route); ok {
 			run.Routes = append(run.Routes, httpRouteStatus(a))
 		}
 	}

@@ -70,7 +70,7 @@ func serviceMonitorsWanted(fs *v1alpha1.FormsService) bool {
 // apply (the reconcile's). What goes wrong is reported in the Monitored condition only: the platform
 // serves without them. A FormsService that never asked for them costs no API request.
 func (r *FormsServiceReconciler) reconcileServiceMonitors(ctx context.Context, fs *v1alpha1.FormsService,
-	apply func(runtime.ApplyConfiguration) (applied, error)) monitoringResult {
+	apply func(context.Context, runtime.ApplyConfiguration) (applied, error)) monitoringResult {
 	log := ctrl.LoggerFrom(ctx)
 	wanted := serviceMonitorsWanted(fs)
 	if !wanted && meta.FindStatusCondition(fs.Status.Conditions, v1alpha1.ConditionMonitored) == nil {
@@ -124,7 +124,7 @@ func (r *FormsServiceReconciler) reconcileServiceMonitors(ctx context.Context, f
 	var errs []error
 	reason := "ApplyFailed"
 	for _, c := range render.Components {
-		if _, err := apply(client.ApplyConfigurationFromUnstructured(ServiceMonitor(fs, c))); err != nil {
+		if _, err := apply(ctx, client.ApplyConfigurationFromUnstructured(ServiceMonitor(fs, c))); err != nil {
 			errs = append(errs, fmt.Errorf("ServiceMonitor %s: %w", render.WorkloadName(fs, c), err))
 			var notOwned *notOwnedError
 			if errors.As(err, &notOwned) {
