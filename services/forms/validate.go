@@ -283,7 +283,9 @@ const (
 	multiLine  textShape = true
 )
 
-// hasControl reports a C0 or C1 control character or DEL; lineBreaksAllowed allows tab, CR and LF.
+// hasControl reports a C0 or C1 control character, DEL, or the line and paragraph separators U+2028 and
+// U+2029 (line breaks outside the control ranges, which some readers of a subject or a CSV cell break
+// on); lineBreaksAllowed allows tab, CR and LF only.
 func hasControl(s string, lineBreaksAllowed bool) bool {
 	for _, r := range s {
 		switch {
@@ -291,7 +293,7 @@ func hasControl(s string, lineBreaksAllowed bool) bool {
 			if !lineBreaksAllowed {
 				return true
 			}
-		case r < 0x20, r >= 0x7f && r <= 0x9f:
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r == '\u2028', r == '\u2029':
 			return true
 		}
 	}
