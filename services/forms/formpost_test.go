@@ -3,6 +3,7 @@ package forms
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -200,7 +201,7 @@ func TestFormPost_ErrorURL_RedirectsWithTheErrorsInTheQuery(t *testing.T) {
 
 func TestFormPost_Consent_IsACheckbox(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	cases := map[string]string{"on": "", "true": "", "yes": "", "1": "", "off": CodeMustBeTrue, "": CodeMustBeTrue, "maybe": CodeInvalidType}
+	cases := map[string]string{"on": "", "true": "", "yes": "", "1": "", "off": CodeMustBeTrue, "": CodeMustBeTrue, "No": CodeMustBeTrue, "maybe": ""}
 	i := 0
 	for value, code := range cases {
 		i++
@@ -213,6 +214,25 @@ func TestFormPost_Consent_IsACheckbox(t *testing.T) {
 	_, _, _, errs := decodeWaitlist(bodyFormat{kind: kindURLEncoded}, []byte("email=a%40example.com"), wantExtras{})
 	if errs["consent"] != CodeRequired {
 		t.Errorf("an unticked box: %v", errs)
+	}
+}
+
+// A checkbox with its own value (<input type=checkbox name=consent value=accepted>) sends that value when
+// ticked: "on" is only the default. Any value but the refusal spellings is a tick; JSON stays strict.
+func TestFormPost_CheckboxWithItsOwnValue_CountsAsTicked(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	for i, value := range []string{"accepted", "I agree", "2026-03 waitlist v1", "Y", "ON"} {
+		addr := fmt.Sprintf("v%d@example.com", i)
+		if a := h.postForm("/waitlist", formstest.Origin, formCT, urlencoded("email", addr, "consent", value)); a.code != http.StatusCreated {
+			t.Errorf("consent=%q (urlencoded): %d %s, want 201", value, a.code, a.body)
+		}
+		ct, body := multipartBody(t, "", "email", "m"+addr, "consent", value)
+		if a := h.postForm("/waitlist", formstest.Origin, ct, body); a.code != http.StatusCreated {
+			t.Errorf("consent=%q (multipart): %d, want 201", value, a.code)
+		}
+	}
+	if _, _, errs := DecodeWaitlist([]byte(`{"email":"a@example.com","consent":"accepted"}`)); errs["consent"] != CodeInvalidType {
+		t.Errorf(`JSON "consent":"accepted": %v, want invalid_type`, errs)
 	}
 }
 

@@ -393,8 +393,9 @@ func (f *fields) honeypot() bool {
 }
 
 // checkbox reads consent from a form post: a ticked checkbox sends its value, "on" unless the page
-// gives another; an unticked one sends nothing (required). "true", "yes" and "1" count as ticked too;
-// "off", "false", "no", "0" and "" as a refusal (must_be_true); any other value is invalid_type.
+// gives another (value="accepted", value="2026-03 v1"), and an unticked one sends nothing (required). So
+// any value is a tick except the spellings of a refusal, "off", "false", "no", "0" and "" (must_be_true),
+// which only a select or a hidden field sends.
 func (f *fields) checkbox(name string) {
 	v := f.value(name)
 	if v.Kind == jsonobj.Absent {
@@ -402,10 +403,7 @@ func (f *fields) checkbox(name string) {
 		return
 	}
 	switch strings.ToLower(strings.TrimSpace(v.Text())) {
-	case "on", "true", "yes", "1":
 	case "off", "false", "no", "0", "":
 		f.fail(name, CodeMustBeTrue)
-	default:
-		f.fail(name, CodeInvalidType)
 	}
 }
