@@ -220,7 +220,18 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 // answered with the field errors (400), then the site's bot check (400 / 502). It returns the key; false
 // when the answer has been written.
 func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x extras) (string, bool) {
-	key, code := parseIdempotencyKey(c.Request().Header.Peek(IdempotencyKeyHeader))
+	header := c.Request().Header.Peek(IdempotencyKeyHeader)
+	key, code := parseIdempotencyKey(header)
+	if len(header) == 0 && x.idemKey != "" {
+		// A plain form's hidden field, read as the header; a bad one is an error of that field.
+		var fieldCode string
+		if key, fieldCode = parseIdempotencyKey([]byte(x.idemKey)); fieldCode != "" {
+			if errs == nil {
+				errs = Errors{}
+			}
+			errs[IdempotencyKeyField] = fieldCode
+		}
+	}
 	if code != "" || errs != nil {
 		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
 		// field errors when there are some, so that a client fixes both at once.

@@ -84,18 +84,24 @@ var (
 // on the posting origin. JSON bodies do not read it.
 const NextField = "_next"
 
+// IdempotencyKeyField carries a form post's Idempotency-Key (docs/forms.md, "Plain HTML forms"): a form
+// cannot send a header. It is read as the header is, and the header wins when both come; JSON bodies do
+// not read it (their clients can send the header).
+const IdempotencyKeyField = "_idempotency_key"
+
 // extras are what a body carries besides its form's fields: the thank-you address a form post asks
 // for and the bot-check token. Which of them a request reads depends on its format and its site, so
 // that a JSON body from a site without a bot check is read exactly as the contract says.
 type extras struct {
-	next  string
-	token string
+	next    string
+	token   string
+	idemKey string // the _idempotency_key field, trimmed; "" when absent
 }
 
 // wantExtras names the extra members a request reads: the _next field (form posts) and the bot-check
 // token's field ("" for none).
 type wantExtras struct {
-	next       bool
+	next       bool // _next and _idempotency_key: a form post's
 	tokenField string
 }
 
@@ -162,7 +168,7 @@ func decodeWaitlist(bf bodyFormat, body []byte, want wantExtras) (w WaitlistEntr
 func withExtras(dst, keys []string, want wantExtras) []string {
 	dst = append(dst, keys...)
 	if want.next {
-		dst = append(dst, NextField)
+		dst = append(dst, NextField, IdempotencyKeyField)
 	}
 	if want.tokenField != "" {
 		dst = append(dst, want.tokenField)
@@ -200,6 +206,7 @@ func (f *fields) extras(want wantExtras) extras {
 	var x extras
 	if want.next {
 		x.next, _ = f.str(NextField)
+		x.idemKey, _ = f.str(IdempotencyKeyField)
 	}
 	if want.tokenField != "" {
 		switch v := f.value(want.tokenField); v.Kind {
