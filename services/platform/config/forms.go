@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -84,10 +85,51 @@ type SMTP struct {
 	// Username and PasswordFile (a mounted Secret) enable AUTH PLAIN.
 	Username     string `json:"username,omitempty"`
 	PasswordFile string `json:"passwordFile,omitempty"`
-	// StartTLS requires STARTTLS before AUTH or DATA. Without it, AUTH is refused except to a loopback relay.
+	// TLS is how the relay is reached, as mail.smtp.tls: "starttls" (the default off loopback), "tls"
+	// (TLS from the first byte, port 465) or "none" (clear text: the default to a loopback relay, and
+	// allowed only there). See Security.
+	TLS string `json:"tls,omitempty"`
+	// StartTLS is the older spelling of tls: starttls.
 	StartTLS bool `json:"startTLS,omitempty"`
 	// Subject prefixes the mail subject; default "[contact]".
 	Subject string `json:"subject,omitempty"`
+}
+
+// Security is the relay's TLS in force: tls when set; else starttls when startTLS is set or the relay is
+// not on loopback (a contact message carries a visitor's name, address and words across the network);
+// else none, for a relay in the same pod or on the same machine, which has no certificate to offer.
+func (s SMTP) Security() string {
+	switch {
+	case s.TLS != "":
+		return s.TLS
+	case s.StartTLS:
+		return MailTLSStartTLS
+	}
+	if host, _, err := net.SplitHostPort(s.Addr); err == nil && loopbackHost(host) {
+		return MailTLSNone
+	}
+	return MailTLSStartTLS
+}
+
+// validate refuses what mail.smtp refuses: clear text to a relay off loopback, an unknown tls.
+func (s SMTP) validate() []error {
+	if s.Addr == "" || s.From == "" || len(s.To) == 0 {
+		return []error{fmt.Errorf("forms.delivery.smtp: addr, from and to are required")}
+	}
+	switch s.TLS {
+	case "", MailTLSStartTLS, MailTLSImplicit:
+		return nil
+	case MailTLSNone:
+	default:
+		return []error{fmt.Errorf("forms.delivery.smtp.tls %q: want starttls, tls or none", s.TLS)}
+	}
+	if s.StartTLS {
+		return []error{fmt.Errorf("forms.delivery.smtp: startTLS: true and tls: none contradict each other; keep one (tls: starttls is the newer spelling of startTLS: true)")}
+	}
+	if host, _, err := net.SplitHostPort(s.Addr); err == nil && !loopbackHost(host) {
+		return []error{fmt.Errorf("forms.delivery.smtp.tls: none sends contact messages in clear text, so it is allowed only to a loopback relay, not %s: use starttls or tls (leave tls out for starttls)", host)}
+	}
+	return nil
 }
 
 // Webhook posts each contact message as JSON with a Slack-compatible "text" field. Exactly one of URL
@@ -160,8 +202,8 @@ func (f Forms) validate() []error {
 	if f.RateLimitPerMinute != nil && *f.RateLimitPerMinute < 0 {
 		errs = append(errs, fmt.Errorf("forms.rateLimitPerMinute: must be >= 0"))
 	}
-	if s := f.Delivery.SMTP; s != nil && (s.Addr == "" || s.From == "" || len(s.To) == 0) {
-		errs = append(errs, fmt.Errorf("forms.delivery.smtp: addr, from and to are required"))
+	if s := f.Delivery.SMTP; s != nil {
+		errs = append(errs, s.validate()...)
 	}
 	if w := f.Delivery.Webhook; w != nil {
 		errs = append(errs, w.validate()...)
