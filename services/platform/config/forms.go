@@ -150,7 +150,17 @@ type Webhook struct {
 	// Standard Webhooks spec allows), so that receivers verify with either while they move to the new
 	// one. Remove it once every receiver has the new secret.
 	PreviousSecretFile string `json:"previousSecretFile,omitempty"`
+	// Format is the markup the receiver renders "text" in, which a visitor's text is escaped for:
+	// "slack" (mrkdwn) or "markdown" (Mattermost, Rocket.Chat). Default: slack for an address on
+	// hooks.slack.com, markdown for any other.
+	Format string `json:"format,omitempty"`
 }
+
+// The values of Webhook.Format.
+const (
+	WebhookFormatSlack    = "slack"
+	WebhookFormatMarkdown = "markdown"
+)
 
 // Defaults of the end of delivery.
 const (
@@ -230,6 +240,8 @@ func (f Forms) validate() []error {
 // validate checks the webhook's settings. Messages never repeat the URL: it is a secret.
 func (w Webhook) validate() []error {
 	switch {
+	case w.Format != "" && w.Format != WebhookFormatSlack && w.Format != WebhookFormatMarkdown:
+		return []error{fmt.Errorf("forms.delivery.webhook.format %q: want slack or markdown (leave it out to choose by the address: slack on hooks.slack.com)", w.Format)}
 	case w.URL != "" && w.URLFile != "":
 		return []error{fmt.Errorf("forms.delivery.webhook: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)")}
 	case w.URL == "" && w.URLFile == "":

@@ -37,6 +37,7 @@ func TestForms_Validate(t *testing.T) {
 		"forms: {delivery: {webhook: {url: 'ftp://x'}}}":                                                "webhook",
 		"forms: {delivery: {webhook: {url: '/relative'}}}":                                              "webhook",
 		"forms: {delivery: {webhook: {url: 'https://h/x'}, timeout: 10s, retryAfter: 15s}}":             "retryAfter",
+		"forms: {delivery: {webhook: {url: 'https://h/x', format: html}}}":                              "webhook.format",
 		"forms: {durability: disk}":                                                                     "forms.durability",
 		"forms: {delivery: {maxAttempts: -1}}":                                                          "maxAttempts",
 		"forms: {delivery: {maxAge: -1h}}":                                                              "durations must not be negative",
