@@ -301,3 +301,49 @@ func waitTitle(t *testing.T, ctx context.Context, want string) {
 		return err == nil && got == want
 	})
 }
+
+// An unsubscription is the record that the address asked for no mail (who, when). Anyone can sign the
+// address up again: the new sign-up carries the last unsubscription's time, and if it is never
+// confirmed, the entry goes back to the unsubscribed record it replaced instead of vanishing with it.
+func TestOptIn_SignUpAgainAfterUnsubscribing_KeepsTheSuppressionRecord(t *testing.T) {
+	h, mp, clk := optInHarness(t)
+	const addr = "gone@example.com"
+	body := `{"email":"gone@example.com","consent":true}`
+	h.post("/waitlist", body).expect(t, 201, "created")
+	_, unsubscribe := linksOf(t, mp.Latest(t, addr, 15*time.Second))
+	resp, err := http.Post(unsubscribe, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	first := entry(t, h, addr)
+	if first.State != store.StateUnsubscribed || first.UnsubscribedAt.IsZero() {
+		t.Fatalf("after unsubscribing: %+v", first)
+	}
+
+	clk.add(time.Hour)
+	h.post("/waitlist", body).expect(t, 201, "created")
+	again := entry(t, h, addr)
+	if again.State != store.StatePending || !again.UnsubscribedAt.Equal(first.UnsubscribedAt) {
+		t.Fatalf("signed up again: state %q, unsubscribed_at %v, want pending with %v kept", again.State, again.UnsubscribedAt, first.UnsubscribedAt)
+	}
+
+	clk.add(config.DefaultConfirmWithin + time.Minute)
+	if err := h.svc.optin.Sweep(t.Context(), h.src.Current()); err != nil {
+		t.Fatal(err)
+	}
+	back, ok := storedWaitlist(t, h, addr)
+	if !ok {
+		t.Fatal("the unconfirmed sign-up took the suppression record with it")
+	}
+	if back.State != store.StateUnsubscribed || !back.UnsubscribedAt.Equal(first.UnsubscribedAt) ||
+		!back.CreatedAt.Equal(first.CreatedAt) || back.ID != first.ID {
+		t.Fatalf("after the sign-up expired: %+v, want the first record %+v", back, first)
+	}
+	if got := h.rdb.HGet(t.Context(), store.WaitlistIDs, first.ID).Val(); got != addr {
+		t.Fatalf("the first id's index %q, want %s (its unsubscribe link answers as before)", got, addr)
+	}
+	if got := h.rdb.HLen(t.Context(), store.WaitlistIDs).Val(); got != 1 {
+		t.Fatalf("%d ids indexed, want the first one only", got)
+	}
+}

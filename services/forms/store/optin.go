@@ -87,7 +87,8 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // expireScript erases pending entries whose time is up: KEYS entries, ids, pending, order; ARGV now
 // (ms), how many at most. An entry confirmed or unsubscribed meanwhile is only taken off the list of
-// pending ones. The order list is searched from its end, where recent (so pending) entries are.
+// pending ones. A sign-up of an address that had unsubscribed goes back to that unsubscribed record
+// (kept as "suppressed" by waitlistLua), its id indexed again, instead of being erased. The order list is searched from its end, where recent (so pending) entries are.
 var expireScript = redis.NewScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local n = 0
@@ -97,9 +98,15 @@ for _, addr in ipairs(due) do
   if raw then
     local rec = cjson.decode(raw)
     if rec.state == 'pending' then
-      redis.call('HDEL', KEYS[1], addr)
       if rec.id then redis.call('HDEL', KEYS[2], rec.id) end
-      redis.call('LREM', KEYS[4], -1, addr)
+      if type(rec.suppressed) == 'table' then
+        local old = rec.suppressed
+        redis.call('HSET', KEYS[1], addr, cjson.encode(old))
+        if old.id then redis.call('HSET', KEYS[2], old.id, addr) end
+      else
+        redis.call('HDEL', KEYS[1], addr)
+        redis.call('LREM', KEYS[4], -1, addr)
+      end
       n = n + 1
     end
   end

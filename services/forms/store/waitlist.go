@@ -25,7 +25,9 @@ import (
 // With the double opt-in a new entry is pending: its id is indexed, its expiry noted, its confirmation
 // mail queued in the outbox. A pending address signed up again is a duplicate whose mail is queued again
 // once per resend window (the resend key); an unsubscribed one signs up anew (1), with a new id, so the
-// links of its earlier mails no longer work.
+// links of its earlier mails no longer work, keeping the suppression record: the new record carries the
+// last unsubscription's time and the unsubscribed record itself ("suppressed"), which the expiry of an
+// unconfirmed sign-up restores (expireScript).
 var waitlistLua = firstRun + rateLimitLua + `
 local function pend(a, k)
   redis.call('HSET', KEYS[4], ARGV[a + 6], ARGV[a + 2])
@@ -58,7 +60,11 @@ for i = 1, (#KEYS - 6) / 4 do
           local old = cjson.decode(redis.call('HGET', KEYS[2], ARGV[a + 2]))
           if old.state == 'unsubscribed' then
             if old.id then redis.call('HDEL', KEYS[4], old.id) end
-            redis.call('HSET', KEYS[2], ARGV[a + 2], ARGV[a + 3])
+            local rec = cjson.decode(ARGV[a + 3])
+            old.suppressed = nil -- the one unsubscription before it: superseded by this one
+            rec.unsubscribed_at = old.unsubscribed_at
+            rec.suppressed = old
+            redis.call('HSET', KEYS[2], ARGV[a + 2], cjson.encode(rec))
             pend(a, k)
             r = 1
           elseif old.state == 'pending' and redis.call('SET', KEYS[k + 4], '1', 'NX', 'PX', ARGV[a + 8]) then
