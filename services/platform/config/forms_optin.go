@@ -72,5 +72,14 @@ func (f Forms) validateOptIn(platformURL string) []error {
 	if f.PublicURL == "" && platformURL == "" {
 		errs = append(errs, fmt.Errorf("forms.doubleOptIn: set forms.publicURL (or publicURL), the address the confirmation links point to"))
 	}
+	// The mails' one-click unsubscribe must be https (RFC 8058; the mail component refuses anything
+	// else off loopback): an http base would fail every confirmation mail at send time.
+	key, base := "forms.publicURL", f.PublicURL
+	if base == "" {
+		key, base = "publicURL", platformURL
+	}
+	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		errs = append(errs, fmt.Errorf("%s %s: the double opt-in's links need https (a mail's one-click unsubscribe must be https, RFC 8058); http only to a loopback host, for development", key, base))
+	}
 	return errs
 }
