@@ -14,8 +14,9 @@ type DoubleOptIn struct {
 	// ConfirmWithin is how long the confirmation link works and how long a pending entry waits for it
 	// before it is erased. Default 48h; 1h to 30 days.
 	ConfirmWithin Duration `json:"confirmWithin,omitempty"`
-	// ResendAfter: a second sign-up of a pending address sends the mail again, at most once in this
-	// time. Default 10m; 1m to 24h.
+	// ResendAfter: a sign-up of a pending address sends the mail again once this has passed since the
+	// last, a window that doubles after each re-send, three re-sends at most (store.MaxResends).
+	// Default 10m; 1m to 24h.
 	ResendAfter Duration `json:"resendAfter,omitempty"`
 }
 
