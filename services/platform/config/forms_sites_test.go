@@ -114,3 +114,17 @@ func TestDoubleOptIn_HTTPLinksOffLoopback_RefusedAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// botCheck.action names the page's check for the providers that report one (reCAPTCHA v3, Turnstile);
+// hCaptcha reports none, so an action there would refuse every token.
+func TestSites_BotCheckAction_OnlyWhereTheProviderReportsOne(t *testing.T) {
+	for provider, ok := range map[string]bool{"recaptcha": true, "turnstile": true, "hcaptcha": false} {
+		errs := BotCheck{Provider: provider, SecretFile: "/s", Action: "waitlist"}.validate("forms.sites[0].botCheck")
+		if (len(errs) == 0) != ok {
+			t.Errorf("%s with an action: %v", provider, errs)
+		}
+	}
+	if errs := (BotCheck{Provider: "recaptcha", SecretFile: "/s", Action: " waitlist"}).validate("b"); len(errs) != 1 {
+		t.Errorf("an action with a space around it: %v", errs)
+	}
+}
