@@ -2,6 +2,7 @@ package forms
 
 import (
 	"errors"
+	"net/url"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -31,7 +32,11 @@ func (s *Service) checkBot(c *fiber.Ctx, ep endpoint, sub *admitted, token strin
 	if sub.client.IsValid() {
 		remote = sub.client.String()
 	}
-	err := sub.site.bot.Verify(c.UserContext(), token, remote)
+	host := ""
+	if u, err := url.Parse(sub.origin); err == nil {
+		host = u.Hostname() // the page the token must have been solved on
+	}
+	err := sub.site.bot.Verify(c.UserContext(), token, remote, host)
 	switch {
 	case err == nil:
 		return true

@@ -126,3 +126,38 @@ func TestBotCheck_UnreadableSecretFile_RefusesToStart(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// The bot check runs after the rate limit and after an Idempotency-Key replay is known: a retry of a
+// stored submission (its token is spent: tokens are good once) gets the first answer again instead of
+// a 400, and a client past its rate limit gets 429 without the provider being asked, so siteverify
+// calls are bounded per client by the rate limit.
+func TestBotCheck_AfterTheRateLimitAndTheReplay_AReplaySpendsNoToken(t *testing.T) {
+	verify := verifytest.Start(t, "site-secret")
+	c := formstest.Config()
+	c.Forms.RateLimitPerMinute = perMinute(3)
+	c.Forms.Sites = []config.Site{{Origin: formstest.Origin, BotCheck: &config.BotCheck{
+		Provider: "turnstile", SecretFile: secretFile(t, "site-secret"), VerifyURL: verify.URL}}}
+	h := newHarness(t, harnessOpts{cfg: c})
+	body := `{"name":"Ada","email":"ada@example.com","message":"A question about pricing.","cf-turnstile-response":"once"}`
+
+	verify.Issue("once", -1)
+	h.post("/contact", body, "Idempotency-Key", "k-1").expect(t, 201, "created")
+	a := h.post("/contact", body, "Idempotency-Key", "k-1") // the client retries: the answer was lost
+	a.expect(t, 201, "created")
+	if a.header.Get(IdempotentReplayedHeader) != "true" || len(verify.Calls()) != 1 {
+		t.Fatalf("a retry with the same key: replayed %q, provider asked %d times, want a replay and once",
+			a.header.Get(IdempotentReplayedHeader), len(verify.Calls()))
+	}
+	// The same key with another message is refused as before (422), without asking the provider.
+	other := strings.Replace(body, "pricing", "support", 1)
+	h.post("/contact", other, "Idempotency-Key", "k-1").expect(t, 422, "error")
+	for range 20 {
+		h.post("/contact", strings.Replace(body, "once", "another", 1)).expect(t, 429, "error")
+	}
+	if n := len(verify.Calls()); n != 1 {
+		t.Fatalf("the provider was asked %d times, want once: a client past its rate limit asks it no more", n)
+	}
+	if n := h.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 1 {
+		t.Fatalf("%d messages stored, want 1", n)
+	}
+}

@@ -85,3 +85,32 @@ func TestDecode_ControlCharacters_Refused(t *testing.T) {
 		t.Errorf("multi-line message: %q %q %v", c.Name, c.Message, errs)
 	}
 }
+
+// U+2028 and U+2029 are line breaks that the C0/C1 ranges miss: in a name they split a mail subject or
+// a CSV cell for some readers, and a JavaScript string before ES2019. They are refused wherever control
+// characters are, the message included (it takes only tab, CR and LF, as it refuses VT and FF).
+func TestDecode_LineAndParagraphSeparators_RefusedLikeControlCharacters(t *testing.T) {
+	const msg = `hello there, this is long enough`
+	for _, sep := range []string{`\u2028`, `\u2029`} {
+		for _, tc := range []struct{ body, field string }{
+			{`{"name":"Ada` + sep + `Lovelace","email":"a@example.com","message":"` + msg + `"}`, "name"},
+			{`{"name":"Ada","organization":"Club` + sep + `X","email":"a@example.com","message":"` + msg + `"}`, "organization"},
+			{`{"name":"Ada","email":"a@example.com","message":"hello` + sep + `there, long enough"}`, "message"},
+		} {
+			if _, _, errs := DecodeContact([]byte(tc.body)); errs[tc.field] != CodeInvalidType {
+				t.Errorf("%s: %v, want %s invalid_type", tc.body, errs, tc.field)
+			}
+		}
+		for _, field := range []string{"name", "association"} {
+			body := `{"email":"a@example.com","consent":true,"` + field + `":"A` + sep + `B"}`
+			if _, _, errs := DecodeWaitlist([]byte(body)); errs[field] != CodeInvalidType {
+				t.Errorf("%s: %v, want %s invalid_type", body, errs, field)
+			}
+		}
+	}
+	// A plain form post reads the same rule.
+	form := []byte("email=a%40example.com&consent=on&name=Ada%E2%80%A8Lovelace")
+	if _, _, _, errs := decodeWaitlist(bodyFormat{kind: kindURLEncoded}, form, wantExtras{}); errs["name"] != CodeInvalidType {
+		t.Errorf("form post with U+2028 in name: %v", errs)
+	}
+}

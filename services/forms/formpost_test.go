@@ -3,6 +3,7 @@ package forms
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -200,7 +201,7 @@ func TestFormPost_ErrorURL_RedirectsWithTheErrorsInTheQuery(t *testing.T) {
 
 func TestFormPost_Consent_IsACheckbox(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	cases := map[string]string{"on": "", "true": "", "yes": "", "1": "", "off": CodeMustBeTrue, "": CodeMustBeTrue, "maybe": CodeInvalidType}
+	cases := map[string]string{"on": "", "true": "", "yes": "", "1": "", "off": CodeMustBeTrue, "": CodeMustBeTrue, "No": CodeMustBeTrue, "maybe": ""}
 	i := 0
 	for value, code := range cases {
 		i++
@@ -213,6 +214,25 @@ func TestFormPost_Consent_IsACheckbox(t *testing.T) {
 	_, _, _, errs := decodeWaitlist(bodyFormat{kind: kindURLEncoded}, []byte("email=a%40example.com"), wantExtras{})
 	if errs["consent"] != CodeRequired {
 		t.Errorf("an unticked box: %v", errs)
+	}
+}
+
+// A checkbox with its own value (<input type=checkbox name=consent value=accepted>) sends that value when
+// ticked: "on" is only the default. Any value but the refusal spellings is a tick; JSON stays strict.
+func TestFormPost_CheckboxWithItsOwnValue_CountsAsTicked(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	for i, value := range []string{"accepted", "I agree", "2026-03 waitlist v1", "Y", "ON"} {
+		addr := fmt.Sprintf("v%d@example.com", i)
+		if a := h.postForm("/waitlist", formstest.Origin, formCT, urlencoded("email", addr, "consent", value)); a.code != http.StatusCreated {
+			t.Errorf("consent=%q (urlencoded): %d %s, want 201", value, a.code, a.body)
+		}
+		ct, body := multipartBody(t, "", "email", "m"+addr, "consent", value)
+		if a := h.postForm("/waitlist", formstest.Origin, ct, body); a.code != http.StatusCreated {
+			t.Errorf("consent=%q (multipart): %d, want 201", value, a.code)
+		}
+	}
+	if _, _, errs := DecodeWaitlist([]byte(`{"email":"a@example.com","consent":"accepted"}`)); errs["consent"] != CodeInvalidType {
+		t.Errorf(`JSON "consent":"accepted": %v, want invalid_type`, errs)
 	}
 }
 
@@ -311,5 +331,53 @@ func TestFormPost_RateLimited_PageSaysHowLongToWait(t *testing.T) {
 	a := h.postForm("/waitlist", formstest.Origin, formCT, urlencoded("email", "r2@example.com", "consent", "on"))
 	if a.code != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, "again in "+a.header.Get("Retry-After")+" seconds") {
 		t.Fatalf("got %d %s", a.code, a.body)
+	}
+}
+
+// A plain HTML form cannot send a header, so its retry (a second click after a timeout, a reload that
+// posts again) carries the key in a hidden _idempotency_key field, read exactly as the header: replayed,
+// bound to the submission, the header winning when both come, the header's codes for a bad key. A JSON
+// body does not read the field.
+func TestFormPost_IdempotencyKeyField_HasTheHeadersSemantics(t *testing.T) {
+	h := newHarness(t, harnessOpts{cfg: sitesConfig(config.Site{Origin: formstest.Origin, ErrorURL: "/form-error"})})
+	stored := func() int64 { return h.rdb.XLen(t.Context(), store.ContactStream).Val() }
+	contact := func(message string, kv ...string) string {
+		return urlencoded(append([]string{"name", "Ada", "email", "ada@example.com", "message", message}, kv...)...)
+	}
+	const msg = "A question about pricing, long enough."
+
+	a := h.postForm("/contact", formstest.Origin, formCT, contact(msg, IdempotencyKeyField, "k-1"))
+	if a.code != http.StatusSeeOther && a.code != http.StatusCreated || a.header.Get(IdempotentReplayedHeader) != "" {
+		t.Fatalf("first post: %d %v", a.code, a.header)
+	}
+	a = h.postForm("/contact", formstest.Origin, formCT, contact(msg, IdempotencyKeyField, `"k-1"`)) // the header's quoted form is the same key
+	if a.header.Get(IdempotentReplayedHeader) != "true" || stored() != 1 {
+		t.Fatalf("the same post again: %d, replayed %q, %d stored, want a replay of one", a.code, a.header.Get(IdempotentReplayedHeader), stored())
+	}
+	ct, body := multipartBody(t, "", "name", "Ada", "email", "ada@example.com", "message", msg, IdempotencyKeyField, "k-1")
+	if a = h.postForm("/contact", formstest.Origin, ct, body); a.header.Get(IdempotentReplayedHeader) != "true" || stored() != 1 {
+		t.Fatalf("the same post as multipart: %d, replayed %q, %d stored", a.code, a.header.Get(IdempotentReplayedHeader), stored())
+	}
+	if a = h.postForm("/contact", formstest.Origin, formCT, contact("Another message, long enough.", IdempotencyKeyField, "k-1")); a.code != http.StatusUnprocessableEntity || stored() != 1 {
+		t.Fatalf("the key with another message: %d, %d stored, want 422 and one", a.code, stored())
+	}
+	// The header wins: with a new key in the header, the field's used key does not make this a 422.
+	a = h.postForm("/contact", formstest.Origin, formCT, contact("Another message, long enough.", IdempotencyKeyField, "k-1"), IdempotencyKeyHeader, "k-2")
+	if a.code == http.StatusUnprocessableEntity || a.header.Get(IdempotentReplayedHeader) != "" || stored() != 2 {
+		t.Fatalf("header k-2 and field k-1: %d, %d stored, want a new message under k-2", a.code, stored())
+	}
+	for value, code := range map[string]string{strings.Repeat("k", MaxIdempotencyKey+1): CodeTooLong, "k 3": CodeInvalidType} {
+		a = h.postForm("/contact", formstest.Origin, formCT, contact(msg, IdempotencyKeyField, value))
+		u, _ := url.Parse(a.location)
+		if a.code != http.StatusSeeOther || u == nil || u.Query().Get("error_"+IdempotencyKeyField) != code || stored() != 2 {
+			t.Errorf("field key %q: %d %q, %d stored, want error_%s=%s and nothing stored", value, a.code, a.location, stored(), IdempotencyKeyField, code)
+		}
+	}
+	// JSON reads the header only: the field is an unknown member there.
+	jsonBody := `{"name":"Ada","email":"ada@example.com","message":"` + msg + `","_idempotency_key":"k-1"}`
+	h.post("/contact", jsonBody).expect(t, 201, "created")
+	h.post("/contact", jsonBody).expect(t, 201, "created")
+	if stored() != 4 {
+		t.Fatalf("%d stored, want 4: JSON ignores the field", stored())
 	}
 }

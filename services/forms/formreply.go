@@ -172,7 +172,7 @@ func errorRedirect(to string, errs Errors) string {
 }
 
 // fieldOrder is the order of the error page's lines: the forms' fields as documented, then the rest.
-var fieldOrder = []string{BodyField, "name", "email", "organization", "association", "role", "size", "topic", "message", "consent", NextField}
+var fieldOrder = []string{BodyField, "name", "email", "organization", "association", "role", "size", "topic", "message", "consent", NextField, IdempotencyKeyField}
 
 // errorLines are the error page's lines: each field's label, what is wrong in words, and a link to the
 // field on the form's page (#<field>: give the inputs ids equal to their names).
@@ -194,7 +194,7 @@ func errorLines(ep endpoint, errs Errors, back string) []page.FieldError {
 	lines := make([]page.FieldError, 0, len(keys))
 	for _, f := range keys {
 		l := page.FieldError{Label: fieldLabel(f), Message: codeMessage(ep, f, errs[f])}
-		if back != "" && f != BodyField && f != NextField {
+		if back != "" && f != BodyField && f != NextField && f != IdempotencyKeyField {
 			l.Href = back + "#" + url.PathEscape(f)
 		}
 		lines = append(lines, l)
@@ -210,6 +210,8 @@ func fieldLabel(f string) string {
 		return "E-mail address"
 	case NextField:
 		return "The thank-you address (_next)"
+	case IdempotencyKeyField:
+		return "The form's submission key (_idempotency_key)"
 	case "name", "organization", "association", "role", "size", "topic", "message", "consent":
 		return strings.ToUpper(f[:1]) + f[1:]
 	}
@@ -228,6 +230,8 @@ func codeMessage(ep endpoint, f, code string) string {
 		return "it could not be read. It may have sent a file (only text fields are taken) or a field twice."
 	case f == NextField:
 		return "it must be a page of the site that holds the form."
+	case f == IdempotencyKeyField:
+		return "it must be up to 255 visible ASCII characters, such as a UUID."
 	case fieldLabel(f) == "Verification" && code == CodeRequired:
 		return "please complete the check that you are a person."
 	case fieldLabel(f) == "Verification":

@@ -163,10 +163,14 @@ func (s *Service) submitWaitlist(c *fiber.Ctx) error {
 	if key != "" {
 		idem.Message, _ = json.Marshal(entry) // bound to the validated entry, as on /contact
 	}
+	limit, ok := s.gate(c, ep, &sub, x, idem)
+	if !ok {
+		return nil
+	}
 	canonical, _ := email.Canonical(entry.Email)
 	now := s.now().UTC()
 	rec := waitlistRecord(entry, now, sub.origin)
-	add := store.WaitlistSubmission{Client: sub.client, Limit: sub.live.rateLimit, Canonical: canonical, Idem: idem}
+	add := store.WaitlistSubmission{Client: sub.client, Limit: limit, Canonical: canonical, Idem: idem}
 	if sub.site != nil {
 		rec.ConsentVersion = sub.site.ConsentVersion
 	}
@@ -208,19 +212,33 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 		// space, field order, an ignored field) is still the same request.
 		idem.Message, _ = json.Marshal(msg) // strings always encode
 	}
+	limit, ok := s.gate(c, ep, &sub, x, idem)
+	if !ok {
+		return nil
+	}
 	bufs.record = store.AppendContactRecord(bufs.record[:0], contactRecord(msg, s.now().UTC(), sub.origin))
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.AddContact(ctx, sub.client, sub.live.rateLimit, idem, bufs.record, sub.live.cfg.Forms.Durability)
+	res, err := s.store.AddContact(ctx, sub.client, limit, idem, bufs.record, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }
 
-// vet runs what both endpoints check after the fields, in this order: the Idempotency-Key header,
-// answered with the field errors (400), then the site's bot check (400 / 502). It returns the key; false
-// when the answer has been written.
+// vet checks the Idempotency-Key (the header, else a form's field), answered with the field errors
+// (400). It returns the key; false when the answer has been written. The bot check comes later (gate).
 func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x extras) (string, bool) {
-	key, code := parseIdempotencyKey(c.Request().Header.Peek(IdempotencyKeyHeader))
+	header := c.Request().Header.Peek(IdempotencyKeyHeader)
+	key, code := parseIdempotencyKey(header)
+	if len(header) == 0 && x.idemKey != "" {
+		// A plain form's hidden field, read as the header; a bad one is an error of that field.
+		var fieldCode string
+		if key, fieldCode = parseIdempotencyKey([]byte(x.idemKey)); fieldCode != "" {
+			if errs == nil {
+				errs = Errors{}
+			}
+			errs[IdempotencyKeyField] = fieldCode
+		}
+	}
 	if code != "" || errs != nil {
 		// A bad key is the request's fault, not a field's: it is reported under "headers", and with the
 		// field errors when there are some, so that a client fixes both at once.
@@ -231,10 +249,31 @@ func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x e
 		s.replyInvalidWith(c, ep, resultInvalid, errs, headerErrs)
 		return "", false
 	}
-	if sub.site.botChecked() && !s.checkBot(c, ep, sub, x.token) {
-		return "", false
-	}
 	return key, true
+}
+
+// gate runs a bot-checked site's check where D2's order puts it: after the rate limit (so that a
+// client past it asks the provider nothing) and once a known Idempotency-Key is ruled out (its replay,
+// 422 or 409 comes from the store, and spends no token). It returns the rate limit the store still
+// has to count (0 once counted here); false when the answer has been written.
+func (s *Service) gate(c *fiber.Ctx, ep endpoint, sub *admitted, x extras, idem store.Idempotency) (int, bool) {
+	if !sub.site.botChecked() {
+		return sub.live.rateLimit, true
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
+	g, err := s.store.BeforeBotCheck(ctx, ep == waitlistEndpoint, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.Durability)
+	cancel()
+	switch {
+	case err != nil:
+		s.replyStored(c, ep, store.Result{}, err)
+		return 0, false
+	case g.Limited != nil:
+		s.replyStored(c, ep, *g.Limited, nil)
+		return 0, false
+	case !g.Seen && !s.checkBot(c, ep, sub, x.token):
+		return 0, false
+	}
+	return 0, true
 }
 
 // checkIdempotencyKey returns an error code for a header that cannot be a key: longer than 255 bytes,

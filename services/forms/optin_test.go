@@ -301,3 +301,98 @@ func waitTitle(t *testing.T, ctx context.Context, want string) {
 		return err == nil && got == want
 	})
 }
+
+// An unsubscription is the record that the address asked for no mail (who, when). Anyone can sign the
+// address up again: the new sign-up carries the last unsubscription's time, and if it is never
+// confirmed, the entry goes back to the unsubscribed record it replaced instead of vanishing with it.
+func TestOptIn_SignUpAgainAfterUnsubscribing_KeepsTheSuppressionRecord(t *testing.T) {
+	h, mp, clk := optInHarness(t)
+	const addr = "gone@example.com"
+	body := `{"email":"gone@example.com","consent":true}`
+	h.post("/waitlist", body).expect(t, 201, "created")
+	_, unsubscribe := linksOf(t, mp.Latest(t, addr, 15*time.Second))
+	resp, err := http.Post(unsubscribe, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	first := entry(t, h, addr)
+	if first.State != store.StateUnsubscribed || first.UnsubscribedAt.IsZero() {
+		t.Fatalf("after unsubscribing: %+v", first)
+	}
+
+	clk.add(time.Hour)
+	h.post("/waitlist", body).expect(t, 201, "created")
+	again := entry(t, h, addr)
+	if again.State != store.StatePending || !again.UnsubscribedAt.Equal(first.UnsubscribedAt) {
+		t.Fatalf("signed up again: state %q, unsubscribed_at %v, want pending with %v kept", again.State, again.UnsubscribedAt, first.UnsubscribedAt)
+	}
+
+	clk.add(config.DefaultConfirmWithin + time.Minute)
+	if err := h.svc.optin.Sweep(t.Context(), h.src.Current()); err != nil {
+		t.Fatal(err)
+	}
+	back, ok := storedWaitlist(t, h, addr)
+	if !ok {
+		t.Fatal("the unconfirmed sign-up took the suppression record with it")
+	}
+	if back.State != store.StateUnsubscribed || !back.UnsubscribedAt.Equal(first.UnsubscribedAt) ||
+		!back.CreatedAt.Equal(first.CreatedAt) || back.ID != first.ID {
+		t.Fatalf("after the sign-up expired: %+v, want the first record %+v", back, first)
+	}
+	if got := h.rdb.HGet(t.Context(), store.WaitlistIDs, first.ID).Val(); got != addr {
+		t.Fatalf("the first id's index %q, want %s (its unsubscribe link answers as before)", got, addr)
+	}
+	if got := h.rdb.HLen(t.Context(), store.WaitlistIDs).Val(); got != 1 {
+		t.Fatalf("%d ids indexed, want the first one only", got)
+	}
+}
+
+// A sign-up after an unsubscription rewrites the entry's created_at but keeps its place in the sign-up
+// order, which retention walks oldest first: the young entry must not stop it, or every entry behind it
+// outlives the retention (a 33-day-old one under a 30-day retention, here).
+func TestWaitlistRetention_PassesAnEntrySignedUpAgainAndErasesOlderOnesBehindIt(t *testing.T) {
+	h, mp, clk := optInHarness(t)
+	c := formstest.Config()
+	c.Forms.PublicURL = h.url
+	c.Forms.DoubleOptIn = &config.DoubleOptIn{}
+	c.Forms.Sites = []config.Site{{Origin: formstest.Origin, Name: "Example"}}
+	c.Forms.WaitlistRetention = config.Duration(30 * 24 * time.Hour)
+	h.src.Set(t, c)
+	post := func(url, body string) {
+		t.Helper()
+		resp, err := http.Post(url, "application/x-www-form-urlencoded", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+
+	h.post("/waitlist", `{"email":"again@example.com","consent":true}`).expect(t, 201, "created")
+	_, unsubscribe := linksOf(t, mp.Latest(t, "again@example.com", 15*time.Second))
+	post(unsubscribe, "List-Unsubscribe=One-Click")
+	clk.add(24 * time.Hour)
+	h.post("/waitlist", `{"email":"behind@example.com","consent":true}`).expect(t, 201, "created")
+	confirm, _ := linksOf(t, mp.Latest(t, "behind@example.com", 15*time.Second))
+	post(confirm, "")
+	clk.add(19 * 24 * time.Hour) // day 20: signed up again, and confirmed
+	h.post("/waitlist", `{"email":"again@example.com","consent":true}`).expect(t, 201, "created")
+	mp.WaitTo(t, "again@example.com", 2, 15*time.Second)
+	confirm, _ = linksOf(t, mp.Latest(t, "again@example.com", 15*time.Second))
+	post(confirm, "")
+	if s := entry(t, h, "again@example.com").State; s != store.StateConfirmed {
+		t.Fatalf("signed up again and confirmed: %q", s)
+	}
+
+	clk.add(14 * 24 * time.Hour) // day 34: behind@ is 33 days old, again@ 14
+	if err := h.svc.optin.Sweep(t.Context(), h.src.Current()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := storedWaitlist(t, h, "behind@example.com"); ok {
+		t.Fatal("an entry past the retention outlived it behind an entry signed up again")
+	}
+	entry(t, h, "again@example.com")
+	if got := h.rdb.LRange(t.Context(), store.WaitlistOrder, 0, -1).Val(); len(got) != 1 || got[0] != "again@example.com" {
+		t.Fatalf("order %v", got)
+	}
+}

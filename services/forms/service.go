@@ -114,7 +114,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	st, err := store.New(o.Redis, store.Options{Logger: o.Logger, Registerer: o.Registerer, Off: o.EmbeddedStore,
-		Level: func() config.Durability { return o.Config.Current().Forms.Durability }})
+		Level: func() config.Durability { return o.Config.Current().Forms.Durability }, Redis: o.Config.Current().Redis})
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func newSiteMatcher(sites []config.Site) *siteMatcher {
 				s.botErr = fmt.Errorf("forms.sites %s: botCheck.secretFile: %w", cs.Origin, err)
 				m.errs = append(m.errs, s.botErr)
 			} else {
-				s.bot = botcheck.New(botcheck.Provider(b.Provider), secret, b.VerifyURL, b.Score(), botClient)
+				s.bot = botcheck.New(botcheck.Provider(b.Provider), secret, b.VerifyURL, b.Score(), botClient).WithAction(b.Action)
 			}
 		}
 		om := newOriginMatcher([]string{cs.Origin})

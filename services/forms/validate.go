@@ -84,18 +84,24 @@ var (
 // on the posting origin. JSON bodies do not read it.
 const NextField = "_next"
 
+// IdempotencyKeyField carries a form post's Idempotency-Key (docs/forms.md, "Plain HTML forms"): a form
+// cannot send a header. It is read as the header is, and the header wins when both come; JSON bodies do
+// not read it (their clients can send the header).
+const IdempotencyKeyField = "_idempotency_key"
+
 // extras are what a body carries besides its form's fields: the thank-you address a form post asks
 // for and the bot-check token. Which of them a request reads depends on its format and its site, so
 // that a JSON body from a site without a bot check is read exactly as the contract says.
 type extras struct {
-	next  string
-	token string
+	next    string
+	token   string
+	idemKey string // the _idempotency_key field, trimmed; "" when absent
 }
 
 // wantExtras names the extra members a request reads: the _next field (form posts) and the bot-check
 // token's field ("" for none).
 type wantExtras struct {
-	next       bool
+	next       bool // _next and _idempotency_key: a form post's
 	tokenField string
 }
 
@@ -162,7 +168,7 @@ func decodeWaitlist(bf bodyFormat, body []byte, want wantExtras) (w WaitlistEntr
 func withExtras(dst, keys []string, want wantExtras) []string {
 	dst = append(dst, keys...)
 	if want.next {
-		dst = append(dst, NextField)
+		dst = append(dst, NextField, IdempotencyKeyField)
 	}
 	if want.tokenField != "" {
 		dst = append(dst, want.tokenField)
@@ -200,6 +206,7 @@ func (f *fields) extras(want wantExtras) extras {
 	var x extras
 	if want.next {
 		x.next, _ = f.str(NextField)
+		x.idemKey, _ = f.str(IdempotencyKeyField)
 	}
 	if want.tokenField != "" {
 		switch v := f.value(want.tokenField); v.Kind {
@@ -283,7 +290,9 @@ const (
 	multiLine  textShape = true
 )
 
-// hasControl reports a C0 or C1 control character or DEL; lineBreaksAllowed allows tab, CR and LF.
+// hasControl reports a C0 or C1 control character, DEL, or the line and paragraph separators U+2028 and
+// U+2029 (line breaks outside the control ranges, which some readers of a subject or a CSV cell break
+// on); lineBreaksAllowed allows tab, CR and LF only.
 func hasControl(s string, lineBreaksAllowed bool) bool {
 	for _, r := range s {
 		switch {
@@ -291,7 +300,7 @@ func hasControl(s string, lineBreaksAllowed bool) bool {
 			if !lineBreaksAllowed {
 				return true
 			}
-		case r < 0x20, r >= 0x7f && r <= 0x9f:
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r == '\u2028', r == '\u2029':
 			return true
 		}
 	}
@@ -391,8 +400,9 @@ func (f *fields) honeypot() bool {
 }
 
 // checkbox reads consent from a form post: a ticked checkbox sends its value, "on" unless the page
-// gives another; an unticked one sends nothing (required). "true", "yes" and "1" count as ticked too;
-// "off", "false", "no", "0" and "" as a refusal (must_be_true); any other value is invalid_type.
+// gives another (value="accepted", value="2026-03 v1"), and an unticked one sends nothing (required). So
+// any value is a tick except the spellings of a refusal, "off", "false", "no", "0" and "" (must_be_true),
+// which only a select or a hidden field sends.
 func (f *fields) checkbox(name string) {
 	v := f.value(name)
 	if v.Kind == jsonobj.Absent {
@@ -400,10 +410,7 @@ func (f *fields) checkbox(name string) {
 		return
 	}
 	switch strings.ToLower(strings.TrimSpace(v.Text())) {
-	case "on", "true", "yes", "1":
 	case "off", "false", "no", "0", "":
 		f.fail(name, CodeMustBeTrue)
-	default:
-		f.fail(name, CodeInvalidType)
 	}
 }

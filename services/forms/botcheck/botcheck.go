@@ -76,6 +76,7 @@ type Verifier struct {
 	secret   string
 	url      string
 	minScore float64
+	action   string // "" takes any
 	client   *http.Client
 }
 
@@ -91,6 +92,14 @@ func New(p Provider, secret, verifyURL string, minScore float64, client *http.Cl
 	return &Verifier{provider: p, secret: secret, url: verifyURL, minScore: minScore, client: client}
 }
 
+// WithAction makes the verifier take only answers for action, the name the page gave the check
+// (reCAPTCHA v3's grecaptcha.execute action, Turnstile's data-action): a token made for another of the
+// site's pages (a sign-in, say) does not pass here. "" takes any.
+func (v *Verifier) WithAction(action string) *Verifier {
+	v.action = action
+	return v
+}
+
 // Provider is the verifier's provider.
 func (v *Verifier) Provider() Provider { return v.provider }
 
@@ -98,12 +107,16 @@ func (v *Verifier) Provider() Provider { return v.provider }
 type answer struct {
 	Success    bool     `json:"success"`
 	ErrorCodes []string `json:"error-codes"`
-	Score      *float64 `json:"score"` // reCAPTCHA v3 only
+	Score      *float64 `json:"score"`    // reCAPTCHA v3 only
+	Hostname   string   `json:"hostname"` // where the token was solved
+	Action     *string  `json:"action"`   // reCAPTCHA v3 and Turnstile
 }
 
 // Verify asks the provider about token, sent by the client at remoteIP (which the providers use as one
-// more signal; "" to leave it out). nil means the token is good.
-func (v *Verifier) Verify(ctx context.Context, token, remoteIP string) error {
+// more signal; "" to leave it out) from a page on host, the posting origin's. nil means the token is
+// good: the provider says so, it was solved on host (a site key is public, so any page can show the
+// widget), and, when an action is set, for that action.
+func (v *Verifier) Verify(ctx context.Context, token, remoteIP, host string) error {
 	if token == "" || len(token) > maxToken {
 		return ErrRefused
 	}
@@ -146,6 +159,19 @@ func (v *Verifier) Verify(ctx context.Context, token, remoteIP string) error {
 	}
 	if a.Score != nil && *a.Score < v.minScore {
 		return fmt.Errorf("%w: score %.2f below the minimum %.2f", ErrRefused, *a.Score, v.minScore)
+	}
+	switch {
+	case a.Hostname == "":
+		// Every provider names it; an answer without it (a proxy that drops it) cannot be checked.
+		return fmt.Errorf("bot check %s: the verifier's answer names no hostname", v.provider)
+	case !strings.EqualFold(a.Hostname, host):
+		return fmt.Errorf("%w: solved on %q, not on %q", ErrRefused, a.Hostname, host)
+	case v.action != "" && (a.Action == nil || *a.Action != v.action):
+		got := "none"
+		if a.Action != nil {
+			got = fmt.Sprintf("%q", *a.Action)
+		}
+		return fmt.Errorf("%w: for action %s, not %q", ErrRefused, got, v.action)
 	}
 	return nil
 }

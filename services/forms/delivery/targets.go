@@ -33,7 +33,7 @@ func buildSenders(d config.Delivery, dev *DevMail) ([]notify.Sender, error) {
 		if err != nil {
 			return nil, err
 		}
-		wh := notify.NewWebhook(u, nil)
+		wh := notify.NewWebhook(u, nil).WithFormat(d.Webhook.Format)
 		for _, f := range []struct{ key, path string }{{"secretFile", d.Webhook.SecretFile}, {"previousSecretFile", d.Webhook.PreviousSecretFile}} {
 			if f.path == "" {
 				continue

@@ -133,7 +133,8 @@ func TestSMTP_StartTLSRequiredButNotOffered_Fails(t *testing.T) {
 }
 
 func TestSMTP_PasswordWithoutTLSToRemoteRelay_IsRefusedBeforeConnecting(t *testing.T) {
-	s := NewSMTP(config.SMTP{Addr: "mail.example.invalid:587", From: "a@example.net", To: []string{"b@example.net"}, Username: "u"})
+	// tls: none off loopback fails the configuration's check; the sender refuses it on its own too.
+	s := NewSMTP(config.SMTP{Addr: "mail.example.invalid:587", From: "a@example.net", To: []string{"b@example.net"}, Username: "u", TLS: config.MailTLSNone})
 	if err := s.Send(ctx(t), testMessage()); err == nil || !strings.Contains(err.Error(), "STARTTLS") {
 		t.Fatalf("got %v", err)
 	}
@@ -201,7 +202,7 @@ func TestWebhook_PostsSlackCompatibleJSON(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	if err := NewWebhook(srv.URL, nil).Send(ctx(t), testMessage()); err != nil {
+	if err := NewWebhook(srv.URL, nil).WithFormat(config.WebhookFormatSlack).Send(ctx(t), testMessage()); err != nil {
 		t.Fatal(err)
 	}
 	if ct != "application/json" {
@@ -366,5 +367,42 @@ func TestWebhook_TwoSecretsDuringARotation_EitherVerifies(t *testing.T) {
 	third, _ := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32)))
 	if third.Verify(body, h) == nil {
 		t.Error("a third secret verified the call")
+	}
+}
+
+// Mattermost and Rocket.Chat render a webhook's text as Markdown: a visitor's link, image (fetched when
+// the message is shown) or emphasis must arrive as the characters typed. Every ASCII punctuation
+// character the visitor sent is escaped for CommonMark (&, < and > as entities, the rest with a
+// backslash); a Slack receiver keeps Slack's own escaping.
+func TestWebhook_MarkdownReceiver_VisitorsMarkupIsEscaped(t *testing.T) {
+	var got WebhookPayload
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&got)
+	}))
+	defer srv.Close()
+	m := testMessage()
+	m.Name = "[Support](https://evil.example/login)"
+	m.Text = "![pixel](https://evil.example/p.png) **urgent** _now_ <b>hi</b> `code` ~~x~~\n# Heading\n> quote @channel"
+	if err := NewWebhook(srv.URL, nil).Send(ctx(t), m); err != nil { // not Slack's host: Markdown
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`Name\: \[Support\]\(https\:\/\/evil\.example\/login\)`,
+		`> \!\[pixel\]\(https\:\/\/evil\.example\/p\.png\) \*\*urgent\*\* \_now\_ &lt;b&gt;hi&lt;\/b&gt; ` + "\\`code\\`" + ` \~\~x\~\~`,
+		`> \# Heading`,
+		`> &gt; quote \@channel`,
+	} {
+		if !strings.Contains(got.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, got.Text)
+		}
+	}
+	if got.Contact.Name != m.Name {
+		t.Errorf("contact.name %q: the structured fields stay as typed", got.Contact.Name)
+	}
+	if f := NewWebhook("https://hooks.slack.com/services/T/B/x", nil).format; f != config.WebhookFormatSlack {
+		t.Errorf("Slack's host: format %q, want slack", f)
+	}
+	if f := NewWebhook(srv.URL, nil).WithFormat(config.WebhookFormatSlack).format; f != config.WebhookFormatSlack {
+		t.Errorf("format set: %q", f)
 	}
 }

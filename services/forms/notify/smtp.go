@@ -35,18 +35,14 @@ func NewMail(via mail.Sender, cfg config.SMTP) *SMTP { return &SMTP{cfg: cfg, vi
 // Channel is "smtp".
 func (s *SMTP) Channel() string { return "smtp" }
 
-// Send runs one SMTP transaction (STARTTLS when configured, AUTH when configured), bounded by ctx's
-// deadline. A password is never sent without STARTTLS to a relay that is not loopback.
+// Send runs one SMTP transaction (TLS as config.SMTP.Security says, AUTH when configured), bounded by
+// ctx's deadline. A password is never sent without STARTTLS to a relay that is not loopback.
 func (s *SMTP) Send(ctx context.Context, m Message) error {
 	if s.via != nil {
 		return s.via.Send(ctx, s.mail(m))
 	}
-	security := mail.Plain
-	if s.cfg.StartTLS {
-		security = mail.StartTLS
-	}
 	sender, err := mail.NewSMTP(mail.SMTPOptions{
-		Addr: s.cfg.Addr, Security: security, Username: s.cfg.Username, PasswordFile: s.cfg.PasswordFile,
+		Addr: s.cfg.Addr, Security: mail.Security(s.cfg.Security()), Username: s.cfg.Username, PasswordFile: s.cfg.PasswordFile,
 		TLSConfig: s.TLSConfig, Defaults: mail.Defaults{From: s.cfg.From},
 	})
 	if err != nil {

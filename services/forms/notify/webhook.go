@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -34,6 +35,7 @@ type Webhook struct {
 	client  *http.Client
 	signers []*standardwebhooks.Webhook // none: calls are not signed
 	now     func() time.Time
+	format  string // config.WebhookFormatSlack or config.WebhookFormatMarkdown: the receiver's markup
 }
 
 // NewWebhook returns a sender posting to address with client (nil: a client that does not follow
@@ -42,7 +44,28 @@ func NewWebhook(address string, client *http.Client) *Webhook {
 	if client == nil {
 		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Webhook{url: address, shown: redactURL(address), client: client, now: time.Now}
+	return &Webhook{url: address, shown: redactURL(address), client: client, now: time.Now, format: formatFor(address)}
+}
+
+// WithFormat sets the markup the receiver renders "text" in (forms.delivery.webhook.format); "" keeps
+// the one its address suggests (formatFor).
+func (w *Webhook) WithFormat(format string) *Webhook {
+	if format != "" {
+		w.format = format
+	}
+	return w
+}
+
+// formatFor guesses a receiver's markup from its address: Slack's incoming webhooks live on
+// hooks.slack.com; Mattermost and Rocket.Chat, self-hosted anywhere, render Markdown, and so does
+// most else that shows a text.
+func formatFor(address string) string {
+	if u, err := url.Parse(address); err == nil {
+		if h := strings.ToLower(u.Hostname()); h == "slack.com" || strings.HasSuffix(h, ".slack.com") {
+			return config.WebhookFormatSlack
+		}
+	}
+	return config.WebhookFormatMarkdown
 }
 
 // WithSecret signs every call with each of secrets (the current one, and during a rotation the one it
@@ -101,7 +124,11 @@ type WebhookPayload struct {
 
 // Send posts the message; any 2xx answer is success.
 func (w *Webhook) Send(ctx context.Context, m Message) error {
-	body, err := json.Marshal(WebhookPayload{Text: SlackText(m), Contact: m})
+	text := MarkdownText(m)
+	if w.format == config.WebhookFormatSlack {
+		text = SlackText(m)
+	}
+	body, err := json.Marshal(WebhookPayload{Text: text, Contact: m})
 	if err != nil {
 		return err
 	}
@@ -148,3 +175,42 @@ func SlackText(m Message) string {
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func slackEscape(s string) string { return slackEscaper.Replace(s) }
+
+// MarkdownText renders the message in Markdown (Mattermost, Rocket.Chat). What the sender typed is
+// escaped so that it shows as typed: no link, image, emphasis, code, heading, list, quote or HTML of
+// theirs renders; the message itself is a block quote.
+func MarkdownText(m Message) string {
+	var b strings.Builder
+	b.WriteString("**New contact message** — " + markdownEscape(m.Topic) + "\n\n")
+	for _, line := range strings.SplitAfter(summary(m), "\n") {
+		b.WriteString(markdownEscape(line))
+	}
+	b.WriteString("\n")
+	for _, line := range strings.Split(m.Text, "\n") {
+		b.WriteString("> " + markdownEscape(line) + "\n")
+	}
+	return b.String()
+}
+
+// markdownEscape escapes every ASCII punctuation character, which CommonMark allows for each of them:
+// &, < and > as entities (a backslash does not stop an HTML entity or tag everywhere), the rest with a
+// backslash.
+func markdownEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r < 0x80 && unicode.IsPunct(r) || r < 0x80 && unicode.IsSymbol(r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

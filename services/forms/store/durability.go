@@ -81,7 +81,8 @@ func (u *Unmet) add(r Reason, fix string) {
 
 // nodeFacts is what one primary said about itself.
 type nodeFacts struct {
-	addr         string
+	addr         string // the client's address for the node: the verdict's key
+	name         string // the node as the messages name it (nodeName)
 	infoRefused  bool
 	appendOnly   bool
 	appendFsync  string // "" when CONFIG GET was refused
@@ -96,8 +97,8 @@ func (n nodeFacts) evicts() bool { return n.maxmemory > 0 && n.policy != "noevic
 
 // inspectNode asks one primary what the levels need. err is set only when the store did not answer; a
 // refusal (an error reply) is a fact.
-func inspectNode(ctx context.Context, c *redis.Client) (nodeFacts, error) {
-	n := nodeFacts{addr: c.Options().Addr}
+func inspectNode(ctx context.Context, c *redis.Client, rc config.Redis) (nodeFacts, error) {
+	n := nodeFacts{addr: c.Options().Addr, name: nodeName(ctx, c, rc)}
 	info, err := c.Info(ctx).Result() // the default sections: server, memory, persistence, replication, …
 	if isReply(err) {
 		n.infoRefused = true
@@ -135,6 +136,21 @@ func inspectNode(ctx context.Context, c *redis.Client) (nodeFacts, error) {
 	return n, nil
 }
 
+// nodeName names a primary for a person who must change its settings. A Sentinel-backed client's
+// address is go-redis's placeholder "FailoverClient", so such a primary is named by the configured
+// master name and sentinels, and by the address it is at now (CLIENT INFO's laddr, Redis 6.2 and later):
+// a failover moves it.
+func nodeName(ctx context.Context, c *redis.Client, cfg config.Redis) string {
+	if cfg.MasterName == "" {
+		return c.Options().Addr
+	}
+	at := ""
+	if ci, err := c.ClientInfo(ctx).Result(); err == nil && ci.LAddr != "" {
+		at = ci.LAddr + " now; "
+	}
+	return fmt.Sprintf("Sentinel master %q (%ssentinels %s)", cfg.MasterName, at, strings.Join(cfg.Addrs, ", "))
+}
+
 // isReply reports an error reply of the server (a refusal), as opposed to no answer.
 func isReply(err error) bool {
 	var re redis.Error
@@ -164,24 +180,24 @@ func judge(nodes []nodeFacts, level config.Durability) *Unmet {
 	u := &Unmet{Level: level}
 	for _, n := range nodes {
 		if n.infoRefused {
-			u.add(ReasonUnverifiable, fmt.Sprintf("Redis %s refuses INFO, so the service cannot see whether it keeps what it stores: allow INFO (and CONFIG GET) to the service's Redis user", n.addr))
+			u.add(ReasonUnverifiable, fmt.Sprintf("Redis %s refuses INFO, so the service cannot see whether it keeps what it stores: allow INFO (and CONFIG GET) to the service's Redis user", n.name))
 			continue
 		}
 		if !n.appendOnly {
-			u.add(ReasonAppendOnlyOff, fmt.Sprintf("Redis %s has appendonly no, so an acknowledged submission would not survive a restart of Redis: set appendonly yes (CONFIG SET appendonly yes, and in redis.conf so that a restart keeps it)", n.addr))
+			u.add(ReasonAppendOnlyOff, fmt.Sprintf("Redis %s has appendonly no, so an acknowledged submission would not survive a restart of Redis: set appendonly yes (CONFIG SET appendonly yes, and in redis.conf so that a restart keeps it)", n.name))
 		}
 		if n.evicts() {
-			u.add(ReasonEviction, fmt.Sprintf("Redis %s may evict keys (maxmemory %d with maxmemory-policy %s), dropping stored submissions: set maxmemory-policy noeviction (a full store then refuses writes, answered 502)", n.addr, n.maxmemory, n.policy))
+			u.add(ReasonEviction, fmt.Sprintf("Redis %s may evict keys (maxmemory %d with maxmemory-policy %s), dropping stored submissions: set maxmemory-policy noeviction (a full store then refuses writes, answered 502)", n.name, n.maxmemory, n.policy))
 		}
 		if level == config.DurabilityMachine && n.appendOnly && n.appendFsync != "always" && !n.waitAOF {
 			if n.configDenied {
-				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s refuses CONFIG GET, so its appendfsync is unknown, and it has no WAITAOF (Redis 7.2 or later): run Redis 7.2 or later, or allow CONFIG GET and set appendfsync always", n.addr))
+				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s refuses CONFIG GET, so its appendfsync is unknown, and it has no WAITAOF (Redis 7.2 or later): run Redis 7.2 or later, or allow CONFIG GET and set appendfsync always", n.name))
 			} else {
-				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s fsyncs its append-only file with appendfsync %s and has no WAITAOF (Redis 7.2 or later) to wait for it: set appendfsync always, or run Redis 7.2 or later", n.addr, n.appendFsync))
+				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s fsyncs its append-only file with appendfsync %s and has no WAITAOF (Redis 7.2 or later) to wait for it: set appendfsync always, or run Redis 7.2 or later", n.name, n.appendFsync))
 			}
 		}
 		if level == config.DurabilityPrimary && n.replicasUp == 0 {
-			u.add(ReasonNoReplica, fmt.Sprintf("Redis %s has no replica online, which forms.durability primary waits for (WAIT 1): add a replica (Sentinel, Cluster, or REPLICAOF on a second server) or choose a lower level", n.addr))
+			u.add(ReasonNoReplica, fmt.Sprintf("Redis %s has no replica online, which forms.durability primary waits for (WAIT 1): add a replica (Sentinel, Cluster, or REPLICAOF on a second server) or choose a lower level", n.name))
 		}
 	}
 	if len(u.Reasons) == 0 {

@@ -17,10 +17,13 @@ type ForgetReport struct {
 	WaitlistEntries int      `json:"waitlist_entries"`
 	ContactMessages []string `json:"contact_messages"` // IDs (MessageID) of the erased messages
 	DeadLetters     int      `json:"dead_letters"`     // dead letters (copies of undeliverable messages) erased
+	// ConfirmationMails are the double opt-in's mails to the address that were still queued.
+	ConfirmationMails int `json:"confirmation_mails"`
 }
 
-// Forget erases an address (compared in its canonical form) from the waitlist and every stored contact
-// message, including messages still waiting for delivery and dead letters. It is idempotent.
+// Forget erases an address (compared in its canonical form) from the waitlist, its queued confirmation
+// mails and every stored contact message, including messages still waiting for delivery and dead
+// letters. It is idempotent.
 func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
 	canonical, ok := email.Canonical(address)
 	if !ok {
@@ -50,6 +53,9 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 		return rep, err
 	}
 	rep.WaitlistEntries = int(n)
+	if rep.ConfirmationMails, err = forgetOutbox(ctx, rdb, canonical); err != nil {
+		return rep, err
+	}
 
 	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec ContactRecord) error {
 		if c, ok := email.Canonical(rec.Email); ok && c == canonical {
@@ -93,4 +99,33 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 		}
 	}
 	return rep, nil
+}
+
+// forgetOutbox removes the queued confirmation mails to canonical, read by a mailer or not. The outbox
+// holds only mails not yet sent (a sent one is deleted), so it is short; it is read a page at a time.
+func forgetOutbox(ctx context.Context, rdb redis.UniversalClient, canonical string) (int, error) {
+	var ids []string
+	for start := "-"; ; {
+		page, err := rdb.XRangeN(ctx, WaitlistOutbox, start, "+", exportPage).Result()
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range page {
+			if a, _ := m.Values["a"].(string); a == canonical {
+				ids = append(ids, m.ID)
+			}
+		}
+		if len(page) < exportPage {
+			break
+		}
+		start = "(" + page[len(page)-1].ID
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	// Acknowledged first, so that no mailer holds an entry that is gone; no group yet is fine.
+	if err := rdb.XAck(ctx, WaitlistOutbox, OutboxGroup, ids...).Err(); err != nil && !strings.Contains(err.Error(), "NOGROUP") {
+		return 0, err
+	}
+	return len(ids), rdb.XDel(ctx, WaitlistOutbox, ids...).Err()
 }

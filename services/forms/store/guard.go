@@ -28,6 +28,7 @@ const checkTimeout = 2 * time.Second
 // publishes the verdict for the configured level as metrics and logs each change with what to change.
 type Guard struct {
 	rdb   redis.UniversalClient
+	cfg   config.Redis
 	log   *slog.Logger
 	level func() config.Durability // the configured level, for the metrics and the log
 	off   bool
@@ -73,6 +74,9 @@ type Options struct {
 	// Off skips every check: the dev server's embedded in-memory store, which keeps nothing anyway
 	// (and says so in the log).
 	Off bool
+	// Redis is the configuration the client was built from; it names a Sentinel-backed store's primary
+	// in the guard's messages, which go-redis knows only as "FailoverClient".
+	Redis config.Redis
 }
 
 func newGuard(rdb redis.UniversalClient, o Options) (*Guard, error) {
@@ -85,7 +89,7 @@ func newGuard(rdb redis.UniversalClient, o Options) (*Guard, error) {
 	if o.Level == nil {
 		o.Level = func() config.Durability { return config.DurabilityProcess }
 	}
-	g := &Guard{rdb: rdb, log: o.Logger, level: o.Level, off: o.Off}
+	g := &Guard{rdb: rdb, cfg: o.Redis, log: o.Logger, level: o.Level, off: o.Off}
 	g.ok = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "formsservice_forms_durability_ok",
 		Help: "1 when the store can keep the configured forms.durability (its settings checked every few seconds), 0 when not: submissions then answer 502.",
@@ -193,7 +197,7 @@ func (g *Guard) inspect(ctx context.Context) ([]nodeFacts, error) {
 			continue
 		}
 		seen[c.Options().Addr] = true
-		n, err := inspectNode(ctx, c)
+		n, err := inspectNode(ctx, c, g.cfg)
 		if err != nil {
 			return nil, err
 		}

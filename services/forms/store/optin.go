@@ -87,7 +87,8 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // expireScript erases pending entries whose time is up: KEYS entries, ids, pending, order; ARGV now
 // (ms), how many at most. An entry confirmed or unsubscribed meanwhile is only taken off the list of
-// pending ones. The order list is searched from its end, where recent (so pending) entries are.
+// pending ones. A sign-up of an address that had unsubscribed goes back to that unsubscribed record
+// (kept as "suppressed" by waitlistLua), its id indexed again, instead of being erased. The order list is searched from its end, where recent (so pending) entries are.
 var expireScript = redis.NewScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local n = 0
@@ -97,9 +98,15 @@ for _, addr in ipairs(due) do
   if raw then
     local rec = cjson.decode(raw)
     if rec.state == 'pending' then
-      redis.call('HDEL', KEYS[1], addr)
       if rec.id then redis.call('HDEL', KEYS[2], rec.id) end
-      redis.call('LREM', KEYS[4], -1, addr)
+      if type(rec.suppressed) == 'table' then
+        local old = rec.suppressed
+        redis.call('HSET', KEYS[1], addr, cjson.encode(old))
+        if old.id then redis.call('HSET', KEYS[2], old.id, addr) end
+      else
+        redis.call('HDEL', KEYS[1], addr)
+        redis.call('LREM', KEYS[4], -1, addr)
+      end
       n = n + 1
     end
   end
@@ -125,37 +132,61 @@ func ExpirePending(ctx context.Context, rdb redis.UniversalClient, now time.Time
 	}
 }
 
-// retentionScript erases the oldest entries, from the head of the sign-up order, while they were signed
-// up before ARGV[1] (the first 19 characters of an RFC 3339 time: to the second, which compares as
-// text); at most ARGV[2] at a time. KEYS entries, ids, pending, order.
+// retentionScript erases the oldest entries, walking the sign-up order from position ARGV[3] while they
+// were signed up before ARGV[1] (the first 19 characters of an RFC 3339 time: to the second, which
+// compares as text); it looks at ARGV[2] positions at most. KEYS entries, ids, pending, order. An address
+// signed up again after unsubscribing has a new created_at at its old place (its record keeps the
+// unsubscription as "suppressed"): it is passed, not a stop, so the entries behind it are still reached.
+// It answers {erased positions, positions looked at, positions passed}.
 var retentionScript = redis.NewScript(`
-local n = 0
-while n < tonumber(ARGV[2]) do
-  local addr = redis.call('LINDEX', KEYS[4], 0)
+local n, seen, passed = 0, 0, 0
+local i = tonumber(ARGV[3])
+while seen < tonumber(ARGV[2]) do
+  local addr = redis.call('LINDEX', KEYS[4], i)
   if not addr then break end
+  seen = seen + 1
   local raw = redis.call('HGET', KEYS[1], addr)
+  local erase = true
   if raw then
     local rec = cjson.decode(raw)
-    if string.sub(rec.created_at or '', 1, 19) >= ARGV[1] then break end
-    redis.call('HDEL', KEYS[1], addr)
-    if rec.id then redis.call('HDEL', KEYS[2], rec.id) end
-    redis.call('ZREM', KEYS[3], addr)
+    if string.sub(rec.created_at or '', 1, 19) >= ARGV[1] then
+      if type(rec.suppressed) ~= 'table' then break end
+      erase = false
+    else
+      redis.call('HDEL', KEYS[1], addr)
+      if rec.id then redis.call('HDEL', KEYS[2], rec.id) end
+      redis.call('ZREM', KEYS[3], addr)
+    end
   end
-  redis.call('LPOP', KEYS[4])
-  n = n + 1
+  if erase then
+    if i == 0 then
+      redis.call('LPOP', KEYS[4])
+    else -- behind a passed entry: mark the position and remove the mark, the first from the head
+      redis.call('LSET', KEYS[4], i, '\0erased')
+      redis.call('LREM', KEYS[4], 1, '\0erased')
+    end
+    n = n + 1
+  else
+    i = i + 1
+    passed = passed + 1
+  end
 end
-return n`)
+return {n, seen, passed}`)
 
 // TrimWaitlist erases waitlist entries signed up before now−retention, whatever their state, and
 // returns how many list positions it removed.
 func TrimWaitlist(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, now time.Time) (int64, error) {
 	cutoff := now.Add(-retention).UTC().Format("2006-01-02T15:04:05")
-	var total int64
+	var total, from int64
 	for {
-		n, err := retentionScript.Run(ctx, rdb, []string{WaitlistEntries, WaitlistIDs, WaitlistPending, WaitlistOrder}, cutoff, sweepPage).Int64()
-		total += n
-		if err != nil || n < sweepPage {
+		res, err := retentionScript.Run(ctx, rdb, []string{WaitlistEntries, WaitlistIDs, WaitlistPending, WaitlistOrder}, cutoff, sweepPage, from).Int64Slice()
+		if err != nil || len(res) != 3 {
 			return total, err
+		}
+		total += res[0]
+		from += res[2] // the passed entries stay where they are: the next page starts behind them
+		if res[1] < sweepPage {
+			return total, nil
 		}
 	}
 }

@@ -5,11 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
+
+// MaxResends caps the confirmation mails a pending address is sent again when it is signed up again:
+// the re-sends come after resendAfter, then 2×, then 4× (the window doubles after each), and after the
+// third no more until the entry expires, so that the form cannot be used to mail an address from the
+// site's domain without end.
+const MaxResends = 3
 
 // waitlistLua stores sign-ups. KEYS: run, entries, order, ids, pending, outbox, then per submission its
 // rate key, idempotency key, in-flight key and resend key. ARGV per submission: limit, canonical
@@ -24,8 +31,11 @@ import (
 //
 // With the double opt-in a new entry is pending: its id is indexed, its expiry noted, its confirmation
 // mail queued in the outbox. A pending address signed up again is a duplicate whose mail is queued again
-// once per resend window (the resend key); an unsubscribed one signs up anew (1), with a new id, so the
-// links of its earlier mails no longer work.
+// once per resend window (the resend key), a window that doubles after each re-send, at most MaxResends
+// times (counted in the record as "resent"); an unsubscribed one signs up anew (1), with a new id, so the
+// links of its earlier mails no longer work, keeping the suppression record: the new record carries the
+// last unsubscription's time and the unsubscribed record itself ("suppressed"), which the expiry of an
+// unconfirmed sign-up restores (expireScript).
 var waitlistLua = firstRun + rateLimitLua + `
 local function pend(a, k)
   redis.call('HSET', KEYS[4], ARGV[a + 6], ARGV[a + 2])
@@ -58,12 +68,21 @@ for i = 1, (#KEYS - 6) / 4 do
           local old = cjson.decode(redis.call('HGET', KEYS[2], ARGV[a + 2]))
           if old.state == 'unsubscribed' then
             if old.id then redis.call('HDEL', KEYS[4], old.id) end
-            redis.call('HSET', KEYS[2], ARGV[a + 2], ARGV[a + 3])
+            local rec = cjson.decode(ARGV[a + 3])
+            old.suppressed = nil -- the one unsubscription before it: superseded by this one
+            rec.unsubscribed_at = old.unsubscribed_at
+            rec.suppressed = old
+            redis.call('HSET', KEYS[2], ARGV[a + 2], cjson.encode(rec))
             pend(a, k)
             r = 1
-          elseif old.state == 'pending' and redis.call('SET', KEYS[k + 4], '1', 'NX', 'PX', ARGV[a + 8]) then
-            redis.call('ZADD', KEYS[5], ARGV[a + 7], ARGV[a + 2])
-            redis.call('XADD', KEYS[6], '*', 'a', ARGV[a + 2])
+          elseif old.state == 'pending' then
+            local resent = tonumber(old.resent) or 0
+            if resent < ` + strconv.Itoa(MaxResends) + ` and redis.call('SET', KEYS[k + 4], '1', 'NX', 'PX', tonumber(ARGV[a + 8]) * 2 ^ (resent + 1)) then
+              old.resent = resent + 1
+              redis.call('HSET', KEYS[2], ARGV[a + 2], cjson.encode(old))
+              redis.call('ZADD', KEYS[5], ARGV[a + 7], ARGV[a + 2])
+              redis.call('XADD', KEYS[6], '*', 'a', ARGV[a + 2])
+            end
           end
         end
       end

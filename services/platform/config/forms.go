@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -84,10 +85,51 @@ type SMTP struct {
 	// Username and PasswordFile (a mounted Secret) enable AUTH PLAIN.
 	Username     string `json:"username,omitempty"`
 	PasswordFile string `json:"passwordFile,omitempty"`
-	// StartTLS requires STARTTLS before AUTH or DATA. Without it, AUTH is refused except to a loopback relay.
+	// TLS is how the relay is reached, as mail.smtp.tls: "starttls" (the default off loopback), "tls"
+	// (TLS from the first byte, port 465) or "none" (clear text: the default to a loopback relay, and
+	// allowed only there). See Security.
+	TLS string `json:"tls,omitempty"`
+	// StartTLS is the older spelling of tls: starttls.
 	StartTLS bool `json:"startTLS,omitempty"`
 	// Subject prefixes the mail subject; default "[contact]".
 	Subject string `json:"subject,omitempty"`
+}
+
+// Security is the relay's TLS in force: tls when set; else starttls when startTLS is set or the relay is
+// not on loopback (a contact message carries a visitor's name, address and words across the network);
+// else none, for a relay in the same pod or on the same machine, which has no certificate to offer.
+func (s SMTP) Security() string {
+	switch {
+	case s.TLS != "":
+		return s.TLS
+	case s.StartTLS:
+		return MailTLSStartTLS
+	}
+	if host, _, err := net.SplitHostPort(s.Addr); err == nil && loopbackHost(host) {
+		return MailTLSNone
+	}
+	return MailTLSStartTLS
+}
+
+// validate refuses what mail.smtp refuses: clear text to a relay off loopback, an unknown tls.
+func (s SMTP) validate() []error {
+	if s.Addr == "" || s.From == "" || len(s.To) == 0 {
+		return []error{fmt.Errorf("forms.delivery.smtp: addr, from and to are required")}
+	}
+	switch s.TLS {
+	case "", MailTLSStartTLS, MailTLSImplicit:
+		return nil
+	case MailTLSNone:
+	default:
+		return []error{fmt.Errorf("forms.delivery.smtp.tls %q: want starttls, tls or none", s.TLS)}
+	}
+	if s.StartTLS {
+		return []error{fmt.Errorf("forms.delivery.smtp: startTLS: true and tls: none contradict each other; keep one (tls: starttls is the newer spelling of startTLS: true)")}
+	}
+	if host, _, err := net.SplitHostPort(s.Addr); err == nil && !loopbackHost(host) {
+		return []error{fmt.Errorf("forms.delivery.smtp.tls: none sends contact messages in clear text, so it is allowed only to a loopback relay, not %s: use starttls or tls (leave tls out for starttls)", host)}
+	}
+	return nil
 }
 
 // Webhook posts each contact message as JSON with a Slack-compatible "text" field. Exactly one of URL
@@ -108,7 +150,17 @@ type Webhook struct {
 	// Standard Webhooks spec allows), so that receivers verify with either while they move to the new
 	// one. Remove it once every receiver has the new secret.
 	PreviousSecretFile string `json:"previousSecretFile,omitempty"`
+	// Format is the markup the receiver renders "text" in, which a visitor's text is escaped for:
+	// "slack" (mrkdwn) or "markdown" (Mattermost, Rocket.Chat). Default: slack for an address on
+	// hooks.slack.com, markdown for any other.
+	Format string `json:"format,omitempty"`
 }
+
+// The values of Webhook.Format.
+const (
+	WebhookFormatSlack    = "slack"
+	WebhookFormatMarkdown = "markdown"
+)
 
 // Defaults of the end of delivery.
 const (
@@ -160,8 +212,8 @@ func (f Forms) validate() []error {
 	if f.RateLimitPerMinute != nil && *f.RateLimitPerMinute < 0 {
 		errs = append(errs, fmt.Errorf("forms.rateLimitPerMinute: must be >= 0"))
 	}
-	if s := f.Delivery.SMTP; s != nil && (s.Addr == "" || s.From == "" || len(s.To) == 0) {
-		errs = append(errs, fmt.Errorf("forms.delivery.smtp: addr, from and to are required"))
+	if s := f.Delivery.SMTP; s != nil {
+		errs = append(errs, s.validate()...)
 	}
 	if w := f.Delivery.Webhook; w != nil {
 		errs = append(errs, w.validate()...)
@@ -188,6 +240,8 @@ func (f Forms) validate() []error {
 // validate checks the webhook's settings. Messages never repeat the URL: it is a secret.
 func (w Webhook) validate() []error {
 	switch {
+	case w.Format != "" && w.Format != WebhookFormatSlack && w.Format != WebhookFormatMarkdown:
+		return []error{fmt.Errorf("forms.delivery.webhook.format %q: want slack or markdown (leave it out to choose by the address: slack on hooks.slack.com)", w.Format)}
 	case w.URL != "" && w.URLFile != "":
 		return []error{fmt.Errorf("forms.delivery.webhook: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)")}
 	case w.URL == "" && w.URLFile == "":

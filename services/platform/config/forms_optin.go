@@ -14,8 +14,9 @@ type DoubleOptIn struct {
 	// ConfirmWithin is how long the confirmation link works and how long a pending entry waits for it
 	// before it is erased. Default 48h; 1h to 30 days.
 	ConfirmWithin Duration `json:"confirmWithin,omitempty"`
-	// ResendAfter: a second sign-up of a pending address sends the mail again, at most once in this
-	// time. Default 10m; 1m to 24h.
+	// ResendAfter: a sign-up of a pending address sends the mail again once this has passed since the
+	// last, a window that doubles after each re-send, three re-sends at most (store.MaxResends).
+	// Default 10m; 1m to 24h.
 	ResendAfter Duration `json:"resendAfter,omitempty"`
 }
 
@@ -71,6 +72,15 @@ func (f Forms) validateOptIn(platformURL string) []error {
 	errs = append(errs, f.DoubleOptIn.validate()...)
 	if f.PublicURL == "" && platformURL == "" {
 		errs = append(errs, fmt.Errorf("forms.doubleOptIn: set forms.publicURL (or publicURL), the address the confirmation links point to"))
+	}
+	// The mails' one-click unsubscribe must be https (RFC 8058; the mail component refuses anything
+	// else off loopback): an http base would fail every confirmation mail at send time.
+	key, base := "forms.publicURL", f.PublicURL
+	if base == "" {
+		key, base = "publicURL", platformURL
+	}
+	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		errs = append(errs, fmt.Errorf("%s %s: the double opt-in's links need https (a mail's one-click unsubscribe must be https, RFC 8058); http only to a loopback host, for development", key, base))
 	}
 	return errs
 }

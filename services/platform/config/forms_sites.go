@@ -42,6 +42,9 @@ type BotCheck struct {
 	// MinScore is the lowest reCAPTCHA v3 score taken (0 to 1; default 0.5). Answers without a score
 	// (v2, Turnstile, hCaptcha) need only the provider's success.
 	MinScore *float64 `json:"minScore,omitempty"`
+	// Action, when set, is the only action taken (turnstile and recaptcha: the name the page gives the
+	// check, reCAPTCHA v3's grecaptcha.execute action or Turnstile's data-action); default any.
+	Action string `json:"action,omitempty"`
 }
 
 // DefaultMinScore is the reCAPTCHA v3 score taken when minScore is not set (Google's suggestion).
@@ -72,6 +75,9 @@ func (b BotCheck) validate(at string) []error {
 	}
 	if b.MinScore != nil && (*b.MinScore < 0 || *b.MinScore > 1) {
 		errs = append(errs, fmt.Errorf("%s.minScore: between 0 and 1", at))
+	}
+	if b.Action != "" && (b.Provider == "hcaptcha" || len(b.Action) > 100 || strings.TrimSpace(b.Action) != b.Action) {
+		errs = append(errs, fmt.Errorf("%s.action %q: for turnstile or recaptcha only, up to 100 characters, no surrounding spaces", at, b.Action))
 	}
 	return errs
 }

@@ -82,3 +82,49 @@ func TestSites_BotCheckSecretFile_IsASecretFile(t *testing.T) {
 		t.Fatalf("secret files %+v", got)
 	}
 }
+
+// The confirmation mail's one-click unsubscribe must be https (RFC 8058; the mail component refuses
+// anything else off loopback), so an http:// base for the links would fail every mail: it is refused
+// when the configuration loads, naming the setting, instead.
+func TestDoubleOptIn_HTTPLinksOffLoopback_RefusedAtLoad(t *testing.T) {
+	load := func(doc string) error {
+		c, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ApplyDefaults()
+		return c.Validate()
+	}
+	for doc, want := range map[string]string{
+		"forms: {publicURL: 'http://forms.example.com', doubleOptIn: {}}":                            "forms.publicURL http://forms.example.com: the double opt-in's links need https",
+		"publicURL: https://id.example.com\nforms: {publicURL: 'http://f.example', doubleOptIn: {}}": "forms.publicURL http://f.example",
+	} {
+		if err := load(doc); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", doc, err, want)
+		}
+	}
+	for _, doc := range []string{
+		"forms: {publicURL: 'http://127.0.0.1:8080', doubleOptIn: {}}", // the dev server
+		"forms: {publicURL: 'http://localhost:8080', doubleOptIn: {}}",
+		"forms: {publicURL: 'https://forms.example.com', doubleOptIn: {}}",
+		"forms: {publicURL: 'http://forms.example.com'}", // no mails, no links: the form pages only
+	} {
+		if err := load(doc); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}
+
+// botCheck.action names the page's check for the providers that report one (reCAPTCHA v3, Turnstile);
+// hCaptcha reports none, so an action there would refuse every token.
+func TestSites_BotCheckAction_OnlyWhereTheProviderReportsOne(t *testing.T) {
+	for provider, ok := range map[string]bool{"recaptcha": true, "turnstile": true, "hcaptcha": false} {
+		errs := BotCheck{Provider: provider, SecretFile: "/s", Action: "waitlist"}.validate("forms.sites[0].botCheck")
+		if (len(errs) == 0) != ok {
+			t.Errorf("%s with an action: %v", provider, errs)
+		}
+	}
+	if errs := (BotCheck{Provider: "recaptcha", SecretFile: "/s", Action: " waitlist"}).validate("b"); len(errs) != 1 {
+		t.Errorf("an action with a space around it: %v", errs)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func TestForms_Validate(t *testing.T) {
 		"forms: {delivery: {webhook: {url: 'ftp://x'}}}":                                                "webhook",
 		"forms: {delivery: {webhook: {url: '/relative'}}}":                                              "webhook",
 		"forms: {delivery: {webhook: {url: 'https://h/x'}, timeout: 10s, retryAfter: 15s}}":             "retryAfter",
+		"forms: {delivery: {webhook: {url: 'https://h/x', format: html}}}":                              "webhook.format",
 		"forms: {durability: disk}":                                                                     "forms.durability",
 		"forms: {delivery: {maxAttempts: -1}}":                                                          "maxAttempts",
 		"forms: {delivery: {maxAge: -1h}}":                                                              "durations must not be negative",
@@ -86,6 +88,49 @@ func TestForms_WebhookURLOrURLFile(t *testing.T) {
 			t.Errorf("%s: got %v, want an error saying %q", tc.doc, err, tc.want)
 		case err != nil && strings.Contains(err.Error(), secret):
 			t.Errorf("%s: the error repeats the secret URL: %v", tc.doc, err)
+		}
+	}
+}
+
+// forms.delivery.smtp reaches a relay off loopback with TLS unless told otherwise, and refuses clear
+// text there, as mail.smtp does: a contact message carries a visitor's name, address and words.
+func TestForms_SMTPRelayOffLoopback_TLSByDefaultAndClearTextRefused(t *testing.T) {
+	const relay = "smtp: {addr: '%s', from: a@example.com, to: [b@example.com]%s}"
+	load := func(addr, extra string) (*Config, error) {
+		c, err := Parse([]byte("forms:\n  delivery:\n    " + fmt.Sprintf(relay, addr, extra) + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ApplyDefaults()
+		return c, c.Validate()
+	}
+	for _, tc := range []struct{ addr, extra, want string }{
+		{"relay.internal:25", "", MailTLSStartTLS}, // off loopback: STARTTLS unless told otherwise
+		{"relay.internal:587", ", startTLS: true", MailTLSStartTLS},
+		{"relay.internal:465", ", tls: tls", MailTLSImplicit},
+		{"127.0.0.1:25", "", MailTLSNone}, // a relay in the same pod or on the machine, as before
+		{"localhost:25", ", tls: none", MailTLSNone},
+		{"[::1]:25", ", tls: starttls", MailTLSStartTLS},
+	} {
+		c, err := load(tc.addr, tc.extra)
+		if err != nil {
+			t.Errorf("%s%s: %v", tc.addr, tc.extra, err)
+			continue
+		}
+		if got := c.Forms.Delivery.SMTP.Security(); got != tc.want {
+			t.Errorf("%s%s: security %q, want %q", tc.addr, tc.extra, got, tc.want)
+		}
+		if m, _ := c.MailSettings(); m.SMTP.TLS != tc.want {
+			t.Errorf("%s%s: the mail relay taken from it has tls %q, want %q", tc.addr, tc.extra, m.SMTP.TLS, tc.want)
+		}
+	}
+	for _, tc := range []struct{ addr, extra, want string }{
+		{"relay.internal:25", ", tls: none", "forms.delivery.smtp.tls: none sends contact messages in clear text, so it is allowed only to a loopback relay, not relay.internal"},
+		{"relay.internal:25", ", tls: ssl", `forms.delivery.smtp.tls "ssl": want starttls, tls or none`},
+		{"relay.internal:25", ", tls: none, startTLS: true", "forms.delivery.smtp: startTLS: true and tls: none"},
+	} {
+		if _, err := load(tc.addr, tc.extra); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s%s: %v, want an error saying %q", tc.addr, tc.extra, err, tc.want)
 		}
 	}
 }

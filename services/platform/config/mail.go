@@ -132,11 +132,7 @@ func (c *Config) MailSettings() (m Mail, ok bool) {
 	if m.From == "" {
 		m.From = f.From
 	}
-	tls := MailTLSNone // as forms.delivery.smtp documents it: plain text unless startTLS
-	if f.StartTLS {
-		tls = MailTLSStartTLS
-	}
-	m.SMTP = &MailSMTP{Addr: f.Addr, TLS: tls, Username: f.Username, PasswordFile: f.PasswordFile, Timeout: Duration(DefaultMailTimeout)}
+	m.SMTP = &MailSMTP{Addr: f.Addr, TLS: f.Security(), Username: f.Username, PasswordFile: f.PasswordFile, Timeout: Duration(DefaultMailTimeout)}
 	return m, true
 }
 

@@ -100,7 +100,7 @@ forms:
 		t.Fatal(err)
 	}
 	m, ok := c.MailSettings()
-	if !ok || m.From != "Forms <forms@acme.example>" || m.SMTP.Addr != "relay.internal:25" || m.SMTP.TLS != MailTLSNone || m.SMTP.Username != "u" {
+	if !ok || m.From != "Forms <forms@acme.example>" || m.SMTP.Addr != "relay.internal:25" || m.SMTP.TLS != MailTLSStartTLS || m.SMTP.Username != "u" {
 		t.Fatalf("settings %+v %+v", m, m.SMTP)
 	}
 	c.Forms.Delivery.SMTP.StartTLS = true

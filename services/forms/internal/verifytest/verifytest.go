@@ -22,6 +22,8 @@ type Server struct {
 	calls   []Call
 	failing int // answer this HTTP status instead (0: answer normally)
 	hold    chan struct{}
+	host    string // the hostname a good answer names
+	action  string // the action a scored answer names
 }
 
 // Call is one request the server got.
@@ -29,7 +31,7 @@ type Call struct{ Secret, Response, RemoteIP string }
 
 // Start runs a siteverify endpoint that takes secret until the test ends.
 func Start(t testing.TB, secret string) *Server {
-	s := &Server{secret: secret, tokens: map[string]float64{}}
+	s := &Server{secret: secret, tokens: map[string]float64{}, host: "www.example.com", action: "submit"}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -48,6 +50,14 @@ func (s *Server) Issue(token string, score float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tokens[token] = score
+}
+
+// Answer makes a good answer name hostname (where the token was solved; "" names none) and, with a
+// score, action. By default www.example.com and submit.
+func (s *Server) Answer(hostname, action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.host, s.action = hostname, action
 }
 
 // Fail makes the endpoint answer status (a 5xx) until Fail(0).
@@ -77,7 +87,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	hold, failing := s.hold, s.failing
+	hold, failing, host, action := s.hold, s.failing, s.host, s.action
 	c := Call{Secret: r.PostForm.Get("secret"), Response: r.PostForm.Get("response"), RemoteIP: r.PostForm.Get("remoteip")}
 	s.calls = append(s.calls, c)
 	score, known := s.tokens[c.Response]
@@ -108,11 +118,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		answer["error-codes"] = []string{"invalid-input-response"}
 	default:
 		answer["success"] = true
-		answer["hostname"] = "www.example.com"
+		if host != "" {
+			answer["hostname"] = host
+		}
 		answer["challenge_ts"] = "2026-01-01T00:00:00Z"
 		if score >= 0 {
 			answer["score"] = score
-			answer["action"] = "submit"
+			answer["action"] = action
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
