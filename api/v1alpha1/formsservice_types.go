@@ -496,8 +496,8 @@ type SMTPDelivery struct {
 	Username string `json:"username,omitempty"`
 	// +optional
 	PasswordSecretRef *SecretKeySelector `json:"passwordSecretRef,omitempty"`
-	// StartTLS requires STARTTLS before authenticating or sending. Without it the services refuse to
-	// send the password except to a relay on the loopback address.
+	// StartTLS requires STARTTLS before authenticating or sending. A relay off the loopback address gets
+	// STARTTLS whether or not this is set: the services send nothing in clear text off loopback.
 	// +optional
 	StartTLS bool `json:"startTLS,omitempty"`
 	// Subject prefixes the mail subject. Default "[contact]".

@@ -288,7 +288,8 @@ func branding(b *v1alpha1.BrandingSpec) config.Branding {
 // reset, "your password was changed"): one relay per platform, as config.Config.MailSettings reads
 // forms.delivery.smtp in a single configuration file. Auth gets no relay (and logs each mail it could
 // not send) without forms.delivery.smtp, or when that relay would carry auth's mail in clear text to
-// another machine (startTLS off): its links are credentials, and the mail block refuses that.
+// another machine: its links are credentials, and the mail block refuses that (a relay off loopback is
+// STARTTLS by default, whatever startTLS says, so only a loopback relay is ever clear text).
 func authMail(f v1alpha1.FormsSpec) config.Mail {
 	m, ok := (&config.Config{Forms: formsConfig(f)}).MailSettings()
 	if !ok || !m.Valid() {

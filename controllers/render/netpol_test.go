@@ -105,9 +105,10 @@ func TestServiceNetworkPolicy(t *testing.T) {
 			}
 		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
 			wantEgress: []ruleSummary{dns, managedRedis, {peers: []string{}, ports: []string{"TCP/587"}}}},
-		{name: "auth does not reach a relay it would send in clear text to", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
+		{name: "auth reaches a relay without startTLS too: off loopback it is STARTTLS whatever the setting", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "smtp.example:25", From: "a@b.example", To: []string{"c@d.example"}}}
-		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth}, wantEgress: []ruleSummary{dns, managedRedis}},
+		}, wantIngress: []ruleSummary{fromIngress, fromPrometheus, fromHealth},
+			wantEgress: []ruleSummary{dns, managedRedis, {peers: []string{}, ports: []string{"TCP/25"}}}},
 		{name: "deliveryEgress names auth's relay too", component: Auth, mutate: func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "smtp.example:25", StartTLS: true, From: "a@b.example", To: []string{"c@d.example"}}}
 			fs.Spec.NetworkPolicy.DeliveryEgress = []networkingv1.NetworkPolicyEgressRule{{

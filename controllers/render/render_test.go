@@ -179,10 +179,10 @@ func TestServiceConfig(t *testing.T) {
 				t.Error("auth's configuration carries the forms' delivery")
 			}
 		}},
-		{"auth's links never go to another machine in clear text: a relay without STARTTLS is the forms' alone", func(fs *v1alpha1.FormsService) {
+		{"auth's links never go to another machine in clear text: a relay off loopback gets STARTTLS even without startTLS", func(fs *v1alpha1.FormsService) {
 			fs.Spec.Forms.Delivery = &v1alpha1.DeliverySpec{SMTP: &v1alpha1.SMTPDelivery{Address: "mail.acme.example:25", From: "noreply@acme.example", To: []string{"team@acme.example"}}}
 		}, in, Auth, func(t *testing.T, c *config.Config) {
-			if _, ok := c.MailSettings(); ok {
+			if m, ok := c.MailSettings(); !ok || m.SMTP.TLS != config.MailTLSStartTLS {
 				t.Errorf("mail = %+v %+v", c.Mail, c.Mail.SMTP)
 			}
 		}},
