@@ -157,8 +157,7 @@ test-chart: deps-chart ## Chart tests: golden files, strict server-side dry run,
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
 
 .PHONY: test-admission
-test-admission: deps-chart ## The chart and the operator's objects against Kyverno's Pod Security and best-practice policies, offline (test/admission).
-	hack/install-kyverno.sh
+test-admission: ## The chart and the operator's objects against restricted Pod Security (k8s.io/pod-security-admission) and our best practices, offline (test/admission).
 	$(GO) test -count=1 ./test/admission/
 
 .PHONY: e2e

@@ -24,11 +24,10 @@ step "container image without Docker (make image; its test opens the tarball)"
 make --no-print-directory image
 export FORMSSERVICE_IMAGE_TAR="$PWD/bin/formsservice-image.tar"
 
-step "chart and monitoring tools (helm, helm-docs, promtool, Prometheus Operator CRDs), Chromium, the relying parties of test/interop, and Kyverno's CLI"
+step "chart and monitoring tools (helm, helm-docs, promtool, Prometheus Operator CRDs), Chromium, the relying parties of test/interop"
 hack/install-chart-tools.sh
 hack/install-chromium.sh
 hack/install-interop.sh
-hack/install-kyverno.sh   # Kyverno's CLI: the offline admission check of test/admission (~7 min the first time)
 
 step "helm chart (lint, copies of config/, values table)"
 make --no-print-directory helm-lint
