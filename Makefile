@@ -9,6 +9,7 @@ export GOBIN := $(BIN)
 
 ADDR ?= 127.0.0.1:8080
 CONFIG ?=
+PKG ?= ./...
 
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
@@ -28,11 +29,15 @@ build: ## Build bin/formsservice and bin/formsservice-forms (the forms service a
 	hack/build.sh $(BIN)
 
 .PHONY: test
-test: ## Install what the tests need (cached in bin/) and run every test and check.
+test: ## Install what the tests need (cached in bin/) and run every test and check (docs/developing.md).
 	hack/test.sh
 
+.PHONY: test-fast
+test-fast: deps-redis ## The loop between edits: the unit tests, go test -short (no browser, envtest, cluster or built tool; PKG=./services/forms/... for some).
+	$(GO) test -short -count=1 $(TESTFLAGS) $(PKG)
+
 .PHONY: test-go
-test-go: deps-redis ## Only the Go tests (assumes tools are installed).
+test-go: deps-redis ## Only the Go tests, all of them (assumes tools are installed: make deps).
 	$(GO) test -count=1 ./...
 
 .PHONY: bench
@@ -91,8 +96,7 @@ verify-generated: ## Regenerate and fail when the deepcopy code, CRD, RBAC or th
 	  echo "generated files are up to date"
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver and etcd for the envtest suite (cached in bin/k8s/; ~8 min the first time).
-	hack/envtest-assets.sh
+envtest: deps-envtest ## Same as deps-envtest.
 
 .PHONY: test-operator
 test-operator: ## The operator's tests against a real kube-apiserver and etcd.
