@@ -9,8 +9,10 @@ export GOBIN := $(BIN)
 
 ADDR ?= 127.0.0.1:8080
 CONFIG ?=
+PKG ?= ./...
 
 STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: help
 help: ## Show the targets.
@@ -27,11 +29,15 @@ build: ## Build bin/formsservice and bin/formsservice-forms (the forms service a
 	hack/build.sh $(BIN)
 
 .PHONY: test
-test: ## Install what the tests need (cached in bin/) and run every test and check.
+test: ## Install what the tests need (cached in bin/) and run every test and check (docs/developing.md).
 	hack/test.sh
 
+.PHONY: test-fast
+test-fast: deps-redis ## The loop between edits: the unit tests, go test -short (no browser, envtest, cluster or built tool; PKG=./services/forms/... for some).
+	$(GO) test -short -count=1 $(TESTFLAGS) $(PKG)
+
 .PHONY: test-go
-test-go: deps-redis ## Only the Go tests (assumes tools are installed).
+test-go: deps-redis ## Only the Go tests, all of them (assumes tools are installed: make deps).
 	$(GO) test -count=1 ./...
 
 .PHONY: bench
@@ -43,19 +49,22 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: $(BIN)/staticcheck ## gofmt, go vet, staticcheck and a tidy go.mod.
+lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and a tidy go.mod.
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(BIN)/staticcheck ./...
+	$(STATICCHECK) ./...
 	@# the forms-only build of cmd/formsservice (D31), without the tests (they need the full build) and without
 	@# U1000: the helpers it shares with the tools are used in the full build, which the line above checks
 	$(GO) build -tags formsonly -o /dev/null ./cmd/formsservice
-	$(BIN)/staticcheck -tags formsonly -tests=false -checks inherit,-U1000 ./cmd/formsservice
+	$(STATICCHECK) -tags formsonly -tests=false -checks inherit,-U1000 ./cmd/formsservice
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 
-$(BIN)/staticcheck:
+# Tools built by `go install` carry their version in their name: a version bump installs the new one, the
+# same version never rebuilds.
+$(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/staticcheck $(STATICCHECK)
 
 ##@ Operator (api/, controllers/, cmd/manager, config/; see docs/operator.md)
 
@@ -87,8 +96,7 @@ verify-generated: ## Regenerate and fail when the deepcopy code, CRD, RBAC or th
 	  echo "generated files are up to date"
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver and etcd for the envtest suite (cached in bin/k8s/; ~8 min the first time).
-	hack/envtest-assets.sh
+envtest: deps-envtest ## Same as deps-envtest.
 
 .PHONY: test-operator
 test-operator: ## The operator's tests against a real kube-apiserver and etcd.
@@ -157,8 +165,7 @@ test-chart: deps-chart ## Chart tests: golden files, strict server-side dry run,
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...
 
 .PHONY: test-admission
-test-admission: deps-chart ## The chart and the operator's objects against Kyverno's Pod Security and best-practice policies, offline (test/admission).
-	hack/install-kyverno.sh
+test-admission: ## The chart and the operator's objects against restricted Pod Security (k8s.io/pod-security-admission) and our best practices, offline (test/admission).
 	$(GO) test -count=1 ./test/admission/
 
 .PHONY: e2e
@@ -169,11 +176,47 @@ e2e: ## End to end on a real one-node cluster of this machine, no Docker (hack/n
 e2e-kind: ## End to end on a kind cluster: image, chart, sample, forms contract, browser sign-in, /health (needs Docker).
 	hack/e2e-kind.sh
 
-##@ Dependencies (installed once, cached under bin/)
+##@ Dependencies (installed once, cached under bin/ by version; a test that lacks one names its target)
+
+.PHONY: deps
+deps: ## Everything make test needs: the Debian packages in one apt-get, then the tool builds in parallel (hack/deps.sh).
+	hack/deps.sh
+
+.PHONY: deps-apt
+deps-apt: ## The Debian packages of every test and of make e2e, in one apt-get call.
+	hack/deps.sh --apt-only
 
 .PHONY: deps-redis
 deps-redis: ## redis-server and redis-cli from Debian packages, copied into bin/.
 	hack/install-redis.sh
+
+.PHONY: deps-mail
+deps-mail: ## Mailpit, the SMTP server of the mail tests (internal/testmail), built into bin/.
+	hack/install-mailpit.sh >/dev/null
+
+.PHONY: deps-s3
+deps-s3: ## versitygw, the S3 server of the backup tests (internal/tests3), built into bin/.
+	hack/install-versitygw.sh >/dev/null
+
+.PHONY: deps-browser
+deps-browser: ## Chromium (Debian package) and axe-core (npm, into bin/) for the browser tests (internal/testbrowser, test/signin).
+	hack/install-chromium.sh >/dev/null
+	hack/install-axe.sh >/dev/null
+
+.PHONY: deps-envtest
+deps-envtest: ## kube-apiserver (built) and etcd (Debian package) for the envtest suites, in bin/k8s/ (~8 min the first time).
+	hack/envtest-assets.sh >/dev/null
+
+.PHONY: deps-interop
+deps-interop: ## The relying parties of test/interop: npm ci there, and oauth2-proxy built into bin/.
+	hack/install-interop.sh >/dev/null
+
+.PHONY: deps-lint
+deps-lint: $(STATICCHECK) $(CONTROLLER_GEN) ## staticcheck (make lint) and controller-gen (make generate, verify-generated), into bin/.
+
+.PHONY: deps-e2e
+deps-e2e: ## What make e2e's one-node cluster runs: Kubernetes' binaries, CoreDNS, Traefik, Prometheus, images (hack/node-cluster/build.sh).
+	hack/node-cluster/build.sh
 
 .PHONY: deps-chart
 deps-chart: ## helm, helm-docs, promtool and the Prometheus Operator CRDs, into bin/.

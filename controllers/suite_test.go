@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
+	if testcluster.SkipSuite() { // -short (make test-fast): no envtest
+		return 0
+	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	var err error
 	start := time.Now()

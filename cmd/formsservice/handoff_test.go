@@ -45,6 +45,7 @@ func TestFormsCommand_HandsOverToTheFormsBinaryBuiltWithIt(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the hand-over reads ELF build IDs and /proc")
 	}
+	testproc.SkipShort(t, "hack/build.sh") // builds both binaries
 	dir := t.TempDir()
 	build := exec.Command(filepath.Join("..", "..", "hack", "build.sh"), dir)
 	if out, err := build.CombinedOutput(); err != nil {

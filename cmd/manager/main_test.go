@@ -54,6 +54,7 @@ func eventually(t *testing.T, what string, f func() error) {
 // Deployment's flags under its own service account (so the generated RBAC must be enough), leader
 // election, probes and authenticated metrics, reconciling the sample from config/samples.
 func TestManager_DeployedWithConfigDefault_ReconcilesTheSampleUnderItsOwnRBAC(t *testing.T) {
+	testproc.SkipShort(t, "envtest (kube-apiserver and etcd)")
 	cluster, err := testcluster.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if testcluster.SkipSuite() { // -short (make test-fast): no envtest
+		return 0
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	var err error
 	if cl, err = testcluster.Start(); err != nil {

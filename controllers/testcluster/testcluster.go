@@ -1,10 +1,13 @@
 // Package testcluster starts a real kube-apiserver and etcd (envtest) with the FormsService CRD installed,
-// for the operator's tests. The binaries come from hack/envtest-assets.sh (`make envtest`, run by
+// for the operator's tests. The binaries come from hack/envtest-assets.sh (`make deps-envtest`, run by
 // `make test`), which builds them from the Go module proxy and caches them under bin/k8s/<version>.
+// Under `go test -short` (make test-fast) the control plane does not start: a TestMain calls SkipSuite
+// first, and Start fails for a caller that did not.
 package testcluster
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -39,6 +42,10 @@ type Cluster struct {
 // Start starts kube-apiserver and etcd with the CRDs of config/crd/bases and the Gateway API's
 // (GatewayAPICRDs) installed.
 func Start() (*Cluster, error) {
+	if short() {
+		return nil, errors.New("envtest does not start under go test -short (make test-fast): " +
+			"call testcluster.SkipSuite first in the TestMain, or skip the test under testing.Short()")
+	}
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
@@ -77,6 +84,29 @@ func Start() (*Cluster, error) {
 	return &Cluster{Env: env, Config: cfg, Scheme: scheme, Root: root}, nil
 }
 
+// SkipSuite is the first call of a TestMain whose suite starts the control plane: under `go test -short`
+// (make test-fast) it says on stdout that the suite is skipped and returns true, and the TestMain returns
+// 0 without running the tests.
+func SkipSuite() bool {
+	if !short() {
+		return false
+	}
+	fmt.Println("skipped: this suite starts kube-apiserver and etcd (envtest), which -short (make test-fast) leaves out; make test runs it")
+	return true
+}
+
+// short reports `go test -short`, from a TestMain too (which runs before the flags are parsed).
+func short() bool {
+	f := flag.Lookup("test.short")
+	if f == nil {
+		return false
+	}
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	return f.Value.String() == "true"
+}
+
 // Stop stops the control plane.
 func (c *Cluster) Stop() error { return c.Env.Stop() }
 
@@ -89,7 +119,7 @@ func Assets(root string) (string, error) {
 	}
 	for _, b := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return "", fmt.Errorf("envtest needs %s in %s: run `make envtest` (or `make test`, which runs it); "+
+			return "", fmt.Errorf("envtest needs %s in %s: run `make deps-envtest` (or `make test`, which runs it); "+
 				"it builds kube-apiserver from the Go module proxy and caches it under bin/k8s/", b, dir)
 		}
 	}

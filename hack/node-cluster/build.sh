@@ -38,7 +38,10 @@ if [[ ! -f "$IMAGES/pause.tar" ]]; then
   rm -rf "$tmp"
 fi
 
-if [[ ! -f "$IMAGES/coredns.tar" ]]; then
+# An image's tarball carries the version in its name (a bump builds the new one) and the name the
+# scripts import is a link to it, as for Redis below.
+coredns_tar="$IMAGES/coredns-$COREDNS_VERSION.tar"
+if [[ ! -f "$coredns_tar" ]]; then
   src="$NC/coredns-$COREDNS_VERSION/src"
   if [[ ! -x "$NC/coredns-$COREDNS_VERSION/coredns" ]]; then
     log "building CoreDNS $COREDNS_VERSION from the module proxy (about a minute)"
@@ -53,13 +56,15 @@ if [[ ! -f "$IMAGES/coredns.tar" ]]; then
   fi
   tmp="$(mktemp -d)"
   cp "$NC/coredns-$COREDNS_VERSION/coredns" "$tmp/coredns"
-  pack "$tmp" "$IMAGES/coredns.tar" "$COREDNS_IMAGE" "/coredns" ""
+  pack "$tmp" "$coredns_tar" "$COREDNS_IMAGE" "/coredns" ""
   rm -rf "$tmp"
 fi
+ln -sf "$(basename "$coredns_tar")" "$IMAGES/coredns.tar"
 
 # Traefik, the ingress controller of the end-to-end run: pure Go, built from the module proxy in a
 # scratch module (its go.mod has replace directives, which `go install pkg@version` refuses).
-if [[ ! -f "$IMAGES/traefik.tar" ]]; then
+traefik_tar="$IMAGES/traefik-$TRAEFIK_VERSION.tar"
+if [[ ! -f "$traefik_tar" ]]; then
   dir="$NC/traefik-$TRAEFIK_VERSION"
   if [[ ! -x "$dir/traefik" ]]; then
     log "building Traefik $TRAEFIK_VERSION from the module proxy (several minutes cold)"
@@ -76,9 +81,10 @@ if [[ ! -f "$IMAGES/traefik.tar" ]]; then
   tmp="$(mktemp -d)"
   mkdir -p "$tmp/tmp" && chmod 1777 "$tmp/tmp"
   cp "$dir/traefik" "$tmp/traefik"
-  pack "$tmp" "$IMAGES/traefik.tar" "$TRAEFIK_IMAGE" /traefik 65532:65532
+  pack "$tmp" "$traefik_tar" "$TRAEFIK_IMAGE" /traefik 65532:65532
   rm -rf "$tmp"
 fi
+ln -sf "$(basename "$traefik_tar")" "$IMAGES/traefik.tar"
 
 # The e2e's Redis image ($REDIS_IMAGE, lib.sh; the chart's operands.redis.image in the e2e), so that the
 # sample's managed Redis runs without a pull: Debian's redis-server and redis-cli, their shared libraries,
@@ -107,15 +113,17 @@ ln -sf "$(basename "$redis_tar")" "$IMAGES/redis.tar"
 
 # The S3 server of the e2e's backup phase (test/e2e/backup_test.go): versitygw, the static binary
 # hack/install-versitygw.sh builds from the module proxy for internal/tests3, as the image's only file.
-if [[ ! -f "$IMAGES/versitygw.tar" ]]; then
+versitygw_tar="$IMAGES/versitygw-$VERSITYGW_VERSION.tar"
+if [[ ! -f "$versitygw_tar" ]]; then
   log "building the versitygw image $VERSITYGW_IMAGE"
   exe="$(VERSITYGW_VERSION="$VERSITYGW_VERSION" hack/install-versitygw.sh)"
   tmp="$(mktemp -d)"
   mkdir -p "$tmp/tmp" && chmod 1777 "$tmp/tmp"
   cp "$exe" "$tmp/versitygw"
-  pack "$tmp" "$IMAGES/versitygw.tar" "$VERSITYGW_IMAGE" /versitygw 65532:65532
+  pack "$tmp" "$versitygw_tar" "$VERSITYGW_IMAGE" /versitygw 65532:65532
   rm -rf "$tmp"
 fi
+ln -sf "$(basename "$versitygw_tar")" "$IMAGES/versitygw.tar"
 
 if [[ ! -x "$NC/crisandboxes" ]]; then
   log "building crisandboxes (stops and removes pod sandboxes at teardown)"

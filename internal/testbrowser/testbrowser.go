@@ -1,12 +1,12 @@
 // Package testbrowser runs headless Chromium for tests (chromedp) and checks a page with axe-core, the
 // accessibility engine, against WCAG 2.2 A and AA, at a phone width and in light and dark mode.
 //
-// axe-core comes from the npm registry through hack/install-axe.sh (cached under bin/); Chromium is
-// Debian's (hack/install-chromium.sh), or CHROME_BIN.
+// Chromium is Debian's, or CHROME_BIN; axe-core comes from the npm registry (cached under bin/): `make
+// deps-browser` installs both, and a test fails with that command when one is missing. Under `go test
+// -short` (make test-fast) New skips the test: a browser test is not a unit test.
 package testbrowser
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,11 +23,14 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 // New starts a headless Chromium for the test and returns its context (closed when the test ends).
 func New(t testing.TB) context.Context {
 	t.Helper()
+	testproc.SkipShort(t, "Chromium")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.UserDataDir(t.TempDir()),
@@ -76,7 +79,7 @@ func chromiumPath(t testing.TB) string {
 			return p
 		}
 	}
-	t.Fatal("no Chromium found: `make test` installs it (hack/install-chromium.sh), or set CHROME_BIN")
+	t.Fatal("Chromium is not installed: run `make deps-browser` (or `make test`, which installs every tool), or set CHROME_BIN")
 	return ""
 }
 
@@ -126,26 +129,31 @@ func Accessible(t testing.TB, ctx context.Context, what string) {
 	}
 }
 
+// AxeVersion is the axe-core release the checks run (`make deps-browser`: hack/install-axe.sh).
+const AxeVersion = "4.14.1"
+
 var (
 	axeOnce sync.Once
 	axeJS   string
 	axeErr  error
 )
 
-// axeSource is axe.min.js, installed by hack/install-axe.sh when missing.
+// axeSource is axe.min.js, from bin/axe-core-<AxeVersion>/ (or $AXE_CORE_JS).
 func axeSource(t testing.TB) string {
 	t.Helper()
 	axeOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-		out, err := exec.Command(filepath.Join(root, "hack", "install-axe.sh")).CombinedOutput()
+		path := os.Getenv("AXE_CORE_JS")
+		if path == "" {
+			_, file, _, _ := runtime.Caller(0)
+			root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+			path = filepath.Join(root, "bin", "axe-core-"+AxeVersion, "node_modules", "axe-core", "axe.min.js")
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
-			axeErr = fmt.Errorf("hack/install-axe.sh: %v\n%s", err, out)
+			axeErr = fmt.Errorf("axe-core %s is not installed (%v): run `make deps-browser` (or `make test`, which installs every tool), or set AXE_CORE_JS", AxeVersion, err)
 			return
 		}
-		path := strings.TrimSpace(string(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:]))
-		b, err := os.ReadFile(path)
-		axeJS, axeErr = string(b), err
+		axeJS = string(b)
 	})
 	if axeErr != nil {
 		t.Fatal(axeErr)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 // errorRecorder is a testing.TB whose Errorf is kept instead of failing the test.
@@ -79,5 +81,16 @@ func TestNonTextContrast_ReportsFaintBordersAndFocusRings(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("not reported: %s\n%s", want, all)
 		}
+	}
+}
+
+// `make deps-browser` must install the axe-core the checks look for in bin/.
+func TestAxeVersion_IsTheOneTheInstallScriptInstalls(t *testing.T) {
+	v, err := testproc.ScriptVersion("hack/install-axe.sh", "AXE_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != AxeVersion {
+		t.Errorf("hack/install-axe.sh installs axe-core %s, the checks load %s", v, AxeVersion)
 	}
 }

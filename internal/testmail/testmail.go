@@ -2,8 +2,9 @@
 // the kernel picks, with STARTTLS or implicit TLS and SMTP AUTH when asked, and helpers to wait for the
 // mail sent to an address and read its parts, headers, raw source and links.
 //
-// Mailpit is built from the Go module proxy by hack/install-mailpit.sh (cached as bin/mailpit-<version>);
-// Start runs the script when the binary is missing. docs/architecture.md (D10) says why Mailpit.
+// Mailpit is built from the Go module proxy by `make deps-mail` (hack/install-mailpit.sh, cached as
+// bin/mailpit-<version>); a test fails with that command when it is missing, and is skipped under
+// `go test -short` (make test-fast). docs/architecture.md (D10) says why Mailpit.
 //
 // No port is guessed (D8): Mailpit binds SMTP on 127.0.0.1:0 but logs ":0", so Start reads the port it
 // got from the kernel's socket table (testproc.WaitListeningSockets); its HTTP API listens on a Unix
@@ -145,12 +146,11 @@ func Start(t testing.TB, o Options) *Server {
 	return s
 }
 
-// Binary returns the Mailpit executable: $MAILPIT, or bin/mailpit-<Version>, built by
-// hack/install-mailpit.sh when missing (once per test binary).
+// Binary returns the Mailpit executable: $MAILPIT, or bin/mailpit-<Version>, which `make deps-mail`
+// builds. It skips the test under -short.
 func Binary(t testing.TB) string {
 	t.Helper()
-	return testproc.Tool{Env: "MAILPIT", Cached: "mailpit-" + Version, Script: "hack/install-mailpit.sh",
-		ScriptEnv: []string{"MAILPIT_VERSION=" + Version}}.Path(t)
+	return testproc.Tool{Env: "MAILPIT", Cached: "mailpit-" + Version, Make: "deps-mail"}.Path(t)
 }
 
 // Summary is one stored message as Mailpit lists it.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 const sample = "From: a@example.net\r\nTo: Bob <bob@example.org>\r\nSubject: hi\r\nMessage-ID: <1@example.net>\r\n" +
@@ -41,5 +43,16 @@ func TestStart_RecipientOutsideAllowedList_GetsA550(t *testing.T) {
 	err := smtp.SendMail(s.SMTPAddr, nil, "a@example.net", []string{"x@elsewhere.test"}, []byte(sample))
 	if err == nil || !strings.HasPrefix(err.Error(), "550") {
 		t.Fatalf("got %v, want a 550 refusal", err)
+	}
+}
+
+// `make deps-mail` must install the version the tests look for in bin/.
+func TestVersion_IsTheOneTheInstallScriptBuilds(t *testing.T) {
+	v, err := testproc.ScriptVersion("hack/install-mailpit.sh", "MAILPIT_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != Version {
+		t.Errorf("hack/install-mailpit.sh builds Mailpit %s, the tests run %s", v, Version)
 	}
 }

@@ -30,8 +30,11 @@ var (
 
 // Build compiles a main package of the module (e.g. "./cmd/formsservice") once per test binary and
 // returns the executable. A package with a TestMain may call RemoveBuilds when its tests are done.
+// Under `go test -short` (make test-fast) it skips the test: a test of the built binary's processes is
+// no unit test.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	SkipShort(t, "the built "+pkg+" run as processes")
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if exe, ok := built[pkg]; ok {

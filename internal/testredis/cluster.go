@@ -21,9 +21,12 @@ type Cluster struct {
 
 // StartCluster starts masters*(1+replicas) nodes, joins them with redis-cli --cluster create and waits
 // until every node reports cluster_state:ok. An Options (persistence; not Unix, TLS or Password) applies
-// to every node.
+// to every node. Under `go test -short` (make test-fast) it skips the test: a cluster is no unit test.
 func StartCluster(tb testing.TB, masters, replicas int, opts ...Options) *Cluster {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a Redis Cluster: not run under -short (make test-fast); make test runs it")
+	}
 	cli := find(tb, "REDIS_CLI", "redis-cli")
 	c := &Cluster{tb: tb}
 	var node Options

@@ -62,9 +62,13 @@ type Replication struct {
 }
 
 // StartReplicatedWith is StartReplicated with the nodes' and the sentinels' options. A Node.Password is
-// given to the sentinels too (sentinel auth-pass), so that they can watch the master.
+// given to the sentinels too (sentinel auth-pass), so that they can watch the master. Under `go test
+// -short` (make test-fast) it skips the test: replication and failover are no unit test.
 func StartReplicatedWith(tb testing.TB, r Replication) *Sentinel {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a replicated Redis with Sentinels: not run under -short (make test-fast); make test runs it")
+	}
 	// Replicas sync at once instead of after Redis' default 5 s delay.
 	node := r.Node
 	node.Args = append([]string{"--repl-diskless-sync-delay", "0"}, node.Args...)

@@ -2,9 +2,9 @@
 // buckets, for tests: on a loopback port the kernel picks, in a folder of the test's, with one access
 // key, and stopped when the test ends.
 //
-// The binary is built from the Go module proxy by hack/install-versitygw.sh (cached as
-// bin/versitygw-<version>); Start runs the script when it is missing. docs/architecture.md (D39) says
-// why this server.
+// The binary is built from the Go module proxy by `make deps-s3` (hack/install-versitygw.sh, cached as
+// bin/versitygw-<version>); a test fails with that command when it is missing, and is skipped under
+// `go test -short` (make test-fast). docs/architecture.md (D39) says why this server.
 package tests3
 
 import (
@@ -66,10 +66,9 @@ func bucketDirs(data string, buckets []string) []string {
 	return out
 }
 
-// Binary returns the versitygw executable: $VERSITYGW, or bin/versitygw-<Version>, built by
-// hack/install-versitygw.sh when missing (once per test binary).
+// Binary returns the versitygw executable: $VERSITYGW, or bin/versitygw-<Version>, which `make deps-s3`
+// builds. It skips the test under -short.
 func Binary(t testing.TB) string {
 	t.Helper()
-	return testproc.Tool{Env: "VERSITYGW", Cached: "versitygw-" + Version, Script: "hack/install-versitygw.sh",
-		ScriptEnv: []string{"VERSITYGW_VERSION=" + Version}}.Path(t)
+	return testproc.Tool{Env: "VERSITYGW", Cached: "versitygw-" + Version, Make: "deps-s3"}.Path(t)
 }

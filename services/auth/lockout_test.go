@@ -35,6 +35,9 @@ func (c *logicalClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
 // browser of the owner is refused, as the model says. Time is the replicas' logical clock: one second per 25 guesses (the attack is 25 guesses a
 // second for 200 seconds), the owner signing in at each.
 func TestLockout_5000GuessesFrom500Addresses_KnownBrowserNeverRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,000 guesses: not run under -short (make test-fast)")
+	}
 	const addresses, perAddress = 500, 10
 	clock := &logicalClock{}
 	clock.ms.Store(time.Now().UnixMilli())

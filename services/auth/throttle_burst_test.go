@@ -18,6 +18,9 @@ import (
 // limit, with delays or without (a delay is set when a failure is settled: guesses in flight together
 // are bounded by the limit), and every one of them is answered 401 or 429.
 func TestSignIn_ParallelWrongPasswordsOverThreeReplicas_NoMoreChecksThanTheLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a burst over three replicas: not run under -short (make test-fast)")
+	}
 	// Without delays exactly the limit is checked. With them, as many as were in flight before the third
 	// failure was settled (at least three, at most the limit): which, the burst's timing decides.
 	t.Run("no delays", func(t *testing.T) { parallelWrongPasswords(t, 10, 10, 10) })

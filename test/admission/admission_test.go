@@ -1,18 +1,26 @@
-// Package admission checks, offline, that what we install passes a real admission policy engine: Kyverno's
-// command line (bin/kyverno, hack/install-kyverno.sh) applies the Pod Security (restricted) and
-// best-practice policies of Kyverno's published library, vendored in policies/, to the chart's
-// `helm template` output and to every object the operator renders for a FormsService
-// (docs/architecture.md, D33).
+// Package admission checks, offline and without any tool, that what we install would be admitted in a
+// namespace that enforces the restricted Pod Security Standard, and meets the best practices we hold it
+// to: the chart's `helm template` output for every golden case of test/chart (which proves those files
+// equal to what helm renders) and every object the operator renders for a FormsService.
+//
+// Pod Security is checked by the Kubernetes project's own code: the policy package of
+// k8s.io/pod-security-admission, which kube-apiserver's PodSecurity admission plugin runs, at every
+// Kubernetes minor the chart installs on. The best practices of Kyverno's library that D33 applied are
+// Go checks with the library's names (checks_test.go). A control breaks each rule and checks that it is
+// refused, so a pass means something.
 package admission
 
 import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -22,100 +30,52 @@ import (
 	"github.com/formsservice/formsservice/test/internal/samples"
 )
 
-// The policy sets: every pod the chart or the operator makes must meet the restricted Pod Security
-// Standard and the best practices; the operator's pods also run without a service-account token and
-// from images pinned by digest (the manager needs its token to reach the API server, and its image is
-// the user's choice of tag or digest).
-var (
-	podSecurity   = "test/admission/policies/pod-security"
-	bestPractices = "test/admission/policies/best-practices"
-	operandsOnly  = "test/admission/policies/other"
-)
-
-// namespace of the checks: best-practices/disallow-default-namespace refuses "default".
+// namespace of the operator's objects: disallow-default-namespace refuses "default".
 const namespace = "formsservice-system"
 
-// kyverno applies the policy folders to the resources in file and fails the test with its report unless
-// every rule passes. It returns the report.
-func kyverno(t *testing.T, file string, policies ...string) string {
+// pass fails the test with every finding, or when no pod was checked at all.
+func pass(t *testing.T, c checked) {
 	t.Helper()
-	out, err := kyvernoOutput(t, file, policies...)
-	if err != nil {
-		t.Fatalf("kyverno apply %s on %s: %v\n%s", strings.Join(policies, " "), file, err, report(out))
+	for _, f := range c.Findings {
+		t.Error(f)
 	}
-	if !strings.Contains(out, "fail: 0, warn: 0, error: 0") {
-		t.Fatalf("kyverno apply on %s did not pass every rule:\n%s", file, report(out))
+	if c.Pods == 0 {
+		t.Fatalf("no object that makes pods among the %d checked: the check proved nothing", c.Objects)
 	}
-	if i := strings.Index(out, "pass: "); i >= 0 {
-		t.Log(strings.TrimSpace(out[i:]))
-	}
-	return out
+	t.Logf("%d objects, %d of them making pods: restricted Pod Security at v1.%d to v1.%d and latest, %d best practices",
+		c.Objects, c.Pods, oldestMinor, newestMinor(t), len(bestPractices)+len(objectPractices))
 }
 
-func kyvernoOutput(t *testing.T, file string, policies ...string) (string, error) {
-	t.Helper()
-	bin := repo.Tool(t, "kyverno", "hack/install-kyverno.sh")
-	args := append([]string{"apply"}, policies...)
-	args = append(args, "--resource", file, "--exception", repo.Path(t, "test", "admission", "exceptions", "helm-test-hooks.yaml"))
-	return repo.Output(t, nil, bin, args...)
-}
-
-// report drops the CLI's deprecation warning about each ClusterPolicy (kyverno.io/v1 is what the
-// library publishes for the Pod Security policies).
-func report(out string) string {
-	var keep []string
-	for _, l := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(l, "Warning: ") {
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "\n")
-}
-
-func TestChart_PassesThePodSecurityAndBestPracticePolicies(t *testing.T) {
-	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
-	files, err := filepath.Glob(repo.Path(t, "test", "chart", "testdata", "*.values.yaml"))
+func TestChart_PassesPodSecurityRestrictedAndTheBestPractices(t *testing.T) {
+	files, err := filepath.Glob(repo.Path(t, "test", "chart", "testdata", "*.golden.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no chart test values: %v", err)
+		t.Fatalf("no golden files of helm template in test/chart/testdata: %v", err)
 	}
-	env := []string{"HELM_CACHE_HOME=" + repo.Path(t, "bin", ".helm", "cache"), "HELM_CONFIG_HOME=" + repo.Path(t, "bin", ".helm", "config"),
-		"HELM_DATA_HOME=" + repo.Path(t, "bin", ".helm", "data")}
-	type render struct{ name, values, apiVersions string }
-	var renders []render
-	for _, values := range files {
-		name := strings.TrimSuffix(filepath.Base(values), ".values.yaml")
-		renders = append(renders, render{name, values, ""})
-		if name == "formsservice" { // the FormsService and the helm test pod render once the CRD is served
-			renders = append(renders, render{name + "-crd-present", values, "platform.formsservice.io/v1alpha1/FormsService"})
-		}
-	}
-	for _, r := range renders {
-		name := r.name
-		t.Run(name, func(t *testing.T) {
-			args := []string{"template", "formsservice-operator", "charts/formsservice-operator", "--namespace", namespace, "--values", r.values}
-			if r.apiVersions != "" {
-				args = append(args, "--api-versions", r.apiVersions)
-			}
-			manifest := repo.Run(t, env, helm, args...)
-			if r.apiVersions != "" && !strings.Contains(manifest, "helm.sh/hook: test") {
-				t.Fatal("no helm test pod rendered with a FormsService in the release")
-			}
-			file := filepath.Join(t.TempDir(), name+".yaml")
-			if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+	helmTest := false
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".golden.yaml"), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
 				t.Fatal(err)
 			}
-			out := kyverno(t, file, podSecurity, bestPractices)
-			if strings.Contains(out, "pass: 0,") {
-				t.Fatalf("no rule applied to the chart's objects:\n%s", report(out))
+			objs := decode(t, b)
+			for _, u := range objs {
+				if p := podsOf(t, u); p != nil && p.HelmTest {
+					helmTest = true
+				}
 			}
+			pass(t, check(t, objs, false))
 		})
+	}
+	if !helmTest {
+		t.Error("no helm test pod in any golden file: the probe exception is no longer needed, or the chart lost its test")
 	}
 }
 
 // operandImage is the services' image as an install pins it (the chart's serviceImage.digest).
 const operandImage = "ghcr.io/formsservice/formsservice@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func TestOperands_PassThePodSecurityBestPracticeAndOperandPolicies(t *testing.T) {
+func TestOperands_PassPodSecurityRestrictedTheBestPracticesAndTheOperandPractices(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		edit func(*v1alpha1.FormsService)
@@ -139,38 +99,108 @@ func TestOperands_PassThePodSecurityBestPracticeAndOperandPolicies(t *testing.T)
 		t.Run(c.name, func(t *testing.T) {
 			fs := sample(t)
 			c.edit(fs)
-			file := writeOperands(t, fs, render.Inputs{Image: operandImage, RedisRunAsUser: ptr.To[int64](render.DefaultRedisUID)})
-			kyverno(t, file, podSecurity, bestPractices, operandsOnly)
+			objs := operands(t, fs, render.Inputs{Image: operandImage, RedisRunAsUser: ptr.To[int64](render.DefaultRedisUID)})
+			pass(t, check(t, objs, true))
 		})
 	}
 }
 
-// TestOperands_ThePoliciesRefuseWhatTheyShould is the control: the same check fails on operands that
-// break a rule of each set, so a pass above means something.
-func TestOperands_ThePoliciesRefuseWhatTheyShould(t *testing.T) {
+// TestChecks_RefuseWhatTheyShould is the control: one valid pod of the operator's, broken in one way per
+// rule, is refused by that rule, so a pass above means something.
+func TestChecks_RefuseWhatTheyShould(t *testing.T) {
 	fs := sample(t)
-	fs.Spec.Image = "ghcr.io/formsservice/formsservice:latest" // best practices: no latest; operands: digests
-	file := writeOperands(t, fs, render.Inputs{})
-	// Pod Security: a root user where the rendered pods name none.
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rooted := strings.Replace(string(b), `"runAsNonRoot":true,"seccompProfile"`, `"runAsNonRoot":true,"runAsUser":0,"seccompProfile"`, 1)
-	if rooted == string(b) {
-		t.Fatal("no pod security context to edit: the control would prove nothing")
-	}
-	if err := os.WriteFile(file, []byte(rooted), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := kyvernoOutput(t, file, podSecurity, bestPractices, operandsOnly)
-	if err == nil {
-		t.Fatalf("kyverno passed operands that break the policies:\n%s", report(out))
-	}
-	for _, policy := range []string{"disallow-latest-tag", "require-image-checksum", "require-run-as-non-root-user"} {
-		if !strings.Contains(out, "policy "+policy+" -> ") {
-			t.Errorf("policy %s did not refuse:\n%s", policy, report(out))
+	valid := operands(t, fs, render.Inputs{Image: operandImage, RedisRunAsUser: ptr.To[int64](render.DefaultRedisUID)})
+	var deployment *unstructured.Unstructured
+	for _, u := range valid {
+		if u.GetKind() == "Deployment" {
+			deployment = u
+			break
 		}
+	}
+	if deployment == nil {
+		t.Fatal("the operator renders no Deployment for the sample")
+	}
+	if c := check(t, []*unstructured.Unstructured{deployment}, true); len(c.Findings) > 0 {
+		t.Fatalf("the control's starting point already breaks a rule: %v", c.Findings)
+	}
+	pod := func(edit func(p *corev1.PodSpec)) *unstructured.Unstructured {
+		u := deployment.DeepCopy()
+		spec, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
+		var p corev1.PodSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &p); err != nil {
+			t.Fatal(err)
+		}
+		edit(&p)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedMap(u.Object, m, "spec", "template", "spec"); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	first := func(p *corev1.PodSpec) *corev1.Container { return &p.Containers[0] }
+	for _, c := range []struct {
+		name  string
+		obj   *unstructured.Unstructured
+		rules []string // each must refuse it
+	}{
+		{"a root user", pod(func(p *corev1.PodSpec) { p.SecurityContext.RunAsUser = ptr.To[int64](0) }), []string{"pod-security-restricted"}},
+		{"privilege escalation", pod(func(p *corev1.PodSpec) { first(p).SecurityContext.AllowPrivilegeEscalation = ptr.To(true) }), []string{"pod-security-restricted"}},
+		{"a host path", pod(func(p *corev1.PodSpec) {
+			p.Volumes = append(p.Volumes, corev1.Volume{Name: "sock", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run/containerd/containerd.sock"}}})
+		}), []string{"pod-security-restricted", "disallow-cri-sock-mount"}},
+		{"the host network", pod(func(p *corev1.PodSpec) { p.HostNetwork = true }), []string{"pod-security-restricted"}},
+		{"an added capability", pod(func(p *corev1.PodSpec) {
+			first(p).SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+		}), []string{"pod-security-restricted"}},
+		{"no capability dropped", pod(func(p *corev1.PodSpec) { first(p).SecurityContext.Capabilities.Drop = nil }), []string{"pod-security-restricted", "require-drop-all"}},
+		{"a :latest image", pod(func(p *corev1.PodSpec) { first(p).Image = "ghcr.io/formsservice/formsservice:latest" }), []string{"disallow-latest-tag", "require-image-checksum"}},
+		{"an image without a tag", pod(func(p *corev1.PodSpec) { first(p).Image = "ghcr.io/formsservice/formsservice" }), []string{"disallow-latest-tag", "require-image-checksum"}},
+		{"a writable root file system", pod(func(p *corev1.PodSpec) { first(p).SecurityContext.ReadOnlyRootFilesystem = ptr.To(false) }), []string{"require-ro-rootfs"}},
+		{"no CPU request", pod(func(p *corev1.PodSpec) { delete(first(p).Resources.Requests, corev1.ResourceCPU) }), []string{"require-pod-requests-limits"}},
+		{"no memory limit", pod(func(p *corev1.PodSpec) {
+			first(p).Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}), []string{"require-pod-requests-limits"}},
+		{"no probe", pod(func(p *corev1.PodSpec) {
+			c := first(p)
+			c.LivenessProbe, c.ReadinessProbe, c.StartupProbe = nil, nil, nil
+		}), []string{"require-pod-probes"}},
+		{"a service-account token", pod(func(p *corev1.PodSpec) { p.AutomountServiceAccountToken = nil }), []string{"restrict-automount-sa-token"}},
+		{"no name label", func() *unstructured.Unstructured {
+			u := deployment.DeepCopy()
+			unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "labels", "app.kubernetes.io/name")
+			return u
+		}(), []string{"require-labels"}},
+		{"the default namespace", func() *unstructured.Unstructured {
+			u := deployment.DeepCopy()
+			u.SetNamespace("default")
+			return u
+		}(), []string{"disallow-default-namespace"}},
+		{"a NodePort Service with external IPs", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": "s", "namespace": namespace},
+			"spec":     map[string]any{"type": "NodePort", "externalIPs": []any{"192.0.2.1"}}}}, []string{"restrict-node-port", "restrict-service-external-ips"}},
+		{"an Ingress rule without a host", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+			"metadata": map[string]any{"name": "i", "namespace": namespace},
+			"spec": map[string]any{"rules": []any{map[string]any{"http": map[string]any{"paths": []any{map[string]any{"path": "/", "pathType": "Prefix",
+				"backend": map[string]any{"service": map[string]any{"name": "s", "port": map[string]any{"number": int64(80)}}}}}}}}}}},
+			[]string{"disallow-empty-ingress-host"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := check(t, []*unstructured.Unstructured{c.obj}, true)
+			var refused []string
+			for _, f := range got.Findings {
+				if !slices.Contains(refused, f.Rule) {
+					refused = append(refused, f.Rule)
+				}
+			}
+			for _, rule := range c.rules {
+				if !slices.Contains(refused, rule) {
+					t.Errorf("%s did not refuse it; refused by %v: %v", rule, refused, got.Findings)
+				}
+			}
+		})
 	}
 }
 
@@ -192,9 +222,8 @@ func sample(t *testing.T) *v1alpha1.FormsService {
 	return nil
 }
 
-// writeOperands writes every object the operator renders for fs, as the reconciler does, into one file
-// of JSON documents, and returns its path.
-func writeOperands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) string {
+// operands returns every object the operator renders for fs, as the reconciler applies them.
+func operands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) []*unstructured.Unstructured {
 	t.Helper()
 	objs := []any{}
 	add := func(o any) {
@@ -242,16 +271,10 @@ func writeOperands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) st
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.WriteString("---\n")
 		b.Write(j)
 		b.WriteString("\n")
 	}
-	file := filepath.Join(t.TempDir(), "operands.yaml")
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d operand objects in %s", len(objs), file)
-	return file
+	return decode(t, []byte(b.String()))
 }
 
 // isNilPointer reports a typed nil (a render function's "nothing to apply").

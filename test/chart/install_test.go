@@ -33,6 +33,9 @@ var (
 // prometheusOperatorCRDs is the folder of the ServiceMonitor and PrometheusRule CRDs that
 // hack/install-chart-tools.sh copies from the prometheus-operator module.
 func prometheusOperatorCRDs(t testing.TB) string {
+	if testing.Short() {
+		t.Skip("needs the Prometheus Operator CRDs and envtest: not run under -short (make test-fast); make test runs it")
+	}
 	dir := repo.Path(t, "bin", "crds", "prometheus-operator")
 	if _, err := os.Stat(filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml")); err != nil {
 		t.Fatalf("no Prometheus Operator CRDs in %s: `make test` copies them (%s)", dir, installedBy)

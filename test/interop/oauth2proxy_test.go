@@ -233,12 +233,13 @@ func refreshAtDue(t *testing.T, b *browser, proxy string, last upstreamView, sen
 // oauth2ProxyPath is the binary hack/install-interop.sh built.
 func oauth2ProxyPath(t *testing.T) string {
 	t.Helper()
+	testproc.SkipShort(t, "oauth2-proxy")
 	exe, err := filepath.Abs(filepath.Join("..", "..", "bin", "oauth2-proxy-"+oauth2ProxyVersion))
 	if err == nil {
 		_, err = os.Stat(exe)
 	}
 	if err != nil {
-		t.Fatalf("oauth2-proxy %s is not built: run hack/install-interop.sh (%v)", oauth2ProxyVersion, err)
+		t.Fatalf("oauth2-proxy %s is not built: run `make deps-interop` (%v)", oauth2ProxyVersion, err)
 	}
 	return exe
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -33,12 +34,13 @@ func TestOpenIDClient(t *testing.T) {
 // nodeWith finds node and checks that the npm packages of package-lock.json are installed.
 func nodeWith(t *testing.T, pkg string) string {
 	t.Helper()
+	testproc.SkipShort(t, "Node.js and "+pkg)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("no node on PATH: the interoperability matrix needs Node.js 20.19 or newer")
 	}
 	if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
-		t.Fatalf("%s is not installed: run hack/install-interop.sh (npm ci in test/interop)", pkg)
+		t.Fatalf("%s is not installed: run `make deps-interop` (npm ci in test/interop)", pkg)
 	}
 	return node
 }

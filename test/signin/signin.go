@@ -25,6 +25,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 // Flow is one sign-in.
@@ -76,6 +78,7 @@ type Result struct {
 // when there is none.
 func ChromiumPath(t *testing.T) string {
 	t.Helper()
+	testproc.SkipShort(t, "Chromium")
 	if p := os.Getenv("CHROME_BIN"); p != "" {
 		return p
 	}
@@ -84,7 +87,7 @@ func ChromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no Chromium found: `make test` installs it (hack/install-chromium.sh), or set CHROME_BIN")
+	t.Fatal("Chromium is not installed: run `make deps-browser` (or `make test`, which installs every tool), or set CHROME_BIN")
 	return ""
 }
 

@@ -38,6 +38,7 @@ type haSet struct {
 }
 
 func newHASet(t *testing.T) *haSet {
+	testproc.SkipShort(t, "three Redis pods and their sentinels")
 	h := &haSet{t: t, redis: make([]*testproc.Process, 3), sentinel: make([]*testproc.Process, 3)}
 	for i := range 3 {
 		h.nodes = append(h.nodes, net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t))))

@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/formsservice/formsservice/controllers/testcluster"
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/test/internal/repo"
 )
@@ -47,6 +48,7 @@ type Cluster struct {
 // installed and established.
 func Start(t testing.TB, crdPaths ...string) *Cluster {
 	t.Helper()
+	testproc.SkipShort(t, "envtest (kube-apiserver and etcd)")
 	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

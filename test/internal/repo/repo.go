@@ -1,5 +1,6 @@
 // Package repo finds the repository's root and the tools `make test` installs under bin/, for the tests
-// in test/. A missing tool fails the test with the command that installs it; it never skips.
+// in test/. A missing tool fails the test with the command that installs it; only -short (make test-fast)
+// skips a test that needs one.
 package repo
 
 import (
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/formsservice/formsservice/internal/testproc"
 )
 
 // Root is the folder holding go.mod, found upward from the working directory.
@@ -38,9 +41,10 @@ func Path(t testing.TB, elem ...string) string {
 // Tool returns bin/<name>, failing the test with the install command when it is missing.
 func Tool(t testing.TB, name, installedBy string) string {
 	t.Helper()
+	testproc.SkipShort(t, name)
 	p := Path(t, "bin", name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing: `make test` installs it (%s)", p, installedBy)
+		t.Fatalf("%s is missing: run `%s` (`make test` installs every tool)", p, installedBy)
 	}
 	return p
 }
