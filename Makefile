@@ -16,7 +16,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: help
 help: ## Show the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-18s %s\n",$$1,$$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-18s %s\n",$$1,$$2}'
 
 ##@ Development
 
