@@ -82,4 +82,5 @@ if [[ -f "$HOST_BEFORE" ]]; then
   rm -f "$HOST_BEFORE"
 fi
 rm -rf "$RUN"
+[[ -f $OWNER_FILE && "$(cat "$OWNER_FILE")" == "$STATE" ]] && rm -f "$OWNER_FILE"
 log "cluster removed, host restored"

@@ -8,10 +8,17 @@ TRAEFIK_VERSION="${TRAEFIK_VERSION:-v3.6.12}"
 NC="$(cd -P "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bin/node-cluster"
 mkdir -p "$NC"
 NC="$(cd -P "$NC" && pwd)" # bin/ may be a symlink: keep socket paths short and stable
-RUN="$NC/run"
 KUBE_BIN="$NC/kube-$KUBE_VERSION"
 IMAGES="$NC/images"
-HOST_BEFORE="$NC/host-before.env" # the host's state before up.sh; present while a cluster may exist
+# Where a cluster's state lives: this checkout's bin/node-cluster, or, when up.sh tears down a cluster
+# that a killed run of another checkout left, that checkout's (NODE_CLUSTER_STATE; the tools stay ours).
+STATE="${NODE_CLUSTER_STATE:-$NC}"
+RUN="$STATE/run"
+HOST_BEFORE="$STATE/host-before.env" # the host's state before up.sh; present while a cluster may exist
+# The machine has one cluster at a time (fixed bridge, node IP, host paths): this file names the state
+# folder of the one that is up, so that any checkout can find and remove a leftover. /run is emptied at
+# boot, as a cluster is.
+OWNER_FILE=/run/formsservice-node-cluster.owner
 
 BRIDGE=fsnode0
 NODE_IP=10.244.0.1

@@ -18,6 +18,26 @@ if [[ -f "$HOST_BEFORE" || -d "$RUN" ]]; then
   log "a cluster from an earlier run is still here: tearing it down first"
   hack/node-cluster/down.sh
 fi
+# A cluster that a killed run of another checkout (another clone, a CI run) left: its state is in that
+# checkout's bin/, so our own check above cannot see it. The owner file names it; a leftover from before
+# the owner file is found by its processes' command lines. We hold the machine's cluster lock (e2e.sh),
+# so no live run owns it.
+if [[ -f $OWNER_FILE && "$(cat "$OWNER_FILE")" != "$NC" ]]; then
+  other="$(cat "$OWNER_FILE")"
+  log "a cluster that a run from $other left is still here: tearing it down first"
+  NODE_CLUSTER_STATE="$other" hack/node-cluster/down.sh
+  rm -f "$OWNER_FILE"
+fi
+if ip link show "$BRIDGE" >/dev/null 2>&1; then
+  other=""
+  for p in /proc/[0-9]*; do
+    [[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" =~ (/[^ ]*/bin/node-cluster)/run/ ]] || continue
+    other="${BASH_REMATCH[1]}"
+    break
+  done
+  log "the bridge $BRIDGE of an earlier cluster is still here${other:+ (its processes run from $other)}: tearing it down first"
+  NODE_CLUSTER_STATE="${other:-$NC}" hack/node-cluster/down.sh
+fi
 if grep -q " $NODE_IP/" <<<"$(ip -o addr show)"; then log "$NODE_IP is already on an interface of this machine"; exit 1; fi
 
 # --- the host's state, so that down.sh can put it back -------------------------------------------------
@@ -26,6 +46,7 @@ if grep -q " $NODE_IP/" <<<"$(ip -o addr show)"; then log "$NODE_IP is already o
   for p in "${HOST_PATHS[@]}"; do [[ -e $p ]] || echo "absent $p"; done
 } >"$HOST_BEFORE.tmp"
 mv "$HOST_BEFORE.tmp" "$HOST_BEFORE"
+echo "$STATE" >"$OWNER_FILE"
 mkdir -p "$RUN"/{pki,logs,pids,containerd,cni/net.d,cni/ipam,kubelet,pod-logs,pv,etcd}
 t0=$SECONDS
 elapsed() { echo "$((SECONDS - t0))s"; }
