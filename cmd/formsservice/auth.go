@@ -59,13 +59,17 @@ func buildAuth(d deps) (server.Service, error) {
 func ensureDevUser(us *users.Store) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := us.ByEmail(ctx, config.DevEmail)
-	if !errors.Is(err, users.ErrNotFound) {
+	u, err := us.ByEmail(ctx, config.DevEmail)
+	if errors.Is(err, users.ErrNotFound) {
+		u, err = us.Create(ctx, config.DevEmail, "Demo User", config.DevPassword)
+		if errors.Is(err, users.ErrEmailTaken) { // another dev server on the same REDIS_URL won the race
+			return nil
+		}
+	}
+	if err != nil || u.EmailVerified {
 		return err
 	}
-	_, err = us.Create(ctx, config.DevEmail, "Demo User", config.DevPassword)
-	if errors.Is(err, users.ErrEmailTaken) { // another dev server on the same REDIS_URL won the race
-		return nil
-	}
-	return err
+	// Verified, as an operator's `users create --verified`: an unverified account gets no passkey or
+	// second factor (D51), and the dev user is there to try them.
+	return us.SetVerified(ctx, u.ID, u.Email)
 }

@@ -41,7 +41,7 @@ func TestSecondFactorChanges_AreMailed(t *testing.T) {
 	if res := post(url.Values{"action": {"recovery-codes"}, "password": {"not the password"}}); res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("new codes with a wrong password: %d", res.StatusCode)
 	}
-	res := post(url.Values{"action": {"recovery-codes"}, "password": {testPassword}})
+	res := post(url.Values{"action": {"recovery-codes"}, "password": {testPassword}, "code": {codes[0]}}) // a recovery code is the current factor too
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("new codes: %d", res.StatusCode)
 	}
@@ -58,7 +58,7 @@ func TestSecondFactorChanges_AreMailed(t *testing.T) {
 	}
 	expect("A recovery code was used", "A recovery code was used to sign in", "You have 9 recovery codes left.")
 
-	if res := post(url.Values{"action": {"remove"}, "password": {testPassword}}); res.StatusCode != http.StatusSeeOther {
+	if res := post(url.Values{"action": {"remove"}, "password": {testPassword}, "code": {fresh[1][1]}}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("turning it off: %d", res.StatusCode)
 	}
 	expect("Two-step sign-in was turned off")

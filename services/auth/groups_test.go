@@ -171,13 +171,13 @@ func TestGroups_ClientWithoutTheScope_NoClaim(t *testing.T) {
 func TestSendVerification_LinkFromTheMailVerifies(t *testing.T) {
 	mp := testmail.Start(t, testmail.Options{})
 	p := startProvider(t, setup{mail: mp})
-	p.user(testEmail, testPassword)
+	p.unverifiedUser(testEmail, testPassword)
 	u, err := p.svc.SendVerification(context.Background(), "ADA@example.com", "")
 	if err != nil || u.Email != testEmail {
 		t.Fatalf("send: %v %v", u, err)
 	}
 	b := newBrowser(t)
-	res := b.get(mailLink(t, mp, testEmail, "/account/verify", 1))
+	res := followVerifyLink(t, b, p.base, mailLink(t, mp, testEmail, "/account/verify", 1), "confirm")
 	if res.StatusCode != http.StatusOK || !strings.Contains(res.body, "is confirmed as your address") {
 		t.Fatalf("the link: %d\n%.800s", res.StatusCode, res.body)
 	}

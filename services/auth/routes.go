@@ -40,7 +40,8 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/oauth2/passkey/begin", web.HandleClient(signin.PasskeyBegin)),
 
 		// package journeys: the mailed journeys, e-mail verification and password reset.
-		server.Get("/account/verify", web.HandleClient(journeys.VerifyEmail)),
+		server.Get("/account/verify", web.HandleClient(journeys.VerifyPage)),
+		server.Post("/account/verify", web.HandleClient(journeys.VerifyEmail)),
 		server.Post("/account/verify/resend", web.HandleClient(journeys.ResendVerification)),
 		server.Get("/account/forgot", web.HandleClient(journeys.ForgotPage)),
 		server.Post("/account/forgot", web.HandleClient(journeys.Forgot)),

@@ -500,7 +500,7 @@ func TestSignIn_RightPasswordWithoutASession_GivesTheAttemptBack(t *testing.T) {
 		c.Auth.Throttle = config.Throttle{AccountFailures: 3, IPFailures: 6, Window: config.Duration(time.Minute)}
 		c.Auth.Clients[0].RequireVerifiedEmail = true
 	}})
-	p.user(testEmail, testPassword)
+	p.unverifiedUser(testEmail, testPassword)
 	for i := range 8 {
 		b := newBrowser(t) // an unknown browser each time: the account's shared budget and the address's
 		page := b.get(p.authorizeURL("state-unverified", oauth2.GenerateVerifier()))

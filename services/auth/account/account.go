@@ -158,6 +158,7 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, rt *real
 	}
 	d.Frame = page.Frame{CSRF: web.CSRFToken(w, r, rt), Base: rt.BasePath}
 	d.Email, d.Name = u.Email, u.Name
+	d.VerifyFirst = verifyFirst(rt, u, d.CSRF)
 	d.Passkeys = rt.RP != nil
 	d.Groups = u.Groups
 	d.MFA = page.MFAStatus{On: st.TOTP, Since: day(st.Since), RecoveryLeft: st.RecoveryLeft}
@@ -231,4 +232,15 @@ func methodsLabel(amr []string) string {
 		return "password"
 	}
 	return strings.Join(parts, " and ")
+}
+
+// verifyFirst is the account pages' notice for an account whose address is not verified (nil for a
+// verified one): until the owner of the address has shown up, the account gets no credential but its
+// password, so that whoever signed up with an address not theirs cannot keep a way in once its owner
+// takes the account over (docs/security.md "Account pre-hijacking").
+func verifyFirst(rt *realm.Realm, u *users.User, csrf string) *page.VerifyFirst {
+	if u.EmailVerified {
+		return nil
+	}
+	return &page.VerifyFirst{Base: rt.BasePath, CSRF: csrf, Email: u.Email}
 }

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
 )
@@ -21,8 +23,10 @@ import (
 // recentSignIn is how long after signing in the set-up of a second factor takes no password.
 const recentSignIn = 10 * time.Minute
 
-// ChangeMFA is POST /account/mfa: with the password, new recovery codes (action=recovery-codes) or the
-// second factor turned off (action=remove).
+// ChangeMFA is POST /account/mfa: with the password and the current factor (a code of the app or a
+// recovery code), new recovery codes (action=recovery-codes) or the second factor turned off
+// (action=remove). A session and its password alone change nothing here: whoever holds both (a stolen
+// password in a browser left open) would otherwise swap the factor for their own and lock its owner out.
 func (h *Handler) ChangeMFA(w http.ResponseWriter, r *http.Request, clientKey string) {
 	rt := h.web.Realm.Current()
 	ctx := r.Context()
@@ -40,13 +44,20 @@ func (h *Handler) ChangeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		kind = audit.MFARemoved
 	}
 	check, err := h.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
+	if err == nil && check.ok {
+		check, err = h.checkFactor(ctx, w, u, r.PostForm.Get("code"), clientKey)
+	}
 	switch {
 	case err != nil:
 		h.web.AccountUnavailable(w, err)
 		return
 	case !check.ok:
 		h.accountRefused(ctx, kind, u, check)
-		h.renderAccount(w, r, rt, u, sess, check.status, page.Account{MFAError: "Nothing was changed.", Fields: map[string]string{"mfa_password": check.msg}})
+		field := "mfa_password"
+		if check.codeStep {
+			field = "mfa_code"
+		}
+		h.renderAccount(w, r, rt, u, sess, check.status, page.Account{MFAError: "Nothing was changed.", Fields: map[string]string{field: check.msg}})
 		return
 	}
 	if action == "remove" {
@@ -74,6 +85,49 @@ func (h *Handler) ChangeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 		Notice: "Your earlier recovery codes no longer work.", ContinueURL: rt.BasePath + "/account", ContinueLabel: "Back to your account"})
 }
 
+// checkFactor checks the current second factor, typed on the account page (a code of the app, accepted
+// once, or a recovery code, spent), reserved against the second step's budgets (signon.CodeLimits).
+func (h *Handler) checkFactor(ctx context.Context, w http.ResponseWriter, u *users.User, code, clientKey string) (passwordCheck, error) {
+	rt := h.web.Realm.Current()
+	res, refusal, err := h.signOn.Throttle.ReserveCode(ctx, u.ID, clientKey, signon.CodeLimits(rt))
+	if err != nil {
+		return passwordCheck{}, err
+	}
+	if refusal != nil {
+		web.RetryAfter(w, refusal.Wait)
+		return passwordCheck{msg: web.WaitMessage("Too many wrong codes.", refusal.Wait), status: http.StatusTooManyRequests, reason: "throttled",
+			refusal: refusal, codeStep: true}, nil
+	}
+	result, recovery, err := h.mfa.Check(ctx, u.ID, code)
+	if err != nil && !errors.Is(err, mfa.ErrNotEnrolled) {
+		res.Release(context.WithoutCancel(ctx))
+		return passwordCheck{}, err
+	}
+	if result == mfa.Accepted {
+		_ = res.Succeeded(ctx)
+		return passwordCheck{ok: true, status: http.StatusOK}, nil
+	}
+	c := passwordCheck{msg: "That code is not right. Enter the code your app shows now, or a recovery code.", status: http.StatusUnauthorized,
+		reason: "wrong_code", codeStep: true}
+	switch {
+	case result == mfa.Replayed:
+		c.reason, c.msg = "replayed_code", "That code was used already. Wait for the next code in your app."
+	case recovery:
+		c.reason = "wrong_recovery_code"
+	}
+	if c.wait, c.usedUp, err = res.Failed(ctx); err != nil { // the failure is counted; only its delay was not recorded
+		h.log.Warn("account: a wrong code's delay was not recorded", "err", err)
+	}
+	if c.wait > 0 {
+		c.msg = web.WaitMessage(c.msg, c.wait)
+		web.RetryAfter(w, c.wait)
+	}
+	if len(c.usedUp) > 0 {
+		c.status = http.StatusTooManyRequests
+	}
+	return c, nil
+}
+
 // enrolReturn is the authorization request to go back to after the set-up (?return=…), when it is one
 // of this provider's, and the name of its client.
 func enrolReturn(rt *realm.Realm, raw string) (string, string) {
@@ -96,6 +150,10 @@ func (h *Handler) EnrolPage(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	back, clientName := enrolReturn(rt, r.URL.Query().Get("return"))
+	if !u.EmailVerified {
+		h.renderUnverifiedEnrol(w, r, rt, u, page.Enrol{Return: back, ClientName: clientName})
+		return
+	}
 	if on, err := h.mfa.Enrolled(r.Context(), u.ID); err != nil {
 		h.web.AccountUnavailable(w, err)
 		return
@@ -104,6 +162,14 @@ func (h *Handler) EnrolPage(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	h.renderEnrol(w, r, rt, u, http.StatusOK, page.Enrol{Return: back, ClientName: clientName})
+}
+
+// renderUnverifiedEnrol answers the set-up of a second factor for an account whose address is not
+// verified: 403, no secret drawn, and the form that sends the link again.
+func (h *Handler) renderUnverifiedEnrol(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, d page.Enrol) {
+	d.Frame = page.Frame{CSRF: web.CSRFToken(w, r, rt), Base: rt.BasePath}
+	d.VerifyFirst = verifyFirst(rt, u, d.CSRF)
+	h.pages.RenderEnrol(w, http.StatusForbidden, d)
 }
 
 func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, status int, d page.Enrol) {
@@ -141,6 +207,19 @@ func (h *Handler) ConfirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 	}
 	back, clientName := enrolReturn(rt, r.PostForm.Get("return"))
 	d := page.Enrol{Return: back, ClientName: clientName}
+	if !u.EmailVerified {
+		h.accountRefused(ctx, audit.MFAEnrolled, u, passwordCheck{reason: "unverified"})
+		h.renderUnverifiedEnrol(w, r, rt, u, d)
+		return
+	}
+	if on, err := h.mfa.Enrolled(ctx, u.ID); err != nil {
+		h.web.AccountUnavailable(w, err)
+		return
+	} else if on { // a factor is replaced only by turning it off first (ChangeMFA): no new secret is drawn
+		h.accountRefused(ctx, audit.MFAEnrolled, u, passwordCheck{reason: "enrolled"})
+		http.Redirect(w, r, rt.BasePath+"/account", http.StatusSeeOther)
+		return
+	}
 	if time.Since(sess.AuthTime) > recentSignIn {
 		// A session signed in a while ago (perhaps someone else's hands on it) sets up no second factor
 		// without the password: a factor only they hold would lock the person out.
@@ -158,6 +237,10 @@ func (h *Handler) ConfirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 	}
 	codes, res, err := h.mfa.Confirm(ctx, u.ID, r.PostForm.Get("code"))
 	switch {
+	case errors.Is(err, mfa.ErrEnrolled): // set up meanwhile, in another tab
+		h.accountRefused(ctx, audit.MFAEnrolled, u, passwordCheck{reason: "enrolled"})
+		http.Redirect(w, r, rt.BasePath+"/account", http.StatusSeeOther)
+		return
 	case errors.Is(err, mfa.ErrNotEnrolled):
 		h.accountRefused(ctx, audit.MFAEnrolled, u, passwordCheck{reason: "expired"})
 		d.Error = "The set-up took too long. Scan the new code below and enter the code the app shows."

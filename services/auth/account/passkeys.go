@@ -42,6 +42,7 @@ func (h *Handler) Passkeys(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	d := page.Passkeys{Action: passkeysPath(rt), BeginURL: passkeysPath(rt) + "/begin", CSRF: web.CSRFToken(w, r, rt), Email: u.Email, AccountURL: rt.BasePath + "/account"}
+	d.VerifyFirst = verifyFirst(rt, u, d.CSRF)
 	status := http.StatusOK
 	switch r.Method {
 	case http.MethodPost:
@@ -92,6 +93,10 @@ func accountOf(u *users.User) passkey.Account {
 // passkeyAdd finishes adding a passkey; on success it redirects (303) and tells the person by mail.
 func (h *Handler) passkeyAdd(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User) (int, string) {
 	ctx := r.Context()
+	if !u.EmailVerified { // the ceremony could not have begun (PasskeyRegisterBegin): a forged post
+		h.passkeyEvent(ctx, audit.PasskeyAdded, audit.Failure, "unverified", u.ID, nil)
+		return http.StatusForbidden, "Confirm your e-mail address first, then add the passkey."
+	}
 	p, err := h.passkeys.FinishRegistration(ctx, rt.RP, accountOf(u), r.PostForm.Get("ceremony"), web.ReadCookie(r, rt, web.SessionCookie), []byte(r.PostForm.Get("credential")))
 	var refusal *passkey.Refusal
 	switch {

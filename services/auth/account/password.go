@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
@@ -28,6 +29,8 @@ type passwordCheck struct {
 	refusal *throttle.Refusal
 	usedUp  []string
 	wait    time.Duration
+	// codeStep: the password was right and the second factor's code was refused.
+	codeStep bool
 }
 
 // checkPassword checks the signed-in user's password as the sign-in page does, against the same
@@ -114,7 +117,7 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request, clientK
 		return
 	}
 	done := "password"
-	if err := h.accounts.PasswordChanged(ctx, u, web.RequestLang(r), r.UserAgent()); err != nil {
+	if err := h.accounts.PasswordChanged(ctx, u, web.RequestLang(r), r.UserAgent(), accounts.Removed{}); err != nil {
 		h.log.Warn("account: the password-changed mail was not sent", "user", u.ID, "err", err)
 		done = "password-nomail"
 	}

@@ -39,6 +39,11 @@ func (h *Handler) PasskeyRegisterBegin(w http.ResponseWriter, r *http.Request, c
 		web.ScriptJSON(w, http.StatusUnauthorized, web.ScriptError{Error: "Your sign-in has ended. Sign in again, then add the passkey."})
 		return
 	}
+	if !u.EmailVerified {
+		h.passkeyEvent(ctx, audit.PasskeyAdded, audit.Failure, "unverified", u.ID, nil)
+		web.ScriptJSON(w, http.StatusForbidden, web.ScriptError{Error: "Confirm your e-mail address first: open the link we sent to it. Then add the passkey."})
+		return
+	}
 	name, err := passkey.CheckName(r.PostForm.Get("name"))
 	if err != nil {
 		web.ScriptJSON(w, http.StatusBadRequest, web.ScriptError{Error: fmt.Sprintf("Give the passkey a name of 1 to %d characters.", passkey.MaxNameLen), Field: "name"})

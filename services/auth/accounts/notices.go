@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -20,7 +21,9 @@ var passwordChangedMail = authmail.Text{
 		`Your password for {{.Brand.Product}} was changed`,
 		`The password of your account {{.Data.Email}} at {{.Brand.Product}} was changed on {{.Data.When}}{{with .Data.Browser}}, from {{.}}{{end}}.
 
-Every other browser and app you were signed in to was signed out.
+Every other browser and app you were signed in to was signed out.{{with .Data.Removed}}
+
+{{.}}{{end}}
 
 If you did this, there is nothing more to do. If you did not, someone knows your password: contact the people who run {{.Brand.Product}} at once.
 
@@ -28,13 +31,16 @@ Your account: {{.Data.AccountURL}}
 `,
 		`<p>The password of your account <strong>{{.Data.Email}}</strong> at {{.Brand.Product}} was changed on {{.Data.When}}{{with .Data.Browser}}, from {{.}}{{end}}.</p>
 <p>Every other browser and app you were signed in to was signed out.</p>
-<p>If you did this, there is nothing more to do. If you did not, someone knows your password: contact the people who run {{.Brand.Product}} at once.</p>
+{{with .Data.Removed}}<p>{{.}}</p>
+{{end}}<p>If you did this, there is nothing more to do. If you did not, someone knows your password: contact the people who run {{.Brand.Product}} at once.</p>
 {{.Button .Data.AccountURL "Open your account"}}`),
 	"de": mail.MustContent("password-changed",
 		`Ihr Passwort für {{.Brand.Product}} wurde geändert`,
 		`Das Passwort Ihres Kontos {{.Data.Email}} bei {{.Brand.Product}} wurde am {{.Data.When}} geändert{{with .Data.Browser}}, von {{.}} aus{{end}}.
 
-Alle anderen Browser und Apps, in denen Sie angemeldet waren, wurden abgemeldet.
+Alle anderen Browser und Apps, in denen Sie angemeldet waren, wurden abgemeldet.{{with .Data.Removed}}
+
+{{.}}{{end}}
 
 Wenn Sie das waren, ist nichts weiter zu tun. Wenn nicht, kennt jemand Ihr Passwort: Wenden Sie sich sofort an die Betreiber von {{.Brand.Product}}.
 
@@ -42,21 +48,52 @@ Ihr Konto: {{.Data.AccountURL}}
 `,
 		`<p>Das Passwort Ihres Kontos <strong>{{.Data.Email}}</strong> bei {{.Brand.Product}} wurde am {{.Data.When}} geändert{{with .Data.Browser}}, von {{.}} aus{{end}}.</p>
 <p>Alle anderen Browser und Apps, in denen Sie angemeldet waren, wurden abgemeldet.</p>
-<p>Wenn Sie das waren, ist nichts weiter zu tun. Wenn nicht, kennt jemand Ihr Passwort: Wenden Sie sich sofort an die Betreiber von {{.Brand.Product}}.</p>
+{{with .Data.Removed}}<p>{{.}}</p>
+{{end}}<p>Wenn Sie das waren, ist nichts weiter zu tun. Wenn nicht, kennt jemand Ihr Passwort: Wenden Sie sich sofort an die Betreiber von {{.Brand.Product}}.</p>
 {{.Button .Data.AccountURL "Ihr Konto öffnen"}}`),
 }
 
 type passwordChangedData struct {
-	Email, When, Browser, AccountURL string
+	Email, When, Browser, AccountURL, Removed string
+}
+
+// RemovedIn says in lang what a reset removed with the password ("" for nothing).
+func RemovedIn(lang string, r Removed) string {
+	if !r.Any() {
+		return ""
+	}
+	if lang == "de" {
+		var what []string
+		switch {
+		case r.Passkeys == 1:
+			what = append(what, "der Passkey")
+		case r.Passkeys > 1:
+			what = append(what, fmt.Sprintf("die %d Passkeys", r.Passkeys))
+		}
+		if r.SecondFactor {
+			what = append(what, "die Anmeldung in zwei Schritten (Authenticator-App und Wiederherstellungscodes)")
+		}
+		return "Außerdem wurden " + strings.Join(what, " und ") + " des Kontos entfernt. Richten Sie auf Ihrer Kontoseite Ihre eigenen wieder ein."
+	}
+	var what []string
+	if r.Passkeys > 0 {
+		what = append(what, "its "+authmail.Plural(r.Passkeys, "passkey"))
+	}
+	if r.SecondFactor {
+		what = append(what, "its two-step sign-in (the authenticator app and the recovery codes)")
+	}
+	return "The account's other ways to sign in were removed too: " + strings.Join(what, " and ") + ". Add your own again on your account page."
 }
 
 // PasswordChanged mails the notice, in lang (the language of the request that changed the password),
 // naming the browser of the user agent ua, through the platform's mail component; a configuration
 // without a mail relay sends none (and that is not an error: the operator chose no mail).
-func (o *Ops) PasswordChanged(ctx context.Context, u *users.User, lang, ua string) error {
+// removed is what went with the old password (a reset that recovered the account), told in the mail.
+func (o *Ops) PasswordChanged(ctx context.Context, u *users.User, lang, ua string, removed Removed) error {
 	a := o.auth()
 	m, err := passwordChangedMail.Render(lang, authmail.Brand(a, authmail.ProductName(a)), passwordChangedData{
 		Email: u.Email, When: authmail.WhenIn(lang, o.now()), Browser: authmail.BrowserIn(lang, ua), AccountURL: o.issuer() + "/account",
+		Removed: RemovedIn(lang, removed),
 	})
 	if err != nil {
 		return err

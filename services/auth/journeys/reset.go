@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/link"
@@ -114,9 +115,15 @@ func (h *Handler) resetLink(ctx context.Context, token string) (*link.Link, *use
 	return l, u, nil
 }
 
+// resetForm is the new password's form: for a verified account, with the choice to remove the other
+// ways to sign in too; for an unverified one, saying that they go (resetDone).
 func resetForm(rt *realm.Realm, u *users.User, token string) page.Journey {
-	return page.Journey{Title: "Choose a new password", Lead: "for " + u.Email, Form: "reset", Action: rt.BasePath + "/account/reset",
-		Token: token, Email: u.Email}
+	d := page.Journey{Title: "Choose a new password", Lead: "for " + u.Email, Form: "reset", Action: rt.BasePath + "/account/reset",
+		Token: token, Email: u.Email, OfferRemoveFactors: u.EmailVerified}
+	if !u.EmailVerified {
+		d.Notice = "This account's address was never confirmed. Setting a password confirms it and removes any passkey and two-step sign-in on the account, since someone else may have added them."
+	}
+	return d
 }
 
 // ResetPage is GET /account/reset?token=…: the new password's form (the link is used when it is sent).
@@ -171,25 +178,51 @@ func (h *Handler) Reset(w http.ResponseWriter, r *http.Request, clientKey string
 		h.refusedLink(w, r, rt, audit.PasswordReset, linkReset, err)
 		return
 	}
-	h.resetDone(w, r, rt, u, l, next)
+	h.resetDone(w, r, rt, u, l, next, r.PostForm.Get("remove_factors") == "1")
 }
 
 // resetDone sets the new password of a used link (and so signs the user out everywhere), records it,
-// mails the user, and says so.
-func (h *Handler) resetDone(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, l *link.Link, next string) {
+// mails the user, and says so. A reset is also an account recovery (D51): for an account whose address
+// was never verified — whoever added a passkey or a second factor to it may not be the address's owner,
+// who has now shown up through the mail — and for a verified one whose owner asks for it
+// (removeFactors), every credential but the new password is removed; the link proves the mailbox, so the
+// address is verified too.
+func (h *Handler) resetDone(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, l *link.Link, next string, removeFactors bool) {
 	ctx := r.Context()
 	grants, sessions, err := h.accounts.SetPassword(ctx, u, next)
 	if err != nil {
 		h.web.AccountUnavailable(w, err)
 		return
 	}
-	h.audit.Record(ctx, audit.Event{Kind: audit.PasswordReset, Outcome: audit.Success, User: u.ID, Client: l.Client,
-		Detail: map[string]string{"grants": strconv.Itoa(grants), "sessions": strconv.Itoa(sessions)}})
+	var removed accounts.Removed
+	if !u.EmailVerified || removeFactors {
+		if removed, err = h.accounts.RemoveFactors(ctx, u.ID); err != nil {
+			h.web.AccountUnavailable(w, err)
+			return
+		}
+	}
+	if !u.EmailVerified {
+		if err := h.users.SetVerified(ctx, u.ID, u.Email); err != nil && !errors.Is(err, users.ErrNotFound) {
+			h.web.AccountUnavailable(w, err)
+			return
+		}
+	}
+	detail := map[string]string{"grants": strconv.Itoa(grants), "sessions": strconv.Itoa(sessions)}
+	if !u.EmailVerified || removeFactors {
+		detail["passkeysRemoved"], detail["secondFactorRemoved"] = strconv.Itoa(removed.Passkeys), strconv.FormatBool(removed.SecondFactor)
+	}
+	if !u.EmailVerified {
+		detail["verified"] = "true"
+	}
+	h.audit.Record(ctx, audit.Event{Kind: audit.PasswordReset, Outcome: audit.Success, User: u.ID, Client: l.Client, Detail: detail})
+	lang := web.RequestLang(r)
 	notice := "Your password was changed. Every browser and app signed in to your account was signed out, and we sent you a mail about it."
-	if err := h.accounts.PasswordChanged(ctx, u, web.RequestLang(r), r.UserAgent()); err != nil {
+	if err := h.accounts.PasswordChanged(ctx, u, lang, r.UserAgent(), removed); err != nil {
 		h.log.Warn("password reset: the password-changed mail was not sent", "user", u.ID, "err", err)
 		notice = "Your password was changed. Every browser and app signed in to your account was signed out."
 	}
-	h.renderJourney(w, r, rt, http.StatusOK, page.Journey{Title: "Your password was changed", Notice: notice,
-		Lead: "Sign in with your new password.", Links: appLinks(rt.AppClient(l.Client))})
+	d := page.Journey{Title: "Your password was changed", Notice: notice,
+		Lead: "Sign in with your new password.", Links: appLinks(rt.AppClient(l.Client))}
+	d.Said = accounts.RemovedIn(lang, removed)
+	h.renderJourney(w, r, rt, http.StatusOK, d)
 }

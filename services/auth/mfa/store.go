@@ -22,6 +22,10 @@ var ErrUnavailable = storeerr.Unavailable("second-factor store unavailable")
 // ErrNotEnrolled is an action that needs a second factor on a user without one.
 var ErrNotEnrolled = errors.New("mfa: no second factor set up")
 
+// ErrEnrolled is a set-up confirmed for a user who has a second factor: it is replaced only after it was
+// turned off, which takes it (or a recovery code) and the password.
+var ErrEnrolled = errors.New("mfa: a second factor is set up already")
+
 // Store keeps each user's second factor in Redis. Every key of a user shares the hash tag {user}, so
 // each change is one script on one Cluster slot:
 //
@@ -140,9 +144,11 @@ func keyFor(issuer, account, secret string) (Key, error) {
 }
 
 // confirmScript makes the pending secret the user's factor, with new recovery codes, if the pending
-// secret is still the one the code was checked against. KEYS: factor, pending, recovery. ARGV: the
+// secret is still the one the code was checked against and the user has no factor (a factor is replaced
+// only by turning it off first, which takes it: D51). KEYS: factor, pending, recovery. ARGV: the
 // stored pending value, the step accepted, the time (Unix s), then the recovery codes' hashes.
 var confirmScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'totp', ARGV[1], 'step', ARGV[2], 'since', ARGV[3])
@@ -151,8 +157,8 @@ return 1
 `)
 
 // Confirm checks a code of the pending secret; when it is right, the secret becomes the user's second
-// factor (replacing any earlier one) and Confirm returns ten new recovery codes, to be shown once.
-// A pending secret that expired or was replaced meanwhile is ErrNotEnrolled.
+// factor and Confirm returns ten new recovery codes, to be shown once. A pending secret that expired or
+// was replaced meanwhile is ErrNotEnrolled; a user who has a factor already is ErrEnrolled.
 func (s *Store) Confirm(ctx context.Context, user, code string) ([]string, Result, error) {
 	code, err := NormalizeCode(code)
 	if err != nil {
@@ -182,10 +188,28 @@ func (s *Store) Confirm(ctx context.Context, user, code string) ([]string, Resul
 	if err != nil {
 		return nil, Wrong, unavailable(err)
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return nil, Wrong, ErrNotEnrolled
+	case -1:
+		return nil, Wrong, ErrEnrolled
 	}
 	return codes, Accepted, nil
+}
+
+// Check checks what a person typed at a step that asks for the second factor: a recovery code (by its
+// shape) is spent, anything else is a TOTP code accepted once (Verify). recovery says which it was.
+func (s *Store) Check(ctx context.Context, user, code string) (res Result, recovery bool, err error) {
+	code = strings.TrimSpace(code)
+	if !LooksLikeRecoveryCode(code) {
+		res, err = s.Verify(ctx, user, code)
+		return res, false, err
+	}
+	ok, err := s.UseRecoveryCode(ctx, user, code)
+	if ok {
+		return Accepted, true, err
+	}
+	return Wrong, true, err
 }
 
 // acceptScript records that a step was accepted, unless it (or a later one) was before or the factor

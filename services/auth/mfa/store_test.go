@@ -86,6 +86,35 @@ func TestEnrolment_PendingUntilConfirmedWithACode(t *testing.T) {
 	}
 }
 
+// A factor is never replaced by a set-up: a pending secret drawn while one is on (two tabs, or a page
+// drawn before it was set up) is refused with ErrEnrolled, and the factor stays the first one (D51).
+func TestEnrolment_NeverReplacesAFactor(t *testing.T) {
+	s, _, c := startStore(t, Sealer{})
+	ctx := context.Background()
+	k, err := s.Pending(ctx, "u1", "id.example", "ada@example.com", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := enrol(t, s, c, "u1") // confirms k: the same pending secret
+	if secret != k.Secret {
+		t.Fatal("the enrolment did not confirm the pending secret")
+	}
+	other, err := s.Pending(ctx, "u1", "id.example", "ada@example.com", time.Hour) // a second tab's page
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.next()
+	code, _ := Code(other.Secret, c.now())
+	if _, _, err := s.Confirm(ctx, "u1", code); err != ErrEnrolled {
+		t.Fatalf("Confirm over a factor: %v, want ErrEnrolled", err)
+	}
+	c.next()
+	code, _ = Code(secret, c.now())
+	if res, err := s.Verify(ctx, "u1", code); err != nil || res != Accepted {
+		t.Fatalf("the first factor after the refused set-up: %v %v", res, err)
+	}
+}
+
 func TestEnrolment_PendingSecretEndsWithItsLifetime(t *testing.T) {
 	s, rdb, c := startStore(t, Sealer{})
 	ctx := context.Background()

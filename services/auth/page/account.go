@@ -62,6 +62,15 @@ type Account struct {
 	Groups   []string
 	Sessions []SessionRow
 	Grants   []GrantRow
+	// VerifyFirst: the address is not verified, so the page offers no way to add a passkey or a second
+	// factor, and says why, with the form that sends the link again.
+	VerifyFirst *VerifyFirst
+}
+
+// VerifyFirst is the notice of the account pages while the account's address is not verified: an
+// unverified account gets no credential but its password (docs/security.md "Account pre-hijacking").
+type VerifyFirst struct {
+	Base, CSRF, Email string
 }
 
 // MFAStatus is the second factor as the page shows it.
@@ -107,6 +116,8 @@ type Enrol struct {
 	// what was wrong with it.
 	NeedPassword  bool
 	PasswordError string
+	// VerifyFirst: the address is not verified, so no secret is drawn and the page says why.
+	VerifyFirst *VerifyFirst
 }
 
 // Codes is the data of the page that shows new recovery codes, once.

@@ -47,7 +47,9 @@ type Passkeys struct {
 	Error  string
 	// Full: the account has the most passkeys it may have, so the form to add one is not shown.
 	Full bool
-	Look Look // set by the renderer
+	// VerifyFirst: the address is not verified, so the form to add one is not shown.
+	VerifyFirst *VerifyFirst
+	Look        Look // set by the renderer
 }
 
 // PasskeyRow is one passkey in the list.

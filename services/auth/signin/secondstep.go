@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/ory/fosite"
@@ -15,6 +14,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -31,14 +31,6 @@ import (
 // Between the password and the code the browser holds a challenge: a random cookie (web.MFACookie)
 // naming a short-lived record (mfa.Store.StartChallenge) with the user and the methods so far. Nothing
 // of the authorization request is kept: it travels in the form's action URL, as on the sign-in page.
-
-// codeLimits are the second step's budgets (throttle.ReserveCode): auth.mfa.failures per user within
-// auth.mfa.window, slowed down as sign-ins are, and the client address's sign-in budget.
-func codeLimits(rt *realm.Realm) throttle.CodeLimits {
-	m, t := rt.Config.Auth.MFA, rt.Config.Auth.Throttle
-	return throttle.CodeLimits{PerUser: m.Failures, Window: m.Window.D(), DelayAfter: t.DelayAfter, MaxDelay: t.MaxDelay.D(),
-		IP: t.IPFailures, IPWindow: t.Window.D()}
-}
 
 // requestedACR is the level the authorization request asks for (checkAuthorizeParams refused values it
 // names none of).
@@ -166,7 +158,7 @@ func (h *Handler) submitSecondStep(a *attempt) {
 		h.renderSignIn(a, http.StatusUnauthorized, page.SignIn{Error: "Your sign-in took too long. Please sign in again."})
 		return
 	}
-	res, refusal, err := h.throttle.ReserveCode(ctx, u.ID, a.clientKey, codeLimits(a.rt))
+	res, refusal, err := h.throttle.ReserveCode(ctx, u.ID, a.clientKey, signon.CodeLimits(a.rt))
 	if err != nil {
 		h.unavailablePage(a, u.Email, err)
 		return
@@ -182,9 +174,7 @@ func (h *Handler) submitSecondStep(a *attempt) {
 		h.renderSecondStep(a, http.StatusTooManyRequests, page.SecondStep{Email: u.Email, Error: web.WaitMessage(lead, refusal.Wait)})
 		return
 	}
-	code := strings.TrimSpace(a.r.PostForm.Get("code"))
-	recovery := mfa.LooksLikeRecoveryCode(code)
-	result, err := h.checkCode(ctx, u.ID, code, recovery)
+	result, recovery, err := h.mfa.Check(ctx, u.ID, a.r.PostForm.Get("code"))
 	if err != nil && !errors.Is(err, mfa.ErrNotEnrolled) {
 		res.Release(context.WithoutCancel(ctx))
 		h.unavailablePage(a, u.Email, err)
@@ -203,18 +193,6 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	}
 	h.counted(signinMFA)
 	h.openSession(a, u, amr)
-}
-
-// checkCode checks a TOTP code (accepted once) or spends a recovery code.
-func (h *Handler) checkCode(ctx context.Context, user, code string, recovery bool) (mfa.Result, error) {
-	if !recovery {
-		return h.mfa.Verify(ctx, user, code)
-	}
-	ok, err := h.mfa.UseRecoveryCode(ctx, user, code)
-	if ok {
-		return mfa.Accepted, err
-	}
-	return mfa.Wrong, err
 }
 
 // wrongCode answers a code that was not accepted, counting the failure.

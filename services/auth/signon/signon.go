@@ -128,6 +128,15 @@ func Limits(rt *realm.Realm) throttle.Limits {
 		DelayAfter: t.DelayAfter, MaxDelay: t.MaxDelay.D()}
 }
 
+// CodeLimits are the budgets of second-factor codes (throttle.ReserveCode), at the sign-in's second
+// step and wherever the account pages ask for the current factor: auth.mfa.failures per user within
+// auth.mfa.window, and the sign-in's per-address budget and delays.
+func CodeLimits(rt *realm.Realm) throttle.CodeLimits {
+	m, t := rt.Config.Auth.MFA, rt.Config.Auth.Throttle
+	return throttle.CodeLimits{PerUser: m.Failures, Window: m.Window.D(), DelayAfter: t.DelayAfter, MaxDelay: t.MaxDelay.D(),
+		IP: t.IPFailures, IPWindow: t.Window.D()}
+}
+
 // AccountKey is the throttle's name of the account an address names: one budget per account, whichever
 // spelling of it is typed (an IDN domain or its punycode).
 func AccountKey(address string) string {
