@@ -427,6 +427,15 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	if after := credentials(t, ctx, phone); len(snapshot) != 1 || len(after) != 1 || after[0].SignCount <= snapshot[0].SignCount {
 		t.Fatalf("the phone's counter went from %v to %v; the clone check needs a counter that goes up", snapshot, after)
 	}
+	// The passkey earned the browser (its cookies cleared before) a device cookie, as a password does.
+	jar, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{p.issuer + "/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookies := jar.Cookies
+	if !slices.ContainsFunc(cookies, func(c *network.Cookie) bool { return c.Name == "fs_device" && c.Value != "" }) {
+		t.Error("a passkey sign-in set no device cookie")
+	}
 
 	// A cloned authenticator: the copy made before the last sign-in signs with a counter that does not
 	// go up. Refused, recorded, and shown on the passkeys page.

@@ -323,3 +323,98 @@ func TestSecondFactor_IsSwappedOnlyWithTheCurrentOne(t *testing.T) {
 		t.Fatalf("audit trail:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A second step's challenge begun before a sign-out everywhere (a new password, a reset, an
+// administrator's) dies with it: the right code afterwards opens no session and issues no code, so a
+// sign-in made with the old password cannot outlive its change.
+func TestSecondStep_AChallengeDiesWithASignOutEverywhere(t *testing.T) {
+	clock := newTestClock()
+	p := startProvider(t, setup{now: clock.now})
+	id := p.user(testEmail, testPassword)
+	owner := newBrowser(t)
+	p.accountSignIn(owner, testEmail, testPassword, nil)
+	secret, _ := p.enrolTOTP(owner, clock)
+
+	thief := newBrowser(t)
+	page := thief.get(p.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+	step := thief.signIn(p.base, page.body, testEmail, testPassword) // the code page: a challenge
+	if _, _, err := p.svc.Accounts().SignOutEverywhere(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	clock.nextStep()
+	res := thief.secondStep(p.base, step, clock.code(t, secret))
+	if res.StatusCode != http.StatusUnauthorized || res.Header.Get("Location") != "" {
+		t.Fatalf("the right code after a sign-out everywhere: %d %s, want 401 and no redirect", res.StatusCode, res.Header.Get("Location"))
+	}
+	if !p.signedOut(thief) {
+		t.Fatal("the challenge opened a session after the sign-out everywhere")
+	}
+	// A challenge begun after it still works.
+	page = thief.get(p.authorizeURL("state-0123456790", oauth2.GenerateVerifier()))
+	clock.nextStep()
+	if res := thief.secondStep(p.base, thief.signIn(p.base, page.body, testEmail, testPassword), clock.code(t, secret)); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a challenge after the sign-out: %d\n%.600s", res.StatusCode, res.body)
+	}
+}
+
+// deviceCookieID is the browser ID of b's device cookie ("" without one).
+func deviceCookieID(b *browser, base string) string {
+	u, _ := url.Parse(base)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "fs_device" {
+			if parts := strings.Split(c.Value, "."); len(parts) == 6 {
+				return parts[2]
+			}
+		}
+	}
+	return ""
+}
+
+// Device cookies die with a sign-out everywhere: a browser that signed in with the old password (a
+// thief's, say) guesses the new one against the unknown browsers' budget, not a budget of its own, while
+// the owner's browser, signed in since, keeps its own. A browser keeps one cookie ID per account however
+// often it signs in, so signing in again mints no fresh budget.
+func TestDeviceCookie_DiesWithASignOutEverywhere_OneIDPerBrowser(t *testing.T) {
+	p := startProvider(t, setup{mutate: func(c *config.Config) {
+		c.Auth.Throttle = config.Throttle{DeviceFailures: 10, AccountFailures: 2, IPFailures: 100, Window: config.Duration(time.Minute)}
+	}})
+	p.user(testEmail, testPassword)
+	signInOnce := func(b *browser, password string) response {
+		t.Helper()
+		page := b.get(p.authorizeURL("state-device-0123", oauth2.GenerateVerifier(), oauth2.SetAuthURLParam("prompt", "login")))
+		return b.signIn(p.base, page.body, testEmail, password)
+	}
+	thief := newBrowser(t)
+	if res := signInOnce(thief, testPassword); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the thief's sign-in with the old password: %d", res.StatusCode)
+	}
+	first := deviceCookieID(thief, p.base)
+	if res := signInOnce(thief, testPassword); res.StatusCode != http.StatusSeeOther || first == "" || deviceCookieID(thief, p.base) != first {
+		t.Fatalf("a second sign-in from one browser: %d, cookie ID %q then %q, want one ID", res.StatusCode, first, deviceCookieID(thief, p.base))
+	}
+
+	// The owner changes the password on the account page: every session, grant and device cookie ends.
+	owner := newBrowser(t)
+	p.accountSignIn(owner, testEmail, testPassword, nil)
+	csrf := csrfOf(t, owner.get(p.base+"/account").body)
+	const newPassword = "the owner's new password"
+	if res := owner.postForm(p.base+"/account/password", url.Values{"csrf_token": {csrf}, "current_password": {testPassword}, "new_password": {newPassword}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the change: %d", res.StatusCode)
+	}
+	if res := signInOnce(owner, newPassword); res.StatusCode != http.StatusSeeOther { // a cookie of the new generation
+		t.Fatalf("the owner's sign-in with the new password: %d", res.StatusCode)
+	}
+
+	// The thief's old cookie counts against the unknown browsers' budget of 2: the third guess waits.
+	var res response
+	for i := range 3 {
+		res = signInOnce(thief, "a guess "+string(rune('a'+i)))
+	}
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the third guess with a cookie from before the change: %d, want 429 (the cookie kept a budget of its own)", res.StatusCode)
+	}
+	// The owner's browser, signed in since, is a known browser: never refused for the thief's guesses.
+	if res := signInOnce(owner, newPassword); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the owner's browser while the unknown browsers' budget is used up: %d", res.StatusCode)
+	}
+}

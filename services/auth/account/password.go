@@ -41,7 +41,11 @@ type passwordCheck struct {
 func (h *Handler) checkPassword(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, password, clientKey string) (passwordCheck, error) {
 	account := signon.AccountKey(u.Email)
 	retry := func(wait time.Duration) { w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second))) }
-	res, refusal, err := h.signOn.Throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(r, rt, account), IP: clientKey}, signon.Limits(rt))
+	gen, err := h.signOn.Generation(ctx, u.ID, nil)
+	if err != nil {
+		return passwordCheck{}, err
+	}
+	res, refusal, err := h.signOn.Throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(r, rt, account, gen), IP: clientKey}, signon.Limits(rt))
 	if err != nil {
 		return passwordCheck{}, err
 	}

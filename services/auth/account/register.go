@@ -76,7 +76,12 @@ func (h *Handler) passkeyReauthenticate(w http.ResponseWriter, r *http.Request, 
 		return fmt.Sprintf(" Try again in %d s.", int(wait/time.Second))
 	}
 	account := signon.AccountKey(u.Email)
-	attempt := throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(r, rt, account), IP: ip}
+	gen, err := h.signOn.Generation(ctx, u.ID, nil)
+	if err != nil {
+		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)
+		return false
+	}
+	attempt := throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(r, rt, account, gen), IP: ip}
 	res, limited, err := h.signOn.Throttle.Reserve(ctx, attempt, signon.Limits(rt))
 	if err != nil {
 		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)

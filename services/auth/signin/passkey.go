@@ -102,6 +102,12 @@ func (h *Handler) passkeySignIn(a *attempt) {
 	h.counted(signinPasskey)
 	h.audit.Record(ctx, audit.Event{Kind: audit.SignInPasskey, Outcome: audit.Success, User: user.ID, Client: a.cl.GetID(),
 		Detail: map[string]string{"passkey": in.Passkey.ID, "synced": strconv.FormatBool(in.Passkey.Synced)}})
+	// A passkey proves the browser's owner as a password does: it earns the browser its device cookie,
+	// so that the account page's password checks and later password sign-ins here count against this
+	// browser's own budget, not the one an attacker can use up.
+	if gen, err := h.signOn.Generation(ctx, user.ID, nil); err == nil {
+		h.signOn.RememberDevice(a.w, a.r, a.rt, signon.AccountKey(user.Email), gen)
+	}
 	h.openSession(a, user, in.Passkey.AMR()) // a user-verified passkey is two factors: no TOTP step
 }
 

@@ -28,7 +28,9 @@ func (h *Handler) password(a *attempt) {
 		address = address[:email.MaxLen]
 	}
 	account := signon.AccountKey(address)
-	attempt := throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(a.r, a.rt, account), IP: a.clientKey}
+	// The device cookie's generation is compared once the account is read (below, before the hash).
+	cookie := h.signOn.DeviceOf(a.r, a.rt, account)
+	attempt := throttle.Attempt{Account: account, Device: cookie.ID, IP: a.clientKey}
 	browser := "unknown"
 	if attempt.Device != "" {
 		browser = "known"
@@ -55,11 +57,38 @@ func (h *Handler) password(a *attempt) {
 	}
 	// The account's second factor and sign-out generation are read with the account (D44).
 	reads := &signon.Reads{}
-	u, err := h.users.AuthenticateLooked(ctx, lookup, a.r.PostForm.Get("password"), func(p redis.Pipeliner, id string) {
+	u, err := h.users.LookedUp(ctx, lookup, func(p redis.Pipeliner, id string) {
 		reads.User = id
 		reads.Enrolled = h.mfa.QueueEnrolled(ctx, p, id)
 		reads.Generation = h.store.QueueGeneration(ctx, p, id)
 	})
+	if err == nil && attempt.Device != "" && u != nil {
+		// A device cookie from before the account's last sign-out everywhere (a new password, a reset) is
+		// no longer a known browser: the attempt counts against the unknown browsers' budgets instead, so
+		// that cookies collected with an old password give no budget for guessing the new one (D51).
+		gen, gerr := reads.Generation()
+		if gerr != nil {
+			res.Release(context.WithoutCancel(ctx))
+			h.unavailablePage(a, address, gerr)
+			return
+		}
+		if gen != cookie.Generation {
+			res.Release(context.WithoutCancel(ctx))
+			attempt.Device, browser = "", "unknown"
+			var rerr error
+			if res, refusal, rerr = h.throttle.Reserve(ctx, attempt, signon.Limits(a.rt)); rerr != nil {
+				h.unavailablePage(a, address, rerr)
+				return
+			}
+			if refusal != nil {
+				h.throttled(a, address, browser, refusal)
+				return
+			}
+		}
+	}
+	if err == nil {
+		u, err = h.users.CheckLooked(ctx, u, a.r.PostForm.Get("password"))
+	}
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
 		h.wrongPassword(a, address, browser, u, res, err)
@@ -82,7 +111,12 @@ func (h *Handler) password(a *attempt) {
 	h.counted(signinSuccess)
 	h.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: a.cl.GetID(),
 		Detail: map[string]string{"browser": browser}})
-	h.signOn.RememberDevice(a.w, a.rt, account)
+	gen, err := reads.Generation()
+	if err != nil {
+		h.unavailablePage(a, address, err)
+		return
+	}
+	h.signOn.RememberDevice(a.w, a.r, a.rt, account, gen)
 	a.reads = reads
 	h.startSession(a, u)
 }

@@ -66,7 +66,12 @@ func (h *Handler) secondStep(a *attempt, u *users.User) bool {
 		return true
 	}
 	if enrolled {
-		h.challenge(a, u, []string{acr.PWD})
+		gen, err := h.signOn.Generation(a.r.Context(), u.ID, a.reads)
+		if err != nil {
+			h.unavailablePage(a, u.Email, err)
+			return true
+		}
+		h.challenge(a, u, []string{acr.PWD}, gen)
 		return true
 	}
 	if needsTwoFactors(a.cl, a.ar) {
@@ -92,7 +97,7 @@ func (h *Handler) stepUp(a *attempt, u *users.User, sess *sso.Session) {
 	}
 	if enrolled {
 		h.mfaRequired(a.r.Context(), u, a.cl, "step_up")
-		h.challenge(a, u, sess.AMR)
+		h.challenge(a, u, sess.AMR, sess.Generation)
 		return
 	}
 	h.mfaRequired(a.r.Context(), u, a.cl, "not_enrolled")
@@ -107,10 +112,10 @@ func (h *Handler) toEnrolment(a *attempt) {
 }
 
 // challenge starts the second step for u, whose methods so far are first, and shows the code page.
-func (h *Handler) challenge(a *attempt, u *users.User, first []string) {
+func (h *Handler) challenge(a *attempt, u *users.User, first []string, gen int64) {
 	token := web.RandomToken()
 	life := a.rt.Config.Auth.MFA.ChallengeLifetime.D()
-	if err := h.mfa.StartChallenge(a.r.Context(), token, u.ID, first, life); err != nil {
+	if err := h.mfa.StartChallenge(a.r.Context(), token, u.ID, first, gen, life); err != nil {
 		h.unavailablePage(a, u.Email, err)
 		return
 	}
@@ -128,10 +133,11 @@ func (h *Handler) renderSecondStep(a *attempt, status int, d page.SecondStep) {
 	h.web.Pages.RenderSecondStep(page.WithLook(a.w, web.PageLook(a.r, a.rt, a.cl)), status, d, []string{realm.OriginOf(a.r.URL.Query().Get("redirect_uri"))})
 }
 
-// challengedUser is the active user of the browser's challenge, or nil (none, ended, or the account is
-// gone or disabled).
+// challengedUser is the active user of the browser's challenge, or nil (none, ended, the account is
+// gone or disabled, or it was signed out everywhere since: a new password, a reset, an administrator's
+// sign-out end a challenge begun before them).
 func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User, []string, error) {
-	userID, first, err := h.mfa.Challenge(ctx, token)
+	userID, first, gen, err := h.mfa.Challenge(ctx, token)
 	if err != nil || userID == "" {
 		return nil, nil, err
 	}
@@ -139,7 +145,14 @@ func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User
 	if errors.Is(err, users.ErrNotFound) {
 		return nil, nil, nil
 	}
-	return u, first, err
+	if err != nil {
+		return nil, nil, err
+	}
+	current, err := h.signOn.Generation(ctx, userID, nil)
+	if err != nil || current != gen {
+		return nil, nil, err
+	}
+	return u, first, nil
 }
 
 // submitSecondStep checks the code of the second step (action=mfa): a TOTP code accepted once, or a

@@ -35,6 +35,12 @@ func (reads *Reads) of(user string) *Reads {
 	return reads
 }
 
+// Generation is the user's sign-out generation (the store's), answered from the sign-in's reads when
+// they have it.
+func (k *Kit) Generation(ctx context.Context, user string, reads *Reads) (int64, error) {
+	return k.generation(ctx, user, reads)
+}
+
 // generation is the store's Generation, answered from the sign-in's reads when they have it.
 func (k *Kit) generation(ctx context.Context, user string, reads *Reads) (int64, error) {
 	if reads := reads.of(user); reads != nil && reads.Generation != nil {

@@ -146,20 +146,38 @@ func AccountKey(address string) string {
 	return strings.ToLower(address)
 }
 
-// KnownDevice returns the browser's ID when it holds a device cookie of account.
-func (k *Kit) KnownDevice(r *http.Request, rt *realm.Realm, account string) string {
+// DeviceOf is the browser's device cookie of account (its canonical address), checked for its
+// signature, account and lifetime; the zero Token when there is none. Whether it is of the account's
+// current sign-out generation is the caller's to compare (KnownDevice does): a password sign-in learns the
+// generation only with the account, after the throttle's reservation.
+func (k *Kit) DeviceOf(r *http.Request, rt *realm.Realm, account string) device.Token {
 	v := web.ReadCookie(r, rt, web.DeviceCookie)
 	if v == "" {
-		return ""
+		return device.Token{}
 	}
-	id, _ := device.Check(k.deviceKeys, v, account, k.now(), rt.Config.Auth.Throttle.DeviceLifetime.D())
-	return id
+	t, _ := device.Check(k.deviceKeys, v, account, k.now(), rt.Config.Auth.Throttle.DeviceLifetime.D())
+	return t
 }
 
-// RememberDevice gives the browser a new device cookie for account (its canonical address) after a
-// successful sign-in: a new ID, so that its budget starts afresh.
-func (k *Kit) RememberDevice(w http.ResponseWriter, rt *realm.Realm, account string) {
-	web.SetCookie(w, rt, web.DeviceCookie, device.Issue(k.deviceKeys, account, k.now()), rt.Config.Auth.Throttle.DeviceLifetime.D())
+// KnownDevice returns the browser's ID when it holds a device cookie of account issued at the account's
+// sign-out generation gen: a sign-out everywhere (a new password, a reset) ends every earlier cookie.
+func (k *Kit) KnownDevice(r *http.Request, rt *realm.Realm, account string, gen int64) string {
+	if t := k.DeviceOf(r, rt, account); t.ID != "" && t.Generation == gen {
+		return t.ID
+	}
+	return ""
+}
+
+// RememberDevice gives the browser a device cookie for account (its canonical address) at its sign-out
+// generation gen after a successful sign-in: the browser's own ID when it holds a cookie of the account
+// and generation already (one budget per browser and account, however often it signs in), a new one
+// otherwise.
+func (k *Kit) RememberDevice(w http.ResponseWriter, r *http.Request, rt *realm.Realm, account string, gen int64) {
+	id := k.KnownDevice(r, rt, account, gen)
+	if id == "" {
+		id = device.NewID()
+	}
+	web.SetCookie(w, rt, web.DeviceCookie, device.Issue(k.deviceKeys, account, id, gen, k.now()), rt.Config.Auth.Throttle.DeviceLifetime.D())
 }
 
 // LockoutEvent is the audit event of a failure that used up budgets: further attempts against them wait

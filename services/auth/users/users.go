@@ -298,10 +298,27 @@ func (s *Store) QueueLookup(ctx context.Context, p redis.Pipeliner, email string
 // caller's own reads of the account (its second factor, its sign-out generation) in the round trip that
 // reads the account: they are sent only when the address names one, before the password is checked.
 func (s *Store) AuthenticateLooked(ctx context.Context, l *Lookup, password string, also func(p redis.Pipeliner, id string)) (*User, error) {
-	u, err := s.looked(ctx, l, also)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	u, err := s.LookedUp(ctx, l, also)
+	if err != nil {
 		return nil, err
 	}
+	return s.CheckLooked(ctx, u, password)
+}
+
+// LookedUp is AuthenticateLooked's first half: the account l names (nil when there is none), read with
+// the caller's reads (also) beside it, before any password is hashed, so that the caller may act on
+// those reads first (a device cookie of an earlier sign-out generation, D51).
+func (s *Store) LookedUp(ctx context.Context, l *Lookup, also func(p redis.Pipeliner, id string)) (*User, error) {
+	u, err := s.looked(ctx, l, also)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return u, err
+}
+
+// CheckLooked is AuthenticateLooked's second half: password checked against u, a LookedUp account (nil:
+// none; a hash runs all the same, so that the time tells nothing).
+func (s *Store) CheckLooked(ctx context.Context, u *User, password string) (*User, error) {
 	encoded := ""
 	if u != nil {
 		encoded = u.Hash
