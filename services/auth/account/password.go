@@ -2,6 +2,8 @@ package account
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,7 +47,7 @@ func (h *Handler) checkPassword(ctx context.Context, w http.ResponseWriter, r *h
 	if err != nil {
 		return passwordCheck{}, err
 	}
-	res, refusal, err := h.signOn.Throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(r, rt, account, gen), IP: clientKey}, signon.Limits(rt))
+	res, refusal, err := h.signOn.Throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: h.browserBudget(r, rt, account, gen), IP: clientKey}, signon.Limits(rt))
 	if err != nil {
 		return passwordCheck{}, err
 	}
@@ -126,4 +128,20 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request, clientK
 		done = "password-nomail"
 	}
 	http.Redirect(w, r, rt.BasePath+"/account?done="+done, http.StatusSeeOther)
+}
+
+// browserBudget is the browser whose budget the account pages' password checks count against: the
+// browser's device cookie of the account when it holds one, else its sign-in session. A session is
+// proof of a sign-in (a passkey, another client), so a fresh one gets a budget of its own: guesses from
+// anywhere else, which use up the account's unknown browsers' budget, never lock its owner out of the
+// page (D51).
+func (h *Handler) browserBudget(r *http.Request, rt *realm.Realm, account string, gen int64) string {
+	if id := h.signOn.KnownDevice(r, rt, account, gen); id != "" {
+		return id
+	}
+	if v := web.ReadCookie(r, rt, web.SessionCookie); v != "" {
+		sum := sha256.Sum256([]byte("account-session\x00" + v))
+		return "session-" + base64.RawURLEncoding.EncodeToString(sum[:16])
+	}
+	return ""
 }

@@ -81,7 +81,7 @@ func (h *Handler) passkeyReauthenticate(w http.ResponseWriter, r *http.Request, 
 		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)
 		return false
 	}
-	attempt := throttle.Attempt{Account: account, Device: h.signOn.KnownDevice(r, rt, account, gen), IP: ip}
+	attempt := throttle.Attempt{Account: account, Device: h.browserBudget(r, rt, account, gen), IP: ip}
 	res, limited, err := h.signOn.Throttle.Reserve(ctx, attempt, signon.Limits(rt))
 	if err != nil {
 		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)

@@ -57,11 +57,14 @@ func (h *Handler) refusedLink(w http.ResponseWriter, r *http.Request, rt *realm.
 // again; the address to send a reset link to), checked the same way for both: CSRF, a well-formed
 // address, then the journey's throttle per client address and per e-mail address, reserved before the
 // account is looked up. It answers the refusals itself and returns ok=false after them; with ok, u is
-// the account with the address or nil (the caller tells the person the same either way).
+// the account with the address or nil (the caller tells the person the same either way). Past the
+// e-mail address's budget it is ok with req.dropped set: the person gets the same answer, and no mail.
 type mailRequest struct {
 	email string
 	cl    *realm.Client
 	ret   string // the sign-in page to go back to (reset only)
+	// dropped: the e-mail address's mail budget is used up, so no mail goes out (the answer is the same).
+	dropped *throttle.Refusal
 }
 
 func (h *Handler) readMailRequest(w http.ResponseWriter, r *http.Request, rt *realm.Realm, kind audit.Kind, journey, clientKey string, form page.Journey) (mailRequest, *users.User, bool) {
@@ -99,6 +102,13 @@ func (h *Handler) readMailRequest(w http.ResponseWriter, r *http.Request, rt *re
 		h.web.AccountUnavailable(w, err)
 		return req, nil, false
 	}
+	if refusal != nil && refusal.Budget == journey+"-email" {
+		// The address's budget is used up: the answer stays the one every address gets and only the mail
+		// is dropped. A 429 here would let anyone who knows an address keep its owner from asking for a
+		// link (D51); the mails the others asked for reached the owner's mailbox all the same.
+		req.dropped = refusal
+		return req, nil, true
+	}
 	if refusal != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(int(refusal.Wait/time.Second)))
 		form.Error = web.WaitMessage("Too many messages were asked for from here or for this address.", refusal.Wait)
@@ -126,4 +136,9 @@ func sameSiteReturn(rt *realm.Realm, v string) string {
 		return ""
 	}
 	return v
+}
+
+// droppedDetail is the audit detail of a mail dropped past the e-mail address's budget.
+func droppedDetail(r *throttle.Refusal) map[string]string {
+	return map[string]string{"budget": r.Budget, "retryAfter": strconv.Itoa(int(r.Wait / time.Second))}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/link"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
 )
@@ -70,6 +71,8 @@ func (h *Handler) Forgot(w http.ResponseWriter, r *http.Request, clientKey strin
 		e.Client = req.cl.GetID()
 	}
 	switch {
+	case req.dropped != nil:
+		e.Reason, e.Detail = "throttled", droppedDetail(req.dropped)
 	case u == nil:
 		e.Reason = "unknown_account"
 	case u.Disabled:
@@ -215,6 +218,12 @@ func (h *Handler) resetDone(w http.ResponseWriter, r *http.Request, rt *realm.Re
 		detail["verified"] = "true"
 	}
 	h.audit.Record(ctx, audit.Event{Kind: audit.PasswordReset, Outcome: audit.Success, User: u.ID, Client: l.Client, Detail: detail})
+	// The browser that set the password through the mail is its owner's: it becomes a known browser of
+	// the account (a device cookie of the new sign-out generation), so that the sign-in that follows
+	// counts against its own budget, not the unknown browsers' an attacker may have used up (D51).
+	if gen, err := h.signOn.Generation(ctx, u.ID, nil); err == nil {
+		h.signOn.RememberDevice(w, r, rt, signon.AccountKey(u.Email), gen)
+	}
 	lang := web.RequestLang(r)
 	notice := "Your password was changed. Every browser and app signed in to your account was signed out, and we sent you a mail about it."
 	if err := h.accounts.PasswordChanged(ctx, u, lang, r.UserAgent(), removed); err != nil {

@@ -174,6 +174,8 @@ func (h *Handler) ResendVerification(w http.ResponseWriter, r *http.Request, cli
 		e.Client = req.cl.GetID()
 	}
 	switch {
+	case req.dropped != nil:
+		e.Reason, e.Detail = "throttled", droppedDetail(req.dropped)
 	case u == nil:
 		e.Reason = "unknown_account"
 	case u.Disabled:
