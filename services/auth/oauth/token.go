@@ -17,7 +17,8 @@ import (
 	"github.com/formsservice/formsservice/services/auth/web"
 )
 
-// Token is /oauth2/token: the authorization_code (with PKCE) and refresh_token grants.
+// Token is /oauth2/token: the authorization_code (with PKCE), refresh_token and client_credentials
+// grants; a client authenticates with its secret or, for private_key_jwt, a signed assertion.
 func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string) {
 	start := time.Now()
 	rt := h.realm()
@@ -37,6 +38,11 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 			err = serr
 		}
 		err = h.tokenError(ctx, r, err)
+		if grant == grantClientCredentials {
+			var reason string
+			err, reason = machineError(err)
+			h.auditMachine(ctx, rt, r, ar, reason)
+		}
 		outcome = fosite.ErrorToRFC6749Error(err).ErrorField
 		rt.Provider.WriteAccessError(ctx, w, ar, err)
 	}
@@ -62,6 +68,9 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 		return
 	}
 	ar, err := rt.Provider.NewAccessRequest(ctx, r, claims.NewSession())
+	if err == nil && grant == grantClientCredentials {
+		err = machineGrant(ar)
+	}
 	if err != nil {
 		fail(ar, err)
 		return
@@ -77,6 +86,13 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 		}
 		if err := h.refreshIdentity(ctx, rt, ar, user); err != nil {
 			fail(ar, err)
+			return
+		}
+	case grant == grantClientCredentials:
+		// A client's own token: the per-user budget is the client's (its own kind of limit).
+		if !h.web.RateAllowed(w, r, rt, "token-client", subject, rl.PerUser) {
+			h.auditMachine(ctx, rt, r, ar, "rate_limited")
+			outcome = "rate_limited"
 			return
 		}
 	default:
@@ -98,6 +114,9 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 	if err != nil {
 		fail(ar, err)
 		return
+	}
+	if grant == grantClientCredentials {
+		h.auditMachine(ctx, rt, r, ar, "")
 	}
 	h.metrics.tokens.WithLabelValues(grant).Inc()
 	rt.Provider.WriteAccessResponse(ctx, w, ar, resp)
