@@ -153,9 +153,11 @@ func (c *Checker) verify(rt *realm.Realm, token string) error {
 	if err := tok.Claims(key, &cl); err != nil {
 		return invalidToken(rt, "The access token's signature is not valid.")
 	}
-	err = cl.ValidateWithLeeway(josejwt.Expected{Issuer: rt.Issuer, Time: c.now()}, 0)
+	// A minute's leeway for iat and nbf (another replica's clock); none for exp, which must be there.
+	now := c.now()
+	err = cl.ValidateWithLeeway(josejwt.Expected{Issuer: rt.Issuer, Time: now}, clockSkew)
 	switch {
-	case errors.Is(err, josejwt.ErrExpired):
+	case errors.Is(err, josejwt.ErrExpired) || cl.Expiry == nil || !now.Before(cl.Expiry.Time()):
 		return invalidToken(rt, "The access token has expired.")
 	case err != nil:
 		return invalidToken(rt, "The access token is not valid here (issuer or time).")
@@ -164,6 +166,9 @@ func (c *Checker) verify(rt *realm.Realm, token string) error {
 	}
 	return nil
 }
+
+// clockSkew is the leeway for a token's iat and nbf.
+const clockSkew = time.Minute
 
 func typOf(h jose.Header) string {
 	typ, _ := h.ExtraHeaders[jose.HeaderType].(string)

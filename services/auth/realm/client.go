@@ -141,7 +141,12 @@ func clientKeys(c config.OAuthClient) (*jose.JSONWebKeySet, string, error) {
 		raw  func() ([]byte, error)
 	}{
 		{"jwks", func() ([]byte, error) { return c.JWKS, nil }},
-		{"jwksFile", func() ([]byte, error) { return os.ReadFile(c.JWKSFile) }},
+		{"jwksFile", func() ([]byte, error) {
+			if c.JWKSFile == "" {
+				return nil, nil
+			}
+			return os.ReadFile(c.JWKSFile)
+		}},
 	} {
 		raw, err := src.raw()
 		if err != nil {
