@@ -274,7 +274,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		}
 		oc.TokenEndpointAuthMethod, oc.TokenEndpointAuthSigningAlg = cl.TokenEndpointAuthMethod, cl.TokenEndpointAuthSigningAlg
 		if cl.JWKS != "" {
-			oc.JWKS = json.RawMessage(cl.JWKS)
+			// As JSON text in a string: whatever the resource holds, the file stays well formed, and the
+			// configuration's validation names what is wrong with the keys.
+			oc.JWKS, _ = json.Marshal(cl.JWKS)
 		}
 		if cl.Branding != nil {
 			b := branding(cl.Branding)

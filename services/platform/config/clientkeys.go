@@ -74,7 +74,12 @@ func (c OAuthClient) validateMachine() []error {
 // ParseClientKeys reads a client's JSON Web Key Set: public RSA (2048 bits or more) or EC keys for
 // signing only. A key without "use" is taken as a signing key (fosite looks only at use=sig); a private
 // key is refused, since whoever holds the configuration must not be able to act as the client.
+// The set may also come as JSON text in a string (as the CRD carries it).
 func ParseClientKeys(raw []byte) (*jose.JSONWebKeySet, error) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		raw = []byte(text)
+	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(raw, &set); err != nil {
 		return nil, fmt.Errorf("not a JSON Web Key Set: %v", err)
