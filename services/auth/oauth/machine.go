@@ -63,14 +63,14 @@ func machineGrant(ar fosite.AccessRequester) error {
 // machineError is the answer to a client_credentials request fosite refused: a public client (which
 // fosite calls invalid_grant) is not authorized for the grant; a replayed assertion is invalid_client
 // (RFC 7523 3: the client did not authenticate), with a hint that says why.
-func machineError(err error) (error, string) {
+func machineError(err error) (reason string, answer error) {
 	switch {
 	case errors.Is(err, fosite.ErrJTIKnown):
-		return fosite.ErrInvalidClient.WithHint("This client assertion was used before (its jti): sign a new one for every request."), "assertion_replay"
+		return "assertion_replay", fosite.ErrInvalidClient.WithHint("This client assertion was used before (its jti): sign a new one for every request.")
 	case errors.Is(err, fosite.ErrInvalidGrant):
-		return fosite.ErrUnauthorizedClient.WithHint("A public client may not use client_credentials: it has no credentials of its own."), "unauthorized_client"
+		return "unauthorized_client", fosite.ErrUnauthorizedClient.WithHint("A public client may not use client_credentials: it has no credentials of its own.")
 	}
-	return err, fosite.ErrorToRFC6749Error(err).ErrorField
+	return fosite.ErrorToRFC6749Error(err).ErrorField, err
 }
 
 // auditMachine records a client_credentials request: the client acting on its own behalf, with the

@@ -40,7 +40,7 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 		err = h.tokenError(ctx, r, err)
 		if grant == grantClientCredentials {
 			var reason string
-			err, reason = machineError(err)
+			reason, err = machineError(err)
 			h.auditMachine(ctx, rt, r, ar, reason)
 		}
 		outcome = fosite.ErrorToRFC6749Error(err).ErrorField
