@@ -54,7 +54,7 @@ func startMachines(t *testing.T) *machines {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "signer-1", Use: "sig", Algorithm: "ES256"}}})
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "signer-1", Algorithm: "ES256"}}})
 	clock := &atomic.Int64{}
 	clock.Store(time.Now().Unix())
 	p := startProvider(t, setup{now: func() time.Time { return time.Unix(clock.Load(), 0) }, mutate: func(c *config.Config) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -129,13 +130,15 @@ func newClient(c config.OAuthClient) (*Client, error) {
 	return cl, nil
 }
 
-// clientKeys reads a private_key_jwt client's public keys (inline and from its file) and the algorithm
-// its assertions use; nil for any other client.
+// clientKeys reads a private_key_jwt client's public keys (inline and from its file), checked as the
+// configuration checks them and parsed by go-jose, and the algorithm its assertions use; nil for any
+// other client.
 func clientKeys(c config.OAuthClient) (*jose.JSONWebKeySet, string, error) {
 	if c.TokenEndpointAuthMethod != config.AuthPrivateKeyJWT {
 		return nil, "", nil
 	}
 	set := &jose.JSONWebKeySet{}
+	var all []config.ClientKey
 	for _, src := range []struct {
 		name string
 		raw  func() ([]byte, error)
@@ -155,16 +158,26 @@ func clientKeys(c config.OAuthClient) (*jose.JSONWebKeySet, string, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		part, err := config.ParseClientKeys(raw)
+		keys, doc, err := config.ClientKeys(raw)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", src.name, err)
 		}
+		var part jose.JSONWebKeySet
+		if err := json.Unmarshal(doc, &part); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", src.name, err)
+		}
+		for i := range part.Keys {
+			if part.Keys[i].Use == "" {
+				part.Keys[i].Use = "sig" // fosite reads only keys with use sig
+			}
+		}
 		set.Keys = append(set.Keys, part.Keys...)
+		all = append(all, keys...)
 	}
 	if len(set.Keys) == 0 {
 		return nil, "", errors.New("private_key_jwt: no keys in jwks or jwksFile")
 	}
-	alg, err := config.ClientSigningAlg(set, c.TokenEndpointAuthSigningAlg)
+	alg, err := config.ClientSigningAlg(all, c.TokenEndpointAuthSigningAlg)
 	return set, alg, err
 }
 

@@ -1,16 +1,13 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
-
-	"github.com/go-jose/go-jose/v3"
 )
 
 // ClientAssertionAlgs are the algorithms a private_key_jwt client may sign its assertions with: the
@@ -60,9 +57,9 @@ func (c OAuthClient) validateMachine() []error {
 		return errs
 	}
 	if len(c.JWKS) > 0 {
-		set, err := ParseClientKeys(c.JWKS)
+		keys, _, err := ClientKeys(c.JWKS)
 		if err == nil && c.JWKSFile == "" {
-			_, err = ClientSigningAlg(set, c.TokenEndpointAuthSigningAlg)
+			_, err = ClientSigningAlg(keys, c.TokenEndpointAuthSigningAlg)
 		}
 		if err != nil {
 			at("jwks: %v", err)
@@ -71,79 +68,92 @@ func (c OAuthClient) validateMachine() []error {
 	return errs
 }
 
-// ParseClientKeys reads a client's JSON Web Key Set: public RSA (2048 bits or more) or EC keys for
-// signing only. A key without "use" is taken as a signing key (fosite looks only at use=sig); a private
-// key is refused, since whoever holds the configuration must not be able to act as the client.
-// The set may also come as JSON text in a string (as the CRD carries it).
-func ParseClientKeys(raw []byte) (*jose.JSONWebKeySet, error) {
+// ClientKey is what the configuration checks of one of a client's public keys (RFC 7517); the auth
+// service parses the set with go-jose (services/auth/realm), which this package does not link, so that
+// the forms-only binary stays without it (D31).
+type ClientKey struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	Kid string `json:"kid"`
+	Use string `json:"use"`
+	N   string `json:"n"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+	// The private members: a key with any of them is refused.
+	D  string `json:"d"`
+	P  string `json:"p"`
+	Q  string `json:"q"`
+	DP string `json:"dp"`
+	DQ string `json:"dq"`
+	QI string `json:"qi"`
+	K  string `json:"k"`
+}
+
+// ClientKeys checks a client's JSON Web Key Set and returns its keys and the set as JSON: public RSA
+// (2048 bits or more) or EC (P-256, P-384, P-521) keys for signing (use sig, or none: fosite then reads
+// it as sig). A private key is refused, since whoever holds the configuration must not be able to act
+// as the client. The set may also come as JSON text in a string (as the CRD carries it).
+func ClientKeys(raw []byte) ([]ClientKey, []byte, error) {
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		raw = []byte(text)
 	}
-	var set jose.JSONWebKeySet
+	var set struct {
+		Keys []ClientKey `json:"keys"`
+	}
 	if err := json.Unmarshal(raw, &set); err != nil {
-		return nil, fmt.Errorf("not a JSON Web Key Set: %v", err)
+		return nil, nil, fmt.Errorf("not a JSON Web Key Set: %v", err)
 	}
 	if len(set.Keys) == 0 {
-		return nil, errors.New("no keys")
+		return nil, nil, errors.New("no keys")
 	}
-	for i := range set.Keys {
-		k := &set.Keys[i]
-		switch {
-		case !k.IsPublic():
-			return nil, fmt.Errorf("key %d (kid %q) is a private key: register the public half only", i, k.KeyID)
-		case k.Use == "":
-			k.Use = "sig"
-		case k.Use != "sig":
-			return nil, fmt.Errorf("key %d (kid %q): use %q: want sig", i, k.KeyID, k.Use)
+	for i, k := range set.Keys {
+		if k.D != "" || k.P != "" || k.Q != "" || k.DP != "" || k.DQ != "" || k.QI != "" || k.K != "" {
+			return nil, nil, fmt.Errorf("key %d (kid %q) is a private key: register the public half only", i, k.Kid)
 		}
-		switch pk := k.Key.(type) {
-		case *rsa.PublicKey:
-			if pk.N.BitLen() < minRSABits {
-				return nil, fmt.Errorf("key %d (kid %q): RSA key of %d bits: want at least %d", i, k.KeyID, pk.N.BitLen(), minRSABits)
+		if k.Use != "" && k.Use != "sig" {
+			return nil, nil, fmt.Errorf("key %d (kid %q): use %q: want sig", i, k.Kid, k.Use)
+		}
+		switch k.Kty {
+		case "RSA":
+			n, err := base64.RawURLEncoding.DecodeString(k.N)
+			if err != nil || len(n) == 0 {
+				return nil, nil, fmt.Errorf("key %d (kid %q): an RSA key needs its modulus n (base64url)", i, k.Kid)
 			}
-		case *ecdsa.PublicKey:
+			if bits := new(big.Int).SetBytes(n).BitLen(); bits < minRSABits {
+				return nil, nil, fmt.Errorf("key %d (kid %q): RSA key of %d bits: want at least %d", i, k.Kid, bits, minRSABits)
+			}
+		case "EC":
+			if ecAlgs[k.Crv] == "" || k.X == "" || k.Y == "" {
+				return nil, nil, fmt.Errorf("key %d (kid %q): an EC key needs crv P-256, P-384 or P-521, x and y", i, k.Kid)
+			}
 		default:
-			return nil, fmt.Errorf("key %d (kid %q): want an RSA or EC public key", i, k.KeyID)
+			return nil, nil, fmt.Errorf("key %d (kid %q): kty %q: want an RSA or EC public key", i, k.Kid, k.Kty)
 		}
 	}
-	return &set, nil
+	return set.Keys, raw, nil
 }
 
+// ecAlgs is the ECDSA algorithm of each curve.
+var ecAlgs = map[string]string{"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}
+
 // ClientSigningAlg is the algorithm a client's assertions must use: alg when set (one of the keys must
-// fit it), else the algorithm of the first key.
-func ClientSigningAlg(set *jose.JSONWebKeySet, alg string) (string, error) {
+// fit it), else the algorithm of the first key (RS256 for RSA, ES256/ES384/ES512 by the EC key's curve).
+func ClientSigningAlg(keys []ClientKey, alg string) (string, error) {
 	if alg == "" {
-		return keyAlg(set.Keys[0]), nil
+		return keyAlg(keys[0]), nil
 	}
-	for _, k := range set.Keys {
-		if fits(k, alg) {
+	for _, k := range keys {
+		if k.Kty == "RSA" && (strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")) || k.Kty == "EC" && keyAlg(k) == alg {
 			return alg, nil
 		}
 	}
 	return "", fmt.Errorf("no key fits tokenEndpointAuthSigningAlg %s", alg)
 }
 
-// keyAlg is the default algorithm of a key: RS256 for RSA, ES256/ES384/ES512 by the curve.
-func keyAlg(k jose.JSONWebKey) string {
-	if pk, ok := k.Key.(*ecdsa.PublicKey); ok {
-		switch pk.Curve {
-		case elliptic.P384():
-			return "ES384"
-		case elliptic.P521():
-			return "ES512"
-		}
-		return "ES256"
+func keyAlg(k ClientKey) string {
+	if k.Kty == "EC" {
+		return ecAlgs[k.Crv]
 	}
 	return "RS256"
-}
-
-func fits(k jose.JSONWebKey, alg string) bool {
-	switch pk := k.Key.(type) {
-	case *rsa.PublicKey:
-		return strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")
-	case *ecdsa.PublicKey:
-		return strings.HasPrefix(alg, "ES") && keyAlg(k) == alg && pk != nil
-	}
-	return false
 }

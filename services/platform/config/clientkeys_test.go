@@ -78,14 +78,17 @@ func TestDefaults_ClientGrantTypesAndAdminGroup(t *testing.T) {
 	}
 }
 
-// ParseClientKeys takes a key without use as a signing key (fosite reads use=sig keys only).
-func TestParseClientKeys_UseDefaultsToSig(t *testing.T) {
+// The default algorithm is the first key's: ES384 for a P-384 key.
+func TestClientSigningAlg_FirstKeysByDefault(t *testing.T) {
 	ec, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	set, err := ParseClientKeys(jwksOf(t, jose.JSONWebKey{Key: &ec.PublicKey, KeyID: "k"}))
-	if err != nil || set.Keys[0].Use != "sig" {
-		t.Fatalf("%v %+v", err, set)
+	keys, _, err := ClientKeys(jwksOf(t, jose.JSONWebKey{Key: &ec.PublicKey, KeyID: "k"}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if alg, err := ClientSigningAlg(set, ""); err != nil || alg != "ES384" {
+	if alg, err := ClientSigningAlg(keys, ""); err != nil || alg != "ES384" {
 		t.Fatalf("default algorithm of a P-384 key: %q %v", alg, err)
+	}
+	if _, err := ClientSigningAlg(keys, "ES256"); err == nil {
+		t.Fatal("ES256 fits a P-384 key")
 	}
 }

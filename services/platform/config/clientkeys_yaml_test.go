@@ -31,8 +31,8 @@ auth:
 		t.Fatal(err)
 	}
 	for _, cl := range c.Auth.Clients {
-		if set, err := ParseClientKeys(cl.JWKS); err != nil || len(set.Keys) != 1 {
-			t.Fatalf("%s: %v %v", cl.ClientID, set, err)
+		if keys, _, err := ClientKeys(cl.JWKS); err != nil || len(keys) != 1 {
+			t.Fatalf("%s: %v %v", cl.ClientID, keys, err)
 		}
 	}
 }
