@@ -105,15 +105,19 @@ type tokenAnswer struct {
 	Description  string `json:"error_description"`
 }
 
-// assertion is a private_key_jwt client assertion of the signer (RFC 7523 3) with jti.
-func (m *machines) assertion(jti string) string {
+// assertion is a private_key_jwt client assertion of the signer (RFC 7523 3) with jti, for the token
+// endpoint.
+func (m *machines) assertion(jti string) string { return m.assertionFor(jti, m.base+"/oauth2/token") }
+
+// assertionFor is an assertion for the audience aud.
+func (m *machines) assertionFor(jti, aud string) string {
 	m.t.Helper()
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: m.key}, (&jose.SignerOptions{}).WithHeader("kid", "signer-1"))
 	if err != nil {
 		m.t.Fatal(err)
 	}
 	now := time.Now()
-	tok, err := josejwt.Signed(sig).Claims(josejwt.Claims{Issuer: signer, Subject: signer, Audience: josejwt.Audience{m.base + "/oauth2/token"},
+	tok, err := josejwt.Signed(sig).Claims(josejwt.Claims{Issuer: signer, Subject: signer, Audience: josejwt.Audience{aud},
 		ID: jti, IssuedAt: josejwt.NewNumericDate(now), Expiry: josejwt.NewNumericDate(now.Add(time.Minute))}).CompactSerialize()
 	if err != nil {
 		m.t.Fatal(err)
@@ -217,6 +221,13 @@ func TestAdmin_ClientCredentialsWithPrivateKeyJWT_ReplayRefused(t *testing.T) {
 	st, tk = m.grant(signer, "", assertionForm(assertion, url.Values{"scope": {"audit:read"}}))
 	if st != http.StatusUnauthorized || tk.Error != "invalid_client" || !strings.Contains(tk.Description, "used before") {
 		t.Fatalf("replayed assertion: %d %+v; want 401 invalid_client", st, tk)
+	}
+	// The issuer is an audience too (RFC 7523 3); another endpoint is not.
+	if st, tk := m.grant(signer, "", assertionForm(m.assertionFor(uuid.NewString(), m.base), url.Values{"scope": {"audit:read"}})); st != http.StatusOK {
+		t.Fatalf("assertion for the issuer: %d %+v", st, tk)
+	}
+	if st, tk := m.grant(signer, "", assertionForm(m.assertionFor(uuid.NewString(), m.base+"/oauth2/introspect"), url.Values{"scope": {"audit:read"}})); st != http.StatusUnauthorized || tk.Error != "invalid_client" {
+		t.Fatalf("assertion for another endpoint: %d %+v", st, tk)
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	m.key = other

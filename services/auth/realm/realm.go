@@ -227,7 +227,23 @@ func (s *Source) compose(a config.Auth, issuer string, secret []byte, rotated []
 		compose.OAuth2PKCEFactory,
 	)
 	fc.TokenEndpointHandlers = skipOthersGrants(fc.TokenEndpointHandlers)
+	if f, ok := provider.(*fosite.Fosite); ok {
+		f.Config = assertionAudiences{Config: fc, issuer: issuer}
+	}
 	return provider, core
+}
+
+// assertionAudiences is the provider's configuration as fosite's client authentication reads it: a
+// private_key_jwt assertion may name the token endpoint (OpenID Connect Core 9, what fosite checks) or
+// the issuer (RFC 7523 3: "identifies the authorization server"; the issuer alone is what the newer
+// guidance asks clients to send, against audience injection) as its aud.
+type assertionAudiences struct {
+	*fosite.Config
+	issuer string
+}
+
+func (a assertionAudiences) GetTokenURLs(ctx context.Context) []string {
+	return []string{a.Config.TokenURL, a.issuer}
 }
 
 // exactAudiences is fosite's audience check, at authorize and at every refresh: each requested (or,
