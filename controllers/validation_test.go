@@ -356,3 +356,50 @@ func TestCRD_DefaultsFillReplicasAndRedisMode(t *testing.T) {
 		t.Errorf("defaults: redis mode %q, log level %q", fs.Spec.Redis.Mode, fs.Spec.LogLevel)
 	}
 }
+
+// A machine client (client_credentials) needs no redirect URIs but a credential of its own; keys go
+// with private_key_jwt, and the API server says so before the operator renders anything.
+func TestCRD_MachineClients(t *testing.T) {
+	ns := newNamespace(t)
+	jwks := `{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","use":"sig"}]}`
+	machine := func(mod func(*v1alpha1.OAuthClient)) func(*v1alpha1.FormsService) {
+		return func(fs *v1alpha1.FormsService) {
+			c := v1alpha1.OAuthClient{ClientID: "robot", GrantTypes: []v1alpha1.GrantType{"client_credentials"}, TokenEndpointAuthMethod: "private_key_jwt", JWKS: jwks}
+			mod(&c)
+			fs.Spec.OAuthClients = []v1alpha1.OAuthClient{c}
+		}
+	}
+	for i, tc := range []struct {
+		name   string
+		mutate func(*v1alpha1.FormsService)
+		want   string // "" when accepted
+	}{
+		{"private_key_jwt, no redirect URIs", machine(func(*v1alpha1.OAuthClient) {}), ""},
+		{"a secret", machine(func(c *v1alpha1.OAuthClient) {
+			c.TokenEndpointAuthMethod, c.JWKS, c.SecretRef = "", "", &v1alpha1.SecretKeySelector{Name: "robot", Key: "secret"}
+		}), ""},
+		{"no credential", machine(func(c *v1alpha1.OAuthClient) { c.TokenEndpointAuthMethod, c.JWKS = "", "" }), "client_credentials needs a confidential client"},
+		{"private_key_jwt without keys", machine(func(c *v1alpha1.OAuthClient) { c.JWKS = "" }), "private_key_jwt needs jwks"},
+		{"keys without private_key_jwt", machine(func(c *v1alpha1.OAuthClient) {
+			c.TokenEndpointAuthMethod, c.SecretRef = "", &v1alpha1.SecretKeySelector{Name: "robot", Key: "secret"}
+		}), "jwks and tokenEndpointAuthSigningAlg need tokenEndpointAuthMethod private_key_jwt"},
+		{"a symmetric algorithm", machine(func(c *v1alpha1.OAuthClient) { c.TokenEndpointAuthSigningAlg = "HS256" }), "tokenEndpointAuthSigningAlg"},
+		{"refresh without code", machine(func(c *v1alpha1.OAuthClient) { c.GrantTypes = append(c.GrantTypes, "refresh_token") }), "refresh_token comes with authorization_code"},
+		{"code without redirect URIs", machine(func(c *v1alpha1.OAuthClient) { c.GrantTypes = append(c.GrantTypes, "authorization_code") }), "spec.oauthClients[0].redirectURIs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := sampleFS(ns)
+			fs.Name = fmt.Sprintf("machine%d", i)
+			tc.mutate(fs)
+			err := k8s.Create(context.Background(), fs)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && err == nil:
+				t.Fatalf("the API server accepted it")
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("message %q does not say %q", err.Error(), tc.want)
+			}
+		})
+	}
+}

@@ -218,18 +218,25 @@ type FormsServiceSpec struct {
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
 }
 
-// OAuthClient is a registered relying party.
+// OAuthClient is a registered relying party, or a machine client (client_credentials).
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.grantTypes) && !('authorization_code' in self.grantTypes)) || (has(self.redirectURIs) && size(self.redirectURIs) > 0)",message="at least one redirect URI is required unless grantTypes leaves out authorization_code",fieldPath=".redirectURIs"
+// +kubebuilder:validation:XValidation:rule="!has(self.grantTypes) || !('refresh_token' in self.grantTypes) || 'authorization_code' in self.grantTypes",message="grantTypes: refresh_token comes with authorization_code"
+// +kubebuilder:validation:XValidation:rule="!has(self.grantTypes) || !('client_credentials' in self.grantTypes) || has(self.secretRef) || has(self.tokenEndpointAuthMethod)",message="grantTypes: client_credentials needs a confidential client (secretRef, or tokenEndpointAuthMethod private_key_jwt with jwks)"
+// +kubebuilder:validation:XValidation:rule="!has(self.tokenEndpointAuthMethod) || (has(self.jwks) && !has(self.secretRef))",message="tokenEndpointAuthMethod private_key_jwt needs jwks and no secretRef"
+// +kubebuilder:validation:XValidation:rule="has(self.tokenEndpointAuthMethod) || (!has(self.jwks) && !has(self.tokenEndpointAuthSigningAlg))",message="jwks and tokenEndpointAuthSigningAlg need tokenEndpointAuthMethod private_key_jwt"
 type OAuthClient struct {
 	// ClientID identifies the client in authorize and token requests.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
 	ClientID string `json:"clientID"`
-	// RedirectURIs are matched exactly.
-	// +kubebuilder:validation:MinItems=1
+	// RedirectURIs are matched exactly. Required unless grantTypes leaves out authorization_code (a
+	// machine client of client_credentials alone has none).
+	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=set
-	RedirectURIs []RedirectURI `json:"redirectURIs"`
+	RedirectURIs []RedirectURI `json:"redirectURIs,omitempty"`
 	// PostLogoutRedirectURIs are where /oauth2/logout may send the browser back to.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
@@ -273,7 +280,32 @@ type OAuthClient struct {
 	// Branding overrides spec.auth.branding, field by field, on this client's sign-in pages.
 	// +optional
 	Branding *BrandingSpec `json:"branding,omitempty"`
+	// GrantTypes are the grants the client may use: authorization_code, refresh_token (with
+	// authorization_code) and client_credentials (a machine's own tokens; confidential clients only).
+	// Default authorization_code and refresh_token.
+	// +optional
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=set
+	GrantTypes []GrantType `json:"grantTypes,omitempty"`
+	// TokenEndpointAuthMethod private_key_jwt makes the client authenticate with assertions signed by
+	// one of its keys (jwks) instead of a secret (RFC 7523). Empty: a secret with secretRef, none without.
+	// +optional
+	// +kubebuilder:validation:Enum=private_key_jwt
+	TokenEndpointAuthMethod string `json:"tokenEndpointAuthMethod,omitempty"`
+	// TokenEndpointAuthSigningAlg is the one algorithm its assertions use; default that of its first key.
+	// +optional
+	// +kubebuilder:validation:Enum=RS256;RS384;RS512;PS256;PS384;PS512;ES256;ES384;ES512
+	TokenEndpointAuthSigningAlg string `json:"tokenEndpointAuthSigningAlg,omitempty"`
+	// JWKS is the client's public keys, a JSON Web Key Set as JSON text ({"keys": [...]}): RSA (2048 bits
+	// or more) or EC keys, public halves only. Keys are never fetched from a URL.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16384
+	JWKS string `json:"jwks,omitempty"`
 }
+
+// GrantType is a grant a client may use at the token endpoint.
+// +kubebuilder:validation:Enum=authorization_code;refresh_token;client_credentials
+type GrantType string
 
 // RedisMode says how the addresses are used.
 // +kubebuilder:validation:Enum=Standalone;Sentinel;Cluster
@@ -529,6 +561,12 @@ type WebhookDelivery struct {
 // AuthSpec configures the OAuth 2.0 / OpenID Connect provider.
 type AuthSpec struct {
 	Workload `json:",inline"`
+	// AdminGroup is the group whose members' tokens may use the admin API (/admin/v1/…) besides the
+	// scopes; a machine's token needs none. Default formsservice-admins.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`
+	AdminGroup string `json:"adminGroup,omitempty"`
 	// SelfSignup lets people create their own account on the hosted sign-in page. Off: accounts are
 	// created with `formsservice users create`.
 	// +optional

@@ -16,7 +16,7 @@ import (
 )
 
 // The forms-only build links the forms service and what serving it needs, and not the sign-in provider
-// (fosite and the OpenTelemetry, gRPC and protobuf code it brings), the dev server or the tools: their
+// (fosite and the OpenTelemetry, gRPC and protobuf code it brings; go-jose: a client's keys are checked in config by their JSON alone), the dev server or the tools: their
 // package initialisers and code are what made the forms process twice the size of a plain Fiber one
 // (docs/architecture.md, D31).
 func TestFormsOnlyBuild_LeavesOutTheSignInProviderAndTheDevServer(t *testing.T) {
@@ -29,7 +29,7 @@ func TestFormsOnlyBuild_LeavesOutTheSignInProviderAndTheDevServer(t *testing.T) 
 		t.Fatalf("the forms-only build does not link services/forms:\n%s", out)
 	}
 	for _, dep := range deps {
-		for _, unwanted := range []string{"github.com/ory/", "go.opentelemetry.io/", "google.golang.org/grpc", "github.com/go-webauthn/",
+		for _, unwanted := range []string{"github.com/ory/", "github.com/go-jose/", "go.opentelemetry.io/", "google.golang.org/grpc", "github.com/go-webauthn/",
 			"github.com/alicebob/miniredis", "github.com/formsservice/formsservice/services/auth", "github.com/formsservice/formsservice/services/demo",
 			"github.com/formsservice/formsservice/services/health", "github.com/formsservice/formsservice/services/platform/mail/devmail"} {
 			if strings.HasPrefix(dep, unwanted) {

@@ -3,6 +3,7 @@ package render
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -220,6 +221,7 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		IDTokenLifetime:      duration(a.IDTokenLifetime),
 		SessionLifetime:      duration(a.SessionLifetime),
 		SessionIdleTimeout:   duration(a.SessionIdleTimeout),
+		Admin:                config.AuthAdmin{Group: a.AdminGroup},
 	}
 	if t := a.Throttle; t != nil {
 		c.Throttle = config.Throttle{
@@ -266,6 +268,15 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		}
 		if r := cl.SecretRef; r != nil {
 			oc.SecretFile = SecretPath(r.Name, r.Key)
+		}
+		for _, g := range cl.GrantTypes {
+			oc.GrantTypes = append(oc.GrantTypes, string(g))
+		}
+		oc.TokenEndpointAuthMethod, oc.TokenEndpointAuthSigningAlg = cl.TokenEndpointAuthMethod, cl.TokenEndpointAuthSigningAlg
+		if cl.JWKS != "" {
+			// As JSON text in a string: whatever the resource holds, the file stays well formed, and the
+			// configuration's validation names what is wrong with the keys.
+			oc.JWKS, _ = json.Marshal(cl.JWKS)
 		}
 		if cl.Branding != nil {
 			b := branding(cl.Branding)

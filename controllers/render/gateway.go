@@ -16,7 +16,7 @@ func HTTPRouteNames(fs *v1alpha1.FormsService) (main, forms string) {
 
 // HTTPRoutes route the public paths through the Gateway(s) of spec.gateway exactly as Ingress does:
 // /contact and /waitlist (Exact) to forms, on the forms host when it differs; the provider's
-// publicpaths.Prefixes (/oauth2, /.well-known, /account; PathPrefix, by path element like the Ingress'
+// publicpaths.Prefixes (/oauth2, /.well-known, /account, /admin; PathPrefix, by path element like the Ingress'
 // Prefix) to auth; /health (Exact) to health. Nothing else,
 // not /metrics. An HTTPRoute's hostnames hold for all its rules, so a separate forms host gets a route of
 // its own. It returns nil without spec.gateway.

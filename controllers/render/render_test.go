@@ -117,6 +117,18 @@ func TestServiceConfig(t *testing.T) {
 				t.Errorf("webhook = %+v", f.Delivery.Webhook)
 			}
 		}},
+		{"auth gets a machine client's grants and keys, and the admin group", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Auth.AdminGroup = "ops"
+			fs.Spec.OAuthClients = append(fs.Spec.OAuthClients, v1alpha1.OAuthClient{ClientID: "robot", GrantTypes: []v1alpha1.GrantType{"client_credentials"},
+				TokenEndpointAuthMethod: "private_key_jwt", TokenEndpointAuthSigningAlg: "ES256",
+				JWKS: `{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`})
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			m := c.Auth.Clients[1]
+			if !slices.Equal(m.GrantTypes, []string{"client_credentials"}) || m.TokenEndpointAuthMethod != "private_key_jwt" || m.TokenEndpointAuthSigningAlg != "ES256" ||
+				len(m.JWKS) == 0 || len(m.RedirectURIs) != 0 || c.Auth.Admin.Group != "ops" {
+				t.Errorf("machine client = %+v, admin %+v", m, c.Auth.Admin)
+			}
+		}},
 		{"auth gets clients, keys and lifetimes", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients[0].SecretRef = &v1alpha1.SecretKeySelector{Name: "web-client", Key: "secret"}
 			fs.Spec.OAuthClients[0].Scopes = []v1alpha1.Scope{"openid"}
@@ -390,7 +402,7 @@ func TestIngress(t *testing.T) {
 	want := map[string]string{
 		"id.acme.example/contact": "acme-forms:Exact", "id.acme.example/waitlist": "acme-forms:Exact",
 		"id.acme.example/oauth2": "acme-auth:Prefix", "id.acme.example/.well-known": "acme-auth:Prefix",
-		"id.acme.example/account": "acme-auth:Prefix", "id.acme.example/health": "acme-health:Exact",
+		"id.acme.example/account": "acme-auth:Prefix", "id.acme.example/admin": "acme-auth:Prefix", "id.acme.example/health": "acme-health:Exact",
 	}
 	if got := routes(one); len(got) != len(want) || !mapsEqual(got, want) {
 		t.Errorf("one host: %v", got)

@@ -301,7 +301,7 @@ func Service(fs *v1alpha1.FormsService, component string) *corev1ac.ServiceApply
 var optInPaths = []string{"/waitlist/confirm", "/waitlist/unsubscribe"}
 
 // Ingress routes the public paths: /contact and /waitlist to forms (on the forms host when it differs),
-// the provider's publicpaths.Prefixes (/oauth2, /.well-known, /account) to auth, /health to health.
+// the provider's publicpaths.Prefixes (/oauth2, /.well-known, /account, /admin) to auth, /health to health.
 // Nothing else (not /metrics) is exposed.
 // It returns nil when spec.ingress is not set.
 func Ingress(fs *v1alpha1.FormsService) *networkingv1ac.IngressApplyConfiguration {

@@ -22,9 +22,9 @@ var layers = map[string]int{
 	// what is built on the stores
 	"claims": 2, "authmail": 2, "realm": 3, "accounts": 3,
 	// the kits
-	"web": 4, "signon": 5,
+	"web": 4, "signon": 5, "bearer": 5,
 	// the areas
-	"oauth": 6, "journeys": 6, "account": 6, "signin": 7,
+	"oauth": 6, "journeys": 6, "account": 6, "admin": 6, "signin": 7,
 	// the composition root
 	"": 8,
 }

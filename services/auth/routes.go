@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"net/http"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/formsservice/formsservice/services/platform/server"
@@ -15,7 +17,11 @@ const maxBody = 64 << 10
 // are small; and every answer carries Strict-Transport-Security when the issuer is https. Each is
 // counted in formsservice_http_requests_total{service="auth",route=...}; the areas count their own.
 func (s *Service) Routes() []server.Route {
-	web, oauth, signin, journeys, account := s.web, s.oauth, s.signin, s.journeys, s.account
+	web, oauth, signin, journeys, account, admin := s.web, s.oauth, s.signin, s.journeys, s.account, s.admin
+	var whoami http.Handler = http.NotFoundHandler() // (&Service{}).Routes() lists the paths without a service
+	if admin != nil {
+		whoami = admin.Whoami
+	}
 	tokenCORS := web.CORS("POST")
 	userinfoCORS := web.CORS("GET, POST")
 	routes := []server.Route{
@@ -60,6 +66,10 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys/begin", web.HandleClient(account.PasskeyRegisterBegin)),
+
+		// package admin: the admin API, a resource server of the provider's own (bearer tokens for the
+		// audience <issuer>/admin, package bearer; docs/architecture.md D50).
+		server.Get("/admin/v1/whoami", web.Handle(whoami.ServeHTTP)),
 	}
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{web.HSTS}, r.Handlers...)

@@ -1,8 +1,9 @@
 // Package auth is the OAuth 2.0 / OpenID Connect provider: ory/fosite (authorization code with PKCE,
 // refresh tokens, OpenID Connect, revocation, introspection) on the Redis storage of package store, with
 // the hosted sign-in page of package page, mounted in Fiber through its net/http adaptor. This package is
-// the composition root: it builds the kits (web, signon), the domain operations (accounts) and the areas
-// (oauth, signin, journeys, account) from their dependencies, and lists every endpoint in routes.go.
+// the composition root: it builds the kits (web, signon, bearer), the domain operations (accounts) and
+// the areas (oauth, signin, journeys, account, admin) from their dependencies, and lists every endpoint
+// in routes.go.
 package auth
 
 import (
@@ -17,7 +18,9 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/account"
 	"github.com/formsservice/formsservice/services/auth/accounts"
+	"github.com/formsservice/formsservice/services/auth/admin"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/device"
 	"github.com/formsservice/formsservice/services/auth/journeys"
@@ -82,6 +85,7 @@ type Service struct {
 	signin   *signin.Handler
 	journeys *journeys.Handler
 	account  *account.Handler
+	admin    *admin.Handler
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -177,6 +181,7 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
 		Pages: page.NewAccount(), Log: o.Logger})
+	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now})})
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Log: o.Logger, Registerer: o.Registerer})
 	return err

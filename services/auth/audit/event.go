@@ -59,6 +59,8 @@ var (
 	RefreshReuse      = define("token.refresh_reuse", "a rotated refresh token presented again: its grant is revoked")
 	TokenRevoked      = define("token.revoked", "a grant revoked through /oauth2/revoke (RFC 7009); failure reason: unknown_token")
 	Introspection     = define("token.introspection", "a resource server asked about a token: success (active), failure (reason inactive or unauthorized)")
+	// Machine clients (issue 36; docs/architecture.md D50).
+	ClientCredentials = define("token.client_credentials", "a client got an access token of its own (client_credentials; actor client, detail scope and aud); failure reasons: the OAuth error (invalid_client, unauthorized_client, invalid_scope, invalid_target, invalid_request), assertion_replay (a private_key_jwt assertion's jti used again), rate_limited")
 	// Passkeys (issue 23 item 4; docs/architecture.md D21).
 	SignInPasskey  = define("signin.passkey", "a passkey sign-in on the hosted page (detail: passkey); failure reasons: unknown_passkey, cloned (the signature counter did not go up), wrong_origin, user_verification, expired, malformed, invalid, disabled, throttled")
 	PasskeyAdded   = define("passkey.added", "a passkey added on the passkeys page (detail: passkey, synced); failure reasons: bad_password, throttled, expired, exists, too_many, malformed, wrong_origin, user_verification, invalid, unverified (the address is not verified)")
@@ -100,6 +102,8 @@ func Known(k Kind) bool {
 // Actors of events not done by the person signing in.
 const (
 	ActorCLI = "cli" // an operator's `formsservice users` command
+	// ActorClient: the OAuth client (Event.Client) acted on its own behalf, no person (client_credentials).
+	ActorClient = "client"
 )
 
 // Event is one audit record. Only identifiers, counts and closed vocabularies go in: never a password,

@@ -26,6 +26,18 @@ type Session struct {
 	ATClaims  *jwt.JWTClaims
 	IDHeaders *jwt.Headers
 	ATHeaders *jwt.Headers
+	// Machine marks a client's own grant (client_credentials): the subject is the client's ID, and no
+	// person is behind the token (RFC 9068 2.2).
+	Machine bool
+}
+
+// ForClient makes sess (the one fosite's client_credentials handler set the expiry on) a client's own:
+// its subject, in the access token's sub too, is the client (RFC 9068 2.2), as is client_id.
+func ForClient(sess *Session, clientID string) {
+	sess.Subject, sess.Machine = clientID, true
+	sess.GetJWTClaims()
+	sess.ATClaims.Subject = clientID
+	sess.ATClaims.Extra = map[string]interface{}{"client_id": clientID}
 }
 
 // storedSession is a Session as stored. Times are Unix milliseconds. The id_token's iss, aud, iat, exp,
@@ -41,6 +53,7 @@ type storedSession struct {
 	AMR         []string                   `json:"m,omitempty"` // how the person signed in (package acr)
 	ACR         string                     `json:"c,omitempty"`
 	ATExtra     map[string]any             `json:"t,omitempty"`
+	Machine     bool                       `json:"k,omitempty"` // a client's own grant
 }
 
 func unixMilli(t time.Time) int64 {
@@ -59,7 +72,7 @@ func fromMilli(ms int64) time.Time {
 
 // MarshalJSON writes the stored form.
 func (s *Session) MarshalJSON() ([]byte, error) {
-	st := storedSession{Subject: s.Subject, Username: s.Username}
+	st := storedSession{Subject: s.Subject, Username: s.Username, Machine: s.Machine}
 	if len(s.ExpiresAt) > 0 {
 		st.ExpiresAt = make(map[fosite.TokenType]int64, len(s.ExpiresAt))
 		for k, v := range s.ExpiresAt {
@@ -82,7 +95,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return err
 	}
-	*s = Session{Subject: st.Subject, Username: st.Username}
+	*s = Session{Subject: st.Subject, Username: st.Username, Machine: st.Machine}
 	if len(st.ExpiresAt) > 0 {
 		s.ExpiresAt = make(map[fosite.TokenType]time.Time, len(st.ExpiresAt))
 		for k, v := range st.ExpiresAt {
@@ -161,7 +174,7 @@ func (s *Session) Clone() fosite.Session {
 	if s == nil {
 		return nil
 	}
-	c := &Session{Subject: s.Subject, Username: s.Username, ExpiresAt: maps.Clone(s.ExpiresAt)}
+	c := &Session{Subject: s.Subject, Username: s.Username, ExpiresAt: maps.Clone(s.ExpiresAt), Machine: s.Machine}
 	if s.IDClaims != nil {
 		idc := *s.IDClaims
 		idc.Audience = slices.Clone(idc.Audience)

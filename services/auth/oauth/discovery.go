@@ -9,6 +9,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // discoveryDoc is a realm's encoded discovery document.
@@ -53,31 +54,32 @@ func discovery(rt *realm.Realm) ([]byte, error) {
 	}
 	list = append(list, slices.Sorted(maps.Keys(scopes))...)
 	return json.Marshal(map[string]any{
-		"issuer":                                         iss,
-		"authorization_endpoint":                         iss + "/oauth2/authorize",
-		"token_endpoint":                                 iss + "/oauth2/token",
-		"userinfo_endpoint":                              iss + "/oauth2/userinfo",
-		"jwks_uri":                                       iss + "/.well-known/jwks.json",
-		"revocation_endpoint":                            iss + "/oauth2/revoke",
-		"introspection_endpoint":                         iss + "/oauth2/introspect",
-		"end_session_endpoint":                           iss + "/oauth2/logout",
-		"scopes_supported":                               list,
-		"response_types_supported":                       []string{"code"},
-		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
-		"subject_types_supported":                        []string{"public"},
-		"id_token_signing_alg_values_supported":          []string{"ES256"},
-		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
-		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_basic", "client_secret_post"},
-		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic"},
-		"code_challenge_methods_supported":               []string{"S256"},
-		"prompt_values_supported":                        realm.SupportedPrompts,
-		"claims_supported":                               []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name", "amr", "acr", claims.GroupsScope},
-		"acr_values_supported":                           acr.Supported,
-		"ui_locales_supported":                           page.Languages,
-		"request_parameter_supported":                    false,
-		"request_uri_parameter_supported":                false,
-		"claims_parameter_supported":                     false,
-		"authorization_response_iss_parameter_supported": true,
+		"issuer":                                           iss,
+		"authorization_endpoint":                           iss + "/oauth2/authorize",
+		"token_endpoint":                                   iss + "/oauth2/token",
+		"userinfo_endpoint":                                iss + "/oauth2/userinfo",
+		"jwks_uri":                                         iss + "/.well-known/jwks.json",
+		"revocation_endpoint":                              iss + "/oauth2/revoke",
+		"introspection_endpoint":                           iss + "/oauth2/introspect",
+		"end_session_endpoint":                             iss + "/oauth2/logout",
+		"scopes_supported":                                 list,
+		"response_types_supported":                         []string{"code"},
+		"response_modes_supported":                         []string{"query"},
+		"grant_types_supported":                            []string{"authorization_code", "refresh_token", "client_credentials"},
+		"subject_types_supported":                          []string{"public"},
+		"id_token_signing_alg_values_supported":            []string{"ES256"},
+		"token_endpoint_auth_methods_supported":            []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"},
+		"token_endpoint_auth_signing_alg_values_supported": config.ClientAssertionAlgs,
+		"revocation_endpoint_auth_methods_supported":       []string{"none", "client_secret_basic", "client_secret_post"},
+		"introspection_endpoint_auth_methods_supported":    []string{"client_secret_basic"},
+		"code_challenge_methods_supported":                 []string{"S256"},
+		"prompt_values_supported":                          realm.SupportedPrompts,
+		"claims_supported":                                 []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "email", "email_verified", "name", "amr", "acr", claims.GroupsScope},
+		"acr_values_supported":                             acr.Supported,
+		"ui_locales_supported":                             page.Languages,
+		"request_parameter_supported":                      false,
+		"request_uri_parameter_supported":                  false,
+		"claims_parameter_supported":                       false,
+		"authorization_response_iss_parameter_supported":   true,
 	})
 }

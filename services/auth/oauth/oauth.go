@@ -1,5 +1,5 @@
 // Package oauth is the provider's OAuth 2.0 and OpenID Connect endpoints that are not the hosted
-// sign-in: the token endpoint (authorization code with PKCE, refresh), revocation (RFC 7009),
+// sign-in: the token endpoint (authorization code with PKCE, refresh, client credentials), revocation (RFC 7009),
 // introspection (RFC 7662), userinfo, discovery and the JWKS, and RP-initiated logout. fosite does the
 // protocol; this package checks what fosite does not, counts, audits, and answers store outages as
 // temporarily_unavailable.
@@ -113,7 +113,7 @@ func (h *Handler) JWKS(c *fiber.Ctx) error {
 // grantLabel bounds the grant_type label to the grants the provider knows.
 func grantLabel(g string) string {
 	switch g {
-	case "authorization_code", "refresh_token":
+	case "authorization_code", "refresh_token", grantClientCredentials:
 		return g
 	}
 	return "other"

@@ -8,6 +8,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/web"
@@ -67,7 +68,7 @@ func (h *Handler) Introspect(w http.ResponseWriter, r *http.Request) {
 		web.WriteJSON(w, http.StatusOK, map[string]bool{"active": false})
 		return
 	}
-	if _, err := h.signOn.ActiveUser(ctx, ar.GetSession().GetSubject()); err != nil {
+	if _, err := bearer.Owner(ctx, rt, h.users, ar); err != nil { // a user gone, or a machine client no more
 		if web.IsUnavailable(err) {
 			rt.Provider.WriteIntrospectionError(ctx, w, fosite.ErrTemporarilyUnavailable)
 			return
@@ -132,24 +133,15 @@ func (h *Handler) Userinfo(w http.ResponseWriter, r *http.Request) {
 		web.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token", "error_description": "An access token is required."})
 		return
 	}
-	// fosite's introspection tries every token kind (the hint only orders them): only an access token is
-	// a bearer credential (RFC 6750, RFC 9700 4.14), never a refresh token or an ID token.
-	use, ar, err := rt.Provider.IntrospectToken(ctx, token, fosite.AccessToken, claims.NewSession())
+	// Only a live access token of a user is a bearer credential here (bearer.Live: never a refresh token
+	// or an ID token, RFC 6750, RFC 9700 4.14; a client's own token has no user and no openid scope).
+	ar, u, err := bearer.Live(ctx, rt, h.users, token)
 	if err != nil {
 		fail(err)
 		return
 	}
-	if use != fosite.AccessToken {
-		deny(http.StatusUnauthorized, "invalid_token", "The access token is not valid.")
-		return
-	}
-	if !ar.GetGrantedScopes().Has("openid") {
+	if !ar.GetGrantedScopes().Has("openid") || u == nil {
 		deny(http.StatusForbidden, "insufficient_scope", "The access token lacks the openid scope.")
-		return
-	}
-	u, err := h.signOn.ActiveUser(ctx, ar.GetSession().GetSubject())
-	if err != nil {
-		fail(err)
 		return
 	}
 	claims := claims.Identity(u, ar.GetGrantedScopes())

@@ -17,7 +17,8 @@ import (
 	"github.com/formsservice/formsservice/services/auth/web"
 )
 
-// Token is /oauth2/token: the authorization_code (with PKCE) and refresh_token grants.
+// Token is /oauth2/token: the authorization_code (with PKCE), refresh_token and client_credentials
+// grants; a client authenticates with its secret or, for private_key_jwt, a signed assertion.
 func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string) {
 	start := time.Now()
 	rt := h.realm()
@@ -37,6 +38,11 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 			err = serr
 		}
 		err = h.tokenError(ctx, r, err)
+		if grant == grantClientCredentials {
+			var reason string
+			reason, err = machineError(err)
+			h.auditMachine(ctx, rt, r, ar, reason)
+		}
 		outcome = fosite.ErrorToRFC6749Error(err).ErrorField
 		rt.Provider.WriteAccessError(ctx, w, ar, err)
 	}
@@ -62,30 +68,19 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 		return
 	}
 	ar, err := rt.Provider.NewAccessRequest(ctx, r, claims.NewSession())
+	if err == nil && grant == grantClientCredentials {
+		err = machineGrant(ar)
+	}
 	if err != nil {
 		fail(ar, err)
 		return
 	}
-	subject := ar.GetSession().GetSubject()
-	userRate := throttle.Rate{Kind: "token-user", Who: subject, Limit: rl.PerUser, Window: rl.Window.D()}
-	switch {
-	case ar.GetGrantTypes().ExactOne("refresh_token"):
-		user, ok := h.refreshUser(ctx, w, tr, userRate)
-		if !ok {
-			outcome = "rate_limited"
-			return
-		}
-		if err := h.refreshIdentity(ctx, rt, ar, user); err != nil {
-			fail(ar, err)
-			return
-		}
-	default:
-		// A code exchange's per-user rate limit: counted by the exchange's unit before it writes anything,
-		// on a single server; on a Cluster (another slot than the family's) in a call of its own (D43).
-		if !tr.CountInUnit(userRate) && !h.web.RateAllowed(w, r, rt, "token-user", subject, rl.PerUser) {
-			outcome = "rate_limited"
-			return
-		}
+	if limited, err := h.subjectChecks(ctx, w, r, rt, tr, ar, grant); limited {
+		outcome = "rate_limited"
+		return
+	} else if err != nil {
+		fail(ar, err)
+		return
 	}
 	resp, err := rt.Provider.NewAccessResponse(ctx, ar)
 	if refused := (*store.RateRefusal)(nil); errors.As(err, &refused) {
@@ -99,8 +94,42 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request, clientKey string
 		fail(ar, err)
 		return
 	}
+	if grant == grantClientCredentials {
+		h.auditMachine(ctx, rt, r, ar, "")
+	}
 	h.metrics.tokens.WithLabelValues(grant).Inc()
 	rt.Provider.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// subjectChecks are the checks of the grant's subject before tokens are issued: a refresh re-reads its
+// user and counts the user's rate limit (D45); a client's own token counts the client's, of its own
+// kind; a code exchange has its unit count the user's (D43). limited: a rate limit refused the request
+// (answered here); err: the request fails with it.
+func (h *Handler) subjectChecks(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *realm.Realm, tr *store.TokenRequest,
+	ar fosite.AccessRequester, grant string) (limited bool, err error) {
+	rl := rt.Config.Auth.RateLimit
+	subject := ar.GetSession().GetSubject()
+	userRate := throttle.Rate{Kind: "token-user", Who: subject, Limit: rl.PerUser, Window: rl.Window.D()}
+	switch {
+	case ar.GetGrantTypes().ExactOne("refresh_token"):
+		user, ok := h.refreshUser(ctx, w, tr, userRate)
+		if !ok {
+			return true, nil
+		}
+		return false, h.refreshIdentity(ctx, rt, ar, user)
+	case grant == grantClientCredentials:
+		if !h.web.RateAllowed(w, r, rt, "token-client", subject, rl.PerUser) {
+			h.auditMachine(ctx, rt, r, ar, "rate_limited")
+			return true, nil
+		}
+	default:
+		// A code exchange's per-user rate limit: counted by the exchange's unit before it writes anything,
+		// on a single server; on a Cluster (another slot than the family's) in a call of its own (D43).
+		if !tr.CountInUnit(userRate) && !h.web.RateAllowed(w, r, rt, "token-user", subject, rl.PerUser) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // refreshUser is how a refresh re-reads its user and counts the user's rate limit. On a single server

@@ -10,6 +10,7 @@ var Prefixes = []string{
 	"/oauth2",      // the protocol endpoints and the hosted sign-in page
 	"/.well-known", // discovery and the JWKS
 	"/account",     // the account page, passkeys and the second factor, signed in through the sign-in session
+	"/admin",       // the admin API (/admin/v1/…), a resource server of the provider's own tokens
 }
 
 // Covers reports whether path is one of Prefixes or below one, element by element ("/accounts" is not

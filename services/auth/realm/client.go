@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 
+	"github.com/go-jose/go-jose/v3"
 	"github.com/ory/fosite"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -31,19 +34,67 @@ type Client struct {
 	// discloses the access tokens for them.
 	Resources []string
 	Branding  *config.Branding // over the platform's on this client's pages (nil: none)
+	// Keys are the public keys of a private_key_jwt client (nil for any other), and SigningAlg the one
+	// algorithm its assertions use.
+	Keys       *jose.JSONWebKeySet
+	SigningAlg string
 }
 
-// newClient turns a configured client into a fosite client. A client with a secret file is
-// confidential; the secret is kept as its SHA-256 only.
+// Machine reports whether the client may get tokens of its own (client_credentials).
+func (c *Client) Machine() bool { return c.GetGrantTypes().Has(config.GrantClientCredentials) }
+
+// AssertionClient is a private_key_jwt client as fosite's client authentication sees it: an OpenID
+// Connect client whose one method is private_key_jwt, with its registered keys and algorithm (never a
+// jwks_uri: keys are not fetched). Every other client stays a plain fosite client, for which fosite
+// accepts a secret in HTTP Basic or in the form, as before.
+type AssertionClient struct{ *Client }
+
+var _ fosite.OpenIDConnectClient = AssertionClient{}
+
+// GetJSONWebKeys are the client's registered public keys.
+func (c AssertionClient) GetJSONWebKeys() *jose.JSONWebKeySet { return c.Keys }
+
+// GetJSONWebKeysURI is empty: keys are never fetched.
+func (AssertionClient) GetJSONWebKeysURI() string { return "" }
+
+// GetRequestURIs is empty: request_uri is not supported.
+func (AssertionClient) GetRequestURIs() []string { return nil }
+
+// GetRequestObjectSigningAlgorithm is empty: request objects are not supported.
+func (AssertionClient) GetRequestObjectSigningAlgorithm() string { return "" }
+
+// GetTokenEndpointAuthMethod is private_key_jwt.
+func (AssertionClient) GetTokenEndpointAuthMethod() string { return config.AuthPrivateKeyJWT }
+
+// GetTokenEndpointAuthSigningAlgorithm is the one algorithm the client's assertions use.
+func (c AssertionClient) GetTokenEndpointAuthSigningAlgorithm() string { return c.SigningAlg }
+
+// fositeClient is cl as fosite should see it.
+func fositeClient(cl *Client) fosite.Client {
+	if cl.Keys != nil {
+		return AssertionClient{cl}
+	}
+	return cl
+}
+
+// newClient turns a configured client into a fosite client. A client with a secret file, or with keys
+// (private_key_jwt), is confidential; the secret is kept as its SHA-256 only. Only a client allowed
+// authorization_code has the response type code: any other is refused at /oauth2/authorize.
 func newClient(c config.OAuthClient) (*Client, error) {
+	grants := c.GrantTypes
+	if len(grants) == 0 {
+		grants = []string{config.GrantAuthorizationCode, config.GrantRefreshToken}
+	}
 	dc := &fosite.DefaultClient{
-		ID:            c.ClientID,
-		RedirectURIs:  c.RedirectURIs,
-		GrantTypes:    []string{"authorization_code", "refresh_token"},
-		ResponseTypes: []string{"code"},
-		Scopes:        c.Scopes,
-		Audience:      []string{c.ClientID},
-		Public:        c.SecretFile == "",
+		ID:           c.ClientID,
+		RedirectURIs: c.RedirectURIs,
+		GrantTypes:   slices.Clone(grants),
+		Scopes:       c.Scopes,
+		Audience:     []string{c.ClientID},
+		Public:       !c.Confidential(),
+	}
+	if slices.Contains(grants, config.GrantAuthorizationCode) {
+		dc.ResponseTypes = []string{"code"}
 	}
 	if len(c.Audiences) > 0 {
 		dc.Audience = slices.Clone(c.Audiences) // the APIs its access tokens may be for
@@ -59,7 +110,11 @@ func newClient(c config.OAuthClient) (*Client, error) {
 		h := sha256.Sum256([]byte(secret))
 		dc.Secret = h[:]
 	}
-	cl := &Client{DefaultClient: dc, Name: c.Name, PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{}, RequireMFA: c.RequireMFA,
+	keys, alg, err := clientKeys(c)
+	if err != nil {
+		return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
+	}
+	cl := &Client{DefaultClient: dc, Keys: keys, SigningAlg: alg, Name: c.Name, PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{}, RequireMFA: c.RequireMFA,
 		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding}
 	if cl.Name == "" {
 		cl.Name = c.ClientID
@@ -73,6 +128,57 @@ func newClient(c config.OAuthClient) (*Client, error) {
 		}
 	}
 	return cl, nil
+}
+
+// clientKeys reads a private_key_jwt client's public keys (inline and from its file), checked as the
+// configuration checks them and parsed by go-jose, and the algorithm its assertions use; nil for any
+// other client.
+func clientKeys(c config.OAuthClient) (*jose.JSONWebKeySet, string, error) {
+	if c.TokenEndpointAuthMethod != config.AuthPrivateKeyJWT {
+		return nil, "", nil
+	}
+	set := &jose.JSONWebKeySet{}
+	var all []config.ClientKey
+	for _, src := range []struct {
+		name string
+		raw  func() ([]byte, error)
+	}{
+		{"jwks", func() ([]byte, error) { return c.JWKS, nil }},
+		{"jwksFile", func() ([]byte, error) {
+			if c.JWKSFile == "" {
+				return nil, nil
+			}
+			return os.ReadFile(c.JWKSFile)
+		}},
+	} {
+		raw, err := src.raw()
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", src.name, err)
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		keys, doc, err := config.ClientKeys(raw)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", src.name, err)
+		}
+		var part jose.JSONWebKeySet
+		if err := json.Unmarshal(doc, &part); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", src.name, err)
+		}
+		for i := range part.Keys {
+			if part.Keys[i].Use == "" {
+				part.Keys[i].Use = "sig" // fosite reads only keys with use sig
+			}
+		}
+		set.Keys = append(set.Keys, part.Keys...)
+		all = append(all, keys...)
+	}
+	if len(set.Keys) == 0 {
+		return nil, "", errors.New("private_key_jwt: no keys in jwks or jwksFile")
+	}
+	alg, err := config.ClientSigningAlg(all, c.TokenEndpointAuthSigningAlg)
+	return set, alg, err
 }
 
 // The account page signs people in through the hosted page, as a client would: /account without a

@@ -139,7 +139,7 @@ func (s *Source) Current() *Realm {
 // Client is the token store's look-up of a client (store.Options.Client).
 func (s *Source) Client(_ context.Context, id string) (fosite.Client, error) {
 	if c, ok := s.Current().Clients[id]; ok {
-		return c, nil
+		return fositeClient(c), nil
 	}
 	return nil, fosite.ErrNotFound
 }
@@ -181,7 +181,9 @@ func (s *Source) build(cfg *config.Config) (*Realm, error) {
 }
 
 // compose builds the fosite provider of a configuration: authorization code with PKCE (S256 only, every
-// client), refresh tokens, OpenID Connect, introspection and revocation, on the token store.
+// client), refresh tokens, client credentials (confidential clients allowed it), OpenID Connect,
+// introspection and revocation, on the token store. Clients authenticate with a secret or, with
+// private_key_jwt, an assertion whose aud is TokenURL and whose jti the store accepts once.
 func (s *Source) compose(a config.Auth, issuer string, secret []byte, rotated [][]byte) (fosite.OAuth2Provider, oauth2.CoreStrategy) {
 	fc := &fosite.Config{
 		AccessTokenLifespan:            a.AccessTokenLifetime.D(),
@@ -217,6 +219,7 @@ func (s *Source) compose(a config.Auth, issuer string, secret []byte, rotated []
 	provider := compose.Compose(fc, s.o.Store, strategy,
 		compose.OAuth2AuthorizeExplicitFactory,
 		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OAuth2ClientCredentialsGrantFactory,
 		compose.OpenIDConnectExplicitFactory,
 		compose.OpenIDConnectRefreshFactory,
 		compose.OAuth2TokenIntrospectionFactory,
@@ -224,7 +227,23 @@ func (s *Source) compose(a config.Auth, issuer string, secret []byte, rotated []
 		compose.OAuth2PKCEFactory,
 	)
 	fc.TokenEndpointHandlers = skipOthersGrants(fc.TokenEndpointHandlers)
+	if f, ok := provider.(*fosite.Fosite); ok {
+		f.Config = assertionAudiences{Config: fc, issuer: issuer}
+	}
 	return provider, core
+}
+
+// assertionAudiences is the provider's configuration as fosite's client authentication reads it: a
+// private_key_jwt assertion may name the token endpoint (OpenID Connect Core 9, what fosite checks) or
+// the issuer (RFC 7523 3: "identifies the authorization server"; the issuer alone is what the newer
+// guidance asks clients to send, against audience injection) as its aud.
+type assertionAudiences struct {
+	*fosite.Config
+	issuer string
+}
+
+func (a assertionAudiences) GetTokenURLs(ctx context.Context) []string {
+	return []string{a.Config.TokenURL, a.issuer}
 }
 
 // exactAudiences is fosite's audience check, at authorize and at every refresh: each requested (or,

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -59,7 +61,21 @@ type Auth struct {
 	Audit Audit `json:"audit,omitempty"`
 	// Branding is the product's name, logo, accent colour and stylesheet on the hosted pages (branding.go).
 	Branding Branding `json:"branding,omitempty"`
+	// Admin configures who may use the provider's own admin API (/admin/v1/…; docs/auth.md, "The admin
+	// API"): the access token must be for the audience <issuer>/admin and carry the area's scope, and a
+	// person's token must also be of a member of Group.
+	Admin AuthAdmin `json:"admin,omitempty"`
 }
+
+// AuthAdmin configures the admin API's access check (docs/decisions D50).
+type AuthAdmin struct {
+	// Group is the group (users' groups, D37) whose members' tokens may use the admin API; default
+	// formsservice-admins. A machine's token (client_credentials) needs no group: its scopes are its role.
+	Group string `json:"group,omitempty"`
+}
+
+// DefaultAdminGroup is the admin API's group when auth.admin.group is not set.
+const DefaultAdminGroup = "formsservice-admins"
 
 // Audit bounds the audit trail kept in Redis: events older than Retention, and the oldest beyond
 // MaxEntries, are trimmed at every write. Defaults 720h (30 days) and 100000 (about 30 MB).
@@ -149,6 +165,43 @@ type OAuthClient struct {
 	Resources []string `json:"resources,omitempty"`
 	// Branding overrides auth.branding, field by field, on this client's sign-in pages.
 	Branding *Branding `json:"branding,omitempty"`
+	// GrantTypes are the grants the client may use at the token endpoint: authorization_code,
+	// refresh_token (with authorization_code) and client_credentials (RFC 6749 4.4: a machine acting on
+	// its own behalf; confidential clients only). Default authorization_code and refresh_token. A client
+	// without authorization_code needs no redirectURIs.
+	GrantTypes []string `json:"grantTypes,omitempty"`
+	// TokenEndpointAuthMethod is how a confidential client proves itself at the token endpoint: empty
+	// (a client secret, HTTP Basic or in the form, when secretFile is set; none for a public client) or
+	// private_key_jwt (RFC 7523, OpenID Connect Core 9: an assertion signed with one of the client's
+	// keys, jwks or jwksFile).
+	TokenEndpointAuthMethod string `json:"tokenEndpointAuthMethod,omitempty"`
+	// TokenEndpointAuthSigningAlg is the one algorithm its assertions are signed with (RS256, RS384,
+	// RS512, PS256, PS384, PS512, ES256, ES384, ES512); default: the algorithm of its first key (RS256
+	// for an RSA key, ES256/ES384/ES512 by the EC key's curve).
+	TokenEndpointAuthSigningAlg string `json:"tokenEndpointAuthSigningAlg,omitempty"`
+	// JWKS is the client's public keys inline (a JSON Web Key Set, RFC 7517); JWKSFile names a file
+	// holding one (read at start and on every reload, like secretFile). Keys from both count. Keys are
+	// never fetched from a URL.
+	JWKS     json.RawMessage `json:"jwks,omitempty"`
+	JWKSFile string          `json:"jwksFile,omitempty"`
+}
+
+// The grant types a client may be allowed (OAuthClient.GrantTypes).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+	GrantClientCredentials = "client_credentials"
+)
+
+// AuthPrivateKeyJWT is the private_key_jwt client authentication method (OAuthClient.TokenEndpointAuthMethod).
+const AuthPrivateKeyJWT = "private_key_jwt"
+
+// Allows reports whether the client may use grant (after defaults: every client lists its grants).
+func (c OAuthClient) Allows(grant string) bool { return slices.Contains(c.GrantTypes, grant) }
+
+// Confidential reports whether the client authenticates at the token endpoint (a secret or keys).
+func (c OAuthClient) Confidential() bool {
+	return c.SecretFile != "" || c.TokenEndpointAuthMethod == AuthPrivateKeyJWT
 }
 
 // Defaults of the auth section, also used by tools that build an Auth by hand.
@@ -221,6 +274,9 @@ func (a *Auth) applyDefaults(c *Config) {
 	}
 	setDuration(&a.RateLimit.Window, time.Minute)
 	a.Passkeys.applyDefaults()
+	if a.Admin.Group == "" {
+		a.Admin.Group = DefaultAdminGroup
+	}
 	setDuration(&a.Audit.Retention, 30*24*time.Hour)
 	if a.Audit.MaxEntries == 0 {
 		a.Audit.MaxEntries = 100000
@@ -228,6 +284,9 @@ func (a *Auth) applyDefaults(c *Config) {
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
+		}
+		if len(a.Clients[i].GrantTypes) == 0 {
+			a.Clients[i].GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken}
 		}
 	}
 }
@@ -285,9 +344,10 @@ func (a Auth) validate() []error {
 		if cl.Branding != nil {
 			errs = append(errs, cl.Branding.validate("auth.clients["+cl.ClientID+"].branding")...)
 		}
-		if len(cl.RedirectURIs) == 0 {
-			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required", cl.ClientID))
+		if len(cl.RedirectURIs) == 0 && (len(cl.GrantTypes) == 0 || cl.Allows(GrantAuthorizationCode)) {
+			errs = append(errs, fmt.Errorf("auth.clients[%s]: at least one redirectURI is required (a client without the authorization_code grant needs none)", cl.ClientID))
 		}
+		errs = append(errs, cl.validateMachine()...)
 		for key, list := range map[string][]string{"audiences": cl.Audiences, "resources": cl.Resources} {
 			for _, a := range list {
 				if u, err := url.Parse(a); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {

@@ -14,8 +14,8 @@ type SecretFile struct {
 	Path string
 }
 
-// notSecret are the *File keys that name public material.
-var notSecret = []string{"caFile"}
+// notSecret are the *File keys that name public material (a CA bundle, a client's public keys).
+var notSecret = []string{"caFile", "jwksFile"}
 
 // SecretFiles lists the secret files the configuration names, found by key (every key ending in File
 // but a CA bundle), so that a setting added later is covered without being listed here.
