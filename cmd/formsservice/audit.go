@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -86,6 +87,7 @@ Redis stored the event. KIND is one of these, or a prefix ending in * (token.*):
 	fl.IntVar(&limit, "limit", 100, "the newest N matching events (0: all)")
 	enumFlag(fl, &format, "format", "text", "text or jsonl", "text", "jsonl")
 	store.register(cmd, env)
+	cmd.AddCommand(newAuditVerifyCmd(env))
 	return cmd
 }
 
@@ -99,7 +101,11 @@ func operatorLimits(cfg *config.Config) func() audit.Limits {
 // with the operating-system user who ran it). The action has happened by then: a trail that cannot be
 // written is a warning, not a failed command.
 func operatorTrail(rdb redis.UniversalClient, cfg *config.Config, env *environment) func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
-	rec, newErr := audit.New(audit.Options{Store: audit.NewStore(rdb, operatorLimits(cfg))})
+	trail, newErr := operatorStore(rdb, cfg)
+	var rec *audit.Recorder
+	if newErr == nil {
+		rec, newErr = audit.New(audit.Options{Store: trail})
+	}
 	return func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
 		err := newErr
 		if err == nil {
@@ -115,6 +121,80 @@ func operatorTrail(rdb redis.UniversalClient, cfg *config.Config, env *environme
 			fmt.Fprintf(env.stderr, "warning: the audit event %s was not stored: %v\n", kind, err)
 		}
 	}
+}
+
+// operatorStore is the trail as the service writes it: its security events chained under keys derived
+// from the signing key (D52), when the configuration names one (the dev server's ephemeral key chains
+// nothing an operator could verify).
+func operatorStore(rdb redis.UniversalClient, cfg *config.Config) (*audit.Store, error) {
+	trail := audit.NewStore(rdb, operatorLimits(cfg))
+	if cfg.Auth.SigningKeyFile == "" {
+		return trail, nil
+	}
+	keys, err := chainKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return trail.Chained(keys), nil
+}
+
+// chainKeys are the audit chain's keys, derived from the configured signing keys.
+func chainKeys(cfg *config.Config) (audit.ChainKeys, error) {
+	var k audit.ChainKeys
+	ks, err := keys.Load(keys.Files{Current: cfg.Auth.SigningKeyFile, Previous: cfg.Auth.PreviousSigningKeyFile, Next: cfg.Auth.NextSigningKeyFile})
+	if err != nil {
+		return k, fmt.Errorf("the audit chain's keys: %w", err)
+	}
+	k.Current, k.Others, err = ks.Secrets(audit.ChainPurpose)
+	return k, err
+}
+
+// newAuditVerifyCmd checks the security events' chain.
+func newAuditVerifyCmd(env *environment) *cobra.Command {
+	var store storeFlags
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "check that no security event was edited, deleted or inserted (the hash chain, D52)",
+		Long: `Reads the security events oldest first and checks their chain: each event carries an HMAC of the
+one before it and of itself, under a key derived from auth.signingKeyFile, which Redis does not hold. An
+edited event, one deleted or inserted inside the trail, breaks the chain; trimming by age or count only
+shortens it from the old end. Exits 1 at a break, naming the first entry where it breaks. Events signed
+under a signing key that was since retired (no longer previousSigningKeyFile) cannot be checked.`,
+		Example: "  formsservice audit verify",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, rdb, err := store.open(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			if cfg.Auth.SigningKeyFile == "" {
+				return fmt.Errorf("audit verify: auth.signingKeyFile is not set: the chain's key is derived from it")
+			}
+			k, err := chainKeys(cfg)
+			if err != nil {
+				return err
+			}
+			v, err := audit.NewStore(rdb, nil).Verify(cmd.Context(), k)
+			if err != nil {
+				return fmt.Errorf("audit verify: %w", err)
+			}
+			if !v.Intact() {
+				return fmt.Errorf("audit verify: the chain breaks at %s: %s (%d events read, %d chained from %s)", v.BreakAt, v.BreakWhy, v.Entries, v.Chained, v.First)
+			}
+			fmt.Fprintf(env.stdout, "the chain holds: %d security events, %d chained from %s to %s\n", v.Entries, v.Chained, orNone(v.First), orNone(v.Last))
+			return nil
+		},
+	}
+	store.register(cmd, env)
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // counts is the detail of a sign-out everywhere.

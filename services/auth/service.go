@@ -107,6 +107,11 @@ func New(o Options) (*Service, error) {
 		a := auth()
 		return audit.Limits{Retention: a.Audit.Retention.D(), MaxEntries: a.Audit.MaxEntries}
 	})
+	var chain audit.ChainKeys // the security events' chain, keyed from the signing key (D52)
+	if chain.Current, chain.Others, err = o.Keys.Secrets(audit.ChainPurpose); err != nil {
+		return nil, err
+	}
+	trail.Chained(chain)
 	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
 		return nil, err
 	}

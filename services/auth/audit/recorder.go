@@ -39,6 +39,8 @@ type Recorder struct {
 	flushes  chan chan struct{}
 	events   *prometheus.CounterVec
 	unstored prometheus.Counter
+	unlogged prometheus.Counter
+	sample   *sampler
 }
 
 // New returns a Recorder. Its Run writes the queued events to the store.
@@ -69,8 +71,13 @@ func New(o Options) (*Recorder, error) {
 			Name: "formsservice_audit_unstored_total",
 			Help: "Audit events that reached the log but not Redis (the queue was full or Redis failed).",
 		}),
+		unlogged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "formsservice_audit_unlogged_total",
+			Help: "Refusals naming no user that were counted but not logged: past the log's sample of 10 a second per kind.",
+		}),
+		sample: newSampler(10),
 	}
-	for _, c := range []prometheus.Collector{r.events, r.unstored} {
+	for _, c := range []prometheus.Collector{r.events, r.unstored, r.unlogged} {
 		if err := o.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -97,8 +104,12 @@ func (r *Recorder) prepare(ctx context.Context, e Event) Event {
 		}
 	}
 	e.clean()
-	r.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "audit", attrs(e)...)
 	r.events.WithLabelValues(string(e.Kind), string(e.Outcome)).Inc()
+	if TrailOf(e) == Unkept && !r.sample.allow(e.Kind, e.Time) {
+		r.unlogged.Inc()
+		return e
+	}
+	r.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "audit", attrs(e)...)
 	return e
 }
 
@@ -129,10 +140,11 @@ func attrs(e Event) []slog.Attr {
 // now, and the event joins a bounded queue that Run writes to the store in batches (one script per
 // batch). A request therefore pays no Redis round trip for its audit event. When the queue is full
 // (Redis slower than the events for a long while) the event stays in the log only, and
-// formsservice_audit_unstored_total counts it.
+// formsservice_audit_unstored_total counts it. A refusal that names no user is counted and logged
+// (sampled) only (TrailOf).
 func (r *Recorder) Record(ctx context.Context, e Event) {
 	e = r.prepare(ctx, e)
-	if r.store == nil {
+	if r.store == nil || TrailOf(e) == Unkept {
 		return
 	}
 	select {
@@ -146,7 +158,7 @@ func (r *Recorder) Record(ctx context.Context, e Event) {
 // no Run loop and must not end with an event unstored.
 func (r *Recorder) Write(ctx context.Context, e Event) error {
 	e = r.prepare(ctx, e)
-	if r.store == nil {
+	if r.store == nil || TrailOf(e) == Unkept {
 		return nil
 	}
 	if err := r.store.Append(ctx, e); err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	josejwt "github.com/go-jose/go-jose/v3/jwt"
+
 	"github.com/ory/fosite"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
@@ -77,7 +79,10 @@ func machineError(err error) (reason string, answer error) {
 // grant, scopes and APIs of the token it got, or why it got none.
 func (h *Handler) auditMachine(ctx context.Context, rt *realm.Realm, r *http.Request, ar fosite.AccessRequester, reason string) {
 	e := audit.Event{Kind: audit.ClientCredentials, Outcome: audit.Success, Actor: audit.ActorClient, Client: rt.KnownClient(callerID(r))}
-	if ar != nil && ar.GetClient() != nil {
+	if e.Client == "" {
+		e.Client = rt.KnownClient(assertionIssuer(r))
+	}
+	if ar != nil && ar.GetClient() != nil && ar.GetClient().GetID() != "" {
 		e.Client = rt.KnownClient(ar.GetClient().GetID())
 	}
 	if reason != "" {
@@ -87,4 +92,24 @@ func (h *Handler) auditMachine(ctx context.Context, rt *realm.Realm, r *http.Req
 		e.Detail = map[string]string{"scope": strings.Join(ar.GetGrantedScopes(), " "), "aud": strings.Join(ar.GetGrantedAudience(), " ")}
 	}
 	h.audit.Record(ctx, e)
+}
+
+// assertionIssuer is the client a private_key_jwt request's assertion names (its iss), read without
+// checking the signature: for the audit event of a refused request that sent no client_id (RFC 7523
+// allows that), so that a replayed assertion — signed by the client once, so evidence of a theft — is
+// kept under its client (audit.TrailOf).
+func assertionIssuer(r *http.Request) string {
+	raw := r.PostForm.Get("client_assertion")
+	if raw == "" || len(raw) > 8192 {
+		return ""
+	}
+	tok, err := josejwt.ParseSigned(raw)
+	if err != nil {
+		return ""
+	}
+	var c josejwt.Claims
+	if tok.UnsafeClaimsWithoutVerification(&c) != nil {
+		return ""
+	}
+	return c.Issuer
 }
