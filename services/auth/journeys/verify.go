@@ -17,8 +17,8 @@ import (
 )
 
 // E-mail verification (docs/auth.md "E-mail verification", D29 as amended by D51). The sign-up's mail
-// carries a link; its page shows the account and a button, and the button sets the account's address verified, and from then on email_verified is
-// true in ID tokens and at userinfo. A client with requireVerifiedEmail refuses the sign-in of an
+// carries a link; its page shows the account and a button, the button sets the account's address
+// verified, and from then on email_verified is true in ID tokens and at userinfo. A client with requireVerifiedEmail refuses the sign-in of an
 // unverified account, and the page offers to send the link again; so does every refused link's page.
 // Asking again is throttled and answered the same whether the address has an account or not. The link
 // and its mail are package accounts' (VerificationLink, SendVerificationMail).
