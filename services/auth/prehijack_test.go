@@ -418,3 +418,25 @@ func TestDeviceCookie_DiesWithASignOutEverywhere_OneIDPerBrowser(t *testing.T) {
 		t.Fatalf("the owner's browser while the unknown browsers' budget is used up: %d", res.StatusCode)
 	}
 }
+
+// A browser's session from before the user's last sign-out everywhere opens no passkeys page (nor its
+// ceremony), as it opens no account page: also when the sign-out missed it in the user's list of
+// sessions (here: the generation moved, and the session record stayed). The page ends it.
+func TestPasskeysPage_ASessionFromBeforeASignOutEverywhereIsOver(t *testing.T) {
+	p := startProvider(t, setup{mutate: localhostIssuer(nil)})
+	id := p.user(testEmail, testPassword)
+	b := newBrowser(t)
+	p.accountSignIn(b, testEmail, testPassword, nil)
+	if res := b.get(p.base + "/account/passkeys"); res.StatusCode != http.StatusOK {
+		t.Fatalf("the passkeys page while signed in: %d", res.StatusCode)
+	}
+	if _, err := p.svc.Store().RevokeSubject(context.Background(), id); err != nil { // the generation moves; the session record stays
+		t.Fatal(err)
+	}
+	if res := b.get(p.base + "/account/passkeys"); res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.body, "Sign in first") {
+		t.Fatalf("the passkeys page with a session from before the sign-out: %d", res.StatusCode)
+	}
+	if !p.signedOut(b) {
+		t.Fatal("the account page still takes the session from before the sign-out")
+	}
+}

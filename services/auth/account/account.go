@@ -62,24 +62,13 @@ func New(o Options) *Handler {
 // accountUser returns the signed-in user and session; without one it sends the browser to sign in (and
 // back) and returns false.
 func (h *Handler) accountUser(w http.ResponseWriter, r *http.Request, rt *realm.Realm) (*users.User, *sso.Session, bool) {
-	sess, u, err := h.signOn.SignedIn(r.Context(), r, rt)
+	sess, u, err := h.currentSession(w, r, rt)
 	if err != nil {
 		h.web.AccountUnavailable(w, err)
 		return nil, nil, false
 	}
 	if u != nil {
-		// A session older than a sign-out everywhere (one that escaped its list: D35) opens no account
-		// page either: it ends here, and the person signs in again, as at authorize.
-		gen, err := h.signOn.Store.Generation(r.Context(), u.ID)
-		if err != nil {
-			h.web.AccountUnavailable(w, err)
-			return nil, nil, false
-		}
-		if sess.Generation >= gen {
-			return u, sess, true
-		}
-		_ = h.signOn.Sessions.Delete(r.Context(), web.ReadCookie(r, rt, web.SessionCookie))
-		web.SetCookie(w, rt, web.SessionCookie, "", -1)
+		return u, sess, true
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/account" && r.URL.Query().Get("error") != "" {
 		// Back from the sign-in page without signing in (Cancel): no loop back to it.
@@ -92,6 +81,27 @@ func (h *Handler) accountUser(w http.ResponseWriter, r *http.Request, rt *realm.
 	}
 	accountSignIn(w, r, rt, back)
 	return nil, nil, false
+}
+
+// currentSession is the browser's sign-in session and its user, when the session is of the user's
+// current sign-out generation. A session older than a sign-out everywhere (one that escaped its list:
+// D35) opens no account page, passkeys page or ceremony: it ends here and answers no user, and the
+// person signs in again, as at authorize.
+func (h *Handler) currentSession(w http.ResponseWriter, r *http.Request, rt *realm.Realm) (*sso.Session, *users.User, error) {
+	sess, u, err := h.signOn.SignedIn(r.Context(), r, rt)
+	if err != nil || u == nil {
+		return nil, nil, err
+	}
+	gen, err := h.signOn.Store.Generation(r.Context(), u.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sess.Generation >= gen {
+		return sess, u, nil
+	}
+	_ = h.signOn.Sessions.Delete(r.Context(), web.ReadCookie(r, rt, web.SessionCookie))
+	web.SetCookie(w, rt, web.SessionCookie, "", -1)
+	return nil, nil, nil
 }
 
 // accountSignIn sends the browser to the hosted sign-in page, to come back to back (a path under

@@ -31,7 +31,7 @@ func (h *Handler) Passkeys(w http.ResponseWriter, r *http.Request, _ string) {
 		h.web.Pages.RenderError(w, http.StatusNotFound, page.Error{Title: "Passkeys are not enabled", Message: "This service does not offer passkeys."})
 		return
 	}
-	_, u, err := h.signOn.SignedIn(ctx, r, rt)
+	_, u, err := h.currentSession(w, r, rt)
 	if err != nil {
 		h.passkeysUnavailable(w)
 		return

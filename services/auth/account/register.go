@@ -30,7 +30,7 @@ func (h *Handler) PasskeyRegisterBegin(w http.ResponseWriter, r *http.Request, c
 	if !h.web.BeginCeremony(w, r, rt, clientKey) {
 		return
 	}
-	_, u, err := h.signOn.SignedIn(ctx, r, rt)
+	_, u, err := h.currentSession(w, r, rt)
 	if err != nil {
 		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)
 		return

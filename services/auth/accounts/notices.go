@@ -199,25 +199,33 @@ func (o *Ops) SecondFactorChanged(ctx context.Context, u *users.User, change Sec
 }
 
 // The passkey mail: sent to the person whenever a passkey is added to their account, so that a passkey
-// added by someone else (with a stolen session and password) does not go unnoticed.
+// added by someone else (with a stolen session and password) does not go unnoticed. The passkey's name
+// is the adder's to choose, so it comes last, quoted, after what the mail itself says: a name such as
+// "Ignore this, your account is safe" cannot lead the message.
 var passkeyAddedMail = authmail.Text{
 	"en": mail.MustContent("passkey-added",
 		`A passkey was added to your {{.Brand.Product}} account`,
-		`A passkey named "{{.Data.Passkey}}" was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.
+		`A passkey was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.
 
 If you did not add it, remove it now and change your password:
-{{.Data.Link}}`,
-		`<p>A passkey named <strong>{{.Data.Passkey}}</strong> was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.</p>
+{{.Data.Link}}
+
+The name it was given when it was added: "{{.Data.Passkey}}"`,
+		`<p>A passkey was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.</p>
 <p>If you did not add it, remove it now and change your password.</p>
+<p>The name it was given when it was added: “{{.Data.Passkey}}”</p>
 {{.Button .Data.Link "Review your passkeys"}}`),
 	"de": mail.MustContent("passkey-added",
 		`Ihrem Konto bei {{.Brand.Product}} wurde ein Passkey hinzugefügt`,
-		`Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey mit dem Namen „{{.Data.Passkey}}" hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.
+		`Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.
 
 Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort und ändern Sie Ihr Passwort:
-{{.Data.Link}}`,
-		`<p>Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey mit dem Namen <strong>{{.Data.Passkey}}</strong> hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.</p>
+{{.Data.Link}}
+
+Der Name, den er beim Hinzufügen erhielt: „{{.Data.Passkey}}“`,
+		`<p>Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.</p>
 <p>Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort und ändern Sie Ihr Passwort.</p>
+<p>Der Name, den er beim Hinzufügen erhielt: „{{.Data.Passkey}}“</p>
 {{.Button .Data.Link "Ihre Passkeys ansehen"}}`),
 }
 

@@ -150,8 +150,8 @@ func (s *Store) FinishSignIn(ctx context.Context, rp *RelyingParty, ceremonyID, 
 			pk = &have[i]
 		}
 	}
-	if pk == nil {
-		return nil, &Refusal{Reason: ReasonUnknownPasskey, UserID: userID, err: errors.New("the account has no such passkey")}
+	if pk == nil { // the handle is the sender's to choose: the refusal names no account
+		return nil, refuse(ReasonUnknownPasskey, errors.New("the account has no such passkey"))
 	}
 	u := newUser(*acct, have)
 	_, cred, err := rp.wa.ValidatePasskeyLogin(func(_, _ []byte) (webauthn.User, error) { return u, nil }, c.Session, parsed)
@@ -160,7 +160,10 @@ func (s *Store) FinishSignIn(ctx context.Context, rp *RelyingParty, ceremonyID, 
 		if !parsed.Response.AuthenticatorData.Flags.UserVerified() {
 			reason = ReasonUserVerification
 		}
-		return nil, &Refusal{Reason: reason, UserID: userID, Passkey: pk, err: err}
+		// Nothing proved the account's authenticator made this answer (anyone can send a handle and a
+		// credential ID): the refusal names the passkey tried, not the account, so that no unauthenticated
+		// request is recorded against an account it merely names.
+		return nil, &Refusal{Reason: reason, Passkey: pk, err: err}
 	}
 	// The library flags a counter that did not go up; the script checks again against the stored value
 	// of this instant, so that two replicas cannot both accept one counter value.
