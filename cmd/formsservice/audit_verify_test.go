@@ -5,9 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +14,6 @@ import (
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/auth/audit"
-	"github.com/formsservice/formsservice/services/auth/keys"
 )
 
 // `formsservice audit verify` checks the security events' chain with the key derived from the signing
@@ -27,19 +23,11 @@ import (
 func TestAuditVerify_HoldsThenNamesTheBreak(t *testing.T) {
 	srv := testredis.Start(t)
 	dir := t.TempDir()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pemKey, err := keys.EncodePEM(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "signing-key.pem")
+	keyFile := writeSigningKey(t, dir)
 	cfg := filepath.Join(dir, "config.yaml")
 	noKey := filepath.Join(dir, "nokey.yaml")
 	base := "auth:\n  passwordHash: {memoryKiB: 64, iterations: 1}\n"
-	for name, body := range map[string]string{keyFile: string(pemKey), cfg: base + "  signingKeyFile: " + keyFile + "\n", noKey: base} {
+	for name, body := range map[string]string{cfg: base + "  signingKeyFile: " + keyFile + "\n", noKey: base} {
 		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -115,18 +115,7 @@ func TestUsersSendVerification_MailsTheLink_RefusesOthers(t *testing.T) {
 	srv := testredis.Start(t)
 	mp := testmail.Start(t, testmail.Options{})
 	dir := t.TempDir()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pemKey, err := keys.EncodePEM(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "signing-key.pem")
-	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeSigningKey(t, dir)
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -277,4 +266,22 @@ func TestUsersPurgeUnverified_FreesSquattedAddresses(t *testing.T) {
 	if out, _ := auditCmd(t, srv.URL(), "--user", made["squatted@example.com"], "--kind", "user.deleted"); !strings.Contains(out, "user.deleted") {
 		t.Fatalf("the event names the deleted account: %s", out)
 	}
+}
+
+// writeSigningKey writes a new EC P-256 signing key (PEM) into dir and returns its path.
+func writeSigningKey(t *testing.T, dir string) string {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey, err := keys.EncodePEM(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "signing-key.pem")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile
 }

@@ -207,22 +207,7 @@ func TestSendVerification_LinkFromTheMailVerifies(t *testing.T) {
 func TestSignup_MarksTheAccountSelfMade(t *testing.T) {
 	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.SelfSignup = true }})
 	p.user(testEmail, testPassword)
-	b := newBrowser(t)
-	page := b.get(p.authorizeURL("state-signup-mark", oauth2.GenerateVerifier()))
-	var signup pageForm
-	for _, f := range forms(t, p.base, page.body) {
-		if f.fields.Get("action") == "signup" {
-			signup = f
-		}
-	}
-	if signup.action == "" {
-		t.Fatalf("no sign-up form:\n%.1500s", page.body)
-	}
-	signup.fields.Set("email", "linus@example.com")
-	signup.fields.Set("password", "a sign-up password")
-	if res := b.postForm(signup.action, signup.fields); res.StatusCode != http.StatusOK {
-		t.Fatalf("sign-up: %d", res.StatusCode)
-	}
+	signUpOnPage(t, p, newBrowser(t), "linus@example.com", "a sign-up password")
 	if u, err := p.svc.Users().ByEmail(context.Background(), "linus@example.com"); err != nil || !u.SelfSignup {
 		t.Fatalf("the sign-up's account: %+v %v", u, err)
 	}
