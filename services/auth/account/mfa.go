@@ -43,7 +43,7 @@ func (h *Handler) ChangeMFA(w http.ResponseWriter, r *http.Request, clientKey st
 	if action == "remove" {
 		kind = audit.MFARemoved
 	}
-	check, err := h.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
+	check, err := h.checkPassword(ctx, w, r, rt, u, sess, r.PostForm.Get("password"), clientKey)
 	if err == nil && check.ok {
 		check, err = h.checkFactor(ctx, w, u, r.PostForm.Get("code"), clientKey)
 	}
@@ -223,7 +223,7 @@ func (h *Handler) ConfirmEnrolment(w http.ResponseWriter, r *http.Request, clien
 	if time.Since(sess.AuthTime) > recentSignIn {
 		// A session signed in a while ago (perhaps someone else's hands on it) sets up no second factor
 		// without the password: a factor only they hold would lock the person out.
-		check, err := h.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("password"), clientKey)
+		check, err := h.checkPassword(ctx, w, r, rt, u, sess, r.PostForm.Get("password"), clientKey)
 		if err != nil {
 			h.web.AccountUnavailable(w, err)
 			return

@@ -15,6 +15,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
+	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
@@ -40,14 +41,10 @@ type passwordCheck struct {
 // cookie, else the account's unknown browsers' and the client address's), reserved before the hash: an
 // account page left open must not become a way to guess the password. Retry-After is set on w when the
 // person must wait.
-func (h *Handler) checkPassword(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, password, clientKey string) (passwordCheck, error) {
+func (h *Handler) checkPassword(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, sess *sso.Session, password, clientKey string) (passwordCheck, error) {
 	account := signon.AccountKey(u.Email)
 	retry := func(wait time.Duration) { w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second))) }
-	gen, err := h.signOn.Generation(ctx, u.ID, nil)
-	if err != nil {
-		return passwordCheck{}, err
-	}
-	res, refusal, err := h.signOn.Throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: h.browserBudget(r, rt, account, gen), IP: clientKey}, signon.Limits(rt))
+	res, refusal, err := h.signOn.Throttle.Reserve(ctx, throttle.Attempt{Account: account, Device: h.browserBudget(r, rt, account, sess.Generation), IP: clientKey}, signon.Limits(rt))
 	if err != nil {
 		return passwordCheck{}, err
 	}
@@ -96,7 +93,7 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request, clientK
 		h.renderAccount(w, r, rt, u, sess, status, page.Account{PasswordError: "Your password was not changed.", Fields: map[string]string{field: msg}})
 	}
 	next := r.PostForm.Get("new_password")
-	check, err := h.checkPassword(ctx, w, r, rt, u, r.PostForm.Get("current_password"), clientKey)
+	check, err := h.checkPassword(ctx, w, r, rt, u, sess, r.PostForm.Get("current_password"), clientKey)
 	switch {
 	case err != nil:
 		h.web.AccountUnavailable(w, err)
@@ -131,7 +128,8 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request, clientK
 }
 
 // browserBudget is the browser whose budget the account pages' password checks count against: the
-// browser's device cookie of the account when it holds one, else its sign-in session. A session is
+// browser's device cookie of the account when it holds one (of generation gen: the session's, which
+// currentSession checked is the user's current one), else its sign-in session. A session is
 // proof of a sign-in (a passkey, another client), so a fresh one gets a budget of its own: guesses from
 // anywhere else, which use up the account's unknown browsers' budget, never lock its owner out of the
 // page (D51).

@@ -12,6 +12,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
+	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
@@ -30,7 +31,7 @@ func (h *Handler) PasskeyRegisterBegin(w http.ResponseWriter, r *http.Request, c
 	if !h.web.BeginCeremony(w, r, rt, clientKey) {
 		return
 	}
-	_, u, err := h.currentSession(w, r, rt)
+	sess, u, err := h.currentSession(w, r, rt)
 	if err != nil {
 		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)
 		return
@@ -49,7 +50,7 @@ func (h *Handler) PasskeyRegisterBegin(w http.ResponseWriter, r *http.Request, c
 		web.ScriptJSON(w, http.StatusBadRequest, web.ScriptError{Error: fmt.Sprintf("Give the passkey a name of 1 to %d characters.", passkey.MaxNameLen), Field: "name"})
 		return
 	}
-	if !h.passkeyReauthenticate(w, r, rt, u, clientKey) {
+	if !h.passkeyReauthenticate(w, r, rt, u, sess, clientKey) {
 		return
 	}
 	o, err := h.passkeys.BeginRegistration(ctx, rt.RP, accountOf(u), name, web.ReadCookie(r, rt, web.SessionCookie))
@@ -69,19 +70,14 @@ func (h *Handler) PasskeyRegisterBegin(w http.ResponseWriter, r *http.Request, c
 // budgets exactly as a sign-in is (this browser's device budget when it holds a device cookie of the
 // account, else the account's unknown browsers' and the address's), and answers the script when it
 // fails. A wrong password, or one not checked for the throttle, is a refused passkey.added.
-func (h *Handler) passkeyReauthenticate(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, ip string) bool {
+func (h *Handler) passkeyReauthenticate(w http.ResponseWriter, r *http.Request, rt *realm.Realm, u *users.User, sess *sso.Session, ip string) bool {
 	ctx := r.Context()
 	retry := func(wait time.Duration) string {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		return fmt.Sprintf(" Try again in %d s.", int(wait/time.Second))
 	}
 	account := signon.AccountKey(u.Email)
-	gen, err := h.signOn.Generation(ctx, u.ID, nil)
-	if err != nil {
-		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)
-		return false
-	}
-	attempt := throttle.Attempt{Account: account, Device: h.browserBudget(r, rt, account, gen), IP: ip}
+	attempt := throttle.Attempt{Account: account, Device: h.browserBudget(r, rt, account, sess.Generation), IP: ip}
 	res, limited, err := h.signOn.Throttle.Reserve(ctx, attempt, signon.Limits(rt))
 	if err != nil {
 		web.ScriptJSON(w, http.StatusServiceUnavailable, unavailableScript)

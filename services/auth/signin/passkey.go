@@ -105,8 +105,10 @@ func (h *Handler) passkeySignIn(a *attempt) {
 	// A passkey proves the browser's owner as a password does: it earns the browser its device cookie,
 	// so that the account page's password checks and later password sign-ins here count against this
 	// browser's own budget, not the one an attacker can use up.
+	// The session that opens below keeps the generation read here (one read, D44's reads).
 	if gen, err := h.signOn.Generation(ctx, user.ID, nil); err == nil {
 		h.signOn.RememberDevice(a.w, a.r, a.rt, signon.AccountKey(user.Email), gen)
+		a.reads = &signon.Reads{User: user.ID, Generation: func() (int64, error) { return gen, nil }}
 	}
 	h.openSession(a, user, in.Passkey.AMR()) // a user-verified passkey is two factors: no TOTP step
 }
