@@ -68,7 +68,8 @@ func FuzzClientIP(f *testing.F) {
 		if trust.trusted(got) {
 			t.Fatalf("answered a trusted proxy's address %s for %q", got, lines)
 		}
-		if !standsIn(got, xff1+" "+fwd+" "+xff2) {
+		// A Forwarded value may be a quoted-string whose quoted-pairs (\x) stand for x (RFC 7230 3.2.6).
+		if !standsIn(got, xff1+" "+fwd+" "+xff2+" "+withoutQuotedPairs(fwd)) {
 			t.Fatalf("answered %s, which is not in the headers %q", got, lines)
 		}
 	})
@@ -80,6 +81,10 @@ func standsIn(a netip.Addr, text string) bool {
 	tokens := strings.FieldsFunc(text, func(r rune) bool {
 		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == ':' || r == '.' || r == '[' || r == ']' || r == '%')
 	})
+	// A zone (fe80::1%eth0) may hold any character but the separators of the headers.
+	tokens = append(tokens, strings.FieldsFunc(text, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ',' || r == ';' || r == '=' || r == '"'
+	})...)
 	for _, tok := range tokens {
 		for _, cand := range []string{tok, strings.Trim(tok, "[]")} {
 			if b, err := netip.ParseAddr(cand); err == nil && b.WithZone("").Unmap() == a {
@@ -96,4 +101,16 @@ func standsIn(a netip.Addr, text string) bool {
 		}
 	}
 	return false
+}
+
+// withoutQuotedPairs writes each quoted-pair \x of a header value as the x it stands for.
+func withoutQuotedPairs(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
 }
