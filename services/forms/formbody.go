@@ -80,16 +80,22 @@ var (
 // must decode and be UTF-8, and a field the form reads may appear once (a repeated one is parameter
 // pollution, as in JSON). Line breaks are made "\n": browsers send a textarea's as CRLF.
 func readForm(f bodyFormat, body []byte, keys []string, vals []jsonobj.Value) error {
+	return eachFormField(f, body, func(key string, value []byte) error { return setField(keys, vals, key, value) })
+}
+
+// eachFormField calls set with every field of a form body, in order, repeated names included (a
+// declared form's many-of field is a group of checkboxes with one name).
+func eachFormField(f bodyFormat, body []byte, set func(key string, value []byte) error) error {
 	switch f.kind {
 	case kindURLEncoded:
-		return readURLEncoded(body, keys, vals)
+		return readURLEncoded(body, set)
 	case kindMultipart:
-		return readMultipart(body, f.boundary, keys, vals)
+		return readMultipart(body, f.boundary, set)
 	}
 	return errForm
 }
 
-func readURLEncoded(body []byte, keys []string, vals []jsonobj.Value) error {
+func readURLEncoded(body []byte, set func(key string, value []byte) error) error {
 	for len(body) > 0 {
 		var pair []byte
 		pair, body, _ = bytes.Cut(body, []byte{'&'})
@@ -105,14 +111,14 @@ func readURLEncoded(body []byte, keys []string, vals []jsonobj.Value) error {
 		if err != nil {
 			return errForm
 		}
-		if err := setField(keys, vals, key, []byte(value)); err != nil {
+		if err := set(key, []byte(value)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readMultipart(body []byte, boundary string, keys []string, vals []jsonobj.Value) error {
+func readMultipart(body []byte, boundary string, set func(key string, value []byte) error) error {
 	if boundary == "" {
 		return errForm
 	}
@@ -141,7 +147,7 @@ func readMultipart(body []byte, boundary string, keys []string, vals []jsonobj.V
 			}
 			continue
 		}
-		if err := setField(keys, vals, params["name"], value); err != nil {
+		if err := set(params["name"], value); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/formsservice/formsservice/services/forms/page"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // A plain HTML form post (docs/forms.md, "Plain HTML forms") gets the same checks, in the same order,
@@ -26,6 +27,8 @@ type formPost struct {
 	origin string
 	site   *site
 	next   string // the thank-you address of a valid _next field, absolute
+	// declared is the declared form posted to, whose labels the error page shows; nil for the built-in forms.
+	declared *config.DeclaredForm
 }
 
 // formPostOf returns the request's form-post context, or nil when the request is not a form post.
@@ -73,7 +76,7 @@ func (s *Service) replyForm(c *fiber.Ctx, ep endpoint, p *formPost, r result, st
 	var body []byte
 	if errs != nil {
 		body = page.RenderErrors(page.Errors{Site: siteName, Title: "Please check the form",
-			Text: []string{"The form was not sent, because of what follows."}, Errors: errorLines(ep, errs, back), Back: back})
+			Text: []string{"The form was not sent, because of what follows."}, Errors: errorLines(ep, p.declared, errs, back), Back: back})
 	} else {
 		title, text := formMessage(ep, r, c)
 		body = page.RenderMessage(page.Message{Site: siteName, Title: title, Text: text, Back: back})
@@ -176,15 +179,22 @@ var fieldOrder = []string{BodyField, "name", "email", "organization", "associati
 
 // errorLines are the error page's lines: each field's label, what is wrong in words, and a link to the
 // field on the form's page (#<field>: give the inputs ids equal to their names).
-func errorLines(ep endpoint, errs Errors, back string) []page.FieldError {
+func errorLines(ep endpoint, form *config.DeclaredForm, errs Errors, back string) []page.FieldError {
+	order := fieldOrder
+	if form != nil {
+		order = []string{BodyField}
+		for _, fd := range form.Fields {
+			order = append(order, fd.Name)
+		}
+	}
 	keys := slices.Collect(maps.Keys(errs))
 	slices.SortFunc(keys, func(a, b string) int {
-		ia, ib := slices.Index(fieldOrder, a), slices.Index(fieldOrder, b)
+		ia, ib := slices.Index(order, a), slices.Index(order, b)
 		if ia < 0 {
-			ia = len(fieldOrder)
+			ia = len(order)
 		}
 		if ib < 0 {
-			ib = len(fieldOrder)
+			ib = len(order)
 		}
 		if ia != ib {
 			return ia - ib
@@ -194,6 +204,9 @@ func errorLines(ep endpoint, errs Errors, back string) []page.FieldError {
 	lines := make([]page.FieldError, 0, len(keys))
 	for _, f := range keys {
 		l := page.FieldError{Label: fieldLabel(f), Message: codeMessage(ep, f, errs[f])}
+		if form != nil {
+			l = declaredErrorLine(form, f, errs[f])
+		}
 		if back != "" && f != BodyField && f != NextField && f != IdempotencyKeyField {
 			l.Href = back + "#" + url.PathEscape(f)
 		}
@@ -267,6 +280,9 @@ func formMessage(ep endpoint, r result, c *fiber.Ctx) (string, []string) {
 		}
 		return "Thank you", []string{"Your message has been sent."}
 	case resultDuplicate:
+		if ep == declaredEndpoint {
+			return "Already received", []string{"This form was sent with these details before; there is nothing more to do."}
+		}
 		return "You are already on the list", []string{"This address is on the waitlist already; there is nothing more to do."}
 	case resultForbidden:
 		return "This form cannot be sent from here", []string{"The page that holds this form is not allowed to send it. If it is your site, add its origin to the forms' allowed origins."}
@@ -277,8 +293,50 @@ func formMessage(ep endpoint, r result, c *fiber.Ctx) (string, []string) {
 	case resultRateLimited:
 		return "Please wait a moment", []string{"Too many forms were sent from your network in the last minute. Please go back and send it again in " +
 			string(c.Response().Header.Peek(fiber.HeaderRetryAfter)) + " seconds."}
+	case resultUnknownForm:
+		return "No such form", []string{"The page sends this form to an address where no form is declared."}
 	case resultStoreError:
 		return "Not sent", []string{"The form could not be saved just now. Please go back and send it again in a moment."}
 	}
 	return "Not sent", []string{"The form could not be sent. Please go back and send it again."}
+}
+
+// declaredErrorLine is an error page line of a declared form: the field's declared label and what is
+// wrong in words, with the declared bounds.
+func declaredErrorLine(form *config.DeclaredForm, f, code string) page.FieldError {
+	fd := fieldOf(form, f)
+	if fd == nil {
+		if code == CodeUnknownField {
+			return page.FieldError{Label: f, Message: "the form does not take this field."}
+		}
+		return page.FieldError{Label: fieldLabel(f), Message: codeMessage(declaredEndpoint, f, code)}
+	}
+	l := page.FieldError{Label: fd.DisplayLabel()}
+	switch code {
+	case CodeTooLong:
+		l.Message = fmt.Sprintf("at most %d characters.", fd.MaxLen())
+	case CodeTooShort:
+		l.Message = fmt.Sprintf("at least %d characters.", fd.MinLength)
+	case CodeInvalidFormat:
+		l.Message = map[config.FieldType]string{
+			config.FieldURL:    "this is not a web address (like https://example.com).",
+			config.FieldPhone:  "this is not a phone number (7 to 15 digits, like +44 20 7946 0018).",
+			config.FieldNumber: "this is not a number.",
+			config.FieldDate:   "this is not a date (like 2026-03-31).",
+		}[fd.Type]
+	case CodeOutOfRange:
+		switch {
+		case fd.Type == config.FieldManyOf:
+			l.Message = fmt.Sprintf("please pick at most %d.", fd.MaxChoices)
+		case fd.Min != "" && fd.Max != "":
+			l.Message = fmt.Sprintf("it must be from %s to %s.", fd.Min, fd.Max)
+		case fd.Min != "":
+			l.Message = fmt.Sprintf("it must be at least %s.", fd.Min)
+		default:
+			l.Message = fmt.Sprintf("it must be at most %s.", fd.Max)
+		}
+	default:
+		l.Message = codeMessage(declaredEndpoint, f, code)
+	}
+	return l
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
+	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/email"
 )
 
@@ -58,6 +59,8 @@ type admitted struct {
 	live   *liveConfig
 	site   *site     // the origin's forms.sites entry, or nil
 	form   *formPost // a plain HTML form post's answering context; nil for JSON
+	// declared is the declared form posted to (/f/<id>); nil for the built-in forms.
+	declared *config.DeclaredForm
 }
 
 // admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
@@ -261,7 +264,13 @@ func (s *Service) gate(c *fiber.Ctx, ep endpoint, sub *admitted, x extras, idem 
 		return sub.live.rateLimit, true
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
-	g, err := s.store.BeforeBotCheck(ctx, ep == waitlistEndpoint, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.Durability)
+	var g store.Gate
+	var err error
+	if sub.declared != nil {
+		g, err = s.store.BeforeBotCheckForm(ctx, sub.declared.ID, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.Durability)
+	} else {
+		g, err = s.store.BeforeBotCheck(ctx, ep == waitlistEndpoint, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.Durability)
+	}
 	cancel()
 	switch {
 	case err != nil:
@@ -325,7 +334,7 @@ func (s *Service) replyStored(c *fiber.Ctx, ep endpoint, res store.Result, err e
 }
 
 func (s *Service) reply(c *fiber.Ctx, ep endpoint, r result, status int, body []byte) {
-	s.m.submissions[ep][r].Inc()
+	s.count(c, ep, r)
 	if p := s.formPostOf(c); p != nil {
 		s.replyForm(c, ep, p, r, status, nil)
 		return
@@ -333,6 +342,16 @@ func (s *Service) reply(c *fiber.Ctx, ep endpoint, r result, status int, body []
 	c.Status(status)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 	c.Response().SetBodyRaw(body)
+}
+
+// count counts a submission's result, and a declared form's again under its id.
+func (s *Service) count(c *fiber.Ctx, ep endpoint, r result) {
+	s.m.submissions[ep][r].Inc()
+	if ep == declaredEndpoint {
+		if form, ok := c.Context().UserValue(declaredFormKey).(*config.DeclaredForm); ok {
+			s.m.declared.WithLabelValues(form.ID, resultNames[r]).Inc()
+		}
+	}
 }
 
 type invalidBody struct {
@@ -352,7 +371,7 @@ func (s *Service) replyInvalidWith(c *fiber.Ctx, ep endpoint, r result, errs, he
 		errs = Errors{}
 	}
 	if p := s.formPostOf(c); p != nil {
-		s.m.submissions[ep][r].Inc()
+		s.count(c, ep, r)
 		s.replyForm(c, ep, p, r, fiber.StatusBadRequest, errs)
 		return
 	}

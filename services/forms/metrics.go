@@ -12,20 +12,25 @@ import (
 	"github.com/formsservice/formsservice/services/forms/store"
 )
 
-// endpoint is one of the two forms endpoints.
+// endpoint is one of the forms endpoints: the two built-in forms, and /f/<id> for the declared ones
+// (each counted again by its id in formsservice_forms_declared_submissions_total).
 type endpoint int
 
 const (
 	contactEndpoint endpoint = iota
 	waitlistEndpoint
+	declaredEndpoint
 	numEndpoints
 )
 
 func (e endpoint) String() string {
-	if e == contactEndpoint {
+	switch e {
+	case contactEndpoint:
 		return "contact"
+	case waitlistEndpoint:
+		return "waitlist"
 	}
-	return "waitlist"
+	return "declared"
 }
 
 // result is what became of one submission; it labels the submissions metric.
@@ -46,12 +51,13 @@ const (
 	resultIdempotencyConflict               // 422: an Idempotency-Key reused with another message
 	resultBotRefused                        // 400: no bot-check token, or one the provider refused
 	resultBotUnavailable                    // 502: the bot check could not be made
+	resultUnknownForm                       // 404: /f/<id> names no declared form
 	numResults
 )
 
 var resultNames = [numResults]string{"created", "duplicate", "replayed", "honeypot", "invalid", "forbidden",
 	"too_large", "unsupported_media_type", "rate_limited", "store_error", "unreadable", "idempotency_conflict",
-	"bot_refused", "bot_check_unavailable"}
+	"bot_refused", "bot_check_unavailable", "unknown_form"}
 
 // metrics are the forms intake's own collectors (the delivery worker has its own). Counters for the hot
 // path are resolved once, so that counting a submission is one atomic add.
@@ -59,12 +65,14 @@ type metrics struct {
 	submissions [numEndpoints][numResults]prometheus.Counter
 	honeypot    [numEndpoints]prometheus.Counter
 	storeErrors [numStoreErrors]prometheus.Counter
+	// declared counts the declared forms' submissions by form id (at most config.MaxDeclaredForms).
+	declared *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	subs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_submissions_total",
-		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable, idempotency_conflict, bot_refused, bot_check_unavailable).",
+		Help: "Forms submissions by endpoint and result (created, duplicate, replayed, honeypot, invalid, forbidden, too_large, unsupported_media_type, rate_limited, store_error, unreadable, idempotency_conflict, bot_refused, bot_check_unavailable, unknown_form).",
 	}, []string{"endpoint", "result"})
 	honeypot := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_forms_honeypot_hits_total",
@@ -74,12 +82,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "formsservice_forms_store_errors_total",
 		Help: "Submissions answered 502 because the store failed, by reason: full (Redis refused the write at maxmemory: OOM), not_durable (written but not acknowledged at the durability level in time), durability_unmet (not written: the store cannot keep the durability level), timeout, unavailable (any other error).",
 	}, []string{"reason"})
-	for _, c := range []prometheus.Collector{subs, honeypot, storeErrors} {
+	declared := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "formsservice_forms_declared_submissions_total",
+		Help: "Submissions of the declared forms (POST /f/<id>) by form id and result (the results of formsservice_forms_submissions_total).",
+	}, []string{"form", "result"})
+	for _, c := range []prometheus.Collector{subs, honeypot, storeErrors, declared} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	m := &metrics{}
+	m := &metrics{declared: declared}
 	for r := range numStoreErrors {
 		m.storeErrors[r] = storeErrors.WithLabelValues(storeErrorNames[r])
 	}

@@ -20,10 +20,24 @@ const (
 	refusedBotMissing     refusal.Reason = "bot_check_missing"
 	refusedBotFailed      refusal.Reason = "bot_check_failed"
 	refusedBotUnavailable refusal.Reason = "bot_check_unavailable"
+	// A declared form (docs/forms.md "Your own forms"): no form of that id (404), a form that does not
+	// list the posting origin (403), a field the form does not declare (400).
+	refusedUnknownForm  refusal.Reason = "unknown_form"
+	refusedFormOrigin   refusal.Reason = "form_origin_not_listed"
+	refusedUnknownField refusal.Reason = "unknown_field"
 )
 
 var refusalReasons = []refusal.Reason{refusedOriginMissing, refusedOriginNotAllowed, refusedBodyTooLarge, refusedContentType, refusedContentEncoding,
-	refusedBotMissing, refusedBotFailed, refusedBotUnavailable}
+	refusedBotMissing, refusedBotFailed, refusedBotUnavailable, refusedUnknownForm, refusedFormOrigin, refusedUnknownField}
+
+// refuseDeclared explains a declared form's refusal: which form, and what to change.
+func (s *Service) refuseDeclared(c *fiber.Ctx, reason refusal.Reason, msg string, args ...any) {
+	if !s.refusals.Explains(c.UserContext()) {
+		s.refusals.Count(reason)
+		return
+	}
+	s.refusals.Refused(c.UserContext(), reason, msg, append([]any{"method", c.Method(), "path", c.Path()}, args...)...)
+}
 
 // refuseOrigin explains a 403 for the Origin sent: what came, and which origins are allowed.
 func (s *Service) refuseOrigin(c *fiber.Ctx, lc *liveConfig, origin []byte) {

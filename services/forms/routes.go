@@ -19,6 +19,9 @@ func (s *Service) Routes() []server.Route {
 		server.Preflight("/contact", s.preflight),
 		server.Post("/waitlist", s.submitWaitlist).StreamedBody(MaxBodyBytes),
 		server.Preflight("/waitlist", s.preflight),
+		// The declared forms (forms.declared), and the built-in ones under their ids.
+		server.Post("/f/:form", s.submitDeclared).StreamedBody(MaxBodyBytes),
+		server.Preflight("/f/:form", s.preflight),
 		// The double opt-in's links (package optin): a page with a button, and the POST that acts (also a
 		// mail client's RFC 8058 one-click unsubscribe).
 		server.Get(optin.ConfirmPath, s.optin.ConfirmPage),

@@ -70,6 +70,79 @@ var ErrInvalid = errors.New("invalid JSON")
 // members named in keys into vals (same index), each of which may appear once. vals must have len(keys)
 // elements, all absent.
 func Read(body []byte, keys []string, vals []Value) error {
+	return members(body, func(key []byte, keyEscaped bool, v Value) error {
+		var unescaped string
+		if keyEscaped {
+			unescaped = unquote(key)
+		}
+		for k, want := range keys {
+			if keyEscaped && unescaped == want || !keyEscaped && string(key) == want {
+				if vals[k].Kind != Absent {
+					return ErrInvalid // a repeated member
+				}
+				vals[k] = v
+			}
+		}
+		return nil
+	})
+}
+
+// Each reads body, which must be one JSON object in valid UTF-8, and calls fn with every member in
+// order (a declared form reads them all, to name the ones it does not declare). A member that appears
+// twice is refused, as Read refuses it. fn's error stops the reading and is returned.
+func Each(body []byte, fn func(key string, v Value) error) error {
+	seen := map[string]bool{}
+	return members(body, func(key []byte, keyEscaped bool, v Value) error {
+		k := string(key)
+		if keyEscaped {
+			k = unquote(key)
+		}
+		if seen[k] {
+			return ErrInvalid
+		}
+		seen[k] = true
+		return fn(k, v)
+	})
+}
+
+// Strings returns the elements of an array value of strings; false when it is not one.
+func (v Value) Strings() ([]string, bool) {
+	if v.Kind != Array {
+		return nil, false
+	}
+	p := parser{b: v.raw, i: 1}
+	var out []string
+	p.ws()
+	if p.peek() == ']' {
+		return out, true
+	}
+	for {
+		p.ws()
+		if p.peek() != '"' {
+			return nil, false
+		}
+		raw, esc, err := p.str()
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, Value{Kind: String, raw: raw, escaped: esc}.Text())
+		p.ws()
+		switch p.peek() {
+		case ',':
+			p.i++
+		case ']':
+			return out, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// Raw is a number's text as it stands in the body (a string's is its content between the quotes).
+func (v Value) Raw() string { return string(v.raw) }
+
+// members checks body and calls fn with each member's key (raw, between the quotes) and value.
+func members(body []byte, fn func(key []byte, keyEscaped bool, v Value) error) error {
 	if !utf8.Valid(body) {
 		return ErrInvalid
 	}
@@ -102,17 +175,8 @@ func Read(body []byte, keys []string, vals []Value) error {
 			if err != nil {
 				return err
 			}
-			var unescaped string
-			if keyEscaped {
-				unescaped = unquote(key)
-			}
-			for k, want := range keys {
-				if keyEscaped && unescaped == want || !keyEscaped && string(key) == want {
-					if vals[k].Kind != Absent {
-						return ErrInvalid // a repeated member
-					}
-					vals[k] = v
-				}
+			if err := fn(key, keyEscaped, v); err != nil {
+				return err
 			}
 			p.ws()
 			switch p.peek() {

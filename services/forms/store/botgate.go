@@ -46,7 +46,20 @@ func (s *Store) BeforeBotCheck(ctx context.Context, waitlist bool, client netip.
 	if waitlist {
 		tag, rate, idemKey = "fs:{waitlist}", waitlistRatePrefix, idempotencyKey(waitlistIdemPrefix, idem.Origin, idem.Key)
 	}
-	keys := []string{tag + runPrefix + randomHex(16), rate + clientip.Key(client)}
+	return s.beforeBot(ctx, tag+runPrefix, rate+clientip.Key(client), idemKey, limit, idem)
+}
+
+// BeforeBotCheckForm is BeforeBotCheck for a declared form's submission (declared.go's keys).
+func (s *Store) BeforeBotCheckForm(ctx context.Context, form string, client netip.Addr, limit int, idem Idempotency, level config.Durability) (Gate, error) {
+	if err := s.guard.Allow(ctx, level); err != nil {
+		return Gate{}, err
+	}
+	p := formPrefix(form)
+	return s.beforeBot(ctx, p+"run:", p+"rate:"+clientip.Key(client), formIdemKey(form, idem), limit, idem)
+}
+
+func (s *Store) beforeBot(ctx context.Context, runPrefix, rateKey, idemKey string, limit int, idem Idempotency) (Gate, error) {
+	keys := []string{runPrefix + randomHex(16), rateKey}
 	if idem.Key != "" {
 		keys = append(keys, idemKey)
 	}

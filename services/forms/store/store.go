@@ -115,6 +115,7 @@ type Store struct {
 	guard    *Guard
 	waitlist *batcher
 	contact  *batcher
+	forms    formBatchers // the declared forms' (declared.go)
 }
 
 // New returns the store of the forms on rdb.

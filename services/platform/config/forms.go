@@ -34,6 +34,8 @@ type Forms struct {
 	// PublicURL is where the forms are reached, when not at publicURL (a forms host of their own): the
 	// base of the links in their mails.
 	PublicURL string `json:"publicURL,omitempty"`
+	// Declared are the team's own forms, posted to /f/<id> (forms_declared.go).
+	Declared []DeclaredForm `json:"declared,omitempty"`
 }
 
 // Durability names what an acknowledged submission survives.

@@ -16,6 +16,19 @@ func bodyKey(method, path string) string {
 	return method + " " + strings.ToLower(path)
 }
 
+// splitLast splits a path at its last slash: "/f/demo" is "/f" and "demo" (a trailing slash is dropped
+// first, as routing ignores it).
+func splitLast(path string) (parent, last string) {
+	if len(path) > 1 {
+		path = strings.TrimRight(path, "/")
+	}
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 {
+		return "/", path[i+1:]
+	}
+	return path[:i], path[i+1:]
+}
+
 // boundBody reads every request body through its route's limit (or the server's) before any handler runs,
 // except on streamed routes, whose handlers read it themselves. With
 // body streaming on (which the forms need), fasthttp does not enforce BodyLimit itself, and c.Body()
@@ -24,6 +37,11 @@ func bodyKey(method, path string) string {
 func (a *App) boundBody(serverLimit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		rule, declared := a.bodies[bodyKey(c.Method(), c.Path())]
+		if !declared {
+			if parent, last := splitLast(c.Path()); last != "" {
+				rule, declared = a.bodies[bodyKey(c.Method(), parent)+"/:"]
+			}
+		}
 		if rule.Streamed {
 			return c.Next()
 		}

@@ -157,6 +157,24 @@ func (smallBodyService) Ready(context.Context) error { return nil }
 func (smallBodyService) Routes() []Route {
 	return []Route{
 		Post("/small", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) }).Limit(100),
+		Post("/small/:id", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) }).Limit(100),
+	}
+}
+
+// A route whose last segment is a parameter (/small/:id) has its body rule on every path it matches,
+// and on no deeper one.
+func TestBoundBody_ParameterRouteKeepsItsLimit(t *testing.T) {
+	addr := startBodyApp(t, 1024, smallBodyService{})
+	payload := strings.Repeat("x", 200)
+	for _, path := range []string{"/small/a", "/Small/b/", "/small/%7E"} {
+		resps := rawExchange(t, addr, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n"+payload)
+		if len(resps) != 1 || resps[0].StatusCode != 413 {
+			t.Errorf("%s: 200 bytes to a 100-byte route: want one 413", path)
+		}
+	}
+	resps := rawExchange(t, addr, "POST /small/a HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\nConnection: close\r\n\r\n"+payload[:50])
+	if len(resps) != 1 || body(resps[0]) != "50" {
+		t.Error("a body within the limit was not taken")
 	}
 }
 

@@ -140,11 +140,17 @@ func (a *App) mount(owner string, routes []Route) {
 			a.owners[key] = owner
 		}
 		if r.BodyLimit > 0 || r.Streamed {
-			if strings.ContainsAny(r.Path, ":*") {
-				// The limit is applied before routing, by exact path; a pattern cannot be matched there.
-				panic(fmt.Sprintf("server: %s %s: a body rule needs a path without parameters", r.Method, r.Path))
+			// The limit is applied before routing, by exact path, or by the parent of a path whose last
+			// segment is its only parameter (/f/:form); other patterns cannot be matched there.
+			parent, last := splitLast(r.Path)
+			switch {
+			case !strings.ContainsAny(r.Path, ":*"):
+				a.bodies[bodyKey(r.Method, r.Path)] = r
+			case strings.HasPrefix(last, ":") && !strings.ContainsAny(parent, ":*") && !strings.ContainsAny(last[1:], ":*?+"):
+				a.bodies[bodyKey(r.Method, parent)+"/:"] = r
+			default:
+				panic(fmt.Sprintf("server: %s %s: a body rule needs a path without parameters, or one parameter as its last segment", r.Method, r.Path))
 			}
-			a.bodies[bodyKey(r.Method, r.Path)] = r
 		}
 		if r.Method == fiber.MethodGet {
 			a.Get(r.Path, r.Handlers...)

@@ -1,0 +1,103 @@
+package forms
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/formsservice/formsservice/services/forms/store"
+)
+
+// declaredFormKey keeps the declared form a request posts to on the request (fasthttp's user values),
+// for its metrics and its error page's labels.
+const declaredFormKey = "forms.declared"
+
+var bodyUnknownForm = []byte(`{"status":"error","error":"unknown_form"}`)
+
+// submitDeclared takes POST /f/<id>: a declared form (docs/forms.md "Your own forms"), or one of the
+// built-in forms under their id, which answer exactly as at /contact and /waitlist. The checks run in the
+// built-in forms' order — origin (403), size (413), content type (415), then the form: unknown (404),
+// not for this origin (403), fields (400), rate limit (429), Idempotency-Key, uniqueness — and the answers
+// are theirs.
+func (s *Service) submitDeclared(c *fiber.Ctx) error {
+	id := c.Params("form")
+	switch id {
+	case "contact":
+		return s.submitContact(c)
+	case "waitlist":
+		return s.submitWaitlist(c)
+	}
+	const ep = declaredEndpoint
+	bufs := handlerBuffers.Get().(*buffers)
+	defer handlerBuffers.Put(bufs)
+	sub, ok := s.admit(c, ep, bufs.body)
+	if !ok {
+		return nil
+	}
+	form := sub.live.cfg.Forms.FindDeclared(id)
+	if form == nil {
+		s.refuseDeclared(c, refusedUnknownForm, "forms: refused with 404: no form of this id is declared (forms.declared)", "form", id)
+		s.reply(c, ep, resultUnknownForm, fiber.StatusNotFound, bodyUnknownForm)
+		return nil
+	}
+	c.Context().SetUserValue(declaredFormKey, form)
+	sub.declared = form
+	if sub.form != nil {
+		sub.form.declared = form
+	}
+	if len(form.Origins) > 0 && !slices.Contains(form.Origins, sub.origin) {
+		s.refuseDeclared(c, refusedFormOrigin, "forms: refused with 403: the form lists its origins, and not this one; add it to the form's origins",
+			"form", form.ID, "origin", sub.origin, "allowed", form.Origins)
+		c.Response().Header.Del(fiber.HeaderAccessControlAllowOrigin)
+		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
+		return nil
+	}
+	d, x, honeypot, errs := decodeDeclared(form, sub.format, sub.body, sub.wants())
+	errs = sub.checkNext(x, errs)
+	if honeypot {
+		s.m.honeypot[ep].Inc()
+		s.reply(c, ep, resultHoneypot, fiber.StatusCreated, bodyCreated)
+		return nil
+	}
+	var unknown []string
+	for name, code := range errs {
+		if code == CodeUnknownField {
+			unknown = append(unknown, name)
+		}
+	}
+	if unknown != nil {
+		slices.Sort(unknown)
+		s.refuseDeclared(c, refusedUnknownField, "forms: refused with 400: fields the form does not declare; declare them, or set the form's additionalFields: keep",
+			"form", form.ID, "fields", unknown)
+	}
+	key, ok := s.vet(c, ep, &sub, errs, x)
+	if !ok {
+		return nil
+	}
+	idem := store.Idempotency{Origin: sub.origin, Key: key}
+	if key != "" {
+		// Bound to the validated submission, as on the built-in forms.
+		idem.Message, _ = json.Marshal(struct {
+			F store.Values `json:"f"`
+			A store.Values `json:"a,omitempty"`
+		}{d.fields, d.additional})
+	}
+	limit, ok := s.gate(c, ep, &sub, x, idem)
+	if !ok {
+		return nil
+	}
+	rec, err := json.Marshal(store.FormRecord{Form: form.ID, Fields: d.fields, Additional: d.additional,
+		ReceivedAt: s.now().UTC(), Origin: sub.origin})
+	if err != nil { // values are strings, bools, numbers and lists of strings: always encodable
+		s.replyStored(c, ep, store.Result{}, err)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
+	defer cancel()
+	res, err := s.store.AddSubmission(ctx, store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem,
+		Record: rec, Unique: d.unique}, sub.live.cfg.Forms.Durability)
+	s.replyStored(c, ep, res, err)
+	return nil
+}

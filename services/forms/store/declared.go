@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/netip"
+	"sync"
+
+	"github.com/formsservice/formsservice/services/platform/clientip"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// A declared form's keys (docs/forms.md "Your own forms") carry the form's own hash tag, {form:<id>},
+// so that each form's keys live in one slot (one script call decides a submission atomically, as for
+// the built-in forms) and different forms spread over the masters of a Redis Cluster.
+//
+//	fs:{form:<id>}:messages    stream: one entry per stored submission (field RecordField: the record)
+//	fs:{form:<id>}:unique      hash: the unique field's value -> the stream entry that holds it
+//	fs:{form:<id>}:rate:<ip>   the client's rate-limit window on this form
+//	fs:{form:<id>}:idem:<hash> an Idempotency-Key's record: "<hash of the submission>:<first answer>"
+//	fs:{form:<id>}:run:<call>  a script call's answer, for a second run of the same call
+func formPrefix(id string) string { return "fs:{form:" + id + "}:" }
+
+// FormStream is where a declared form's submissions are stored, in order.
+func FormStream(id string) string { return formPrefix(id) + "messages" }
+
+// FormUnique is the declared form's hash of unique values.
+func FormUnique(id string) string { return formPrefix(id) + "unique" }
+
+// formLua: KEYS run, stream, unique hash, then per submission its rate key, idempotency key and
+// in-flight key; ARGV per submission: limit, record, the hash of the submission when an Idempotency-Key
+// was sent (else ""), "1" when the answer waits for durability, and the unique value (else "").
+// Answers as contactLua's, plus 2 (a unique value stored before: duplicate) and 6 (a replay of a
+// duplicate). The idempotency record keeps the first answer, so that a replay answers as the first did.
+var formLua = firstRun + rateLimitLua + `
+for i = 1, (#KEYS - 3) / 3 do
+  local kr, ki, kb = KEYS[3*i + 1], KEYS[3*i + 2], KEYS[3*i + 3]
+  local a = 5*(i - 1)
+  local hash, uniq = ARGV[a + 3], ARGV[a + 5]
+  local r = rate(kr, tonumber(ARGV[a + 1]))
+  if r == 0 then
+    local seen = false
+    if hash ~= '' then seen = redis.call('GET', ki) end
+    if seen then
+      local h, first = string.match(seen, '^(%x+):(%d)$')
+      if h ~= hash then r = 4
+      elseif redis.call('EXISTS', kb) == 1 then r = 5
+      elseif first == '2' then r = 6
+      else r = 3 end
+    else
+      if uniq ~= '' and redis.call('HEXISTS', KEYS[3], uniq) == 1 then
+        r = 2
+      else
+        local id = redis.call('XADD', KEYS[2], '*', 'm', ARGV[a + 2])
+        if uniq ~= '' then redis.call('HSET', KEYS[3], uniq, id) end
+        r = 1
+      end
+      if hash ~= '' then
+        redis.call('SET', ki, hash .. ':' .. r, 'PX', ` + ms(idempotencyLifetime) + `)
+        if ARGV[a + 4] == '1' then redis.call('SET', kb, KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
+      end
+    end
+  end
+  out[i] = r
+end
+return remember(KEYS[1], out)
+`
+
+// formIdemKey is where a declared form's Idempotency-Key keeps its record (see IdempotencyRecordKey).
+func formIdemKey(form string, idem Idempotency) string {
+	return idempotencyKey(formPrefix(form)+"idem:", idem.Origin, idem.Key)
+}
+
+// formBatchers holds one batcher per declared form, made on the form's first submission: a form
+// declared by a reloaded configuration needs no restart.
+type formBatchers struct {
+	mu sync.Mutex
+	m  map[string]*batcher
+}
+
+func (s *Store) formBatcher(id string) *batcher {
+	s.forms.mu.Lock()
+	defer s.forms.mu.Unlock()
+	if s.forms.m == nil {
+		s.forms.m = map[string]*batcher{}
+	}
+	b := s.forms.m[id]
+	if b == nil {
+		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id)}, formPrefix(id)+"run:")
+		s.forms.m[id] = b
+	}
+	return b
+}
+
+// Submission is one submission of a declared form.
+type Submission struct {
+	Form   string // the form's id
+	Client netip.Addr
+	Limit  int // the client's rate limit per minute on this form; 0: none
+	Idem   Idempotency
+	Record []byte // the record (AppendFormRecord)
+	// Unique is the canonical value of the form's unique field; "" when the form has none.
+	Unique string
+}
+
+// AddSubmission stores a declared form's submission unless its unique value or its Idempotency-Key
+// was seen before, within the client's rate limit, as durable as level asks (see AddWaitlist).
+func (s *Store) AddSubmission(ctx context.Context, sub Submission, level config.Durability) (Result, error) {
+	if err := s.guard.Allow(ctx, level); err != nil {
+		return Result{}, err
+	}
+	p := formPrefix(sub.Form)
+	op := storeOp{level: level}
+	hash, waits, idemKey := "", "0", formIdemKey(sub.Form, sub.Idem)
+	if sub.Idem.Key != "" {
+		sum := sha256.Sum256(sub.Idem.Message)
+		hash = hex.EncodeToString(sum[:])
+		if level != config.DurabilityProcess {
+			waits = "1"
+			op.settle = idemKey + ":busy"
+		}
+	}
+	op.keys = []string{p + "rate:" + clientip.Key(sub.Client), idemKey, idemKey + ":busy"}
+	op.args = []any{sub.Limit, string(sub.Record), hash, waits, sub.Unique}
+	n, err := s.formBatcher(sub.Form).do(ctx, op)
+	if err != nil {
+		return Result{}, err
+	}
+	return scriptResult(n)
+}

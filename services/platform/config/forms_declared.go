@@ -1,0 +1,267 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"slices"
+	"time"
+)
+
+// DeclaredForm is a form a team declares as data (forms.declared, docs/forms.md "Your own forms"): it is
+// posted to /f/<id> and takes exactly the fields it declares. /contact and /waitlist are the two
+// built-in forms; their ids are taken.
+type DeclaredForm struct {
+	// ID names the form in its path (/f/<id>), its keys, its metrics and its export.
+	ID string `json:"id"`
+	// Title names the form to people: the subject of its notification mail and its pages.
+	Title string `json:"title,omitempty"`
+	// Fields are the form's fields, in the order its notifications and export show them.
+	Fields []FormField `json:"fields"`
+	// AdditionalFields says what becomes of a field the form does not declare: "refuse" (the default:
+	// 400 naming it) or "keep" (stored as text, bounded, shown in the export).
+	AdditionalFields string `json:"additionalFields,omitempty"`
+	// Origins narrow the sites that may post this form to some of allowedOrigins (default: all).
+	Origins []string `json:"origins,omitempty"`
+	// Unique names a field whose value a submission may carry once: a second one is answered 200
+	// {"status":"duplicate"}, as the waitlist answers an address it has. An e-mail field compares the
+	// canonical address; other fields their trimmed text.
+	Unique string `json:"unique,omitempty"`
+}
+
+// FormField is one field of a declared form.
+type FormField struct {
+	// Name is the field's name in the JSON body or the form post: [a-z][a-z0-9_]*, at most 64.
+	Name string `json:"name"`
+	// Label names the field to people (the error page, the notification); default: Name.
+	Label string `json:"label,omitempty"`
+	// Type is one of the FieldType constants.
+	Type FieldType `json:"type"`
+	// Required: the field must be present and not empty (a consent field is always required).
+	Required bool `json:"required,omitempty"`
+	// MinLength and MaxLength bound a text's length in characters (code points, after trimming).
+	// MaxLength defaults to 200 for one line and 4000 for long text.
+	MinLength int `json:"minLength,omitempty"`
+	MaxLength int `json:"maxLength,omitempty"`
+	// Min and Max bound a number, or a date (written YYYY-MM-DD).
+	Min string `json:"min,omitempty"`
+	Max string `json:"max,omitempty"`
+	// Choices are the values a one-of or many-of field takes.
+	Choices []string `json:"choices,omitempty"`
+	// MaxChoices bounds how many choices a many-of field may carry (default: all of them).
+	MaxChoices int `json:"maxChoices,omitempty"`
+}
+
+// FieldType is a declared field's kind: what it accepts and how it is checked.
+type FieldType string
+
+const (
+	FieldText     FieldType = "text"     // one line of text
+	FieldLongText FieldType = "longtext" // several lines of text
+	FieldEmail    FieldType = "email"    // an e-mail address, checked as the built-in forms check it
+	FieldURL      FieldType = "url"      // an http(s) URL with a host
+	FieldPhone    FieldType = "phone"    // a phone number: 7 to 15 digits, with + ( ) - . and spaces
+	FieldNumber   FieldType = "number"   // a decimal number (a JSON number, or a string of one)
+	FieldDate     FieldType = "date"     // a calendar date, YYYY-MM-DD
+	FieldOneOf    FieldType = "oneof"    // one of Choices
+	FieldManyOf   FieldType = "manyof"   // some of Choices (a JSON array, or the same name repeated)
+	FieldCheckbox FieldType = "checkbox" // yes or no (absent is no)
+	FieldConsent  FieldType = "consent"  // a box that must be ticked
+)
+
+// FieldTypes lists every field type, in the order docs/forms.md documents them.
+var FieldTypes = []FieldType{FieldText, FieldLongText, FieldEmail, FieldURL, FieldPhone, FieldNumber, FieldDate,
+	FieldOneOf, FieldManyOf, FieldCheckbox, FieldConsent}
+
+// Limits of a declared form, so that a declaration cannot make the 16 KB body or the record unbounded.
+const (
+	MaxDeclaredForms      = 100
+	MaxFormFields         = 50
+	MaxFieldChoices       = 100
+	MaxFieldLength        = 4000
+	DefaultTextLength     = 200
+	MaxKeptFields         = 20 // additionalFields: keep
+	MaxKeptFieldLength    = 1000
+	AdditionalFieldsKeep  = "keep"
+	AdditionalFieldsRefus = "refuse"
+)
+
+var (
+	formIDPattern    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+	fieldNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	// builtInForms are the ids /contact and /waitlist answer to under /f/ as well.
+	builtInForms = []string{"contact", "waitlist"}
+)
+
+// BuiltInForm reports whether id is one of the built-in forms (/f/contact is /contact).
+func BuiltInForm(id string) bool { return slices.Contains(builtInForms, id) }
+
+// DateLayout is how a date field is written.
+const DateLayout = time.DateOnly
+
+func validateDeclared(forms []DeclaredForm, allowed []string) []error {
+	var errs []error
+	if len(forms) > MaxDeclaredForms {
+		errs = append(errs, fmt.Errorf("forms.declared: at most %d forms", MaxDeclaredForms))
+	}
+	ids := map[string]bool{}
+	for i, f := range forms {
+		at := fmt.Sprintf("forms.declared[%d]", i)
+		switch {
+		case !formIDPattern.MatchString(f.ID):
+			errs = append(errs, fmt.Errorf("%s.id %q: want 1 to 40 of a-z, 0-9 and -, starting with a letter or digit", at, f.ID))
+		case BuiltInForm(f.ID):
+			errs = append(errs, fmt.Errorf("%s.id %q: taken by the built-in form /%s", at, f.ID, f.ID))
+		case ids[f.ID]:
+			errs = append(errs, fmt.Errorf("%s.id %q: declared twice", at, f.ID))
+		}
+		ids[f.ID] = true
+		at = fmt.Sprintf("forms.declared[%s]", f.ID)
+		errs = append(errs, f.validate(at, allowed)...)
+	}
+	return errs
+}
+
+func (f DeclaredForm) validate(at string, allowed []string) []error {
+	var errs []error
+	switch {
+	case len(f.Fields) == 0:
+		errs = append(errs, fmt.Errorf("%s.fields: a form needs at least one field", at))
+	case len(f.Fields) > MaxFormFields:
+		errs = append(errs, fmt.Errorf("%s.fields: at most %d fields", at, MaxFormFields))
+	}
+	switch f.AdditionalFields {
+	case "", AdditionalFieldsRefus, AdditionalFieldsKeep:
+	default:
+		errs = append(errs, fmt.Errorf("%s.additionalFields %q: want refuse or keep", at, f.AdditionalFields))
+	}
+	for _, o := range f.Origins {
+		if !slices.Contains(allowed, o) {
+			errs = append(errs, fmt.Errorf("%s.origins: %q is not in allowedOrigins (a form's origins narrow them)", at, o))
+		}
+	}
+	names := map[string]bool{}
+	for i, fd := range f.Fields {
+		fat := fmt.Sprintf("%s.fields[%d]", at, i)
+		if !fieldNamePattern.MatchString(fd.Name) {
+			errs = append(errs, fmt.Errorf("%s.name %q: want [a-z][a-z0-9_]*, at most 64 (a leading _ is the service's own)", fat, fd.Name))
+		} else if names[fd.Name] {
+			errs = append(errs, fmt.Errorf("%s.name %q: declared twice", fat, fd.Name))
+		}
+		names[fd.Name] = true
+		errs = append(errs, fd.validate(fat)...)
+	}
+	if f.Unique != "" {
+		i := slices.IndexFunc(f.Fields, func(fd FormField) bool { return fd.Name == f.Unique })
+		switch {
+		case i < 0:
+			errs = append(errs, fmt.Errorf("%s.unique %q: not a field of the form", at, f.Unique))
+		case !slices.Contains([]FieldType{FieldText, FieldEmail, FieldPhone, FieldURL}, f.Fields[i].Type):
+			errs = append(errs, fmt.Errorf("%s.unique %q: must be a text, email, phone or url field", at, f.Unique))
+		case !f.Fields[i].Required:
+			errs = append(errs, fmt.Errorf("%s.unique %q: must be a required field", at, f.Unique))
+		}
+	}
+	return errs
+}
+
+func (fd FormField) validate(at string) []error {
+	var errs []error
+	if !slices.Contains(FieldTypes, fd.Type) {
+		errs = append(errs, fmt.Errorf("%s.type %q: want one of %v", at, fd.Type, FieldTypes))
+		return errs
+	}
+	if len([]rune(fd.Label)) > 200 {
+		errs = append(errs, fmt.Errorf("%s.label: at most 200 characters", at))
+	}
+	text := fd.Type == FieldText || fd.Type == FieldLongText
+	if (fd.MinLength != 0 || fd.MaxLength != 0) && !text {
+		errs = append(errs, fmt.Errorf("%s: minLength and maxLength are for text and longtext fields", at))
+	}
+	if fd.MinLength < 0 || fd.MaxLength < 0 || fd.MaxLength > MaxFieldLength || fd.MaxLength != 0 && fd.MinLength > fd.MaxLength {
+		errs = append(errs, fmt.Errorf("%s: want 0 <= minLength <= maxLength <= %d", at, MaxFieldLength))
+	}
+	choices := fd.Type == FieldOneOf || fd.Type == FieldManyOf
+	switch {
+	case choices && (len(fd.Choices) == 0 || len(fd.Choices) > MaxFieldChoices):
+		errs = append(errs, fmt.Errorf("%s.choices: a %s field needs 1 to %d choices", at, fd.Type, MaxFieldChoices))
+	case !choices && len(fd.Choices) > 0:
+		errs = append(errs, fmt.Errorf("%s.choices: only oneof and manyof fields have choices", at))
+	}
+	seen := map[string]bool{}
+	for _, c := range fd.Choices {
+		if c == "" || len(c) > 200 || seen[c] {
+			errs = append(errs, fmt.Errorf("%s.choices: each choice must be 1 to 200 bytes and listed once", at))
+			break
+		}
+		seen[c] = true
+	}
+	if fd.MaxChoices != 0 && (fd.Type != FieldManyOf || fd.MaxChoices < 1) {
+		errs = append(errs, fmt.Errorf("%s.maxChoices: a positive count, for manyof fields", at))
+	}
+	if fd.Min != "" || fd.Max != "" {
+		switch fd.Type {
+		case FieldNumber:
+			lo, okLo := ParseFormNumber(fd.Min)
+			hi, okHi := ParseFormNumber(fd.Max)
+			if fd.Min != "" && !okLo || fd.Max != "" && !okHi || fd.Min != "" && fd.Max != "" && lo > hi {
+				errs = append(errs, fmt.Errorf("%s: min and max must be numbers, min <= max", at))
+			}
+		case FieldDate:
+			lo, errLo := time.Parse(DateLayout, fd.Min)
+			hi, errHi := time.Parse(DateLayout, fd.Max)
+			if fd.Min != "" && errLo != nil || fd.Max != "" && errHi != nil || fd.Min != "" && fd.Max != "" && lo.After(hi) {
+				errs = append(errs, fmt.Errorf("%s: min and max must be dates (YYYY-MM-DD), min <= max", at))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s: min and max are for number and date fields", at))
+		}
+	}
+	return errs
+}
+
+// MaxLen is the field's longest accepted text.
+func (fd FormField) MaxLen() int {
+	switch {
+	case fd.MaxLength > 0:
+		return fd.MaxLength
+	case fd.Type == FieldLongText:
+		return MaxFieldLength
+	}
+	return DefaultTextLength
+}
+
+// DisplayLabel is what people read for the field.
+func (fd FormField) DisplayLabel() string {
+	if fd.Label != "" {
+		return fd.Label
+	}
+	return fd.Name
+}
+
+// Keep reports whether the form stores fields it does not declare.
+func (f DeclaredForm) Keep() bool { return f.AdditionalFields == AdditionalFieldsKeep }
+
+// FindDeclared returns the declared form with id, or nil.
+func (f *Forms) FindDeclared(id string) *DeclaredForm {
+	for i := range f.Declared {
+		if f.Declared[i].ID == id {
+			return &f.Declared[i]
+		}
+	}
+	return nil
+}
+
+// numberPattern is a decimal number as JSON writes one (no hex, no Inf or NaN, no leading +).
+var numberPattern = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// ParseFormNumber reads a number field's value (or a declared bound): a finite decimal of at most 40
+// characters.
+func ParseFormNumber(s string) (float64, bool) {
+	if len(s) == 0 || len(s) > 40 || !numberPattern.MatchString(s) {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	return v, err == nil && !math.IsInf(v, 0)
+}
