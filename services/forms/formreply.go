@@ -60,8 +60,8 @@ func (s *Service) replyForm(c *fiber.Ctx, ep endpoint, p *formPost, r result, st
 		}
 	}
 	if errs != nil {
-		if p.site != nil && p.site.ErrorURL != "" && p.origin != "" {
-			if to := errorRedirect(resolveOnOrigin(p.origin, p.site.ErrorURL), errs); to != "" {
+		if u := p.errorURL(); u != "" {
+			if to := errorRedirect(resolveOnOrigin(p.origin, u), errs); to != "" {
 				c.Response().Header.Set(fiber.HeaderLocation, to)
 				c.Status(fiber.StatusSeeOther)
 				return
@@ -94,8 +94,28 @@ func (p *formPost) thanksURL() string {
 	if p.next != "" {
 		return p.next
 	}
-	if p.site != nil && p.site.ThanksURL != "" && p.origin != "" {
+	if p.origin == "" {
+		return ""
+	}
+	if p.declared != nil && p.declared.ThanksURL != "" {
+		return resolveOnOrigin(p.origin, p.declared.ThanksURL)
+	}
+	if p.site != nil && p.site.ThanksURL != "" {
 		return resolveOnOrigin(p.origin, p.site.ThanksURL)
+	}
+	return ""
+}
+
+// errorURL is where a form post with field errors goes: its declared form's errorURL, else its site's,
+// else nowhere (the forms' own error page).
+func (p *formPost) errorURL() string {
+	switch {
+	case p.origin == "":
+		return ""
+	case p.declared != nil && p.declared.ErrorURL != "":
+		return p.declared.ErrorURL
+	case p.site != nil:
+		return p.site.ErrorURL
 	}
 	return ""
 }

@@ -267,7 +267,7 @@ func (s *Service) gate(c *fiber.Ctx, ep endpoint, sub *admitted, x extras, idem 
 	var g store.Gate
 	var err error
 	if sub.declared != nil {
-		g, err = s.store.BeforeBotCheckForm(ctx, sub.declared.ID, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.Durability)
+		g, err = s.store.BeforeBotCheckForm(ctx, sub.declared.ID, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.DurabilityOf(sub.declared))
 	} else {
 		g, err = s.store.BeforeBotCheck(ctx, ep == waitlistEndpoint, sub.client, sub.live.rateLimit, idem, sub.live.cfg.Forms.Durability)
 	}

@@ -97,7 +97,7 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
 	res, err := s.store.AddSubmission(ctx, store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem,
-		Record: rec, Unique: d.unique}, sub.live.cfg.Forms.Durability)
+		Record: rec, Unique: d.unique}, sub.live.cfg.Forms.DurabilityOf(form))
 	s.replyStored(c, ep, res, err)
 	return nil
 }

@@ -240,28 +240,31 @@ func (f Forms) validate() []error {
 }
 
 // validate checks the webhook's settings. Messages never repeat the URL: it is a secret.
-func (w Webhook) validate() []error {
+func (w Webhook) validate() []error { return w.validateAt("forms.delivery.webhook") }
+
+// validateAt checks the webhook's settings, naming them under at.
+func (w Webhook) validateAt(at string) []error {
 	switch {
 	case w.Format != "" && w.Format != WebhookFormatSlack && w.Format != WebhookFormatMarkdown:
-		return []error{fmt.Errorf("forms.delivery.webhook.format %q: want slack or markdown (leave it out to choose by the address: slack on hooks.slack.com)", w.Format)}
+		return []error{fmt.Errorf("%s.format %q: want slack or markdown (leave it out to choose by the address: slack on hooks.slack.com)", at, w.Format)}
 	case w.URL != "" && w.URLFile != "":
-		return []error{fmt.Errorf("forms.delivery.webhook: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)")}
+		return []error{fmt.Errorf("%s: set url or urlFile, not both (urlFile, a file such as a mounted Secret, keeps the address out of the configuration)", at)}
 	case w.URL == "" && w.URLFile == "":
-		return []error{fmt.Errorf("forms.delivery.webhook: set url (the incoming-webhook address) or urlFile (a file holding it, such as a mounted Secret)")}
+		return []error{fmt.Errorf("%s: set url (the incoming-webhook address) or urlFile (a file holding it, such as a mounted Secret)", at)}
 	case w.SecretFile != "" && (strings.TrimSpace(w.SecretFile) != w.SecretFile || strings.ContainsRune(w.SecretFile, 0)):
-		return []error{fmt.Errorf("forms.delivery.webhook.secretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.SecretFile)}
+		return []error{fmt.Errorf("%s.secretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", at, w.SecretFile)}
 	case w.PreviousSecretFile != "" && w.SecretFile == "":
-		return []error{fmt.Errorf("forms.delivery.webhook.previousSecretFile: set only during a rotation, beside secretFile (the new secret)")}
+		return []error{fmt.Errorf("%s.previousSecretFile: set only during a rotation, beside secretFile (the new secret)", at)}
 	case w.PreviousSecretFile != "" && (strings.TrimSpace(w.PreviousSecretFile) != w.PreviousSecretFile || strings.ContainsRune(w.PreviousSecretFile, 0)):
-		return []error{fmt.Errorf("forms.delivery.webhook.previousSecretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.PreviousSecretFile)}
+		return []error{fmt.Errorf("%s.previousSecretFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", at, w.PreviousSecretFile)}
 	case w.URLFile != "":
 		if strings.TrimSpace(w.URLFile) != w.URLFile || strings.ContainsRune(w.URLFile, 0) {
-			return []error{fmt.Errorf("forms.delivery.webhook.urlFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", w.URLFile)}
+			return []error{fmt.Errorf("%s.urlFile: %q is not a usable file name (leading or trailing spaces, or a NUL)", at, w.URLFile)}
 		}
 		return nil
 	}
 	if err := CheckWebhookURL(w.URL); err != nil {
-		return []error{fmt.Errorf("forms.delivery.webhook.url: %w", err)}
+		return []error{fmt.Errorf("%s.url: %w", at, err)}
 	}
 	return nil
 }

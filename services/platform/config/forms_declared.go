@@ -3,9 +3,11 @@ package config
 import (
 	"fmt"
 	"math"
+	"net/mail"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,6 +30,36 @@ type DeclaredForm struct {
 	// {"status":"duplicate"}, as the waitlist answers an address it has. An e-mail field compares the
 	// canonical address; other fields their trimmed text.
 	Unique string `json:"unique,omitempty"`
+	// Notify says who hears of each submission: mail recipients and webhooks (each with its own
+	// signing secret). Without it, submissions are stored and exported only.
+	Notify *FormNotify `json:"notify,omitempty"`
+	// Autoresponder answers the sender by mail, through the shared mail component (mail.smtp).
+	Autoresponder *Autoresponder `json:"autoresponder,omitempty"`
+	// ThanksURL and ErrorURL are the form's own thank-you and error pages for plain HTML posts (as a
+	// site's, which they override for this form): a path on the posting origin or an absolute http(s) URL.
+	ThanksURL string `json:"thanksURL,omitempty"`
+	ErrorURL  string `json:"errorURL,omitempty"`
+	// Durability is what this form's 201 survives (forms.durability's levels); default forms.durability.
+	Durability Durability `json:"durability,omitempty"`
+}
+
+// FormNotify is where a declared form's submissions are delivered.
+type FormNotify struct {
+	// MailTo get each submission as a mail through the shared mail component (mail.smtp), with the
+	// sender's address as Reply-To when the form has an e-mail field.
+	MailTo []string `json:"mailTo,omitempty"`
+	// Webhooks each get each submission (Standard Webhooks, signed with their own secretFile).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
+}
+
+// Autoresponder is the mail a declared form sends to the address in one of its e-mail fields.
+type Autoresponder struct {
+	// Field is the e-mail field whose address gets the mail; default the form's unique field when it
+	// is an e-mail field, else its first e-mail field.
+	Field string `json:"field,omitempty"`
+	// Subject and Text are the mail's; Text may name the submission's fields as {{name}}.
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
 }
 
 // FormField is one field of a declared form.
@@ -152,6 +184,54 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 		names[fd.Name] = true
 		errs = append(errs, fd.validate(fat)...)
 	}
+	switch f.Durability {
+	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary:
+	default:
+		errs = append(errs, fmt.Errorf("%s.durability %q: want one of forms.durability's levels", at, f.Durability))
+	}
+	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
+		if u.v != "" {
+			if err := CheckSiteURL(u.v); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s %q: %w", at, u.key, u.v, err))
+			}
+		}
+	}
+	if n := f.Notify; n != nil {
+		if len(n.MailTo)+len(n.Webhooks) == 0 {
+			errs = append(errs, fmt.Errorf("%s.notify: name mailTo addresses or webhooks (or leave notify out)", at))
+		}
+		if len(n.MailTo) > 20 || len(n.Webhooks) > 10 {
+			errs = append(errs, fmt.Errorf("%s.notify: at most 20 mailTo addresses and 10 webhooks", at))
+		}
+		for i, to := range n.MailTo {
+			if a, err := mail.ParseAddress(to); err != nil || a.Name != "" || strings.ContainsAny(to, "<>") {
+				errs = append(errs, fmt.Errorf("%s.notify.mailTo[%d] %q: want a bare address like team@example.com", at, i, to))
+			}
+		}
+		for i, w := range n.Webhooks {
+			errs = append(errs, w.validateAt(fmt.Sprintf("%s.notify.webhooks[%d]", at, i))...)
+		}
+	}
+	if a := f.Autoresponder; a != nil {
+		field := a.ResponderField(f)
+		switch {
+		case field == "":
+			errs = append(errs, fmt.Errorf("%s.autoresponder: the form has no e-mail field to answer to", at))
+		case slices.IndexFunc(f.Fields, func(fd FormField) bool { return fd.Name == field && fd.Type == FieldEmail }) < 0:
+			errs = append(errs, fmt.Errorf("%s.autoresponder.field %q: not an e-mail field of the form", at, field))
+		}
+		if strings.TrimSpace(a.Subject) == "" || strings.ContainsAny(a.Subject, "\r\n") || len(a.Subject) > 200 {
+			errs = append(errs, fmt.Errorf("%s.autoresponder.subject: one line of 1 to 200 bytes", at))
+		}
+		if strings.TrimSpace(a.Text) == "" || len(a.Text) > 20000 {
+			errs = append(errs, fmt.Errorf("%s.autoresponder.text: 1 to 20000 bytes", at))
+		}
+		for _, name := range Placeholders(a.Text) {
+			if slices.IndexFunc(f.Fields, func(fd FormField) bool { return fd.Name == name }) < 0 {
+				errs = append(errs, fmt.Errorf("%s.autoresponder.text: {{%s}} is not a field of the form", at, name))
+			}
+		}
+	}
 	if f.Unique != "" {
 		i := slices.IndexFunc(f.Fields, func(fd FormField) bool { return fd.Name == f.Unique })
 		switch {
@@ -264,4 +344,49 @@ func ParseFormNumber(s string) (float64, bool) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	return v, err == nil && !math.IsInf(v, 0)
+}
+
+// ResponderField is the e-mail field an autoresponder answers to (see Autoresponder.Field); "" when the
+// form has none.
+func (a *Autoresponder) ResponderField(f DeclaredForm) string {
+	if a.Field != "" {
+		return a.Field
+	}
+	for _, fd := range f.Fields {
+		if fd.Name == f.Unique && fd.Type == FieldEmail {
+			return fd.Name
+		}
+	}
+	for _, fd := range f.Fields {
+		if fd.Type == FieldEmail {
+			return fd.Name
+		}
+	}
+	return ""
+}
+
+var placeholder = regexp.MustCompile(`\{\{\s*([a-z][a-z0-9_]*)\s*\}\}`)
+
+// Placeholders lists the field names a text names as {{name}}, in order.
+func Placeholders(text string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// FillPlaceholders writes each {{name}} of text as value(name).
+func FillPlaceholders(text string, value func(name string) string) string {
+	return placeholder.ReplaceAllStringFunc(text, func(m string) string {
+		return value(placeholder.FindStringSubmatch(m)[1])
+	})
+}
+
+// DurabilityOf is the durability a declared form keeps: its own, else the forms'.
+func (f *Forms) DurabilityOf(form *DeclaredForm) Durability {
+	if form != nil && form.Durability != "" {
+		return form.Durability
+	}
+	return f.Durability
 }
