@@ -63,6 +63,7 @@ type Service struct {
 	rdb          redis.UniversalClient
 	store        *store.Store
 	delivery     *delivery.Worker
+	forms        *delivery.Forms // the declared forms' delivery
 	optin        *optin.OptIn
 	log          *slog.Logger
 	m            *metrics
@@ -142,6 +143,12 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.forms, err = worker.Forms(o.Mail); err != nil {
+		return nil, err
+	}
+	if err := s.forms.Check(o.Config.Current()); err != nil {
+		return nil, err
+	}
 	// A site whose bot-check secret cannot be read stops the start, as a webhook URL file does; after a
 	// reload it fails closed (502) until the file is fixed.
 	if err := errors.Join(s.live().sites.errs...); err != nil {
@@ -158,8 +165,8 @@ func (s *Service) Ready(ctx context.Context) error {
 	return s.store.Ready(ctx, s.cfg.Current().Forms.Durability)
 }
 
-// Run is the background work: the store's durability checks, the delivery worker and the double
-// opt-in's mailer and sweep. It returns when ctx ends.
+// Run is the background work: the store's durability checks, the delivery workers (the contact
+// messages' and the declared forms') and the double opt-in's mailer and sweep. It returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	ticks := s.ticks
 	if ticks == nil {
@@ -169,10 +176,11 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	guarded := make(chan struct{})
 	go func() { defer close(guarded); s.store.Guard().Run(ctx, ticks) }()
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- s.optin.Run(ctx) }()
+	go func() { done <- s.forms.Run(ctx) }()
 	err := s.delivery.Run(ctx)
-	err = errors.Join(err, <-done)
+	err = errors.Join(err, <-done, <-done)
 	<-guarded
 	return err
 }

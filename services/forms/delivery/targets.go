@@ -29,40 +29,49 @@ func buildSenders(d config.Delivery, dev *DevMail) ([]notify.Sender, error) {
 		out = append(out, notify.NewMail(dev.Sender, config.SMTP{To: []string{dev.To}, Subject: "[contact]"}))
 	}
 	if d.Webhook != nil {
-		u, err := webhookURL(*d.Webhook)
+		wh, err := buildWebhook(*d.Webhook, "forms.delivery.webhook")
 		if err != nil {
 			return nil, err
-		}
-		wh := notify.NewWebhook(u, nil).WithFormat(d.Webhook.Format)
-		for _, f := range []struct{ key, path string }{{"secretFile", d.Webhook.SecretFile}, {"previousSecretFile", d.Webhook.PreviousSecretFile}} {
-			if f.path == "" {
-				continue
-			}
-			b, err := os.ReadFile(f.path)
-			if err != nil {
-				return nil, fmt.Errorf("forms.delivery.webhook.%s: cannot read the signing secret: %w", f.key, err)
-			}
-			if wh, err = wh.WithSecret(strings.TrimSpace(string(b))); err != nil {
-				return nil, fmt.Errorf("forms.delivery.webhook.%s: %s: %w", f.key, f.path, err)
-			}
 		}
 		out = append(out, wh)
 	}
 	return out, nil
 }
 
+// buildWebhook makes the sender of webhook w (named at in errors), reading its files.
+func buildWebhook(w config.Webhook, at string) (*notify.Webhook, error) {
+	u, err := webhookURL(w, at)
+	if err != nil {
+		return nil, err
+	}
+	wh := notify.NewWebhook(u, nil).WithFormat(w.Format)
+	for _, f := range []struct{ key, path string }{{"secretFile", w.SecretFile}, {"previousSecretFile", w.PreviousSecretFile}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: cannot read the signing secret: %w", at, f.key, err)
+		}
+		if wh, err = wh.WithSecret(strings.TrimSpace(string(b))); err != nil {
+			return nil, fmt.Errorf("%s.%s: %s: %w", at, f.key, f.path, err)
+		}
+	}
+	return wh, nil
+}
+
 // webhookURL is the webhook's address: url, or the trimmed content of urlFile. Errors name the file,
 // never its content, which is a secret.
-func webhookURL(w config.Webhook) (string, error) {
+func webhookURL(w config.Webhook, at string) (string, error) {
 	if w.URLFile == "" {
 		return w.URL, nil
 	}
 	u, err := secretfile.Read(w.URLFile)
 	if err != nil {
-		return "", fmt.Errorf("forms.delivery.webhook.urlFile: cannot read the webhook URL: %w", err)
+		return "", fmt.Errorf("%s.urlFile: cannot read the webhook URL: %w", at, err)
 	}
 	if err := config.CheckWebhookURL(u); err != nil {
-		return "", fmt.Errorf("forms.delivery.webhook.urlFile: the content of %s %w", w.URLFile, err)
+		return "", fmt.Errorf("%s.urlFile: the content of %s %w", at, w.URLFile, err)
 	}
 	return u, nil
 }

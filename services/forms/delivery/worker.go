@@ -39,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/forms/notify"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
@@ -89,6 +90,8 @@ type Worker struct {
 	consumer string
 	dev      *DevMail
 
+	src source // what this worker delivers
+	reg prometheus.Registerer
 	// targets are the senders of the configuration in use: at first those of the configuration at
 	// start-up, built (and a webhook's urlFile read) by New so that a missing or wrong file stops the
 	// service before it serves.
@@ -130,19 +133,45 @@ func New(o Options) (*Worker, error) {
 		_, _ = rand.Read(b)
 		o.ConsumerName = host + "-" + hex.EncodeToString(b)
 	}
-	var start *targets
-	if cfg := o.Config.Current(); cfg != nil {
-		senders, err := buildSenders(cfg.Forms.Delivery, o.DevMail)
-		if err != nil {
-			return nil, err
-		}
-		start = &targets{cfg: cfg, senders: senders}
-	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: o.Config, rdb: o.Redis, log: o.Logger, m: m, now: o.Now, consumer: o.ConsumerName, targets: start, dev: o.DevMail}, nil
+	w := &Worker{cfg: o.Config, rdb: o.Redis, log: o.Logger, m: m, now: o.Now, consumer: o.ConsumerName, dev: o.DevMail, reg: o.Registerer}
+	w.src = w.contactSource()
+	if cfg := o.Config.Current(); cfg != nil {
+		senders, err := w.src.senders(cfg)
+		if err != nil {
+			return nil, err
+		}
+		w.targets = &targets{cfg: cfg, senders: senders}
+	}
+	return w, nil
+}
+
+// source is what a worker delivers: a queue of the store, the channels that take its messages under a
+// configuration, and how a stored record becomes a message (source.go holds the declared forms').
+type source struct {
+	q store.Queue
+	// enabled reports whether anything takes the queue's messages under cfg.
+	enabled func(cfg *config.Config) bool
+	// senders builds the channels for cfg; it reads files (a webhook's urlFile and secretFile), so it
+	// runs at start-up and when the configuration changes.
+	senders func(cfg *config.Config) ([]notify.Sender, error)
+	decode  func(msg redis.XMessage, deployment string) (notify.Message, bool)
+	// pending and deadCount are the queue's gauges.
+	pending, deadCount prometheus.Gauge
+}
+
+// contactSource is the contact messages': forms.delivery's targets, or the dev mail.
+func (w *Worker) contactSource() source {
+	return source{
+		q:       store.ContactQueue,
+		enabled: func(cfg *config.Config) bool { return cfg.Forms.Delivery.Enabled() || w.dev != nil },
+		senders: func(cfg *config.Config) ([]notify.Sender, error) { return buildSenders(cfg.Forms.Delivery, w.dev) },
+		decode:  decodeStored,
+		pending: w.m.deliveryPending, deadCount: w.m.deadLetterCount,
+	}
 }
 
 // Run is the delivery loop; it returns when ctx ends. A worker runs one loop.
@@ -161,13 +190,13 @@ func (w *Worker) Run(ctx context.Context) error {
 // pass claims due retries, then waits briefly for new messages and delivers them.
 func (w *Worker) pass(ctx context.Context) error {
 	cfg := w.cfg.Current()
-	d := cfg.Forms.Delivery
-	if !w.enabled(d) {
+	d := cfg.Forms.Delivery // the retry settings; the targets are the source's
+	if !w.src.enabled(cfg) {
 		w.idle(ctx, disabledRecheck)
 		return nil
 	}
 	if w.targets == nil || w.targets.cfg != cfg {
-		senders, err := buildSenders(d, w.dev)
+		senders, err := w.src.senders(cfg)
 		switch {
 		case err == nil:
 			w.targets = &targets{cfg: cfg, senders: senders}
@@ -183,7 +212,7 @@ func (w *Worker) pass(ctx context.Context) error {
 		}
 	}
 	if !w.groupOK {
-		if err := store.EnsureDeliveryGroup(ctx, w.rdb); err != nil {
+		if err := w.src.q.EnsureGroup(ctx, w.rdb); err != nil {
 			return err
 		}
 		dep, err := store.DeploymentID(ctx, w.rdb)
@@ -200,7 +229,7 @@ func (w *Worker) pass(ctx context.Context) error {
 		block = w.workerWait
 	}
 	streams, err := w.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: store.DeliveryGroup, Consumer: w.consumer, Streams: []string{store.ContactStream, ">"},
+		Group: store.DeliveryGroup, Consumer: w.consumer, Streams: []string{w.src.q.Stream, ">"},
 		Count: readBatch, Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -218,9 +247,6 @@ func (w *Worker) pass(ctx context.Context) error {
 	}
 	return nil
 }
-
-// enabled reports whether anything takes contact messages: a configured target, or the dev mail.
-func (w *Worker) enabled(d config.Delivery) bool { return d.Enabled() || w.dev != nil }
 
 // badTargets logs, once per configuration, that its delivery targets cannot be built.
 func (w *Worker) badTargets(cfg *config.Config, err error, consequence string) {
@@ -242,20 +268,20 @@ func (w *Worker) storeErr(err error) error {
 // retryDue claims and delivers pending messages whose backoff has passed, and updates the pending gauge.
 func (w *Worker) retryDue(ctx context.Context, d config.Delivery) error {
 	rdb := w.rdb
-	if sum, err := rdb.XPending(ctx, store.ContactStream, store.DeliveryGroup).Result(); err == nil {
-		w.m.deliveryPending.Set(float64(sum.Count))
+	if sum, err := rdb.XPending(ctx, w.src.q.Stream, store.DeliveryGroup).Result(); err == nil {
+		w.src.pending.Set(float64(sum.Count))
 	} else {
 		return err
 	}
-	if n, err := rdb.XLen(ctx, store.DeadLetterStream).Result(); err == nil {
-		w.m.deadLetterCount.Set(float64(n))
+	if n, err := rdb.XLen(ctx, w.src.q.DeadLetters).Result(); err == nil {
+		w.src.deadCount.Set(float64(n))
 	} else {
 		return err
 	}
 	start := "-"
 	for range pendingPages {
 		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-			Stream: store.ContactStream, Group: store.DeliveryGroup, Idle: d.RetryAfter.D(),
+			Stream: w.src.q.Stream, Group: store.DeliveryGroup, Idle: d.RetryAfter.D(),
 			Start: start, End: "+", Count: pendingPage,
 		}).Result()
 		if err != nil {
@@ -267,7 +293,7 @@ func (w *Worker) retryDue(ctx context.Context, d config.Delivery) error {
 				continue
 			}
 			msgs, err := rdb.XClaim(ctx, &redis.XClaimArgs{
-				Stream: store.ContactStream, Group: store.DeliveryGroup, Consumer: w.consumer,
+				Stream: w.src.q.Stream, Group: store.DeliveryGroup, Consumer: w.consumer,
 				MinIdle: wait, Messages: []string{p.ID},
 			}).Result()
 			if err != nil {
@@ -318,7 +344,7 @@ func (w *Worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 				args = append(args, r)
 			}
 		}
-		lost, err := renewHoldScript.Run(ctx, w.rdb, []string{store.ContactStream}, args...).StringSlice()
+		lost, err := renewHoldScript.Run(ctx, w.rdb, []string{w.src.q.Stream}, args...).StringSlice()
 		if err != nil {
 			w.log.Warn("contact delivery: could not renew the hold on messages; leaving them pending", "err", err)
 			h.failed = true
@@ -339,26 +365,26 @@ func (w *Worker) keep(ctx context.Context, d config.Delivery, h *hold, id string
 // it); h is the worker's hold on it and on the messages read with it.
 func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMessage, attempt int64, h *hold) {
 	retry := attempt > 1
-	m, ok := decodeStored(msg, w.deployment)
+	m, ok := w.src.decode(msg, w.deployment)
 	if !ok {
 		// Not something this service wrote; acknowledging it keeps it from blocking the queue forever.
 		w.log.Error("contact delivery: unreadable stream entry; skipping it", "id", msg.ID)
-		_ = w.rdb.XAck(ctx, store.ContactStream, store.DeliveryGroup, msg.ID).Err()
+		_ = w.rdb.XAck(ctx, w.src.q.Stream, store.DeliveryGroup, msg.ID).Err()
 		return
 	}
 	senders := w.targets.senders
 	done := map[string]string{}
 	if retry && len(senders) > 1 {
 		var err error
-		if done, err = w.rdb.HGetAll(ctx, store.DeliveredKey(msg.ID)).Result(); err != nil {
+		if done, err = w.rdb.HGetAll(ctx, w.src.q.DeliveredKey(msg.ID)).Result(); err != nil {
 			return // the store is failing; the message stays pending
 		}
 	}
 	var failure, permanent error
 	var failedCh, permanentCh string
 	for _, snd := range senders {
-		ch := snd.Channel()
-		if done[ch] != "" {
+		ch, key := snd.Channel(), channelKey(snd)
+		if done[key] != "" {
 			continue
 		}
 		if !w.keep(ctx, d, h, msg.ID) {
@@ -379,8 +405,8 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		}
 		if len(senders) > 1 {
 			pipe := w.rdb.TxPipeline()
-			pipe.HSet(ctx, store.DeliveredKey(msg.ID), ch, w.now().UTC().Format(time.RFC3339))
-			pipe.Expire(ctx, store.DeliveredKey(msg.ID), deliveredTTL)
+			pipe.HSet(ctx, w.src.q.DeliveredKey(msg.ID), key, w.now().UTC().Format(time.RFC3339))
+			pipe.Expire(ctx, w.src.q.DeliveredKey(msg.ID), deliveredTTL)
 			_, _ = pipe.Exec(ctx)
 		}
 	}
@@ -397,8 +423,8 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 		return
 	}
 	pipe := w.rdb.TxPipeline()
-	pipe.XAck(ctx, store.ContactStream, store.DeliveryGroup, msg.ID)
-	pipe.Del(ctx, store.DeliveredKey(msg.ID))
+	pipe.XAck(ctx, w.src.q.Stream, store.DeliveryGroup, msg.ID)
+	pipe.Del(ctx, w.src.q.DeliveredKey(msg.ID))
 	if _, err := pipe.Exec(ctx); err != nil {
 		w.log.Warn("contact delivery: acknowledging failed; the message may be sent again", "id", msg.ID, "err", err)
 		return
@@ -410,7 +436,7 @@ func (w *Worker) deliver(ctx context.Context, d config.Delivery, msg redis.XMess
 // giveUp moves the message of stream entry msg to the dead letters, if this worker still holds it.
 func (w *Worker) giveUp(ctx context.Context, msg redis.XMessage, channel string, attempts int64, cause error) {
 	id := store.MessageID(msg)
-	moved, err := store.MoveToDeadLetters(ctx, w.rdb, w.consumer, msg, cause.Error(), channel, attempts)
+	moved, err := w.src.q.MoveToDeadLetters(ctx, w.rdb, w.consumer, msg, cause.Error(), channel, attempts)
 	if err != nil {
 		w.log.Warn("contact delivery: moving a message to the dead letters failed; it stays pending", "id", id, "err", err)
 		return
@@ -431,16 +457,17 @@ func (w *Worker) maintain(ctx context.Context) {
 		return
 	}
 	w.lastSweep = now
-	f := w.cfg.Current().Forms
-	if r := f.ContactRetention.D(); r > 0 {
-		n, err := store.TrimContactMessages(ctx, w.rdb, r, w.enabled(f.Delivery), now)
+	cfg := w.cfg.Current()
+	f := cfg.Forms
+	if r := f.ContactRetention.D(); r > 0 && w.src.q.Name == store.ContactQueue.Name {
+		n, err := store.TrimContactMessages(ctx, w.rdb, r, w.src.enabled(cfg), now)
 		if err != nil {
 			w.log.Warn("contact retention: trimming failed", "err", err)
 		} else if n > 0 {
 			w.log.Info("contact retention: erased old messages", "count", n, "retention", r.String())
 		}
 	}
-	if w.enabled(f.Delivery) {
+	if w.src.enabled(cfg) {
 		w.sweepConsumers(ctx)
 	}
 }
@@ -449,13 +476,13 @@ func (w *Worker) maintain(ctx context.Context) {
 // list does not grow with every restart. Consumers with pending messages are kept: retryDue takes
 // their messages over, and the group removes nothing it still needs.
 func (w *Worker) sweepConsumers(ctx context.Context) {
-	cs, err := w.rdb.XInfoConsumers(ctx, store.ContactStream, store.DeliveryGroup).Result()
+	cs, err := w.rdb.XInfoConsumers(ctx, w.src.q.Stream, store.DeliveryGroup).Result()
 	if err != nil {
 		return
 	}
 	for _, c := range cs {
 		if c.Name != w.consumer && c.Pending == 0 && c.Idle > idleConsumer {
-			_ = w.rdb.XGroupDelConsumer(ctx, store.ContactStream, store.DeliveryGroup, c.Name).Err()
+			_ = w.rdb.XGroupDelConsumer(ctx, w.src.q.Stream, store.DeliveryGroup, c.Name).Err()
 		}
 	}
 }

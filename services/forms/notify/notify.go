@@ -25,6 +25,10 @@ type Message struct {
 	Topic        string    `json:"topic"`
 	Text         string    `json:"message"`
 	Origin       string    `json:"origin,omitempty"`
+	// Form, for a declared form's submission, is the form and its fields (form.go); Name, Email,
+	// Organization, Topic and Text are then empty but for Email (the sender's address, if the form
+	// has an e-mail field) and Name (a "name" field's value, if any). Nil for a contact message.
+	Form *FormSubmission `json:"-"`
 }
 
 // Sender delivers a message to one channel.

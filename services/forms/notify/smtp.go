@@ -54,6 +54,9 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 // mail is the contact message as a mail. Everything the sender typed is either in the subject (which
 // the component encodes and folds, so a line break cannot inject a header) or in the body.
 func (s *SMTP) mail(m Message) mail.Message {
+	if m.Form != nil {
+		return formMail(s.cfg, m)
+	}
 	subject := fmt.Sprintf("%s %s: %s", s.cfg.Subject, m.Topic, m.Name)
 	if org := m.Organization; org != "" {
 		subject += " (" + org + ")"
@@ -77,6 +80,12 @@ func messageID(m Message) string {
 	h := sha256.New()
 	for _, f := range []string{m.Deployment, m.ID, m.ReceivedAt.UTC().Format(time.RFC3339Nano), m.Name, m.Email, m.Organization, m.Topic, m.Text, m.Origin} {
 		fmt.Fprintf(h, "%d:%s", len(f), f) // length-prefixed: no two field lists hash alike
+	}
+	if m.Form != nil {
+		for _, f := range m.Form.Fields {
+			v := f.Text()
+			fmt.Fprintf(h, "%d:%s%d:%s", len(f.Name), f.Name, len(v), v)
+		}
 	}
 	sum := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:10]))
 	return m.ID + "." + sum

@@ -129,6 +129,9 @@ func (w *Webhook) Send(ctx context.Context, m Message) error {
 		text = SlackText(m)
 	}
 	body, err := json.Marshal(WebhookPayload{Text: text, Contact: m})
+	if m.Form != nil {
+		body, err = formPayload(m, w.format)
+	}
 	if err != nil {
 		return err
 	}

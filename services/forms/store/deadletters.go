@@ -155,8 +155,5 @@ func DropDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []strin
 // group: it moves it, with its record, the reason, the channel that failed and the number of attempts, to
 // the dead-letter stream. moved is false when consumer no longer holds it (see deadLetterScript).
 func MoveToDeadLetters(ctx context.Context, rdb redis.UniversalClient, consumer string, msg redis.XMessage, reason, channel string, attempts int64) (moved bool, err error) {
-	record, _ := msg.Values[RecordField].(string)
-	n, err := deadLetterScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream, DeliveredKey(msg.ID)},
-		DeliveryGroup, consumer, msg.ID, record, reason, channel, attempts, MessageID(msg)).Int()
-	return n == 1, err
+	return ContactQueue.MoveToDeadLetters(ctx, rdb, consumer, msg, reason, channel, attempts)
 }

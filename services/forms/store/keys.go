@@ -85,7 +85,7 @@ func MessageID(msg redis.XMessage) string {
 
 // DeliveredKey records which channels already took a message, so that a retry after a partial failure
 // does not send the mail twice when only the webhook failed.
-func DeliveredKey(id string) string { return contactDonePrefix + id + contactDoneSuffix }
+func DeliveredKey(id string) string { return ContactQueue.DeliveredKey(id) }
 
 // StreamTime is when a message was stored: the millisecond part of its stream ID.
 func StreamTime(id string) time.Time {
@@ -113,9 +113,5 @@ func DeploymentID(ctx context.Context, rdb redis.UniversalClient) (string, error
 // EnsureDeliveryGroup creates the consumer group (and the stream) when missing. It starts at the beginning
 // of the stream: messages stored while no delivery target was configured are delivered once one is.
 func EnsureDeliveryGroup(ctx context.Context, rdb redis.UniversalClient) error {
-	err := rdb.XGroupCreateMkStream(ctx, ContactStream, DeliveryGroup, "0").Err()
-	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-		return err
-	}
-	return nil
+	return ContactQueue.EnsureGroup(ctx, rdb)
 }
