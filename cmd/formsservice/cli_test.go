@@ -112,7 +112,7 @@ func TestUsageErrors_ExitAsUsageAndPointAtHelp(t *testing.T) {
 		{[]string{"users", "list", "--format", "xml"}, `invalid argument "xml" for "--format" flag: want table or jsonl`},
 		{[]string{"dev", "--log-format", "pretty"}, `invalid argument "pretty" for "--log-format" flag: want auto, text or json`},
 		{[]string{"users", "create", "--email", "a@example.com", "--json"}, "unknown flag: --json"},
-		{[]string{"export", "users"}, `invalid argument "users" for "formsservice export"`},
+		{[]string{"export", "Users!"}, `invalid argument "Users!" for "formsservice export"`},
 		{[]string{"export", "waitlist", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{[]string{"forms", "--addr"}, "flag needs an argument: --addr"},
 		{[]string{"deliveries", "retry"}, "name the dead letters' IDs, or --all (not both)"},

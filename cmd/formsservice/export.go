@@ -3,33 +3,65 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	formstore "github.com/formsservice/formsservice/services/forms/store"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 func newExportCmd(env *environment) *cobra.Command {
 	var store storeFlags
 	var format, output string
 	cmd := &cobra.Command{
-		Use:   "export waitlist|contact [--format csv|jsonl] [-o FILE]",
-		Short: "write stored submissions (waitlist or contact) as CSV or JSON lines",
+		Use:   "export waitlist|contact|FORM [--format csv|jsonl] [-o FILE]",
+		Short: "write stored submissions (waitlist, contact or a declared form's) as CSV or JSON lines",
 		Long: `Writes what the forms service stored, oldest first, to standard output or to a file (created
-readable by its owner only: it holds personal data). The count goes to standard error.`,
+readable by its owner only: it holds personal data). The count goes to standard error. FORM is a
+declared form's id (forms.declared): one that stored a submission, declared now or not.`,
 		Example: `  formsservice export waitlist > waitlist.csv
   formsservice export contact --format jsonl -o contact.jsonl
+  formsservice export demo > demo-requests.csv
   REDIS_URL=redis://127.0.0.1:6379/0 formsservice export waitlist`,
 		ValidArgs: []string{"waitlist", "contact"},
-		Args:      usageArgs(cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs)),
+		Args: usageArgs(cobra.MatchAll(cobra.ExactArgs(1), func(_ *cobra.Command, args []string) error {
+			if !config.ValidFormID(args[0]) {
+				return fmt.Errorf("invalid argument %q for \"formsservice export\": want waitlist, contact or a declared form's id", args[0])
+			}
+			return nil
+		})),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
+			export := formstore.ExportWaitlist
+			switch args[0] {
+			case "waitlist":
+			case "contact":
+				export = formstore.ExportContact
+			default:
+				known, err := formstore.KnownForms(cmd.Context(), rdb)
+				if err != nil {
+					return fmt.Errorf("export %s: %w", args[0], err)
+				}
+				if !slices.Contains(known, args[0]) {
+					return usageError(cmd, fmt.Errorf("export: %q is not waitlist, contact or a declared form that stored a submission (%s)",
+						args[0], strings.Join(known, ", ")))
+				}
+				id := args[0]
+				export = func(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
+					return formstore.ExportForm(ctx, rdb, w, format, id)
+				}
+			}
 			w := env.stdout
 			if output != "" {
 				f, err := os.OpenFile(output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // personal data: owner only
@@ -38,10 +70,6 @@ readable by its owner only: it holds personal data). The count goes to standard 
 				}
 				defer f.Close()
 				w = f
-			}
-			export := formstore.ExportWaitlist
-			if args[0] == "contact" {
-				export = formstore.ExportContact
 			}
 			n, err := export(cmd.Context(), rdb, w, format)
 			if err != nil {

@@ -4,6 +4,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,8 +20,9 @@ func newForgetCmd(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "forget --email ADDRESS",
 		Short: "erase an e-mail address from every store (a GDPR erasure request)",
-		Long: `Erases the address from the waitlist, every stored contact message and the dead letters, and says
-what it removed. The address is compared in lower case.`,
+		Long: `Erases the address from the waitlist, every stored contact message, every declared form's
+submissions that hold it and the dead letters, and says what it removed. The address is compared in its
+canonical form (lower case).`,
 		Example: `  formsservice forget --email ada@example.com`,
 		Args:    usageArgs(cobra.NoArgs),
 		PreRunE: requireFlags("email"),
@@ -41,6 +44,13 @@ what it removed. The address is compared in lower case.`,
 			}
 			if rep.DeadLetters > 0 {
 				fmt.Fprintf(env.stdout, ", %d dead %s", rep.DeadLetters, plural(rep.DeadLetters, "letter", "letters"))
+			}
+			for _, form := range slices.Sorted(maps.Keys(rep.FormSubmissions)) {
+				ids := rep.FormSubmissions[form]
+				fmt.Fprintf(env.stdout, ", %d %s of form %s (%s)", len(ids), plural(len(ids), "submission", "submissions"), form, strings.Join(ids, ", "))
+			}
+			if rep.FormDeadLetters > 0 {
+				fmt.Fprintf(env.stdout, ", %d dead %s of declared forms", rep.FormDeadLetters, plural(rep.FormDeadLetters, "letter", "letters"))
 			}
 			fmt.Fprintln(env.stdout)
 			return nil

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	formstore "github.com/formsservice/formsservice/services/forms/store"
+
 	"github.com/formsservice/formsservice/internal/testwait"
+	"github.com/formsservice/formsservice/services/platform/config"
 
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
@@ -220,5 +225,40 @@ func TestDevServer_FormsWorkOnEmbeddedStoreWithoutRateLimit(t *testing.T) {
 	}
 	if code := post("/contact", "https://elsewhere.example", `{}`); code != 403 {
 		t.Fatalf("foreign origin: %d", code)
+	}
+}
+
+// A declared form's submissions are exported by the form's id and erased by forget, whether or not the
+// configuration in use declares the form.
+func TestFormsTools_ExportAndForgetDeclaredForms(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "no"})
+	rdb := rs.Client()
+	st, err := formstore.New(rdb, formstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{"Ada@Example.com", "bob@example.com"} {
+		rec, _ := json.Marshal(formstore.FormRecord{Form: "demo", Fields: formstore.Values{{Name: "email", Value: addr}, {Name: "company", Value: "Acme"}},
+			ReceivedAt: time.Now().UTC()})
+		if r, err := st.AddSubmission(t.Context(), formstore.Submission{Form: "demo", Client: netip.MustParseAddr("127.0.0.1"), Record: rec},
+			config.DurabilityProcess); err != nil || r.Outcome != formstore.Stored {
+			t.Fatalf("%+v %v", r, err)
+		}
+	}
+	out, _, err := formsTool(t, rs.URL(), "export", "demo")
+	rows, _ := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 3 || strings.Join(rows[0], ",") != "id,received_at,email,company,additional,origin" || rows[1][2] != "Ada@Example.com" {
+		t.Fatalf("export demo: %v\n%s", err, out)
+	}
+	if _, errOut, err := formsTool(t, rs.URL(), "export", "nope"); err == nil || !strings.Contains(errOut+err.Error(), "demo") {
+		t.Errorf("an unknown form: %v %s", err, errOut)
+	}
+	out, _, err = formsTool(t, rs.URL(), "forget", "--email", "ada@example.com")
+	if err != nil || !strings.Contains(out, ", 1 submission of form demo (") {
+		t.Fatalf("forget said %q (%v)", out, err)
+	}
+	out, _, _ = formsTool(t, rs.URL(), "export", "demo", "--format", "jsonl")
+	if strings.Contains(strings.ToLower(out), "ada@") || !strings.Contains(out, "bob@example.com") {
+		t.Fatalf("after forget: %s", out)
 	}
 }

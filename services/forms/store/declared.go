@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
+	"slices"
 	"sync"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -75,8 +78,9 @@ func formIdemKey(form string, idem Idempotency) string {
 // formBatchers holds one batcher per declared form, made on the form's first submission: a form
 // declared by a reloaded configuration needs no restart.
 type formBatchers struct {
-	mu sync.Mutex
-	m  map[string]*batcher
+	mu    sync.Mutex
+	m     map[string]*batcher
+	known map[string]bool // ids recorded in formsIndex
 }
 
 func (s *Store) formBatcher(id string) *batcher {
@@ -110,6 +114,10 @@ func (s *Store) AddSubmission(ctx context.Context, sub Submission, level config.
 	if err := s.guard.Allow(ctx, level); err != nil {
 		return Result{}, err
 	}
+	// Recorded before the first submission is stored, so that no stored one escapes erasure.
+	if err := s.registerForm(ctx, sub.Form); err != nil {
+		return Result{}, err
+	}
 	p := formPrefix(sub.Form)
 	op := storeOp{level: level}
 	hash, waits, idemKey := "", "0", formIdemKey(sub.Form, sub.Idem)
@@ -128,4 +136,36 @@ func (s *Store) AddSubmission(ctx context.Context, sub Submission, level config.
 		return Result{}, err
 	}
 	return scriptResult(n)
+}
+
+// formsIndex lists the ids of the declared forms that ever stored a submission, so that erasure and
+// export find every form's stream without the configuration that declared it (a form since removed
+// still holds personal data until it is erased).
+const formsIndex = "fs:{forms}:ids"
+
+// KnownForms returns the ids of every declared form that stored a submission, sorted.
+func KnownForms(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
+	ids, err := rdb.SMembers(ctx, formsIndex).Result()
+	slices.Sort(ids)
+	return ids, err
+}
+
+// registerForm records form id in formsIndex once per process (again after a failure).
+func (s *Store) registerForm(ctx context.Context, id string) error {
+	s.forms.mu.Lock()
+	done := s.forms.known[id]
+	s.forms.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := s.rdb.SAdd(ctx, formsIndex, id).Err(); err != nil {
+		return err
+	}
+	s.forms.mu.Lock()
+	if s.forms.known == nil {
+		s.forms.known = map[string]bool{}
+	}
+	s.forms.known[id] = true
+	s.forms.mu.Unlock()
+	return nil
 }

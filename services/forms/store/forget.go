@@ -19,11 +19,15 @@ type ForgetReport struct {
 	DeadLetters     int      `json:"dead_letters"`     // dead letters (copies of undeliverable messages) erased
 	// ConfirmationMails are the double opt-in's mails to the address that were still queued.
 	ConfirmationMails int `json:"confirmation_mails"`
+	// FormSubmissions are the erased submissions of declared forms (IDs by form id), and
+	// FormDeadLetters their dead letters.
+	FormSubmissions map[string][]string `json:"form_submissions"`
+	FormDeadLetters int                 `json:"form_dead_letters"`
 }
 
 // Forget erases an address (compared in its canonical form) from the waitlist, its queued confirmation
-// mails and every stored contact message, including messages still waiting for delivery and dead
-// letters. It is idempotent.
+// mails, every stored contact message and every declared form's submission that holds it, including
+// those still waiting for delivery and dead letters. It is idempotent.
 func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
 	canonical, ok := email.Canonical(address)
 	if !ok {
@@ -98,7 +102,8 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 			rep.DeadLetters++
 		}
 	}
-	return rep, nil
+	rep.FormSubmissions, rep.FormDeadLetters, err = forgetForms(ctx, rdb, canonical)
+	return rep, err
 }
 
 // forgetOutbox removes the queued confirmation mails to canonical, read by a mailer or not. The outbox

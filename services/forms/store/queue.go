@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formsservice/formsservice/services/platform/email"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -66,7 +67,10 @@ func NewAnswerLimit(rdb redis.UniversalClient, form string, every time.Duration)
 }
 
 func (l *AnswerLimit) key(address string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(address)))
+	if c, ok := email.Canonical(address); ok {
+		address = c // one person, however the address is spelled
+	}
+	sum := sha256.Sum256([]byte(address))
 	return l.prefix + hex.EncodeToString(sum[:16])
 }
 

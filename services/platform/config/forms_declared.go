@@ -126,6 +126,9 @@ var (
 	builtInForms = []string{"contact", "waitlist"}
 )
 
+// ValidFormID reports whether id can name a declared form.
+func ValidFormID(id string) bool { return formIDPattern.MatchString(id) }
+
 // BuiltInForm reports whether id is one of the built-in forms (/f/contact is /contact).
 func BuiltInForm(id string) bool { return slices.Contains(builtInForms, id) }
 

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/platform/email"
+)
+
+// scanForm calls fn for every stored submission of declared form id, in order, a page at a time.
+func scanForm(ctx context.Context, rdb redis.UniversalClient, stream string, fn func(redis.XMessage, FormRecord) error) error {
+	start := "-"
+	for {
+		msgs, err := rdb.XRangeN(ctx, stream, start, "+", exportPage).Result()
+		if err != nil {
+			return err
+		}
+		for _, msg := range msgs {
+			var rec FormRecord
+			raw, _ := msg.Values[RecordField].(string)
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				return fmt.Errorf("%s %s: %w", stream, msg.ID, err)
+			}
+			if err := fn(msg, rec); err != nil {
+				return err
+			}
+		}
+		if len(msgs) < exportPage {
+			return nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// holdsAddress reports whether any text value of the record is the address canonical (in any
+// spelling of it): an e-mail field, or a kept field that holds one.
+func (r FormRecord) holdsAddress(canonical string) bool {
+	for _, vs := range []Values{r.Fields, r.Additional} {
+		for _, v := range vs {
+			if s, ok := v.Value.(string); ok && strings.Contains(s, "@") {
+				if c, ok := email.Canonical(strings.TrimSpace(s)); ok && c == canonical {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// forgetForms erases every submission of every declared form that holds the address canonical, with
+// its delivery state, its dead letters, its place in the form's unique values and its autoresponder's
+// record. It returns the erased submissions' IDs by form.
+func forgetForms(ctx context.Context, rdb redis.UniversalClient, canonical string) (map[string][]string, int, error) {
+	ids, err := KnownForms(ctx, rdb)
+	if err != nil {
+		return nil, 0, err
+	}
+	erased, dead := map[string][]string{}, 0
+	for _, id := range ids {
+		q := FormQueue(id)
+		var entries []string
+		err := scanForm(ctx, rdb, q.Stream, func(msg redis.XMessage, rec FormRecord) error {
+			if rec.holdsAddress(canonical) {
+				entries = append(entries, msg.ID)
+				erased[id] = append(erased[id], MessageID(msg))
+			}
+			return nil
+		})
+		if err != nil {
+			return erased, dead, err
+		}
+		for start := 0; start < len(entries); start += exportPage {
+			page := entries[start:min(start+exportPage, len(entries))]
+			pipe := rdb.TxPipeline()
+			pipe.XDel(ctx, q.Stream, page...)
+			for _, e := range page {
+				pipe.Del(ctx, q.DeliveredKey(e))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return erased, dead, err
+			}
+			if err := rdb.XAck(ctx, q.Stream, DeliveryGroup, page...).Err(); err != nil && !strings.Contains(err.Error(), "NOGROUP") {
+				return erased, dead, err
+			}
+		}
+		// A unique e-mail field keeps the canonical address; other unique values are not addresses.
+		if err := rdb.HDel(ctx, FormUnique(id), canonical).Err(); err != nil {
+			return erased, dead, err
+		}
+		if err := rdb.Del(ctx, NewAnswerLimit(rdb, id, 0).key(canonical)).Err(); err != nil {
+			return erased, dead, err
+		}
+		var deadEntries []string
+		err = scanForm(ctx, rdb, q.DeadLetters, func(msg redis.XMessage, rec FormRecord) error {
+			if rec.holdsAddress(canonical) {
+				deadEntries = append(deadEntries, msg.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			return erased, dead, err
+		}
+		if len(deadEntries) > 0 {
+			if err := rdb.XDel(ctx, q.DeadLetters, deadEntries...).Err(); err != nil {
+				return erased, dead, err
+			}
+			dead += len(deadEntries)
+		}
+	}
+	return erased, dead, nil
+}
+
+// ExportForm writes every stored submission of declared form id, oldest first, and returns how many
+// it wrote. CSV has a column per field, in the order the submissions first show them (a form whose
+// declaration changed keeps its old columns), then the kept undeclared fields as one JSON object.
+func ExportForm(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format, id string) (int, error) {
+	stream := FormStream(id)
+	var columns []string
+	seen := map[string]bool{}
+	if format == FormatCSV {
+		err := scanForm(ctx, rdb, stream, func(_ redis.XMessage, rec FormRecord) error {
+			for _, v := range rec.Fields {
+				if !seen[v.Name] {
+					seen[v.Name] = true
+					columns = append(columns, v.Name)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	header := append(append([]string{"id", "received_at"}, columns...), "additional", "origin")
+	out, err := newRecordWriter(w, format, header)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = scanForm(ctx, rdb, stream, func(msg redis.XMessage, rec FormRecord) error {
+		mid := MessageID(msg)
+		line, err := json.Marshal(struct {
+			ID string `json:"id"`
+			FormRecord
+		}{mid, rec})
+		if err != nil {
+			return err
+		}
+		cells := []string{mid, rec.ReceivedAt.UTC().Format(time.RFC3339Nano)}
+		for _, c := range columns {
+			cells = append(cells, cellOf(rec.Fields.Get(c)))
+		}
+		extra := ""
+		if len(rec.Additional) > 0 {
+			b, _ := json.Marshal(rec.Additional)
+			extra = string(b)
+		}
+		n++
+		return out.write(line, append(cells, extra, rec.Origin))
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, out.flush()
+}
+
+// cellOf writes a field's value in a CSV cell: a list joined with "; ", a bool as true or false.
+func cellOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []string:
+		return strings.Join(x, "; ")
+	}
+	return fmt.Sprint(v)
+}
