@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/forms/internal/formstest"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/redis/go-redis/v9"
 )
 
 // demoForm is a "request a demo" form with a field of every type.
@@ -298,5 +302,55 @@ func TestDeclared_SharedChecksComeFirst(t *testing.T) {
 	h.post("/f/demo", `{"_gotcha":"bot","fax":"1"}`).expect(t, http.StatusCreated, "created")
 	if n := len(storedForm(t, h, "demo")); n != 0 {
 		t.Fatalf("stored %d", n)
+	}
+}
+
+// Each declared form's keys carry their own hash tag: on a Redis Cluster, forms spread over the masters,
+// and each form's submission is still decided in one slot (unique value, idempotency, stream entry).
+func TestDeclared_FormsSpreadOverTheMastersOfACluster(t *testing.T) {
+	cluster := testredis.StartCluster(t, 3, 0, durableRedis)
+	cc := cluster.Client()
+	// Three form ids whose streams live on three different masters.
+	var forms []config.DeclaredForm
+	masters := map[string]string{} // master address -> form id
+	for i := 0; len(forms) < 3 && i < 1000; i++ {
+		id := "form-" + strconv.Itoa(i)
+		m, err := cc.MasterForKey(t.Context(), store.FormStream(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, taken := masters[m.Options().Addr]; taken {
+			continue
+		}
+		masters[m.Options().Addr] = id
+		f := demoForm()
+		f.ID = id
+		forms = append(forms, f)
+	}
+	if len(forms) != 3 {
+		t.Fatalf("found forms on %d masters", len(forms))
+	}
+	h := newHarness(t, harnessOpts{cfg: declaredConfig(forms...), cluster: cluster, storeTimeout: 30 * time.Second})
+	for _, f := range forms {
+		h.post("/f/"+f.ID, validDemo, "Idempotency-Key", "k-"+f.ID).expect(t, http.StatusCreated, "created")
+		h.post("/f/"+f.ID, validDemo, "Idempotency-Key", "k-"+f.ID).expect(t, http.StatusCreated, "created") // a replay
+		h.post("/f/"+f.ID, validDemo).expect(t, http.StatusOK, "duplicate")
+	}
+	for addr, id := range masters {
+		node := redis.NewClient(&redis.Options{Addr: addr})
+		defer node.Close()
+		if n := node.XLen(t.Context(), store.FormStream(id)).Val(); n != 1 {
+			t.Errorf("master %s holds %d submissions of %s, want 1", addr, n, id)
+		}
+		for _, other := range forms {
+			if other.ID != id && node.Exists(t.Context(), store.FormStream(other.ID)).Val() != 0 {
+				t.Errorf("master %s holds %s's stream too", addr, other.ID)
+			}
+		}
+	}
+	// Erasure finds the address on every master.
+	rep, err := store.Forget(t.Context(), h.rdb, "ada@example.com")
+	if err != nil || len(rep.FormSubmissions) != 3 {
+		t.Fatalf("cluster forget: %+v %v", rep, err)
 	}
 }
