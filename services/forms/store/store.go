@@ -160,7 +160,7 @@ func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, id
 	if idem.Key != "" {
 		sum := sha256.Sum256(idem.Message)
 		hash = hex.EncodeToString(sum[:])
-		if level != config.DurabilityProcess {
+		if answerWaits(level) {
 			waits = "1"
 			op.settle = idemKey + contactBusySuffix
 		}
