@@ -23,8 +23,15 @@ import (
 // startReplicated starts a primary and one replica of it, and waits until the replica is in sync.
 func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
 	t.Helper()
+	return startReplicatedWith(t, testredis.Options{AppendFsync: "no"})
+}
+
+// startReplicatedWith starts a primary with opts and one replica of it, as startReplicated.
+func startReplicatedWith(t *testing.T, opts testredis.Options) (primary, replica *testredis.Server) {
+	t.Helper()
 	// The replica syncs at once instead of after Redis' default 5 s delay.
-	primary = testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--repl-diskless-sync-delay", "0"}})
+	opts.Args = append(opts.Args, "--repl-diskless-sync-delay", "0")
+	primary = testredis.Start(t, opts)
 	_, port, _ := strings.Cut(primary.Addr(), ":")
 	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
 	pc := primary.Client()
@@ -433,4 +440,89 @@ func TestForms_FirstAOFRewrite_Refused502_AKillThenLosesNothingAcknowledged(t *t
 	// Restarted with its append-only file complete, the store takes submissions again.
 	h.checkDurability()
 	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
+}
+
+// replicated is for a store that replicates but keeps no append-only file (ElastiCache with replicas,
+// RDB-only plans): the answer waits for a replica (WAIT 1), appendonly is not required, and every
+// acknowledged submission is on the replica when the primary is killed, which is what a failover
+// promotes. The same store is refused at primary, which needs the primary's append-only file too.
+func TestForms_ReplicatedLevel_NoAppendOnlyFile_201OnceAReplicaHasIt(t *testing.T) {
+	primary, replica := startReplicatedWith(t, testredis.Options{}) // stock: appendonly no
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityReplicated
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: primary})
+	if err := h.svc.StoreState(t.Context()); err != nil {
+		t.Fatalf("StoreState at replicated on a replicated store without AOF: %v", err)
+	}
+	for i := range 5 {
+		h.post("/contact", validContact, "Idempotency-Key", fmt.Sprintf("r-%d", i)).expect(t, 201, "created")
+	}
+	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
+
+	// A replica that does not answer: no 201 for what only the primary has.
+	replica.Pause()
+	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 502, "error")
+	replica.Resume()
+
+	// The primary crashes: every acknowledged submission is on the replica a failover would promote.
+	primary.Kill()
+	rc := replica.Client()
+	testwait.For(t, 5*time.Second, "the replica to see its primary gone", func() bool {
+		return strings.Contains(rc.Info(t.Context(), "replication").Val(), "master_link_status:down")
+	})
+	if n := rc.XLen(t.Context(), store.ContactStream).Val(); n < 5 {
+		t.Fatalf("the replica has %d contact messages after the primary's crash, want the 5 acknowledged", n)
+	}
+	if n := rc.HLen(t.Context(), store.WaitlistEntries).Val(); n != 1 {
+		t.Fatalf("the replica has %d waitlist entries, want 1", n)
+	}
+}
+
+func TestForms_ReplicatedLevel_WithoutAReplica_Is502NoReplica(t *testing.T) {
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityReplicated
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: testredis.Start(t)}) // stock (appendonly no), alone
+	var unmet *store.Unmet
+	if err := h.svc.StoreState(t.Context()); !errors.As(err, &unmet) || unmet.Reason() != "durability replicated: no_replica" {
+		t.Fatalf("StoreState: %v, want no_replica alone (no append-only file is asked for)", err)
+	}
+	h.post("/contact", validContact).expect(t, 502, "error")
+
+	cfg = formstest.Config()
+	cfg.Forms.Durability = config.DurabilityPrimary
+	h.src.Set(t, cfg)
+	if err := h.svc.StoreState(t.Context()); !errors.As(err, &unmet) || unmet.Reason() != "durability primary: appendonly_off, no_replica" {
+		t.Fatalf("StoreState at primary: %v, want appendonly_off, no_replica", err)
+	}
+}
+
+// unchecked asks nothing of the store: a stock, evicting Redis takes submissions, and the choice is
+// never silent: a gauge (and its info alert, FormsServiceDurabilityUnchecked) and a warning in the log.
+func TestForms_UncheckedLevel_TakesAnyStore_AndSaysSo(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}})
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityUnchecked
+	logs := &testproc.Buffer{}
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs, log: logs})
+	h.post("/contact", validContact).expect(t, 201, "created")
+	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
+	h.checkDurability()
+	if v := h.counter("formsservice_forms_durability_unchecked"); v != 1 {
+		t.Fatalf("formsservice_forms_durability_unchecked %v, want 1", v)
+	}
+	for _, r := range []string{"appendonly_off", "eviction_policy"} {
+		if v := h.counter("formsservice_forms_durability_unmet", "reason", r); v != 0 {
+			t.Fatalf("durability_unmet{reason=%s} %v at unchecked, want 0", r, v)
+		}
+	}
+	if !strings.Contains(logs.String(), "forms.durability is unchecked") {
+		t.Fatalf("no warning in the log:\n%s", logs)
+	}
+
+	// Back to process: the same store is refused, and the gauge drops.
+	h.src.Set(t, formstest.Config())
+	h.post("/contact", validContact).expect(t, 502, "error")
+	if v := h.counter("formsservice_forms_durability_unchecked"); v != 0 {
+		t.Fatalf("formsservice_forms_durability_unchecked %v at process, want 0", v)
+	}
 }

@@ -41,18 +41,19 @@ import (
 type Reason int
 
 const (
-	ReasonNotChecked    Reason = iota // the store has not answered the check since the service started
-	ReasonAppendOnlyOff               // appendonly no
-	ReasonEviction                    // maxmemory set with a policy that evicts keys
-	ReasonNoFsync                     // machine: neither appendfsync always nor WAITAOF
-	ReasonNoReplica                   // primary: no replica online
-	ReasonUnverifiable                // the store refuses INFO
-	ReasonAOFStarting                 // the first rewrite after appendonly yes has not completed
-	ReasonAOFWriteFailed              // the last write to the append-only file failed
+	ReasonNotChecked     Reason = iota // the store has not answered the check since the service started
+	ReasonAppendOnlyOff                // appendonly no
+	ReasonEviction                     // maxmemory set with a policy that evicts keys
+	ReasonNoFsync                      // machine: neither appendfsync always nor WAITAOF
+	ReasonNoReplica                    // primary: no replica online
+	ReasonUnverifiable                 // the store refuses INFO
+	ReasonAOFStarting                  // the first rewrite after appendonly yes has not completed
+	ReasonAOFWriteFailed               // the last write to the append-only file failed
+	ReasonWaitRefused                  // primary, replicated: the store refuses WAIT
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"not_checked", "appendonly_off", "eviction_policy", "no_fsync", "no_replica", "unverifiable", "aof_starting", "aof_write_failed"}
+var reasonNames = [NumReasons]string{"not_checked", "appendonly_off", "eviction_policy", "no_fsync", "no_replica", "unverifiable", "aof_starting", "aof_write_failed", "wait_refused"}
 
 func (r Reason) String() string { return reasonNames[r] }
 
@@ -107,6 +108,7 @@ type nodeFacts struct {
 	aofRewriteFailed bool // aof_last_bgrewrite_status:err
 	aofWriteFailed   bool // aof_last_write_status:err
 	aofStarting      bool
+	waitRefused      bool // WAIT is refused (some Redis-compatible services have none)
 }
 
 func (n nodeFacts) evicts() bool { return n.maxmemory > 0 && n.policy != "noeviction" }
@@ -143,6 +145,12 @@ func inspectNode(ctx context.Context, c *redis.Client, rc config.Redis) (nodeFac
 		return n, err
 	default:
 		n.appendFsync = cfg["appendfsync"]
+	}
+	// WAIT for no replica is satisfied at once: this only asks whether the command is allowed.
+	if err := c.Do(ctx, "wait", 0, 1).Err(); isReply(err) {
+		n.waitRefused = true
+	} else if err != nil {
+		return n, err
 	}
 	if n.appendOnly && n.appendFsync != "always" {
 		// numlocal 0 and numreplicas 0: satisfied at once, so this only asks whether the command exists.
@@ -224,6 +232,9 @@ func judge(nodes []nodeFacts, level config.Durability) *Unmet {
 			} else {
 				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s fsyncs its append-only file with appendfsync %s and has no WAITAOF (Redis 7.2 or later) to wait for it: set appendfsync always, or run Redis 7.2 or later", n.name, n.appendFsync))
 			}
+		}
+		if waitsForReplica(level) && n.waitRefused {
+			u.add(ReasonWaitRefused, fmt.Sprintf("Redis %s refuses WAIT, which forms.durability %s sends after every write to wait for a replica: allow WAIT to the service's Redis user, or choose a level that does not wait for a replica", n.name, level))
 		}
 		if waitsForReplica(level) && n.replicasUp == 0 {
 			u.add(ReasonNoReplica, fmt.Sprintf("Redis %s has no replica online, which forms.durability %s waits for (WAIT 1): add a replica (Sentinel, Cluster, or REPLICAOF on a second server) or choose a lower level", n.name, level))

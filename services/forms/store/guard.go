@@ -106,7 +106,7 @@ func newGuard(rdb redis.UniversalClient, o Options) (*Guard, error) {
 	})
 	unmet := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "formsservice_forms_durability_unmet",
-		Help: "1 for each reason the store cannot keep the configured forms.durability now: not_checked, appendonly_off, eviction_policy, no_fsync, no_replica, unverifiable.",
+		Help: "1 for each reason the store cannot keep the configured forms.durability now: not_checked, appendonly_off, eviction_policy, no_fsync, no_replica, unverifiable, aof_starting, aof_write_failed, wait_refused.",
 	}, []string{"reason"})
 	unchecked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "formsservice_forms_durability_unchecked",
