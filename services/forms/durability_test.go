@@ -526,3 +526,30 @@ func TestForms_UncheckedLevel_TakesAnyStore_AndSaysSo(t *testing.T) {
 		t.Fatalf("formsservice_forms_durability_unchecked %v at process, want 0", v)
 	}
 }
+
+// A routine rewrite of a complete append-only file is harmless (the file in use keeps every write), so
+// the guard that saw the file complete keeps taking submissions during it, and a kill -9 in it loses
+// none of them.
+func TestForms_RoutineAOFRewrite_StillTakesSubmissions_AKillLosesNone(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "always"})
+	rc := rs.Client()
+	h := newHarness(t, harnessOpts{redis: rs})
+	h.post("/contact", validContact).expect(t, 201, "created")
+	h.checkDurability()
+	if err := rc.ConfigSet(t.Context(), "rdb-key-save-delay", "100000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.BgRewriteAOF(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info := rc.Info(t.Context(), "persistence").Val(); !strings.Contains(info, "aof_rewrite_in_progress:1\r\n") {
+		t.Fatalf("no rewrite running:\n%s", info)
+	}
+	h.checkDurability()
+	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
+	rs.Kill()
+	rs.Restart()
+	if n := rs.Client().XLen(t.Context(), store.ContactStream).Val(); n != 2 {
+		t.Fatalf("%d messages after a kill during a routine rewrite, want the 2 acknowledged", n)
+	}
+}
