@@ -465,11 +465,14 @@ type FormsSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.webhookPreviousSigningSecretRef) || has(self.webhookSigningSecretRef)",message="webhookPreviousSigningSecretRef is set only during a rotation, beside webhookSigningSecretRef (the new secret)"
 type FormsDataPolicy struct {
 	// Durability is what a 201 survives: process (the Redis process: memory and append-only file),
-	// machine (a crash of the Redis machine: fsync before the answer) or primary (the loss of the
-	// primary: a replica acknowledged the write). Default machine with the managed Redis, primary with
-	// its highAvailability, process otherwise.
+	// machine (a crash of the Redis machine: fsync before the answer), primary (the loss of the
+	// primary: a replica acknowledged the write, and the primary keeps an append-only file), replicated
+	// (a replica acknowledged the write, no append-only file required: a crash of the primary where the
+	// platform fails over, as a managed Redis with replicas does) or unchecked (nothing is required or
+	// waited for: the team accepts losing acknowledged submissions; a metric and an info alert say so).
+	// Default machine with the managed Redis, primary with its highAvailability, process otherwise.
 	// +optional
-	// +kubebuilder:validation:Enum=process;machine;primary
+	// +kubebuilder:validation:Enum=process;machine;primary;replicated;unchecked
 	Durability string `json:"durability,omitempty"`
 	// ContactRetention erases contact messages (and dead letters) older than this, never one still
 	// waiting for delivery. Unset keeps them until `formsservice forget` erases them.

@@ -3,6 +3,11 @@
 package main
 
 import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/health"
 
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -13,10 +18,21 @@ import (
 // the dev server checks the services it runs in-process.
 func buildHealth(d deps) (server.Service, error) {
 	var peers []server.Service
+	var formsStore func(context.Context) error
 	if d.Dev {
 		peers = d.Peers
+	} else if d.Redis != nil {
+		// forms:readiness also judges the forms' store (their /readyz reports the process: D55), with a
+		// guard of its own whose metrics stay private: the forms service publishes its own.
+		level := func() config.Durability { return d.Config.Current().Forms.Durability }
+		g, err := store.NewGuard(d.Redis, store.Options{Registerer: prometheus.NewRegistry(), Level: level, Redis: d.Config.Current().Redis})
+		if err != nil {
+			return nil, err
+		}
+		formsStore = health.FormsStore(g, level)
 	}
 	return health.New(health.Options{
+		FormsStore: formsStore,
 		Config:     d.Config,
 		Redis:      d.Redis,
 		RedisMode:  redisMode(d.Config.Current().Redis),

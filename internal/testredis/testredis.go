@@ -351,6 +351,11 @@ func (s *Server) signal(sig syscall.Signal) {
 	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
+	if sig == syscall.SIGKILL {
+		// The whole process group (Setpgid): a crash takes the server's fork children with it (an
+		// append-only rewrite or a save), which would otherwise keep its log pipe open.
+		_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+	}
 	_ = s.cmd.Process.Signal(sig)
 	select {
 	case <-s.done:

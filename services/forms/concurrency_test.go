@@ -18,7 +18,7 @@ func submitConcurrently(t *testing.T, h *harness, n int, body string) map[int]in
 	t.Helper()
 	// The burst tests the submission path: the store's first durability check (which the first
 	// submissions would otherwise wait for, within the store timeout) is done before it.
-	if err := h.svc.Ready(t.Context()); err != nil {
+	if err := h.svc.StoreState(t.Context()); err != nil {
 		t.Fatalf("the service is not ready: %v", err)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}

@@ -23,8 +23,15 @@ import (
 // startReplicated starts a primary and one replica of it, and waits until the replica is in sync.
 func startReplicated(t *testing.T) (primary, replica *testredis.Server) {
 	t.Helper()
+	return startReplicatedWith(t, testredis.Options{AppendFsync: "no"})
+}
+
+// startReplicatedWith starts a primary with opts and one replica of it, as startReplicated.
+func startReplicatedWith(t *testing.T, opts testredis.Options) (primary, replica *testredis.Server) {
+	t.Helper()
 	// The replica syncs at once instead of after Redis' default 5 s delay.
-	primary = testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--repl-diskless-sync-delay", "0"}})
+	opts.Args = append(opts.Args, "--repl-diskless-sync-delay", "0")
+	primary = testredis.Start(t, opts)
 	_, port, _ := strings.Cut(primary.Addr(), ":")
 	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
 	pc := primary.Client()
@@ -117,11 +124,11 @@ func TestContact_PrimaryLevel_SameKeyOnAnotherReplicaWhileTheFirstWaits_Returns4
 	}
 }
 
-func TestForms_MachineLevelOnAStoreThatCannotFsyncOnDemand_IsNotReady(t *testing.T) {
+func TestForms_MachineLevelOnAStoreThatCannotFsyncOnDemand_Is502(t *testing.T) {
 	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityMachine
 	h := newHarness(t, harnessOpts{cfg: cfg}) // appendonly no (and before Redis 7.2, no WAITAOF at all)
-	err := h.svc.Ready(t.Context())
+	err := h.svc.StoreState(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "WAITAOF") {
 		t.Fatalf("Ready: %v", err)
 	}
@@ -137,7 +144,7 @@ func TestContact_MachineLevel_ManagedRedisSettings_EveryAcknowledgedMessageSurvi
 	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityMachine
 	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
-	if err := h.svc.Ready(t.Context()); err != nil {
+	if err := h.svc.StoreState(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -165,13 +172,13 @@ func TestContact_MachineLevel_WAITAOF_201AfterTheFsync(t *testing.T) {
 	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
 	if v := redisVersion(t, rs); v < 70200 {
 		// Before 7.2 there is no WAITAOF: such a store cannot keep the promise, and says so.
-		if err := h.svc.Ready(t.Context()); err == nil {
+		if err := h.svc.StoreState(t.Context()); err == nil {
 			t.Fatal("ready on a store that can neither fsync before answering nor on demand")
 		}
 		h.post("/contact", validContact).expect(t, 502, "error")
 		return
 	}
-	if err := h.svc.Ready(t.Context()); err != nil {
+	if err := h.svc.StoreState(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	h.post("/contact", validContact, "Idempotency-Key", "w-1").expect(t, 201, "created")
@@ -198,9 +205,9 @@ func redisVersion(t *testing.T, rs *testredis.Server) int {
 }
 
 // Each level is checked against what it needs from the store, at start: a store that cannot keep it
-// makes Ready fail with the reason, every submission answer 502 without writing anything, and the
+// makes StoreState fail with the reason (and /readyz stays 200), every submission answer 502 without writing anything, and the
 // metrics say why.
-func TestForms_StoreCannotKeepTheLevel_NotReady502AndTheMetricSaysWhy(t *testing.T) {
+func TestForms_StoreCannotKeepTheLevel_502AndTheMetricSaysWhy_ProcessStaysReady(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		level  config.Durability
@@ -225,7 +232,7 @@ func TestForms_StoreCannotKeepTheLevel_NotReady502AndTheMetricSaysWhy(t *testing
 			cfg := formstest.Config()
 			cfg.Forms.Durability = c.level
 			h := newHarness(t, harnessOpts{cfg: cfg, redis: rs})
-			err := h.svc.Ready(t.Context())
+			err := h.svc.StoreState(t.Context())
 			if c.reason == "" {
 				if err != nil {
 					t.Fatalf("Ready: %v", err)
@@ -257,14 +264,16 @@ func TestForms_StoreCannotKeepTheLevel_NotReady502AndTheMetricSaysWhy(t *testing
 					t.Fatalf("formsservice_forms_durability_unmet{reason=%s} %v, want 1", r, v)
 				}
 			}
+			// /readyz reports the process (D55): the pod stays in its Service and answers the 502 above,
+			// with CORS, rather than leaving the browser the ingress's 503.
 			resp, err := http.Get(h.url + "/readyz")
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if want := "not ready: forms (durability " + string(c.level) + ": " + c.reason + ")"; resp.StatusCode != 503 || string(body) != want {
-				t.Fatalf("/readyz: %d %q, want 503 %q", resp.StatusCode, body, want)
+			if resp.StatusCode != 200 || string(body) != "ok" {
+				t.Fatalf("/readyz: %d %q, want 200 \"ok\": the process is ready, the store is not", resp.StatusCode, body)
 			}
 		})
 	}
@@ -285,8 +294,13 @@ func TestForms_StoreSettingsChangeLive_TheNextCheckFollows(t *testing.T) {
 	if err := rc.ConfigSet(t.Context(), "appendonly", "yes").Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Until the first rewrite ends, appendonly yes is not yet durable (aof_starting: the first test
+	// below); then the next check takes submissions.
+	testwait.For(t, 10*time.Second, "the first append-only rewrite to end", func() bool {
+		return strings.Contains(rc.Info(t.Context(), "persistence").Val(), "aof_rewrite_in_progress:0\r\n")
+	})
 	h.checkDurability()
-	if err := h.svc.Ready(t.Context()); err != nil {
+	if err := h.svc.StoreState(t.Context()); err != nil {
 		t.Fatalf("Ready after appendonly yes: %v", err)
 	}
 	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
@@ -315,7 +329,7 @@ func TestForms_StoreSettingsChangeLive_TheNextCheckFollows(t *testing.T) {
 	cfg.Forms.Durability = config.DurabilityPrimary
 	h.src.Set(t, cfg)
 	var unmet *store.Unmet
-	if err := h.svc.Ready(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonNoReplica) {
+	if err := h.svc.StoreState(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonNoReplica) {
 		t.Fatalf("Ready at primary without a replica: %v", err)
 	}
 }
@@ -333,7 +347,7 @@ func TestForms_ManagedRedisRefusesConfigOrInfo(t *testing.T) {
 	cfg := formstest.Config()
 	cfg.Forms.Durability = config.DurabilityMachine
 	h.src.Set(t, cfg)
-	err := h.svc.Ready(t.Context())
+	err := h.svc.StoreState(t.Context())
 	if v := redisVersion(t, rs); v >= 70200 {
 		if err != nil {
 			t.Fatalf("machine on Redis %d without CONFIG (WAITAOF instead): %v", v, err)
@@ -345,7 +359,7 @@ func TestForms_ManagedRedisRefusesConfigOrInfo(t *testing.T) {
 	noInfo := testredis.Start(t, testredis.Options{AppendFsync: "no", Args: []string{"--rename-command", "INFO", ""}})
 	h2 := newHarness(t, harnessOpts{redis: noInfo})
 	var unmet *store.Unmet
-	if err := h2.svc.Ready(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonUnverifiable) {
+	if err := h2.svc.StoreState(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonUnverifiable) {
 		t.Fatalf("Ready on a store that refuses INFO: %v", err)
 	}
 	h2.post("/waitlist", validWaitlist).expect(t, 502, "error")
@@ -372,5 +386,170 @@ func TestForms_MachineLevel_AppendfsyncChangedLive_TheNextCheckFollows(t *testin
 	h.post("/contact", validContact, "Idempotency-Key", "after").expect(t, 502, "error")
 	if v := h.counter("formsservice_forms_durability_unmet", "reason", "no_fsync"); v != 1 {
 		t.Fatalf("durability_unmet{reason=no_fsync} %v, want 1", v)
+	}
+}
+
+// Redis reports aof_enabled:1 as soon as CONFIG SET appendonly yes is made — the fix the service's own
+// log suggests — while its first rewrite still runs and the writes meanwhile go to a temporary file that
+// a restart does not read. A submission in that window is refused (502), not answered 201 and then lost
+// to a kill -9. rdb-key-save-delay holds the rewrite open until the kill.
+func TestForms_FirstAOFRewrite_Refused502_AKillThenLosesNothingAcknowledged(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "always"})
+	rc := rs.Client()
+	h := newHarness(t, harnessOpts{redis: rs})
+	h.post("/contact", validContact).expect(t, 201, "created")
+
+	// appendonly turned off, seen by the guard, then on again: the first rewrite starts, and lasts.
+	if err := rc.ConfigSet(t.Context(), "appendonly", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkDurability()
+	h.post("/contact", validContact).expect(t, 502, "error")
+	for _, kv := range [][2]string{{"rdb-key-save-delay", "100000000"}, {"appendonly", "yes"}} {
+		if err := rc.ConfigSet(t.Context(), kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := rc.Info(t.Context(), "persistence").Val()
+	for _, want := range []string{"aof_enabled:1", "aof_rewrite_in_progress:1"} {
+		if !strings.Contains(info, want+"\r\n") {
+			t.Fatalf("the window is not open: INFO persistence lacks %s:\n%s", want, info)
+		}
+	}
+	h.checkDurability()
+	a := h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1))
+	var unmet *store.Unmet
+	if err := h.svc.StoreState(t.Context()); !errors.As(err, &unmet) || !slices.Contains(unmet.Reasons, store.ReasonAOFStarting) {
+		t.Errorf("the store's state during the first rewrite: %v, want aof_starting", err)
+	}
+	if v := h.counter("formsservice_forms_durability_unmet", "reason", "aof_starting"); v != 1 {
+		t.Errorf("formsservice_forms_durability_unmet{reason=aof_starting} %v, want 1", v)
+	}
+
+	rs.Kill() // kill -9, and the rewrite child with it
+	rs.Restart()
+	n := rs.Client().XLen(t.Context(), store.ContactStream).Val()
+	if a.code == 201 && n < 2 {
+		t.Fatalf("answered 201 during the first rewrite, and the message is gone after a kill (%d stored)", n)
+	}
+	a.expect(t, 502, "error")
+	if n != 1 {
+		t.Fatalf("%d messages after the kill, want the 1 acknowledged before the window", n)
+	}
+
+	// Restarted with its append-only file complete, the store takes submissions again.
+	h.checkDurability()
+	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
+}
+
+// replicated is for a store that replicates but keeps no append-only file (ElastiCache with replicas,
+// RDB-only plans): the answer waits for a replica (WAIT 1), appendonly is not required, and every
+// acknowledged submission is on the replica when the primary is killed, which is what a failover
+// promotes. The same store is refused at primary, which needs the primary's append-only file too.
+func TestForms_ReplicatedLevel_NoAppendOnlyFile_201OnceAReplicaHasIt(t *testing.T) {
+	primary, replica := startReplicatedWith(t, testredis.Options{}) // stock: appendonly no
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityReplicated
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: primary})
+	if err := h.svc.StoreState(t.Context()); err != nil {
+		t.Fatalf("StoreState at replicated on a replicated store without AOF: %v", err)
+	}
+	for i := range 5 {
+		h.post("/contact", validContact, "Idempotency-Key", fmt.Sprintf("r-%d", i)).expect(t, 201, "created")
+	}
+	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
+
+	// A replica that does not answer: no 201 for what only the primary has.
+	replica.Pause()
+	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 502, "error")
+	replica.Resume()
+
+	// The primary crashes: every acknowledged submission is on the replica a failover would promote.
+	primary.Kill()
+	rc := replica.Client()
+	testwait.For(t, 5*time.Second, "the replica to see its primary gone", func() bool {
+		return strings.Contains(rc.Info(t.Context(), "replication").Val(), "master_link_status:down")
+	})
+	if n := rc.XLen(t.Context(), store.ContactStream).Val(); n < 5 {
+		t.Fatalf("the replica has %d contact messages after the primary's crash, want the 5 acknowledged", n)
+	}
+	if n := rc.HLen(t.Context(), store.WaitlistEntries).Val(); n != 1 {
+		t.Fatalf("the replica has %d waitlist entries, want 1", n)
+	}
+}
+
+func TestForms_ReplicatedLevel_WithoutAReplica_Is502NoReplica(t *testing.T) {
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityReplicated
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: testredis.Start(t)}) // stock (appendonly no), alone
+	var unmet *store.Unmet
+	if err := h.svc.StoreState(t.Context()); !errors.As(err, &unmet) || unmet.Reason() != "durability replicated: no_replica" {
+		t.Fatalf("StoreState: %v, want no_replica alone (no append-only file is asked for)", err)
+	}
+	h.post("/contact", validContact).expect(t, 502, "error")
+
+	cfg = formstest.Config()
+	cfg.Forms.Durability = config.DurabilityPrimary
+	h.src.Set(t, cfg)
+	if err := h.svc.StoreState(t.Context()); !errors.As(err, &unmet) || unmet.Reason() != "durability primary: appendonly_off, no_replica" {
+		t.Fatalf("StoreState at primary: %v, want appendonly_off, no_replica", err)
+	}
+}
+
+// unchecked asks nothing of the store: a stock, evicting Redis takes submissions, and the choice is
+// never silent: a gauge (and its info alert, FormsServiceDurabilityUnchecked) and a warning in the log.
+func TestForms_UncheckedLevel_TakesAnyStore_AndSaysSo(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}})
+	cfg := formstest.Config()
+	cfg.Forms.Durability = config.DurabilityUnchecked
+	logs := &testproc.Buffer{}
+	h := newHarness(t, harnessOpts{cfg: cfg, redis: rs, log: logs})
+	h.post("/contact", validContact).expect(t, 201, "created")
+	h.post("/waitlist", validWaitlist).expect(t, 201, "created")
+	h.checkDurability()
+	if v := h.counter("formsservice_forms_durability_unchecked"); v != 1 {
+		t.Fatalf("formsservice_forms_durability_unchecked %v, want 1", v)
+	}
+	for _, r := range []string{"appendonly_off", "eviction_policy"} {
+		if v := h.counter("formsservice_forms_durability_unmet", "reason", r); v != 0 {
+			t.Fatalf("durability_unmet{reason=%s} %v at unchecked, want 0", r, v)
+		}
+	}
+	if !strings.Contains(logs.String(), "forms.durability is unchecked") {
+		t.Fatalf("no warning in the log:\n%s", logs)
+	}
+
+	// Back to process: the same store is refused, and the gauge drops.
+	h.src.Set(t, formstest.Config())
+	h.post("/contact", validContact).expect(t, 502, "error")
+	if v := h.counter("formsservice_forms_durability_unchecked"); v != 0 {
+		t.Fatalf("formsservice_forms_durability_unchecked %v at process, want 0", v)
+	}
+}
+
+// A routine rewrite of a complete append-only file is harmless (the file in use keeps every write), so
+// the guard that saw the file complete keeps taking submissions during it, and a kill -9 in it loses
+// none of them.
+func TestForms_RoutineAOFRewrite_StillTakesSubmissions_AKillLosesNone(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{AppendFsync: "always"})
+	rc := rs.Client()
+	h := newHarness(t, harnessOpts{redis: rs})
+	h.post("/contact", validContact).expect(t, 201, "created")
+	h.checkDurability()
+	if err := rc.ConfigSet(t.Context(), "rdb-key-save-delay", "100000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.BgRewriteAOF(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info := rc.Info(t.Context(), "persistence").Val(); !strings.Contains(info, "aof_rewrite_in_progress:1\r\n") {
+		t.Fatalf("no rewrite running:\n%s", info)
+	}
+	h.checkDurability()
+	h.post("/contact", strings.Replace(validContact, "Ada", "Grace", 1)).expect(t, 201, "created")
+	rs.Kill()
+	rs.Restart()
+	if n := rs.Client().XLen(t.Context(), store.ContactStream).Val(); n != 2 {
+		t.Fatalf("%d messages after a kill during a routine rewrite, want the 2 acknowledged", n)
 	}
 }

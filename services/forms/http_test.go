@@ -523,13 +523,23 @@ func TestForms_OtherMethods_AreRefusedWithJSON(t *testing.T) {
 	}
 }
 
-func TestForms_ReadyFollowsTheStore(t *testing.T) {
+// /readyz reports the process, the store's state is StoreState (D55): with the store stopped the pod
+// stays ready and answers the documented 502, with CORS headers a browser can read.
+func TestForms_ReadyReportsTheProcess_StoreStateFollowsTheStore(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	if err := h.svc.Ready(t.Context()); err != nil {
+	if err := h.svc.StoreState(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	h.redis.Stop()
-	if err := h.svc.Ready(t.Context()); err == nil {
-		t.Fatal("ready with the store stopped")
+	if err := h.svc.StoreState(t.Context()); err == nil {
+		t.Fatal("StoreState nil with the store stopped")
+	}
+	if err := h.svc.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready with the store stopped: %v, want nil (the process serves its 502)", err)
+	}
+	a := h.post("/waitlist", validWaitlist)
+	a.expect(t, 502, "error")
+	if got := a.header.Get("Access-Control-Allow-Origin"); got != formstest.Origin {
+		t.Fatalf("502 with Access-Control-Allow-Origin %q, want %q", got, formstest.Origin)
 	}
 }

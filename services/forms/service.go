@@ -160,8 +160,16 @@ func New(o Options) (*Service, error) {
 // Name labels metrics and logs.
 func (s *Service) Name() string { return "forms" }
 
-// Ready reports whether the store answers and can keep the durability promise configured.
-func (s *Service) Ready(ctx context.Context) error {
+// Ready reports the process, not the store (D55): a store that is down or cannot keep the configured
+// durability is answered per request with the documented 502 and CORS headers, which a pod taken out
+// of its Service could not give (the browser would get the ingress's 503, without CORS, on every pod
+// at once). The store's state is StoreState, shown by the health service, the metrics and
+// FormsServiceDurabilityUnmet.
+func (s *Service) Ready(context.Context) error { return nil }
+
+// StoreState reports whether the store answers and can keep the configured durability: nil when
+// submissions are taken, else why not (a *store.Unmet names the reasons).
+func (s *Service) StoreState(ctx context.Context) error {
 	return s.store.Ready(ctx, s.cfg.Current().Forms.Durability)
 }
 

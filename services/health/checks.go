@@ -97,8 +97,9 @@ func orUnknown(s string) string {
 	return s
 }
 
-// httpReadiness asks a service's /readyz over HTTP: 200 is ready, anything else is not.
-func httpReadiness(component, baseURL string, client *http.Client) Check {
+// httpReadiness asks a service's /readyz over HTTP: 200 is ready, anything else is not. Then, when set,
+// also (the forms' store: FormsStore) is asked.
+func httpReadiness(component, baseURL string, client *http.Client, also func(context.Context) error) Check {
 	url := strings.TrimRight(baseURL, "/") + "/readyz"
 	return Check{Name: component + ":readiness", ComponentType: "component", Run: func(ctx context.Context) (any, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -114,6 +115,9 @@ func httpReadiness(component, baseURL string, client *http.Client) Check {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return nil, "", safeError(fmt.Sprintf("not ready: /readyz answered %d", resp.StatusCode))
+		}
+		if also != nil {
+			return nil, "", also(ctx)
 		}
 		return nil, "", nil
 	}}

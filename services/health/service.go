@@ -40,6 +40,10 @@ type Options struct {
 	Logger  *slog.Logger
 	// Registerer receives the formsservice_health_* gauges; nil registers nothing.
 	Registerer prometheus.Registerer
+	// FormsStore, when set, is asked after the forms service's /readyz answered 200: whether its store
+	// answers and can keep forms.durability (FormsStore builds it). forms:readiness fails with its
+	// reason. nil (the dev server, whose store keeps nothing anyway) asks only /readyz.
+	FormsStore func(context.Context) error
 	// HTTPClient asks the services' /readyz; nil builds one without proxy or redirects.
 	HTTPClient *http.Client
 	// Clock tells the age of the cached round against health.cacheFor; nil is time.Now. Tests move their
@@ -142,10 +146,10 @@ func (s *Service) checks(cfg config.Health) []Check {
 	list := append([]Check(nil), s.fixed...)
 	if len(s.o.Peers) == 0 {
 		if cfg.FormsURL != "" {
-			list = append(list, httpReadiness("forms", cfg.FormsURL, s.client))
+			list = append(list, httpReadiness("forms", cfg.FormsURL, s.client, s.o.FormsStore))
 		}
 		if cfg.AuthURL != "" {
-			list = append(list, httpReadiness("auth", cfg.AuthURL, s.client))
+			list = append(list, httpReadiness("auth", cfg.AuthURL, s.client, nil))
 		}
 	}
 	return list

@@ -164,9 +164,9 @@ func (k *kind) haFailover(t *testing.T) {
 			lastFailure = a.at
 		}
 		// Between the kill and the old pod's return, a submission may fail, never be acknowledged wrongly:
-		// 502 or 503 from forms, or a refused connection while no forms pod is ready (their /readyz fails
-		// while the store has no primary, or no replica for durability primary, so the Service has no
-		// endpoint). Before the kill every answer is a 201, and after the return too, but for a grace
+		// 502 or 503 from forms, or a refused connection while no forms pod is ready (since D55 their
+		// /readyz reports the process and stays 200 while the store has no primary, so these are now rare:
+		// a pod restarting). Before the kill every answer is a 201, and after the return too, but for a grace
 		// period: the forms pods' readiness comes back on the kubelet's next probe, which on a loaded
 		// machine can land after the old pod rejoined (the phase's runs: last failure 7–13 s after the
 		// kill, rejoined after 12–19 s). The 50 acknowledgements required after the return show that the

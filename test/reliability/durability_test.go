@@ -2,8 +2,6 @@ package reliability
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -264,24 +262,9 @@ func TestDurability_EveryLevel_RedisKilledUnderLoad_NothingAcknowledgedIsLost(t 
 				testredis.Start(t, testredis.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
 			}
 			cfg := formsConfig(redisURLSection(rs.URL()), "  durability: "+c.level+"\n")
-			var forms *proc
-			if c.fit {
-				forms = startProc(t, "forms", cfg, nil)
-			} else {
-				forms = startListening(t, "forms", cfg, nil)
-				testwait.Until(t, 10*time.Second, "/readyz to say why it is not ready", func() error {
-					res, err := http.Get(forms.Base + "/readyz")
-					if err != nil {
-						return err
-					}
-					b, _ := io.ReadAll(res.Body)
-					res.Body.Close()
-					if res.StatusCode != 503 || !strings.Contains(string(b), "forms (durability "+c.level+": appendonly_off") {
-						return fmt.Errorf("%d %s", res.StatusCode, b)
-					}
-					return nil
-				})
-			}
+			// /readyz reports the process, not the store (D55): the service is ready on either store, and
+			// on a stock one answers every submission 502.
+			forms := startProc(t, "forms", cfg, nil)
 			fc := newFormsClient(forms.Base, workers)
 			defer fc.close()
 			load := startFormsLoad(t, fc, workers, "kill-"+c.level)

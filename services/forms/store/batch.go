@@ -113,7 +113,8 @@ func (b *batcher) lead() {
 func (b *batcher) run(batch []*storeOp) {
 	live := batch[:0]
 	var deadline time.Time
-	level := config.DurabilityProcess
+	level := config.DurabilityUnchecked
+	fsync, replica := false, false // what the answer waits for: every live op's level, ORed
 	var settle []string
 	for _, op := range batch {
 		if err := op.ctx.Err(); err != nil {
@@ -124,6 +125,8 @@ func (b *batcher) run(batch []*storeOp) {
 			deadline = d
 		}
 		level = stronger(level, op.level)
+		fsync = fsync || waitsForFsync(op.level)
+		replica = replica || waitsForReplica(op.level)
 		if op.settle != "" {
 			settle = append(settle, op.settle)
 		}
@@ -147,10 +150,10 @@ func (b *batcher) run(batch []*storeOp) {
 	var res []int64
 	var err error
 	durable := true
-	if level == config.DurabilityProcess {
+	if !fsync && !replica {
 		res, err = b.script.Run(ctx, b.rdb, keys, args...).Int64Slice()
 	} else {
-		res, durable, err = b.runAndWait(ctx, level, keys, args, settle)
+		res, durable, err = b.runAndWait(ctx, level, fsync, replica, keys, args, settle)
 	}
 	cancel()
 	for i, op := range live {
@@ -191,12 +194,12 @@ func randomHex(n int) string {
 const waitMargin = 100 * time.Millisecond
 
 // runAndWait makes the script call and then waits, on the same connection, until the write is as
-// durable as level asks: WAITAOF 1 0 (the primary fsynced its append-only file) or WAIT 1 (a replica
-// acknowledged it). Both wait for every earlier write of the connection, so a duplicate or a replay
+// durable as the call's levels ask: WAITAOF 1 0 when fsync (the primary fsynced its append-only file),
+// WAIT 1 when replica (a replica acknowledged it), both when a reload mixed the levels. Both wait for every earlier write of the connection, so a duplicate or a replay
 // (whose script wrote its run key) is also answered only once what it found is durable; and one wait
 // covers every submission of the call: group commit. Then the call settles the in-flight keys it set.
 // The whole pipeline may be sent twice by the client: each part is idempotent.
-func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys []string, args []any, settle []string) ([]int64, bool, error) {
+func (b *batcher) runAndWait(ctx context.Context, level config.Durability, fsync, replica bool, keys []string, args []any, settle []string) ([]int64, bool, error) {
 	c, err := primaryFor(ctx, b.rdb, keys[1])
 	if err != nil {
 		return nil, false, err
@@ -215,14 +218,14 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 		pipe.ScriptLoad(ctx, settleLua)
 	}
 	stored := pipe.EvalSha(ctx, b.script.Hash(), keys, args...)
-	var wait *redis.Cmd
-	switch {
-	case level == config.DurabilityMachine && b.guard.fsyncAlways(c.Options().Addr):
-		// The primary fsyncs before it answers (appendfsync always): the script's answer is the proof.
-	case level == config.DurabilityMachine:
-		wait = pipe.Do(ctx, "waitaof", 1, 0, waitMS)
-	default:
-		wait = pipe.Do(ctx, "wait", 1, waitMS)
+	// A primary that fsyncs before it answers (appendfsync always) needs no WAITAOF: the script's
+	// answer is the proof.
+	var fsyncWait, replicaWait *redis.Cmd
+	if fsync && !b.guard.fsyncAlways(c.Options().Addr) {
+		fsyncWait = pipe.Do(ctx, "waitaof", 1, 0, waitMS)
+	}
+	if replica {
+		replicaWait = pipe.Do(ctx, "wait", 1, waitMS)
 	}
 	if len(settle) > 0 {
 		pipe.EvalSha(ctx, settleScript.Hash(), settle, keys[0])
@@ -236,11 +239,18 @@ func (b *batcher) runAndWait(ctx context.Context, level config.Durability, keys 
 		return nil, false, err
 	}
 	b.loaded.Store(true)
-	if wait == nil {
-		return res, true, nil
+	durable := true
+	for _, w := range []struct {
+		cmd *redis.Cmd
+		ok  func(*redis.Cmd) bool
+	}{{fsyncWait, fsynced}, {replicaWait, replicated}} {
+		if w.cmd == nil {
+			continue
+		}
+		if err := w.cmd.Err(); err != nil {
+			return nil, false, fmt.Errorf("durability %s: %w", level, err)
+		}
+		durable = durable && w.ok(w.cmd)
 	}
-	if err := wait.Err(); err != nil {
-		return nil, false, fmt.Errorf("durability %s: %w", level, err)
-	}
-	return res, acknowledged(level, wait), nil
+	return res, durable, nil
 }

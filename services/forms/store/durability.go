@@ -12,37 +12,48 @@ import (
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// What each durability level needs from the store (docs/forms.md, "Durability"), read from every
+// What each durability level needs from the store (docs/forms.md, "Durability"; D55), read from every
 // primary that holds the forms' keys:
 //
-//   - every level: appendonly yes (a 201 survives a kill of the Redis process: the write reached the
-//     append-only file before Redis answered), and no eviction (maxmemory 0, or maxmemory-policy
-//     noeviction: a full store refuses writes instead of dropping stored submissions);
-//   - machine: also appendfsync always (Redis fsyncs before it answers), or WAITAOF (Redis 7.2 or
+//   - every level but unchecked: no eviction (maxmemory 0, or maxmemory-policy noeviction: a full store
+//     refuses writes instead of dropping stored submissions);
+//   - process: appendonly yes (a 201 survives a kill of the Redis process: the write reached the
+//     append-only file before Redis answered), and an append-only file that is complete: not the first
+//     rewrite after appendonly was turned on (until it ends, writes go to a temporary file that a
+//     restart does not read), and no failed write to it;
+//   - machine: that, and appendfsync always (Redis fsyncs before it answers), or WAITAOF (Redis 7.2 or
 //     later) to wait for the fsync after the write;
-//   - primary: also a replica online, which WAIT 1 waits for. The primary's own append-only file stays
-//     required: a primary that restarts empty faster than a failover makes its replicas empty too
-//     (Redis's replication docs, "Safety of replication when master has persistence turned off").
+//   - primary: process's, and a replica online, which WAIT 1 waits for. The primary's own append-only
+//     file stays required: a primary that restarts empty faster than a failover makes its replicas
+//     empty too (Redis's replication docs, "Safety of replication when master has persistence turned
+//     off");
+//   - replicated: a replica online (WAIT 1), and no append-only file: it relies on the platform failing
+//     over to a replica rather than restarting the primary empty, as managed services with replicas do;
+//   - unchecked: nothing. The team accepts the loss; the guard's gauge and an info alert say so.
 //
-// INFO gives appendonly (aof_enabled), maxmemory, maxmemory-policy and the replicas; only appendfsync
-// needs CONFIG GET. A managed Redis that refuses CONFIG (most do) leaves appendfsync unknown: machine
-// then relies on WAITAOF. One that refuses INFO cannot be judged at all, and no level is kept.
+// INFO gives appendonly (aof_enabled), the rewrite's state, maxmemory, maxmemory-policy and the
+// replicas; only appendfsync needs CONFIG GET. A managed Redis that refuses CONFIG (most do) leaves
+// appendfsync unknown: machine then relies on WAITAOF. One that refuses INFO cannot be judged at all,
+// and no level but unchecked is kept.
 
 // Reason is why the store cannot keep a level's promise: a closed set, the label values of
 // formsservice_forms_durability_unmet.
 type Reason int
 
 const (
-	ReasonNotChecked    Reason = iota // the store has not answered the check since the service started
-	ReasonAppendOnlyOff               // appendonly no
-	ReasonEviction                    // maxmemory set with a policy that evicts keys
-	ReasonNoFsync                     // machine: neither appendfsync always nor WAITAOF
-	ReasonNoReplica                   // primary: no replica online
-	ReasonUnverifiable                // the store refuses INFO
+	ReasonNotChecked     Reason = iota // the store has not answered the check since the service started
+	ReasonAppendOnlyOff                // appendonly no
+	ReasonEviction                     // maxmemory set with a policy that evicts keys
+	ReasonNoFsync                      // machine: neither appendfsync always nor WAITAOF
+	ReasonNoReplica                    // primary: no replica online
+	ReasonUnverifiable                 // the store refuses INFO
+	ReasonAOFStarting                  // the first rewrite after appendonly yes has not completed
+	ReasonAOFWriteFailed               // the last write to the append-only file failed
+	ReasonWaitRefused                  // primary, replicated: the store refuses WAIT
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{"not_checked", "appendonly_off", "eviction_policy", "no_fsync", "no_replica", "unverifiable"}
+var reasonNames = [NumReasons]string{"not_checked", "appendonly_off", "eviction_policy", "no_fsync", "no_replica", "unverifiable", "aof_starting", "aof_write_failed", "wait_refused"}
 
 func (r Reason) String() string { return reasonNames[r] }
 
@@ -91,6 +102,13 @@ type nodeFacts struct {
 	policy       string
 	replicasUp   int // replicas with state=online
 	configDenied bool
+	// The append-only file's state (INFO persistence). aofStarting is the guard's reading of it
+	// (Guard.settle): a rewrite that may be the first since appendonly was turned on.
+	aofRewriting     bool // aof_rewrite_in_progress or aof_rewrite_scheduled
+	aofRewriteFailed bool // aof_last_bgrewrite_status:err
+	aofWriteFailed   bool // aof_last_write_status:err
+	aofStarting      bool
+	waitRefused      bool // WAIT is refused (some Redis-compatible services have none)
 }
 
 func (n nodeFacts) evicts() bool { return n.maxmemory > 0 && n.policy != "noeviction" }
@@ -109,6 +127,9 @@ func inspectNode(ctx context.Context, c *redis.Client, rc config.Redis) (nodeFac
 	}
 	f := infoFields(info)
 	n.appendOnly = f["aof_enabled"] == "1"
+	n.aofRewriting = f["aof_rewrite_in_progress"] == "1" || f["aof_rewrite_scheduled"] == "1"
+	n.aofRewriteFailed = f["aof_last_bgrewrite_status"] == "err"
+	n.aofWriteFailed = f["aof_last_write_status"] == "err"
 	n.maxmemory, _ = strconv.ParseInt(f["maxmemory"], 10, 64)
 	n.policy = f["maxmemory_policy"]
 	for k, v := range f {
@@ -124,6 +145,12 @@ func inspectNode(ctx context.Context, c *redis.Client, rc config.Redis) (nodeFac
 		return n, err
 	default:
 		n.appendFsync = cfg["appendfsync"]
+	}
+	// WAIT for no replica is satisfied at once: this only asks whether the command is allowed.
+	if err := c.Do(ctx, "wait", 0, 1).Err(); isReply(err) {
+		n.waitRefused = true
+	} else if err != nil {
+		return n, err
 	}
 	if n.appendOnly && n.appendFsync != "always" {
 		// numlocal 0 and numreplicas 0: satisfied at once, so this only asks whether the command exists.
@@ -177,14 +204,24 @@ func infoFields(info string) map[string]string {
 
 // judge says whether nodes can keep level's promise, and if not, why and what to change.
 func judge(nodes []nodeFacts, level config.Durability) *Unmet {
+	if level == config.DurabilityUnchecked {
+		return nil
+	}
 	u := &Unmet{Level: level}
+	needsAOF := level != config.DurabilityReplicated
 	for _, n := range nodes {
 		if n.infoRefused {
 			u.add(ReasonUnverifiable, fmt.Sprintf("Redis %s refuses INFO, so the service cannot see whether it keeps what it stores: allow INFO (and CONFIG GET) to the service's Redis user", n.name))
 			continue
 		}
-		if !n.appendOnly {
-			u.add(ReasonAppendOnlyOff, fmt.Sprintf("Redis %s has appendonly no, so an acknowledged submission would not survive a restart of Redis: set appendonly yes (CONFIG SET appendonly yes, and in redis.conf so that a restart keeps it)", n.name))
+		if needsAOF && !n.appendOnly {
+			u.add(ReasonAppendOnlyOff, fmt.Sprintf("Redis %s has appendonly no, so an acknowledged submission would not survive a restart of Redis: set appendonly yes (CONFIG SET appendonly yes, and in redis.conf so that a restart keeps it), or choose forms.durability replicated on a store with replicas and failover", n.name))
+		}
+		if needsAOF && n.appendOnly && n.aofStarting {
+			u.add(ReasonAOFStarting, fmt.Sprintf("Redis %s is writing its first append-only file since appendonly was turned on (aof_rewrite_in_progress, aof_last_bgrewrite_status), and a restart before it ends loses what is written meanwhile: wait for the rewrite to end (INFO persistence), or find why it fails in Redis's log", n.name))
+		}
+		if needsAOF && n.appendOnly && n.aofWriteFailed {
+			u.add(ReasonAOFWriteFailed, fmt.Sprintf("Redis %s failed its last write to the append-only file (aof_last_write_status:err): check its disk (space, permissions) in Redis's log", n.name))
 		}
 		if n.evicts() {
 			u.add(ReasonEviction, fmt.Sprintf("Redis %s may evict keys (maxmemory %d with maxmemory-policy %s), dropping stored submissions: set maxmemory-policy noeviction (a full store then refuses writes, answered 502)", n.name, n.maxmemory, n.policy))
@@ -196,8 +233,11 @@ func judge(nodes []nodeFacts, level config.Durability) *Unmet {
 				u.add(ReasonNoFsync, fmt.Sprintf("Redis %s fsyncs its append-only file with appendfsync %s and has no WAITAOF (Redis 7.2 or later) to wait for it: set appendfsync always, or run Redis 7.2 or later", n.name, n.appendFsync))
 			}
 		}
-		if level == config.DurabilityPrimary && n.replicasUp == 0 {
-			u.add(ReasonNoReplica, fmt.Sprintf("Redis %s has no replica online, which forms.durability primary waits for (WAIT 1): add a replica (Sentinel, Cluster, or REPLICAOF on a second server) or choose a lower level", n.name))
+		if waitsForReplica(level) && n.waitRefused {
+			u.add(ReasonWaitRefused, fmt.Sprintf("Redis %s refuses WAIT, which forms.durability %s sends after every write to wait for a replica: allow WAIT to the service's Redis user, or choose a level that does not wait for a replica", n.name, level))
+		}
+		if waitsForReplica(level) && n.replicasUp == 0 {
+			u.add(ReasonNoReplica, fmt.Sprintf("Redis %s has no replica online, which forms.durability %s waits for (WAIT 1): add a replica (Sentinel, Cluster, or REPLICAOF on a second server) or choose a lower level", n.name, level))
 		}
 	}
 	if len(u.Reasons) == 0 {
@@ -206,12 +246,26 @@ func judge(nodes []nodeFacts, level config.Durability) *Unmet {
 	return u
 }
 
-// acknowledged reads the answer of WAITAOF (numlocal, numreplicas) or WAIT (replicas).
-func acknowledged(level config.Durability, wait *redis.Cmd) bool {
-	if level == config.DurabilityMachine {
-		v, err := wait.Int64Slice()
-		return err == nil && len(v) == 2 && v[0] >= 1
-	}
+// waitsForReplica reports the levels whose answer waits for a replica (WAIT 1).
+func waitsForReplica(l config.Durability) bool {
+	return l == config.DurabilityPrimary || l == config.DurabilityReplicated
+}
+
+// waitsForFsync reports the level whose answer waits for the primary's fsync (WAITAOF 1 0).
+func waitsForFsync(l config.Durability) bool { return l == config.DurabilityMachine }
+
+// answerWaits reports the levels whose answer waits after the write (an Idempotency-Key is then in
+// flight until it is decided).
+func answerWaits(l config.Durability) bool { return waitsForFsync(l) || waitsForReplica(l) }
+
+// fsynced reads the answer of WAITAOF (numlocal, numreplicas): the primary fsynced.
+func fsynced(wait *redis.Cmd) bool {
+	v, err := wait.Int64Slice()
+	return err == nil && len(v) == 2 && v[0] >= 1
+}
+
+// replicated reads the answer of WAIT: a replica has the write.
+func replicated(wait *redis.Cmd) bool {
 	n, err := wait.Int64()
 	return err == nil && n >= 1
 }
@@ -229,18 +283,20 @@ func primaryFor(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 	return nil, fmt.Errorf("forms.durability needs a single Redis, Sentinel or Cluster client, not %T", rdb)
 }
 
-// levelIndex orders the levels from weakest to strongest.
-func levelIndex(l config.Durability) int {
-	switch l {
-	case config.DurabilityPrimary:
-		return 2
-	case config.DurabilityMachine:
-		return 1
-	}
-	return 0
-}
+// levels are the durability levels from weakest to strongest (a batch that mixes them during a reload
+// waits as its strongest asks, and for an fsync too when one of them is machine: see batcher.run).
+var levels = [...]config.Durability{config.DurabilityUnchecked, config.DurabilityProcess, config.DurabilityMachine,
+	config.DurabilityReplicated, config.DurabilityPrimary}
 
-var levels = [...]config.Durability{config.DurabilityProcess, config.DurabilityMachine, config.DurabilityPrimary}
+// levelIndex is l's place in levels; an unknown level (the configuration refuses it) is process's.
+func levelIndex(l config.Durability) int {
+	for i, have := range levels {
+		if have == l {
+			return i
+		}
+	}
+	return 1
+}
 
 // stronger is the stricter of two durability levels.
 func stronger(a, b config.Durability) config.Durability {

@@ -40,6 +40,12 @@ type Guard struct {
 	mu     sync.Mutex // one report at a time
 	logged string     // the last verdict logged for the configured level ("" for none yet)
 
+	aofMu sync.Mutex
+	// aofSettled holds the primaries seen with a complete append-only file (appendonly on, no rewrite
+	// running or failed) since they were last seen with appendonly off: a rewrite on one of them is a
+	// routine one, which the append-only file in use survives. Any other rewrite may be the first.
+	aofSettled map[string]bool
+
 	ok    prometheus.Gauge
 	unmet [NumReasons]prometheus.Gauge
 }
@@ -79,6 +85,10 @@ type Options struct {
 	Redis config.Redis
 }
 
+// NewGuard returns a guard of its own, for a reader of the verdict outside the forms service (the
+// health service's forms:readiness); the forms service's guard is its Store's.
+func NewGuard(rdb redis.UniversalClient, o Options) (*Guard, error) { return newGuard(rdb, o) }
+
 func newGuard(rdb redis.UniversalClient, o Options) (*Guard, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -89,16 +99,20 @@ func newGuard(rdb redis.UniversalClient, o Options) (*Guard, error) {
 	if o.Level == nil {
 		o.Level = func() config.Durability { return config.DurabilityProcess }
 	}
-	g := &Guard{rdb: rdb, cfg: o.Redis, log: o.Logger, level: o.Level, off: o.Off}
+	g := &Guard{rdb: rdb, cfg: o.Redis, log: o.Logger, level: o.Level, off: o.Off, aofSettled: map[string]bool{}}
 	g.ok = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "formsservice_forms_durability_ok",
 		Help: "1 when the store can keep the configured forms.durability (its settings checked every few seconds), 0 when not: submissions then answer 502.",
 	})
 	unmet := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "formsservice_forms_durability_unmet",
-		Help: "1 for each reason the store cannot keep the configured forms.durability now: not_checked, appendonly_off, eviction_policy, no_fsync, no_replica, unverifiable.",
+		Help: "1 for each reason the store cannot keep the configured forms.durability now: not_checked, appendonly_off, eviction_policy, no_fsync, no_replica, unverifiable, aof_starting, aof_write_failed, wait_refused.",
 	}, []string{"reason"})
-	for _, c := range []prometheus.Collector{g.ok, unmet} {
+	unchecked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "formsservice_forms_durability_unchecked",
+		Help: "1 while forms.durability is unchecked: the store's settings are not checked and acknowledged submissions may be lost (the team chose it; FormsServiceDurabilityUnchecked says so).",
+	}, func() float64 { return b2f(g.level() == config.DurabilityUnchecked) })
+	for _, c := range []prometheus.Collector{g.ok, unmet, unchecked} {
 		if err := o.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -117,8 +131,8 @@ func newGuard(rdb redis.UniversalClient, o Options) (*Guard, error) {
 // Allow returns nil when the store can keep level's promise, or an *Unmet saying why not. Before the
 // first check has answered, it runs one (shared by every caller) within ctx.
 func (g *Guard) Allow(ctx context.Context, level config.Durability) error {
-	if g.off {
-		return nil
+	if g.off || level == config.DurabilityUnchecked {
+		return nil // unchecked asks nothing of the store, not even to have answered a check
 	}
 	v := g.state.Load()
 	if v == nil {
@@ -201,9 +215,31 @@ func (g *Guard) inspect(ctx context.Context) ([]nodeFacts, error) {
 		if err != nil {
 			return nil, err
 		}
+		g.settle(&n)
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// settle decides whether n's append-only file may still be in its first rewrite. Redis reports
+// aof_enabled:1 as soon as CONFIG SET appendonly yes is made, while the writes of the first rewrite go
+// to a temporary file that a restart does not read (a kill in that window loses them); INFO does not
+// tell that rewrite from a routine one, which is harmless. So a rewrite counts as the first unless this
+// guard has seen the node's file complete since it last saw appendonly off. A guard that starts during
+// a routine rewrite, or after one failed, waits for the next one to end: the safe side.
+func (g *Guard) settle(n *nodeFacts) {
+	if n.infoRefused {
+		return
+	}
+	g.aofMu.Lock()
+	defer g.aofMu.Unlock()
+	switch {
+	case !n.appendOnly:
+		delete(g.aofSettled, n.addr)
+	case !n.aofRewriting && !n.aofRewriteFailed:
+		g.aofSettled[n.addr] = true
+	}
+	n.aofStarting = n.appendOnly && !g.aofSettled[n.addr]
 }
 
 // report sets the metrics for the configured level and logs a change of its verdict: an unmet level at
@@ -234,6 +270,9 @@ func (g *Guard) report(v *verdict) {
 	first := g.logged == ""
 	g.logged = now
 	switch {
+	case level == config.DurabilityUnchecked:
+		g.log.Warn("forms.durability is unchecked: the store's settings are not checked, and an acknowledged submission may be lost (formsservice_forms_durability_unchecked)",
+			"durability", string(level))
 	case u != nil:
 		g.log.Error("the store cannot keep the configured durability: submissions answer 502 until it can (checked every "+CheckEvery.String()+")",
 			"durability", string(level), "reasons", u.Reason(), "fix", u.Error())

@@ -55,7 +55,7 @@ if earlier then return cjson.decode(earlier) end
 
 // contactLua: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
 // key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
-// (else ""), and "1" when the answer will wait for durability (machine or primary). The idempotency
+// (else ""), and "1" when the answer will wait for durability (answerWaits). The idempotency
 // record holds that hash: the same key with the same message replays (stores nothing), with another
 // message it is refused (4). While the request that stored it still waits for durability, its in-flight
 // key (value: the run key) is set, and the same key is answered "in flight" (5); the call's settle
@@ -161,7 +161,7 @@ func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, id
 	if idem.Key != "" {
 		sum := sha256.Sum256(idem.Message)
 		hash = hex.EncodeToString(sum[:])
-		if level != config.DurabilityProcess {
+		if answerWaits(level) {
 			waits = "1"
 			op.settle = idemKey + contactBusySuffix
 		}

@@ -127,7 +127,7 @@ func (s *Store) AddWaitlist(ctx context.Context, sub WaitlistSubmission, level c
 	if sub.Idem.Key != "" {
 		sum := sha256.Sum256(sub.Idem.Message)
 		hash = hex.EncodeToString(sum[:])
-		if level != config.DurabilityProcess {
+		if answerWaits(level) {
 			waits = "1"
 			op.settle = idemKey + contactBusySuffix
 		}

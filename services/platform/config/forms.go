@@ -49,9 +49,16 @@ const (
 	// DurabilityMachine: the answer waits until the primary fsynced its append-only file (WAITAOF 1 0,
 	// Redis 7.2 or later). Concurrent submissions share one fsync. It survives a crash of the machine.
 	DurabilityMachine Durability = "machine"
-	// DurabilityPrimary: the answer waits until a replica has the write (WAIT 1). It survives the loss of
-	// the primary, and so a failover.
+	// DurabilityPrimary: the answer waits until a replica has the write (WAIT 1), and the primary keeps
+	// an append-only file too. It survives the loss of the primary, and so a failover.
 	DurabilityPrimary Durability = "primary"
+	// DurabilityReplicated: the answer waits until a replica has the write (WAIT 1); no append-only file
+	// is required. It survives a crash of the primary where the platform fails over to a replica (a
+	// managed Redis with replicas), not a restart of every node at once (docs/forms.md, D55).
+	DurabilityReplicated Durability = "replicated"
+	// DurabilityUnchecked: nothing is required of the store and nothing is waited for: a team that
+	// accepts losing acknowledged submissions says so. A gauge and an info alert keep saying it.
+	DurabilityUnchecked Durability = "unchecked"
 )
 
 // Delivery lists where contact messages go. Both may be set; neither means "store only" (the messages
@@ -221,9 +228,9 @@ func (f Forms) validate() []error {
 		errs = append(errs, w.validate()...)
 	}
 	switch f.Durability {
-	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary:
+	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary, DurabilityReplicated, DurabilityUnchecked:
 	default:
-		errs = append(errs, fmt.Errorf("forms.durability: %q: want process, machine or primary", f.Durability))
+		errs = append(errs, fmt.Errorf("forms.durability: %q: want process, machine, primary, replicated or unchecked", f.Durability))
 	}
 	if f.ContactRetention < 0 {
 		errs = append(errs, fmt.Errorf("forms.contactRetention: must not be negative"))

@@ -188,9 +188,9 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 		errs = append(errs, fd.validate(fat)...)
 	}
 	switch f.Durability {
-	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary:
+	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary, DurabilityReplicated, DurabilityUnchecked:
 	default:
-		errs = append(errs, fmt.Errorf("%s.durability %q: want one of forms.durability's levels", at, f.Durability))
+		errs = append(errs, fmt.Errorf("%s.durability %q: want one of forms.durability's levels (process, machine, primary, replicated, unchecked)", at, f.Durability))
 	}
 	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
 		if u.v != "" {

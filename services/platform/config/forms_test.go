@@ -134,3 +134,26 @@ func TestForms_SMTPRelayOffLoopback_TLSByDefaultAndClearTextRefused(t *testing.T
 		}
 	}
 }
+
+// Every level the forms service knows is accepted (D55 added replicated and unchecked), and the error
+// for an unknown one lists them all.
+func TestForms_DurabilityLevels(t *testing.T) {
+	for _, level := range []Durability{DurabilityProcess, DurabilityMachine, DurabilityPrimary, DurabilityReplicated, DurabilityUnchecked} {
+		c, err := Parse([]byte("forms: {durability: " + string(level) + "}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ApplyDefaults()
+		if err := c.Validate(); err != nil || c.Forms.Durability != level {
+			t.Errorf("durability %s: %v (read as %q)", level, err, c.Forms.Durability)
+		}
+	}
+	c, err := Parse([]byte("forms: {durability: aof}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "want process, machine, primary, replicated or unchecked") {
+		t.Errorf("durability aof: %v, want the list of levels", err)
+	}
+}
