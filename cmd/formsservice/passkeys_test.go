@@ -22,7 +22,7 @@ func TestUsersDelete_RemovesThePasskeysAndTheSecondFactor(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("auth:\n  passwordHash: {memoryKiB: 64, iterations: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := usersCmd(t, srv.URL(), cfg, "a password\n", "create", "--email", "ada@example.com")
+	out, err := usersCmd(t, srv.URL(), cfg, "a passkey owner's password\n", "create", "--email", "ada@example.com")
 	id := regexp.MustCompile(`\(id ([0-9a-f]+)\)`).FindStringSubmatch(out)
 	if err != nil || id == nil {
 		t.Fatalf("create: %v %s", err, out)

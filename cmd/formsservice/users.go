@@ -21,6 +21,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/passkey"
+	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -103,6 +104,9 @@ has checked.`,
 				return err
 			}
 			defer rdb.Close()
+			if err := judgeNewPassword(pw, u.email, name); err != nil {
+				return err
+			}
 			created, err := us.Create(cmd.Context(), u.email, name, pw)
 			if err != nil {
 				return err
@@ -150,7 +154,14 @@ the first line of standard input.`,
 				return err
 			}
 			defer rdb.Close()
-			user, err := us.SetPassword(cmd.Context(), u.email, pw)
+			user, err := us.ByEmail(cmd.Context(), u.email)
+			if err != nil {
+				return err
+			}
+			if err := judgeNewPassword(pw, user.Email, user.Name); err != nil {
+				return err
+			}
+			user, err = us.SetPassword(cmd.Context(), user.Email, pw)
 			if err != nil {
 				return err
 			}
@@ -169,6 +180,15 @@ the first line of standard input.`,
 	}
 	u.register(cmd, env, true)
 	return cmd
+}
+
+// judgeNewPassword refuses a new password the rules refuse (package passwords), as the hosted pages do,
+// with the pages' message.
+func judgeNewPassword(pw, email, name string) error {
+	if weak := passwords.Judge(pw, email, name); weak != passwords.OK {
+		return fmt.Errorf("password refused (%s): %s", weak, weak.Message())
+	}
+	return nil
 }
 
 // newUsersSignoutCmd is `users signout` (end every session and grant) or `users disable` (the same,

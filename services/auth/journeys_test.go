@@ -311,7 +311,7 @@ func TestPasswordReset_LinkFromTheMail_SignsOutEverywhere(t *testing.T) {
 	}
 	reset := formTo(t, p.base, resetPage.body, "/account/reset")
 	reset.fields.Set("new_password", "short")
-	if res := b.postForm(reset.action, reset.fields); res.StatusCode != http.StatusBadRequest || !strings.Contains(res.body, "Use 8 to 256 characters") {
+	if res := b.postForm(reset.action, reset.fields); res.StatusCode != http.StatusBadRequest || !strings.Contains(res.body, "Use 12 to 256 characters") {
 		t.Fatalf("a short password: %d\n%.800s", res.StatusCode, res.body)
 	}
 	reset.fields.Set("new_password", "a brand new password")

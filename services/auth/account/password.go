@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -103,9 +103,9 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request, clientK
 		fail(check.status, "current_password", check.msg)
 		return
 	}
-	if users.CheckPassword(next) != nil {
+	if weak := passwords.Judge(next, u.Email, u.Name); weak != passwords.OK {
 		h.accountRefused(ctx, audit.PasswordChanged, u, passwordCheck{reason: "invalid"})
-		fail(http.StatusBadRequest, "new_password", fmt.Sprintf("Use %d to %d characters.", users.MinPasswordLen, users.MaxPasswordLen))
+		fail(http.StatusBadRequest, "new_password", weak.Message())
 		return
 	}
 	grants, sessions, err := h.accounts.SetPassword(ctx, u, next)

@@ -14,6 +14,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/link"
 	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -169,10 +170,11 @@ func (h *Handler) Reset(w http.ResponseWriter, r *http.Request, clientKey string
 		h.renderJourney(w, r, rt, http.StatusForbidden, form)
 		return
 	}
-	if users.CheckPassword(next) != nil {
-		h.audit.Record(ctx, audit.Event{Kind: audit.PasswordReset, Outcome: audit.Failure, Reason: "weak_password", User: u.ID})
+	if weak := passwords.Judge(next, u.Email, u.Name); weak != passwords.OK {
+		h.audit.Record(ctx, audit.Event{Kind: audit.PasswordReset, Outcome: audit.Failure, Reason: "weak_password", User: u.ID,
+			Detail: map[string]string{"rule": string(weak)}})
 		form.Error = "Your password was not changed."
-		form.Fields = map[string]string{"new_password": fmt.Sprintf("Use %d to %d characters.", users.MinPasswordLen, users.MaxPasswordLen)}
+		form.Fields = map[string]string{"new_password": weak.Message()}
 		h.renderJourney(w, r, rt, http.StatusBadRequest, form)
 		return
 	}

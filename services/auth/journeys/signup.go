@@ -12,6 +12,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -66,8 +67,9 @@ func (h *Handler) Signup(w http.ResponseWriter, r *http.Request, rt *realm.Realm
 	if err != nil {
 		d.Fields["email"] = "Enter an e-mail address like name@example.com."
 	}
-	if err := users.CheckPassword(password); err != nil {
-		d.Fields["password"] = "Use 8 to 256 characters."
+	weak := passwords.Judge(password, address, name)
+	if weak != passwords.OK {
+		d.Fields["password"] = weak.Message()
 	}
 	if len(d.Fields) > 0 {
 		refused("invalid")

@@ -155,8 +155,8 @@ func TestGerman_EveryTextOfThePages(t *testing.T) {
 	for en, want := range map[string]string{
 		"Too many failed sign-ins. Try again in 30 s.":                                                          "Zu viele fehlgeschlagene Anmeldungen. Versuchen Sie es in 30 s erneut.",
 		"If a@b.example has an account, we have sent it a link to reset the password. It works for 15 minutes.": "Falls a@b.example ein Konto hat, haben wir einen Link zum Zurücksetzen des Passworts dorthin gesendet. Er gilt 15 Minuten.",
-		"Use 8 to 256 characters.": "Verwenden Sie 8 bis 256 Zeichen.",
-		"Acme Shop":                "Acme Shop", // a name stays as it is
+		"Use 12 to 256 characters.": "Verwenden Sie 12 bis 256 Zeichen.",
+		"Acme Shop":                 "Acme Shop", // a name stays as it is
 	} {
 		if got := page.German(en); got != want {
 			t.Errorf("German(%q) = %q, want %q", en, got, want)

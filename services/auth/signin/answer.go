@@ -29,6 +29,9 @@ type signedIn struct {
 	session    string
 	generation int64
 	amr        []string
+	// askPasswordChange: the account's password fails the rules for new ones (users.MustChangePassword):
+	// the person is asked to change it before going on to the client (passwordchange.go).
+	askPasswordChange bool
 }
 
 // startSession follows a right password: the second step when the sign-in needs one (secondstep.go),
@@ -61,7 +64,7 @@ func (h *Handler) openSession(a *attempt, u *users.User, amr []string) {
 	if rate != nil && !h.web.RateAnswer(a.w, rate.Kind, wait, nil) {
 		return
 	}
-	h.grantCode(a, u, signedIn{authTime: now, session: token, generation: gen, amr: amr})
+	h.grantCode(a, u, signedIn{authTime: now, session: token, generation: gen, amr: amr, askPasswordChange: u.MustChangePassword})
 }
 
 // grantCode grants the request (the clients are first-party: no consent screen) and redirects back with
@@ -112,6 +115,10 @@ func (h *Handler) grantCode(a *attempt, u *users.User, in signedIn) {
 	}
 	if err != nil {
 		h.authorizeError(a, err)
+		return
+	}
+	if in.askPasswordChange {
+		h.askPasswordChange(a, resp)
 		return
 	}
 	a.rt.Provider.WriteAuthorizeResponse(a.r.Context(), withIssuer(a.w, a.rt), ar, resp)

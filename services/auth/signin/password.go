@@ -12,6 +12,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
+	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -108,6 +109,7 @@ func (h *Handler) password(a *attempt) {
 	if h.unverified(a, u) { // the right password, but this client wants a verified address
 		return
 	}
+	h.judgeOldPassword(ctx, u, a.r.PostForm.Get("password"))
 	h.counted(signinSuccess)
 	h.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: a.cl.GetID(),
 		Detail: map[string]string{"browser": browser}})
@@ -119,6 +121,19 @@ func (h *Handler) password(a *attempt) {
 	h.signOn.RememberDevice(a.w, a.r, a.rt, account, gen)
 	a.reads = reads
 	h.startSession(a, u)
+}
+
+// judgeOldPassword marks u, whose password is right, when the password fails the rules for new ones
+// (it was set before them): its owner is asked to change it after this sign-in and the next ones, until a
+// new one is set (D54). The mark is written once; this sign-in asks even if it could not be written.
+func (h *Handler) judgeOldPassword(ctx context.Context, u *users.User, password string) {
+	if u.MustChangePassword || passwords.Judge(password, u.Email, u.Name) == passwords.OK {
+		return
+	}
+	if err := h.users.MarkPasswordChange(ctx, u.ID); err != nil {
+		h.log.Warn("sign-in: a password that fails the rules was not marked", "user", u.ID, "err", err)
+	}
+	u.MustChangePassword = true
 }
 
 // throttled answers a password refused by the throttle before it was checked.

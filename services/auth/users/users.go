@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/platform/email"
 	"github.com/formsservice/formsservice/services/platform/storeerr"
 )
@@ -37,10 +38,13 @@ var (
 	ErrDisabled       = fmt.Errorf("%w: account disabled", ErrBadCredentials)
 )
 
-// Password bounds (NIST SP 800-63B: at least 8, allow long passphrases).
+// Password bounds of the store: what any password it keeps has (NIST SP 800-63B's 8, and long
+// passphrases). A new password is judged by the stricter rules of package passwords (12 characters and
+// more, not on the breach list, hard to guess) at each door that sets one (D54); the store still takes 8
+// so that the accounts made before those rules keep signing in.
 const (
 	MinPasswordLen = 8
-	MaxPasswordLen = 256
+	MaxPasswordLen = passwords.MaxLen
 	MaxNameLen     = 120
 )
 
@@ -61,6 +65,9 @@ type User struct {
 	// SelfSignup: the account was made on the hosted page's sign-up form (not by an operator); only
 	// such accounts are purged when never verified (purge.go).
 	SelfSignup bool
+	// MustChangePassword: a sign-in showed that the password fails the rules for new passwords (it was
+	// set before them); the owner is asked to change it after each sign-in until a new one is set (D54).
+	MustChangePassword bool
 }
 
 // Store reads and writes users.
@@ -238,7 +245,7 @@ func FromFields(id string, m map[string]string) (*User, error) {
 	}
 	created, _ := strconv.ParseInt(m["created"], 10, 64)
 	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC(), Disabled: m["disabled"] == "1",
-		EmailVerified: m["verified"] == "1", Groups: parseGroups(m["groups"]), SelfSignup: m["signup"] == "1"}, nil
+		EmailVerified: m["verified"] == "1", Groups: parseGroups(m["groups"]), SelfSignup: m["signup"] == "1", MustChangePassword: m["pwchange"] == "1"}, nil
 }
 
 // ByEmail returns the user with that address (any case).
@@ -393,7 +400,15 @@ func (s *Store) setHash(ctx context.Context, id, hash string) error {
 	return nil
 }
 
-// SetPassword replaces a user's password.
+// setPasswordScript is setHashScript for a new password: the mark that the old one must change goes.
+var setPasswordScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'hash', ARGV[1])
+redis.call('HDEL', KEYS[1], 'pwchange')
+return 1
+`)
+
+// SetPassword replaces a user's password (the caller judged it: package passwords).
 func (s *Store) SetPassword(ctx context.Context, email, password string) (*User, error) {
 	if err := CheckPassword(password); err != nil {
 		return nil, err
@@ -406,7 +421,34 @@ func (s *Store) SetPassword(ctx context.Context, email, password string) (*User,
 	if err != nil {
 		return nil, err
 	}
-	return u, s.setHash(ctx, u.ID, h)
+	n, err := setPasswordScript.Run(ctx, s.rdb, []string{userKey(u.ID)}, h).Int()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if n == 0 {
+		return nil, ErrNotFound
+	}
+	u.MustChangePassword = false
+	return u, nil
+}
+
+var markPasswordChangeScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'pwchange', '1')
+return 1
+`)
+
+// MarkPasswordChange records that user id's password fails the rules for new passwords: its owner is
+// asked to change it after each sign-in until SetPassword sets a new one.
+func (s *Store) MarkPasswordChange(ctx context.Context, id string) error {
+	n, err := markPasswordChangeScript.Run(ctx, s.rdb, []string{userKey(id)}).Int()
+	if err != nil {
+		return unavailable(err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 var setVerifiedScript = redis.NewScript(`
