@@ -3,14 +3,21 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -368,4 +375,87 @@ func TestSamples_PassTheCRDAndRenderAConfigurationTheServicesLoad(t *testing.T) 
 	if declared < 3 {
 		t.Errorf("no sample declares three forms of its own (the most: %d)", declared)
 	}
+}
+
+// A FormsService with declared forms becomes a platform that takes them: the forms' configuration holds
+// them (a webhook's address and secret as the files of its Secret, mounted into the forms pods), and the
+// Ingress and the HTTPRoute route /f/ to the forms, the HTTPRoute through the Gateway API's real schema.
+func TestDeclaredForms_RenderedMountedAndRouted(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-hook", Namespace: ns}, Data: map[string][]byte{
+		"url":      []byte("https://hooks.slack.com/services/T000/B000/DEMOSECRETURL\n"),
+		"secret":   []byte("whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))),
+		"previous": []byte("whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))),
+	}}
+	if err := k8s.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	fs := sampleFS(ns)
+	fs.Spec.Forms.Declared = []v1alpha1.DeclaredForm{demoForm()}
+	fs.Spec.Gateway = &v1alpha1.GatewaySpec{ParentRefs: []v1alpha1.GatewayParentRef{{Name: "public"}},
+		Host: "id.acme.example", FormsHost: "forms.acme.example"}
+	fs = createAndWait(t, fs)
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected")
+
+	declared := configOf(t, ns, "acme", render.Forms).Forms.Declared
+	if len(declared) != 1 || declared[0].ID != "demo" || len(declared[0].Fields) != len(demoForm().Fields) || declared[0].Notify == nil {
+		t.Fatalf("forms.yaml declares %+v", declared)
+	}
+	if w := declared[0].Notify.Webhooks[0]; w.URL != "" || w.URLFile != render.SecretPath("demo-hook", "url") ||
+		w.SecretFile != render.SecretPath("demo-hook", "secret") || w.PreviousSecretFile != render.SecretPath("demo-hook", "previous") {
+		t.Errorf("the Secret's webhook in forms.yaml: %+v", w)
+	}
+	var cm corev1.ConfigMap
+	if err := k8s.Get(ctx, key(ns, "acme-config"), &cm); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(cm.Data[render.ConfigKey(render.Forms)], "DEMOSECRETURL") {
+		t.Error("the ConfigMap holds the webhook's address")
+	}
+	var d appsv1.Deployment
+	if err := k8s.Get(ctx, key(ns, "acme-forms"), &d); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "demo-hook" {
+			for _, k := range v.Secret.Items {
+				keys = append(keys, k.Key)
+			}
+		}
+	}
+	if !slices.Equal(keys, []string{"previous", "secret", "url"}) {
+		t.Errorf("the forms pods mount %v of demo-hook", keys)
+	}
+
+	eventuallyWhat(t, "/f/ in the Ingress and the forms HTTPRoute", func() error {
+		var ing networkingv1.Ingress
+		if err := k8s.Get(ctx, key(ns, "acme"), &ing); err != nil {
+			return err
+		}
+		routed := false
+		for _, r := range ing.Spec.Rules {
+			for _, p := range r.HTTP.Paths {
+				routed = routed || (r.Host == "forms.acme.example" && p.Path == "/f/" && *p.PathType == networkingv1.PathTypePrefix &&
+					p.Backend.Service.Name == "acme-forms")
+			}
+		}
+		if !routed {
+			return fmt.Errorf("the Ingress does not route forms.acme.example/f/ to the forms: %+v", ing.Spec.Rules)
+		}
+		route, err := getHTTPRoute(ns, "acme-forms")
+		if err != nil {
+			return err
+		}
+		rules, _, _ := unstructured.NestedSlice(route.Object, "spec", "rules")
+		for _, r := range rules {
+			matches, _, _ := unstructured.NestedSlice(r.(map[string]any), "matches")
+			path, _, _ := unstructured.NestedStringMap(matches[0].(map[string]any), "path")
+			if path["type"] == "PathPrefix" && path["value"] == "/f/" {
+				return nil
+			}
+		}
+		return fmt.Errorf("the forms HTTPRoute does not route /f/: %v", rules)
+	})
 }
