@@ -62,11 +62,11 @@ func demoForm() v1alpha1.DeclaredForm {
 // declaration changes the demo form (or the spec around it) into one case of the table.
 type declaration func(fs *v1alpha1.FormsService, f *v1alpha1.DeclaredForm)
 
-func field(i int, mutate func(fd *v1alpha1.FormField)) declaration {
+func declaredField(i int, mutate func(fd *v1alpha1.FormField)) declaration {
 	return func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { mutate(&f.Fields[i]) }
 }
 
-func manyForms(n int) declaration {
+func declaredForms(n int) declaration {
 	return func(fs *v1alpha1.FormsService, _ *v1alpha1.DeclaredForm) {
 		for i := 1; i < n; i++ { // the demo form is the first
 			fs.Spec.Forms.Declared = append(fs.Spec.Forms.Declared, v1alpha1.DeclaredForm{
@@ -75,7 +75,7 @@ func manyForms(n int) declaration {
 	}
 }
 
-func fieldsOf(n int) declaration {
+func declaredFields(n int) declaration {
 	return func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
 		f.Fields, f.Unique, f.Autoresponder = nil, "", nil
 		for i := range n {
@@ -84,7 +84,7 @@ func fieldsOf(n int) declaration {
 	}
 }
 
-func choicesOf(n int) []v1alpha1.FormChoice {
+func declaredChoices(n int) []v1alpha1.FormChoice {
 	var out []v1alpha1.FormChoice
 	for i := range n {
 		out = append(out, v1alpha1.FormChoice(fmt.Sprintf("choice %d", i)))
@@ -92,7 +92,7 @@ func choicesOf(n int) []v1alpha1.FormChoice {
 	return out
 }
 
-func mailTo(n int) []v1alpha1.MailAddress {
+func recipients(n int) []v1alpha1.MailAddress {
 	var out []v1alpha1.MailAddress
 	for i := range n {
 		out = append(out, v1alpha1.MailAddress(fmt.Sprintf("team%d@acme.example", i)))
@@ -120,29 +120,29 @@ func TestCRD_DeclaredFormsAgreeWithTheService(t *testing.T) {
 			f.Autoresponder.Field, f.Unique = "", ""
 		}, ""},
 		{"an id of 40 characters", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.ID = "9" + long(39) }, ""},
-		{"100 forms", manyForms(100), ""},
-		{"50 fields", fieldsOf(50), ""},
-		{"100 choices", field(7, func(fd *v1alpha1.FormField) { fd.Choices = choicesOf(100) }), ""},
+		{"100 forms", declaredForms(100), ""},
+		{"50 fields", declaredFields(50), ""},
+		{"100 choices", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = declaredChoices(100) }), ""},
 		{"20 mail recipients and 10 webhooks", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
-			f.Notify.MailTo = mailTo(20)
+			f.Notify.MailTo = recipients(20)
 			for len(f.Notify.Webhooks) < 10 {
 				f.Notify.Webhooks = append(f.Notify.Webhooks, v1alpha1.FormWebhook{URL: "http://hooks.internal/x"})
 			}
 		}, ""},
-		{"numbers with exponents and fractions", field(5, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "-0.5", "2.5e3" }), ""},
-		{"only a maximum date", field(6, func(fd *v1alpha1.FormField) { fd.Min = "" }), ""},
-		{"a leap day", field(6, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "2028-02-29", "2028-02-29" }), ""},
-		{"a choice of 200 characters", field(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{v1alpha1.FormChoice(long(200))} }), ""},
+		{"numbers with exponents and fractions", declaredField(5, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "-0.5", "2.5e3" }), ""},
+		{"only a maximum date", declaredField(6, func(fd *v1alpha1.FormField) { fd.Min = "" }), ""},
+		{"a leap day", declaredField(6, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "2028-02-29", "2028-02-29" }), ""},
+		{"a choice of 200 characters", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{v1alpha1.FormChoice(long(200))} }), ""},
 		{"an absolute thank-you page with a port", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
 			f.ThanksURL = "http://localhost:3000/thanks"
 		}, ""},
 		{"the path / as error page", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.ErrorURL = "/" }, ""},
 
-		{"101 forms", manyForms(101), "spec.forms.declared: Too many: 101"},
-		{"51 fields", fieldsOf(51), "Too many: 51"},
-		{"no field", fieldsOf(0), "spec.forms.declared[0].fields"},
-		{"101 choices", field(7, func(fd *v1alpha1.FormField) { fd.Choices = choicesOf(101) }), "Too many: 101"},
-		{"21 mail recipients", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.Notify.MailTo = mailTo(21) }, "Too many: 21"},
+		{"101 forms", declaredForms(101), "spec.forms.declared: Too many: 101"},
+		{"51 fields", declaredFields(51), "Too many: 51"},
+		{"no field", declaredFields(0), "spec.forms.declared[0].fields"},
+		{"101 choices", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = declaredChoices(101) }), "Too many: 101"},
+		{"21 mail recipients", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.Notify.MailTo = recipients(21) }, "Too many: 21"},
 		{"11 webhooks", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
 			for len(f.Notify.Webhooks) < 11 {
 				f.Notify.Webhooks = append(f.Notify.Webhooks, v1alpha1.FormWebhook{URL: "http://hooks.internal/x"})
@@ -160,40 +160,40 @@ func TestCRD_DeclaredFormsAgreeWithTheService(t *testing.T) {
 			fs.Spec.Forms.Declared = append(fs.Spec.Forms.Declared, v1alpha1.DeclaredForm{ID: "demo", Fields: []v1alpha1.FormField{{Name: "a", Type: "text"}}})
 		}, "Duplicate value"},
 
-		{"a field name in upper case", field(2, func(fd *v1alpha1.FormField) { fd.Name = "Company" }), "spec.forms.declared[0].fields[2].name"},
-		{"a field name with the service's leading _", field(2, func(fd *v1alpha1.FormField) { fd.Name = "_company" }), "spec.forms.declared[0].fields[2].name"},
-		{"a field name starting with a digit", field(2, func(fd *v1alpha1.FormField) { fd.Name = "1company" }), "spec.forms.declared[0].fields[2].name"},
-		{"a field name with a hyphen", field(2, func(fd *v1alpha1.FormField) { fd.Name = "company-name" }), "spec.forms.declared[0].fields[2].name"},
-		{"a field name of 65 characters", field(2, func(fd *v1alpha1.FormField) { fd.Name = long(65) }), "spec.forms.declared[0].fields[2].name"},
-		{"one field name twice", field(2, func(fd *v1alpha1.FormField) { fd.Name = "name" }), "Duplicate value"},
-		{"an unknown field type", field(2, func(fd *v1alpha1.FormField) { fd.Type = "select" }), "spec.forms.declared[0].fields[2].type"},
-		{"a file field (not yet)", field(2, func(fd *v1alpha1.FormField) { fd.Type = "file" }), "spec.forms.declared[0].fields[2].type"},
-		{"a label of 201 characters", field(2, func(fd *v1alpha1.FormField) { fd.Label = long(201) }), "spec.forms.declared[0].fields[2].label"},
+		{"a field name in upper case", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = "Company" }), "spec.forms.declared[0].fields[2].name"},
+		{"a field name with the service's leading _", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = "_company" }), "spec.forms.declared[0].fields[2].name"},
+		{"a field name starting with a digit", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = "1company" }), "spec.forms.declared[0].fields[2].name"},
+		{"a field name with a hyphen", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = "company-name" }), "spec.forms.declared[0].fields[2].name"},
+		{"a field name of 65 characters", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = long(65) }), "spec.forms.declared[0].fields[2].name"},
+		{"one field name twice", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = "name" }), "Duplicate value"},
+		{"an unknown field type", declaredField(2, func(fd *v1alpha1.FormField) { fd.Type = "select" }), "spec.forms.declared[0].fields[2].type"},
+		{"a file field (not yet)", declaredField(2, func(fd *v1alpha1.FormField) { fd.Type = "file" }), "spec.forms.declared[0].fields[2].type"},
+		{"a label of 201 characters", declaredField(2, func(fd *v1alpha1.FormField) { fd.Label = long(201) }), "spec.forms.declared[0].fields[2].label"},
 
-		{"choices on a text field", field(2, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{"a"} }), "only oneof and manyof fields have choices"},
-		{"a oneof field without choices", field(7, func(fd *v1alpha1.FormField) { fd.Choices = nil }), "a oneof or manyof field needs choices"},
-		{"a manyof field without choices", field(8, func(fd *v1alpha1.FormField) { fd.Choices, fd.MaxChoices = nil, 0 }), "a oneof or manyof field needs choices"},
-		{"one choice twice", field(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{"a", "a"} }), "Duplicate value"},
-		{"an empty choice", field(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{""} }), "spec.forms.declared[0].fields[7].choices[0]"},
-		{"a choice of 201 characters", field(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{v1alpha1.FormChoice(long(201))} }), "spec.forms.declared[0].fields[7].choices[0]"},
-		{"maxChoices on a oneof field", field(7, func(fd *v1alpha1.FormField) { fd.MaxChoices = 1 }), "maxChoices is for manyof fields"},
-		{"a negative maxChoices", field(8, func(fd *v1alpha1.FormField) { fd.MaxChoices = -1 }), "spec.forms.declared[0].fields[8].maxChoices"},
+		{"choices on a text field", declaredField(2, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{"a"} }), "only oneof and manyof fields have choices"},
+		{"a oneof field without choices", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = nil }), "a oneof or manyof field needs choices"},
+		{"a manyof field without choices", declaredField(8, func(fd *v1alpha1.FormField) { fd.Choices, fd.MaxChoices = nil, 0 }), "a oneof or manyof field needs choices"},
+		{"one choice twice", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{"a", "a"} }), "Duplicate value"},
+		{"an empty choice", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{""} }), "spec.forms.declared[0].fields[7].choices[0]"},
+		{"a choice of 201 characters", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{v1alpha1.FormChoice(long(201))} }), "spec.forms.declared[0].fields[7].choices[0]"},
+		{"maxChoices on a oneof field", declaredField(7, func(fd *v1alpha1.FormField) { fd.MaxChoices = 1 }), "maxChoices is for manyof fields"},
+		{"a negative maxChoices", declaredField(8, func(fd *v1alpha1.FormField) { fd.MaxChoices = -1 }), "spec.forms.declared[0].fields[8].maxChoices"},
 
-		{"lengths on an email field", field(1, func(fd *v1alpha1.FormField) { fd.MaxLength = 100 }), "minLength and maxLength are for text and longtext fields"},
-		{"minLength above maxLength", field(0, func(fd *v1alpha1.FormField) { fd.MinLength = 121 }), "minLength must not exceed maxLength"},
-		{"maxLength above 4000", field(9, func(fd *v1alpha1.FormField) { fd.MaxLength = 4001 }), "spec.forms.declared[0].fields[9].maxLength"},
-		{"a negative minLength", field(0, func(fd *v1alpha1.FormField) { fd.MinLength = -1 }), "spec.forms.declared[0].fields[0].minLength"},
+		{"lengths on an email field", declaredField(1, func(fd *v1alpha1.FormField) { fd.MaxLength = 100 }), "minLength and maxLength are for text and longtext fields"},
+		{"minLength above maxLength", declaredField(0, func(fd *v1alpha1.FormField) { fd.MinLength = 121 }), "minLength must not exceed maxLength"},
+		{"maxLength above 4000", declaredField(9, func(fd *v1alpha1.FormField) { fd.MaxLength = 4001 }), "spec.forms.declared[0].fields[9].maxLength"},
+		{"a negative minLength", declaredField(0, func(fd *v1alpha1.FormField) { fd.MinLength = -1 }), "spec.forms.declared[0].fields[0].minLength"},
 
-		{"min on a text field", field(2, func(fd *v1alpha1.FormField) { fd.Min = "1" }), "min and max are for number and date fields"},
-		{"a number bound that is not a number", field(5, func(fd *v1alpha1.FormField) { fd.Max = "ten" }), "must be finite decimal numbers"},
-		{"a number bound with a leading +", field(5, func(fd *v1alpha1.FormField) { fd.Min = "+1" }), "must be finite decimal numbers"},
-		{"a number bound in hexadecimal", field(5, func(fd *v1alpha1.FormField) { fd.Max = "0x10" }), "must be finite decimal numbers"},
-		{"an infinite number bound", field(5, func(fd *v1alpha1.FormField) { fd.Max = "1e400" }), "spec.forms.declared[0].fields[5]"},
-		{"a number bound of 41 characters", field(5, func(fd *v1alpha1.FormField) { fd.Max = "1" + strings.Repeat("0", 40) }), "spec.forms.declared[0].fields[5].max"},
-		{"min above max", field(5, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "10", "9.5" }), "min must not exceed max"},
-		{"a date that is no date", field(6, func(fd *v1alpha1.FormField) { fd.Max = "2027-02-30" }), "spec.forms.declared[0].fields[6]"},
-		{"a date written another way", field(6, func(fd *v1alpha1.FormField) { fd.Min = "01/02/2026" }), "must be dates, YYYY-MM-DD"},
-		{"a date range backwards", field(6, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "2027-01-02", "2027-01-01" }), "min must not be after max"},
+		{"min on a text field", declaredField(2, func(fd *v1alpha1.FormField) { fd.Min = "1" }), "min and max are for number and date fields"},
+		{"a number bound that is not a number", declaredField(5, func(fd *v1alpha1.FormField) { fd.Max = "ten" }), "must be finite decimal numbers"},
+		{"a number bound with a leading +", declaredField(5, func(fd *v1alpha1.FormField) { fd.Min = "+1" }), "must be finite decimal numbers"},
+		{"a number bound in hexadecimal", declaredField(5, func(fd *v1alpha1.FormField) { fd.Max = "0x10" }), "must be finite decimal numbers"},
+		{"an infinite number bound", declaredField(5, func(fd *v1alpha1.FormField) { fd.Max = "1e400" }), "spec.forms.declared[0].fields[5]"},
+		{"a number bound of 41 characters", declaredField(5, func(fd *v1alpha1.FormField) { fd.Max = "1" + strings.Repeat("0", 40) }), "spec.forms.declared[0].fields[5].max"},
+		{"min above max", declaredField(5, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "10", "9.5" }), "min must not exceed max"},
+		{"a date that is no date", declaredField(6, func(fd *v1alpha1.FormField) { fd.Max = "2027-02-30" }), "spec.forms.declared[0].fields[6]"},
+		{"a date written another way", declaredField(6, func(fd *v1alpha1.FormField) { fd.Min = "01/02/2026" }), "must be dates, YYYY-MM-DD"},
+		{"a date range backwards", declaredField(6, func(fd *v1alpha1.FormField) { fd.Min, fd.Max = "2027-01-02", "2027-01-01" }), "min must not be after max"},
 
 		{"unique names no field", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.Unique = "mail" }, "unique must name a field of the form"},
 		{"unique names a number field", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.Unique = "seats" }, "unique must name a text, email, phone or url field"},
