@@ -96,6 +96,7 @@ type SecretKeySelector struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress) || has(self.gateway)",message="set publicURL, ingress.host or gateway.host: the OAuth issuer needs the platform's public base URL"
 // +kubebuilder:validation:XValidation:rule="!has(self.restoreFrom) || has(oldSelf.restoreFrom)",message="restoreFrom is set only when the FormsService is created: restore into a running platform with formsservice restore"
+// +kubebuilder:validation:XValidation:rule="!has(self.forms) || !has(self.forms.declared) || self.forms.declared.all(f, !has(f.origins) || f.origins.all(o, has(self.allowedOrigins) && o in self.allowedOrigins))",message="a declared form's origins must be some of allowedOrigins, spelled exactly as there (a form's origins narrow them)"
 type FormsServiceSpec struct {
 	// Image runs every service (`formsservice forms|auth|health`). Defaults to the operator's own
 	// service image (its --service-image flag).
@@ -458,6 +459,13 @@ type FormsSpec struct {
 	// +listMapKey=origin
 	// +kubebuilder:validation:MaxItems=50
 	Sites []FormsSite `json:"sites,omitempty"`
+	// Declared are the team's own forms, each posted to /f/<id> (forms_declared_types.go; docs/forms.md,
+	// "Your own forms"). At most 100, ids unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=100
+	Declared []DeclaredForm `json:"declared,omitempty"`
 }
 
 // FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing

@@ -71,6 +71,7 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 		}
 		formsDataPolicy(&c.Forms, s.Forms.DataPolicy)
 		formsSitesAndOptIn(&c.Forms, fs)
+		c.Forms.Declared = declaredForms(s.Forms.Declared)
 	case Auth:
 		c.Auth = authConfig(fs, in)
 		c.Mail = authMail(s.Forms)

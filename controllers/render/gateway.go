@@ -15,7 +15,8 @@ func HTTPRouteNames(fs *v1alpha1.FormsService) (main, forms string) {
 }
 
 // HTTPRoutes route the public paths through the Gateway(s) of spec.gateway exactly as Ingress does:
-// /contact and /waitlist (Exact) to forms, on the forms host when it differs; the provider's
+// /contact and /waitlist (Exact) and, with declared forms, /f/ (PathPrefix) to forms, on the forms host
+// when it differs; the provider's
 // publicpaths.Prefixes (/oauth2, /.well-known, /account, /admin; PathPrefix, by path element like the Ingress'
 // Prefix) to auth; /health (Exact) to health. Nothing else,
 // not /metrics. An HTTPRoute's hostnames hold for all its rules, so a separate forms host gets a route of
@@ -52,6 +53,9 @@ func HTTPRoutes(fs *v1alpha1.FormsService) []*gatewayv1ac.HTTPRouteApplyConfigur
 			for _, p := range optInPaths {
 				rules = append(rules, rule(p, gatewayv1.PathMatchExact, Forms))
 			}
+		}
+		if hasDeclaredForms(fs) { // POST /f/<id>
+			rules = append(rules, rule(DeclaredFormsPrefix, gatewayv1.PathMatchPathPrefix, Forms))
 		}
 		return rules
 	}

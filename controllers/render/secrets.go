@@ -72,6 +72,7 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 				Field: "spec.forms.sites[" + string(st.Origin) + "].botCheck.secretRef", Components: []string{Forms}})
 		}
 	}
+	refs = append(refs, declaredSecretRefs(fs)...) // forms_declared.go
 	if m := fs.Spec.Auth.MFA; m != nil && m.SecretKeyRef != nil {
 		r := m.SecretKeyRef
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.auth.mfa.secretKeyRef", Components: []string{Auth}})

@@ -300,7 +300,8 @@ func Service(fs *v1alpha1.FormsService, component string) *corev1ac.ServiceApply
 // (services/forms/optin's ConfirmPath and UnsubscribePath; render_test holds them equal).
 var optInPaths = []string{"/waitlist/confirm", "/waitlist/unsubscribe"}
 
-// Ingress routes the public paths: /contact and /waitlist to forms (on the forms host when it differs),
+// Ingress routes the public paths: /contact and /waitlist (and /f/, with declared forms) to forms (on the
+// forms host when it differs),
 // the provider's publicpaths.Prefixes (/oauth2, /.well-known, /account, /admin) to auth, /health to health.
 // Nothing else (not /metrics) is exposed.
 // It returns nil when spec.ingress is not set.
@@ -323,6 +324,9 @@ func Ingress(fs *v1alpha1.FormsService) *networkingv1ac.IngressApplyConfiguratio
 		for _, p := range optInPaths {
 			formsPaths = append(formsPaths, path(p, networkingv1.PathTypeExact, Forms))
 		}
+	}
+	if hasDeclaredForms(fs) { // POST /f/<id>
+		formsPaths = append(formsPaths, path(DeclaredFormsPrefix, networkingv1.PathTypePrefix, Forms))
 	}
 	var mainPaths []*networkingv1ac.HTTPIngressPathApplyConfiguration
 	for _, p := range publicpaths.Prefixes {

@@ -1,0 +1,99 @@
+package render
+
+import (
+	"strconv"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/config"
+)
+
+// DeclaredFormsPrefix is where the declared forms are posted (/f/<id>, services/forms/routes.go). The
+// Ingress and the HTTPRoutes route it to forms only when spec.forms.declared names a form.
+const DeclaredFormsPrefix = "/f/"
+
+// hasDeclaredForms reports whether the resource declares forms of its own.
+func hasDeclaredForms(fs *v1alpha1.FormsService) bool { return len(fs.Spec.Forms.Declared) > 0 }
+
+// declaredForms renders spec.forms.declared as the service's forms.declared, field by field. A webhook's
+// URL and signing secrets become the files their Secrets are mounted as (declaredSecretRefs).
+func declaredForms(specs []v1alpha1.DeclaredForm) []config.DeclaredForm {
+	var out []config.DeclaredForm
+	for _, s := range specs {
+		f := config.DeclaredForm{
+			ID: s.ID, Title: s.Title, AdditionalFields: s.AdditionalFields, Origins: s.Origins, Unique: s.Unique,
+			ThanksURL: s.ThanksURL, ErrorURL: s.ErrorURL, Durability: config.Durability(s.Durability),
+		}
+		for _, fd := range s.Fields {
+			field := config.FormField{
+				Name: fd.Name, Label: fd.Label, Type: config.FieldType(fd.Type), Required: fd.Required,
+				MinLength: int(fd.MinLength), MaxLength: int(fd.MaxLength), Min: fd.Min, Max: fd.Max,
+				MaxChoices: int(fd.MaxChoices),
+			}
+			for _, c := range fd.Choices {
+				field.Choices = append(field.Choices, string(c))
+			}
+			f.Fields = append(f.Fields, field)
+		}
+		if n := s.Notify; n != nil {
+			f.Notify = &config.FormNotify{}
+			for _, to := range n.MailTo {
+				f.Notify.MailTo = append(f.Notify.MailTo, string(to))
+			}
+			for _, w := range n.Webhooks {
+				f.Notify.Webhooks = append(f.Notify.Webhooks, declaredWebhook(w))
+			}
+		}
+		if a := s.Autoresponder; a != nil {
+			f.Autoresponder = &config.Autoresponder{Field: a.Field, Subject: a.Subject, Text: a.Text}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// declaredWebhook is one webhook of a declared form; its address stays out of the ConfigMap when it
+// comes from a Secret.
+func declaredWebhook(w v1alpha1.FormWebhook) config.Webhook {
+	c := config.Webhook{Format: w.Format}
+	if r := w.URLSecretRef; r != nil {
+		c.URLFile = SecretPath(r.Name, r.Key)
+	} else {
+		c.URL = w.URL
+	}
+	if r := w.SigningSecretRef; r != nil {
+		c.SecretFile = SecretPath(r.Name, r.Key)
+	}
+	if r := w.PreviousSigningSecretRef; r != nil {
+		c.PreviousSecretFile = SecretPath(r.Name, r.Key)
+	}
+	return c
+}
+
+// declaredSecretRefs are the Secrets the declared forms' webhooks name, mounted into the forms pods and
+// checked as the service checks them at start-up (an http(s) URL, a Standard Webhooks secret).
+func declaredSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
+	var refs []SecretRef
+	for _, f := range fs.Spec.Forms.Declared {
+		if f.Notify == nil {
+			continue
+		}
+		for i, w := range f.Notify.Webhooks {
+			at := "spec.forms.declared[" + f.ID + "].notify.webhooks[" + strconv.Itoa(i) + "]."
+			for _, r := range []struct {
+				ref   *v1alpha1.SecretKeySelector
+				field string
+				check func([]byte) error
+			}{
+				{w.URLSecretRef, "urlSecretRef", checkWebhookURL},
+				{w.SigningSecretRef, "signingSecretRef", checkWebhookSecret},
+				{w.PreviousSigningSecretRef, "previousSigningSecretRef", checkWebhookSecret},
+			} {
+				if r.ref != nil {
+					refs = append(refs, SecretRef{Secret: r.ref.Name, Key: r.ref.Key, Field: at + r.field,
+						Components: []string{Forms}, Check: r.check})
+				}
+			}
+		}
+	}
+	return refs
+}
