@@ -72,7 +72,7 @@ type DeclaredForm struct {
 	// Durability is what this form's 201 survives (spec.forms.dataPolicy.durability's levels); default
 	// the forms' own.
 	// +optional
-	// +kubebuilder:validation:Enum=process;machine;primary
+	// +kubebuilder:validation:Enum=process;machine;primary;replicated;unchecked
 	Durability string `json:"durability,omitempty"`
 }
 
