@@ -10,6 +10,7 @@ FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 # Modules first, so that a source change does not download them again.
 COPY go.mod go.sum ./
+COPY third_party/ third_party/
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS=linux

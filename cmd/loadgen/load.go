@@ -19,7 +19,7 @@ import (
 type loadSpec struct {
 	addr     string        // host:port, loopback only
 	path     string        // /waitlist, /contact
-	kind     string        // body template: waitlist or contact
+	kind     string        // body template: waitlist, contact or declared
 	origin   string        // Origin header
 	conns    int           // concurrent keep-alive connections
 	warmup   time.Duration // not measured
@@ -197,6 +197,10 @@ func buildRequest(dst []byte, spec loadSpec, n int64) []byte {
 		body = append(body, `{"name":"Load Test","email":"load`...)
 		body = strconv.AppendInt(body, n, 10)
 		body = append(body, `@example.com","organization":"Bench Club","topic":"sales","message":"Hello team, we would like to know more about pricing for a club of 120 members. Thanks!"}`...)
+	case "declared":
+		body = append(body, `{"company":"Bench Club","email":"load`...)
+		body = strconv.AppendInt(body, n, 10)
+		body = append(body, `@example.com","role":"manager","budget":12000,"start":"2027-01-15","interests":["forms","health"],"notes":"We would like a demo for a club of 120 members.","consent":true}`...)
 	default:
 		body = append(body, `{"email":"load`...)
 		body = strconv.AppendInt(body, n, 10)

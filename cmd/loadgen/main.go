@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		spec := loadSpec{want: 201}
 		fs.StringVar(&spec.addr, "addr", "", "host:port on loopback")
 		fs.StringVar(&spec.path, "path", "/waitlist", "path to POST to")
-		fs.StringVar(&spec.kind, "kind", "waitlist", "body: waitlist or contact")
+		fs.StringVar(&spec.kind, "kind", "waitlist", "body: waitlist, contact or declared (the bench's form demo8)")
 		fs.StringVar(&spec.origin, "origin", benchOrigin, "Origin header")
 		fs.IntVar(&spec.conns, "conns", 32, "connections")
 		fs.DurationVar(&spec.warmup, "warmup", time.Second, "unmeasured time first")
@@ -91,7 +91,18 @@ const benchOrigin = "http://bench.localhost"
 
 // benchFormsConfig is the forms service's configuration under load. Rate limiting stays on (its counter
 // runs in every request's script) with a limit the run never reaches.
-const benchFormsConfig = "logLevel: warn\nallowedOrigins: [\"" + benchOrigin + "\"]\nforms:\n  rateLimitPerMinute: 1000000000\n"
+// A declared form with eight fields (docs/forms.md "Your own forms") runs beside the built-in forms:
+// every field type that checks something, and a unique address.
+const benchFormsConfig = "logLevel: warn\nallowedOrigins: [\"" + benchOrigin + "\"]\nforms:\n  rateLimitPerMinute: 1000000000\n" +
+	"  declared:\n    - id: demo8\n      unique: email\n      fields:\n" +
+	"        - {name: company, type: text, required: true}\n" +
+	"        - {name: email, type: email, required: true}\n" +
+	"        - {name: role, type: oneof, choices: [engineer, manager, other]}\n" +
+	"        - {name: budget, type: number, min: \"0\"}\n" +
+	"        - {name: start, type: date}\n" +
+	"        - {name: interests, type: manyof, choices: [forms, sign-in, health]}\n" +
+	"        - {name: notes, type: longtext}\n" +
+	"        - {name: consent, type: consent}\n"
 
 // findRedisServer is the redis-server binary: the flag's value, else bin/redis-server, else PATH.
 func findRedisServer(flagValue string) (string, error) {
@@ -168,6 +179,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		{name: "baseline: same + one Redis SETNX", addr: setnxAddr, path: "/waitlist", kind: "waitlist"},
 		{name: "formsservice forms POST /waitlist", addr: forms.addr, path: "/waitlist", kind: "waitlist", forms: true},
 		{name: "formsservice forms POST /contact", addr: forms.addr, path: "/contact", kind: "contact", forms: true},
+		{name: "formsservice forms POST /f/demo8", addr: forms.addr, path: "/f/demo8", kind: "declared", forms: true},
 	}
 	if f.levels {
 		more, stop, err := durabilityTargets(f.formsservice, redisServer, tmp)
