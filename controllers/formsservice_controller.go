@@ -70,7 +70,7 @@ func (r *FormsServiceReconciler) serves(gvk schema.GroupVersionKind, wanted bool
 	return r.Kinds.Serves(gvk, wanted)
 }
 
-// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
