@@ -62,6 +62,8 @@ type FormsServiceReconciler struct {
 	Now func() time.Time
 
 	written writtenStatuses
+	// checkedStores spares the claims' reads while a store runs an image already checked (redisformat.go).
+	checkedStores checkedStores
 }
 
 // serves asks Kinds whether the cluster serves gvk; wanted says a FormsService needs it (only then is a
@@ -91,11 +93,13 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Client.Get(ctx, req.NamespacedName, fs); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.checkedStores.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fs.DeletionTimestamp.IsZero() {
 		r.written.forget(req.NamespacedName)
+		r.checkedStores.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references let the garbage collector remove the rest
 	}
 
