@@ -62,6 +62,8 @@ type FormsServiceReconciler struct {
 	Now func() time.Time
 
 	written writtenStatuses
+	// checkedStores spares the claims' reads while a store runs an image already checked (redisformat.go).
+	checkedStores checkedStores
 }
 
 // serves asks Kinds whether the cluster serves gvk; wanted says a FormsService needs it (only then is a
@@ -70,7 +72,7 @@ func (r *FormsServiceReconciler) serves(gvk schema.GroupVersionKind, wanted bool
 	return r.Kinds.Serves(gvk, wanted)
 }
 
-// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.formsservice.io,resources=formsservices/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
@@ -91,11 +93,13 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Client.Get(ctx, req.NamespacedName, fs); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.checkedStores.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fs.DeletionTimestamp.IsZero() {
 		r.written.forget(req.NamespacedName)
+		r.checkedStores.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references let the garbage collector remove the rest
 	}
 

@@ -13,7 +13,8 @@ import (
 // back too (backup.go).
 
 // secretReasons are the problems of a Secret the pods mount: the rollout waits for them.
-var secretReasons = []string{"SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing"}
+var secretReasons = []string{"SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing",
+	"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid"}
 
 func hasReason(ps []problem, reasons ...string) bool {
 	for _, p := range ps {

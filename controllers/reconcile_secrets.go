@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
 )
 
@@ -34,9 +35,10 @@ func (run *reconcileRun) secrets(ctx context.Context) {
 	}
 }
 
-// signingKey creates the signing-key Secret once, takes the rotation's next step when one is due
-// (rotation.go), and tells the renderers which keys the Secret holds. It returns the Secret (nil when it
-// could not be read or created).
+// signingKey makes the signing-key Secret exist (or checks the team's: D53, signingkey.go), takes the
+// rotation's next step when one is due (rotation.go), records the current key on the FormsService, and
+// tells the renderers which keys the Secret holds. It returns the Secret (nil when it could not be read
+// or created, or is gone).
 func (run *reconcileRun) signingKey(ctx context.Context) *corev1.Secret {
 	r, fs := run.r, run.fs
 	key, keyProblem, err := r.ensureSigningKey(ctx, fs)
@@ -47,16 +49,28 @@ func (run *reconcileRun) signingKey(ctx context.Context) *corev1.Secret {
 	case keyProblem != nil:
 		run.Problems = append(run.Problems, *keyProblem)
 	}
-	if key.Created {
+	switch {
+	case key.Created && key.Replaced:
+		r.event(fs, corev1.EventTypeWarning, "SigningKeyCreated", "Created Secret %s with a new signing key in place of the vanished key %s, as acknowledged (%s): every signed-in user must sign in again",
+			key.Secret.Name, fs.Annotations[v1alpha1.SigningKeyIDAnnotation], v1alpha1.ReplaceVanishedSigningKeyAnnotation)
+	case key.Created:
 		r.event(fs, corev1.EventTypeNormal, "SigningKeyCreated", "Created Secret %s with a new signing key", key.Secret.Name)
 	}
-	// A key that cannot be read, or a Secret without one, has no rotation to take a step in.
+	// A key that cannot be read, or a Secret without one, has no rotation to take a step in; the team's
+	// key is rotated where it comes from.
 	if err == nil && keyProblem == nil {
-		st, wake, err := r.rotate(ctx, fs, key.Secret)
-		if err != nil {
-			run.fail("SigningKeyRotationFailed", fmt.Errorf("rotating the signing key in Secret %s: %w", key.Secret.Name, err))
+		if key.External {
+			run.SigningKey = externalKeyStatus(key.Secret)
+		} else {
+			st, wake, err := r.rotate(ctx, fs, key.Secret)
+			if err != nil {
+				run.fail("SigningKeyRotationFailed", fmt.Errorf("rotating the signing key in Secret %s: %w", key.Secret.Name, err))
+			}
+			run.SigningKey, run.wakeAt = st, wake
 		}
-		run.SigningKey, run.wakeAt = st, wake
+		if err := r.recordSigningKey(ctx, fs, keyIDsOf(key.Secret).Current); err != nil {
+			run.fail("SigningKeyRecordFailed", fmt.Errorf("recording the signing key's ID on the FormsService: %w", err))
+		}
 	}
 	if key.Secret != nil {
 		run.in.PreviousSigningKey = len(key.Secret.Data[render.PreviousSigningKeyKey]) > 0

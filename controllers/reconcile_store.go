@@ -27,7 +27,8 @@ func (run *reconcileRun) store(ctx context.Context) {
 	}
 }
 
-// managedRedis applies the managed Redis, and notes its running image in the renderers' inputs.
+// managedRedis applies the managed Redis, and notes its running image and its data format in the
+// renderers' inputs.
 func (run *reconcileRun) managedRedis(ctx context.Context) {
 	fs := run.fs
 	running, err := run.r.runningRedisImage(ctx, fs)
@@ -35,13 +36,17 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 		run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", render.NamesOf(fs).Redis, err))
 	}
 	run.in.RunningRedisImage = running
+	// The data format recorded on the claims (redisformat.go): an image that cannot read it is never
+	// applied, whatever names it; the StatefulSet keeps the image it has.
+	imageOK := err == nil && run.guardRedisImage(ctx, running)
 	run.apply(ctx, render.ServiceAccount(fs, render.Redis))
 	run.apply(ctx, render.RedisConfigMap(fs))
 	run.apply(ctx, render.RedisService(fs))
 	run.apply(ctx, render.RedisNetworkPolicy(fs))
 	// Without the password's digest the pod template would change and roll Redis for nothing.
-	// Nor without the running image: a store on the legacy Redis must not be switched by mistake.
-	if run.redisPasswordKnown && err == nil && run.r.resizeRedisVolume(ctx, fs, run.in, run) { // volume.go
+	// Nor without the running image and the data format: a store must not be switched to an image that
+	// cannot read it.
+	if run.redisPasswordKnown && imageOK && run.r.resizeRedisVolume(ctx, fs, run.in, run) { // volume.go
 		run.apply(ctx, render.RedisStatefulSet(fs, run.in))
 	}
 	if render.RedisHA(fs) { // the highly available Redis's own objects (D41)

@@ -57,55 +57,6 @@ func thumbprint(pub *ecdsa.PublicKey) (string, error) {
 	return b64(sum[:]), nil
 }
 
-// signingKey is what the reconcile learned about the signing-key Secret.
-type signingKey struct {
-	Secret *corev1.Secret
-	// Created is true when this reconcile created the Secret.
-	Created bool
-}
-
-// ensureSigningKey creates the signing-key Secret once; after that only a rotation (rotation.go) rewrites
-// it. A Secret created by the user before the FormsService (bring your own key) is used as it is.
-func (r *FormsServiceReconciler) ensureSigningKey(ctx context.Context, fs *v1alpha1.FormsService) (signingKey, *problem, error) {
-	name := render.NamesOf(fs).SigningKey
-	sec := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
-	if apierrors.IsNotFound(err) {
-		key, kid, err := newSigningKey()
-		if err != nil {
-			return signingKey{}, nil, err
-		}
-		sec = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: fs.Namespace, Labels: render.Labels(fs, render.Auth),
-				Annotations: map[string]string{
-					// A rotate-signing-key value set before the Secret existed asks for nothing more.
-					render.RotatedForAnnotation:   fs.Annotations[v1alpha1.RotateSigningKeyAnnotation],
-					render.KeyIDAnnotation:        kid,
-					render.CurrentSinceAnnotation: r.now().UTC().Format(time.RFC3339),
-				},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{render.SigningKeyKey: key},
-		}
-		if err := controllerutil.SetControllerReference(fs, sec, r.Scheme); err != nil {
-			return signingKey{}, nil, err
-		}
-		if err := r.Client.Create(ctx, sec); err != nil {
-			return signingKey{}, nil, err
-		}
-		return signingKey{Secret: sec, Created: true}, nil, nil
-	}
-	if err != nil {
-		return signingKey{}, nil, err
-	}
-	if len(sec.Data[render.SigningKeyKey]) == 0 {
-		return signingKey{Secret: sec}, &problem{Reason: "SigningKeyMissing", Message: fmt.Sprintf(
-			"Secret %q has no %s; delete the Secret to have the operator generate a new key", name, render.SigningKeyKey)}, nil
-	}
-	return signingKey{Secret: sec}, nil, nil
-}
-
 // ensureRedisPassword creates the managed Redis's password Secret once and never rewrites it.
 func (r *FormsServiceReconciler) ensureRedisPassword(ctx context.Context, fs *v1alpha1.FormsService) (*corev1.Secret, bool, error) {
 	name := render.NamesOf(fs).RedisPassword
@@ -227,7 +178,8 @@ func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration
 	}
 	for _, p := range problems {
 		switch p.Reason {
-		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing":
+		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing",
+			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid":
 			return wait.Jitter(min(every, missingSecretRecheck), recheckJitter)
 		}
 	}

@@ -13,6 +13,16 @@ const (
 	// auth pod serves it and the JWKS caches have expired, and keeps the previous key verifying until the
 	// tokens signed with it have expired (docs/operator.md, "Signing keys").
 	RotateSigningKeyAnnotation = "platform.formsservice.io/rotate-signing-key"
+	// SigningKeyIDAnnotation is written by the operator: the key ID (RFC 7638 thumbprint) of the current
+	// signing key it last saw in the signing-key Secret. It is the record that the FormsService has a
+	// key, so that a Secret that vanishes is reported (Stalled, SigningKeyVanished) instead of being
+	// replaced by a new key that signs everyone out.
+	SigningKeyIDAnnotation = "platform.formsservice.io/signing-key-id"
+	// ReplaceVanishedSigningKeyAnnotation, set by a person to the key ID a SigningKeyVanished condition
+	// names, lets the operator generate a new key in place of the vanished one: every signed-in user
+	// must sign in again and no refresh token from before refreshes. A value that names another key
+	// does nothing, so an annotation left behind never answers a later loss.
+	ReplaceVanishedSigningKeyAnnotation = "platform.formsservice.io/replace-vanished-signing-key"
 )
 
 // Phases of a signing-key rotation (status.signingKey.phase).
@@ -30,6 +40,9 @@ const (
 	// SigningKeyRetiring: every auth pod signs with the new key; the previous one still verifies until
 	// the tokens signed with it have expired (previousRetiresAt).
 	SigningKeyRetiring = "Retiring"
+	// SigningKeyExternal: the keys come from spec.auth.signingKeySecretRef; the operator does not
+	// rotate them.
+	SigningKeyExternal = "External"
 )
 
 // Condition types reported in status.conditions.
@@ -78,6 +91,25 @@ type Scope string
 // +kubebuilder:validation:MaxLength=260
 // +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]]):[0-9]{1,5}$')",message="must be host:port, like redis.example.internal:6379"
 type HostPort string
+
+// SecretReference names a Secret in the FormsService's namespace.
+type SecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SigningKeyRetention is what happens to the generated signing-key Secret when its FormsService goes.
+type SigningKeyRetention string
+
+// Signing-key retention policies (spec.auth.signingKeyRetention).
+const (
+	// SigningKeyRetain keeps the signing-key Secret when the FormsService is deleted (the default).
+	SigningKeyRetain SigningKeyRetention = "Retain"
+	// SigningKeyDelete deletes it with the FormsService (an owner reference).
+	SigningKeyDelete SigningKeyRetention = "Delete"
+)
 
 // SecretKeySelector names one key of a Secret in the FormsService's namespace.
 type SecretKeySelector struct {
@@ -570,6 +602,9 @@ type WebhookDelivery struct {
 }
 
 // AuthSpec configures the OAuth 2.0 / OpenID Connect provider.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.signingKeySecretRef) || !has(self.signingKeyRotation)",message="signingKeyRotation rotates the key the operator generates: a key from signingKeySecretRef is rotated where it comes from"
+// +kubebuilder:validation:XValidation:rule="!has(self.signingKeySecretRef) || !has(self.signingKeyRetention) || self.signingKeyRetention == 'Retain'",message="signingKeyRetention Delete applies to the key the operator generates: the Secret of signingKeySecretRef is never deleted by the operator"
 type AuthSpec struct {
 	Workload `json:",inline"`
 	// AdminGroup is the group whose members' tokens may use the admin API (/admin/v1/…) besides the
@@ -622,6 +657,22 @@ type AuthSpec struct {
 	// rotate-signing-key annotation (docs/operator.md, "Signing keys").
 	// +optional
 	SigningKeyRotation *SigningKeyRotation `json:"signingKeyRotation,omitempty"`
+	// SigningKeyRetention says what happens to the signing-key Secret the operator generated
+	// (<name>-signing-key) when the FormsService is deleted. Retain (the default) keeps it: the Secret
+	// carries no owner reference, so deleting the FormsService (kubectl delete, a GitOps prune, helm
+	// uninstall) leaves the key, and a FormsService created again with the same name signs with it.
+	// Delete gives it the FormsService as its owner, so the garbage collector deletes it with the
+	// resource.
+	// +optional
+	// +kubebuilder:validation:Enum=Retain;Delete
+	SigningKeyRetention SigningKeyRetention `json:"signingKeyRetention,omitempty"`
+	// SigningKeySecretRef names a Secret the team provides (External Secrets, Vault, sealed-secrets)
+	// holding signing-key.pem (EC P-256, PKCS #8 or SEC 1 PEM), and during the team's own rotation
+	// next-signing-key.pem and previous-signing-key.pem. The operator then never generates, rotates,
+	// owns or deletes a key: it checks the keys and mounts the Secret into the auth pods, and a change
+	// of it rolls them.
+	// +optional
+	SigningKeySecretRef *SecretReference `json:"signingKeySecretRef,omitempty"`
 	// Branding is the product's name, logo, accent colour and stylesheet on every hosted page (sign-in,
 	// second step, e-mail verification and password reset, passkeys, the account page).
 	// oauthClients[].branding overrides it for one client.

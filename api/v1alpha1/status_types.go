@@ -50,7 +50,8 @@ type RouteStatus struct {
 // SigningKeyStatus says where the signing key's rotation stands. Key IDs are the RFC 7638 thumbprints the
 // JWKS publishes as kid.
 type SigningKeyStatus struct {
-	// Phase is Stable, Publishing, Published, Promoting or Retiring.
+	// Phase is Stable, Publishing, Published, Promoting or Retiring; External for the keys of
+	// spec.auth.signingKeySecretRef.
 	Phase string `json:"phase"`
 	// CurrentKeyID signs every token.
 	// +optional

@@ -65,6 +65,9 @@ func TestRedisImage_AStoreOnTheLegacyRedisKeepsIt(t *testing.T) {
 		{"running Valkey", Inputs{RunningRedisImage: DefaultRedisImage}, DefaultRedisImage},
 		{"running another Redis", Inputs{RunningRedisImage: "redis:7.2-alpine"}, DefaultRedisImage},
 		{"a new store", Inputs{}, DefaultRedisImage},
+		{"the StatefulSet gone, its claim in RDB format 12", Inputs{StoreRDBFormat: 12}, LegacyRedisImage},
+		{"the StatefulSet gone, its claim in RDB format 11", Inputs{StoreRDBFormat: 11}, DefaultRedisImage},
+		{"a claim in a format neither reads", Inputs{StoreRDBFormat: 80}, DefaultRedisImage},
 	} {
 		if got := image(c.in); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)

@@ -27,6 +27,10 @@ type Inputs struct {
 	// RunningRedisImage is the image the managed Redis's StatefulSet runs now ("" when there is none):
 	// a store that Redis 7.4 (LegacyRedisImage) wrote stays on it (RedisImage).
 	RunningRedisImage string
+	// StoreRDBFormat is the RDB format version recorded on the managed Redis's claims (0: none): a store
+	// whose format the default image cannot read, and the legacy one can, stays on the legacy one
+	// (RedisImage), also while its StatefulSet is gone.
+	StoreRDBFormat int
 	// RedisRunAsUser is the managed Redis's user when spec.redis.managed.runAsUser is unset (the
 	// operator's --redis-run-as-user); nil or 0 sets none.
 	RedisRunAsUser *int64

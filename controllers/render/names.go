@@ -80,7 +80,9 @@ const (
 
 // Names of the objects a FormsService owns.
 type Names struct {
-	ConfigMap      string
+	ConfigMap string
+	// SigningKey is the Secret of the signing keys: the one spec.auth.signingKeySecretRef names, else the
+	// one the operator generates.
 	SigningKey     string
 	RedisPassword  string
 	Redis          string
@@ -94,12 +96,21 @@ func NamesOf(fs *v1alpha1.FormsService) Names {
 	n := fs.Name
 	return Names{
 		ConfigMap:      n + "-config",
-		SigningKey:     n + "-signing-key",
+		SigningKey:     signingKeySecret(fs),
 		RedisPassword:  n + "-redis-password",
 		Redis:          n + "-redis",
 		RedisConfigMap: n + "-redis-config",
 		Ingress:        n,
 	}
+}
+
+// signingKeySecret is the Secret the auth pods read their signing keys from: spec.auth.signingKeySecretRef,
+// else <name>-signing-key, which the operator generates (D53).
+func signingKeySecret(fs *v1alpha1.FormsService) string {
+	if ref := fs.Spec.Auth.SigningKeySecretRef; ref != nil {
+		return ref.Name
+	}
+	return fs.Name + "-signing-key"
 }
 
 // WorkloadName is the name of a component's Deployment (or StatefulSet) and Service.

@@ -24,8 +24,8 @@ const (
 	DefaultRedisImage = "docker.io/valkey/valkey:8.1.10-alpine@sha256:d2e18f3410b6f616de1417f570fa55261af2898b9c5b2cfb6781ce2373ea43d1"
 	// LegacyRedisImage is what the operator ran before DefaultRedisImage (D32). Redis 7.4 writes its
 	// files in RDB format 12, which Valkey 8 cannot read ("Can't handle RDB format version 12"), nor
-	// RESTORE its DUMPs: a managed store that runs it keeps it unless the spec or --redis-image names
-	// another image (docs/operator.md, "The managed Redis image").
+	// RESTORE its DUMPs: a managed store that runs it, or whose claims record its format, keeps it, and
+	// an image the spec or --redis-image names that cannot read it is refused (redisformat.go; D53).
 	LegacyRedisImage        = "redis:7.4-alpine"
 	DefaultRedisStorageSize = "1Gi"
 	// DefaultRedisUID is the valkey user of DefaultRedisImage (and the redis user of the official Redis
@@ -198,8 +198,10 @@ func RedisStatefulSet(fs *v1alpha1.FormsService, in Inputs) *appsv1ac.StatefulSe
 const redisPing = `[ "$("$(command -v valkey-cli || command -v redis-cli)" ping)" = PONG ]`
 
 // RedisImage is the managed Redis's image: spec.redis.managed.image, else the operator's --redis-image,
-// else DefaultRedisImage — except that a store running LegacyRedisImage keeps it while neither names
-// another (switching it to Valkey would leave the data unreadable and the store down).
+// else DefaultRedisImage — except that a store running LegacyRedisImage, or whose claims record a format
+// only LegacyRedisImage reads (Inputs.StoreRDBFormat), keeps it while neither names another (switching it
+// to Valkey would leave the data unreadable and the store down). An image named that cannot read the
+// store is refused by the reconciler (IncompatibleRedisImage), never applied.
 func RedisImage(fs *v1alpha1.FormsService, in Inputs) string {
 	if m := fs.Spec.Redis.Managed; m != nil && m.Image != "" {
 		return m.Image
@@ -207,10 +209,20 @@ func RedisImage(fs *v1alpha1.FormsService, in Inputs) string {
 	if in.RedisImage != "" && in.RedisImage != DefaultRedisImage {
 		return in.RedisImage
 	}
-	if in.RunningRedisImage == LegacyRedisImage {
+	if in.RunningRedisImage == LegacyRedisImage || needsLegacy(in.StoreRDBFormat) {
 		return LegacyRedisImage
 	}
 	return DefaultRedisImage
+}
+
+// needsLegacy: the default image cannot read a store of this format, and the legacy one can.
+func needsLegacy(format int) bool {
+	if format == 0 {
+		return false
+	}
+	def, _ := ImageRDBFormat(DefaultRedisImage)
+	legacy, _ := ImageRDBFormat(LegacyRedisImage)
+	return !def.Reads(format) && legacy.Reads(format)
 }
 
 // redisRunAsUser is the managed Redis's user: spec.redis.managed.runAsUser, else the operator's; 0 is none.

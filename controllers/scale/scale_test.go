@@ -25,6 +25,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -225,6 +226,18 @@ func build(t testing.TB) []testcluster.Request {
 				t.Fatal(err)
 			}
 			names = append(names, client.ObjectKeyFromObject(fs))
+			if fs.Spec.Redis.Addresses == nil {
+				// The managed store's claim, as the StatefulSet controller (which envtest does not run)
+				// makes it: the operator records the data format on it once, then reads it no more.
+				pvc := &corev1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Namespace: fs.Namespace, Name: controllers.RedisClaimTemplate + "-" + fs.Name + "-redis-0"},
+					Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+				}
+				if err := k8s.Create(ctx, pvc); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		// Three seconds a FormsService: a thousand were nearly built after half an hour on two cores shared
 		// with other builds (30,040 requests sent of about 30,500).

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -191,8 +192,9 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 		t.Fatalf("only %d submissions acknowledged before the backup started: the test did not load it", len(promised))
 	}
 
-	// The platform and its volume go: the FormsService (its owned objects with it, the signing-key Secret
-	// among them, kept aside first) and the managed Redis's claim.
+	// The platform and its volume go: the FormsService (its owned objects with it) and the managed Redis's
+	// claim. The signing-key Secret is not the FormsService's (spec.auth.signingKeyRetention: Retain, the
+	// default, D53): it stays, so that the restored platform signs with the same key.
 	key := &corev1.Secret{}
 	if err := k.client.Get(ctx, clientKey(d.name+"-signing-key"), key); err != nil {
 		t.Fatalf("the signing-key Secret: %v", err)
@@ -203,17 +205,22 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 		t.Fatalf("deleting the FormsService: %v", err)
 	}
 	claim := "data-" + d.name + "-redis-0"
-	cluster.Eventually(t, 3*time.Minute, "the FormsService, its pods and its signing-key Secret gone", func() (bool, string) {
+	cluster.Eventually(t, 3*time.Minute, "the FormsService and its pods gone", func() (bool, string) {
 		pods, err := k.clientset.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{
 			LabelSelector: labels.SelectorFromSet(map[string]string{render.LabelInstance: d.name}).String()})
 		if err != nil {
 			return false, err.Error()
 		}
 		fsErr := k.client.Get(ctx, clientKey(d.name), old.DeepCopy())
-		keyErr := k.client.Get(ctx, clientKey(key.Name), &corev1.Secret{})
-		return apierrors.IsNotFound(fsErr) && apierrors.IsNotFound(keyErr) && len(pods.Items) == 0,
-			fmt.Sprintf("FormsService: %v; signing key: %v; %d pods", fsErr, keyErr, len(pods.Items))
+		return apierrors.IsNotFound(fsErr) && len(pods.Items) == 0, fmt.Sprintf("FormsService: %v; %d pods", fsErr, len(pods.Items))
 	})
+	stillKey := &corev1.Secret{}
+	if err := k.client.Get(ctx, clientKey(key.Name), stillKey); err != nil {
+		t.Fatalf("the signing-key Secret did not outlive its FormsService: %v", err)
+	}
+	if !reflect.DeepEqual(stillKey.Data, key.Data) || len(stillKey.OwnerReferences) != 0 {
+		t.Fatalf("the kept signing-key Secret changed: owners %v", stillKey.OwnerReferences)
+	}
 	pvc, err := k.clientset.CoreV1().PersistentVolumeClaims(appNS).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the managed Redis's claim %s: %v", claim, err)
@@ -228,12 +235,8 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 	})
 	t.Logf("FormsService %s and claim %s (volume %s) deleted in %s", d.name, claim, oldVolume, time.Since(deletedAt).Round(time.Second))
 
-	// The new platform: the kept signing key (docs/operator.md: bring your own key), then the
-	// FormsService with the old one's spec and restoreFrom naming the backup.
-	kept := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: key.Name, Annotations: key.Annotations}, Data: key.Data, Type: key.Type}
-	if err := k.client.Create(ctx, kept); err != nil {
-		t.Fatalf("the kept signing key: %v", err)
-	}
+	// The new platform: the FormsService with the old one's spec and restoreFrom naming the backup; it
+	// takes the kept signing key.
 	restored := &unstructured.Unstructured{}
 	restored.SetGroupVersionKind(formsServiceGVK)
 	restored.SetNamespace(appNS)
