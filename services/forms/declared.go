@@ -43,7 +43,7 @@ func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want 
 	}
 	keys := withExtras(known, []string{HoneypotField}, want)
 	vals := make([]jsonobj.Value, len(keys))
-	many := map[string][]string{} // a form post's repeated many-of fields
+	var many map[string][]string // a form post's repeated many-of fields
 	var unknown []string
 	var unknownVals []jsonobj.Value
 	take := func(key string, v jsonobj.Value) error {
@@ -70,6 +70,9 @@ func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want 
 			}
 			text := lineBreaks.Replace(string(value))
 			if fd := fieldOf(form, key); fd != nil && fd.Type == config.FieldManyOf {
+				if many == nil {
+					many = map[string][]string{}
+				}
 				many[key] = append(many[key], text)
 				return nil
 			}
@@ -83,6 +86,7 @@ func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want 
 	if f.honeypot() {
 		return d, x, true, nil
 	}
+	d.fields = make(store.Values, 0, len(form.Fields))
 	for i := range form.Fields {
 		fd := &form.Fields[i]
 		if v, ok := f.declared(fd, many[fd.Name]); ok && v != nil {

@@ -349,7 +349,7 @@ func (s *Service) count(c *fiber.Ctx, ep endpoint, r result) {
 	s.m.submissions[ep][r].Inc()
 	if ep == declaredEndpoint {
 		if form, ok := c.Context().UserValue(declaredFormKey).(*config.DeclaredForm); ok {
-			s.m.declared.WithLabelValues(form.ID, resultNames[r]).Inc()
+			s.m.declaredCounter(form.ID, r).Inc()
 		}
 	}
 }

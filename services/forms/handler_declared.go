@@ -88,12 +88,13 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	rec, err := json.Marshal(store.FormRecord{Form: form.ID, Fields: d.fields, Additional: d.additional,
+	rec, err := store.AppendFormRecord(bufs.record[:0], store.FormRecord{Form: form.ID, Fields: d.fields, Additional: d.additional,
 		ReceivedAt: s.now().UTC(), Origin: sub.origin})
 	if err != nil { // values are strings, bools, numbers and lists of strings: always encodable
 		s.replyStored(c, ep, store.Result{}, err)
 		return nil
 	}
+	bufs.record = rec
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
 	res, err := s.store.AddSubmission(ctx, store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -65,8 +66,23 @@ type metrics struct {
 	submissions [numEndpoints][numResults]prometheus.Counter
 	honeypot    [numEndpoints]prometheus.Counter
 	storeErrors [numStoreErrors]prometheus.Counter
-	// declared counts the declared forms' submissions by form id (at most config.MaxDeclaredForms).
-	declared *prometheus.CounterVec
+	// declared counts the declared forms' submissions by form id (at most config.MaxDeclaredForms);
+	// declaredByID holds each form's counters once resolved (id -> *[numResults]prometheus.Counter).
+	declared     *prometheus.CounterVec
+	declaredByID sync.Map
+}
+
+// declaredCounter is form id's counter of result r.
+func (m *metrics) declaredCounter(id string, r result) prometheus.Counter {
+	if cs, ok := m.declaredByID.Load(id); ok {
+		return cs.(*[numResults]prometheus.Counter)[r]
+	}
+	var cs [numResults]prometheus.Counter
+	for k := range numResults {
+		cs[k] = m.declared.WithLabelValues(id, resultNames[k])
+	}
+	got, _ := m.declaredByID.LoadOrStore(id, &cs)
+	return got.(*[numResults]prometheus.Counter)[r]
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {

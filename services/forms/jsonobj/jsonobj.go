@@ -31,6 +31,7 @@ package jsonobj
 
 import (
 	"errors"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -91,16 +92,33 @@ func Read(body []byte, keys []string, vals []Value) error {
 // order (a declared form reads them all, to name the ones it does not declare). A member that appears
 // twice is refused, as Read refuses it. fn's error stops the reading and is returned.
 func Each(body []byte, fn func(key string, v Value) error) error {
-	seen := map[string]bool{}
+	// A form's object has few members: a scan of the first ones beats a map; a body with many (a
+	// hostile one can have thousands) goes on to a map, so the check stays linear.
+	var seenBuf [16]string
+	seen := seenBuf[:0]
+	var many map[string]bool
 	return members(body, func(key []byte, keyEscaped bool, v Value) error {
 		k := string(key)
 		if keyEscaped {
 			k = unquote(key)
 		}
-		if seen[k] {
+		switch {
+		case many != nil:
+			if many[k] {
+				return ErrInvalid
+			}
+			many[k] = true
+		case slices.Contains(seen, k):
 			return ErrInvalid
+		case len(seen) < cap(seenBuf):
+			seen = append(seen, k)
+		default:
+			many = make(map[string]bool, 2*len(seen))
+			for _, s := range seen {
+				many[s] = true
+			}
+			many[k] = true
 		}
-		seen[k] = true
 		return fn(k, v)
 	})
 }

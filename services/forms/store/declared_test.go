@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,24 @@ func TestExportForm_WritesAColumnPerFieldAndKeepsFormulasInert(t *testing.T) {
 	}
 	if ids, err := KnownForms(t.Context(), rdb); err != nil || strings.Join(ids, ",") != "demo" {
 		t.Errorf("known forms %v %v", ids, err)
+	}
+}
+
+// The record's own encoder writes the JSON encoding/json writes of it (the same values; encoding/json
+// also escapes <, > and & for HTML, which a stored record does not need).
+func TestAppendFormRecord_WritesWhatEncodingJSONWrites(t *testing.T) {
+	r := FormRecord{Form: "demo", Fields: Values{{Name: "name", Value: "Zoë <\"q\">\u2028&"}, {Name: "n", Value: json.Number("-1.5e3")},
+		{Name: "ok", Value: true}, {Name: "picked", Value: []string{"a", "b\\c"}}, {Name: "none", Value: []string{}}},
+		Additional: Values{{Name: "utm", Value: "x"}}, ReceivedAt: time.Date(2026, 11, 29, 6, 0, 0, 123, time.UTC), Origin: "https://www.example.com"}
+	for _, rec := range []FormRecord{r, {Form: "f", Fields: Values{}}} {
+		want, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendFormRecord(nil, rec)
+		var a, b any
+		if err != nil || json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("got  %s (%v)\nwant %s", got, err, want)
+		}
 	}
 }

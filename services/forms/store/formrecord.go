@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -27,21 +28,65 @@ type FieldValue struct {
 type Values []FieldValue
 
 // MarshalJSON writes the fields as an object, in order.
-func (vs Values) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
+func (vs Values) MarshalJSON() ([]byte, error) { return vs.appendJSON(nil) }
+
+// appendJSON appends the object without reflection for the value types a form stores.
+func (vs Values) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, v := range vs {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendJSONString(b, v.Name)
 		b = append(b, ':')
-		enc, err := json.Marshal(v.Value)
-		if err != nil {
-			return nil, err
+		switch x := v.Value.(type) {
+		case string:
+			b = appendJSONString(b, x)
+		case bool:
+			b = strconv.AppendBool(b, x)
+		case json.Number:
+			b = append(b, x...) // checked as a JSON number when it was read
+		case []string:
+			b = append(b, '[')
+			for k, s := range x {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, s)
+			}
+			b = append(b, ']')
+		default:
+			enc, err := json.Marshal(v.Value)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, enc...)
 		}
-		b = append(b, enc...)
 	}
 	return append(b, '}'), nil
+}
+
+// AppendFormRecord appends r's JSON to dst (as encoding/json writes it, without its reflection: a
+// declared form's submission is encoded on every request).
+func AppendFormRecord(dst []byte, r FormRecord) ([]byte, error) {
+	dst = append(dst, `{"form":`...)
+	dst = appendJSONString(dst, r.Form)
+	dst = append(dst, `,"fields":`...)
+	dst, err := r.Fields.appendJSON(dst)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Additional) > 0 {
+		dst = append(dst, `,"additional":`...)
+		if dst, err = r.Additional.appendJSON(dst); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, `,"received_at":"`...)
+	dst = r.ReceivedAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, '"')
+	dst = appendOptional(dst, `,"origin":`, r.Origin)
+	return append(dst, '}'), nil
 }
 
 // UnmarshalJSON reads an object of fields, keeping their order.
