@@ -336,17 +336,53 @@ func (f *Forms) FindDeclared(id string) *DeclaredForm {
 	return nil
 }
 
-// numberPattern is a decimal number as JSON writes one (no hex, no Inf or NaN, no leading +).
-var numberPattern = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
 // ParseFormNumber reads a number field's value (or a declared bound): a finite decimal of at most 40
-// characters.
+// characters, written as JSON writes a number (no hex, no Inf or NaN, no leading + or 0, digits on both
+// sides of a point).
 func ParseFormNumber(s string) (float64, bool) {
-	if len(s) == 0 || len(s) > 40 || !numberPattern.MatchString(s) {
+	if len(s) == 0 || len(s) > 40 || !jsonNumber(s) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	return v, err == nil && !math.IsInf(v, 0)
+}
+
+// jsonNumber reports whether s is -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? (a scan: this runs on
+// every submission of a form with a number field).
+func jsonNumber(s string) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // ResponderField is the e-mail field an autoresponder answers to (see Autoresponder.Field); "" when the

@@ -91,7 +91,8 @@ forms:
 
 func TestParseFormNumber(t *testing.T) {
 	for s, ok := range map[string]bool{"0": true, "-1.5": true, "1e6": true, "2E-3": true, "": false, "+1": false, "01": false,
-		"1.": false, ".5": false, "0x10": false, "Inf": false, "NaN": false, "1e400": false, strings.Repeat("1", 41): false} {
+		"1.": false, ".5": false, "0x10": false, "Inf": false, "NaN": false, "1e400": false, strings.Repeat("1", 41): false,
+		"-": false, "-0": true, "0.0": true, "1e": false, "1e+": false, "1e+5": true, "00": false, "1.5.5": false, "1 ": false, "١": false} {
 		if _, got := ParseFormNumber(s); got != ok {
 			t.Errorf("%q: %v, want %v", s, got, ok)
 		}
