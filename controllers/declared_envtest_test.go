@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -120,6 +121,9 @@ func TestCRD_DeclaredFormsAgreeWithTheService(t *testing.T) {
 			f.Autoresponder.Field, f.Unique = "", ""
 		}, ""},
 		{"an id of 40 characters", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.ID = "9" + long(39) }, ""},
+		{"a retention of 90 days", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
+			f.Retention = &metav1.Duration{Duration: 90 * 24 * time.Hour}
+		}, ""},
 		{"100 forms", declaredForms(100), ""},
 		{"50 fields", declaredFields(50), ""},
 		{"100 choices", declaredField(7, func(fd *v1alpha1.FormField) { fd.Choices = declaredChoices(100) }), ""},
@@ -270,6 +274,9 @@ func TestCRD_DeclaredFormsAgreeWithTheService(t *testing.T) {
 			"errorURL must be a path on the posting site"},
 
 		{"an unknown durability", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.Durability = "eventual" }, "spec.forms.declared[0].durability"},
+		{"a negative retention", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
+			f.Retention = &metav1.Duration{Duration: -time.Hour}
+		}, "retention must not be negative"},
 		{"an unknown additionalFields", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.AdditionalFields = "ignore" },
 			"spec.forms.declared[0].additionalFields"},
 	}

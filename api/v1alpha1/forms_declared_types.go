@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // The declared forms of spec.forms.declared mirror the forms service's forms.declared
 // (services/platform/config/forms_declared.go, which is the source of truth). The rules below refuse at
 // admission what that configuration's validation would refuse at load, so that a declaration the API
@@ -74,6 +76,11 @@ type DeclaredForm struct {
 	// +optional
 	// +kubebuilder:validation:Enum=process;machine;primary;replicated;unchecked
 	Durability string `json:"durability,omitempty"`
+	// Retention erases this form's submissions (and dead letters) older than this, never one still
+	// waiting for delivery. Unset keeps them until `formsservice forget` erases them.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="retention must not be negative"
+	Retention *metav1.Duration `json:"retention,omitempty"`
 }
 
 // FormFieldType is a declared field's kind (docs/forms.md, "Your own forms").

@@ -31,6 +31,8 @@ type Forms struct {
 	mu      sync.Mutex
 	running map[string]*Worker // by form id, while its worker runs
 	stop    map[string]context.CancelFunc
+
+	lastTrim time.Time // of trim
 }
 
 // Forms returns the declared forms' delivery, sharing w's store, clock and metrics; mail is the shared
@@ -101,9 +103,36 @@ func (f *Forms) Run(ctx context.Context) error {
 			go func() { defer wg.Done(); _ = w.Run(wctx) }()
 		}
 		f.mu.Unlock()
+		if cfg != nil {
+			f.trim(ctx, cfg)
+		}
 		f.base.idle(ctx, formsRecheck)
 	}
 	return nil
+}
+
+// trim erases, every few minutes, the submissions of each declared form with a retention that are
+// older than it (never one still waiting for delivery), whether the form notifies anyone or not. Every
+// replica does it; it is idempotent.
+func (f *Forms) trim(ctx context.Context, cfg *config.Config) {
+	now := f.base.now()
+	if !f.lastTrim.IsZero() && now.Sub(f.lastTrim) < maintenanceEvery {
+		return
+	}
+	f.lastTrim = now
+	for _, d := range cfg.Forms.Declared {
+		r := d.Retention.D()
+		if r <= 0 {
+			continue
+		}
+		n, err := store.FormQueue(d.ID).Trim(ctx, f.base.rdb, r, d.Notify != nil || d.Autoresponder != nil, now)
+		switch {
+		case err != nil:
+			f.base.log.Warn("form retention: trimming failed", "form", d.ID, "err", err)
+		case n > 0:
+			f.base.log.Info("form retention: erased old submissions", "form", d.ID, "count", n, "retention", r.String())
+		}
+	}
 }
 
 // Worker returns the running worker of form id, or nil (for tests that wait for its passes).

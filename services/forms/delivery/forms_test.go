@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -29,9 +31,13 @@ type formsHarness struct {
 	forms *Forms
 }
 
-func startForms(t *testing.T, cfg *config.Config) *formsHarness {
+func startForms(t *testing.T, cfg *config.Config, clk ...*testClock) *formsHarness {
 	t.Helper()
-	h := newHarness(t, harnessOpts{cfg: cfg})
+	o := harnessOpts{cfg: cfg}
+	if len(clk) > 0 {
+		o.now = clk[0].Now
+	}
+	h := newHarness(t, o)
 	srv := smtptest.Start(t, smtptest.Options{})
 	via, err := mail.NewSMTP(mail.SMTPOptions{Addr: srv.Addr, Security: mail.Plain, Defaults: mail.Defaults{From: "forms@example.net"}})
 	if err != nil {
@@ -207,4 +213,31 @@ func declaredCfg(forms ...config.DeclaredForm) *config.Config {
 	c := formstest.Config()
 	c.Forms.Declared = forms
 	return c
+}
+
+// A declared form's retention erases its old submissions with their unique values, whether or not the
+// form notifies anyone, and keeps what is newer.
+func TestForms_RetentionErasesOldSubmissionsAndTheirUniqueValues(t *testing.T) {
+	form := config.DeclaredForm{ID: "quiet", Unique: "email", Retention: config.Duration(30 * 24 * time.Hour),
+		Fields: []config.FormField{{Name: "email", Type: config.FieldEmail, Required: true}}}
+	clk := &testClock{}
+	h := startForms(t, declaredCfg(form), clk)
+	// A submission stored 40 days ago (its stream ID is its time), as the store writes one, and one now.
+	old := strconv.FormatInt(time.Now().Add(-40*24*time.Hour).UnixMilli(), 10) + "-0"
+	rec, _ := json.Marshal(store.FormRecord{Form: "quiet", Fields: store.Values{{Name: "email", Value: "old@example.com"}}})
+	h.rdb.XAdd(t.Context(), &redis.XAddArgs{Stream: store.FormStream("quiet"), ID: old, Values: []any{store.RecordField, string(rec)}})
+	h.rdb.HSet(t.Context(), store.FormUnique("quiet"), "old@example.com", old)
+	h.submitForm("quiet", store.Values{{Name: "email", Value: "new@example.com"}})
+	h.rdb.HSet(t.Context(), store.FormUnique("quiet"), "new@example.com", "9999999999999-0")
+
+	clk.Advance(maintenanceEvery + time.Minute) // the next sweep is due
+	testwait.For(t, 20*time.Second, "the old submission erased", func() bool {
+		return h.rdb.XLen(t.Context(), store.FormStream("quiet")).Val() == 1
+	})
+	if h.rdb.HExists(t.Context(), store.FormUnique("quiet"), "old@example.com").Val() || !h.rdb.HExists(t.Context(), store.FormUnique("quiet"), "new@example.com").Val() {
+		t.Errorf("unique values after the sweep: %v", h.rdb.HKeys(t.Context(), store.FormUnique("quiet")).Val())
+	}
+	if msgs := h.rdb.XRange(t.Context(), store.FormStream("quiet"), "-", "+").Val(); len(msgs) != 1 || !strings.Contains(msgs[0].Values[store.RecordField].(string), "new@example.com") {
+		t.Errorf("kept %v", msgs)
+	}
 }

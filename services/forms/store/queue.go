@@ -20,6 +20,7 @@ type Queue struct {
 	Stream      string
 	DeadLetters string
 	donePrefix  string
+	unique      string // a declared form's unique values (FormUnique)
 }
 
 // ContactQueue is the contact messages' queue.
@@ -28,7 +29,7 @@ var ContactQueue = Queue{Name: "contact", Stream: ContactStream, DeadLetters: De
 // FormQueue is a declared form's queue.
 func FormQueue(id string) Queue {
 	p := formPrefix(id)
-	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", donePrefix: p}
+	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", donePrefix: p, unique: FormUnique(id)}
 }
 
 // DeliveredKey records which channels already took message id (see the package function).

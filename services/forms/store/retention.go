@@ -15,10 +15,16 @@ import (
 // delivery was given up is no longer pending (it moved to the dead letters), so it holds nothing back.
 // It returns how many entries it erased.
 func TrimContactMessages(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
+	return ContactQueue.Trim(ctx, rdb, retention, deliveryOn, now)
+}
+
+// Trim erases the queue's entries stored before now−retention and its dead letters that died before
+// then, as TrimContactMessages says. A declared form's unique values go with their entries.
+func (q Queue) Trim(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
 	cutoff := now.Add(-retention).UnixMilli()
 	minID := strconv.FormatInt(cutoff, 10) + "-0"
 	if deliveryOn {
-		groups, err := rdb.XInfoGroups(ctx, ContactStream).Result()
+		groups, err := rdb.XInfoGroups(ctx, q.Stream).Result()
 		if err != nil && !isNoSuchKey(err) {
 			return 0, err
 		}
@@ -36,7 +42,7 @@ func TrimContactMessages(ctx context.Context, rdb redis.UniversalClient, retenti
 		if !found {
 			return 0, nil // the worker has not started reading: nothing is known to be delivered
 		}
-		sum, err := rdb.XPending(ctx, ContactStream, DeliveryGroup).Result()
+		sum, err := rdb.XPending(ctx, q.Stream, DeliveryGroup).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -44,14 +50,45 @@ func TrimContactMessages(ctx context.Context, rdb redis.UniversalClient, retenti
 			minID = sum.Lower
 		}
 	}
-	n, err := rdb.XTrimMinID(ctx, ContactStream, minID).Result()
+	n, err := rdb.XTrimMinID(ctx, q.Stream, minID).Result()
 	if err != nil {
 		return n, err
 	}
+	if q.unique != "" {
+		if err := dropUniqueBefore(ctx, rdb, q.unique, minID); err != nil {
+			return n, err
+		}
+	}
 	// Dead letters keep their own copy of the message; they go after retention too, counted from when
 	// delivery was given up, so an operator has the whole retention period to look at them.
-	dead, err := rdb.XTrimMinID(ctx, DeadLetterStream, strconv.FormatInt(cutoff, 10)+"-0").Result()
+	dead, err := rdb.XTrimMinID(ctx, q.DeadLetters, strconv.FormatInt(cutoff, 10)+"-0").Result()
 	return n + dead, err
+}
+
+// dropUniqueBefore removes the unique values whose entry (the hash's value) is older than minID, so that
+// a trimmed submission's address neither stays stored nor keeps its owner from sending the form again.
+func dropUniqueBefore(ctx context.Context, rdb redis.UniversalClient, key, minID string) error {
+	var cursor uint64
+	for {
+		kv, next, err := rdb.HScan(ctx, key, cursor, "*", 500).Result()
+		if err != nil {
+			return err
+		}
+		var old []string
+		for i := 0; i+1 < len(kv); i += 2 {
+			if idLess(kv[i+1], minID) {
+				old = append(old, kv[i])
+			}
+		}
+		if len(old) > 0 {
+			if err := rdb.HDel(ctx, key, old...).Err(); err != nil {
+				return err
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
 }
 
 func isNoSuchKey(err error) bool { return strings.Contains(err.Error(), "no such key") }

@@ -41,6 +41,10 @@ type DeclaredForm struct {
 	ErrorURL  string `json:"errorURL,omitempty"`
 	// Durability is what this form's 201 survives (forms.durability's levels); default forms.durability.
 	Durability Durability `json:"durability,omitempty"`
+	// Retention erases the form's submissions (and dead letters) stored longer ago than this, never one
+	// still waiting for delivery, with their unique values. 0 (the default) keeps them until `formsservice
+	// forget` erases them.
+	Retention Duration `json:"retention,omitempty"`
 }
 
 // FormNotify is where a declared form's submissions are delivered.
@@ -191,6 +195,9 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 	case "", DurabilityProcess, DurabilityMachine, DurabilityPrimary, DurabilityReplicated, DurabilityUnchecked:
 	default:
 		errs = append(errs, fmt.Errorf("%s.durability %q: want one of forms.durability's levels (process, machine, primary, replicated, unchecked)", at, f.Durability))
+	}
+	if f.Retention < 0 {
+		errs = append(errs, fmt.Errorf("%s.retention: must not be negative", at))
 	}
 	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
 		if u.v != "" {

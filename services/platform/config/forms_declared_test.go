@@ -55,6 +55,7 @@ forms:
 		"forms: {declared: [{id: x, unique: a, fields: [{name: a, type: text}]}]}":                                   "must be a required field",
 		"forms: {declared: [{id: x, unique: a, fields: [{name: a, type: checkbox, required: true}]}]}":               "must be a text, email, phone or url field",
 		"forms: {declared: [{id: x, durability: forever, fields: [{name: a, type: text}]}]}":                         "durability",
+		"forms: {declared: [{id: x, retention: -1h, fields: [{name: a, type: text}]}]}":                              "retention: must not be negative",
 		"forms: {declared: [{id: x, thanksURL: '//evil.example', fields: [{name: a, type: text}]}]}":                 "thanksURL",
 		"forms: {declared: [{id: x, notify: {}, fields: [{name: a, type: text}]}]}":                                  "name mailTo addresses or webhooks",
 		"forms: {declared: [{id: x, notify: {mailTo: ['Bob <b@example.com>']}, fields: [{name: a, type: text}]}]}":   "want a bare address",
