@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -137,6 +138,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
+	}
+	// Every FormsService's status as metrics, from the cache at each scrape (docs/operator.md).
+	if err := ctrlmetrics.Registry.Register(controllers.StatusCollector{Reader: mgr.GetClient()}); err != nil {
+		return fmt.Errorf("registering the status metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

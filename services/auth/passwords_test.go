@@ -164,3 +164,16 @@ func TestStrongPassword_SignsInWithoutBeingAsked(t *testing.T) {
 		t.Fatalf("a strong password marked the account: %v %+v", err, u)
 	}
 }
+
+// With askToReplaceWeakPasswords off (the dev server's setting: its fixture password never changes), an
+// old weak password signs in straight back to the app and nothing is marked or asked.
+func TestOldWeakPassword_NotAskedWhenTurnedOff(t *testing.T) {
+	off := false
+	p := startProvider(t, setup{mutate: func(c *config.Config) { c.Auth.AskToReplaceWeakPasswords = &off }})
+	const old = "password"
+	p.user(testEmail, old)
+	p.signInAndGetCode(newBrowser(t), testEmail, old, oauth2.GenerateVerifier())
+	if u, err := p.svc.Users().ByEmail(context.Background(), testEmail); err != nil || u.MustChangePassword {
+		t.Fatalf("marked with the asking off: %v %+v", err, u)
+	}
+}

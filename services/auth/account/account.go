@@ -168,7 +168,7 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, rt *real
 	}
 	d.Frame = page.Frame{CSRF: web.CSRFToken(w, r, rt), Base: rt.BasePath}
 	d.Email, d.Name = u.Email, u.Name
-	if u.MustChangePassword && d.PasswordError == "" {
+	if u.MustChangePassword && rt.Config.Auth.AskToReplaceWeak() && d.PasswordError == "" {
 		// A sign-in found that the password fails the rules for new ones (D54).
 		d.PasswordError = "Your password does not meet our rules for passwords: at least 12 characters, not known from data breaches, not easy to guess. Please choose a new one here."
 	}

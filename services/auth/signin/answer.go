@@ -64,7 +64,7 @@ func (h *Handler) openSession(a *attempt, u *users.User, amr []string) {
 	if rate != nil && !h.web.RateAnswer(a.w, rate.Kind, wait, nil) {
 		return
 	}
-	h.grantCode(a, u, signedIn{authTime: now, session: token, generation: gen, amr: amr, askPasswordChange: u.MustChangePassword})
+	h.grantCode(a, u, signedIn{authTime: now, session: token, generation: gen, amr: amr, askPasswordChange: u.MustChangePassword && a.rt.Config.Auth.AskToReplaceWeak()})
 }
 
 // grantCode grants the request (the clients are first-party: no consent screen) and redirects back with

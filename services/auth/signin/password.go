@@ -109,7 +109,9 @@ func (h *Handler) password(a *attempt) {
 	if h.unverified(a, u) { // the right password, but this client wants a verified address
 		return
 	}
-	h.judgeOldPassword(ctx, u, a.r.PostForm.Get("password"))
+	if a.rt.Config.Auth.AskToReplaceWeak() {
+		h.judgeOldPassword(ctx, u, a.r.PostForm.Get("password"))
+	}
 	h.counted(signinSuccess)
 	h.audit.Record(ctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Success, User: u.ID, Client: a.cl.GetID(),
 		Detail: map[string]string{"browser": browser}})

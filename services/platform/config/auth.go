@@ -40,6 +40,10 @@ type Auth struct {
 	SessionIdleTimeout Duration `json:"sessionIdleTimeout,omitempty"`
 	// SelfSignup lets people create an account on the hosted page.
 	SelfSignup bool `json:"selfSignup,omitempty"`
+	// AskToReplaceWeakPasswords, on by default, asks whoever signs in with a password that fails the
+	// rules for new passwords (set before them) to replace it (D54). The dev server turns it off: its
+	// fixture user's password is fixed (D5) and is not one to keep.
+	AskToReplaceWeakPasswords *bool `json:"askToReplaceWeakPasswords,omitempty"`
 	// VerificationLinkLifetime is how long an e-mail verification link works (default 24h);
 	// ResetLinkLifetime how long a password reset link works (default 15m). Each works once.
 	VerificationLinkLifetime Duration `json:"verificationLinkLifetime,omitempty"`
@@ -394,3 +398,6 @@ func loopbackHost(h string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }
+
+// AskToReplaceWeak reports AskToReplaceWeakPasswords, true when unset.
+func (a *Auth) AskToReplaceWeak() bool { return a.AskToReplaceWeakPasswords == nil || *a.AskToReplaceWeakPasswords }

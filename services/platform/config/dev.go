@@ -12,11 +12,12 @@ const (
 // DevFixtures returns the dev server's fixed configuration.
 func DevFixtures() *Config {
 	zero := 0
+	off := false
 	return &Config{
 		PublicURL:      "http://127.0.0.1:8080",
 		AllowedOrigins: []string{"http://localhost:8080", "http://127.0.0.1:8080"},
 		Forms:          Forms{RateLimitPerMinute: &zero},
-		Auth: Auth{Clients: []OAuthClient{{
+		Auth: Auth{AskToReplaceWeakPasswords: &off, Clients: []OAuthClient{{
 			ClientID:               DevClientID,
 			RedirectURIs:           []string{"http://localhost:8080/demo/callback", "http://127.0.0.1:8080/demo/callback"},
 			PostLogoutRedirectURIs: []string{"http://localhost:8080/demo/", "http://127.0.0.1:8080/demo/"},
@@ -44,6 +45,9 @@ func MergeDevFixtures(c *Config, publicURL string) {
 	}
 	if c.Forms.RateLimitPerMinute == nil {
 		c.Forms.RateLimitPerMinute = dev.Forms.RateLimitPerMinute
+	}
+	if c.Auth.AskToReplaceWeakPasswords == nil {
+		c.Auth.AskToReplaceWeakPasswords = dev.Auth.AskToReplaceWeakPasswords
 	}
 	for _, cl := range dev.Auth.Clients {
 		if !slices.ContainsFunc(c.Auth.Clients, func(x OAuthClient) bool { return x.ClientID == cl.ClientID }) {
