@@ -400,4 +400,6 @@ func loopbackHost(h string) bool {
 }
 
 // AskToReplaceWeak reports AskToReplaceWeakPasswords, true when unset.
-func (a *Auth) AskToReplaceWeak() bool { return a.AskToReplaceWeakPasswords == nil || *a.AskToReplaceWeakPasswords }
+func (a *Auth) AskToReplaceWeak() bool {
+	return a.AskToReplaceWeakPasswords == nil || *a.AskToReplaceWeakPasswords
+}
