@@ -202,8 +202,11 @@ func TestDeclared_AdditionalFieldsKeepStoresThemBounded(t *testing.T) {
 
 func TestDeclared_UnknownFormOriginsAndBuiltIns(t *testing.T) {
 	f := demoForm()
-	f.Origins = []string{"http://localhost:3000"}
+	f.Origins = []string{"http://localhost:3000", "https://*.example.org"}
 	h := newHarness(t, harnessOpts{cfg: declaredConfig(f)})
+	// A pattern of allowedOrigins in the form's origins matches as it does there.
+	h.post("/f/demo", `{"company":"Acme","email":"pat@example.com","consent":true}`, "Origin", "https://shop.example.org").
+		expect(t, http.StatusCreated, "created")
 
 	a := h.post("/f/nope", `{}`)
 	if a.code != http.StatusNotFound || !strings.Contains(a.raw, `"unknown_form"`) || a.header.Get("Access-Control-Allow-Origin") != formstest.Origin {

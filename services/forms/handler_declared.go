@@ -47,7 +47,7 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	if sub.form != nil {
 		sub.form.declared = form
 	}
-	if len(form.Origins) > 0 && !slices.Contains(form.Origins, sub.origin) {
+	if m := sub.live.formOrigins[form.ID]; m != nil && !m.allowed([]byte(sub.origin)) {
 		s.refuseDeclared(c, refusedFormOrigin, "forms: refused with 403: the form lists its origins, and not this one; add it to the form's origins",
 			"form", form.ID, "origin", sub.origin, "allowed", form.Origins)
 		c.Response().Header.Del(fiber.HeaderAccessControlAllowOrigin)

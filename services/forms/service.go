@@ -85,6 +85,9 @@ type liveConfig struct {
 	sites     *siteMatcher
 	proxies   *clientip.Proxies
 	rateLimit int
+	// formOrigins are the declared forms' own origins (patterns as in allowedOrigins), by form id; a
+	// form without origins takes every allowed origin.
+	formOrigins map[string]*originMatcher
 }
 
 // New builds the service.
@@ -216,6 +219,14 @@ func (s *Service) live() *liveConfig {
 		sites:     newSiteMatcher(cfg.Forms.Sites),
 		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
+	}
+	for _, f := range cfg.Forms.Declared {
+		if len(f.Origins) > 0 {
+			if lc.formOrigins == nil {
+				lc.formOrigins = map[string]*originMatcher{}
+			}
+			lc.formOrigins[f.ID] = newOriginMatcher(f.Origins)
+		}
 	}
 	s.compiled.Store(lc)
 	return lc
