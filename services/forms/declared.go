@@ -23,6 +23,9 @@ const (
 	CodeOutOfRange    = "out_of_range"   // a number or date outside min..max, or too many choices
 )
 
+// maxNamedUnknown bounds how many undeclared fields a 400 names.
+const maxNamedUnknown = 20
+
 // keptName is what a field a form keeps without declaring it may be called.
 var keptName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
@@ -96,11 +99,15 @@ func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want 
 			}
 		}
 	}
+	named := 0 // unknown fields named in the answer: a hostile body of thousands gets the first ones
 	for i, name := range unknown {
 		v := unknownVals[i]
 		switch {
 		case !form.Keep() || !keptName.MatchString(name) || len(d.additional) >= config.MaxKeptFields:
-			f.fail(name, CodeUnknownField)
+			if named < maxNamedUnknown {
+				f.fail(name, CodeUnknownField)
+			}
+			named++
 		case v.Kind == jsonobj.Null:
 		case v.Kind != jsonobj.String:
 			f.fail(name, CodeInvalidType)

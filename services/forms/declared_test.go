@@ -357,3 +357,16 @@ func TestDeclared_FormsSpreadOverTheMastersOfACluster(t *testing.T) {
 		t.Fatalf("cluster forget: %+v %v", rep, err)
 	}
 }
+
+// A body of many undeclared fields is refused naming the first 20, not all of them.
+func TestDeclared_ManyUnknownFieldsNamedUpToABound(t *testing.T) {
+	h := newHarness(t, harnessOpts{cfg: declaredConfig(demoForm())})
+	var parts []string
+	for i := range 500 {
+		parts = append(parts, `"u`+strconv.Itoa(i)+`":1`)
+	}
+	a := h.post("/f/demo", `{"company":"Acme","email":"ada@example.com","consent":true,`+strings.Join(parts, ",")+`}`)
+	if a.code != http.StatusBadRequest || len(a.errors) != maxNamedUnknown || a.errors["u0"] != CodeUnknownField {
+		t.Fatalf("%d, %d errors", a.code, len(a.errors))
+	}
+}
