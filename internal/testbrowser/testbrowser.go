@@ -70,6 +70,15 @@ func Get[T any](t testing.TB, ctx context.Context, what string, action chromedp.
 	return v
 }
 
+// TryGet runs action like Get, for a test that waits for a condition: an error (the page is between two
+// documents: "Inspected target navigated or closed") is "not yet", not a failure.
+func TryGet[T any](ctx context.Context, action chromedp.Action[T]) (T, bool) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, action)
+	return v, err == nil
+}
+
 func chromiumPath(t testing.TB) string {
 	if p := os.Getenv("CHROME_BIN"); p != "" {
 		return p

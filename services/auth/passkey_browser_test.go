@@ -170,8 +170,9 @@ func waitURL(t *testing.T, ctx context.Context, prefix string) string {
 	t.Helper()
 	var loc string
 	testwait.For(t, 30*time.Second, "the browser at "+prefix, func() bool {
-		loc = testbrowser.Get(t, ctx, "location", chromedp.Location())
-		return strings.HasPrefix(loc, prefix)
+		got, ok := testbrowser.TryGet(ctx, chromedp.Location())
+		loc = got
+		return ok && strings.HasPrefix(loc, prefix)
 	})
 	return loc
 }

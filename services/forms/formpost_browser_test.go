@@ -69,8 +69,9 @@ func waitLocation(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
 	var got string
 	testwait.For(t, 10*time.Second, "the browser at "+want, func() bool {
-		got = testbrowser.Get(t, ctx, "location", chromedp.Location())
-		return got == want
+		loc, ok := testbrowser.TryGet(ctx, chromedp.Location())
+		got = loc
+		return ok && got == want
 	})
 }
 

@@ -168,7 +168,11 @@ func TestPage_InChromium_AccessibleAtPhoneWidthInLightAndDarkAndTheLinkIsClickab
 	testbrowser.Do(t, ctx, "opening the mail", chromedp.Navigate(base+"/dev/mail/1"), chromedp.WaitVisible(`iframe[title]`))
 	testbrowser.Do(t, ctx, "following the link", chromedp.Click(`section[aria-labelledby="h-text"] a`))
 	testwait.For(t, 10*time.Second, "the browser on the mail's link", func() bool {
-		return testbrowser.Get(t, ctx, "location", chromedp.Location()) == base+"/dev/mail/?from=mail" &&
-			testbrowser.Get(t, ctx, "the outbox", chromedp.Evaluate[bool](`document.querySelector("ol.mails") !== null`))
+		loc, ok := testbrowser.TryGet(ctx, chromedp.Location())
+		if !ok || loc != base+"/dev/mail/?from=mail" {
+			return false
+		}
+		outbox, ok := testbrowser.TryGet(ctx, chromedp.Evaluate[bool](`document.querySelector("ol.mails") !== null`))
+		return ok && outbox
 	})
 }
