@@ -16,8 +16,12 @@ import (
 	"github.com/formsservice/formsservice/services/platform/mail"
 )
 
-// formsRecheck is how often Forms looks for declared forms that were added or removed.
-const formsRecheck = time.Second
+// formsRecheck is how often Forms looks for declared forms that were added or removed; formPoll how
+// often a form's worker looks for new submissions (it does not block on its stream: Worker.readArgs).
+const (
+	formsRecheck = time.Second
+	formPoll     = time.Second
+)
 
 // Forms delivers the declared forms' submissions (docs/forms.md "Your own forms"): one worker per form
 // that notifies anyone (notify or autoresponder), each on its form's stream with the contact worker's
@@ -147,7 +151,7 @@ func (f *Forms) Worker(id string) *Worker {
 func (f *Forms) worker(id string) *Worker {
 	b := f.base
 	w := &Worker{cfg: b.cfg, rdb: b.rdb, log: b.log.With("form", id), m: b.m, now: b.now, consumer: b.consumer,
-		reg: b.reg, workerWait: b.workerWait}
+		reg: b.reg, workerWait: b.workerWait, pollEvery: formPoll}
 	w.src = source{
 		q: store.FormQueue(id),
 		enabled: func(cfg *config.Config) bool {

@@ -231,13 +231,32 @@ func TestForms_RetentionErasesOldSubmissionsAndTheirUniqueValues(t *testing.T) {
 	h.rdb.HSet(t.Context(), store.FormUnique("quiet"), "new@example.com", "9999999999999-0")
 
 	clk.Advance(maintenanceEvery + time.Minute) // the next sweep is due
-	testwait.For(t, 20*time.Second, "the old submission erased", func() bool {
-		return h.rdb.XLen(t.Context(), store.FormStream("quiet")).Val() == 1
+	// The sweep trims the stream, then the unique values: wait for both.
+	testwait.For(t, 20*time.Second, "the old submission and its unique value erased", func() bool {
+		return h.rdb.XLen(t.Context(), store.FormStream("quiet")).Val() == 1 &&
+			!h.rdb.HExists(t.Context(), store.FormUnique("quiet"), "old@example.com").Val()
 	})
-	if h.rdb.HExists(t.Context(), store.FormUnique("quiet"), "old@example.com").Val() || !h.rdb.HExists(t.Context(), store.FormUnique("quiet"), "new@example.com").Val() {
+	if !h.rdb.HExists(t.Context(), store.FormUnique("quiet"), "new@example.com").Val() {
 		t.Errorf("unique values after the sweep: %v", h.rdb.HKeys(t.Context(), store.FormUnique("quiet")).Val())
 	}
 	if msgs := h.rdb.XRange(t.Context(), store.FormStream("quiet"), "-", "+").Val(); len(msgs) != 1 || !strings.Contains(msgs[0].Values[store.RecordField].(string), "new@example.com") {
 		t.Errorf("kept %v", msgs)
+	}
+}
+
+// A declared form's worker does not block on its stream (a blocking read holds a connection of the
+// shared client for its whole wait; a hundred forms would starve the submissions); the contact worker
+// does.
+func TestForms_WorkersDoNotBlockOnTheirStreams(t *testing.T) {
+	h := startForms(t, declaredCfg())
+	d := config.Delivery{RetryAfter: config.Duration(30 * time.Second)}
+	contact := &Worker{src: source{q: store.ContactQueue}} // as New makes it: no test wait
+	if a := contact.readArgs(d); a.Block <= 0 {
+		t.Errorf("the contact worker's read: block %v", a.Block)
+	}
+	form := h.forms.worker("demo")
+	form.workerWait = 0
+	if a := form.readArgs(d); a.Block >= 0 || a.Streams[0] != store.FormStream("demo") {
+		t.Errorf("a form worker's read: block %v on %v", a.Block, a.Streams)
 	}
 }

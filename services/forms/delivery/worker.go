@@ -91,6 +91,9 @@ type Worker struct {
 	dev      *DevMail
 
 	src source // what this worker delivers
+	// pollEvery, when set (a declared form's worker), makes reads not block: the worker looks for new
+	// messages this often instead (readArgs).
+	pollEvery time.Duration
 	reg prometheus.Registerer
 	// targets are the senders of the configuration in use: at first those of the configuration at
 	// start-up, built (and a webhook's urlFile read) by New so that a missing or wrong file stops the
@@ -224,15 +227,11 @@ func (w *Worker) pass(ctx context.Context) error {
 	if err := w.retryDue(ctx, d); err != nil {
 		return w.storeErr(err)
 	}
-	block := min(readBlock, d.RetryAfter.D()/2) // come back in time for due retries
-	if w.workerWait > 0 {
-		block = w.workerWait
-	}
-	streams, err := w.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: store.DeliveryGroup, Consumer: w.consumer, Streams: []string{w.src.q.Stream, ">"},
-		Count: readBatch, Block: block,
-	}).Result()
+	streams, err := w.rdb.XReadGroup(ctx, w.readArgs(d)).Result()
 	if errors.Is(err, redis.Nil) {
+		if w.pollEvery > 0 {
+			w.idle(ctx, w.pollEvery) // nothing new: the next look in a moment, not at once
+		}
 		return nil
 	}
 	if err != nil {
@@ -246,6 +245,23 @@ func (w *Worker) pass(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// readArgs is the worker's read of new messages. The contact worker blocks on its stream for up to
+// readBlock (a message is delivered the moment it is stored); a declared form's worker (pollEvery set)
+// does not block: a blocking read holds one of the shared client's connections for its whole wait, and
+// a hundred forms' workers would hold the connections the submissions need. It looks again every
+// pollEvery instead.
+func (w *Worker) readArgs(d config.Delivery) *redis.XReadGroupArgs {
+	block := min(readBlock, d.RetryAfter.D()/2) // come back in time for due retries
+	if w.workerWait > 0 {
+		block = w.workerWait
+	}
+	if w.pollEvery > 0 {
+		block = -1 // no BLOCK argument: answered at once
+	}
+	return &redis.XReadGroupArgs{Group: store.DeliveryGroup, Consumer: w.consumer, Streams: []string{w.src.q.Stream, ">"},
+		Count: readBatch, Block: block}
 }
 
 // badTargets logs, once per configuration, that its delivery targets cannot be built.
