@@ -94,7 +94,7 @@ type Worker struct {
 	// pollEvery, when set (a declared form's worker), makes reads not block: the worker looks for new
 	// messages this often instead (readArgs).
 	pollEvery time.Duration
-	reg prometheus.Registerer
+	reg       prometheus.Registerer
 	// targets are the senders of the configuration in use: at first those of the configuration at
 	// start-up, built (and a webhook's urlFile read) by New so that a missing or wrong file stops the
 	// service before it serves.
