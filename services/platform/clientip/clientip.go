@@ -213,21 +213,33 @@ func unquote(v []byte) ([]byte, bool) {
 
 // parseNode reads a hop: an IP address, with or without a port (1.2.3.4:80, [2001:db8::1]:443, or RFC
 // 7239's "[2001:db8::1]"); "unknown", obfuscated identifiers and anything else are not addresses. A zone
-// is dropped: it names an interface of the proxy, not the client.
+// is dropped: it names an interface of the proxy, not the client. A zone that could not be an interface
+// name (a quote, a separator) makes the hop malformed: RFC 7239's grammar has no zones at all, and only
+// a forged header writes one like that.
 func parseNode(b []byte) (netip.Addr, bool) {
 	s := string(b)
 	if a, err := netip.ParseAddr(s); err == nil {
-		return a.WithZone("").Unmap(), true
+		return cleanAddr(a)
 	}
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().WithZone("").Unmap(), true
+		return cleanAddr(ap.Addr())
 	}
 	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
 		if a, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil && a.Is6() {
-			return a.WithZone("").Unmap(), true
+			return cleanAddr(a)
 		}
 	}
 	return netip.Addr{}, false
+}
+
+// cleanAddr drops an interface-name zone and unmaps an IPv4-mapped address.
+func cleanAddr(a netip.Addr) (netip.Addr, bool) {
+	for _, r := range a.Zone() {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return netip.Addr{}, false
+		}
+	}
+	return a.WithZone("").Unmap(), true
 }
 
 func peerAddr(c *fiber.Ctx) netip.Addr {

@@ -81,7 +81,7 @@ func standsIn(a netip.Addr, text string) bool {
 	tokens := strings.FieldsFunc(text, func(r rune) bool {
 		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == ':' || r == '.' || r == '[' || r == ']' || r == '%')
 	})
-	// A zone (fe80::1%eth0) may hold any character but the separators of the headers.
+	// A zone (fe80::1%eth0) holds only interface-name characters.
 	tokens = append(tokens, strings.FieldsFunc(text, func(r rune) bool {
 		return r == ' ' || r == '\t' || r == ',' || r == ';' || r == '=' || r == '"'
 	})...)

@@ -96,7 +96,7 @@ func TestParseNode(t *testing.T) {
 			t.Errorf("parseNode(%q) = %v %v, want %s", in, a, ok, want)
 		}
 	}
-	for _, bad := range []string{"", "unknown", "_hidden", "[203.0.113.9]", "203.0.113.9%eth0", "1.2.3", "[::1", "example.com"} {
+	for _, bad := range []string{"", "unknown", "_hidden", "[203.0.113.9]", "203.0.113.9%eth0", "1.2.3", "[::1", "example.com", `::%"`, "fe80::1%a;b", "fe80::1%a b"} {
 		if a, ok := parseNode([]byte(bad)); ok {
 			t.Errorf("parseNode(%q) = %v", bad, a)
 		}
