@@ -118,7 +118,7 @@ var targetLabels = map[string]bool{"namespace": true, "job": true, "pod": true, 
 
 // externalFamilies are metrics a library defines for us: controller-runtime's, which the operator's
 // manager serves (its controller is Named "formsservice" in controllers/watches.go).
-var externalFamilies = map[string]bool{"controller_runtime_reconcile_errors_total": true}
+var externalFamilies = map[string]bool{"controller_runtime_reconcile_errors_total": true, "controller_runtime_active_workers": true}
 
 // serviceSource is the non-test Go source of services/, controllers/ and api/, where every metric and
 // label value is defined (the operator's status metrics in controllers/statusmetrics.go, its condition

@@ -45,6 +45,8 @@ const (
 	operatorRelease = "formsservice-operator"
 	// The alert that watches Redis, from config/monitoring/prometheus-rules.yaml, used unchanged.
 	redisAlert = "FormsServiceRedisUnreachable"
+	// The alert on the operator's manager not being scraped, paused by the test with Redis.
+	operatorDownAlert = "FormsServiceOperatorDown"
 )
 
 // checkPrometheus turns on the chart's ServiceMonitor and PrometheusRule (helm upgrade) and the
@@ -201,6 +203,25 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		return seen[render.Forms] && seen[render.Auth] && seen[render.Health], fmt.Sprintf("services %v", seen)
 	})
 	phase("request counters keep service=forms|auth|health")
+	// The operator's status metrics name the FormsService's own namespace in `namespace` (the chart's
+	// ServiceMonitor honours it), so the operator alerts group by the right FormsService.
+	cluster.Eventually(t, time.Minute, "the operator's Ready metric for the FormsService", func() (bool, string) {
+		var vec []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}
+		q := fmt.Sprintf(`max by (namespace, name, exported_namespace) (formsservice_operator_condition{name=%q, type="Ready"})`, name)
+		if err := prom.query(q, &vec); err != nil {
+			return false, err.Error()
+		}
+		for _, s := range vec {
+			if s.Metric["namespace"] == appNS && s.Metric["exported_namespace"] == "" && s.Value[1] == "1" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%v", vec)
+	})
+	phase("the operator reports the FormsService Ready, under its own namespace")
 
 	// The chart's rule groups are loaded and every rule evaluates without error.
 	groups := shippedRuleGroups(t)
@@ -247,6 +268,16 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		}
 	})
 	k.waitNoPods(t, operatorNS, "deployments", operatorRelease)
+	// No manager scraped: FormsServiceOperatorDown goes pending (it fires after 5 minutes, longer than
+	// this pause; the promtool tests hold the duration).
+	cluster.Eventually(t, 2*time.Minute, operatorDownAlert+" pending", func() (bool, string) {
+		state, err := prom.alertState(operatorDownAlert, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		return state == "pending" || state == "firing", "state " + state
+	})
+	phase(operatorDownAlert + " pending while the operator is paused")
 	k.scale(t, appNS, "statefulsets", redisSTS, 0)
 	k.waitNoPods(t, appNS, "statefulsets", redisSTS)
 	phase("Redis stopped (operator paused, StatefulSet scaled to 0)")
@@ -284,6 +315,14 @@ func (k *kind) checkPrometheus(t *testing.T, name string, phase func(string)) {
 		return state == "inactive", "state " + state
 	})
 	phase(redisAlert + " cleared")
+	cluster.Eventually(t, 2*time.Minute, operatorDownAlert+" cleared", func() (bool, string) {
+		state, err := prom.alertState(operatorDownAlert, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		return state == "inactive", "state " + state
+	})
+	phase(operatorDownAlert + " cleared")
 	k.waitReady(t, name, 3*time.Minute)
 }
 
@@ -511,6 +550,7 @@ func (p promClient) rules() (map[string]map[string]promRule, error) {
 }
 
 // alertState is the state of an alerting rule's alert for a namespace: inactive, pending or firing.
+// An empty namespace matches an alert without one (FormsServiceOperatorDown's absent() has no namespace).
 func (p promClient) alertState(alert, namespace string) (string, error) {
 	loaded, err := p.rules()
 	if err != nil {
@@ -527,7 +567,7 @@ func (p promClient) alertState(alert, namespace string) (string, error) {
 			return "", fmt.Errorf("%s: health %s %s", alert, r.Health, r.LastError)
 		}
 		for _, a := range r.Alerts {
-			if a.Labels["namespace"] == namespace {
+			if namespace == "" || a.Labels["namespace"] == namespace {
 				return a.State, nil
 			}
 		}
