@@ -3,6 +3,7 @@ module github.com/formsservice/formsservice
 go 1.26.8
 
 require (
+	filippo.io/age v1.3.2
 	github.com/agnivade/levenshtein v1.2.1
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/boombuler/barcode v1.0.1-0.20190219062509-6c824513bacc
@@ -64,6 +65,7 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
+	filippo.io/hpke v0.4.0 // indirect
 	github.com/andybalholm/brotli v1.1.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,10 +194,11 @@ func TestPlatform_TheRenderedBackupAndRestoreJobsRun(t *testing.T) {
 	// The same Job again into the store that now holds the data is refused: a restore never writes over
 	// data by mistake.
 	cmd := restore.Spec.Template.Spec.Containers[0]
-	failing := exec.Command(bin, "restore", "--config", mountConfig(dst), "--from", cmd.Args[len(cmd.Args)-1])
+	from := cmd.Args[slices.Index(cmd.Args, "--from")+1]
+	failing := exec.Command(bin, "restore", "--insecure", "--config", mountConfig(dst), "--from", from)
 	failing.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir(), "AWS_ENDPOINT_URL_S3=" + bucket.Endpoint,
 		"AWS_ACCESS_KEY_ID=" + tests3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + tests3.SecretKey, "AWS_REGION=us-east-1"}
-	if b, err := failing.CombinedOutput(); err == nil {
-		t.Errorf("a second restore into the filled store succeeded: %s", b)
+	if b, err := failing.CombinedOutput(); err == nil || !strings.Contains(string(b), "not empty") {
+		t.Errorf("a second restore into the filled store: %v %s, want refused as not empty", err, b)
 	}
 }

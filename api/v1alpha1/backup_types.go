@@ -90,6 +90,18 @@ type BackupSpec struct {
 	// restore holds one value at a time; a backup streams).
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Encryption encrypts and authenticates every backup with age to a key the team keeps. Without it
+	// the files are clear, and a restore of one must be told it may read a clear file.
+	// +optional
+	Encryption *BackupEncryption `json:"encryption,omitempty"`
+}
+
+// BackupEncryption names the age key of the backups (docs/operator.md "Encrypted backups").
+type BackupEncryption struct {
+	// IdentitySecretRef names the Secret key holding an age identity, as age-keygen writes it
+	// (AGE-SECRET-KEY-1…). Backups are encrypted to its public key; a restore reads them with it. Keep
+	// a copy outside the cluster: without it no backup can be read.
+	IdentitySecretRef SecretKeySelector `json:"identitySecretRef"`
 }
 
 // RestoreSource is the backup a new FormsService starts from: an object in a bucket, or a file in a
@@ -110,6 +122,10 @@ type RestoreSource struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][-A-Za-z0-9._/]*$') && !self.matches('(^|/)[.][.]?(/|$)') && !self.endsWith('/')",message="object is a key or path of letters, digits, '-', '.', '_' and '/', without . or .. folders"
 	Object string `json:"object"`
+	// Encryption is the age key the backup was encrypted to. Without it only a clear backup is read
+	// (an encrypted one is refused, and so is nothing else).
+	// +optional
+	Encryption *BackupEncryption `json:"encryption,omitempty"`
 }
 
 // Outcomes of a backup or restore Job.

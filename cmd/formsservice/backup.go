@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/formsservice/formsservice/services/platform/backup"
@@ -29,18 +30,25 @@ var s3Env = []envVar{
 // newBackupCmd is `formsservice backup`: every key of the store to a file or an S3 object.
 func newBackupCmd(env *environment) *cobra.Command {
 	var store storeFlags
-	var to string
-	var match []string
+	var to, recipientsFile, identityFile string
+	var match, recipients []string
 	cmd := &cobra.Command{
-		Use:   "backup --to FILE|s3://BUCKET/KEY [--match PATTERN]...",
+		Use:   "backup --to FILE|s3://BUCKET/KEY [--recipient age1…]... [--match PATTERN]...",
 		Short: "write the whole store (submissions, accounts, grants, audit trail) to a file or an S3 bucket",
 		Long: `Writes every key of the store — the forms' submissions and outbox, auth's users, passkeys, grants,
 sessions and audit trail — to one gzip file, each key with its value and its end, checked by a
 SHA-256 in the file's trailer. It works on a single Redis, Sentinel or a Cluster, while the services
 run: every submission acknowledged before it starts is in it. A file is created readable by its
 owner only (it holds personal data and password hashes). A location ending in / gets a name with
-the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice restore.`,
-		Example: `  formsservice backup --to /backups/
+the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice restore.
+
+With --recipient (or --recipients-file) the file is encrypted and authenticated with age to those
+public keys: only a holder of the identity (age-keygen's secret key) can read or restore it, and a
+changed or cut file is refused. The backup itself needs no secret. Without one the file is clear,
+and a restore reads it only with --insecure.`,
+		Example: `  age-keygen -o backup-key.txt      # once; keep the key outside the cluster it protects
+  formsservice backup --to /backups/ --recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
+  formsservice backup --to /backups/
   AWS_ENDPOINT_URL_S3=http://s3.storage:7070 formsservice backup --to s3://backups/formsservice/`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,8 +62,15 @@ the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice 
 			if strings.HasSuffix(to, "/") {
 				to += name
 			}
+			rs, err := readRecipients(recipients, recipientsFile, identityFile)
+			if err != nil {
+				return err
+			}
+			if len(rs) == 0 {
+				fmt.Fprintln(env.stderr, "warning: the backup is not encrypted (--recipient): anyone who reads it reads the store, and a restore must pass --insecure")
+			}
 			write := func(w io.Writer) (backup.Stats, error) {
-				return backup.Write(ctx, rdb, w, backup.Options{Match: match})
+				return backup.Write(ctx, rdb, w, backup.Options{Match: match, Recipients: rs})
 			}
 			st, err := backupTo(ctx, env, to, write)
 			if err != nil {
@@ -67,6 +82,9 @@ the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice 
 	}
 	cmd.Flags().StringVar(&to, "to", "", "a file, a directory ending in /, or s3://BUCKET/KEY (required)")
 	cmd.Flags().StringArrayVar(&match, "match", nil, "only keys matching this pattern; repeat for more (a Redis shared with other programs: ours are 'fs:*', 'forms:*' and 'auth:*')")
+	cmd.Flags().StringArrayVar(&recipients, "recipient", nil, "encrypt to this age public key (age1…); repeat for more")
+	cmd.Flags().StringVar(&recipientsFile, "recipients-file", "", "encrypt to the age public keys in this file, one per line")
+	cmd.Flags().StringVar(&identityFile, "identity-file", "", "encrypt to the public key of this age identity (the file a restore reads it with)")
 	cmd.PreRunE = requireFlags("to")
 	store.register(cmd, env)
 	readsEnv(cmd, append(slices.Clone(storeEnv), s3Env...)...)
@@ -126,10 +144,10 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 // newRestoreCmd is `formsservice restore`: a backup back into a store.
 func newRestoreCmd(env *environment) *cobra.Command {
 	var store storeFlags
-	var from string
-	var replace, checkOnly bool
+	var from, identityFile string
+	var replace, checkOnly, insecure bool
 	cmd := &cobra.Command{
-		Use:   "restore --from FILE|s3://BUCKET/KEY [--replace] [--check]",
+		Use:   "restore --from FILE|s3://BUCKET/KEY --identity-file FILE|--insecure [--replace] [--check]",
 		Short: "write a backup into the store (an empty one, unless --replace)",
 		Long: `Reads the whole backup first and checks it (the trailer's count and SHA-256): a truncated or
 altered file is refused before anything is written. Then writes every key whose end has not passed,
@@ -137,12 +155,23 @@ with that same end. The store must be empty, so that nothing newer is overwritte
 --replace the backup's keys overwrite the store's, and keys not in the backup stay. The store may be
 another kind than the backup's source (a single Redis to a Cluster and back), of the same Redis
 version or a newer one. Stop the services first, or restore into a new store they are not yet using.
-With --check the backup is only read and checked, and nothing is written.`,
-		Example: `  formsservice restore --from /backups/formsservice-20261126T030000Z.backup.gz
-  formsservice restore --check --from s3://backups/formsservice/formsservice-20261126T030000Z.backup.gz`,
+With --check the backup is only read and checked, and nothing is written.
+
+An encrypted backup needs the identity it was made for (--identity-file, as age-keygen writes it);
+a changed, cut or spliced file is refused whole. A clear backup is refused unless --insecure: nothing
+shows who wrote it, and a restore writes password hashes and grants into the store.`,
+		Example: `  formsservice restore --identity-file backup-key.txt --from /backups/formsservice-20261126T030000Z.backup.gz
+  formsservice restore --check --identity-file backup-key.txt --from s3://backups/formsservice/formsservice-20261126T030000Z.backup.gz
+  formsservice restore --insecure --from /backups/old-clear.backup.gz`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
+			read := backup.ReadOptions{AllowClear: insecure}
+			if identityFile != "" {
+				if read.Identities, err = backup.ReadIdentityFile(identityFile); err != nil {
+					return err
+				}
+			}
 			open, done, err := restoreSource(ctx, env, from)
 			if err != nil {
 				return err
@@ -154,7 +183,7 @@ With --check the backup is only read and checked, and nothing is written.`,
 					return err
 				}
 				defer f.Close()
-				st, err := backup.Check(f)
+				st, err := backup.Check(f, read)
 				if err != nil {
 					return fmt.Errorf("%s: %w", from, err)
 				}
@@ -167,7 +196,7 @@ With --check the backup is only read and checked, and nothing is written.`,
 				return err
 			}
 			defer rdb.Close()
-			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace})
+			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read})
 			if err != nil {
 				return fmt.Errorf("restore from %s: %w", from, err)
 			}
@@ -179,6 +208,8 @@ With --check the backup is only read and checked, and nothing is written.`,
 	cmd.Flags().StringVar(&from, "from", "", "the backup: a file or s3://BUCKET/KEY (required)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "restore into a store that holds keys, overwriting the backup's")
 	cmd.Flags().BoolVar(&checkOnly, "check", false, "only read and check the backup; write nothing")
+	cmd.Flags().StringVar(&identityFile, "identity-file", "", "the age identity (secret key file) an encrypted backup was made for")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "read a backup that is not encrypted (nothing shows who wrote it)")
 	cmd.PreRunE = requireFlags("from")
 	store.register(cmd, env)
 	readsEnv(cmd, append(slices.Clone(storeEnv), s3Env...)...)
@@ -227,4 +258,29 @@ func byPrefix(st backup.Stats) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// readRecipients gathers the --recipient flags, the keys of --recipients-file and the public key of
+// --identity-file's identity.
+func readRecipients(flags []string, file, identityFile string) ([]age.Recipient, error) {
+	text := strings.Join(flags, "\n")
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--recipients-file: %w", err)
+		}
+		text += "\n" + string(b)
+	}
+	if identityFile != "" {
+		ids, err := backup.ReadIdentityFile(identityFile)
+		if err != nil {
+			return nil, err
+		}
+		r, err := backup.RecipientOf(ids)
+		if err != nil {
+			return nil, err
+		}
+		text += "\n" + r
+	}
+	return backup.ParseRecipients(text)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/tests3"
 )
@@ -24,16 +25,25 @@ func runCmd(t *testing.T, env map[string]string, args ...string) (string, error)
 	return out.String() + errOut.String(), err
 }
 
-// `formsservice backup --to DIR/` then `restore --check` and `restore` into a new store: every key
-// back; a store that holds keys is refused; the file is the owner's only.
+// runCmdStderr is runCmd with stdout and stderr apart.
+func runCmdStderr(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// `formsservice backup --to DIR/ --recipient age1…` then `restore --check` and `restore` into a new store
+// with the identity: every key back; a store that holds keys is refused; the file is the owner's only.
 func TestBackupRestore_FileRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	src, dst := testredis.Start(t), testredis.Start(t)
 	for i, k := range []string{"fs:{waitlist}:entries", "auth:u:{a}", "auth:grant:{a}"} {
 		src.Client().Set(ctx, k, i, time.Hour)
 	}
+	key, recipient := ageKeyFile(t)
 	dir := t.TempDir() + "/backups/" // made by the command
-	out, err := runCmd(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", dir)
+	out, err := runCmd(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", dir, "--recipient", recipient)
 	if err != nil || !strings.Contains(out, "wrote 3 keys (auth 2, fs 1) to "+dir+"formsservice-") {
 		t.Fatalf("backup: %v %s", err, out)
 	}
@@ -44,20 +54,36 @@ func TestBackupRestore_FileRoundTrip(t *testing.T) {
 	if fi, err := os.Stat(files[0]); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the backup's mode: %v %v", fi.Mode(), err)
 	}
-	if out, err := runCmd(t, nil, "restore", "--check", "--from", files[0]); err != nil || !strings.Contains(out, "is whole: 3 keys (auth 2, fs 1)") {
+	if out, err := runCmd(t, nil, "restore", "--check", "--identity-file", key, "--from", files[0]); err != nil || !strings.Contains(out, "is whole: 3 keys (auth 2, fs 1)") {
 		t.Fatalf("restore --check: %v %s", err, out)
 	}
+	// A backup encrypted with --identity-file (its public key) reads back with the same file.
+	byID := filepath.Join(t.TempDir(), "by-identity.backup.gz")
+	if out, err := runCmd(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", byID, "--identity-file", key); err != nil || strings.Contains(out, "not encrypted") {
+		t.Fatalf("backup --identity-file: %v %s", err, out)
+	}
+	if out, err := runCmd(t, nil, "restore", "--check", "--identity-file", key, "--from", byID); err != nil || !strings.Contains(out, "is whole: 3 keys") {
+		t.Fatalf("restore --check of the --identity-file backup: %v %s", err, out)
+	}
+	// Without the identity, or with another one, nothing is read, --insecure or not.
+	other, _ := ageKeyFile(t)
+	for _, args := range [][]string{{}, {"--insecure"}, {"--identity-file", other}} {
+		a := append([]string{"restore", "--check", "--from", files[0]}, args...)
+		if out, err := runCmd(t, nil, a...); err == nil || !strings.Contains(err.Error(), "encrypted for another key") {
+			t.Fatalf("restore --check %v: %v %s", args, err, out)
+		}
+	}
 	dstEnv := map[string]string{"REDIS_URL": dst.URL()}
-	if out, err := runCmd(t, dstEnv, "restore", "--from", files[0]); err != nil || !strings.Contains(out, "restored 3 keys") {
+	if out, err := runCmd(t, dstEnv, "restore", "--identity-file", key, "--from", files[0]); err != nil || !strings.Contains(out, "restored 3 keys") {
 		t.Fatalf("restore: %v %s", err, out)
 	}
 	if v := dst.Client().Get(ctx, "auth:grant:{a}").Val(); v != "2" {
 		t.Fatalf("restored value %q", v)
 	}
-	if out, err := runCmd(t, dstEnv, "restore", "--from", files[0]); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if out, err := runCmd(t, dstEnv, "restore", "--identity-file", key, "--from", files[0]); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("a second restore into the same store: %v %s", err, out)
 	}
-	if out, err := runCmd(t, dstEnv, "restore", "--replace", "--from", files[0]); err != nil || !strings.Contains(out, "restored 3 keys") {
+	if out, err := runCmd(t, dstEnv, "restore", "--replace", "--identity-file", key, "--from", files[0]); err != nil || !strings.Contains(out, "restored 3 keys") {
 		t.Fatalf("restore --replace: %v %s", err, out)
 	}
 	// A cut file is refused by --check and by a restore, which then writes nothing.
@@ -65,12 +91,50 @@ func TestBackupRestore_FileRoundTrip(t *testing.T) {
 	cut := filepath.Join(t.TempDir(), "cut.backup.gz")
 	os.WriteFile(cut, whole[:len(whole)-9], 0o600)
 	empty := testredis.Start(t)
-	if out, err := runCmd(t, map[string]string{"REDIS_URL": empty.URL()}, "restore", "--from", cut); err == nil || !strings.Contains(err.Error(), "not a whole formsservice backup") {
+	if out, err := runCmd(t, map[string]string{"REDIS_URL": empty.URL()}, "restore", "--identity-file", key, "--from", cut); err == nil || !strings.Contains(err.Error(), "not a whole formsservice backup") {
 		t.Fatalf("a cut file: %v %s", err, out)
 	}
 	if n := empty.Client().DBSize(ctx).Val(); n != 0 {
 		t.Fatalf("a cut file wrote %d keys", n)
 	}
+}
+
+// A backup without --recipient is clear: the command warns, and a restore reads it only with
+// --insecure.
+func TestBackupRestore_ClearFileNeedsInsecure(t *testing.T) {
+	ctx := context.Background()
+	src, dst := testredis.Start(t), testredis.Start(t)
+	src.Client().Set(ctx, "auth:u:{a}", "x", 0)
+	file := filepath.Join(t.TempDir(), "clear.backup.gz")
+	stdout, stderr, err := runCmdStderr(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", file)
+	if err != nil || !strings.Contains(stdout, "wrote 1 keys") || !strings.Contains(stderr, "warning: the backup is not encrypted") {
+		t.Fatalf("backup: %v %q %q", err, stdout, stderr)
+	}
+	dstEnv := map[string]string{"REDIS_URL": dst.URL()}
+	if out, err := runCmd(t, dstEnv, "restore", "--from", file); err == nil || !strings.Contains(err.Error(), "not encrypted") || !strings.Contains(err.Error(), "--insecure") {
+		t.Fatalf("restore of a clear file without --insecure: %v %s", err, out)
+	}
+	if n := dst.Client().DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("a refused restore wrote %d keys", n)
+	}
+	if out, err := runCmd(t, dstEnv, "restore", "--insecure", "--from", file); err != nil || !strings.Contains(out, "restored 1 keys") {
+		t.Fatalf("restore --insecure: %v %s", err, out)
+	}
+}
+
+// ageKeyFile writes an identity file as age-keygen does and returns its path and public recipient.
+func ageKeyFile(t *testing.T) (path, recipient string) {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "backup-key.txt")
+	text := "# public key: " + id.Recipient().String() + "\n" + id.String() + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, id.Recipient().String()
 }
 
 // The same through a real S3-compatible bucket (versitygw): backup to s3://…/, restore from the object.
@@ -91,13 +155,13 @@ func TestBackupRestore_S3RoundTrip(t *testing.T) {
 		t.Fatalf("backup: %v %s", err, out)
 	}
 	env["REDIS_URL"] = dst.URL()
-	if out, err := runCmd(t, env, "restore", "--from", m[1]); err != nil || !strings.Contains(out, "restored 2 keys") {
+	if out, err := runCmd(t, env, "restore", "--insecure", "--from", m[1]); err != nil || !strings.Contains(out, "restored 2 keys") {
 		t.Fatalf("restore: %v %s", err, out)
 	}
 	if v := dst.Client().HGet(ctx, "auth:u:{a}", "email").Val(); v != "ada@example.com" {
 		t.Fatalf("restored %q", v)
 	}
-	if out, err := runCmd(t, env, "restore", "--check", "--from", "s3://backups/site/none.backup.gz"); err == nil {
+	if out, err := runCmd(t, env, "restore", "--check", "--insecure", "--from", "s3://backups/site/none.backup.gz"); err == nil {
 		t.Fatalf("a missing object: %s", out)
 	}
 }

@@ -55,6 +55,26 @@ func BackupRequestJobName(fs *v1alpha1.FormsService, request string) string {
 // RestoreJobName is the Job that fills a new FormsService's store from spec.restoreFrom.
 func RestoreJobName(fs *v1alpha1.FormsService) string { return fs.Name + "-restore" }
 
+// BackupKeyDir is where a backup or restore Job mounts the age identity of spec.backup.encryption or
+// spec.restoreFrom.encryption.
+const (
+	BackupKeyDir  = "/var/run/secrets/formsservice-backup-key"
+	backupKeyFile = "identity"
+)
+
+// encryptionArgs are the CLI's flags for a backup's encryption: a backup encrypts to the identity's
+// public key; a restore reads with it, or, without one, is told that it may read a clear file (the
+// operator's own backups are clear unless spec.backup.encryption is set).
+func encryptionArgs(component string, enc *v1alpha1.BackupEncryption) []string {
+	switch {
+	case enc != nil:
+		return []string{"--identity-file", BackupKeyDir + "/" + backupKeyFile}
+	case component == Restore:
+		return []string{"--insecure"}
+	}
+	return nil
+}
+
 // BackupPrefix is where the backups go at the target: spec.backup.prefix, else "<namespace>/<name>/".
 func BackupPrefix(fs *v1alpha1.FormsService) string {
 	if b := fs.Spec.Backup; b != nil && b.Prefix != nil {
@@ -126,7 +146,8 @@ func backupJobSpec(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobSpecApply
 		WithTTLSecondsAfterFinished(7 * 24 * 3600).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(Labels(fs, Backup)).
-			WithSpec(dataPod(fs, in, Backup, b.S3, b.Volume, b.Resources, "backup", "--config", ConfigPath, "--to", to)))
+			WithSpec(dataPod(fs, in, Backup, b.S3, b.Volume, b.Resources, b.Encryption,
+				append([]string{"backup", "--config", ConfigPath, "--to", to}, encryptionArgs(Backup, b.Encryption)...)...)))
 }
 
 // RestoreJob fills the new platform's store from spec.restoreFrom, once: a restore that fails is not
@@ -144,7 +165,8 @@ func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfigu
 		WithActiveDeadlineSeconds(6 * 3600).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(Labels(fs, Restore)).
-			WithSpec(dataPod(fs, in, Restore, r.S3, r.Volume, nil, "restore", "--config", ConfigPath, "--from", from))))
+			WithSpec(dataPod(fs, in, Restore, r.S3, r.Volume, nil, r.Encryption,
+				append([]string{"restore", "--config", ConfigPath, "--from", from}, encryptionArgs(Restore, r.Encryption)...)...))))
 	j.ObjectMetaApplyConfiguration = objectMeta(fs, name, Restore)
 	return j
 }
@@ -165,7 +187,7 @@ func DefaultBackupResources() corev1.ResourceRequirements {
 // service's configuration and Secrets (the store's address, password and CA), the bucket's endpoint and
 // credentials or the volume, and a scratch folder for the file on its way to or from the bucket.
 func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha1.S3Location, vol *v1alpha1.VolumeLocation,
-	res *corev1.ResourceRequirements, args ...string) *corev1ac.PodSpecApplyConfiguration {
+	res *corev1.ResourceRequirements, enc *v1alpha1.BackupEncryption, args ...string) *corev1ac.PodSpecApplyConfiguration {
 	resources := DefaultBackupResources()
 	if res != nil {
 		resources = *res
@@ -190,6 +212,12 @@ func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha
 		name := secretVolumeName(m.Secret)
 		volumes = append(volumes, corev1ac.Volume().WithName(name).WithSecret(src))
 		mounts = append(mounts, corev1ac.VolumeMount().WithName(name).WithMountPath(SecretsDir+"/"+m.Secret).WithReadOnly(true))
+	}
+	if enc != nil {
+		volumes = append(volumes, corev1ac.Volume().WithName("backup-key").WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(enc.IdentitySecretRef.Name).WithDefaultMode(secretFileMode(uid)).
+			WithItems(corev1ac.KeyToPath().WithKey(enc.IdentitySecretRef.Key).WithPath(backupKeyFile))))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("backup-key").WithMountPath(BackupKeyDir).WithReadOnly(true))
 	}
 	if vol != nil {
 		volumes = append(volumes, corev1ac.Volume().WithName("backup").WithPersistentVolumeClaim(

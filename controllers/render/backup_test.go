@@ -195,7 +195,9 @@ func TestRestoreJob_OnceFromTheSource(t *testing.T) {
 		t.Errorf("pod labels %v", j.Spec.Template.Labels)
 	}
 	c := checkDataPod(t, "restore", j.Spec.Template.Spec)
-	want := []string{"restore", "--config", ConfigPath, "--from", "s3://backups/prod/acme/acme-backup-1.backup.gz"}
+	// The operator's own backups are clear unless spec.backup.encryption is set: a restore without a key
+	// is told that it may read one.
+	want := []string{"restore", "--config", ConfigPath, "--from", "s3://backups/prod/acme/acme-backup-1.backup.gz", "--insecure"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
 	}
@@ -249,5 +251,43 @@ func TestDataJobs_NetworkPolicies(t *testing.T) {
 	sel := np.Spec.PodSelector.MatchExpressions
 	if len(sel) != 3 || !slices.Equal(sel[2].Values, []string{Backup, Restore}) {
 		t.Errorf("selector %+v", sel)
+	}
+}
+
+// With an age key, the backup Job encrypts to it and the restore Job reads with it (never --insecure),
+// each mounting only that Secret key, read-only.
+func TestDataJobs_Encryption(t *testing.T) {
+	fs := base()
+	enc := &v1alpha1.BackupEncryption{IdentitySecretRef: v1alpha1.SecretKeySelector{Name: "backup-age", Key: "key.txt"}}
+	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", Encryption: enc,
+		S3: &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "keys"}}}
+	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{Encryption: enc, Object: "a/b.backup.gz",
+		S3: &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "keys"}}}
+	for _, p := range []corev1.PodSpec{
+		typed[batchv1.CronJob](t, BackupCronJob(fs, in)).Spec.JobTemplate.Spec.Template.Spec,
+		typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec,
+	} {
+		c := p.Containers[0]
+		args := strings.Join(c.Args, " ")
+		if !strings.HasSuffix(args, " --identity-file "+BackupKeyDir+"/identity") || strings.Contains(args, "--insecure") {
+			t.Errorf("%s args %q", c.Name, args)
+		}
+		var vol *corev1.Volume
+		for i := range p.Volumes {
+			if p.Volumes[i].Name == "backup-key" {
+				vol = &p.Volumes[i]
+			}
+		}
+		if vol == nil || vol.Secret == nil || vol.Secret.SecretName != "backup-age" || len(vol.Secret.Items) != 1 ||
+			vol.Secret.Items[0].Key != "key.txt" || vol.Secret.Items[0].Path != "identity" {
+			t.Fatalf("%s: the key's volume %+v", c.Name, vol)
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || m.Name == "backup-key" && m.MountPath == BackupKeyDir && m.ReadOnly
+		}
+		if !mounted {
+			t.Errorf("%s mounts %+v", c.Name, c.VolumeMounts)
+		}
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"filippo.io/age"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -96,6 +97,8 @@ type Options struct {
 	// Match limits the backup to keys matching any of these SCAN patterns; none is every key. The
 	// patterns must not overlap (a key matching two would be written twice).
 	Match []string
+	// Recipients encrypt the file (age, encryption.go); none writes it in clear.
+	Recipients []age.Recipient
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }
@@ -113,7 +116,11 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 	st := Stats{Header: Header{Format: Format, Version: Version, CreatedAt: now().UTC().Truncate(time.Second), Match: match}}
 	st.Header.RedisVersion = redisVersion(ctx, rdb)
 
-	zw := gzip.NewWriter(w)
+	ew, err := encrypt(w, o.Recipients)
+	if err != nil {
+		return st, fmt.Errorf("backup: %w", err)
+	}
+	zw := gzip.NewWriter(ew)
 	bw := bufio.NewWriterSize(zw, 64<<10)
 	head, _ := json.Marshal(st.Header)
 	if _, err := bw.Write(append(head, '\n')); err != nil {
@@ -121,7 +128,7 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 	}
 	sum := sha256.New()
 	rec := &recordWriter{w: io.MultiWriter(bw, sum)}
-	err := forEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
+	err = forEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
 		for _, pattern := range match {
 			var cursor uint64
 			for {
@@ -153,7 +160,10 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 	if err := bw.Flush(); err != nil {
 		return st, err
 	}
-	return st, zw.Close()
+	if err := zw.Close(); err != nil {
+		return st, err
+	}
+	return st, ew.Close() // the last chunk, without which a reader calls the file cut short
 }
 
 // dumpBatch reads one SCAN batch's values and expiries in one round trip and frames them. A key gone
@@ -309,7 +319,11 @@ func (h hashingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func newReader(r io.Reader) (*reader, error) {
+func newReader(r io.Reader, o ReadOptions) (*reader, error) {
+	r, err := o.open(r)
+	if err != nil {
+		return nil, err
+	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, damaged("not gzip: %v", err)
@@ -387,8 +401,8 @@ func (r *reader) trailer(keys int64) error {
 }
 
 // Check reads a whole backup and checks its trailer, writing nothing: what a restore does first.
-func Check(r io.Reader) (Stats, error) {
-	rd, err := newReader(r)
+func Check(r io.Reader, o ReadOptions) (Stats, error) {
+	rd, err := newReader(r, o)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -85,6 +85,9 @@ func each(ctx context.Context, rdb redis.UniversalClient, fn func(redis.Universa
 	return fn(rdb)
 }
 
+// clearFile reads the backups these tests write without encryption (encryption_test.go has the rest).
+var clearFile = backup.ReadOptions{AllowClear: true}
+
 func source(b []byte) backup.Source {
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 }
@@ -121,11 +124,11 @@ func TestWriteRestore_EveryKeyBackWithItsEnd(t *testing.T) {
 	if st.Keys != 300 || st.ByPrefix["forms"] != 50 || st.ByPrefix["auth"] != 200 || st.ByPrefix["fs"] != 50 || st.Header.RedisVersion == "" {
 		t.Fatalf("backup stats %+v", st)
 	}
-	checked, err := backup.Check(bytes.NewReader(buf.Bytes()))
+	checked, err := backup.Check(bytes.NewReader(buf.Bytes()), clearFile)
 	if err != nil || checked.Keys != 300 {
 		t.Fatalf("check: %+v %v", checked, err)
 	}
-	rs, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{})
+	rs, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{Read: clearFile})
 	if err != nil || rs.Restored != 300 || rs.Expired != 0 {
 		t.Fatalf("restore: %+v %v", rs, err)
 	}
@@ -145,7 +148,7 @@ func TestRestore_KeysThatEndedMeanwhileStayGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := func() time.Time { return time.Now().Add(10 * time.Minute) }
-	rs, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{Now: later})
+	rs, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{Read: clearFile, Now: later})
 	if err != nil || rs.Restored != 2 || rs.Expired != 1 {
 		t.Fatalf("restore: %+v %v", rs, err)
 	}
@@ -172,13 +175,13 @@ func TestRestore_NotEmptyRefusedWholeUnlessReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst.Set(ctx, "forms:r:waitlist:{u0}", "newer", 0)
-	if _, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{}); !errors.Is(err, backup.ErrNotEmpty) {
+	if _, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{Read: clearFile}); !errors.Is(err, backup.ErrNotEmpty) {
 		t.Fatalf("into a store with a key: %v, want ErrNotEmpty", err)
 	}
 	if n := dst.DBSize(ctx).Val(); n != 1 {
 		t.Fatalf("the refused restore wrote: %d keys", n)
 	}
-	if _, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{Replace: true}); err != nil {
+	if _, err := backup.Restore(ctx, dst, source(buf.Bytes()), backup.RestoreOptions{Read: clearFile, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "replaced", snapshot(t, dst), want)
@@ -203,7 +206,7 @@ func TestRestore_DamagedFileWritesNothing(t *testing.T) {
 	flipped[len(flipped)/2] ^= 0x40
 	bad = append(bad, flipped, []byte("REDIS0011 an RDB file, not ours"))
 	for i, b := range bad {
-		_, err := backup.Restore(ctx, dst, source(b), backup.RestoreOptions{})
+		_, err := backup.Restore(ctx, dst, source(b), backup.RestoreOptions{Read: clearFile})
 		if !errors.Is(err, backup.ErrDamaged) {
 			t.Errorf("damaged file %d (%d of %d bytes): %v, want ErrDamaged", i, len(b), len(good), err)
 		}
@@ -225,7 +228,7 @@ func TestWriteRestore_StandaloneToClusterAndBack(t *testing.T) {
 	if _, err := backup.Write(ctx, single, &one, backup.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backup.Restore(ctx, cluster, source(one.Bytes()), backup.RestoreOptions{}); err != nil {
+	if _, err := backup.Restore(ctx, cluster, source(one.Bytes()), backup.RestoreOptions{Read: clearFile}); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "in the cluster", snapshot(t, cluster), want)
@@ -233,7 +236,7 @@ func TestWriteRestore_StandaloneToClusterAndBack(t *testing.T) {
 	if err != nil || st.Keys != int64(len(want)) {
 		t.Fatalf("backup of the cluster: %+v %v", st, err)
 	}
-	if _, err := backup.Restore(ctx, back, source(two.Bytes()), backup.RestoreOptions{}); err != nil {
+	if _, err := backup.Restore(ctx, back, source(two.Bytes()), backup.RestoreOptions{Read: clearFile}); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "back on one node", snapshot(t, back), want)
@@ -265,7 +268,7 @@ func FuzzCheck(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := backup.Check(bytes.NewReader(b))
+		st, err := backup.Check(bytes.NewReader(b), clearFile)
 		if err == nil && st.Header.Format != backup.Format {
 			t.Fatalf("accepted without a header: %+v", st)
 		}
@@ -290,7 +293,7 @@ func TestRestore_AKeyWrittenMeanwhileStopsIt(t *testing.T) {
 		}
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
 	}
-	_, err := backup.Restore(ctx, dst, open, backup.RestoreOptions{})
+	_, err := backup.Restore(ctx, dst, open, backup.RestoreOptions{Read: clearFile})
 	if !errors.Is(err, backup.ErrNotEmpty) || !strings.Contains(err.Error(), `"fs:{waitlist}:entries" was written during the restore`) {
 		t.Fatalf("restore: %v", err)
 	}

@@ -20,6 +20,8 @@ type RestoreOptions struct {
 	// Replace overwrites keys that exist in the target. Without it a target that holds any key is
 	// refused (ErrNotEmpty) before anything is written.
 	Replace bool
+	// Read says which files may be read: the identities of an encrypted one, or that a clear one may.
+	Read ReadOptions
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }
@@ -34,7 +36,7 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 	if now == nil {
 		now = time.Now
 	}
-	st, err := check(open)
+	st, err := check(open, o.Read)
 	if err != nil {
 		return st, err
 	}
@@ -52,7 +54,7 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 		return st, err
 	}
 	defer f.Close()
-	rd, err := newReader(f)
+	rd, err := newReader(f, o.Read)
 	if err != nil {
 		return st, err
 	}
@@ -89,13 +91,13 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 }
 
 // check reads the whole file once and checks its trailer.
-func check(open Source) (Stats, error) {
+func check(open Source, o ReadOptions) (Stats, error) {
 	f, err := open()
 	if err != nil {
 		return Stats{}, err
 	}
 	defer f.Close()
-	return Check(f)
+	return Check(f, o)
 }
 
 // restoreBatch writes one batch in one round trip per node. RESTORE … ABSTTL keeps each key's end as

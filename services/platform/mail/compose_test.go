@@ -5,6 +5,7 @@ import (
 	"errors"
 	"mime"
 	"net/mail"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -55,8 +56,11 @@ func FuzzCompose(f *testing.F) {
 		if err != nil {
 			t.Fatalf("subject %q: %v", msg.Header.Get("Subject"), err)
 		}
-		if want := strings.TrimSpace(oneLine(subject)); strings.TrimSpace(got) != want {
-			t.Fatalf("subject %q, want %q", got, want)
+		// Runs of white space are compared as one: a long subject is folded at white space, and Go's
+		// header reader (net/textproto) joins a folded line with a single space where RFC 5322's
+		// unfolding keeps the run, so "a  b" folded between its spaces reads back as "a b" here only.
+		if want := strings.Fields(oneLine(subject)); !slices.Equal(strings.Fields(got), want) {
+			t.Fatalf("subject %q, want %q", got, oneLine(subject))
 		}
 		if !strings.HasPrefix(msg.Header.Get("Message-ID"), "<") || strings.Count(msg.Header.Get("Message-ID"), "@") != 1 {
 			t.Fatalf("Message-ID %q", msg.Header.Get("Message-ID"))
