@@ -145,7 +145,7 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 func newRestoreCmd(env *environment) *cobra.Command {
 	var store storeFlags
 	var from, identityFile string
-	var replace, checkOnly, insecure bool
+	var replace, checkOnly, insecure, allKeys bool
 	cmd := &cobra.Command{
 		Use:   "restore --from FILE|s3://BUCKET/KEY --identity-file FILE|--insecure [--replace] [--check]",
 		Short: "write a backup into the store (an empty one, unless --replace)",
@@ -159,7 +159,9 @@ With --check the backup is only read and checked, and nothing is written.
 
 An encrypted backup needs the identity it was made for (--identity-file, as age-keygen writes it);
 a changed, cut or spliced file is refused whole. A clear backup is refused unless --insecure: nothing
-shows who wrote it, and a restore writes password hashes and grants into the store.`,
+shows who wrote it, and a restore writes password hashes and grants into the store. Only
+formsservice's keys (fs:, forms:, auth:) are written, unless --all-keys: a backup of a Redis shared
+with other programs does not write into theirs.`,
 		Example: `  formsservice restore --identity-file backup-key.txt --from /backups/formsservice-20261126T030000Z.backup.gz
   formsservice restore --check --identity-file backup-key.txt --from s3://backups/formsservice/formsservice-20261126T030000Z.backup.gz
   formsservice restore --insecure --from /backups/old-clear.backup.gz`,
@@ -196,12 +198,15 @@ shows who wrote it, and a restore writes password hashes and grants into the sto
 				return err
 			}
 			defer rdb.Close()
-			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read})
+			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read, AllKeys: allKeys})
 			if err != nil {
 				return fmt.Errorf("restore from %s: %w", from, err)
 			}
 			fmt.Fprintf(env.stdout, "restored %d keys from %s (it holds %s; written %s); %d had ended since and were left out\n",
 				st.Restored, from, byPrefix(st), st.Header.CreatedAt.Format(time.RFC3339), st.Expired)
+			if st.Foreign > 0 {
+				fmt.Fprintf(env.stdout, "%d keys were not formsservice's (not fs:, forms: or auth:) and were left out; --all-keys restores them\n", st.Foreign)
+			}
 			return nil
 		},
 	}
@@ -210,6 +215,7 @@ shows who wrote it, and a restore writes password hashes and grants into the sto
 	cmd.Flags().BoolVar(&checkOnly, "check", false, "only read and check the backup; write nothing")
 	cmd.Flags().StringVar(&identityFile, "identity-file", "", "the age identity (secret key file) an encrypted backup was made for")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "read a backup that is not encrypted (nothing shows who wrote it)")
+	cmd.Flags().BoolVar(&allKeys, "all-keys", false, "restore every key of the backup, not only formsservice's (fs:, forms:, auth:)")
 	cmd.PreRunE = requireFlags("from")
 	store.register(cmd, env)
 	readsEnv(cmd, append(slices.Clone(storeEnv), s3Env...)...)

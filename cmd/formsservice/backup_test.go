@@ -105,9 +105,10 @@ func TestBackupRestore_ClearFileNeedsInsecure(t *testing.T) {
 	ctx := context.Background()
 	src, dst := testredis.Start(t), testredis.Start(t)
 	src.Client().Set(ctx, "auth:u:{a}", "x", 0)
+	src.Client().Set(ctx, "other-app:session", "x", 0)
 	file := filepath.Join(t.TempDir(), "clear.backup.gz")
 	stdout, stderr, err := runCmdStderr(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", file)
-	if err != nil || !strings.Contains(stdout, "wrote 1 keys") || !strings.Contains(stderr, "warning: the backup is not encrypted") {
+	if err != nil || !strings.Contains(stdout, "wrote 2 keys") || !strings.Contains(stderr, "warning: the backup is not encrypted") {
 		t.Fatalf("backup: %v %q %q", err, stdout, stderr)
 	}
 	dstEnv := map[string]string{"REDIS_URL": dst.URL()}
@@ -117,8 +118,12 @@ func TestBackupRestore_ClearFileNeedsInsecure(t *testing.T) {
 	if n := dst.Client().DBSize(ctx).Val(); n != 0 {
 		t.Fatalf("a refused restore wrote %d keys", n)
 	}
-	if out, err := runCmd(t, dstEnv, "restore", "--insecure", "--from", file); err != nil || !strings.Contains(out, "restored 1 keys") {
+	if out, err := runCmd(t, dstEnv, "restore", "--insecure", "--from", file); err != nil || !strings.Contains(out, "restored 1 keys") ||
+		!strings.Contains(out, "1 keys were not formsservice's") || dst.Client().Exists(ctx, "other-app:session").Val() != 0 {
 		t.Fatalf("restore --insecure: %v %s", err, out)
+	}
+	if out, err := runCmd(t, dstEnv, "restore", "--insecure", "--replace", "--all-keys", "--from", file); err != nil || !strings.Contains(out, "restored 2 keys") {
+		t.Fatalf("restore --all-keys: %v %s", err, out)
 	}
 }
 

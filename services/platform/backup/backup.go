@@ -75,8 +75,9 @@ type Stats struct {
 	// Keys is how many keys were written (a backup) or found in the file (a restore).
 	Keys int64
 	// Restored is how many keys a restore wrote; Expired how many it skipped because their time had
-	// passed since the backup.
-	Restored, Expired int64
+	// passed since the backup; Foreign how many it skipped because they are not the product's
+	// (RestoreOptions.AllKeys).
+	Restored, Expired, Foreign int64
 	// ByPrefix counts the keys by the part of their name before the first ':' ("forms", "auth", …).
 	ByPrefix map[string]int64
 }

@@ -301,3 +301,30 @@ func TestRestore_AKeyWrittenMeanwhileStopsIt(t *testing.T) {
 		t.Fatalf("the newer value was overwritten: %q", v)
 	}
 }
+
+// A backup of a Redis shared with another program holds its keys too: a restore writes only the
+// product's (fs:, forms:, auth:) and counts the others, unless asked for every key.
+func TestRestore_OnlyOurKeysUnlessAllKeys(t *testing.T) {
+	ctx := context.Background()
+	src := testredis.Start(t).Client()
+	for _, k := range []string{"fs:{w}:entries", "forms:r:contact", "auth:u:{a}", "sessions:other-app", "auth", "queue:jobs"} {
+		src.Set(ctx, k, "v", 0)
+	}
+	var buf bytes.Buffer
+	if _, err := backup.Write(ctx, src, &buf, backup.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ourDst := testredis.Start(t).Client()
+	st, err := backup.Restore(ctx, ourDst, source(buf.Bytes()), backup.RestoreOptions{Read: clearFile})
+	if err != nil || st.Restored != 3 || st.Foreign != 3 {
+		t.Fatalf("restore: %+v %v, want 3 restored and 3 foreign", st, err)
+	}
+	if got := ourDst.Keys(ctx, "*").Val(); len(got) != 3 || ourDst.Exists(ctx, "sessions:other-app", "auth", "queue:jobs").Val() != 0 {
+		t.Fatalf("restored keys %v", got)
+	}
+	allDst := testredis.Start(t).Client()
+	st, err = backup.Restore(ctx, allDst, source(buf.Bytes()), backup.RestoreOptions{Read: clearFile, AllKeys: true})
+	if err != nil || st.Restored != 6 || st.Foreign != 0 || allDst.DBSize(ctx).Val() != 6 {
+		t.Fatalf("restore with AllKeys: %+v %v", st, err)
+	}
+}

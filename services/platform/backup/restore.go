@@ -22,8 +22,25 @@ type RestoreOptions struct {
 	Replace bool
 	// Read says which files may be read: the identities of an encrypted one, or that a clear one may.
 	Read ReadOptions
+	// AllKeys restores every key of the file. Without it only the product's keys are written
+	// (OurPrefixes), and the others are counted in Stats.Foreign: a backup of a Redis shared with other
+	// programs restores only what is ours, and a file cannot write into another program's keys.
+	AllKeys bool
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+}
+
+// OurPrefixes are the beginnings of every key the services write (the forms', the provider's).
+var OurPrefixes = []string{"fs:", "forms:", "auth:"}
+
+// ours reports whether a key is the product's.
+func ours(key string) bool {
+	for _, p := range OurPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNotEmpty is a restore refused because the target store holds keys already.
@@ -74,6 +91,10 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 		}
 		if !ok {
 			break
+		}
+		if !o.AllKeys && !ours(rec.key) {
+			st.Foreign++
+			continue
 		}
 		if rec.expireAt != 0 && rec.expireAt <= now().UnixMilli() {
 			st.Expired++
