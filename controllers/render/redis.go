@@ -39,8 +39,10 @@ const (
 // redisConf is the managed Redis's configuration: append-only persistence fsynced before Redis answers
 // a write (appendfsync always: one fsync per event-loop turn covers the writes of every client together,
 // group commit), which is what the forms service's "machine" durability — the managed Redis's default —
-// promises; no eviction (a full store refuses writes instead of dropping waitlist entries); and the
-// password from the mounted Secret.
+// promises; no eviction (a full store refuses writes instead of dropping waitlist entries); RESTORE
+// payloads checked whole before they are loaded (sanitize-dump-payload: a restore from a crafted or
+// damaged backup is refused by Redis instead of crashing it later); and the password from the mounted
+// Secret.
 var redisConf = fmt.Sprintf(`# Rendered by the formsservice operator.
 port %d
 bind * -::*
@@ -48,6 +50,7 @@ dir /data
 appendonly yes
 appendfsync always
 maxmemory-policy noeviction
+sanitize-dump-payload yes
 include %s/%s
 `, RedisPort, redisSecretDir, RedisRequirePassKey)
 

@@ -449,7 +449,7 @@ func TestRedis(t *testing.T) {
 		s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "10Gi" {
 		t.Errorf("overrides: %+v", s.Spec)
 	}
-	for _, want := range []string{"appendonly yes", "appendfsync always", "maxmemory-policy noeviction", "include /etc/redis-secret/requirepass.conf"} {
+	for _, want := range []string{"appendonly yes", "appendfsync always", "maxmemory-policy noeviction", "sanitize-dump-payload yes", "include /etc/redis-secret/requirepass.conf"} {
 		if !strings.Contains(typed[corev1.ConfigMap](t, RedisConfigMap(fs)).Data["redis.conf"], want) {
 			t.Errorf("redis.conf lacks %q", want)
 		}
