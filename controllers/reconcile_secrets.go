@@ -76,6 +76,7 @@ func (run *reconcileRun) signingKey(ctx context.Context) *corev1.Secret {
 		run.in.PreviousSigningKey = len(key.Secret.Data[render.PreviousSigningKeyKey]) > 0
 		run.in.NextSigningKey = len(key.Secret.Data[render.NextSigningKeyKey]) > 0
 		run.in.SigningKeyIDs = keyIDsOf(key.Secret).annotation()
+		run.in.MFAKey = len(key.Secret.Data[render.MFAKeyKey]) > 0
 	}
 	return key.Secret
 }

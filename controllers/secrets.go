@@ -43,6 +43,15 @@ func newSigningKey() (pemBytes []byte, keyID string, err error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), kid, nil
 }
 
+// newMFAKey is the key that seals TOTP secrets: 32 random bytes in base64, as mfa.secretKeyFile reads it.
+func newMFAKey() ([]byte, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return []byte(base64.StdEncoding.EncodeToString(b)), nil
+}
+
 // thumbprint is the RFC 7638 JWK thumbprint of a P-256 public key (base64url, no padding).
 func thumbprint(pub *ecdsa.PublicKey) (string, error) {
 	ek, err := pub.ECDH()

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -337,5 +338,71 @@ func TestSigningKey_FromSigningKeySecretRef_UsedAsItIsNeverRotated(t *testing.T)
 	}())
 	if err == nil || !strings.Contains(err.Error(), "a key from signingKeySecretRef is rotated where it comes from") {
 		t.Errorf("a rotation schedule beside signingKeySecretRef: %v", err)
+	}
+}
+
+// The signing-key Secret the operator makes also holds the key that seals TOTP secrets, named in the
+// auth configuration; a Secret of the operator's made before that gets one added once (its signing key
+// unchanged); a team's Secret (signingKeySecretRef) is never written.
+func TestSigningKey_HoldsTheMFASealingKey(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := createAndWait(t, sampleFS(ns))
+	waitKeyRecorded(t, fs, "acme-signing-key")
+	sec, err := getSecret(t, ns, "acme-signing-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := base64.StdEncoding.DecodeString(string(sec.Data[render.MFAKeyKey])); err != nil || len(k) != 32 {
+		t.Fatalf("%s = %d bytes (%v), want 32 random bytes in base64", render.MFAKeyKey, len(k), err)
+	}
+	want := render.SecretsDir + "/acme-signing-key/" + render.MFAKeyKey
+	eventuallyWhat(t, "the auth configuration naming the MFA key", func() error {
+		if got := configOf(t, ns, "acme", render.Auth).Auth.MFA.SecretKeyFile; got != want {
+			return fmt.Errorf("mfa.secretKeyFile = %q, want %q", got, want)
+		}
+		return nil
+	})
+
+	// An older Secret of the operator's, without the key: it gets one, and keeps its signing key.
+	old := newNamespace(t)
+	pemBytes, _, err := newSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: old, Name: "acme-signing-key"},
+		Data: map[string][]byte{render.SigningKeyKey: pemBytes}}); err != nil {
+		t.Fatal(err)
+	}
+	createAndWait(t, sampleFS(old))
+	eventuallyWhat(t, "an MFA key added to the older Secret", func() error {
+		s, err := getSecret(t, old, "acme-signing-key")
+		if err != nil {
+			return err
+		}
+		if string(s.Data[render.SigningKeyKey]) != string(pemBytes) {
+			t.Fatal("the signing key was replaced")
+		}
+		if len(s.Data[render.MFAKeyKey]) == 0 {
+			return fmt.Errorf("no %s yet", render.MFAKeyKey)
+		}
+		return nil
+	})
+
+	// A team's Secret is used as it is.
+	ext := newNamespace(t)
+	team := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ext, Name: "vault-signing-key"}, Data: map[string][]byte{render.SigningKeyKey: pemBytes}}
+	if err := k8s.Create(ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	efs := sampleFS(ext)
+	efs.Spec.Auth.SigningKeySecretRef = &v1alpha1.SecretReference{Name: team.Name}
+	efs = createAndWait(t, efs)
+	waitKeyRecorded(t, efs, team.Name)
+	if s, err := getSecret(t, ext, team.Name); err != nil || len(s.Data) != 1 {
+		t.Fatalf("the team's Secret was written: %v %v", s.Data, err)
+	}
+	if got := configOf(t, ext, "acme", render.Auth).Auth.MFA.SecretKeyFile; got != "" {
+		t.Errorf("mfa.secretKeyFile = %q with a team's Secret that holds no MFA key", got)
 	}
 }

@@ -43,6 +43,9 @@ type Inputs struct {
 	// NextSigningKey says the signing-key Secret holds a next key (published before it signs), so the
 	// auth configuration names it for the JWKS.
 	NextSigningKey bool
+	// MFAKey says the signing-key Secret holds the key that seals TOTP secrets (MFAKeyKey), which the
+	// auth configuration names unless spec.auth.mfa.secretKeyRef names another.
+	MFAKey bool
 	// SigningKeyIDs names the keys of the signing-key Secret by role (SigningKeysAnnotation); "" leaves
 	// the annotation out.
 	SigningKeyIDs string
@@ -243,6 +246,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		if r := m.SecretKeyRef; r != nil {
 			c.MFA.SecretKeyFile = SecretPath(r.Name, r.Key)
 		}
+	}
+	if c.MFA.SecretKeyFile == "" && in.MFAKey {
+		c.MFA.SecretKeyFile = SecretPath(n.SigningKey, MFAKeyKey)
 	}
 	if p := a.Passkeys; p != nil {
 		c.Passkeys = config.AuthPasskeys{Enabled: p.Enabled, RPName: p.RPName, Timeout: duration(p.Timeout)}

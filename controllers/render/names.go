@@ -42,7 +42,10 @@ const (
 	PreviousSigningKeyKey = "previous-signing-key.pem"
 	// NextSigningKeyKey holds, during a rotation, the key that is published before it signs.
 	NextSigningKeyKey = "next-signing-key.pem"
-	RedisPasswordKey  = "password"
+	// MFAKeyKey holds the key that seals the TOTP secrets (32 random bytes in base64), generated with
+	// the signing key so that it is kept, moved and restored with it.
+	MFAKeyKey        = "mfa-secret-key"
+	RedisPasswordKey = "password"
 	// RedisRequirePassKey holds "requirepass <password>", included by the managed redis.conf so that the
 	// password never appears in a command line or an environment variable of the Redis container.
 	RedisRequirePassKey = "requirepass.conf"

@@ -213,13 +213,16 @@ func (s *Store) Check(ctx context.Context, user, code string) (res Result, recov
 }
 
 // acceptScript records that a step was accepted, unless it (or a later one) was before or the factor
-// changed meanwhile. KEYS: factor. ARGV: the stored secret the code was checked against, the step.
+// changed meanwhile; with a third argument it stores that in place of the secret (the same secret,
+// sealed: a secret stored in the clear before a key was configured is sealed at its next good code).
+// KEYS: factor. ARGV: the stored secret the code was checked against, the step, [the sealed secret].
 // Reply: 1 accepted, 0 replayed, -1 the factor is gone or replaced.
 var acceptScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'totp') ~= ARGV[1] then return -1 end
 local last = tonumber(redis.call('HGET', KEYS[1], 'step') or '-1')
 if tonumber(ARGV[2]) <= last then return 0 end
 redis.call('HSET', KEYS[1], 'step', ARGV[2])
+if ARGV[3] then redis.call('HSET', KEYS[1], 'totp', ARGV[3]) end
 return 1
 `)
 
@@ -252,7 +255,11 @@ func (s *Store) Verify(ctx context.Context, user, code string) (Result, error) {
 	if res != Accepted {
 		return res, nil
 	}
-	n, err := acceptScript.Run(ctx, s.rdb, []string{factorKey(user)}, stored, step).Int()
+	args := []any{stored, step}
+	if s.sealer.aead != nil && strings.HasPrefix(stored, "p.") {
+		args = append(args, s.sealer.seal(user, secret))
+	}
+	n, err := acceptScript.Run(ctx, s.rdb, []string{factorKey(user)}, args...).Int()
 	switch {
 	case err != nil:
 		return Wrong, unavailable(err)

@@ -257,3 +257,44 @@ func TestSealer_SecretSealedAtRest(t *testing.T) {
 		t.Fatalf("with the key: %v %v", res, err)
 	}
 }
+
+// A secret stored in the clear before a key was configured keeps working once there is one, and is
+// sealed at its next good code (never by a wrong or replayed one); the codes go on as before.
+func TestSealer_ClearSecretSealedAtItsNextGoodCode(t *testing.T) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	sealer, err := NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear, rdb, c := startStore(t, Sealer{})
+	ctx := context.Background()
+	secret, _ := enrol(t, clear, c, "u1")
+	if stored := rdb.HGet(ctx, "auth:mfa:{u1}", "totp").Val(); stored != "p."+secret {
+		t.Fatalf("without a key: stored %q", stored)
+	}
+	sealed := NewStore(rdb, sealer, c.now)
+	c.next()
+	if res, err := sealed.Verify(ctx, "u1", "000000"); err != nil || res != Wrong {
+		t.Fatalf("a wrong code: %v %v", res, err)
+	}
+	if stored := rdb.HGet(ctx, "auth:mfa:{u1}", "totp").Val(); stored != "p."+secret {
+		t.Fatalf("a wrong code changed the stored secret: %q", stored)
+	}
+	code, _ := Code(secret, c.now())
+	if res, err := sealed.Verify(ctx, "u1", code); err != nil || res != Accepted {
+		t.Fatalf("the clear secret with a key configured: %v %v", res, err)
+	}
+	stored := rdb.HGet(ctx, "auth:mfa:{u1}", "totp").Val()
+	if !strings.HasPrefix(stored, "s1.") || strings.Contains(stored, secret) {
+		t.Fatalf("after a good code: stored %q, want it sealed", stored)
+	}
+	if res, err := sealed.Verify(ctx, "u1", code); err != nil || res != Replayed {
+		t.Fatalf("the same code again: %v %v, want Replayed", res, err)
+	}
+	c.next()
+	code, _ = Code(secret, c.now())
+	if res, err := sealed.Verify(ctx, "u1", code); err != nil || res != Accepted {
+		t.Fatalf("the next code against the sealed secret: %v %v", res, err)
+	}
+}
