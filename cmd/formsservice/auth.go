@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -39,7 +40,7 @@ func buildAuth(d deps) (server.Service, error) {
 		return nil, err
 	}
 	svc, err := auth.New(auth.Options{Config: d.Config, Redis: d.Redis, Logger: d.Logger, Registerer: d.Metrics.Registry, Keys: ks, Dev: d.Dev,
-		AuditLog: audit.NewLog(d.Stderr).With("service", d.Service), Mail: d.Mail})
+		AuditLog: audit.NewLog(d.Stderr).With("service", d.Service), Mail: d.Mail, MFAKey: devMFAKey(d, cfg)})
 	if err != nil {
 		return nil, err
 	}
@@ -72,4 +73,17 @@ func ensureDevUser(us *users.Store) error {
 	// Verified, as an operator's `users create --verified`: an unverified account gets no passkey or
 	// second factor (D51), and the dev user is there to try them.
 	return us.SetVerified(ctx, u.ID, u.Email)
+}
+
+// devMFAKey is the dev server's key for sealing TOTP secrets when its configuration names none: made
+// in memory over the embedded store, whose data ends with the process as the key does. Over a store
+// that stays (REDIS_URL) it is nil: a key that changed at every start would lock out every second
+// factor made before.
+func devMFAKey(d deps, cfg *config.Config) []byte {
+	if !d.Dev || !d.EmbeddedStore || cfg.Auth.MFA.SecretKeyFile != "" {
+		return nil
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return key
 }

@@ -147,3 +147,31 @@ func TestDevServer_DemoClientAndUserSignIn(t *testing.T) {
 		t.Fatalf("exchange: %v", err)
 	}
 }
+
+// The dev server seals TOTP secrets with a key of its own only over its in-memory store, and only when
+// the configuration names none: over REDIS_URL a key made at every start would lock every second factor
+// out at the next one.
+func TestDevMFAKey_OnlyOverTheEmbeddedStore(t *testing.T) {
+	none, file := &config.Config{}, &config.Config{}
+	file.Auth.MFA.SecretKeyFile = "/run/secrets/mfa-key"
+	for _, c := range []struct {
+		name string
+		d    deps
+		cfg  *config.Config
+		want bool
+	}{
+		{"dev, embedded store", deps{Dev: true, EmbeddedStore: true}, none, true},
+		{"dev over REDIS_URL", deps{Dev: true}, none, false},
+		{"dev with a key file", deps{Dev: true, EmbeddedStore: true}, file, false},
+		{"a production service", deps{}, none, false},
+	} {
+		got := devMFAKey(c.d, c.cfg)
+		if (got != nil) != c.want || got != nil && len(got) != 32 {
+			t.Errorf("%s: %d bytes, want a 32-byte key: %v", c.name, len(got), c.want)
+		}
+	}
+	a, b := devMFAKey(deps{Dev: true, EmbeddedStore: true}, none), devMFAKey(deps{Dev: true, EmbeddedStore: true}, none)
+	if string(a) == string(b) {
+		t.Error("two dev keys are the same: not random")
+	}
+}

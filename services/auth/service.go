@@ -63,6 +63,9 @@ type Options struct {
 	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
 	// error page.
 	Dev bool
+	// MFAKey (32 bytes) seals TOTP secrets when the configuration names no auth.mfa.secretKeyFile: the
+	// dev server's key in memory over its in-memory store, which keeps nothing either.
+	MFAKey []byte
 }
 
 // SignupMail sends what a sign-up leads to (journeys.SignupMail).
@@ -96,6 +99,12 @@ func New(o Options) (*Service, error) {
 	o = withDefaults(o)
 	cfg := o.Config.Current()
 	sealer, err := mfa.LoadSealer(cfg.Auth.MFA.SecretKeyFile)
+	if err == nil && cfg.Auth.MFA.SecretKeyFile == "" && o.MFAKey != nil {
+		if len(o.MFAKey) != 32 {
+			return nil, errors.New("auth: Options.MFAKey is not 32 bytes")
+		}
+		sealer, err = mfa.NewSealer(o.MFAKey)
+	}
 	if err != nil {
 		return nil, err
 	}
