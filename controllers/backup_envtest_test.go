@@ -3,10 +3,12 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,16 @@ import (
 
 func s3Location() *v1alpha1.S3Location {
 	return &v1alpha1.S3Location{Endpoint: "http://s3.storage:7070", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-keys"}}
+}
+
+// createS3Keys makes the Secret s3Location names, as a team would before it names it.
+func createS3Keys(t *testing.T, ns string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-keys"},
+		Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("id"), "AWS_SECRET_ACCESS_KEY": []byte("secret")}}
+	if err := k8s.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // finishJob plays the Job controller, which envtest does not run: the Job, started ago, succeeded or
@@ -83,6 +95,7 @@ func waitBackupStatus(t *testing.T, fs *v1alpha1.FormsService, what string, chec
 func TestBackup_ScheduledAndRequestedJobsReportTheirOutcome(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	createS3Keys(t, ns)
 	fs := sampleFS(ns)
 	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", S3: s3Location()}
 	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}}
@@ -217,6 +230,7 @@ func noDeployments(t *testing.T, ns string) {
 func TestRestore_TheServicesStartOnlyAfterTheRestore(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	createS3Keys(t, ns)
 	fs := restoringFS(ns)
 	if err := k8s.Create(ctx, fs); err != nil {
 		t.Fatal(err)
@@ -230,7 +244,8 @@ func TestRestore_TheServicesStartOnlyAfterTheRestore(t *testing.T) {
 	setStatefulSetReady(t, ns, "acme-redis")
 	j := &batchv1.Job{}
 	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-restore"), j) })
-	if args := j.Spec.Template.Spec.Containers[0].Args; args[0] != "restore" || args[len(args)-1] != "s3://backups/prod/acme/acme-backup-29412345.backup.gz" {
+	if args := j.Spec.Template.Spec.Containers[0].Args; args[0] != "restore" || !slices.Contains(args, "s3://backups/prod/acme/acme-backup-29412345.backup.gz") ||
+		args[len(args)-1] != "--insecure" { // a restoreFrom without a key reads the operator's clear backups
 		t.Errorf("args %q", args)
 	}
 	waitCondition(t, fs, v1alpha1.ConditionRestored, metav1.ConditionFalse, "Restoring", "acme-restore")
@@ -267,6 +282,7 @@ func TestRestore_TheServicesStartOnlyAfterTheRestore(t *testing.T) {
 func TestRestore_AFailedRestoreStallsAndIsNotRetried(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	createS3Keys(t, ns)
 	fs := restoringFS(ns)
 	if err := k8s.Create(ctx, fs); err != nil {
 		t.Fatal(err)
@@ -483,4 +499,45 @@ func TestVolumeExpansion_AClaimThatCannotGrowStalls(t *testing.T) {
 	if err := k8s.Get(ctx, key(ns, "acme-redis"), s); err != nil || s.UID != old.UID || !s.DeletionTimestamp.IsZero() {
 		t.Errorf("the StatefulSet must stay while its claim cannot grow: %v %+v", err, s.ObjectMeta)
 	}
+}
+
+// The Secrets the backup and restore Jobs read are checked when the FormsService is reconciled, not
+// when a Job runs an hour later: a missing credentials Secret, a missing key or a key that is not an
+// age identity is Degraded with BackupCredentialsMissing at once, naming the field; the services are
+// rolled out all the same (nothing they mount is wrong), and it clears when the Secret is fixed.
+func TestBackup_MissingCredentialsShowAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := sampleFS(ns)
+	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", S3: s3Location(),
+		Encryption: &v1alpha1.BackupEncryption{IdentitySecretRef: v1alpha1.SecretKeySelector{Name: "backup-age", Key: "key.txt"}}}
+	if err := k8s.Create(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "BackupCredentialsMissing",
+		`Secret "s3-keys" named by spec.backup.s3.credentialsSecretRef does not exist`,
+		`Secret "backup-age" named by spec.backup.encryption.identitySecretRef does not exist`)
+	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-auth"), &appsv1.Deployment{}) })
+
+	createS3Keys(t, ns)
+	keySecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup-age"},
+		Data: map[string][]byte{"key.txt": []byte("AGE-SECRET-KEY-1NOTAREALKEY\n")}}
+	if err := k8s.Create(ctx, keySecret); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "BackupCredentialsMissing",
+		`Secret "backup-age" key "key.txt" named by spec.backup.encryption.identitySecretRef: a line that is not an age identity`)
+	if c := meta.FindStatusCondition(getFS(t, fs).Status.Conditions, v1alpha1.ConditionDegraded); strings.Contains(c.Message, "NOTAREALKEY") {
+		t.Errorf("the condition repeats the Secret's value: %s", c.Message)
+	}
+
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keySecret.Data["key.txt"] = []byte("# created by age-keygen\n" + id.String() + "\n")
+	if err := k8s.Update(ctx, keySecret); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, fs, v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected")
 }

@@ -149,7 +149,41 @@ func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.
 			}
 		}
 	}
-	return digests, problems, nil
+	dataProblems, err := r.checkDataSecrets(ctx, fs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return digests, append(problems, dataProblems...), nil
+}
+
+// checkDataSecrets reads the Secrets the backup and restore Jobs will read (render.DataSecretRefs): a
+// missing one, a missing key or a key the CLI would refuse is BackupCredentialsMissing now, not a Job
+// that fails an hour later. They are not digested: no service mounts them.
+func (r *FormsServiceReconciler) checkDataSecrets(ctx context.Context, fs *v1alpha1.FormsService) ([]problem, error) {
+	var problems []problem
+	for _, ref := range render.DataSecretRefs(fs) {
+		sec := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: ref.Secret}, sec)
+		var msg string
+		switch {
+		case apierrors.IsNotFound(err):
+			msg = fmt.Sprintf("Secret %q named by %s does not exist in namespace %s", ref.Secret, ref.Field, fs.Namespace)
+		case err != nil:
+			return nil, err
+		case ref.Key == "":
+			continue // the whole Secret is passed (envFrom): that it exists is what can be checked
+		case len(sec.Data[ref.Key]) == 0:
+			msg = fmt.Sprintf("Secret %q named by %s has no key %q", ref.Secret, ref.Field, ref.Key)
+		case ref.Check != nil:
+			if err := ref.Check(sec.Data[ref.Key]); err != nil {
+				msg = fmt.Sprintf("Secret %q key %q named by %s: %v", ref.Secret, ref.Key, ref.Field, err)
+			}
+		}
+		if msg != "" {
+			problems = append(problems, problem{Reason: "BackupCredentialsMissing", Message: msg})
+		}
+	}
+	return problems, nil
 }
 
 // digestSecret digests the given keys of a Secret (nil: all keys). Only the digest leaves this function.
@@ -188,7 +222,7 @@ func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration
 	for _, p := range problems {
 		switch p.Reason {
 		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing",
-			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid":
+			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid", "BackupCredentialsMissing":
 			return wait.Jitter(min(every, missingSecretRecheck), recheckJitter)
 		}
 	}

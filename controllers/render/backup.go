@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/services/platform/backup"
 )
 
 // The data's Jobs: backups (scheduled and requested) and the restore of a new FormsService. Each runs the
@@ -54,6 +55,36 @@ func BackupRequestJobName(fs *v1alpha1.FormsService, request string) string {
 
 // RestoreJobName is the Job that fills a new FormsService's store from spec.restoreFrom.
 func RestoreJobName(fs *v1alpha1.FormsService) string { return fs.Name + "-restore" }
+
+// DataSecretRefs are the Secrets the backup and restore Jobs read: a bucket's credentials (the whole
+// Secret, passed with envFrom: Key "") and the age identity of an encryption. The reconciler checks them
+// at once, so that a typo shows as a condition now, not as a failed Job in an hour (or a restore that
+// waits with the services stopped).
+func DataSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
+	var refs []SecretRef
+	add := func(field string, s3 *v1alpha1.S3Location, enc *v1alpha1.BackupEncryption) {
+		if s3 != nil {
+			refs = append(refs, SecretRef{Secret: s3.CredentialsSecretRef.Name, Field: field + ".s3.credentialsSecretRef"})
+		}
+		if enc != nil {
+			refs = append(refs, SecretRef{Secret: enc.IdentitySecretRef.Name, Key: enc.IdentitySecretRef.Key,
+				Field: field + ".encryption.identitySecretRef", Check: checkAgeIdentity})
+		}
+	}
+	if b := fs.Spec.Backup; b != nil {
+		add("spec.backup", b.S3, b.Encryption)
+	}
+	if r := fs.Spec.RestoreFrom; r != nil {
+		add("spec.restoreFrom", r.S3, r.Encryption)
+	}
+	return refs
+}
+
+// checkAgeIdentity is what `formsservice backup|restore --identity-file` would refuse.
+func checkAgeIdentity(value []byte) error {
+	_, err := backup.ParseIdentities(string(value))
+	return err
+}
 
 // BackupKeyDir is where a backup or restore Job mounts the age identity of spec.backup.encryption or
 // spec.restoreFrom.encryption.

@@ -102,17 +102,26 @@ func ReadIdentityFile(path string) ([]age.Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup: the identity file: %w", err)
 	}
+	ids, err := ParseIdentities(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("backup: %s: %w", path, err)
+	}
+	return ids, nil
+}
+
+// ParseIdentities reads age identities as age-keygen writes them (comments, one key a line). Its errors
+// never repeat the text: it is a secret key, or something mistaken for one.
+func ParseIdentities(text string) ([]age.Identity, error) {
 	var out []age.Identity
-	for _, f := range fields(string(b)) {
+	for _, f := range fields(text) {
 		id, err := age.ParseX25519Identity(f)
 		if err != nil {
-			// Never the value itself: it is a secret key, or something mistaken for one.
-			return nil, fmt.Errorf("backup: %s holds a line that is not an age identity (AGE-SECRET-KEY-1…)", path)
+			return nil, errors.New("a line that is not an age identity (AGE-SECRET-KEY-1…)")
 		}
 		out = append(out, id)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("backup: %s holds no age identity", path)
+		return nil, errors.New("no age identity (AGE-SECRET-KEY-1…)")
 	}
 	return out, nil
 }
