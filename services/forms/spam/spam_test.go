@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 const genuine = "Hello, we are a rowing club of 120 members and would like to know what the forms cost per year. Thanks, Anna"
@@ -116,5 +118,17 @@ func TestTokenAge(t *testing.T) {
 		if _, ok := check(); ok {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestRulesOf_KnowsTheScriptsOfEveryConfiguredLanguage(t *testing.T) {
+	for _, l := range config.SpamLanguages {
+		if len(LanguageScripts[l]) == 0 {
+			t.Errorf("config.SpamLanguages names %q, whose scripts the scorer does not know", l)
+		}
+	}
+	r := RulesOf(&config.Spam{Threshold: 7, BlockedNetworks: []string{"203.0.113.7/24"}})
+	if r.Threshold != 7 || !r.Score(Submission{Client: netip.MustParseAddr("203.0.113.200")}, Signals{}).Spam {
+		t.Errorf("rules %+v: want threshold 7 and the masked range blocked", r)
 	}
 }
