@@ -78,7 +78,7 @@ func scoreCorpus(recs []corpusRecord) (confusion, []corpusRecord) {
 		}
 		sig.Elapsed = time.Duration(r.ElapsedMS) * time.Millisecond
 		client, _ := netip.ParseAddr(r.IP)
-		v := rs.Score(Submission{Email: r.Email, Text: append(text, r.Name), Client: client}, sig)
+		v := rs.Score(Submission{Email: r.Email, Text: text, Other: []string{r.Name}, Client: client}, sig)
 		switch {
 		case v.Spam && r.Label == "spam":
 			c.tp++

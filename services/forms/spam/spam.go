@@ -40,8 +40,12 @@ const DefaultThreshold = 4.0
 
 // Submission is what the scorer reads of one submission.
 type Submission struct {
-	Email  string     // the sender's address, "" when the form has no e-mail field
-	Text   []string   // the free-text values (name, message, additional fields), in order
+	Email string // the sender's address, "" when the form has no e-mail field
+	// Text are the message-like values (a contact message, a form's long texts): scored, and their
+	// Fingerprint is what the store counts; Other are the other texts (a name, an organisation), scored
+	// only, so that a blast signed with another name each time still counts as one content.
+	Text   []string
+	Other  []string
 	Client netip.Addr // the client's address (invalid when unknown)
 }
 
@@ -125,7 +129,7 @@ func (r *Rules) Score(sub Submission, sig Signals) Verdict {
 			v.Reasons = append(v.Reasons, reason)
 		}
 	}
-	text := strings.Join(sub.Text, "\n")
+	text := strings.Join(append(sub.Text[:len(sub.Text):len(sub.Text)], sub.Other...), "\n")
 
 	if addr := strings.ToLower(strings.TrimSpace(sub.Email)); addr != "" {
 		if r.addresses[addr] {
@@ -171,8 +175,10 @@ func (r *Rules) Score(sub Submission, sig Signals) Verdict {
 		add(ReasonMarkup, 4)
 	}
 
+	// Repetition alone stays below the default threshold: a team's own test posts, or many people sending
+	// a form's suggested text, are not spam; a blast also carries the wording of one.
 	if r.repeatsAllowed > 0 && sig.Seen > r.repeatsAllowed {
-		add(ReasonRepeated, min(3+float64(sig.Seen-r.repeatsAllowed-1), 6))
+		add(ReasonRepeated, min(2+float64(sig.Seen-r.repeatsAllowed-1), 3))
 	}
 	if sig.Elapsed > 0 && sig.Elapsed < r.minElapsed {
 		add(ReasonTooFast, 4)

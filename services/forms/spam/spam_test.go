@@ -68,7 +68,11 @@ func TestScore_RepeatsAndSpeed(t *testing.T) {
 	if v := r.Score(sub, Signals{Seen: RepeatsAllowed}); v.Score != 0 {
 		t.Errorf("seen %d times: %+v, want 0", RepeatsAllowed, v)
 	}
-	if v := r.Score(sub, Signals{Seen: RepeatsAllowed + 3}); !slices.Contains(v.Reasons, ReasonRepeated) || !v.Spam {
+	if v := r.Score(sub, Signals{Seen: 1000}); !slices.Contains(v.Reasons, ReasonRepeated) || v.Spam {
+		t.Errorf("the same genuine text a thousand times: %+v, want ham with the reason repeated", v)
+	}
+	blast := Submission{Text: []string{"Hello, I would like to discuss a business proposal with you. Kindly reply."}}
+	if v := r.Score(blast, Signals{Seen: RepeatsAllowed + 3}); !slices.Contains(v.Reasons, ReasonRepeated) || !v.Spam {
 		t.Errorf("blast: %+v, want spam for repeated", v)
 	}
 	if v := r.Score(sub, Signals{Elapsed: time.Second}); !slices.Contains(v.Reasons, ReasonTooFast) {
