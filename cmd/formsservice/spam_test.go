@@ -60,3 +60,32 @@ func TestSpamCommand_ListReleaseDelete(t *testing.T) {
 		}
 	}
 }
+
+func TestExportCommand_SpamExcludedIncludedOrAlone(t *testing.T) {
+	rs := testredis.Start(t)
+	rdb := rs.Client()
+	rdb.XAdd(t.Context(), &redis.XAddArgs{Stream: "fs:{contact}:messages", ID: "1767323044000-0", Values: []any{"m",
+		`{"name":"Ada","email":"ada@example.com","topic":"general","message":"A genuine question","received_at":"2026-01-02T03:04:04Z"}`}})
+	addSpam(t, rdb, "fs:{contact}:spam", "1767323045000-0", `{"name":"Eve","email":"eve@example.com","topic":"general","message":"Cheap pills","received_at":"2026-01-02T03:04:05Z"}`)
+
+	out, _, err := formsTool(t, rs.URL(), "export", "contact", "--format", "jsonl")
+	if err != nil || strings.Count(out, "\n") != 1 || strings.Contains(out, "eve@") {
+		t.Fatalf("export without spam: %v\n%s", err, out)
+	}
+	out, _, err = formsTool(t, rs.URL(), "export", "contact", "--format", "jsonl", "--spam", "include")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 2 || !strings.Contains(lines[0], "ada@") ||
+		!strings.Contains(lines[1], `"email":"eve@example.com"`) || !strings.Contains(lines[1], `"spam":{"score":9,"reasons":["links","phrases"]}`) ||
+		!strings.Contains(lines[1], `"id":"1767323045000-0"`) {
+		t.Fatalf("export with spam: %v\n%s", err, out)
+	}
+	out, _, err = formsTool(t, rs.URL(), "export", "contact", "--spam", "only")
+	if err != nil || !strings.HasPrefix(out, "id,received_at,score,reasons,record\n1767323045000-0,2026-01-02T03:04:05Z,9,links phrases,") || strings.Contains(out, "ada@") {
+		t.Fatalf("export of the folder as CSV: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"export", "contact", "--spam", "include"}, {"export", "waitlist", "--spam", "only"}, {"export", "contact", "--spam", "maybe"}} {
+		if _, _, err := formsTool(t, rs.URL(), args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

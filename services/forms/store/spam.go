@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -218,4 +220,40 @@ func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds 
 		return 0, nil
 	}
 	return len(ids), rdb.XDel(ctx, q.Spam, ids...).Err()
+}
+
+// ExportSpam writes q's spam folder, oldest first, and returns how many entries it wrote: as JSON lines,
+// each the kept record's members with its "id" and its "spam" verdict; as CSV, the ID, when it came,
+// the score, the reasons and the record as JSON (a folder mixes whatever spammers sent).
+func ExportSpam(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string, q Queue) (int, error) {
+	out, err := newRecordWriter(w, format, []string{"id", "received_at", "score", "reasons", "record"})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for after := ""; ; {
+		page, next, err := ListSpam(ctx, rdb, q, after, exportPage)
+		if err != nil {
+			return n, err
+		}
+		for _, e := range page {
+			members := map[string]json.RawMessage{}
+			_ = json.Unmarshal(e.Record, &members) // a record that is not an object keeps only id and spam
+			members["id"], _ = json.Marshal(e.ID)
+			members["spam"], _ = json.Marshal(e.Verdict)
+			line, err := json.Marshal(members)
+			if err != nil {
+				return n, err
+			}
+			n++
+			if err := out.write(line, []string{e.ID, StreamTime(e.ID).UTC().Format(time.RFC3339Nano),
+				strconv.FormatFloat(e.Verdict.Score, 'f', -1, 64), strings.Join(e.Verdict.Reasons, " "), string(e.Record)}); err != nil {
+				return n, err
+			}
+		}
+		if next == "" {
+			return n, out.flush()
+		}
+		after = next
+	}
 }
