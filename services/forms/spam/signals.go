@@ -13,6 +13,10 @@ var linkPattern = regexp.MustCompile(`(?i)\b(?:https?://|www\.)([a-z0-9\-\.\p{L}
 
 // Links returns the host of every link in text, lower case, without "www.".
 func Links(text string) []string {
+	lower := strings.ToLower(text)
+	if !strings.Contains(lower, "http") && !strings.Contains(lower, "www.") {
+		return nil // most messages: no pass of the expression
+	}
 	var hosts []string
 	for _, m := range linkPattern.FindAllStringSubmatch(text, 50) {
 		h := strings.TrimPrefix(strings.ToLower(strings.TrimRight(m[1], ".")), "www.")
@@ -42,7 +46,10 @@ func abusedTLD(host string) bool {
 
 var markupPattern = regexp.MustCompile(`(?i)<a\s+href|\[url[=\]]|\[link[=\]]`)
 
-func markup(text string) bool { return markupPattern.MatchString(text) }
+func markup(lower string) bool {
+	return (strings.Contains(lower, "href") || strings.Contains(lower, "[url") || strings.Contains(lower, "[link")) &&
+		markupPattern.MatchString(lower)
+}
 
 // LanguageScripts maps a language (ISO 639-1) to the scripts its text is written in.
 var LanguageScripts = map[string][]*unicode.RangeTable{
@@ -116,20 +123,71 @@ var phrases = []struct {
 	{"seite 1", 1.5},
 }
 
-// money is an amount in a currency; percent a percentage: offers quote them, enquiries rarely do.
-var (
-	money   = regexp.MustCompile(`[$€£]\s?\d|\d\s?(?:usd|eur|usdt|btc)\b`)
-	percent = regexp.MustCompile(`\d{2,3}\s?%`)
-)
+// money reports an amount in a currency ("$500", "€ 20", "250 USDT") in lower-cased text; percent a
+// percentage of two or three digits ("300%"): offers quote them, enquiries rarely do. Scanned by hand: a
+// regular expression without a literal prefix backtracks through the whole text.
+func money(lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		switch {
+		case lower[i] == '$' || strings.HasPrefix(lower[i:], "€") || strings.HasPrefix(lower[i:], "£"):
+			j := i + 1
+			if lower[i] != '$' {
+				j = i + len("€") // € and £ are both longer than a byte; £ is two, € three
+				if strings.HasPrefix(lower[i:], "£") {
+					j = i + len("£")
+				}
+			}
+			if j < len(lower) && lower[j] == ' ' {
+				j++
+			}
+			if j < len(lower) && isDigit(lower[j]) {
+				return true
+			}
+		case isDigit(lower[i]) && (i+1 == len(lower) || !isDigit(lower[i+1])):
+			rest := strings.TrimPrefix(lower[i+1:], " ")
+			for _, c := range []string{"usdt", "usd", "eur", "btc"} {
+				if strings.HasPrefix(rest, c) && (len(rest) == len(c) || !isLetter(rest[len(c)])) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
-// phraseScore adds the points of the phrases in text, at most 8.
-func phraseScore(text string) float64 {
-	lower := strings.ToLower(text)
+func percent(lower string) bool {
+	for i := strings.IndexByte(lower, '%'); i >= 0; {
+		j := i
+		if j > 0 && lower[j-1] == ' ' {
+			j--
+		}
+		n := 0
+		for j > 0 && isDigit(lower[j-1]) {
+			j--
+			n++
+		}
+		if n >= 2 {
+			return true
+		}
+		next := strings.IndexByte(lower[i+1:], '%')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || c >= 0x80 }
+
+// phraseScore adds the points of the phrases in lower (lower-cased text), at most 8.
+func phraseScore(lower string) float64 {
 	score := 0.0
-	if money.MatchString(lower) {
+	if money(lower) {
 		score++
 	}
-	if percent.MatchString(lower) {
+	if percent(lower) {
 		score += 0.5
 	}
 	for _, p := range phrases {

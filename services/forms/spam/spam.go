@@ -171,7 +171,8 @@ func (r *Rules) Score(sub Submission, sig Signals) Verdict {
 		}
 	}
 	add(ReasonLinks, min(abused, 4))
-	if markup(text) {
+	lower := strings.ToLower(text)
+	if markup(lower) {
 		add(ReasonMarkup, 4)
 	}
 
@@ -190,7 +191,7 @@ func (r *Rules) Score(sub Submission, sig Signals) Verdict {
 			add(ReasonScript, 2.5)
 		}
 	}
-	add(ReasonPhrases, phraseScore(text))
+	add(ReasonPhrases, phraseScore(lower))
 	add(ReasonShouting, shouting(text))
 
 	v.Spam = v.Score >= r.Threshold
