@@ -136,3 +136,21 @@ func TestRulesOf_KnowsTheScriptsOfEveryConfiguredLanguage(t *testing.T) {
 		t.Errorf("rules %+v: want threshold 7 and the masked range blocked", r)
 	}
 }
+
+func TestMoneyAndPercent(t *testing.T) {
+	for text, want := range map[string]bool{
+		"earn $500 a day": true, "only € 20": true, "£9 off": true, "deposit 250 usdt": true, "0.5 btc now": true,
+		"we are 120 members": false, "costs usd?": false, "$ and €": false, "500 usdtx": false, "2 eurovisions": false,
+	} {
+		if got := money(text); got != want {
+			t.Errorf("money(%q) = %v, want %v", text, got, want)
+		}
+	}
+	for text, want := range map[string]bool{
+		"300% more": true, "a 20 % discount": true, "5% only": false, "100%% sure": true, "no percent": false, "%": false,
+	} {
+		if got := percent(text); got != want {
+			t.Errorf("percent(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
