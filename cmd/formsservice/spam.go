@@ -144,7 +144,7 @@ func newSpamActCmd(env *environment, action string) *cobra.Command {
 	var st storeFlags
 	short := map[string]string{
 		"release": "deliver kept spam after all, once, under its ID",
-		"delete":  "erase kept spam",
+		"delete":  "erase kept spam for good (it is never delivered)",
 	}[action]
 	cmd := &cobra.Command{
 		Use:     action + " FORM ID...",
