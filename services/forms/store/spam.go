@@ -170,27 +170,14 @@ func DeleteSpam(ctx context.Context, rdb redis.UniversalClient, q Queue, id stri
 }
 
 // parseStreamID checks that id is a stream entry ID (ms-seq), so that a typo is an error, not a range.
-func parseStreamID(id string) (time.Time, error) {
-	bad := errors.New("not a spam ID (want <milliseconds>-<sequence>, as spam list shows them)")
-	ms, seq, ok := cutDash(id)
-	if !ok {
-		return time.Time{}, bad
-	}
-	t, err1 := strconv.ParseUint(ms, 10, 64)
+func parseStreamID(id string) (string, error) {
+	ms, seq, _ := strings.Cut(id, "-")
+	_, err1 := strconv.ParseUint(ms, 10, 64)
 	_, err2 := strconv.ParseUint(seq, 10, 64)
 	if err1 != nil || err2 != nil {
-		return time.Time{}, bad
+		return "", errors.New("not a spam ID (want <milliseconds>-<sequence>, as spam list shows them)")
 	}
-	return time.UnixMilli(int64(t)), nil
-}
-
-func cutDash(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '-' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
+	return id, nil
 }
 
 // trimSpam erases q's spam stored before cutoff (retention).
