@@ -15,6 +15,7 @@ func commands(env *environment) []*cobra.Command {
 		newExportCmd(env),
 		newForgetCmd(env),
 		newDeliveriesCmd(env),
+		newSpamCmd(env),
 		newAuditCmd(env),
 		newBackupCmd(env),
 		newRestoreCmd(env),

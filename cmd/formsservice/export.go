@@ -19,16 +19,19 @@ import (
 
 func newExportCmd(env *environment) *cobra.Command {
 	var store storeFlags
-	var format, output string
+	var format, output, spam string
 	cmd := &cobra.Command{
-		Use:   "export waitlist|contact|FORM [--format csv|jsonl] [-o FILE]",
+		Use:   "export waitlist|contact|FORM [--format csv|jsonl] [--spam exclude|include|only] [-o FILE]",
 		Short: "write stored submissions (waitlist, contact or a declared form's) as CSV or JSON lines",
 		Long: `Writes what the forms service stored, oldest first, to standard output or to a file (created
 readable by its owner only: it holds personal data). The count goes to standard error. FORM is a
-declared form's id (forms.declared): one that stored a submission, declared now or not.`,
+declared form's id (forms.declared): one that stored a submission, declared now or not. --spam says what
+becomes of the form's spam folder: left out (exclude, the default), written after the submissions as JSON
+lines with their verdict (include, JSON lines only), or written alone (only).`,
 		Example: `  formsservice export waitlist > waitlist.csv
   formsservice export contact --format jsonl -o contact.jsonl
   formsservice export demo > demo-requests.csv
+  formsservice export contact --spam only --format jsonl
   REDIS_URL=redis://127.0.0.1:6379/0 formsservice export waitlist`,
 		ValidArgs: []string{"waitlist", "contact"},
 		Args: usageArgs(cobra.MatchAll(cobra.ExactArgs(1), func(_ *cobra.Command, args []string) error {
@@ -62,6 +65,30 @@ declared form's id (forms.declared): one that stored a submission, declared now 
 					return formstore.ExportForm(ctx, rdb, w, format, id)
 				}
 			}
+			if spam != "exclude" {
+				if args[0] == "waitlist" {
+					return usageError(cmd, fmt.Errorf("export: the waitlist keeps no spam folder; --spam is for contact and declared forms"))
+				}
+				if spam == "include" && format != formstore.FormatJSONL {
+					return usageError(cmd, fmt.Errorf("export: --spam include needs --format jsonl (spam rows have other columns); --spam only writes the folder as CSV"))
+				}
+				q := formstore.ContactQueue
+				if args[0] != "contact" {
+					q = formstore.FormQueue(args[0])
+				}
+				delivered := export
+				export = func(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
+					n := 0
+					if spam == "include" {
+						var err error
+						if n, err = delivered(ctx, rdb, w, format); err != nil {
+							return n, err
+						}
+					}
+					m, err := formstore.ExportSpam(ctx, rdb, w, format, q)
+					return n + m, err
+				}
+			}
 			w := env.stdout
 			if output != "" {
 				f, err := os.OpenFile(output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // personal data: owner only
@@ -81,6 +108,7 @@ declared form's id (forms.declared): one that stored a submission, declared now 
 	}
 	enumFlag(cmd.Flags(), &format, "format", formstore.FormatCSV, "csv or jsonl", formstore.FormatCSV, formstore.FormatJSONL)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
+	enumFlag(cmd.Flags(), &spam, "spam", "exclude", "the spam folder: exclude, include (after the submissions; jsonl) or only", "exclude", "include", "only")
 	store.register(cmd, env)
 	return cmd
 }

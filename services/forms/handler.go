@@ -222,7 +222,8 @@ func (s *Service) submitContact(c *fiber.Ctx) error {
 	bufs.record = store.AppendContactRecord(bufs.record[:0], contactRecord(msg, s.now().UTC(), sub.origin))
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
-	res, err := s.store.AddContact(ctx, sub.client, limit, idem, bufs.record, sub.live.cfg.Forms.Durability)
+	verdict := s.judge(ctx, sub.live, nil, contactSpam(msg, sub.client))
+	res, err := s.store.AddContactJudged(ctx, sub.client, limit, idem, bufs.record, verdict, sub.live.cfg.Forms.Durability)
 	s.replyStored(c, ep, res, err)
 	return nil
 }

@@ -97,8 +97,9 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	bufs.record = rec
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
+	verdict := s.judge(ctx, sub.live, form, declaredSpam(form, d.fields, d.additional, sub.client))
 	res, err := s.store.AddSubmission(ctx, store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem,
-		Record: rec, Unique: d.unique}, sub.live.cfg.Forms.DurabilityOf(form))
+		Record: rec, Unique: d.unique, Verdict: verdict}, sub.live.cfg.Forms.DurabilityOf(form))
 	s.replyStored(c, ep, res, err)
 	return nil
 }

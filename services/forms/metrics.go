@@ -70,6 +70,7 @@ type metrics struct {
 	// declaredByID holds each form's counters once resolved (id -> *[numResults]prometheus.Counter).
 	declared     *prometheus.CounterVec
 	declaredByID sync.Map
+	spam         *prometheus.CounterVec // formsservice_forms_spam_total (spamcheck.go)
 }
 
 // declaredCounter is form id's counter of result r.
@@ -102,12 +103,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "formsservice_forms_declared_submissions_total",
 		Help: "Submissions of the declared forms (POST /f/<id>) by form id and result (the results of formsservice_forms_submissions_total).",
 	}, []string{"form", "result"})
-	for _, c := range []prometheus.Collector{subs, honeypot, storeErrors, declared} {
+	spamCounter := newSpamCounter()
+	for _, c := range []prometheus.Collector{subs, honeypot, storeErrors, declared, spamCounter} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	m := &metrics{declared: declared}
+	m := &metrics{declared: declared, spam: spamCounter}
 	for r := range numStoreErrors {
 		m.storeErrors[r] = storeErrors.WithLabelValues(storeErrorNames[r])
 	}

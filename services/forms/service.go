@@ -88,6 +88,7 @@ type liveConfig struct {
 	// formOrigins are the declared forms' own origins (patterns as in allowedOrigins), by form id; a
 	// form without origins takes every allowed origin.
 	formOrigins map[string]*originMatcher
+	spam        spamRules // the forms' spam rules (spamcheck.go)
 }
 
 // New builds the service.

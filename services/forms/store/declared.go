@@ -31,15 +31,17 @@ func FormStream(id string) string { return formPrefix(id) + "messages" }
 // FormUnique is the declared form's hash of unique values.
 func FormUnique(id string) string { return formPrefix(id) + "unique" }
 
-// formLua: KEYS run, stream, unique hash, then per submission its rate key, idempotency key and
-// in-flight key; ARGV per submission: limit, record, the hash of the submission when an Idempotency-Key
-// was sent (else ""), "1" when the answer waits for durability, and the unique value (else "").
-// Answers as contactLua's, plus 2 (a unique value stored before: duplicate) and 6 (a replay of a
-// duplicate). The idempotency record keeps the first answer, so that a replay answers as the first did.
-var formLua = firstRun + rateLimitLua + `
-for i = 1, (#KEYS - 3) / 3 do
-  local kr, ki, kb = KEYS[3*i + 1], KEYS[3*i + 2], KEYS[3*i + 3]
-  local a = 5*(i - 1)
+// formLua: KEYS run, stream, unique hash, spam folder, then per submission its rate key, idempotency
+// key and in-flight key; ARGV per submission: limit, record, the hash of the submission when an
+// Idempotency-Key was sent (else ""), "1" when the answer waits for durability, the unique value (else
+// ""), and the spam verdict (as contactLua's). Answers as contactLua's, plus 2 (a unique value stored
+// before: duplicate) and 6 (a replay of a duplicate). The idempotency record keeps the first answer, so
+// that a replay answers as the first did. Spam is answered as ham would be (a unique value seen before
+// is a duplicate), and its unique value is not recorded: spam must not take a genuine sender's value.
+var formLua = firstRun + rateLimitLua + spamLua + `
+for i = 1, (#KEYS - 4) / 3 do
+  local kr, ki, kb = KEYS[3*i + 2], KEYS[3*i + 3], KEYS[3*i + 4]
+  local a = 6*(i - 1)
   local hash, uniq = ARGV[a + 3], ARGV[a + 5]
   local r = rate(kr, tonumber(ARGV[a + 1]))
   if r == 0 then
@@ -55,8 +57,8 @@ for i = 1, (#KEYS - 3) / 3 do
       if uniq ~= '' and redis.call('HEXISTS', KEYS[3], uniq) == 1 then
         r = 2
       else
-        local id = redis.call('XADD', KEYS[2], '*', 'm', ARGV[a + 2])
-        if uniq ~= '' then redis.call('HSET', KEYS[3], uniq, id) end
+        local id = keep(KEYS[2], KEYS[4], ARGV[a + 2], ARGV[a + 6])
+        if id and uniq ~= '' then redis.call('HSET', KEYS[3], uniq, id) end
         r = 1
       end
       if hash ~= '' then
@@ -91,7 +93,7 @@ func (s *Store) formBatcher(id string) *batcher {
 	}
 	b := s.forms.m[id]
 	if b == nil {
-		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id)}, formPrefix(id)+"run:")
+		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id), FormQueue(id).Spam}, formPrefix(id)+"run:")
 		s.forms.m[id] = b
 	}
 	return b
@@ -106,6 +108,9 @@ type Submission struct {
 	Record []byte // the record (AppendFormRecord)
 	// Unique is the canonical value of the form's unique field; "" when the form has none.
 	Unique string
+	// Verdict is the submission's spam verdict: ham is stored for delivery, spam in the form's spam
+	// folder or nowhere.
+	Verdict Verdict
 }
 
 // AddSubmission stores a declared form's submission unless its unique value or its Idempotency-Key
@@ -130,7 +135,7 @@ func (s *Store) AddSubmission(ctx context.Context, sub Submission, level config.
 		}
 	}
 	op.keys = []string{p + "rate:" + clientip.Key(sub.Client), idemKey, idemKey + ":busy"}
-	op.args = []any{sub.Limit, string(sub.Record), hash, waits, sub.Unique}
+	op.args = []any{sub.Limit, string(sub.Record), hash, waits, sub.Unique, sub.Verdict.arg()}
 	n, err := s.formBatcher(sub.Form).do(ctx, op)
 	if err != nil {
 		return Result{}, err

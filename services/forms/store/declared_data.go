@@ -55,11 +55,31 @@ func (r FormRecord) holdsAddress(canonical string) bool {
 
 // forgetForms erases every submission of every declared form that holds the address canonical, with
 // its delivery state, its dead letters, its place in the form's unique values and its autoresponder's
-// record. It returns the erased submissions' IDs by form.
-func forgetForms(ctx context.Context, rdb redis.UniversalClient, canonical string) (map[string][]string, int, error) {
+// record, and its spam. It returns the erased submissions' IDs by form, and how many dead letters and
+// spam entries it erased.
+func forgetForms(ctx context.Context, rdb redis.UniversalClient, canonical string) (map[string][]string, int, int, error) {
+	erased, dead, spam, err := forgetFormsDelivered(ctx, rdb, canonical)
+	if err != nil {
+		return erased, dead, spam, err
+	}
+	ids, err := KnownForms(ctx, rdb)
+	for _, id := range ids {
+		n, err := FormQueue(id).forgetSpam(ctx, rdb, func(raw []byte) bool {
+			var rec FormRecord
+			return json.Unmarshal(raw, &rec) == nil && rec.holdsAddress(canonical)
+		})
+		spam += n
+		if err != nil {
+			return erased, dead, spam, err
+		}
+	}
+	return erased, dead, spam, err
+}
+
+func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canonical string) (map[string][]string, int, int, error) {
 	ids, err := KnownForms(ctx, rdb)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	erased, dead := map[string][]string{}, 0
 	for _, id := range ids {
@@ -73,7 +93,7 @@ func forgetForms(ctx context.Context, rdb redis.UniversalClient, canonical strin
 			return nil
 		})
 		if err != nil {
-			return erased, dead, err
+			return erased, dead, 0, err
 		}
 		for start := 0; start < len(entries); start += exportPage {
 			page := entries[start:min(start+exportPage, len(entries))]
@@ -83,18 +103,18 @@ func forgetForms(ctx context.Context, rdb redis.UniversalClient, canonical strin
 				pipe.Del(ctx, q.DeliveredKey(e))
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
-				return erased, dead, err
+				return erased, dead, 0, err
 			}
 			if err := rdb.XAck(ctx, q.Stream, DeliveryGroup, page...).Err(); err != nil && !strings.Contains(err.Error(), "NOGROUP") {
-				return erased, dead, err
+				return erased, dead, 0, err
 			}
 		}
 		// A unique e-mail field keeps the canonical address; other unique values are not addresses.
 		if err := rdb.HDel(ctx, FormUnique(id), canonical).Err(); err != nil {
-			return erased, dead, err
+			return erased, dead, 0, err
 		}
 		if err := rdb.Del(ctx, NewAnswerLimit(rdb, id, 0).key(canonical)).Err(); err != nil {
-			return erased, dead, err
+			return erased, dead, 0, err
 		}
 		var deadEntries []string
 		err = scanForm(ctx, rdb, q.DeadLetters, func(msg redis.XMessage, rec FormRecord) error {
@@ -104,16 +124,16 @@ func forgetForms(ctx context.Context, rdb redis.UniversalClient, canonical strin
 			return nil
 		})
 		if err != nil {
-			return erased, dead, err
+			return erased, dead, 0, err
 		}
 		if len(deadEntries) > 0 {
 			if err := rdb.XDel(ctx, q.DeadLetters, deadEntries...).Err(); err != nil {
-				return erased, dead, err
+				return erased, dead, 0, err
 			}
 			dead += len(deadEntries)
 		}
 	}
-	return erased, dead, nil
+	return erased, dead, 0, nil
 }
 
 // ExportForm writes every stored submission of declared form id, oldest first, and returns how many

@@ -23,11 +23,13 @@ type ForgetReport struct {
 	// FormDeadLetters their dead letters.
 	FormSubmissions map[string][]string `json:"form_submissions"`
 	FormDeadLetters int                 `json:"form_dead_letters"`
+	// Spam counts the erased entries of the spam folders (/contact's and the declared forms').
+	Spam int `json:"spam"`
 }
 
 // Forget erases an address (compared in its canonical form) from the waitlist, its queued confirmation
 // mails, every stored contact message and every declared form's submission that holds it, including
-// those still waiting for delivery and dead letters. It is idempotent.
+// those still waiting for delivery, dead letters and spam. It is idempotent.
 func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (ForgetReport, error) {
 	canonical, ok := email.Canonical(address)
 	if !ok {
@@ -102,7 +104,19 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 			rep.DeadLetters++
 		}
 	}
-	rep.FormSubmissions, rep.FormDeadLetters, err = forgetForms(ctx, rdb, canonical)
+	if rep.Spam, err = ContactQueue.forgetSpam(ctx, rdb, func(raw []byte) bool {
+		var rec ContactRecord
+		c, ok := "", false
+		if json.Unmarshal(raw, &rec) == nil {
+			c, ok = email.Canonical(rec.Email)
+		}
+		return ok && c == canonical
+	}); err != nil {
+		return rep, err
+	}
+	var spam int
+	rep.FormSubmissions, rep.FormDeadLetters, spam, err = forgetForms(ctx, rdb, canonical)
+	rep.Spam += spam
 	return rep, err
 }
 

@@ -19,17 +19,19 @@ type Queue struct {
 	Name        string
 	Stream      string
 	DeadLetters string
-	donePrefix  string
-	unique      string // a declared form's unique values (FormUnique)
+	// Spam is the spam folder (spam.go): a stream of what scored as spam, not delivered.
+	Spam       string
+	donePrefix string
+	unique     string // a declared form's unique values (FormUnique)
 }
 
 // ContactQueue is the contact messages' queue.
-var ContactQueue = Queue{Name: "contact", Stream: ContactStream, DeadLetters: DeadLetterStream, donePrefix: contactDonePrefix}
+var ContactQueue = Queue{Name: "contact", Stream: ContactStream, DeadLetters: DeadLetterStream, Spam: ContactSpam, donePrefix: contactDonePrefix}
 
 // FormQueue is a declared form's queue.
 func FormQueue(id string) Queue {
 	p := formPrefix(id)
-	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", donePrefix: p, unique: FormUnique(id)}
+	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", Spam: p + "spam", donePrefix: p, unique: FormUnique(id)}
 }
 
 // DeliveredKey records which channels already took message id (see the package function).

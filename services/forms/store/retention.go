@@ -19,8 +19,19 @@ func TrimContactMessages(ctx context.Context, rdb redis.UniversalClient, retenti
 }
 
 // Trim erases the queue's entries stored before now−retention and its dead letters that died before
-// then, as TrimContactMessages says. A declared form's unique values go with their entries.
+// then, as TrimContactMessages says. A declared form's unique values go with their entries. Its spam
+// folder is trimmed by the same retention: spam waits for no delivery.
 func (q Queue) Trim(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
+	n, err := q.trimDelivered(ctx, rdb, retention, deliveryOn, now)
+	if err != nil {
+		return n, err
+	}
+	spam, err := q.trimSpam(ctx, rdb, now.Add(-retention))
+	return n + spam, err
+}
+
+// trimDelivered is Trim without the spam folder.
+func (q Queue) trimDelivered(ctx context.Context, rdb redis.UniversalClient, retention time.Duration, deliveryOn bool, now time.Time) (int64, error) {
 	cutoff := now.Add(-retention).UnixMilli()
 	minID := strconv.FormatInt(cutoff, 10) + "-0"
 	if deliveryOn {

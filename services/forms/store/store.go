@@ -53,29 +53,30 @@ local earlier = redis.call('GET', KEYS[1])
 if earlier then return cjson.decode(earlier) end
 `
 
-// contactLua: KEYS run, stream, then each submission's rate key, idempotency key and in-flight
-// key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was sent
-// (else ""), and "1" when the answer will wait for durability (answerWaits). The idempotency
-// record holds that hash: the same key with the same message replays (stores nothing), with another
-// message it is refused (4). While the request that stored it still waits for durability, its in-flight
-// key (value: the run key) is set, and the same key is answered "in flight" (5); the call's settle
-// script removes it once the answer is decided.
-var contactLua = firstRun + rateLimitLua + `
-for i = 1, (#KEYS - 2) / 3 do
-  local r = rate(KEYS[3*i], tonumber(ARGV[4*i - 3]))
+// contactLua: KEYS run, stream, spam folder, then each submission's rate key, idempotency key and
+// in-flight key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was
+// sent (else ""), "1" when the answer will wait for durability (answerWaits), and its spam verdict
+// (spamArg: "" ham, "-" refused, else the verdict kept beside the record in the spam folder). The
+// idempotency record holds that hash: the same key with the same message replays (stores nothing), with
+// another message it is refused (4). While the request that stored it still waits for durability, its
+// in-flight key (value: the run key) is set, and the same key is answered "in flight" (5); the call's
+// settle script removes it once the answer is decided. Spam is answered as ham: 1.
+var contactLua = firstRun + rateLimitLua + spamLua + `
+for i = 1, (#KEYS - 3) / 3 do
+  local r = rate(KEYS[3*i + 1], tonumber(ARGV[5*i - 4]))
   if r == 0 then
-    local hash = ARGV[4*i - 1]
+    local hash = ARGV[5*i - 2]
     local seen = false
-    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 1]) end
+    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 2]) end
     if seen then
       if seen ~= hash then r = 4
-      elseif redis.call('EXISTS', KEYS[3*i + 2]) == 1 then r = 5
+      elseif redis.call('EXISTS', KEYS[3*i + 3]) == 1 then r = 5
       else r = 3 end
     else
-      redis.call('XADD', KEYS[2], '*', 'm', ARGV[4*i - 2])
+      keep(KEYS[2], KEYS[3], ARGV[5*i - 3], ARGV[5*i])
       if hash ~= '' then
-        redis.call('SET', KEYS[3*i + 1], hash, 'PX', ` + ms(idempotencyLifetime) + `)
-        if ARGV[4*i] == '1' then redis.call('SET', KEYS[3*i + 2], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
+        redis.call('SET', KEYS[3*i + 2], hash, 'PX', ` + ms(idempotencyLifetime) + `)
+        if ARGV[5*i - 1] == '1' then redis.call('SET', KEYS[3*i + 3], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
       end
       r = 1
     end
@@ -128,7 +129,7 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 		rdb:      rdb,
 		guard:    g,
 		waitlist: newBatcher(rdb, g, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox}, "fs:{waitlist}"+runPrefix),
-		contact:  newBatcher(rdb, g, contactLua, []string{ContactStream}, "fs:{contact}"+runPrefix),
+		contact:  newBatcher(rdb, g, contactLua, []string{ContactStream, ContactQueue.Spam}, "fs:{contact}"+runPrefix),
 	}, nil
 }
 
@@ -153,6 +154,12 @@ type Idempotency struct {
 // AddContact stores a contact message's record unless idem replays an earlier one, within client's rate
 // limit (limit per minute, 0: none), as durable as level asks (see AddWaitlist).
 func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, idem Idempotency, record []byte, level config.Durability) (Result, error) {
+	return s.AddContactJudged(ctx, client, limit, idem, record, Verdict{}, level)
+}
+
+// AddContactJudged is AddContact for a message with its spam verdict: spam goes to the spam folder
+// (or, refused, nowhere) and is answered as ham.
+func (s *Store) AddContactJudged(ctx context.Context, client netip.Addr, limit int, idem Idempotency, record []byte, verdict Verdict, level config.Durability) (Result, error) {
 	if err := s.guard.Allow(ctx, level); err != nil {
 		return Result{}, err
 	}
@@ -167,7 +174,7 @@ func (s *Store) AddContact(ctx context.Context, client netip.Addr, limit int, id
 		}
 	}
 	op.keys = []string{contactRatePrefix + clientip.Key(client), idemKey, idemKey + contactBusySuffix}
-	op.args = []any{limit, string(record), hash, waits}
+	op.args = []any{limit, string(record), hash, waits, verdict.arg()}
 	n, err := s.contact.do(ctx, op)
 	if err != nil {
 		return Result{}, err

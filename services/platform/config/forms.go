@@ -36,6 +36,9 @@ type Forms struct {
 	PublicURL string `json:"publicURL,omitempty"`
 	// Declared are the team's own forms, posted to /f/<id> (forms_declared.go).
 	Declared []DeclaredForm `json:"declared,omitempty"`
+	// Spam is what /contact and the declared forms do with spam (forms_spam.go); a declared form's own
+	// spam replaces it for that form.
+	Spam *Spam `json:"spam,omitempty"`
 }
 
 // Durability names what an acknowledged submission survives.
@@ -217,7 +220,7 @@ func (f *Forms) applyDefaults() {
 }
 
 func (f Forms) validate() []error {
-	var errs []error
+	errs := f.Spam.validate("forms.spam")
 	if f.RateLimitPerMinute != nil && *f.RateLimitPerMinute < 0 {
 		errs = append(errs, fmt.Errorf("forms.rateLimitPerMinute: must be >= 0"))
 	}

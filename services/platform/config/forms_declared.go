@@ -45,6 +45,8 @@ type DeclaredForm struct {
 	// still waiting for delivery, with their unique values. 0 (the default) keeps them until `formsservice
 	// forget` erases them.
 	Retention Duration `json:"retention,omitempty"`
+	// Spam replaces forms.spam for this form (forms_spam.go).
+	Spam *Spam `json:"spam,omitempty"`
 }
 
 // FormNotify is where a declared form's submissions are delivered.
@@ -199,6 +201,7 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 	if f.Retention < 0 {
 		errs = append(errs, fmt.Errorf("%s.retention: must not be negative", at))
 	}
+	errs = append(errs, f.Spam.validate(at+".spam")...)
 	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
 		if u.v != "" {
 			if err := CheckSiteURL(u.v); err != nil {
