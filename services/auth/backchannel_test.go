@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -307,6 +309,37 @@ func TestBackchannelLogout_ProviderLogout_EveryRPOfTheSessionEndsItsSession(t *t
 	}
 	if metrics := b.get(p.base + "/metrics"); !strings.Contains(metrics.body, `formsservice_auth_backchannel_logout_total{result="delivered"} 2`) {
 		t.Errorf("metrics lack 2 delivered:\n%s", grepLines(metrics.body, "backchannel"))
+	}
+}
+
+// Ending a browser's session on the account page (from another browser) tells the relying parties of
+// the grants started in it, as a logout there would.
+func TestBackchannelLogout_SessionEndedOnTheAccountPage_EndsTheRPSession(t *testing.T) {
+	app := newRelyingParty(t, "app", time.Now)
+	p := startWithRelyingParties(t, setup{}, bclClient{rp: app})
+	p.user(testEmail, testPassword)
+	_, idc := app.signInWith(newBrowser(t), testEmail, testPassword)
+
+	b := newBrowser(t)
+	acct := p.accountSignIn(b, testEmail, testPassword, nil)
+	csrf := forms(t, p.base, acct.body)[0].fields.Get("csrf_token")
+	sum := sha256.Sum256([]byte(sessionCookieValue(b, p.base)))
+	current := base64.RawURLEncoding.EncodeToString(sum[:])
+	var other string
+	for _, m := range regexp.MustCompile(`name="session" value="([^"]+)"`).FindAllStringSubmatch(acct.body, -1) {
+		if m[1] != current {
+			other = m[1]
+		}
+	}
+	if other == "" {
+		t.Fatalf("no other session on the page")
+	}
+	if res := b.postForm(p.base+"/account/sessions/end", url.Values{"session": {other}, "csrf_token": {csrf}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("ending the other session: %d", res.StatusCode)
+	}
+	testwait.For(t, 10*time.Second, "the RP ends its session", func() bool { return app.signedIn() == 0 })
+	if got := app.accepted(); len(got) != 1 || got[0]["sid"] != idc["sid"] {
+		t.Errorf("accepted %v, want one token with sid %v", got, idc["sid"])
 	}
 }
 
