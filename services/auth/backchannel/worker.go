@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ory/fosite/token/jwt"
@@ -60,6 +61,7 @@ type Worker struct {
 	wg      sync.WaitGroup
 	results *prometheus.CounterVec
 	pending prometheus.Gauge
+	down    atomic.Bool // the queue did not answer the last claim (logged once per outage)
 }
 
 // WorkerOptions are the worker's dependencies.
@@ -158,10 +160,13 @@ func (w *Worker) dispatch(ctx context.Context) *sync.WaitGroup {
 	var started sync.WaitGroup
 	jobs, err := w.queue.Claim(ctx, w.now(), w.lease, cap(w.slots)-len(w.slots))
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !w.down.Swap(true) {
 			w.log.Warn("back-channel logout: queue unavailable", "err", err)
 		}
 		return &started
+	}
+	if w.down.Swap(false) {
+		w.log.Info("back-channel logout: queue available again")
 	}
 	for _, j := range jobs {
 		w.slots <- struct{}{}
