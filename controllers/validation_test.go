@@ -386,6 +386,15 @@ func TestCRD_MachineClients(t *testing.T) {
 		{"a symmetric algorithm", machine(func(c *v1alpha1.OAuthClient) { c.TokenEndpointAuthSigningAlg = "HS256" }), "tokenEndpointAuthSigningAlg"},
 		{"refresh without code", machine(func(c *v1alpha1.OAuthClient) { c.GrantTypes = append(c.GrantTypes, "refresh_token") }), "refresh_token comes with authorization_code"},
 		{"code without redirect URIs", machine(func(c *v1alpha1.OAuthClient) { c.GrantTypes = append(c.GrantTypes, "authorization_code") }), "spec.oauthClients[0].redirectURIs"},
+		// Back-channel logout and groups in the access token, as the service's configuration checks them.
+		{"a back-channel logout URI that requires sid", machine(func(c *v1alpha1.OAuthClient) {
+			c.BackchannelLogoutURI, c.BackchannelLogoutSessionRequired = "https://robot.example/bcl", true
+		}), ""},
+		{"a back-channel logout URI over http", machine(func(c *v1alpha1.OAuthClient) { c.BackchannelLogoutURI = "http://robot.example/bcl" }), "must use https"},
+		{"a back-channel logout URI with a fragment", machine(func(c *v1alpha1.OAuthClient) { c.BackchannelLogoutURI = "https://robot.example/bcl#x" }), "must not contain a fragment"},
+		{"sid required without a URI", machine(func(c *v1alpha1.OAuthClient) { c.BackchannelLogoutSessionRequired = true }), "backchannelLogoutSessionRequired needs a backchannelLogoutURI"},
+		{"groups in the access token with the scope", machine(func(c *v1alpha1.OAuthClient) { c.AccessTokenGroups, c.Scopes = true, []v1alpha1.Scope{"groups"} }), ""},
+		{"groups in the access token without the scope", machine(func(c *v1alpha1.OAuthClient) { c.AccessTokenGroups = true }), "accessTokenGroups needs groups in the client's scopes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := sampleFS(ns)

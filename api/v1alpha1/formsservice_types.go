@@ -258,6 +258,8 @@ type FormsServiceSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.grantTypes) || !('client_credentials' in self.grantTypes) || has(self.secretRef) || has(self.tokenEndpointAuthMethod)",message="grantTypes: client_credentials needs a confidential client (secretRef, or tokenEndpointAuthMethod private_key_jwt with jwks)"
 // +kubebuilder:validation:XValidation:rule="!has(self.tokenEndpointAuthMethod) || (has(self.jwks) && !has(self.secretRef))",message="tokenEndpointAuthMethod private_key_jwt needs jwks and no secretRef"
 // +kubebuilder:validation:XValidation:rule="has(self.tokenEndpointAuthMethod) || (!has(self.jwks) && !has(self.tokenEndpointAuthSigningAlg))",message="jwks and tokenEndpointAuthSigningAlg need tokenEndpointAuthMethod private_key_jwt"
+// +kubebuilder:validation:XValidation:rule="!has(self.backchannelLogoutSessionRequired) || !self.backchannelLogoutSessionRequired || has(self.backchannelLogoutURI)",message="backchannelLogoutSessionRequired needs a backchannelLogoutURI"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessTokenGroups) || !self.accessTokenGroups || (has(self.scopes) && 'groups' in self.scopes)",message="accessTokenGroups needs groups in the client's scopes"
 type OAuthClient struct {
 	// ClientID identifies the client in authorize and token requests.
 	// +kubebuilder:validation:MinLength=1
@@ -334,6 +336,19 @@ type OAuthClient struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=16384
 	JWKS string `json:"jwks,omitempty"`
+	// BackchannelLogoutURI is where the client hears that a person's sign-in ended (OpenID Connect
+	// Back-Channel Logout 1.0): the provider POSTs a logout token to it when a browser session the client
+	// had a grant in logs out, and when the person is signed out everywhere (a new or reset password, a
+	// disabled account). https (http only on the loopback host), no fragment.
+	// +optional
+	BackchannelLogoutURI RedirectURI `json:"backchannelLogoutURI,omitempty"`
+	// BackchannelLogoutSessionRequired makes every logout token to this client name the session (sid).
+	// +optional
+	BackchannelLogoutSessionRequired bool `json:"backchannelLogoutSessionRequired,omitempty"`
+	// AccessTokenGroups puts the groups claim into this client's access tokens (with the groups scope
+	// granted; the client must list groups in scopes), for an API that authorises by group.
+	// +optional
+	AccessTokenGroups bool `json:"accessTokenGroups,omitempty"`
 }
 
 // GrantType is a grant a client may use at the token endpoint.

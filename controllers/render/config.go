@@ -261,7 +261,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		c.NextSigningKeyFile = SecretPath(n.SigningKey, NextSigningKeyKey)
 	}
 	for _, cl := range fs.Spec.OAuthClients {
-		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name, RequireMFA: cl.RequireMFA, RequireVerifiedEmail: cl.RequireVerifiedEmail}
+		oc := config.OAuthClient{ClientID: cl.ClientID, Name: cl.Name, RequireMFA: cl.RequireMFA, RequireVerifiedEmail: cl.RequireVerifiedEmail,
+			BackchannelLogoutURI: string(cl.BackchannelLogoutURI), BackchannelLogoutSessionRequired: cl.BackchannelLogoutSessionRequired,
+			AccessTokenGroups: cl.AccessTokenGroups}
 		for _, u := range cl.RedirectURIs {
 			oc.RedirectURIs = append(oc.RedirectURIs, string(u))
 		}

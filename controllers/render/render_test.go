@@ -164,6 +164,10 @@ func TestServiceConfig(t *testing.T) {
 		{"auth gets the second factor, passkeys, requireMFA, and the forms' relay for its mail", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients[0].RequireMFA = true
 			fs.Spec.OAuthClients[0].RequireVerifiedEmail = true
+			fs.Spec.OAuthClients[0].BackchannelLogoutURI = "https://app.acme.example/backchannel-logout"
+			fs.Spec.OAuthClients[0].BackchannelLogoutSessionRequired = true
+			fs.Spec.OAuthClients[0].AccessTokenGroups = true
+			fs.Spec.OAuthClients[0].Scopes = []v1alpha1.Scope{"openid", "groups"}
 			fs.Spec.Auth.SessionIdleTimeout = &metav1.Duration{Duration: 10 * time.Minute}
 			fs.Spec.Auth.MFA = &v1alpha1.MFASpec{Failures: ptr.To[int32](3), ChallengeLifetime: &metav1.Duration{Duration: 2 * time.Minute},
 				SecretKeyRef: &v1alpha1.SecretKeySelector{Name: "mfa", Key: "key"}}
@@ -178,6 +182,9 @@ func TestServiceConfig(t *testing.T) {
 			}
 			if !a.Clients[0].RequireVerifiedEmail || a.SessionIdleTimeout.D() != 10*time.Minute {
 				t.Errorf("requireVerifiedEmail %v, sessionIdleTimeout %v", a.Clients[0].RequireVerifiedEmail, a.SessionIdleTimeout.D())
+			}
+			if cl := a.Clients[0]; cl.BackchannelLogoutURI != "https://app.acme.example/backchannel-logout" || !cl.BackchannelLogoutSessionRequired || !cl.AccessTokenGroups {
+				t.Errorf("back-channel logout and access token groups: %+v", cl)
 			}
 			if a.Passkeys.On() || a.Passkeys.RPName != "Acme" || a.Passkeys.Timeout.D() != 2*time.Minute {
 				t.Errorf("passkeys = %+v", a.Passkeys)

@@ -66,6 +66,8 @@ type setup struct {
 	now    func() time.Time // the service's clock (throttle, device cookies, audit); default time.Now
 	mail   *testmail.Server // the relay the service's mail goes to (a real Mailpit); default none
 	dev    bool             // as the dev server runs it (refusals_test.go)
+	// backchannelTimeout bounds each back-channel logout attempt (default the service's).
+	backchannelTimeout time.Duration
 }
 
 func startProvider(t testing.TB, s setup) *provider {
@@ -117,7 +119,8 @@ func startProvider(t testing.TB, s setup) *provider {
 	metrics := server.NewMetrics()
 	src := &liveConfig{}
 	src.c.Store(cfg)
-	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now, Dev: s.dev})
+	svc, err := auth.New(auth.Options{Config: src, Redis: s.rdb, Logger: log, Keys: s.keys, Registerer: metrics.Registry, Now: s.now, Dev: s.dev,
+		BackchannelTimeout: s.backchannelTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ var layers = map[string]int{
 	// the stores
 	"audit": 1, "link": 1, "mfa": 1, "passkey": 1, "sso": 1, "store": 1, "users": 1,
 	// what is built on the stores
-	"claims": 2, "authmail": 2, "realm": 3, "accounts": 3,
+	"claims": 2, "authmail": 2, "backchannel": 2, "realm": 3, "accounts": 3,
 	// the kits
 	"web": 4, "signon": 5, "bearer": 5,
 	// the areas

@@ -20,6 +20,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/admin"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/device"
@@ -60,6 +61,9 @@ type Options struct {
 	// Now is the clock of the sign-in throttle, device cookies, audit events and second-factor codes
 	// (default time.Now).
 	Now func() time.Time
+	// BackchannelTimeout bounds each attempt to send a logout token to a relying party (default
+	// backchannel.DefaultTimeout).
+	BackchannelTimeout time.Duration
 	// Dev is the all-in-one dev server: refused sign-in links are explained at info level, and on the
 	// error page.
 	Dev bool
@@ -89,6 +93,8 @@ type Service struct {
 	journeys *journeys.Handler
 	account  *account.Handler
 	admin    *admin.Handler
+	// backchannel sends the logout tokens to relying parties (D60).
+	backchannel *backchannel.Worker
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -186,23 +192,52 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	if err != nil {
 		return err
 	}
-	s.accounts = accounts.New(accounts.Options{Config: o.Config, Redis: o.Redis, Users: s.users, Links: links, Mail: o.Mail, Now: o.Now, Log: o.Logger})
+	rps, err := s.relyingParties(o, source)
+	if err != nil {
+		return err
+	}
+	s.accounts = accounts.New(accounts.Options{Config: o.Config, Redis: o.Redis, Users: s.users, Links: links, Mail: o.Mail, Now: o.Now, Log: o.Logger,
+		WakeBackchannel: s.backchannel.Wake})
 	if s.oauth, err = oauth.New(oauth.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Audit: s.audit,
-		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer}); err != nil {
+		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer, Backchannel: rps}); err != nil {
 		return err
 	}
 	s.journeys = journeys.New(journeys.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, Links: links, Users: s.users, Throttle: limiter,
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
-		Pages: page.NewAccount(), Log: o.Logger})
+		Pages: page.NewAccount(), Log: o.Logger, Backchannel: rps})
 	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now})})
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Log: o.Logger, Registerer: o.Registerer})
 	return err
 }
 
-// Run implements server.Runner: it writes the audit trail's queued events to Redis until ctx ends.
-func (s *Service) Run(ctx context.Context) error { return s.audit.Run(ctx) }
+// relyingParties builds the back-channel logout worker (s.backchannel) and the notifier that queues for
+// it, both reading the clients of the realm in force.
+func (s *Service) relyingParties(o Options, source *realm.Source) (*backchannel.Notifier, error) {
+	queue := backchannel.NewQueue(o.Redis)
+	targets := func() backchannel.Targets { return backchannel.TargetsOf(source.Current().Config.Auth) }
+	var err error
+	s.backchannel, err = backchannel.NewWorker(backchannel.WorkerOptions{Queue: queue, Signer: o.Keys.Signer(), Targets: targets, Now: o.Now,
+		Issuer: func() string { return source.Current().Issuer }, Timeout: o.BackchannelTimeout, Log: o.Logger, Registerer: o.Registerer})
+	if err != nil {
+		return nil, err
+	}
+	return backchannel.NewNotifier(queue, targets, o.Now, s.backchannel.Wake), nil
+}
+
+// Run implements server.Runner: it writes the audit trail's queued events to Redis and sends the logout
+// tokens to relying parties until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.backchannel.Run(ctx) }()
+	err := s.audit.Run(ctx)
+	<-done
+	return err
+}
+
+// Backchannel returns the back-channel logout worker (tests drive it on their clock with RunOnce).
+func (s *Service) Backchannel() *backchannel.Worker { return s.backchannel }
 
 // Audit returns the service's audit recorder.
 func (s *Service) Audit() *audit.Recorder { return s.audit }

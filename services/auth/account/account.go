@@ -14,6 +14,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/authmail"
+	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -39,6 +40,8 @@ type Options struct {
 	Audit    *audit.Recorder
 	Pages    *page.AccountRenderer
 	Log      *slog.Logger
+	// Backchannel queues the logout tokens of a session ended on the page (nil: none are sent).
+	Backchannel *backchannel.Notifier
 }
 
 // Handler serves the account page and the passkeys page.
@@ -51,12 +54,14 @@ type Handler struct {
 	audit    *audit.Recorder
 	pages    *page.AccountRenderer
 	log      *slog.Logger
+	// backchannel tells relying parties of a session ended on the page (D60).
+	backchannel *backchannel.Notifier
 }
 
 // New returns the account pages' handler.
 func New(o Options) *Handler {
 	return &Handler{web: o.Web, signOn: o.SignOn, accounts: o.Accounts, mfa: o.MFA, passkeys: o.Passkeys, audit: o.Audit,
-		pages: o.Pages, log: o.Log}
+		pages: o.Pages, log: o.Log, backchannel: o.Backchannel}
 }
 
 // accountUser returns the signed-in user and session; without one it sends the browser to sign in (and

@@ -27,6 +27,9 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request, _ string) {
 	// leaves them for the retry. The session is marked ended in the same step (a code it writes from now
 	// on is refused).
 	families, err := h.signOn.Store.EndSession(ctx, u.ID, id, rt.Config.Auth.SessionLifetime.D())
+	if err == nil { // the relying parties of its grants hear of it (back-channel logout, D60), as at logout
+		err = h.backchannel.BeforeSessionEnds(ctx, h.signOn.Store, u.ID, id, families)
+	}
 	if err == nil {
 		err = h.signOn.Store.RevokeFamilies(ctx, families)
 	}

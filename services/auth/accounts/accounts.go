@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/services/auth/authmail"
+	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/link"
 	"github.com/formsservice/formsservice/services/auth/sso"
@@ -31,6 +32,7 @@ type Ops struct {
 	mail  authmail.Sender
 	now   func() time.Time
 	log   *slog.Logger
+	wake  func()
 }
 
 // Options are the operations' dependencies.
@@ -43,6 +45,9 @@ type Options struct {
 	Mail  mail.Sender
 	Now   func() time.Time // default time.Now
 	Log   *slog.Logger     // default: discard
+	// WakeBackchannel, when set, is called after a sign-out everywhere queued logout tokens for relying
+	// parties (the back-channel logout worker's Wake: they go at once).
+	WakeBackchannel func()
 }
 
 // New returns the operations.
@@ -53,7 +58,7 @@ func New(o Options) *Ops {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log}
+	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log, wake: o.WakeBackchannel}
 }
 
 // Links is the store of the mailed links, signed with secrets derived from the signing keys.
@@ -74,14 +79,23 @@ func (o *Ops) issuer() string { return strings.TrimSuffix(o.auth().Issuer, "/") 
 // through the bounded per-user indexes the provider keeps (ASVS 3.3.3): what a password change, a
 // disabled account and an administrator's "sign out everywhere" do.
 func (o *Ops) SignOutEverywhere(ctx context.Context, userID string) (grants, sessions int, err error) {
-	return SignOutEverywhere(ctx, o.rdb, o.auth(), userID)
+	return signOutEverywhere(ctx, o.rdb, o.auth(), userID, o.now, o.wake)
 }
 
 // SignOutEverywhere is Ops.SignOutEverywhere with only Redis and the configuration.
 func SignOutEverywhere(ctx context.Context, rdb redis.UniversalClient, a config.Auth, userID string) (grants, sessions int, err error) {
+	return signOutEverywhere(ctx, rdb, a, userID, nil, nil)
+}
+
+func signOutEverywhere(ctx context.Context, rdb redis.UniversalClient, a config.Auth, userID string, now func() time.Time, wake func()) (grants, sessions int, err error) {
 	tokens := store.New(store.Options{Redis: rdb, Lifetimes: func() store.Lifetimes {
 		return store.Lifetimes{Code: a.CodeLifetime.D(), Access: a.AccessTokenLifetime.D(), Refresh: a.RefreshTokenLifetime.D(), Family: a.FamilyLifetime.D(), MaxFamilies: a.MaxGrantsPerUser}
 	}})
+	// The relying parties hear of it (back-channel logout, D60): their clients are read before the grants go.
+	rps := backchannel.NewNotifier(backchannel.NewQueue(rdb), func() backchannel.Targets { return backchannel.TargetsOf(a) }, now, wake)
+	if err := rps.BeforeSignOutEverywhere(ctx, tokens, userID); err != nil {
+		return 0, 0, err
+	}
 	if grants, err = tokens.RevokeSubject(ctx, userID); err != nil {
 		return 0, 0, err
 	}

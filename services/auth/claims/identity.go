@@ -50,3 +50,40 @@ func Identity(u *users.User, scopes fosite.Arguments) map[string]interface{} {
 
 // GroupsScope is the scope that grants the groups claim, and the claim's name (Dex's and Keycloak's).
 const GroupsScope = "groups"
+
+// SIDClaim is the ID token's session ID (OpenID Connect Back-Channel Logout 1.0, 2.1): the same for
+// every client signed in through one browser session (sso.SID), and in the logout tokens that end it.
+const SIDClaim = "sid"
+
+// WithSID puts the sign-in session's sid into the ID tokens of sess (empty: none).
+func WithSID(sess *Session, sid string) {
+	if sid != "" {
+		sess.IDTokenClaims().Extra[SIDClaim] = sid
+	}
+}
+
+// AccessGroups puts the user's groups into the access tokens of sess when the client asks for them
+// (accessTokenGroups) and the grant has the groups scope; otherwise it takes them out.
+func AccessGroups(sess *Session, u *users.User, scopes fosite.Arguments, clientWants bool) {
+	sess.GetJWTClaims()
+	if sess.ATClaims.Extra == nil {
+		sess.ATClaims.Extra = map[string]interface{}{}
+	}
+	if clientWants && scopes.Has(GroupsScope) {
+		sess.ATClaims.Extra[GroupsScope] = append([]string{}, u.Groups...)
+	} else {
+		delete(sess.ATClaims.Extra, GroupsScope)
+	}
+}
+
+// Refresh brings the claims of sess up to date with u at a refresh (D37: current at every refresh),
+// keeping what belongs to the sign-in: the session's sid.
+func Refresh(sess *Session, u *users.User, scopes fosite.Arguments, accessGroups bool) {
+	sid := sess.IDTokenClaims().Extra[SIDClaim]
+	sess.Username = Username(u, scopes)
+	sess.IDTokenClaims().Extra = Identity(u, scopes)
+	if sid != nil {
+		sess.IDClaims.Extra[SIDClaim] = sid
+	}
+	AccessGroups(sess, u, scopes, accessGroups)
+}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -137,6 +138,9 @@ func (h *Handler) endBrowserSession(w http.ResponseWriter, r *http.Request, rt *
 	}
 	families, err := h.signOn.SessionGrants(ctx, rt, token)
 	if err == nil {
+		err = h.tellRelyingParties(ctx, token, families)
+	}
+	if err == nil {
 		err = h.store.RevokeFamilies(ctx, families)
 	}
 	var user string
@@ -156,6 +160,20 @@ func (h *Handler) endBrowserSession(w http.ResponseWriter, r *http.Request, rt *
 			Detail: map[string]string{"grants": strconv.Itoa(len(families))}})
 	}
 	return true
+}
+
+// tellRelyingParties queues the logout tokens of the session that ends (back-channel logout, D60), for
+// the clients of the grants started in it, before anything is revoked: a failure leaves it all to the
+// retry. Without a client that hears of logouts it reads nothing.
+func (h *Handler) tellRelyingParties(ctx context.Context, token string, families []string) error {
+	if !h.backchannel.Enabled() || len(families) == 0 {
+		return nil
+	}
+	sess, err := h.signOn.Sessions.Get(ctx, token)
+	if err != nil || sess == nil {
+		return err
+	}
+	return h.backchannel.BeforeSessionEnds(ctx, h.store, sess.UserID, sess.ID, families)
 }
 
 func (h *Handler) signOutUnavailable(w http.ResponseWriter) {

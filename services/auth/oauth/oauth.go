@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
@@ -36,6 +37,8 @@ type Options struct {
 	Keys       *keys.Set
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
+	// Backchannel queues the logout tokens of a session that logs out (nil: none are sent).
+	Backchannel *backchannel.Notifier
 }
 
 // Handler serves the endpoints.
@@ -49,7 +52,9 @@ type Handler struct {
 	signer   *keys.Signer
 	jwks     []byte
 	log      *slog.Logger
-	metrics  metrics
+	// backchannel queues logout tokens for relying parties (D60).
+	backchannel *backchannel.Notifier
+	metrics     metrics
 	// discovery is the encoded discovery document of a realm, built once per realm.
 	discovery atomic.Pointer[discoveryDoc]
 }
@@ -63,7 +68,7 @@ type metrics struct {
 // New builds the handler and registers its metrics.
 func New(o Options) (*Handler, error) {
 	h := &Handler{web: o.Web, signOn: o.SignOn, store: o.Store, users: o.Users, throttle: o.Throttle, audit: o.Audit,
-		signer: o.Keys.Signer(), jwks: o.Keys.JWKS(), log: o.Log}
+		signer: o.Keys.Signer(), jwks: o.Keys.JWKS(), log: o.Log, backchannel: o.Backchannel}
 	h.metrics = metrics{
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_tokens_issued_total",

@@ -182,8 +182,8 @@ func (h *Handler) refreshIdentity(ctx context.Context, rt *realm.Realm, ar fosit
 	if err != nil {
 		return err
 	}
-	sess.Username = claims.Username(u, ar.GetGrantedScopes())
-	sess.IDTokenClaims().Extra = claims.Identity(u, ar.GetGrantedScopes())
+	cl := rt.Clients[ar.GetClient().GetID()]
+	claims.Refresh(sess, u, ar.GetGrantedScopes(), cl != nil && cl.AccessTokenGroups)
 	return nil
 }
 

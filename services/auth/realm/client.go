@@ -38,6 +38,8 @@ type Client struct {
 	// algorithm its assertions use.
 	Keys       *jose.JSONWebKeySet
 	SigningAlg string
+	// AccessTokenGroups: the client's access tokens carry the groups claim (with the groups scope).
+	AccessTokenGroups bool
 }
 
 // Machine reports whether the client may get tokens of its own (client_credentials).
@@ -115,7 +117,7 @@ func newClient(c config.OAuthClient) (*Client, error) {
 		return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
 	}
 	cl := &Client{DefaultClient: dc, Keys: keys, SigningAlg: alg, Name: c.Name, PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{}, RequireMFA: c.RequireMFA,
-		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding}
+		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding, AccessTokenGroups: c.AccessTokenGroups}
 	if cl.Name == "" {
 		cl.Name = c.ClientID
 	}

@@ -188,6 +188,18 @@ type OAuthClient struct {
 	// never fetched from a URL.
 	JWKS     json.RawMessage `json:"jwks,omitempty"`
 	JWKSFile string          `json:"jwksFile,omitempty"`
+	// BackchannelLogoutURI is where the client hears that a person's sign-in ended (OpenID Connect
+	// Back-Channel Logout 1.0): a logout token is POSTed to it when a browser session the client had a
+	// grant in logs out, and when the person is signed out everywhere (a new or reset password, a
+	// disabled account). https (http only for localhost and loopback addresses), no fragment.
+	BackchannelLogoutURI string `json:"backchannelLogoutURI,omitempty"`
+	// BackchannelLogoutSessionRequired: every logout token to this client names the session (sid); a
+	// sign-out everywhere sends one per session the client's grants started in.
+	BackchannelLogoutSessionRequired bool `json:"backchannelLogoutSessionRequired,omitempty"`
+	// AccessTokenGroups puts the groups claim into the client's access tokens (JWT, RFC 9068), for an
+	// API that authorises by group without calling userinfo; only with the groups scope granted, so the
+	// client must list groups in its scopes.
+	AccessTokenGroups bool `json:"accessTokenGroups,omitempty"`
 }
 
 // The grant types a client may be allowed (OAuthClient.GrantTypes).
@@ -366,8 +378,26 @@ func (a Auth) validate() []error {
 				}
 			}
 		}
+		errs = append(errs, cl.validateLogoutAndGroups()...)
 	}
 	errs = append(errs, a.MFA.validate()...)
+	return errs
+}
+
+// validateLogoutAndGroups checks the back-channel logout URI (as a redirect URI is checked: the
+// provider POSTs logout tokens to it) and that a client with accessTokenGroups may get the groups scope.
+func (c OAuthClient) validateLogoutAndGroups() []error {
+	var errs []error
+	if c.BackchannelLogoutURI != "" {
+		if err := validateRedirectURI(c.BackchannelLogoutURI); err != nil {
+			errs = append(errs, fmt.Errorf("auth.clients[%s].backchannelLogoutURI: %w", c.ClientID, err))
+		}
+	} else if c.BackchannelLogoutSessionRequired {
+		errs = append(errs, fmt.Errorf("auth.clients[%s]: backchannelLogoutSessionRequired needs a backchannelLogoutURI", c.ClientID))
+	}
+	if c.AccessTokenGroups && !slices.Contains(c.Scopes, "groups") {
+		errs = append(errs, fmt.Errorf("auth.clients[%s]: accessTokenGroups needs groups in the client's scopes (the claim goes only into tokens granted the groups scope)", c.ClientID))
+	}
 	return errs
 }
 

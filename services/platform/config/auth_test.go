@@ -80,6 +80,35 @@ func TestValidate_ClientAudiencesAreAbsoluteURIs(t *testing.T) {
 	}
 }
 
+// A back-channel logout URI is checked as a redirect URI is (https, http only on loopback, no
+// fragment); sessionRequired needs a URI, and accessTokenGroups needs the groups scope.
+func TestValidate_BackchannelLogoutURIAndAccessTokenGroups(t *testing.T) {
+	client := func(f func(*OAuthClient)) []error {
+		c := OAuthClient{ClientID: "app", RedirectURIs: []string{"https://app.example/cb"}, Scopes: []string{"openid"}}
+		f(&c)
+		return Auth{Clients: []OAuthClient{c}}.validate()
+	}
+	for _, good := range []string{"https://app.example/backchannel", "https://app.example/bcl?tenant=1", "http://127.0.0.1:9000/bcl", "http://localhost/bcl"} {
+		if errs := client(func(c *OAuthClient) { c.BackchannelLogoutURI = good; c.BackchannelLogoutSessionRequired = true }); len(errs) != 0 {
+			t.Errorf("%q: %v", good, errs)
+		}
+	}
+	for _, bad := range []string{"http://app.example/bcl", "https://app.example/bcl#x", "/bcl", "ftp://app.example/bcl", "https://u:p@app.example/bcl"} {
+		if errs := client(func(c *OAuthClient) { c.BackchannelLogoutURI = bad }); len(errs) != 1 || !strings.Contains(errs[0].Error(), "backchannelLogoutURI") {
+			t.Errorf("%q: %v, want one backchannelLogoutURI error", bad, errs)
+		}
+	}
+	if errs := client(func(c *OAuthClient) { c.BackchannelLogoutSessionRequired = true }); len(errs) != 1 || !strings.Contains(errs[0].Error(), "needs a backchannelLogoutURI") {
+		t.Errorf("sessionRequired without a URI: %v", errs)
+	}
+	if errs := client(func(c *OAuthClient) { c.AccessTokenGroups = true }); len(errs) != 1 || !strings.Contains(errs[0].Error(), "accessTokenGroups") {
+		t.Errorf("accessTokenGroups without the groups scope: %v", errs)
+	}
+	if errs := client(func(c *OAuthClient) { c.AccessTokenGroups = true; c.Scopes = append(c.Scopes, "groups") }); len(errs) != 0 {
+		t.Errorf("accessTokenGroups with the groups scope: %v", errs)
+	}
+}
+
 // The sign-in budgets and the audit trail's bounds have defaults (docs/auth.md states them), and
 // negative values are refused by name.
 func TestAuth_ThrottleAndAuditDefaults(t *testing.T) {
