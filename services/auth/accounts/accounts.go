@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/link"
@@ -31,6 +32,7 @@ type Ops struct {
 	mail  authmail.Sender
 	now   func() time.Time
 	log   *slog.Logger
+	audit func(context.Context, audit.Event)
 }
 
 // Options are the operations' dependencies.
@@ -43,6 +45,9 @@ type Options struct {
 	Mail  mail.Sender
 	Now   func() time.Time // default time.Now
 	Log   *slog.Logger     // default: discard
+	// Audit records the operators' changes (operator.go): the service's recorder, or the CLI's writer;
+	// nil records nothing.
+	Audit func(context.Context, audit.Event)
 }
 
 // New returns the operations.
@@ -53,7 +58,10 @@ func New(o Options) *Ops {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log}
+	if o.Audit == nil {
+		o.Audit = func(context.Context, audit.Event) {}
+	}
+	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log, audit: o.Audit}
 }
 
 // Links is the store of the mailed links, signed with secrets derived from the signing keys.
