@@ -13,7 +13,9 @@ import (
 	"github.com/formsservice/formsservice/services/auth/mfa"
 )
 
-func get(path, token string) apiCall { return apiCall{method: http.MethodGet, path: path, token: token} }
+func get(path, token string) apiCall {
+	return apiCall{method: http.MethodGet, path: path, token: token}
+}
 
 func post(path, token, body string) apiCall {
 	return apiCall{method: http.MethodPost, path: path, token: token, body: body}

@@ -205,7 +205,9 @@ func (patternService) Ready(context.Context) error { return nil }
 func (patternService) Routes() []Route {
 	return []Route{
 		Put("/things/:id/parts", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) }).Limit(100).
-			Refusing(func(c *fiber.Ctx, status int) error { return c.Status(status).SendString("own " + strconv.Itoa(status)) }),
+			Refusing(func(c *fiber.Ctx, status int) error {
+				return c.Status(status).SendString("own " + strconv.Itoa(status))
+			}),
 	}
 }
 
