@@ -12,10 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/keys"
+	"github.com/formsservice/formsservice/services/auth/link"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/mail"
 )
 
 // newAuditCmd lists the audit trail. The query and the formats are package audit's; this is the flags.
@@ -101,26 +104,48 @@ func operatorLimits(cfg *config.Config) func() audit.Limits {
 // with the operating-system user who ran it). The action has happened by then: a trail that cannot be
 // written is a warning, not a failed command.
 func operatorTrail(rdb redis.UniversalClient, cfg *config.Config, env *environment) func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
+	write := operatorAudit(rdb, cfg, env)
+	return func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
+		if osUser := env.getenv("USER"); osUser != "" {
+			if detail == nil {
+				detail = map[string]string{}
+			}
+			detail["osUser"] = osUser
+		}
+		write(ctx, audit.Event{Kind: kind, Outcome: audit.Success, User: userID, Actor: audit.ActorCLI, Detail: detail})
+	}
+}
+
+// operatorAudit writes an event at once (a warning on stderr when it cannot): what the account
+// operations record with when the CLI makes them (cliOperator).
+func operatorAudit(rdb redis.UniversalClient, cfg *config.Config, env *environment) func(context.Context, audit.Event) {
 	trail, newErr := operatorStore(rdb, cfg)
 	var rec *audit.Recorder
 	if newErr == nil {
 		rec, newErr = audit.New(audit.Options{Store: trail})
 	}
-	return func(ctx context.Context, kind audit.Kind, userID string, detail map[string]string) {
+	return func(ctx context.Context, e audit.Event) {
 		err := newErr
 		if err == nil {
-			if osUser := env.getenv("USER"); osUser != "" {
-				if detail == nil {
-					detail = map[string]string{}
-				}
-				detail["osUser"] = osUser
-			}
-			err = rec.Write(ctx, audit.Event{Kind: kind, Outcome: audit.Success, User: userID, Actor: audit.ActorCLI, Detail: detail})
+			err = rec.Write(ctx, e)
 		}
 		if err != nil {
-			fmt.Fprintf(env.stderr, "warning: the audit event %s was not stored: %v\n", kind, err)
+			fmt.Fprintf(env.stderr, "warning: the audit event %s was not stored: %v\n", e.Kind, err)
 		}
 	}
+}
+
+// cliOperator is the account operations as the CLI makes them (package accounts' Operator, the one
+// implementation the admin API calls too): audited with actor cli and the operating-system user. mail
+// is the relay (nil for the operations that send none).
+func cliOperator(rdb redis.UniversalClient, cfg *config.Config, us *users.Store, env *environment, links *link.Store, relay mail.Sender) accounts.Operator {
+	ops := accounts.New(accounts.Options{Config: config.Static{C: cfg}, Redis: rdb, Users: us, Links: links, Mail: relay,
+		Audit: operatorAudit(rdb, cfg, env)})
+	by := accounts.Actor{Name: audit.ActorCLI}
+	if osUser := env.getenv("USER"); osUser != "" {
+		by.Detail = map[string]string{"osUser": osUser}
+	}
+	return ops.As(by)
 }
 
 // operatorStore is the trail as the service writes it: its security events chained under keys derived

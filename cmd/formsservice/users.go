@@ -19,8 +19,6 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
-	"github.com/formsservice/formsservice/services/auth/mfa"
-	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/passwords"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -104,21 +102,10 @@ has checked.`,
 				return err
 			}
 			defer rdb.Close()
-			if err := judgeNewPassword(pw, u.email, name); err != nil {
-				return err
-			}
-			created, err := us.Create(cmd.Context(), u.email, name, pw)
+			created, err := cliOperator(rdb, cfg, us, env, nil, nil).Create(cmd.Context(), accounts.NewAccount{Email: u.email, Name: name, Password: pw, Verified: verified})
 			if err != nil {
 				return err
 			}
-			var detail map[string]string
-			if verified {
-				if err := us.SetVerified(cmd.Context(), created.ID, created.Email); err != nil {
-					return fmt.Errorf("created %s (id %s), but its address was not marked verified: %w", created.Email, created.ID, err)
-				}
-				detail = map[string]string{"verified": "true"}
-			}
-			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.UserCreated, created.ID, detail)
 			note := ""
 			if verified {
 				note = "; its address is verified"
@@ -211,21 +198,18 @@ func newUsersSignoutCmd(env *environment, action string) *cobra.Command {
 			}
 			defer rdb.Close()
 			user, err := us.ByEmail(cmd.Context(), u.email)
-			if action == "disable" {
-				user, err = us.SetDisabled(cmd.Context(), u.email, true)
-			}
 			if err != nil {
 				return err
 			}
-			trail := operatorTrail(rdb, cfg, env)
+			op := cliOperator(rdb, cfg, us, env, nil, nil)
+			do := op.SignOut
 			if action == "disable" {
-				trail(cmd.Context(), audit.UserDisabled, user.ID, nil)
+				do = op.Disable
 			}
-			grants, sessions, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
+			grants, sessions, err := do(cmd.Context(), user)
 			if err != nil {
 				return err
 			}
-			trail(cmd.Context(), audit.SignOutEverywhere, user.ID, counts(grants, sessions))
 			verb := "signed out"
 			if action == "disable" {
 				verb = "disabled and signed out"
@@ -251,11 +235,13 @@ func newUsersEnableCmd(env *environment) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			user, err := us.SetDisabled(cmd.Context(), u.email, false)
+			user, err := us.ByEmail(cmd.Context(), u.email)
 			if err != nil {
 				return err
 			}
-			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.UserEnabled, user.ID, nil)
+			if err := cliOperator(rdb, cfg, us, env, nil, nil).Enable(cmd.Context(), user); err != nil {
+				return err
+			}
 			fmt.Fprintf(env.stdout, "enabled %s\n", user.Email)
 			return nil
 		},
@@ -277,20 +263,16 @@ func newUsersDeleteCmd(env *environment) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			user, err := us.Delete(cmd.Context(), u.email)
+			user, err := us.ByEmail(cmd.Context(), u.email)
 			if err != nil {
 				return err
 			}
-			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.UserDeleted, user.ID, nil)
-			n, _, err := signOutEverywhere(cmd.Context(), rdb, cfg, user.ID)
+			n, err := cliOperator(rdb, cfg, us, env, nil, nil).Delete(cmd.Context(), user)
+			if errors.Is(err, accounts.ErrLeftBehind) {
+				return fmt.Errorf("deleted %s, but: %w", user.Email, err)
+			}
 			if err != nil {
-				return fmt.Errorf("deleted %s, but revoking its tokens failed (they stop working anyway, since the user is gone): %w", user.Email, err)
-			}
-			if err := passkey.NewStore(rdb, nil).RemoveAll(cmd.Context(), user.ID); err != nil {
-				return fmt.Errorf("deleted %s, but removing its passkeys failed (they sign nobody in, since the user is gone): %w", user.Email, err)
-			}
-			if err := mfa.NewStore(rdb, mfa.Sealer{}, nil).Forget(cmd.Context(), user.ID); err != nil { // its second factor
-				return fmt.Errorf("deleted %s, but its second factor was not erased: %w", user.Email, err)
+				return err
 			}
 			fmt.Fprintf(env.stdout, "deleted %s (id %s); revoked %d grant(s)\n", user.Email, user.ID, n)
 			return nil

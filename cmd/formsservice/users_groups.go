@@ -51,9 +51,9 @@ keeps what it said until it expires (run users signout to make every app sign in
 // event (user.group_added, user.group_removed; detail group).
 func newUsersGroupsEditCmd(env *environment, action string) *cobra.Command {
 	var u usersTool
-	short, kind, verb := "make the account a member of the groups", audit.GroupAdded, "added"
+	short, verb := "make the account a member of the groups", "added"
 	if action == "remove" {
-		short, kind, verb = "take the account out of the groups", audit.GroupRemoved, "removed"
+		short, verb = "take the account out of the groups", "removed"
 	}
 	cmd := &cobra.Command{
 		Use:     action + " --email ADDRESS GROUP...",
@@ -71,17 +71,18 @@ func newUsersGroupsEditCmd(env *environment, action string) *cobra.Command {
 				return err
 			}
 			defer rdb.Close()
-			edit := us.AddGroups
-			if action == "remove" {
-				edit = us.RemoveGroups
-			}
-			user, changed, err := edit(cmd.Context(), u.email, groups)
+			user, err := us.ByEmail(cmd.Context(), u.email)
 			if err != nil {
 				return err
 			}
-			trail := operatorTrail(rdb, cfg, env)
-			for _, g := range changed {
-				trail(cmd.Context(), kind, user.ID, map[string]string{"group": g})
+			op := cliOperator(rdb, cfg, us, env, nil, nil)
+			edit := op.AddGroups
+			if action == "remove" {
+				edit = op.RemoveGroups
+			}
+			changed, err := edit(cmd.Context(), user, groups)
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(env.stdout, "%s %d group(s); %s is in: %s\n", verb, len(changed), user.Email, groupList(user.Groups))
 			return nil
@@ -170,19 +171,19 @@ forms.delivery.smtp with STARTTLS), so the command reads the same configuration 
 			if err != nil {
 				return err
 			}
-			ops := accounts.New(accounts.Options{Config: config.Static{C: cfg}, Redis: rdb, Users: us, Links: links, Mail: relay})
-			user, err := ops.SendVerification(cmd.Context(), u.email, lang)
+			user, err := us.ByEmail(cmd.Context(), u.email)
+			if err != nil {
+				return err
+			}
+			err = cliOperator(rdb, cfg, us, env, links, relay).SendVerification(cmd.Context(), user, lang)
 			switch {
 			case errors.Is(err, accounts.ErrAlreadyVerified):
 				return fmt.Errorf("%s is verified already; nothing was sent", user.Email)
 			case errors.Is(err, users.ErrDisabled):
 				return fmt.Errorf("%s is disabled (users enable first); nothing was sent", user.Email)
-			case user != nil && err != nil:
-				return fmt.Errorf("the verification mail to %s was not sent: %w", user.Email, err)
 			case err != nil:
-				return err
+				return fmt.Errorf("the verification mail to %s was not sent: %w", user.Email, err)
 			}
-			operatorTrail(rdb, cfg, env)(cmd.Context(), audit.VerificationSent, user.ID, map[string]string{"trigger": "cli"})
 			fmt.Fprintf(env.stdout, "sent the verification link to %s (it works once, for %s)\n", user.Email, cfg.Auth.VerificationLinkLifetime.D())
 			return nil
 		},

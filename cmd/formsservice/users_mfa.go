@@ -6,9 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/formsservice/formsservice/services/auth/audit"
-	"github.com/formsservice/formsservice/services/auth/mfa"
 )
 
 // newUsersResetMFACmd is `users reset-mfa`: the way back for a person who lost both the app and the
@@ -37,29 +34,23 @@ With --signout every session and grant of the account ends as well.`,
 			if err != nil {
 				return err
 			}
-			factors := mfa.NewStore(rdb, mfa.Sealer{}, nil) // removing needs no key: nothing is opened
-			st, err := factors.Status(ctx, user.ID)
+			op := cliOperator(rdb, cfg, us, env, nil, nil)
+			removed, left, err := op.ResetMFA(ctx, user)
 			if err != nil {
 				return err
 			}
-			trail := operatorTrail(rdb, cfg, env)
-			if st.TOTP || st.RecoveryLeft > 0 {
-				if err := factors.Remove(ctx, user.ID); err != nil {
-					return err
-				}
-				trail(ctx, audit.UserMFAReset, user.ID, map[string]string{"recoveryLeft": fmt.Sprint(st.RecoveryLeft)})
-				fmt.Fprintf(env.stdout, "removed the second factor of %s and its %d unused recovery code(s)\n", user.Email, st.RecoveryLeft)
+			if removed {
+				fmt.Fprintf(env.stdout, "removed the second factor of %s and its %d unused recovery code(s)\n", user.Email, left)
 			} else {
 				fmt.Fprintf(env.stdout, "%s has no second factor; nothing removed\n", user.Email)
 			}
 			if !signOut {
 				return nil
 			}
-			grants, sessions, err := signOutEverywhere(ctx, rdb, cfg, user.ID)
+			grants, sessions, err := op.SignOut(ctx, user)
 			if err != nil {
 				return err
 			}
-			trail(ctx, audit.SignOutEverywhere, user.ID, counts(grants, sessions))
 			fmt.Fprintf(env.stdout, "signed %s out; ended %d sign-in session(s), revoked %d grant(s)\n", user.Email, sessions, grants)
 			return nil
 		},

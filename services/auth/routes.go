@@ -1,10 +1,11 @@
 package auth
 
 import (
-	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/formsservice/formsservice/services/auth/admin"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
@@ -17,10 +18,9 @@ const maxBody = 64 << 10
 // are small; and every answer carries Strict-Transport-Security when the issuer is https. Each is
 // counted in formsservice_http_requests_total{service="auth",route=...}; the areas count their own.
 func (s *Service) Routes() []server.Route {
-	web, oauth, signin, journeys, account, admin := s.web, s.oauth, s.signin, s.journeys, s.account, s.admin
-	var whoami http.Handler = http.NotFoundHandler() // (&Service{}).Routes() lists the paths without a service
-	if admin != nil {
-		whoami = admin.Whoami
+	web, oauth, signin, journeys, account, adm := s.web, s.oauth, s.signin, s.journeys, s.account, s.admin
+	if adm == nil {
+		adm = &admin.Handler{} // (&Service{}).Routes() lists the paths without a service
 	}
 	tokenCORS := web.CORS("POST")
 	userinfoCORS := web.CORS("GET, POST")
@@ -68,12 +68,34 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/account/passkeys/begin", web.HandleClient(account.PasskeyRegisterBegin)),
 
 		// package admin: the admin API, a resource server of the provider's own (bearer tokens for the
-		// audience <issuer>/admin, package bearer; docs/architecture.md D50).
-		server.Get("/admin/v1/whoami", web.Handle(whoami.ServeHTTP)),
+		// audience <issuer>/admin, package bearer; docs/architecture.md D50, D59), described by
+		// services/auth/admin/openapi.yaml, which lists exactly these routes.
+		server.Get("/admin/v1/whoami", web.Handle(adm.Whoami)),
+		server.Get("/admin/v1/openapi.yaml", web.Handle(adm.OpenAPI)),
+		server.Get("/admin/v1/users", web.Handle(adm.Users)),
+		server.Post("/admin/v1/users", web.Handle(adm.CreateUser)),
+		server.Get("/admin/v1/users/:id", web.Handle(adm.User)),
+		server.Delete("/admin/v1/users/:id", web.Handle(adm.DeleteUser)),
+		server.Post("/admin/v1/users/:id/disable", web.Handle(adm.DisableUser)),
+		server.Post("/admin/v1/users/:id/enable", web.Handle(adm.EnableUser)),
+		server.Put("/admin/v1/users/:id/groups", web.Handle(adm.SetGroups)),
+		server.Delete("/admin/v1/users/:id/mfa", web.Handle(adm.ResetMFA)),
+		server.Post("/admin/v1/users/:id/verification", web.Handle(adm.SendVerification)),
+		server.Post("/admin/v1/users/:id/sign-out", web.Handle(adm.SignOut)),
+		server.Get("/admin/v1/users/:id/sessions", web.Handle(adm.UserSessions)),
+		server.Get("/admin/v1/users/:id/grants", web.Handle(adm.UserGrants)),
+		server.Get("/admin/v1/audit", web.Handle(adm.Audit)),
+		server.Get("/admin/v1/clients", web.Handle(adm.Clients)),
+		server.Get("/admin/v1/clients/:id", web.Handle(adm.Client)),
 	}
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{web.HSTS}, r.Handlers...)
-		routes[i] = r.Limit(maxBody)
+		r = r.Limit(maxBody)
+		if strings.HasPrefix(r.Path, admin.Prefix+"/") {
+			// The API's bodies are small, and a refused one is a problem like its other refusals.
+			r = r.Limit(admin.MaxBody).Refusing(admin.RefuseBody)
+		}
+		routes[i] = r
 	}
 	return routes
 }

@@ -86,6 +86,7 @@ type Service struct {
 	store    *store.Store
 	users    *users.Store
 	audit    *audit.Recorder
+	trail    *audit.Store
 	accounts *accounts.Ops
 	web      *web.Kit
 	oauth    *oauth.Handler
@@ -127,6 +128,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	trail.Chained(chain)
+	s.trail = trail
 	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
 		return nil, err
 	}
@@ -197,7 +199,7 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 		return err
 	}
 	s.accounts = accounts.New(accounts.Options{Config: o.Config, Redis: o.Redis, Users: s.users, Links: links, Mail: o.Mail, Now: o.Now, Log: o.Logger,
-		WakeBackchannel: s.backchannel.Wake})
+		WakeBackchannel: s.backchannel.Wake, Audit: s.audit.Record})
 	if s.oauth, err = oauth.New(oauth.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Audit: s.audit,
 		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer, Backchannel: rps}); err != nil {
 		return err
@@ -206,7 +208,8 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
 		Pages: page.NewAccount(), Log: o.Logger, Backchannel: rps})
-	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now})})
+	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now}),
+		Realm: source, Users: s.users, Accounts: s.accounts, Sessions: sessions, Grants: s.store, Trail: s.trail, Log: o.Logger})
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Log: o.Logger, Registerer: o.Registerer})
 	return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/keys"
@@ -33,6 +34,7 @@ type Ops struct {
 	now   func() time.Time
 	log   *slog.Logger
 	wake  func()
+	audit func(context.Context, audit.Event)
 }
 
 // Options are the operations' dependencies.
@@ -48,6 +50,9 @@ type Options struct {
 	// WakeBackchannel, when set, is called after a sign-out everywhere queued logout tokens for relying
 	// parties (the back-channel logout worker's Wake: they go at once).
 	WakeBackchannel func()
+	// Audit records the operators' changes (operator.go): the service's recorder, or the CLI's writer;
+	// nil records nothing.
+	Audit func(context.Context, audit.Event)
 }
 
 // New returns the operations.
@@ -58,7 +63,11 @@ func New(o Options) *Ops {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log, wake: o.WakeBackchannel}
+	if o.Audit == nil {
+		o.Audit = func(context.Context, audit.Event) {}
+	}
+	return &Ops{cfg: o.Config, rdb: o.Redis, users: o.Users, links: o.Links, mail: authmail.Sender{Mail: o.Mail}, now: o.Now, log: o.Log,
+		wake: o.WakeBackchannel, audit: o.Audit}
 }
 
 // Links is the store of the mailed links, signed with secrets derived from the signing keys.

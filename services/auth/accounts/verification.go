@@ -63,16 +63,25 @@ type linkMailData struct {
 
 // SendLinkMail renders c in lang for u with its link and sends it through the platform's mail component.
 func (o *Ops) SendLinkMail(ctx context.Context, c authmail.Text, lang string, u *users.User, app, href string, valid time.Duration) error {
+	m, err := o.linkMail(c, lang, u, app, href, valid)
+	if err != nil {
+		return err
+	}
+	return o.mail.Send(ctx, m)
+}
+
+// linkMail renders c in lang for u with its link.
+func (o *Ops) linkMail(c authmail.Text, lang string, u *users.User, app, href string, valid time.Duration) (mail.Message, error) {
 	a := o.auth()
 	if app == "" {
 		app = authmail.ProductName(a)
 	}
 	m, err := c.Render(lang, authmail.Brand(a, app), linkMailData{Email: u.Email, App: app, Link: href, Valid: authmail.LifetimeIn(lang, valid)})
 	if err != nil {
-		return err
+		return mail.Message{}, err
 	}
 	m.To = []string{u.Email}
-	return o.mail.Send(ctx, m)
+	return m, nil
 }
 
 // verifyMail is the verification link's mail: what it is for, how long its link works, and what to do

@@ -1,39 +1,138 @@
 // Package admin is the area of the provider's admin API, /admin/v1/…: a resource server of the provider
-// itself, whose every route is behind package bearer's check (the audience <issuer>/admin, the route's
-// scope, a live grant, and for a person the admin group; docs/architecture.md D50). Its first route is
-// whoami: who the token says called.
+// itself, whose every route but its description is behind package bearer's check (the audience
+// <issuer>/admin, the route's scope, a live grant, and for a person the admin group; docs/architecture.md
+// D50). Its resources (D59): who called (whoami), the accounts (users, their sessions and grants, and the
+// operators' changes, made by package accounts' Operator as the CLI makes them), the audit trail and the
+// registered OAuth clients. Every answer is JSON, every refusal an RFC 9457 problem, and every route is
+// described by the OpenAPI 3.1 document openapi.yaml, served at GET /admin/v1/openapi.yaml.
 package admin
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 
+	"github.com/formsservice/formsservice/services/auth/accounts"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/bearer"
+	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/sso"
+	"github.com/formsservice/formsservice/services/auth/store"
+	"github.com/formsservice/formsservice/services/auth/users"
 )
+
+// Prefix is the path every route of the API is under.
+const Prefix = "/admin/v1"
+
+// Sessions lists a user's sign-in sessions (sso.Store).
+type Sessions interface {
+	List(ctx context.Context, userID string) ([]sso.Info, error)
+}
+
+// Grants lists a user's grants (store.Store).
+type Grants interface {
+	Grants(ctx context.Context, subject string) ([]store.Grant, error)
+}
+
+// Trail pages through the audit trail (audit.Store).
+type Trail interface {
+	Page(ctx context.Context, f audit.Filter, after *audit.Cursor, limit int) ([]audit.Entry, *audit.Cursor, error)
+}
 
 // Options are the area's dependencies.
 type Options struct {
-	Bearer *bearer.Checker
+	Bearer   *bearer.Checker
+	Realm    *realm.Source
+	Users    *users.Store
+	Accounts *accounts.Ops
+	Sessions Sessions
+	Grants   Grants
+	Trail    Trail
+	Log      *slog.Logger // default: discard
 }
 
-// Handler serves the admin API.
+// Handler serves the admin API: one handler per route, each named for what it does (routes.go mounts
+// them).
 type Handler struct {
-	bearer *bearer.Checker
-	// Whoami is GET /admin/v1/whoami: the caller's principal, for a token with any admin scope.
-	Whoami http.Handler
+	o Options
+
+	Whoami  http.HandlerFunc // GET /admin/v1/whoami: the caller's principal (any admin scope)
+	OpenAPI http.HandlerFunc // GET /admin/v1/openapi.yaml: the API's description (no token)
+
+	Users            http.HandlerFunc // GET /admin/v1/users
+	User             http.HandlerFunc // GET /admin/v1/users/{id}
+	CreateUser       http.HandlerFunc // POST /admin/v1/users
+	DisableUser      http.HandlerFunc // POST /admin/v1/users/{id}/disable
+	EnableUser       http.HandlerFunc // POST /admin/v1/users/{id}/enable
+	SetGroups        http.HandlerFunc // PUT /admin/v1/users/{id}/groups
+	ResetMFA         http.HandlerFunc // DELETE /admin/v1/users/{id}/mfa
+	SendVerification http.HandlerFunc // POST /admin/v1/users/{id}/verification
+	SignOut          http.HandlerFunc // POST /admin/v1/users/{id}/sign-out
+	DeleteUser       http.HandlerFunc // DELETE /admin/v1/users/{id}
+	UserSessions     http.HandlerFunc // GET /admin/v1/users/{id}/sessions
+	UserGrants       http.HandlerFunc // GET /admin/v1/users/{id}/grants
+
+	Audit   http.HandlerFunc // GET /admin/v1/audit
+	Clients http.HandlerFunc // GET /admin/v1/clients
+	Client  http.HandlerFunc // GET /admin/v1/clients/{id}
 }
+
+// The scopes each kind of route needs (D50, D59). The clients are read with either scope of the areas
+// that name them (a grant's client, an event's client).
+var (
+	usersRead   = bearer.Need{AnyScope: []string{bearer.UsersRead}}
+	usersWrite  = bearer.Need{AnyScope: []string{bearer.UsersWrite}}
+	auditRead   = bearer.Need{AnyScope: []string{bearer.AuditRead}}
+	clientsRead = bearer.Need{AnyScope: []string{bearer.UsersRead, bearer.AuditRead}}
+	anyAdmin    = bearer.Need{AnyScope: bearer.AdminScopes}
+)
 
 // New builds the area.
 func New(o Options) *Handler {
-	h := &Handler{bearer: o.Bearer}
-	h.Whoami = o.Bearer.Handle(bearer.Need{AnyScope: bearer.AdminScopes}, whoami)
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{o: o}
+	guard := func(need bearer.Need, fn func(http.ResponseWriter, *http.Request, bearer.Principal)) http.HandlerFunc {
+		return o.Bearer.Handle(need, fn).ServeHTTP
+	}
+	h.Whoami = guard(anyAdmin, whoami)
+	h.OpenAPI = serveDocument
+	h.Users = guard(usersRead, h.listUsers)
+	h.User = guard(usersRead, h.getUser)
+	h.CreateUser = guard(usersWrite, h.createUser)
+	h.DisableUser = guard(usersWrite, h.disableUser)
+	h.EnableUser = guard(usersWrite, h.enableUser)
+	h.SetGroups = guard(usersWrite, h.setGroups)
+	h.ResetMFA = guard(usersWrite, h.resetMFA)
+	h.SendVerification = guard(usersWrite, h.sendVerification)
+	h.SignOut = guard(usersWrite, h.signOut)
+	h.DeleteUser = guard(usersWrite, h.deleteUser)
+	h.UserSessions = guard(usersRead, h.userSessions)
+	h.UserGrants = guard(usersRead, h.userGrants)
+	h.Audit = guard(auditRead, h.listAudit)
+	h.Clients = guard(clientsRead, h.listClients)
+	h.Client = guard(clientsRead, h.getClient)
 	return h
 }
 
 // whoami answers the principal as JSON: subject, client, scopes, whether it is a machine, a person's
 // groups.
 func whoami(w http.ResponseWriter, _ *http.Request, p bearer.Principal) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	writeJSON(w, http.StatusOK, p)
+}
+
+// operator is the account operations made as the caller: the audit trail names the API, the token's
+// client and its subject.
+func (h *Handler) operator(p bearer.Principal) accounts.Operator {
+	return h.o.Accounts.As(accounts.Actor{Name: audit.ActorAdmin, Client: p.ClientID, Detail: map[string]string{audit.DetailActorSub: p.Subject}})
+}
+
+// writeJSON answers v with status, never to be stored (it is about accounts).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(p)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

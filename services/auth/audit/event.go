@@ -104,7 +104,13 @@ const (
 	ActorCLI = "cli" // an operator's `formsservice users` command
 	// ActorClient: the OAuth client (Event.Client) acted on its own behalf, no person (client_credentials).
 	ActorClient = "client"
+	// ActorAdmin: a call of the admin API (/admin/v1, D59) with a token of the client Event.Client, for
+	// the subject in Detail[DetailActorSub] (a person's user ID, or the client's own ID for a machine).
+	ActorAdmin = "admin"
 )
+
+// DetailActorSub is the detail that names the subject of the token an admin API call was made with.
+const DetailActorSub = "actorSub"
 
 // Event is one audit record. Only identifiers, counts and closed vocabularies go in: never a password,
 // token, code, cookie or e-mail address (users are named by ID, which `formsservice users list` maps).

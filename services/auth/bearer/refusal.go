@@ -36,14 +36,17 @@ func insufficient(rt *realm.Realm, scopes []string, detail string) *Refusal {
 	return r
 }
 
-// problem is an RFC 9457 problem details object, with the OAuth error code as an extension member.
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Scope  string `json:"scope,omitempty"`
+// Problem is an RFC 9457 problem details object, with the OAuth error code and scope (a refusal of the
+// token) or the request's faulty fields (a refusal of its input: field name -> what is wrong) as
+// extension members.
+type Problem struct {
+	Type   string            `json:"type"`
+	Title  string            `json:"title"`
+	Status int               `json:"status"`
+	Detail string            `json:"detail,omitempty"`
+	Error  string            `json:"error,omitempty"`
+	Scope  string            `json:"scope,omitempty"`
+	Errors map[string]string `json:"errors,omitempty"`
 }
 
 // Refuse answers err from Check: a *Refusal with its status, WWW-Authenticate (RFC 6750 3) and an RFC
@@ -52,7 +55,7 @@ func (c *Checker) Refuse(w http.ResponseWriter, err error) {
 	var rf *Refusal
 	if !errors.As(err, &rf) {
 		w.Header().Set("Retry-After", "5")
-		writeProblem(w, problem{Type: "about:blank", Title: http.StatusText(http.StatusServiceUnavailable), Status: http.StatusServiceUnavailable,
+		WriteProblem(w, Problem{Type: "about:blank", Title: http.StatusText(http.StatusServiceUnavailable), Status: http.StatusServiceUnavailable,
 			Detail: "The service is briefly unavailable; try again."})
 		return
 	}
@@ -64,11 +67,12 @@ func (c *Checker) Refuse(w http.ResponseWriter, err error) {
 		challenge += `, scope="` + strings.Join(rf.Scope, " ") + `"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	writeProblem(w, problem{Type: "about:blank", Title: http.StatusText(rf.Status), Status: rf.Status, Detail: rf.Detail, Error: rf.Code,
+	WriteProblem(w, Problem{Type: "about:blank", Title: http.StatusText(rf.Status), Status: rf.Status, Detail: rf.Detail, Error: rf.Code,
 		Scope: strings.Join(rf.Scope, " ")})
 }
 
-func writeProblem(w http.ResponseWriter, p problem) {
+// WriteProblem answers p as application/problem+json, not to be stored (the API's every refusal).
+func WriteProblem(w http.ResponseWriter, p Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)

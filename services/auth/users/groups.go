@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,8 @@ func CheckGroup(name string) error {
 
 func parseGroups(field string) []string { return strings.Fields(field) }
 
-// groupsScript adds (ARGV[1] = add) or removes (remove) the groups ARGV[3:] of the user KEYS[1] and
+// groupsScript adds (ARGV[1] = add) or removes (remove) the groups ARGV[3:] of the user KEYS[1], or
+// makes them its groups (set: the names it changed marked + or -, which no group name starts with), and
 // keeps the field sorted; ARGV[2] is the bound. It answers {n, the n groups after..., the names it
 // changed...}, or {-1} when the user is gone, {-2} when an addition would pass the bound (nothing
 // written). One script, so two operators editing one user's groups at once lose nothing.
@@ -68,6 +70,16 @@ if ARGV[1] == 'add' then
     if not set[ARGV[i]] then set[ARGV[i]] = true; table.insert(list, ARGV[i]); table.insert(changed, ARGV[i]) end
   end
   if #list > tonumber(ARGV[2]) then return {-2} end
+elseif ARGV[1] == 'set' then
+  local want, kept = {}, {}
+  for i = 3, #ARGV do want[ARGV[i]] = true end
+  for _, g in ipairs(list) do
+    if want[g] then table.insert(kept, g) else table.insert(changed, '-' .. g) end
+  end
+  for i = 3, #ARGV do
+    if not set[ARGV[i]] then set[ARGV[i]] = true; table.insert(kept, ARGV[i]); table.insert(changed, '+' .. ARGV[i]) end
+  end
+  list = kept
 else
   local drop = {}
   for i = 3, #ARGV do if set[ARGV[i]] then drop[ARGV[i]] = true end end
@@ -115,7 +127,11 @@ func (s *Store) editGroups(ctx context.Context, email, op string, groups []strin
 	if err != nil {
 		return nil, nil, err
 	}
-	args := append([]any{op, MaxGroups}, toAny(groups)...)
+	return s.runGroups(ctx, u, append([]any{op, MaxGroups}, toAny(groups)...))
+}
+
+// runGroups runs groupsScript on u with args and reads its answer.
+func (s *Store) runGroups(ctx context.Context, u *User, args []any) (*User, []string, error) {
 	res, err := groupsScript.Run(ctx, s.rdb, []string{userKey(u.ID)}, args...).Slice()
 	if err != nil {
 		return nil, nil, unavailable(err)
@@ -137,6 +153,38 @@ func (s *Store) editGroups(ctx context.Context, email, op string, groups []strin
 	}
 	u.Groups = strs[:n:n]
 	return u, strs[n:], nil
+}
+
+// SetGroups makes groups the groups of the user with address email (an empty list: none; duplicates
+// count once), in one step. It returns the user with its groups after the change and the groups it was
+// added to and taken out of.
+func (s *Store) SetGroups(ctx context.Context, email string, groups []string) (u *User, added, removed []string, err error) {
+	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
+	if len(groups) > MaxGroups {
+		return nil, nil, nil, ErrTooManyGroups
+	}
+	for _, g := range groups {
+		if err := CheckGroup(g); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	u, err = s.ByEmail(ctx, email)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	args := append([]any{"set", MaxGroups}, toAny(groups)...)
+	u, changed, err := s.runGroups(ctx, u, args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, c := range changed {
+		if g, ok := strings.CutPrefix(c, "+"); ok {
+			added = append(added, g)
+		} else {
+			removed = append(removed, strings.TrimPrefix(c, "-"))
+		}
+	}
+	return u, added, removed, nil
 }
 
 func toAny(ss []string) []any {

@@ -42,6 +42,9 @@ func (a *App) boundBody(serverLimit int) fiber.Handler {
 				rule, declared = a.bodies[bodyKey(c.Method(), parent)+"/:"]
 			}
 		}
+		if !declared {
+			rule, declared = a.patternRule(c.Method(), c.Path())
+		}
 		if rule.Streamed {
 			return c.Next()
 		}
@@ -49,23 +52,54 @@ func (a *App) boundBody(serverLimit int) fiber.Handler {
 		if declared && rule.BodyLimit > 0 {
 			limit = rule.BodyLimit
 		}
+		refuse := func(status int) error {
+			c.Context().SetConnectionClose()
+			if rule.Refuse != nil {
+				return rule.Refuse(c, status)
+			}
+			return c.Status(status).JSON(fiber.Map{"status": "error"})
+		}
 		req := c.Request()
 		if req.Header.ContentLength() > limit {
-			c.Context().SetConnectionClose()
-			return c.Status(fiber.StatusRequestEntityTooLarge).JSON(fiber.Map{"status": "error"})
+			return refuse(fiber.StatusRequestEntityTooLarge)
 		}
 		if stream := c.Context().RequestBodyStream(); stream != nil {
 			body, err := io.ReadAll(io.LimitReader(stream, int64(limit)+1))
 			if err != nil {
-				c.Context().SetConnectionClose()
-				return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"status": "error"})
+				return refuse(fiber.StatusBadRequest)
 			}
 			if len(body) > limit {
-				c.Context().SetConnectionClose()
-				return c.Status(fiber.StatusRequestEntityTooLarge).JSON(fiber.Map{"status": "error"})
+				return refuse(fiber.StatusRequestEntityTooLarge)
 			}
 			req.SetBodyRaw(body) // also releases the stream, which is now read to its end
 		}
 		return c.Next()
 	}
+}
+
+// patternRule is the body rule of a route whose path has parameters before its last segment
+// (/admin/v1/users/:id/groups): its segments compared one by one, a parameter matching any one segment.
+// Such routes are few (the admin API's), so a list is searched.
+func (a *App) patternRule(method, path string) (Route, bool) {
+	segs := strings.Split(strings.Trim(strings.ToLower(path), "/"), "/")
+	for _, r := range a.patterns {
+		if r.Method != method {
+			continue
+		}
+		want := strings.Split(strings.Trim(strings.ToLower(r.Path), "/"), "/")
+		if len(want) != len(segs) {
+			continue
+		}
+		match := true
+		for i, w := range want {
+			if !strings.HasPrefix(w, ":") && w != segs[i] || strings.HasPrefix(w, ":") && segs[i] == "" {
+				match = false
+				break
+			}
+		}
+		if match {
+			return r, true
+		}
+	}
+	return Route{}, false
 }

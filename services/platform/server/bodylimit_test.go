@@ -196,3 +196,39 @@ func TestBoundBody_ServiceLimitAppliesToItsPathsOnly(t *testing.T) {
 		t.Error("another service's path took the small limit")
 	}
 }
+
+// patternService has a route whose parameter is not its last segment, refusing bodies in its own format.
+type patternService struct{}
+
+func (patternService) Name() string                { return "pattern" }
+func (patternService) Ready(context.Context) error { return nil }
+func (patternService) Routes() []Route {
+	return []Route{
+		Put("/things/:id/parts", func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(len(c.Body()))) }).Limit(100).
+			Refusing(func(c *fiber.Ctx, status int) error {
+				return c.Status(status).SendString("own " + strconv.Itoa(status))
+			}),
+	}
+}
+
+// A route with a parameter before its last segment keeps its limit on every path it matches (and no
+// other), and a refused body is answered in the route's own format, closing the connection.
+func TestBoundBody_PatternRouteKeepsItsLimitAndAnswer(t *testing.T) {
+	addr := startBodyApp(t, 1024, patternService{}, smallBodyService{})
+	payload := strings.Repeat("x", 200)
+	for _, path := range []string{"/things/a/parts", "/Things/b/parts/"} {
+		resps := rawExchange(t, addr, "PUT "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n"+payload)
+		if len(resps) != 1 || resps[0].StatusCode != 413 || !resps[0].Close || body(resps[0]) != "own 413" {
+			t.Errorf("%s: 200 bytes to a 100-byte route: want one 413 in the route's format, closing", path)
+		}
+	}
+	resps := rawExchange(t, addr, "PUT /things/a/parts HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\nConnection: close\r\n\r\n"+payload[:50])
+	if len(resps) != 1 || body(resps[0]) != "50" {
+		t.Error("a body within the limit was not taken")
+	}
+	// Another path of as many segments is not the route's: the server's limit, the platform's answer.
+	resps = rawExchange(t, addr, "PUT /things/a/other HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n"+strings.Repeat("x", 2000))
+	if len(resps) != 1 || resps[0].StatusCode != 413 || body(resps[0]) == "own 413" {
+		t.Error("a path the pattern does not match took its answer")
+	}
+}

@@ -53,6 +53,7 @@ type App struct {
 	draining atomic.Bool
 	owners   map[string]string // "METHOD path" -> service name, from the declarations, written once
 	bodies   map[string]Route  // "METHOD path" (as the router matches it) -> its body rules
+	patterns []Route           // the body rules of paths with parameters before their last segment
 }
 
 // New builds the app and mounts the services' routes in order. In production one process serves one
@@ -140,16 +141,20 @@ func (a *App) mount(owner string, routes []Route) {
 			a.owners[key] = owner
 		}
 		if r.BodyLimit > 0 || r.Streamed {
-			// The limit is applied before routing, by exact path, or by the parent of a path whose last
-			// segment is its only parameter (/f/:form); other patterns cannot be matched there.
+			// The limit is applied before routing, by exact path, by the parent of a path whose last
+			// segment is its only parameter (/f/:form), or segment by segment for a path whose parameters
+			// are whole segments (/admin/v1/users/:id/groups); wildcards and optional parameters cannot
+			// be matched there.
 			parent, last := splitLast(r.Path)
 			switch {
 			case !strings.ContainsAny(r.Path, ":*"):
 				a.bodies[bodyKey(r.Method, r.Path)] = r
 			case strings.HasPrefix(last, ":") && !strings.ContainsAny(parent, ":*") && !strings.ContainsAny(last[1:], ":*?+"):
 				a.bodies[bodyKey(r.Method, parent)+"/:"] = r
+			case wholeSegmentParams(r.Path):
+				a.patterns = append(a.patterns, r)
 			default:
-				panic(fmt.Sprintf("server: %s %s: a body rule needs a path without parameters, or one parameter as its last segment", r.Method, r.Path))
+				panic(fmt.Sprintf("server: %s %s: a body rule needs a path whose parameters are whole segments (no wildcard, no optional or partial parameter)", r.Method, r.Path))
 			}
 		}
 		if r.Method == fiber.MethodGet {
@@ -158,6 +163,17 @@ func (a *App) mount(owner string, routes []Route) {
 			a.Add(r.Method, r.Path, r.Handlers...)
 		}
 	}
+}
+
+// wholeSegmentParams: every parameter of path is a whole segment (":id"), none optional or partial, and
+// there is no wildcard.
+func wholeSegmentParams(path string) bool {
+	for _, seg := range strings.Split(strings.Trim(path, "/"), "/") {
+		if strings.ContainsAny(seg, "*+?") || strings.Contains(seg[min(1, len(seg)):], ":") {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *App) routeLabel(c *fiber.Ctx) (string, string) {
