@@ -44,6 +44,9 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/oauth2/authorize", web.HandleClient(signin.Authorize)),
 		server.Post("/oauth2/authorize", web.HandleClient(signin.Authorize)),
 		server.Post("/oauth2/passkey/begin", web.HandleClient(signin.PasskeyBegin)),
+		// An upstream provider's answer (a connector's button, D58), for a sign-in or the account page's
+		// link; its authorization request was kept in the trip's state.
+		server.Get("/oauth2/callback", web.HandleClient(signin.Callback)),
 
 		// package journeys: the mailed journeys, e-mail verification and password reset.
 		server.Get("/account/verify", web.HandleClient(journeys.VerifyPage)),

@@ -23,6 +23,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/device"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
@@ -187,8 +188,9 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
 		Pages: page.NewAccount(), Log: o.Logger})
 	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now})})
+	fed := federation.New(federation.Options{Redis: o.Redis, Log: o.Logger, Now: o.Now})
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
-		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Log: o.Logger, Registerer: o.Registerer})
+		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Log: o.Logger, Registerer: o.Registerer})
 	return err
 }
 

@@ -34,6 +34,8 @@ type Client struct {
 	// discloses the access tokens for them.
 	Resources []string
 	Branding  *config.Branding // over the platform's on this client's pages (nil: none)
+	// Connectors are the upstream providers this client's sign-in page offers, in order (D58).
+	Connectors []string
 	// Keys are the public keys of a private_key_jwt client (nil for any other), and SigningAlg the one
 	// algorithm its assertions use.
 	Keys       *jose.JSONWebKeySet
@@ -115,7 +117,7 @@ func newClient(c config.OAuthClient) (*Client, error) {
 		return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
 	}
 	cl := &Client{DefaultClient: dc, Keys: keys, SigningAlg: alg, Name: c.Name, PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{}, RequireMFA: c.RequireMFA,
-		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding}
+		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding, Connectors: c.Connectors}
 	if cl.Name == "" {
 		cl.Name = c.ClientID
 	}

@@ -34,13 +34,13 @@ type signedIn struct {
 	askPasswordChange bool
 }
 
-// startSession follows a right password: the second step when the sign-in needs one (secondstep.go),
-// else the session starts with the password.
-func (h *Handler) startSession(a *attempt, u *users.User) {
-	if h.secondStep(a, u) {
+// startSession follows a right password, or an upstream provider's word (first: the methods so far):
+// the second step when the sign-in needs one (secondstep.go), else the session starts with first.
+func (h *Handler) startSession(a *attempt, u *users.User, first []string) {
+	if h.secondStep(a, u, first) {
 		return
 	}
-	h.openSession(a, u, []string{acr.PWD})
+	h.openSession(a, u, first)
 }
 
 // openSession sets a new sign-in session cookie for u signed in with amr (a new value at every sign-in,

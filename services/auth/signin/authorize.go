@@ -90,6 +90,8 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		h.passkeySignIn(a)
 	case "mfa":
 		h.submitSecondStep(a)
+	case "connector":
+		h.connectorStart(a, a.r.PostForm.Get("connector"))
 	default:
 		h.password(a)
 	}
@@ -139,6 +141,10 @@ func (h *Handler) show(a *attempt) {
 			h.mfaRequired(ctx, user, a.cl, "prompt_none")
 		}
 	}
+	if id := a.ar.GetRequestForm().Get("connector_id"); id != "" && !prompt["none"] {
+		h.connectorStart(a, id) // straight to the one upstream the client named (D58)
+		return
+	}
 	if prompt["none"] {
 		h.counted(signinLoginRequired)
 		h.authorizeError(a, fosite.ErrLoginRequired.WithHint("The user is not signed in and prompt=none forbids asking."))
@@ -165,7 +171,7 @@ func passwordSignIn(r *http.Request) bool {
 		return false
 	}
 	switch r.PostForm.Get("action") {
-	case "cancel", "signup", "passkey", "mfa":
+	case "cancel", "signup", "passkey", "mfa", "connector":
 		return false
 	}
 	return true
@@ -269,6 +275,9 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *realm.Client) error 
 		if !slices.Contains(cl.GetAudience(), res) {
 			return realm.ErrInvalidTarget.WithHintf("The resource %q is not an API this client may request tokens for.", res)
 		}
+	}
+	if id := f.Get("connector_id"); id != "" && !offersConnector(cl, id) {
+		return fosite.ErrInvalidRequest.WithHintf("connector_id %q is not a connector this client offers (its connectors).", id)
 	}
 	switch m := ar.GetResponseMode(); m {
 	case fosite.ResponseModeDefault, fosite.ResponseModeQuery:
