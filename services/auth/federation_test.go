@@ -72,11 +72,17 @@ func (f *federated) viaUpstream(b *browser, login string, authorize string) (res
 	if page.StatusCode != http.StatusOK {
 		f.t.Fatalf("authorize page: %d\n%.500s", page.StatusCode, page.body)
 	}
-	form := forms(f.t, f.base, page.body)[0]
-	form.fields.Set("action", "connector")
-	form.fields.Set("connector", "upstream")
-	res := b.postForm(form.action, form.fields)
-	return f.atUpstream(b, res, login)
+	return f.atUpstream(b, b.get(f.base+connectorLink(f.t, page.body, "upstream")), login)
+}
+
+// connectorLink is the href of the page's button for the connector id.
+func connectorLink(t testing.TB, body, id string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<a class="button secondary" href="([^"]+)" data-connector="` + id + `">`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no button for %s on the page:\n%.1500s", id, body)
+	}
+	return html.UnescapeString(m[1])
 }
 
 // atUpstream follows res (a redirect to the upstream) through its login page as login, until the
@@ -207,10 +213,7 @@ func TestFederation_RealUpstream(t *testing.T) {
 		b := newBrowser(t)
 		verifier := oauth2.GenerateVerifier()
 		page := b.get(f.authorizeURL("state-0123456789", verifier))
-		form := forms(t, f.base, page.body)[0]
-		form.fields.Set("action", "connector")
-		form.fields.Set("connector", "upstream")
-		start := b.postForm(form.action, form.fields)
+		start := b.get(f.base + connectorLink(t, page.body, "upstream"))
 		// Follow the upstream but keep its answer: another browser (an attacker's login CSRF) is refused.
 		var callback string
 		res := start
@@ -239,6 +242,17 @@ func TestFederation_RealUpstream(t *testing.T) {
 		}
 		if replay := b.get(callback); replay.StatusCode != http.StatusBadRequest {
 			t.Fatalf("the callback again: %d, want 400", replay.StatusCode)
+		}
+	})
+
+	t.Run("the button in German", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, f.authorizeURL("state-0123456789", oauth2.GenerateVerifier()), nil)
+		req.Header.Set("Accept-Language", "de")
+		res := newBrowser(t).do(req)
+		for _, want := range []string{"Mit Upstream anmelden", "Oder melden Sie sich mit einem Konto an, das Sie schon haben"} {
+			if !strings.Contains(res.body, want) {
+				t.Errorf("no %q on the German page", want)
+			}
 		}
 	})
 

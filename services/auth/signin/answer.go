@@ -144,6 +144,13 @@ func (h *Handler) renderSignIn(a *attempt, status int, d page.SignIn) {
 	}
 	d.SelfSignup = rt.Config.Auth.SelfSignup
 	d.Passkey = passkeyOffer(rt, d.Passkey)
+	for _, id := range cl.Connectors {
+		if c, ok := rt.Config.Auth.ConnectorByID(id); ok {
+			q := a.r.URL.Query()
+			q.Set("connector_id", c.ID)
+			d.Connectors = append(d.Connectors, page.Connector{ID: c.ID, Name: c.Name, URL: rt.BasePath + "/oauth2/authorize?" + q.Encode()})
+		}
+	}
 	d.ForgotURL = rt.BasePath + "/account/forgot?" + url.Values{"client_id": {cl.GetID()}, "return": {d.Action}}.Encode()
 	h.web.Pages.RenderSignIn(page.WithLook(a.w, web.PageLook(a.r, rt, cl)), status, d, []string{realm.OriginOf(a.r.URL.Query().Get("redirect_uri"))})
 }

@@ -90,8 +90,6 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		h.passkeySignIn(a)
 	case "mfa":
 		h.submitSecondStep(a)
-	case "connector":
-		h.connectorStart(a, a.r.PostForm.Get("connector"))
 	default:
 		h.password(a)
 	}
@@ -171,7 +169,7 @@ func passwordSignIn(r *http.Request) bool {
 		return false
 	}
 	switch r.PostForm.Get("action") {
-	case "cancel", "signup", "passkey", "mfa", "connector":
+	case "cancel", "signup", "passkey", "mfa":
 		return false
 	}
 	return true

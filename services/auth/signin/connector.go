@@ -17,8 +17,8 @@ import (
 	"github.com/formsservice/formsservice/services/auth/web"
 )
 
-// Signing in through an upstream provider (a connector, D58). The page's button (or connector_id in the
-// authorization request) sends the browser to the upstream with the authorization request kept in the
+// Signing in through an upstream provider (a connector, D58). The page's button (a link to the
+// authorization request with connector_id, which a client may send itself) sends the browser to the upstream with the authorization request kept in the
 // trip's state (package federation); the upstream's answer comes back to Callback, which finds the
 // local account and ends the sign-in exactly as a password does: the second step when the account has
 // a factor or the client requires one, then the session and the code.
