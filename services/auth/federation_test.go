@@ -139,6 +139,7 @@ func TestFederation_RealUpstream(t *testing.T) {
 		"ada":      {"email": testEmail, "email_verified": true, "name": "Ada at upstream"},
 		"mallory":  {"email": "owner@example.com", "email_verified": false, "name": "Not the owner"},
 		"noemail":  {"name": "No Address"},
+		"early":    {"email": "early@example.com", "email_verified": true, "name": "The Owner"},
 	}, nil)
 	ctx := context.Background()
 	us := f.svc.Users()
@@ -189,6 +190,29 @@ func TestFederation_RealUpstream(t *testing.T) {
 		if ids, _ := us.Identities(ctx, owner); len(ids) != 0 {
 			t.Fatalf("the owner's account has identities %+v", ids)
 		}
+	})
+
+	t.Run("an account whose own address is unverified is not linked automatically (pre-hijacking)", func(t *testing.T) {
+		// Someone made an account with the owner's address and a password of theirs, never verified.
+		squatter := f.unverifiedUser("early@example.com", testPassword)
+		res, _ := f.viaUpstream(newBrowser(t), "early", f.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+		if res.StatusCode != http.StatusConflict {
+			t.Fatalf("want 409, got %d %s", res.StatusCode, res.Header.Get("Location"))
+		}
+		if ids, _ := us.Identities(ctx, squatter); len(ids) != 0 {
+			t.Fatalf("the unverified account got the identity: %+v", ids)
+		}
+	})
+
+	t.Run("the account page's own sign-in offers every connector", func(t *testing.T) {
+		b := newBrowser(t)
+		res := b.get(f.base + "/account")
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("/account: %d", res.StatusCode)
+		}
+		next, _ := res.Request.URL.Parse(res.Header.Get("Location"))
+		page := b.get(next.String())
+		connectorLink(t, page.body, "upstream")
 	})
 
 	t.Run("a disabled account cannot sign in through the connector", func(t *testing.T) {
@@ -242,6 +266,18 @@ func TestFederation_RealUpstream(t *testing.T) {
 		}
 		if replay := b.get(callback); replay.StatusCode != http.StatusBadRequest {
 			t.Fatalf("the callback again: %d, want 400", replay.StatusCode)
+		}
+	})
+
+	t.Run("requireMFA still applies: a federated account sets up a second factor first", func(t *testing.T) {
+		next := *f.cfg
+		next.Auth.Clients = slices.Clone(f.cfg.Auth.Clients)
+		next.Auth.Clients[0].RequireMFA = true
+		f.live.c.Store(&next)
+		defer f.live.c.Store(f.cfg)
+		res, _ := f.viaUpstream(newBrowser(t), "newcomer", f.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+		if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/account/totp?") {
+			t.Fatalf("want the set-up of a second factor, got %d %s", res.StatusCode, loc)
 		}
 	})
 

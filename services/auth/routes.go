@@ -66,6 +66,8 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/account/totp", web.HandleClient(account.ConfirmEnrolment)),
 		server.Post("/account/sessions/end", web.HandleClient(account.EndSession)),
 		server.Post("/account/grants/end", web.HandleClient(account.EndGrant)),
+		server.Post("/account/connectors/link", web.HandleClient(account.LinkIdentity)),
+		server.Post("/account/connectors/unlink", web.HandleClient(account.UnlinkIdentity)),
 		server.Get("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys/begin", web.HandleClient(account.PasskeyRegisterBegin)),

@@ -185,10 +185,10 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	}
 	s.journeys = journeys.New(journeys.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, Links: links, Users: s.users, Throttle: limiter,
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
-	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
-		Pages: page.NewAccount(), Log: o.Logger})
-	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now})})
 	fed := federation.New(federation.Options{Redis: o.Redis, Log: o.Logger, Now: o.Now})
+	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
+		Pages: page.NewAccount(), Federation: fed, Log: o.Logger})
+	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now})})
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Log: o.Logger, Registerer: o.Registerer})
 	return err

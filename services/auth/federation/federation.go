@@ -206,7 +206,9 @@ func (k *Kit) Resolve(ctx context.Context, us *users.Store, c config.Connector, 
 		u, err = us.ByEmail(ctx, id.Email)
 		switch {
 		case err == nil:
-			if !c.Trusts() || !id.EmailVerified {
+			// An account whose own address is not verified may have been made by someone else in advance
+			// (pre-hijacking, D51): it is not linked automatically either.
+			if !c.Trusts() || !id.EmailVerified || !u.EmailVerified {
 				return nil, "", ErrLinkRequired
 			}
 			if u.Disabled {

@@ -211,6 +211,10 @@ func addAccountClient(rt *Realm) error {
 		PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{},
 		Account: true,
 	}
+	// Every connector signs in to the account page: an account made through one has no password (D58).
+	for _, c := range rt.Config.Auth.Connectors {
+		rt.Clients[AccountClientID].Connectors = append(rt.Clients[AccountClientID].Connectors, c.ID)
+	}
 	return nil
 }
 

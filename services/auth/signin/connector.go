@@ -162,7 +162,7 @@ func (h *Handler) finishLink(w http.ResponseWriter, r *http.Request, rt *realm.R
 	switch {
 	case err == nil:
 		h.audit.Record(ctx, audit.Event{Kind: audit.IdentityLinked, Outcome: audit.Success, User: res.User, Detail: map[string]string{"connector": res.Connector}})
-		http.Redirect(w, r, back+"?linked="+res.Connector, http.StatusSeeOther)
+		http.Redirect(w, r, back+"?done=linked", http.StatusSeeOther)
 		return
 	case errors.Is(err, users.ErrIdentityTaken):
 		reason = "taken"

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,20 @@ func (c *Connector) discover(ctx context.Context) (*oidc.Provider, error) {
 
 func (c *Connector) oauth2(p *oidc.Provider) *oauth2.Config {
 	return &oauth2.Config{ClientID: c.cfg.ClientID, ClientSecret: c.secret, Endpoint: p.Endpoint(), RedirectURL: c.redirectURL, Scopes: c.cfg.Scopes}
+}
+
+// AuthOrigin is the origin of the upstream's authorization endpoint (a page whose form leads there
+// names it in its CSP form-action).
+func (c *Connector) AuthOrigin(ctx context.Context) (string, error) {
+	p, err := c.discover(ctx)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(p.Endpoint().AuthURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("%w: the authorization endpoint %q", ErrRefused, p.Endpoint().AuthURL)
+	}
+	return u.Scheme + "://" + u.Host, nil
 }
 
 // Start is the values one sign-in keeps until the upstream answers.
