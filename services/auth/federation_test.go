@@ -45,7 +45,7 @@ func startFederated(t *testing.T, accounts map[string]testupstream.Account, muta
 	}
 	yes := true
 	c := config.Connector{ID: "upstream", Name: "Upstream", Issuer: issuer, ClientID: "formsservice", ClientSecretFile: secret,
-		TrustEmailVerified: &yes, Claims: config.ConnectorClaims{Groups: "groups"}}
+		TrustEmailVerified: &yes, Claims: config.ConnectorClaims{Groups: "groups"}, Scopes: []string{"openid", "email", "profile", "groups"}}
 	if mutate != nil {
 		mutate(&c)
 	}
@@ -154,6 +154,10 @@ func TestFederation_RealUpstream(t *testing.T) {
 		if c["sub"] != u.ID || !u.EmailVerified || u.Name != "New Comer" || u.Hash != "" {
 			t.Fatalf("claims %v, account %+v", c, u)
 		}
+		// The upstream's groups, under the connector's prefix, beside the operator's.
+		if !slices.Equal(u.Groups, []string{"upstream:staff"}) {
+			t.Fatalf("groups %v, want [upstream:staff]", u.Groups)
+		}
 		if amr, _ := c["amr"].([]any); len(amr) != 1 || amr[0] != "fed" {
 			t.Fatalf("amr %v, want [fed]", c["amr"])
 		}
@@ -161,9 +165,16 @@ func TestFederation_RealUpstream(t *testing.T) {
 		if err != nil || len(ids) != 1 || ids[0].Connector != "upstream" || ids[0].Subject != "newcomer" {
 			t.Fatalf("identities %+v, %v", ids, err)
 		}
-		// The next sign-in finds the link: the same account, no second one.
+		if _, _, err := us.AddGroups(ctx, u.Email, []string{"ops", "upstream:gone"}); err != nil {
+			t.Fatal(err)
+		}
+		// The next sign-in finds the link: the same account, no second one; the upstream's groups are
+		// what it says now, the operator's stay.
 		if again := idClaims(t, f.signInVia("newcomer").IDToken); again["sub"] != u.ID {
 			t.Fatalf("second sign-in is %v, want %s", again["sub"], u.ID)
+		}
+		if u, _ = us.ByID(ctx, u.ID); !slices.Equal(u.Groups, []string{"ops", "upstream:staff"}) {
+			t.Fatalf("groups after the second sign-in %v, want [ops upstream:staff]", u.Groups)
 		}
 	})
 

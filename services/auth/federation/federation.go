@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,4 +246,44 @@ func (k *Kit) enabled(u *users.User, how string) (*users.User, string, error) {
 		return nil, "", ErrDisabled
 	}
 	return u, how, nil
+}
+
+// SyncGroups makes the user's groups that carry the connector's prefix exactly the upstream's groups
+// (each prefixed; a name our groups cannot take is left out, and at most users.MaxGroups are kept),
+// leaving every other group as an operator set it (D37). Nothing happens for a connector that reads
+// no groups claim.
+func (k *Kit) SyncGroups(ctx context.Context, us *users.Store, c config.Connector, u *users.User, upstreamGroups []string) (*users.User, error) {
+	if c.Claims.Groups == "" {
+		return u, nil
+	}
+	want := map[string]bool{}
+	for _, g := range upstreamGroups {
+		name := c.GroupsPrefix + g
+		if users.CheckGroup(name) == nil && len(want) < users.MaxGroups {
+			want[name] = true
+		}
+	}
+	var stale, add []string
+	for _, g := range u.Groups {
+		if strings.HasPrefix(g, c.GroupsPrefix) && !want[g] {
+			stale = append(stale, g)
+		}
+		delete(want, g)
+	}
+	for g := range want {
+		add = append(add, g)
+	}
+	var err error
+	if len(stale) > 0 {
+		if u, _, err = us.RemoveGroups(ctx, u.Email, stale); err != nil {
+			return nil, err
+		}
+	}
+	if len(add) > 0 {
+		slices.Sort(add)
+		if u, _, err = us.AddGroups(ctx, u.Email, add); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
 }

@@ -98,6 +98,12 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request, clientKey str
 		h.connectorFailed(a, res.Connector, err)
 		return
 	}
+	if synced, err := h.federation.SyncGroups(ctx, h.users, res.Conn.Config(), user, res.Identity.Groups); err != nil {
+		// The sign-in goes on with the groups it had: a group bound reached is the operator's to fix.
+		h.log.Warn("sign-in through a connector: the upstream's groups were not applied", "connector", res.Connector, "user", user.ID, "err", err)
+	} else {
+		user = synced
+	}
 	h.counted(signinConnector)
 	detail := map[string]string{"connector": res.Connector, "account": how}
 	if len(res.Identity.AMR) > 0 {

@@ -34,6 +34,9 @@ type Connector struct {
 	SigningAlgs []string `json:"signingAlgs,omitempty"`
 	// Claims names the ID token's claims that carry the person's details (ConnectorClaims).
 	Claims ConnectorClaims `json:"claims,omitempty"`
+	// GroupsPrefix goes before each upstream group in our groups claim (default "<id>:"), so that an
+	// upstream's groups never pass for the groups an operator sets; read only with claims.groups.
+	GroupsPrefix string `json:"groupsPrefix,omitempty"`
 	// TrustEmailVerified: this upstream's word that an address is verified is enough to sign in to the
 	// existing local account with that address (linking them). Without it, or when the upstream does not
 	// say the address is verified, the person links the upstream account from the account page after
@@ -110,6 +113,9 @@ func (c *Connector) applyDefaults() {
 	}
 	if len(c.Scopes) == 0 {
 		c.Scopes = []string{"openid", "email", "profile"}
+	}
+	if c.GroupsPrefix == "" {
+		c.GroupsPrefix = c.ID + ":"
 	}
 	if len(c.SigningAlgs) == 0 {
 		c.SigningAlgs = []string{"RS256"}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,45 @@ func TestConnectors_PresetsAndValidation(t *testing.T) {
 		if name == "loopback http is ok?" && strings.Contains(err.Error(), "must be https") {
 			t.Errorf("a loopback http issuer was refused: %v", err)
 		}
+	}
+}
+
+// The example of docs/auth.md "Signing in with other providers" is a configuration this package
+// accepts, and means what the page says: the presets' issuers, Microsoft's tenant, the mapped claim.
+func TestConnectors_DocsExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Signing in with other providers")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/auth.md has no YAML example under \"Signing in with other providers\"")
+	}
+	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"google": "https://accounts.google.com", "entra": "https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0",
+		"keycloak": "https://sso.example.com/realms/staff"}
+	for id, issuer := range want {
+		conn, ok := c.Auth.ConnectorByID(id)
+		if !ok || conn.Issuer != issuer {
+			t.Errorf("%s: %+v, want issuer %s", id, conn, issuer)
+		}
+	}
+	if k, _ := c.Auth.ConnectorByID("keycloak"); k.Claims.Name != "preferred_username" || !k.Trusts() {
+		t.Errorf("keycloak: %+v", k)
+	}
+	if e, _ := c.Auth.ConnectorByID("entra"); e.Trusts() || e.MultiTenant() {
+		t.Errorf("entra for one tenant: %+v", e)
+	}
+	if cl := c.Auth.Clients[0]; len(cl.Connectors) != 3 {
+		t.Errorf("the client offers %v", cl.Connectors)
 	}
 }
