@@ -1,3 +1,5 @@
+//go:build !formsonly
+
 package main
 
 import (

@@ -318,3 +318,45 @@ func TestFederation_RealUpstream(t *testing.T) {
 		}
 	})
 }
+
+// The upstream's answer is checked before anything is believed: an ID token signed with an algorithm
+// the connector does not pin is refused (the upstream signs RS256; the connector takes ES256 only), and
+// so is an answer whose iss is another provider's (RFC 9207 mix-up). Neither signs anyone in.
+func TestFederation_RealUpstream_RefusesUnpinnedAlgorithmAndForeignIss(t *testing.T) {
+	accounts := map[string]testupstream.Account{"newcomer": {"email": "newcomer@example.com", "email_verified": true}}
+	f := startFederated(t, accounts, func(c *config.Connector) { c.SigningAlgs = []string{"ES256"} })
+	res, _ := f.viaUpstream(newBrowser(t), "newcomer", f.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+	if res.StatusCode != http.StatusBadGateway || !strings.Contains(res.body, "did not work") {
+		t.Fatalf("an RS256 ID token for an ES256 connector: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	if _, err := f.svc.Users().ByEmail(context.Background(), "newcomer@example.com"); !errors.Is(err, users.ErrNotFound) {
+		t.Fatalf("an account was made: %v", err)
+	}
+
+	g := startFederated(t, accounts, nil)
+	b := newBrowser(t)
+	page := b.get(g.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+	res = b.get(g.base + connectorLink(t, page.body, "upstream"))
+	for i := 0; i < 10; i++ { // to the upstream's answer, without following it
+		if loc := res.Header.Get("Location"); strings.HasPrefix(loc, g.base+"/oauth2/callback") {
+			u, _ := url.Parse(loc)
+			q := u.Query()
+			q.Set("iss", "https://other-provider.example")
+			u.RawQuery = q.Encode()
+			mixed := b.get(u.String())
+			if mixed.StatusCode != http.StatusBadGateway || strings.Contains(mixed.Header.Get("Location"), "code=") {
+				t.Fatalf("an answer with another provider's iss: %d %s", mixed.StatusCode, mixed.Header.Get("Location"))
+			}
+			return
+		}
+		if res.StatusCode == http.StatusOK {
+			m := upstreamFormRe.FindStringSubmatch(res.body)
+			u, _ := res.Request.URL.Parse(html.UnescapeString(m[1] + m[2]))
+			res = b.postForm(u.String(), url.Values{"prompt": {"login"}, "login": {"newcomer"}, "password": {"any"}})
+			continue
+		}
+		next, _ := res.Request.URL.Parse(res.Header.Get("Location"))
+		res = b.get(next.String())
+	}
+	t.Fatal("the upstream did not answer")
+}
