@@ -1,7 +1,7 @@
 // Package auth is the OAuth 2.0 / OpenID Connect provider: ory/fosite (authorization code with PKCE,
 // refresh tokens, OpenID Connect, revocation, introspection) on the Redis storage of package store, with
 // the hosted sign-in page of package page, mounted in Fiber through its net/http adaptor. This package is
-// the composition root: it builds the kits (web, signon, bearer), the domain operations (accounts) and
+// the composition root: it builds the kits (web, signon, bearer, federation), the domain operations (accounts) and
 // the areas (oauth, signin, journeys, account, admin) from their dependencies, and lists every endpoint
 // in routes.go.
 package auth
