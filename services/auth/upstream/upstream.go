@@ -165,8 +165,9 @@ func (c *Connector) Exchange(ctx context.Context, s Start, code, iss string) (*I
 	if raw == "" {
 		return nil, fmt.Errorf("%w: the token response has no id_token", ErrRefused)
 	}
-	v := p.VerifierContext(oidc.ClientContext(context.WithoutCancel(ctx), c.client), &oidc.Config{
-		ClientID: c.cfg.ClientID, SupportedSigningAlgs: c.cfg.SigningAlgs, SkipIssuerCheck: c.cfg.MultiTenant()})
+	// The provider's own key set: fetched once with the discovery's client and kept (refetched when a
+	// token names a key it does not know), not once per sign-in.
+	v := p.Verifier(&oidc.Config{ClientID: c.cfg.ClientID, SupportedSigningAlgs: c.cfg.SigningAlgs, SkipIssuerCheck: c.cfg.MultiTenant()})
 	idt, err := v.Verify(ctx, raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the ID token: %v", ErrRefused, err)
