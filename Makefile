@@ -211,6 +211,10 @@ deps-envtest: ## kube-apiserver (built) and etcd (Debian package) for the envtes
 deps-interop: ## The relying parties of test/interop: npm ci there, and oauth2-proxy built into bin/.
 	hack/install-interop.sh >/dev/null
 
+.PHONY: deps-upstream
+deps-upstream: ## The federation tests' upstream OpenID provider (oidc-provider, npm ci in test/upstream).
+	hack/install-upstream.sh
+
 .PHONY: deps-lint
 deps-lint: $(STATICCHECK) $(CONTROLLER_GEN) ## staticcheck (make lint) and controller-gen (make generate, verify-generated), into bin/.
 

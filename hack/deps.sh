@@ -84,6 +84,7 @@ job chart-tools hack/install-chart-tools.sh
 job interop hack/install-interop.sh
 job lint-tools make --no-print-directory deps-lint
 job axe-core hack/install-axe.sh
+job upstream hack/install-upstream.sh # the federation tests' OpenID provider (npm)
 wait
 
 failed=0

@@ -28,7 +28,7 @@ import (
 func newUsersCmd(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "users",
-		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, reset-mfa, list, groups, send-verification, purge-unverified)",
+		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, reset-mfa, list, groups, send-verification, purge-unverified, identities, unlink)",
 		Long: `Manages the accounts people sign in with on the hosted page. Passwords are read from standard input
 (one line), never from the command line, so that they stay out of argv and shell history.`,
 		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name Ada
@@ -49,6 +49,8 @@ func newUsersCmd(env *environment) *cobra.Command {
 		newUsersGroupsCmd(env),
 		newUsersSendVerificationCmd(env),
 		newUsersPurgeUnverifiedCmd(env),
+		newUsersIdentitiesCmd(env),
+		newUsersUnlinkCmd(env),
 	)
 	readsEnv(cmd, storeEnv...)
 	return cmd
@@ -288,7 +290,7 @@ func newUsersListCmd(env *environment) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "list [--format table|jsonl]",
-		Short:   "print every account (id, e-mail, name, created; jsonl adds verified and groups)",
+		Short:   "print every account (id, e-mail, name, created; jsonl adds verified, groups and the connectors of linked identities)",
 		Example: "  formsservice users list\n  formsservice users list --format jsonl | jq -r .email",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -303,8 +305,16 @@ func newUsersListCmd(env *environment) *cobra.Command {
 			enc := json.NewEncoder(env.stdout)
 			return us.List(cmd.Context(), func(user *users.User) error {
 				if format == "jsonl" {
+					ids, err := us.Identities(cmd.Context(), user.ID)
+					if err != nil {
+						return err
+					}
+					linked := []string{}
+					for _, id := range ids {
+						linked = append(linked, id.Connector)
+					}
 					return enc.Encode(map[string]any{"id": user.ID, "email": user.Email, "name": user.Name, "created": user.CreatedAt, "verified": user.EmailVerified,
-						"groups": append([]string{}, user.Groups...)})
+						"groups": append([]string{}, user.Groups...), "identities": linked})
 				}
 				_, err := fmt.Fprintf(env.stdout, "%s\t%s\t%s\t%s\n", user.ID, user.Email, user.Name, user.CreatedAt.Format(time.RFC3339))
 				return err

@@ -16,13 +16,13 @@ import (
 // imports back up. A new import that breaks a rule fails here with the rule it breaks.
 var layers = map[string]int{
 	// leaf helpers: no other package of the provider
-	"acr": 0, "device": 0, "keys": 0, "page": 0, "passwords": 0, "publicpaths": 0, "throttle": 0,
+	"acr": 0, "device": 0, "keys": 0, "page": 0, "passwords": 0, "publicpaths": 0, "throttle": 0, "upstream": 0,
 	// the stores
 	"audit": 1, "link": 1, "mfa": 1, "passkey": 1, "sso": 1, "store": 1, "users": 1,
 	// what is built on the stores
 	"claims": 2, "authmail": 2, "backchannel": 2, "realm": 3, "accounts": 3,
 	// the kits
-	"web": 4, "signon": 5, "bearer": 5,
+	"web": 4, "signon": 5, "bearer": 5, "federation": 5,
 	// the areas
 	"oauth": 6, "journeys": 6, "account": 6, "admin": 6, "signin": 7,
 	// the composition root

@@ -44,6 +44,9 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/oauth2/authorize", web.HandleClient(signin.Authorize)),
 		server.Post("/oauth2/authorize", web.HandleClient(signin.Authorize)),
 		server.Post("/oauth2/passkey/begin", web.HandleClient(signin.PasskeyBegin)),
+		// An upstream provider's answer (a connector's button, D58), for a sign-in or the account page's
+		// link; its authorization request was kept in the trip's state.
+		server.Get("/oauth2/callback", web.HandleClient(signin.Callback)),
 
 		// package journeys: the mailed journeys, e-mail verification and password reset.
 		server.Get("/account/verify", web.HandleClient(journeys.VerifyPage)),
@@ -63,6 +66,8 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/account/totp", web.HandleClient(account.ConfirmEnrolment)),
 		server.Post("/account/sessions/end", web.HandleClient(account.EndSession)),
 		server.Post("/account/grants/end", web.HandleClient(account.EndGrant)),
+		server.Post("/account/connectors/link", web.HandleClient(account.LinkIdentity)),
+		server.Post("/account/connectors/unlink", web.HandleClient(account.UnlinkIdentity)),
 		server.Get("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys/begin", web.HandleClient(account.PasskeyRegisterBegin)),

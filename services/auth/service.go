@@ -1,7 +1,7 @@
 // Package auth is the OAuth 2.0 / OpenID Connect provider: ory/fosite (authorization code with PKCE,
 // refresh tokens, OpenID Connect, revocation, introspection) on the Redis storage of package store, with
 // the hosted sign-in page of package page, mounted in Fiber through its net/http adaptor. This package is
-// the composition root: it builds the kits (web, signon, bearer), the domain operations (accounts) and
+// the composition root: it builds the kits (web, signon, bearer, federation), the domain operations (accounts) and
 // the areas (oauth, signin, journeys, account, admin) from their dependencies, and lists every endpoint
 // in routes.go.
 package auth
@@ -24,6 +24,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/device"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
@@ -206,12 +207,13 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	}
 	s.journeys = journeys.New(journeys.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, Links: links, Users: s.users, Throttle: limiter,
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
+	fed := federation.New(federation.Options{Redis: o.Redis, Log: o.Logger, Now: o.Now})
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
-		Pages: page.NewAccount(), Log: o.Logger, Backchannel: rps})
+		Pages: page.NewAccount(), Federation: fed, Log: o.Logger, Backchannel: rps})
 	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now}),
 		Realm: source, Users: s.users, Accounts: s.accounts, Sessions: sessions, Grants: s.store, Trail: s.trail, Log: o.Logger})
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
-		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Log: o.Logger, Registerer: o.Registerer})
+		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Log: o.Logger, Registerer: o.Registerer})
 	return err
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/authmail"
 	"github.com/formsservice/formsservice/services/auth/backchannel"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -39,21 +40,24 @@ type Options struct {
 	Passkeys *passkey.Store
 	Audit    *audit.Recorder
 	Pages    *page.AccountRenderer
-	Log      *slog.Logger
+	// Federation links and unlinks accounts at upstream providers (identities.go; nil: none).
+	Federation *federation.Kit
+	Log        *slog.Logger
 	// Backchannel queues the logout tokens of a session ended on the page (nil: none are sent).
 	Backchannel *backchannel.Notifier
 }
 
 // Handler serves the account page and the passkeys page.
 type Handler struct {
-	web      *web.Kit
-	signOn   *signon.Kit
-	accounts *accounts.Ops
-	mfa      *mfa.Store
-	passkeys *passkey.Store
-	audit    *audit.Recorder
-	pages    *page.AccountRenderer
-	log      *slog.Logger
+	web        *web.Kit
+	signOn     *signon.Kit
+	accounts   *accounts.Ops
+	mfa        *mfa.Store
+	passkeys   *passkey.Store
+	audit      *audit.Recorder
+	pages      *page.AccountRenderer
+	federation *federation.Kit
+	log        *slog.Logger
 	// backchannel tells relying parties of a session ended on the page (D60).
 	backchannel *backchannel.Notifier
 }
@@ -61,7 +65,7 @@ type Handler struct {
 // New returns the account pages' handler.
 func New(o Options) *Handler {
 	return &Handler{web: o.Web, signOn: o.SignOn, accounts: o.Accounts, mfa: o.MFA, passkeys: o.Passkeys, audit: o.Audit,
-		pages: o.Pages, log: o.Log, backchannel: o.Backchannel}
+		pages: o.Pages, federation: o.Federation, log: o.Log, backchannel: o.Backchannel}
 }
 
 // accountUser returns the signed-in user and session; without one it sends the browser to sign in (and
@@ -141,6 +145,8 @@ var notices = map[string]string{
 	"mfa-off":         "Two-step sign-in is off. Sign-in asks for your password only.",
 	"session":         "That browser was signed out.",
 	"grant":           "That app's access was removed; it has to ask you to sign in again.",
+	"linked":          "The account was linked: you can sign in with it now.",
+	"unlinked":        "The link was removed.",
 }
 
 // Page is GET /account.
@@ -150,7 +156,7 @@ func (h *Handler) Page(w http.ResponseWriter, r *http.Request, _ string) {
 	if !ok {
 		return
 	}
-	h.renderAccount(w, r, rt, u, sess, http.StatusOK, page.Account{Notice: notices[r.URL.Query().Get("done")]})
+	h.renderAccount(w, r, rt, u, sess, http.StatusOK, page.Account{Notice: notices[r.URL.Query().Get("done")], Error: linkErrors[r.URL.Query().Get("link_error")]})
 }
 
 // renderAccount fills in the page's lists and writes it.
@@ -172,6 +178,10 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, rt *real
 		return
 	}
 	d.Frame = page.Frame{CSRF: web.CSRFToken(w, r, rt), Base: rt.BasePath}
+	if err := h.identities(r, rt, u, &d); err != nil {
+		h.web.AccountUnavailable(w, err)
+		return
+	}
 	d.Email, d.Name = u.Email, u.Name
 	if u.MustChangePassword && rt.Config.Auth.AskToReplaceWeak() && d.PasswordError == "" {
 		// A sign-in found that the password fails the rules for new ones (D54).

@@ -17,6 +17,9 @@ const (
 	HWK = "hwk" // a proof of possession of a hardware-secured key (a passkey on a security key)
 	SWK = "swk" // a proof of possession of a software-secured key (a synced passkey)
 	MFA = "mfa" // more than one factor
+	// FED: an upstream provider (a connector, D58) vouched for the person; the one factor here, whatever
+	// the upstream reported (its own amr values go to the audit trail, not into our level).
+	FED = "fed"
 )
 
 // The levels (acr values) the provider asserts and honours in acr_values, lowest first.
@@ -82,7 +85,7 @@ func With(amr []string, methods ...string) []string {
 		}
 	}
 	out = slices.DeleteFunc(out, func(m string) bool { return m == MFA })
-	known := slices.Contains(out, PWD)
+	known := slices.Contains(out, PWD) || slices.Contains(out, FED)
 	held := slices.Contains(out, OTP) || slices.Contains(out, HWK) || slices.Contains(out, SWK)
 	if (known && held) || slices.Contains(methods, MFA) || slices.Contains(amr, MFA) {
 		out = append(out, MFA)

@@ -81,6 +81,10 @@ var (
 	EmailVerified    = define("email.verified", "an e-mail address verified with the button of its link's page (the link's GET acts on nothing); failure reasons: invalid, expired, used, csrf")
 	ResetRequested   = define("password.reset_requested", "a password reset link mailed; failure reasons: throttled, unknown_account, disabled (nothing sent; the person is told the same), invalid")
 	PasswordReset    = define("password.reset", "a password replaced through a reset link (every grant and session ends; detail grants, sessions, and for a recovery passkeysRemoved, secondFactorRemoved, verified); failure reasons: invalid, expired, used, weak_password")
+	// Upstream providers (issue 37; docs/architecture.md D58): detail connector, and how the account was found.
+	SignInConnector  = define("signin.connector", "a sign-in through an upstream provider (detail connector, and account: linked, auto_linked or created); failure reasons: state (no or a foreign sign-in state), upstream_error (the provider answered with an error), refused (its answer failed the checks: issuer, signature, nonce, audience), unreachable, no_email, link_required (an account has the address and it may not be linked automatically), taken, disabled")
+	IdentityLinked   = define("account.identity_linked", "an upstream account linked on the account page (detail connector); failure reasons: taken (linked to another account), connector_linked (another account of that provider is linked), refused, unreachable, state")
+	IdentityUnlinked = define("account.identity_unlinked", "a linked upstream account removed (detail connector; actor cli from `formsservice users unlink`); failure reason: not_found")
 	// Groups (issue 23 item 8; docs/architecture.md D37): one event per group changed.
 	GroupAdded   = define("user.group_added", "a user made a member of a group by an operator (detail group)")
 	GroupRemoved = define("user.group_removed", "a user taken out of a group by an operator (detail group)")

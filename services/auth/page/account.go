@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"html/template"
 	"net/http"
+	"strings"
 )
 
 // The account page (/account) and its steps: the same look as the sign-in page, in a wider column, with
@@ -41,7 +42,10 @@ type Frame struct {
 	CSRF  string
 	// Base is the issuer's path ("" at the root): every link and form is below it.
 	Base string
-	Look Look // set by the renderer, from the writer (WithLook)
+	// FormActions are further origins the page's forms lead to (an upstream provider a link form
+	// redirects to, D58), for the CSP's form-action.
+	FormActions []string
+	Look        Look // set by the renderer, from the writer (WithLook)
 }
 
 // Account is the data of the account page.
@@ -62,9 +66,18 @@ type Account struct {
 	Groups   []string
 	Sessions []SessionRow
 	Grants   []GrantRow
+	// Identities are the linked accounts at upstream providers; Linkable the providers not linked yet
+	// (D58).
+	Identities []IdentityRow
+	Linkable   []Connector
 	// VerifyFirst: the address is not verified, so the page offers no way to add a passkey or a second
 	// factor, and says why, with the form that sends the link again.
 	VerifyFirst *VerifyFirst
+}
+
+// IdentityRow is a linked upstream account on the account page.
+type IdentityRow struct {
+	Connector, Name, Email, Linked string
 }
 
 // VerifyFirst is the notice of the account pages while the account's address is not verified: an
@@ -177,7 +190,7 @@ func (r *AccountRenderer) render(w http.ResponseWriter, status int, name string,
 	if font != "" {
 		font = "; font-src " + font
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+frame.Nonce+"'"+style+"; img-src 'self' data:"+img+font+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+frame.Nonce+"'"+style+"; img-src 'self' data:"+img+font+"; form-action 'self'"+formActions(frame.FormActions)+"; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
@@ -185,4 +198,16 @@ func (r *AccountRenderer) render(w http.ResponseWriter, status int, name string,
 	h.Set("Pragma", "no-cache")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// formActions are origins for a CSP source list: each " origin", and nothing that could end the list
+// or the directive.
+func formActions(origins []string) string {
+	var b strings.Builder
+	for _, o := range origins {
+		if o != "" && !strings.ContainsAny(o, " ;,'\"\r\n") {
+			b.WriteString(" " + o)
+		}
+	}
+	return b.String()
 }

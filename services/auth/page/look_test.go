@@ -157,6 +157,9 @@ func TestGerman_EveryTextOfThePages(t *testing.T) {
 		"If a@b.example has an account, we have sent it a link to reset the password. It works for 15 minutes.": "Falls a@b.example ein Konto hat, haben wir einen Link zum Zurücksetzen des Passworts dorthin gesendet. Er gilt 15 Minuten.",
 		"Use 12 to 256 characters.": "Verwenden Sie 12 bis 256 Zeichen.",
 		"Acme Shop":                 "Acme Shop", // a name stays as it is
+		"An account with your e-mail address exists already. Sign in to it another way, then link Google on your account page.": "Es gibt schon ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich anders daran an und verknüpfen Sie dann Google auf Ihrer Kontoseite.",
+		"Microsoft did not answer. Please try again in a moment, or sign in another way.":                                       "Microsoft hat nicht geantwortet. Bitte versuchen Sie es gleich noch einmal, oder melden Sie sich anders an.",
+		"Sign in with Google": "Mit Google anmelden",
 	} {
 		if got := page.German(en); got != want {
 			t.Errorf("German(%q) = %q, want %q", en, got, want)

@@ -81,6 +81,8 @@ type SignIn struct {
 	Fields      map[string]string
 	// Passkey offers signing in with a passkey (nil: not offered).
 	Passkey *PasskeySignIn
+	// Connectors are the upstream providers the page offers, each a button (D58).
+	Connectors []Connector
 	// ForgotURL is the "Forgot password?" link (host-relative; "" for none).
 	ForgotURL string
 	// ResendAction, when set, offers to send the verification link to Email again (a client that
@@ -90,6 +92,11 @@ type SignIn struct {
 	// Look is set by the renderer (WithLook).
 	Look Look
 }
+
+// Connector is an upstream provider's button: its ID, the name it shows, and where it leads (the
+// authorization request with connector_id: a link, not a form, so that the page's CSP form-action
+// need not name every upstream).
+type Connector struct{ ID, Name, URL string }
 
 // Error is the data of an error page (an authorization request that cannot be redirected back).
 type Error struct {

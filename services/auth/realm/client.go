@@ -34,6 +34,8 @@ type Client struct {
 	// discloses the access tokens for them.
 	Resources []string
 	Branding  *config.Branding // over the platform's on this client's pages (nil: none)
+	// Connectors are the upstream providers this client's sign-in page offers, in order (D58).
+	Connectors []string
 	// Keys are the public keys of a private_key_jwt client (nil for any other), and SigningAlg the one
 	// algorithm its assertions use.
 	Keys       *jose.JSONWebKeySet
@@ -117,7 +119,8 @@ func newClient(c config.OAuthClient) (*Client, error) {
 		return nil, fmt.Errorf("auth.clients[%s]: %w", c.ClientID, err)
 	}
 	cl := &Client{DefaultClient: dc, Keys: keys, SigningAlg: alg, Name: c.Name, PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{}, RequireMFA: c.RequireMFA,
-		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding, AccessTokenGroups: c.AccessTokenGroups}
+		RequireVerified: c.RequireVerifiedEmail, Resources: c.Resources, Branding: c.Branding, AccessTokenGroups: c.AccessTokenGroups,
+		Connectors: c.Connectors}
 	if cl.Name == "" {
 		cl.Name = c.ClientID
 	}
@@ -210,6 +213,10 @@ func addAccountClient(rt *Realm) error {
 		Name:       "your account",
 		PostLogout: map[string]bool{}, RedirectOrigins: map[string]bool{},
 		Account: true,
+	}
+	// Every connector signs in to the account page: an account made through one has no password (D58).
+	for _, c := range rt.Config.Auth.Connectors {
+		rt.Clients[AccountClientID].Connectors = append(rt.Clients[AccountClientID].Connectors, c.ID)
 	}
 	return nil
 }

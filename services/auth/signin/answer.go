@@ -34,13 +34,13 @@ type signedIn struct {
 	askPasswordChange bool
 }
 
-// startSession follows a right password: the second step when the sign-in needs one (secondstep.go),
-// else the session starts with the password.
-func (h *Handler) startSession(a *attempt, u *users.User) {
-	if h.secondStep(a, u) {
+// startSession follows a right password, or an upstream provider's word (first: the methods so far):
+// the second step when the sign-in needs one (secondstep.go), else the session starts with first.
+func (h *Handler) startSession(a *attempt, u *users.User, first []string) {
+	if h.secondStep(a, u, first) {
 		return
 	}
-	h.openSession(a, u, []string{acr.PWD})
+	h.openSession(a, u, first)
 }
 
 // openSession sets a new sign-in session cookie for u signed in with amr (a new value at every sign-in,
@@ -146,6 +146,13 @@ func (h *Handler) renderSignIn(a *attempt, status int, d page.SignIn) {
 	}
 	d.SelfSignup = rt.Config.Auth.SelfSignup
 	d.Passkey = passkeyOffer(rt, d.Passkey)
+	for _, id := range cl.Connectors {
+		if c, ok := rt.Config.Auth.ConnectorByID(id); ok {
+			q := a.r.URL.Query()
+			q.Set("connector_id", c.ID)
+			d.Connectors = append(d.Connectors, page.Connector{ID: c.ID, Name: c.Name, URL: rt.BasePath + "/oauth2/authorize?" + q.Encode()})
+		}
+	}
 	d.ForgotURL = rt.BasePath + "/account/forgot?" + url.Values{"client_id": {cl.GetID()}, "return": {d.Action}}.Encode()
 	h.web.Pages.RenderSignIn(page.WithLook(a.w, web.PageLook(a.r, rt, cl)), status, d, []string{realm.OriginOf(a.r.URL.Query().Get("redirect_uri"))})
 }

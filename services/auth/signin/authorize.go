@@ -139,6 +139,10 @@ func (h *Handler) show(a *attempt) {
 			h.mfaRequired(ctx, user, a.cl, "prompt_none")
 		}
 	}
+	if id := a.ar.GetRequestForm().Get("connector_id"); id != "" && !prompt["none"] {
+		h.connectorStart(a, id) // straight to the one upstream the client named (D58)
+		return
+	}
 	if prompt["none"] {
 		h.counted(signinLoginRequired)
 		h.authorizeError(a, fosite.ErrLoginRequired.WithHint("The user is not signed in and prompt=none forbids asking."))
@@ -269,6 +273,9 @@ func checkAuthorizeParams(ar fosite.AuthorizeRequester, cl *realm.Client) error 
 		if !slices.Contains(cl.GetAudience(), res) {
 			return realm.ErrInvalidTarget.WithHintf("The resource %q is not an API this client may request tokens for.", res)
 		}
+	}
+	if id := f.Get("connector_id"); id != "" && !offersConnector(cl, id) {
+		return fosite.ErrInvalidRequest.WithHintf("connector_id %q is not a connector this client offers (its connectors).", id)
 	}
 	switch m := ar.GetResponseMode(); m {
 	case fosite.ResponseModeDefault, fosite.ResponseModeQuery:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passwords"
@@ -122,7 +123,7 @@ func (h *Handler) password(a *attempt) {
 	}
 	h.signOn.RememberDevice(a.w, a.r, a.rt, account, gen)
 	a.reads = reads
-	h.startSession(a, u)
+	h.startSession(a, u, []string{acr.PWD})
 }
 
 // judgeOldPassword marks u, whose password is right, when the password fails the rules for new ones

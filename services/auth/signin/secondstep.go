@@ -59,7 +59,7 @@ func (h *Handler) enrolled(a *attempt, user string) (bool, error) {
 
 // secondStep runs after a right password (u): it answers and returns true when the sign-in needs more
 // than the password (the code page, or the set-up of a second factor); false lets the session start.
-func (h *Handler) secondStep(a *attempt, u *users.User) bool {
+func (h *Handler) secondStep(a *attempt, u *users.User, first []string) bool {
 	enrolled, err := h.enrolled(a, u.ID)
 	if err != nil {
 		h.unavailablePage(a, u.Email, err)
@@ -71,13 +71,13 @@ func (h *Handler) secondStep(a *attempt, u *users.User) bool {
 			h.unavailablePage(a, u.Email, err)
 			return true
 		}
-		h.challenge(a, u, []string{acr.PWD}, gen)
+		h.challenge(a, u, first, gen)
 		return true
 	}
 	if needsTwoFactors(a.cl, a.ar) {
 		// The password is right, but this client wants a second factor the user does not have: a session
 		// with the password, then the set-up, which leads back to this very request.
-		if _, _, err := h.signOn.ReplaceSession(a.w, a.r, a.rt, u, []string{acr.PWD}, time.Now().UTC(), a.reads); err != nil {
+		if _, _, err := h.signOn.ReplaceSession(a.w, a.r, a.rt, u, first, time.Now().UTC(), a.reads); err != nil {
 			h.unavailablePage(a, u.Email, err)
 			return true
 		}

@@ -7,12 +7,14 @@ package signin
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/ory/fosite"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -36,24 +38,27 @@ type Options struct {
 	Audit      *audit.Recorder
 	Accounts   *accounts.Ops     // the mail when a recovery code is spent
 	Journeys   *journeys.Handler // the sign-up action
+	Federation *federation.Kit   // signing in through upstream providers (connector.go)
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
 }
 
 // Handler serves the hosted sign-in.
 type Handler struct {
-	web      *web.Kit
-	signOn   *signon.Kit
-	store    *store.Store
-	users    *users.Store
-	throttle *throttle.Limiter
-	passkeys *passkey.Store
-	mfa      *mfa.Store
-	audit    *audit.Recorder
-	accounts *accounts.Ops
-	journeys *journeys.Handler
-	log      *slog.Logger
-	signins  *prometheus.CounterVec
+	web        *web.Kit
+	signOn     *signon.Kit
+	store      *store.Store
+	users      *users.Store
+	throttle   *throttle.Limiter
+	passkeys   *passkey.Store
+	mfa        *mfa.Store
+	audit      *audit.Recorder
+	accounts   *accounts.Ops
+	journeys   *journeys.Handler
+	federation *federation.Kit
+	log        *slog.Logger
+	now        func() time.Time
+	signins    *prometheus.CounterVec
 }
 
 // Sign-in results (a closed set, so the label stays bounded).
@@ -74,15 +79,18 @@ const (
 	signinMFAWrong     = "mfa_wrong"
 	signinMFAThrottled = "mfa_throttled"
 	signinMFAExpired   = "mfa_expired"
+	// Through an upstream provider (connector.go): signed in, or not.
+	signinConnector        = "connector"
+	signinConnectorRefused = "connector_refused"
 )
 
 // New builds the handler and registers its metric.
 func New(o Options) (*Handler, error) {
 	h := &Handler{web: o.Web, signOn: o.SignOn, store: o.Store, users: o.Users, throttle: o.Throttle, passkeys: o.Passkeys, mfa: o.MFA,
-		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, log: o.Log}
+		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, federation: o.Federation, log: o.Log, now: time.Now}
 	h.signins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_auth_signins_total",
-		Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
+		Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, connector (signed in through an upstream provider), connector_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
 	}, []string{"result"})
 	if err := o.Registerer.Register(h.signins); err != nil {
 		return nil, err

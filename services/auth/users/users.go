@@ -516,6 +516,9 @@ func (s *Store) Delete(ctx context.Context, email string) (*User, error) {
 	if err := unindexScript.Run(ctx, s.rdb, []string{emailKey(u.Email)}, u.ID).Err(); err != nil {
 		return nil, unavailable(err)
 	}
+	if err := s.deleteIdentities(ctx, u.ID); err != nil {
+		return nil, err
+	}
 	return u, nil
 }
 

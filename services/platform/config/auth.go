@@ -69,6 +69,8 @@ type Auth struct {
 	// API"): the access token must be for the audience <issuer>/admin and carry the area's scope, and a
 	// person's token must also be of a member of Group.
 	Admin AuthAdmin `json:"admin,omitempty"`
+	// Connectors are the upstream OpenID Connect providers people may sign in with (connectors.go).
+	Connectors []Connector `json:"connectors,omitempty"`
 }
 
 // AuthAdmin configures the admin API's access check (docs/decisions D50).
@@ -200,6 +202,9 @@ type OAuthClient struct {
 	// API that authorises by group without calling userinfo; only with the groups scope granted, so the
 	// client must list groups in its scopes.
 	AccessTokenGroups bool `json:"accessTokenGroups,omitempty"`
+	// Connectors lists the auth.connectors whose buttons this client's sign-in page shows, in order
+	// (empty: none); connector_id in the authorization request goes straight to one of them.
+	Connectors []string `json:"connectors,omitempty"`
 }
 
 // The grant types a client may be allowed (OAuthClient.GrantTypes).
@@ -297,6 +302,9 @@ func (a *Auth) applyDefaults(c *Config) {
 	if a.Audit.MaxEntries == 0 {
 		a.Audit.MaxEntries = 100000
 	}
+	for i := range a.Connectors {
+		a.Connectors[i].applyDefaults()
+	}
 	for i := range a.Clients {
 		if len(a.Clients[i].Scopes) == 0 {
 			a.Clients[i].Scopes = []string{"openid", "profile", "email", "offline_access"}
@@ -381,6 +389,7 @@ func (a Auth) validate() []error {
 		errs = append(errs, cl.validateLogoutAndGroups()...)
 	}
 	errs = append(errs, a.MFA.validate()...)
+	errs = append(errs, a.validateConnectors()...)
 	return errs
 }
 

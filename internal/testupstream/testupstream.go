@@ -1,0 +1,50 @@
+// Package testupstream runs a real upstream OpenID provider for the federation tests (D58):
+// test/upstream/op.mjs, panva's oidc-provider (OpenID Certified) under Node.js, on a loopback port the
+// kernel picks. Its development login page takes any login name, which picks an account of the table
+// the test gives; no password is checked. hack/install-upstream.sh installs it (`make deps-upstream`).
+package testupstream
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/formsservice/formsservice/internal/testproc"
+)
+
+// Client is a client registered at the upstream (our provider, as its relying party).
+type Client struct {
+	ID           string   `json:"client_id"`
+	Secret       string   `json:"client_secret"`
+	RedirectURIs []string `json:"redirect_uris"`
+}
+
+// Account is an upstream account's claims (sub is its login name).
+type Account map[string]any
+
+// Start runs the upstream with the clients and accounts (by login name) until the test ends, and
+// returns its issuer URL. Under -short it skips; without the installed provider it fails with the
+// command that installs it.
+func Start(t testing.TB, clients []Client, accounts map[string]Account) string {
+	t.Helper()
+	testproc.SkipShort(t, "the upstream OpenID provider (Node.js)")
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "test", "upstream")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err != nil {
+		t.Fatalf("the upstream OpenID provider is not installed: run `make deps-upstream` (%v)", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed (hack/install-upstream.sh needs it too): %v", err)
+	}
+	conf, _ := json.Marshal(map[string]any{"clients": clients, "accounts": accounts})
+	cmd := exec.Command(node, filepath.Join(dir, "op.mjs"), string(conf))
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NODE_ENV=test"}
+	p := testproc.StartCmd(t, cmd)
+	return "http://" + p.WaitListening(t, 30*time.Second)
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConnectors_PresetsAndValidation(t *testing.T) {
+	c := &Config{PublicURL: "https://auth.example.com", Auth: Auth{
+		Connectors: []Connector{
+			{ID: "google", Preset: PresetGoogle, ClientID: "g", ClientSecretFile: "/s/g"},
+			{ID: "entra", Preset: PresetMicrosoft, ClientID: "m", ClientSecretFile: "/s/m"},
+		},
+		Clients: []OAuthClient{{ClientID: "app", RedirectURIs: []string{"https://app.example.com/cb"}, Connectors: []string{"google", "entra"}}},
+	}}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g, m := c.Auth.Connectors[0], c.Auth.Connectors[1]
+	if g.Issuer != "https://accounts.google.com" || !g.Trusts() || g.Claims.EmailVerified != "email_verified" || g.Name != "Google" {
+		t.Errorf("google preset: %+v", g)
+	}
+	if m.Issuer != "https://login.microsoftonline.com/organizations/v2.0" || m.Trusts() || m.Claims.EmailVerified != "xms_edov" || !m.MultiTenant() {
+		t.Errorf("microsoft preset: %+v", m)
+	}
+
+	for name, tc := range map[string]struct {
+		conn Connector
+		list []string
+		want string
+	}{
+		"no secret file":       {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c"}, nil, "clientSecretFile is required"},
+		"http issuer":          {Connector{ID: "x", Issuer: "http://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "must be https"},
+		"bad id":               {Connector{ID: "X Y", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `id "X Y"`},
+		"hmac alg":             {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", SigningAlgs: []string{"HS256"}}, nil, `"HS256" is not one of`},
+		"no openid scope":      {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", Scopes: []string{"email"}}, nil, "scopes must include openid"},
+		"unknown in a client":  {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, []string{"y"}, `"y" is not in auth.connectors`},
+		"unknown preset":       {Connector{ID: "x", Preset: "github", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `preset "github"`},
+		"no client id":         {Connector{ID: "x", Issuer: "https://x.example.com", ClientSecretFile: "/s"}, nil, "clientID is required"},
+		"loopback http is ok?": {Connector{ID: "x", Issuer: "http://127.0.0.1:5556", ClientSecretFile: "/s"}, nil, "clientID is required"},
+	} {
+		c := &Config{PublicURL: "https://auth.example.com", Auth: Auth{Connectors: []Connector{tc.conn},
+			Clients: []OAuthClient{{ClientID: "app", RedirectURIs: []string{"https://app.example.com/cb"}, Connectors: tc.list}}}}
+		c.ApplyDefaults()
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", name, err, tc.want)
+		}
+		if name == "loopback http is ok?" && strings.Contains(err.Error(), "must be https") {
+			t.Errorf("a loopback http issuer was refused: %v", err)
+		}
+	}
+}
+
+// The example of docs/auth.md "Signing in with other providers" is a configuration this package
+// accepts, and means what the page says: the presets' issuers, Microsoft's tenant, the mapped claim.
+func TestConnectors_DocsExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Signing in with other providers")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/auth.md has no YAML example under \"Signing in with other providers\"")
+	}
+	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"google": "https://accounts.google.com", "entra": "https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0",
+		"keycloak": "https://sso.example.com/realms/staff"}
+	for id, issuer := range want {
+		conn, ok := c.Auth.ConnectorByID(id)
+		if !ok || conn.Issuer != issuer {
+			t.Errorf("%s: %+v, want issuer %s", id, conn, issuer)
+		}
+	}
+	if k, _ := c.Auth.ConnectorByID("keycloak"); k.Claims.Name != "preferred_username" || !k.Trusts() {
+		t.Errorf("keycloak: %+v", k)
+	}
+	if e, _ := c.Auth.ConnectorByID("entra"); e.Trusts() || e.MultiTenant() {
+		t.Errorf("entra for one tenant: %+v", e)
+	}
+	if cl := c.Auth.Clients[0]; len(cl.Connectors) != 3 {
+		t.Errorf("the client offers %v", cl.Connectors)
+	}
+}
