@@ -119,9 +119,15 @@ func (r *FormsServiceReconciler) addMFAKey(ctx context.Context, sec *corev1.Secr
 		sec.Data = map[string][]byte{}
 	}
 	sec.Data[render.MFAKeyKey] = mfaKey
-	// The optimistic lock: a rotation writing the Secret at the same time wins, and the next reconcile
-	// adds the key.
-	return r.Client.Patch(ctx, sec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	// The optimistic lock: two reconciles must never both add a key (the second would replace the first,
+	// and with it every secret sealed meanwhile). A rotation writing the Secret at the same time wins; the
+	// key is added at the next reconcile, and this one goes on without it.
+	err = r.Client.Patch(ctx, sec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		delete(sec.Data, render.MFAKeyKey)
+		return nil
+	}
+	return err
 }
 
 // vanished is the problem of a signing-key Secret that is gone while the FormsService records a key
