@@ -189,16 +189,8 @@ func (s *Store) CreateFederated(ctx context.Context, email, name string, verifie
 	if verified {
 		fields = append(fields, "verified", "1")
 	}
-	if err := s.rdb.HSet(ctx, userKey(u.ID), fields...).Err(); err != nil {
-		return nil, unavailable(err)
-	}
-	claimed, err := s.claim(ctx, email, u.ID)
-	if err != nil || !claimed {
-		_ = s.rdb.Del(context.WithoutCancel(ctx), userKey(u.ID)).Err()
-		if err != nil {
-			return nil, err
-		}
-		return nil, ErrEmailTaken
+	if err := s.insert(ctx, u, fields); err != nil {
+		return nil, err
 	}
 	return u, nil
 }

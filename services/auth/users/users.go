@@ -166,18 +166,27 @@ func (s *Store) create(ctx context.Context, email, name, password string, signup
 	if signup {
 		fields = append(fields, "signup", "1")
 	}
-	if err := s.rdb.HSet(ctx, userKey(u.ID), fields...).Err(); err != nil {
-		return nil, unavailable(err)
+	if err := s.insert(ctx, u, fields); err != nil {
+		return nil, err
 	}
-	claimed, err := s.claim(ctx, email, u.ID)
+	return u, nil
+}
+
+// insert writes a new user's hash and then claims its address; when the address is taken (or the claim
+// fails) the hash is removed again, so no account exists without its address.
+func (s *Store) insert(ctx context.Context, u *User, fields []any) error {
+	if err := s.rdb.HSet(ctx, userKey(u.ID), fields...).Err(); err != nil {
+		return unavailable(err)
+	}
+	claimed, err := s.claim(ctx, u.Email, u.ID)
 	if err != nil || !claimed {
 		_ = s.rdb.Del(context.WithoutCancel(ctx), userKey(u.ID)).Err()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return nil, ErrEmailTaken
+		return ErrEmailTaken
 	}
-	return u, nil
+	return nil
 }
 
 // claim points the e-mail index at id unless it points at a live user. An index pointing at no record
