@@ -166,6 +166,7 @@ func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
 	// Reconcile the unchanged resource several times, directly and through the watch (an annotation
 	// that means nothing to the operator), and count every write the operator sends.
 	opWrites.Reset()
+	eventsAt := recorded.mark()
 	for i := 0; i < 3; i++ {
 		if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}); err != nil {
 			t.Fatal(err)
@@ -175,8 +176,11 @@ func TestReconcile_UnchangedResourceWritesNothing(t *testing.T) {
 	// change the operator answers by writing it again.)
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Annotations["example.com/touched"] = "yes" })
 	waitReconciled(t, fs) // the reconcile the watch brought, at the annotated version, has finished
-	if w := opWrites.Writes(); len(w) != 0 {
+	if w := withoutEvents(opWrites.Writes()); len(w) != 0 {
 		t.Fatalf("reconciling an unchanged resource wrote %d times: %v", len(w), w)
+	}
+	if e := recorded.since(eventsAt, ns); len(e) != 0 {
+		t.Fatalf("reconciling an unchanged resource recorded Events %v", e)
 	}
 
 	// The counter does count: a real change produces writes (the ConfigMap, the status).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +36,7 @@ var (
 	k8s        client.Client // the test's client
 	opWrites   *testcluster.WriteCounter
 	opRequests *testcluster.RequestLog // every request of the operator, reads and watches too
+	recorded   *eventCounter           // every Event the reconciler records
 	reconciler *FormsServiceReconciler
 	// clock is the reconciler's clock: it stands still unless a test moves it (rotation_envtest_test.go).
 	clock     = &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -87,11 +91,12 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	probe = &reconcileProbe{Client: mgr.GetClient()} // records each reconcile's start: reconcileprobe_test.go
+	recorded = &eventCounter{EventRecorder: mgr.GetEventRecorder("formsservice-operator")}
 	reconciler = &FormsServiceReconciler{
 		Client:       probe,
 		APIReader:    mgr.GetAPIReader(),
 		Scheme:       mgr.GetScheme(),
-		Recorder:     mgr.GetEventRecorder("formsservice-operator"),
+		Recorder:     recorded,
 		ServiceImage: testImage,
 		// The operator does not watch Secrets: a short recheck lets tests see a new Secret picked up.
 		SecretRecheck: 2 * time.Second,
@@ -240,4 +245,56 @@ func (c *testClock) Advance(d time.Duration) time.Time {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 	return c.now
+}
+
+// eventCounter counts the Events the reconciler records. The recorder sends them to the API server
+// from a goroutine of its own, so an Event of an earlier reconcile (or the PATCH that folds a repeated
+// one into a series) can reach the server at any later time: a test that asks "did these reconciles
+// emit an Event" asks the recorder, not the write counter.
+type eventCounter struct {
+	events.EventRecorder
+	mu      sync.Mutex
+	reasons []string // "namespace/reason", in order
+}
+
+func (c *eventCounter) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	ns := ""
+	if o, ok := regarding.(metav1.Object); ok {
+		ns = o.GetNamespace()
+	}
+	c.mu.Lock()
+	c.reasons = append(c.reasons, ns+"/"+reason)
+	c.mu.Unlock()
+	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// mark returns a position for since.
+func (c *eventCounter) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.reasons)
+}
+
+// since returns the Events recorded after mark n in namespace ns.
+func (c *eventCounter) since(n int, ns string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, r := range c.reasons[n:] {
+		if strings.HasPrefix(r, ns+"/") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// withoutEvents drops the writes to Events: the recorder sends them asynchronously (see eventCounter).
+func withoutEvents(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		if !strings.Contains(w, "/events/") && !strings.HasSuffix(w, "/events") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
