@@ -251,9 +251,9 @@ func (k *Kit) enabled(u *users.User, how string) (*users.User, string, error) {
 // SyncGroups makes the user's groups that carry the connector's prefix exactly the upstream's groups
 // (each prefixed; a name our groups cannot take is left out, and at most users.MaxGroups are kept),
 // leaving every other group as an operator set it (D37). Nothing happens for a connector that reads
-// no groups claim.
+// no groups (config.Connector.ReadsGroups).
 func (k *Kit) SyncGroups(ctx context.Context, us *users.Store, c config.Connector, u *users.User, upstreamGroups []string) (*users.User, error) {
-	if c.Claims.Groups == "" {
+	if !c.ReadsGroups() {
 		return u, nil
 	}
 	want := map[string]bool{}
