@@ -111,3 +111,28 @@ func TestConnectors_DocsExample(t *testing.T) {
 		t.Errorf("the client offers %v", cl.Connectors)
 	}
 }
+
+// The GitHub example of docs/auth.md is a configuration this package accepts, with GitHub's defaults.
+func TestConnectors_GitHubDocsExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### GitHub\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/auth.md has no YAML example under \"### GitHub\"")
+	}
+	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.Auth.ConnectorByID("github"); g.Type != TypeGitHub || g.BaseURL != GitHubURL || !slices.Equal(g.Orgs, []string{"acme"}) || !g.Trusts() {
+		t.Errorf("github: %+v", g)
+	}
+}
