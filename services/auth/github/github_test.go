@@ -2,13 +2,16 @@ package github
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/formsservice/formsservice/internal/testgithub"
@@ -150,5 +153,33 @@ func TestAPIURL(t *testing.T) {
 	c := New(config.Connector{BaseURL: "https://github.example.com"}, "", callback, nil)
 	if o, _ := c.AuthOrigin(context.Background()); o != "https://github.example.com" {
 		t.Errorf("origin %s", o)
+	}
+}
+
+// A list's next page is followed only within the API: a Link header that points elsewhere does not
+// get the access token sent there.
+func TestList_NextPageOutsideTheAPIIsRefused(t *testing.T) {
+	var elsewhere atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Store(true)
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	defer other.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", `<`+other.URL+`/api/v3/user/orgs?page=2>; rel="next", <`+other.URL+`/x>; rel="last"`)
+		_, _ = w.Write([]byte(`[{"login":"acme"}]`))
+	}))
+	defer api.Close()
+	c := New(config.Connector{BaseURL: api.URL}, "", callback, nil)
+	var pages int
+	err := c.list(context.Background(), "gho_token", "/user/orgs", func(json.RawMessage) error { pages++; return nil })
+	if !errors.Is(err, upstream.ErrRefused) || pages != 1 || elsewhere.Load() {
+		t.Errorf("err %v, pages %d, the other server asked: %v", err, pages, elsewhere.Load())
+	}
+	if got := nextLink(`<https://api.github.com/user/orgs?page=2>; rel="next", <https://api.github.com/user/orgs?page=5>; rel="last"`); got != "https://api.github.com/user/orgs?page=2" {
+		t.Errorf("nextLink: %q", got)
+	}
+	if got := nextLink(`<https://api.github.com/user/orgs?page=1>; rel="prev"`); got != "" {
+		t.Errorf("nextLink without next: %q", got)
 	}
 }
