@@ -169,3 +169,55 @@ func TestFederation_GitHub_InChromium(t *testing.T) {
 	}
 	y.check("a person outside the organisations refused", "")
 }
+
+// In Chromium: a GitHub account whose primary address is unverified does not sign in to the account
+// with that address (409), but its owner, signed in with a password, links it from the account page;
+// then it signs in to that account (D64; GitHub's side is internal/testgithub, as above).
+func TestFederation_GitHub_InChromium_UnverifiedLinksFromTheAccountPage(t *testing.T) {
+	f := startGitHub(t, map[string]testgithub.Account{
+		"ada-gh": {ID: 42, Name: "Ada", Emails: []testgithub.Email{{Email: testEmail, Primary: true, Verified: false}}},
+	}, nil)
+	id := f.user(testEmail, testPassword)
+	atGitHub := func(x *person, login string) {
+		t.Helper()
+		x.waitFor("GitHub's authorize page", `input[name="login"]`)
+		x.mark()
+		x.do("authorizing at GitHub", chromedp.SendKeys(chromedp.CSS(`input[name="login"]`), login), chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
+	}
+
+	b := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	b.do("opening the app's sign-in", chromedp.Navigate(f.authorizeURL("state-gh-unverified", oauth2.GenerateVerifier())))
+	b.waitFor("the sign-in page", `a[data-connector="github"]`)
+	b.mark()
+	b.do("choosing GitHub", chromedp.Click(chromedp.CSS(`a[data-connector="github"]`)))
+	atGitHub(b, "ada-gh")
+	b.waitFor("the refusal", "#signin-error")
+	if s := b.text("the refusal", "#signin-error"); !strings.Contains(s, "link GitHub on your account page") {
+		t.Errorf("the page says %q", s)
+	}
+
+	a := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	a.do("opening /account", chromedp.Navigate(f.base+"/account"))
+	a.signIn(testEmail, testPassword)
+	a.waitFor("the account page", `button[data-connector="github"]`)
+	a.mark()
+	a.do("linking GitHub", chromedp.Click(chromedp.CSS(`button[data-connector="github"]`)))
+	atGitHub(a, "ada-gh")
+	a.waitFor("the account page, linked", `#identities-title`)
+	if s := a.text("the notice", `[role="status"]`); !strings.Contains(s, "The account was linked") {
+		t.Errorf("the notice says %q", s)
+	}
+	if u, err := f.svc.Users().ByIdentity(context.Background(), "github", "42"); err != nil || u.ID != id {
+		t.Fatalf("the GitHub account links to %+v (%v), want %s", u, err, id)
+	}
+
+	c := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	c.do("opening the app's sign-in", chromedp.Navigate(f.authorizeURL("state-gh-linked", oauth2.GenerateVerifier())))
+	c.waitFor("the sign-in page", `a[data-connector="github"]`)
+	c.mark()
+	c.do("choosing GitHub", chromedp.Click(chromedp.CSS(`a[data-connector="github"]`)))
+	atGitHub(c, "ada-gh")
+	if c.landedCode() == "" {
+		t.Fatal("no code after signing in with the linked GitHub account")
+	}
+}
