@@ -55,6 +55,9 @@ func TestCRD_ConnectorsAgreeWithTheService(t *testing.T) {
 			c.TrustEmailVerified = ptr.To(true)
 			c.GroupsPrefix = "kc:"
 		})}, []string{"staff"}, ""},
+		{"Entra's issuer, with a port and an escape", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) {
+			c.Issuer = "https://login.microsoftonline.com:443/contoso.onmicrosoft.com/v2.0/%7Ex"
+		})}, nil, ""},
 		{"a loopback http issuer", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "http://localhost:5556/dex" })}, nil, ""},
 		{"a name of 64 characters that are not ASCII", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Name = strings.Repeat("ü", 64) })}, nil, ""},
 		{"github", []v1alpha1.ConnectorSpec{github(nil)}, []string{"github"}, ""},
@@ -66,6 +69,10 @@ func TestCRD_ConnectorsAgreeWithTheService(t *testing.T) {
 		{"generic without an issuer", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "" })}, nil, "issuer is required"},
 		{"an http issuer", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "http://sso.acme.example" })}, nil, "issuer must be an https URL"},
 		{"an issuer with a query", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "https://sso.acme.example/?x=1" })}, nil, "issuer must be an https URL"},
+		{"an issuer with a broken escape", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "https://sso.acme.example/%zz" })}, nil, "issuer must be an https URL"},
+		{"an issuer with a port that is not one", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "https://sso.acme.example:https" })}, nil, "issuer must be an https URL"},
+		{"an issuer with user info", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "https://u@sso.acme.example" })}, nil, "issuer must be an https URL"},
+		{"github with a port that is not one", []v1alpha1.ConnectorSpec{github(func(c *v1alpha1.ConnectorSpec) { c.BaseURL = "https://github.acme.example:x" })}, nil, "baseURL must be https://host[:port]"},
 		{"a host that looks like localhost", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "http://localhost.evil.example" })}, nil, "issuer must be an https URL"},
 		{"scopes without openid", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Scopes = []string{"email"} })}, nil, "scopes must include openid"},
 		{"an HMAC algorithm", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.SigningAlgs = []string{"HS256"} })}, nil, "spec.auth.connectors[0].signingAlgs[0]"},

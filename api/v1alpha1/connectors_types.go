@@ -38,7 +38,7 @@ type ConnectorSpec struct {
 	// microsoft.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.matches('^https://[^/?#@ ]+(/[^?# ]*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?(/[^?# ]*)?$')",message="issuer must be an https URL (http only for localhost, 127.0.0.1 and [::1]) without user info, query or fragment"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$')",message="issuer must be an https URL (http only for localhost, 127.0.0.1 and [::1]) without user info, query or fragment"
 	Issuer string `json:"issuer,omitempty"`
 	// Tenant is Microsoft Entra ID's tenant (preset microsoft): a tenant ID or domain, or organizations
 	// (the default) or common for any tenant, whose ID tokens are checked against their own tenant.
@@ -85,7 +85,7 @@ type ConnectorSpec struct {
 	// Enterprise Server's, like https://github.example.com (its API at /api/v3).
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.matches('^https://[^/?#@ ]+/?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?/?$')",message="baseURL must be https://host[:port] (http only for localhost, 127.0.0.1 and [::1]) with no path"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?/?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?/?$')",message="baseURL must be https://host[:port] (http only for localhost, 127.0.0.1 and [::1]) with no path"
 	BaseURL string `json:"baseURL,omitempty"`
 	// Orgs lets in only members of these GitHub organisations (type github); empty: any GitHub account.
 	// +optional

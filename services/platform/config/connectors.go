@@ -250,8 +250,8 @@ func (c Connector) validateOIDC(at string) []error {
 	if !slices.Contains([]string{PresetGeneric, PresetGoogle, PresetMicrosoft}, c.Preset) {
 		bad("preset %q: one of generic, google, microsoft", c.Preset)
 	}
-	if u, err := url.Parse(c.Issuer); c.Issuer == "" || err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		bad("issuer %q: the upstream's issuer URL is required (https, or http for localhost)", c.Issuer)
+	if u, err := url.Parse(c.Issuer); c.Issuer == "" || err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		bad("issuer %q: the upstream's issuer URL is required (https, or http for localhost), without user info, query or fragment", c.Issuer)
 	} else if u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) {
 		bad("issuer %q: must be https (http only for localhost and loopback addresses)", c.Issuer)
 	}
