@@ -492,3 +492,35 @@ func TestAdminAPI_Forms_ProviderLinksTheFormsStoreOnly(t *testing.T) {
 		}
 	}
 }
+
+// An export that stops after its first rows (here a record that is not JSON, after 600 good ones) is cut
+// off: its chunked body has no end, so the reader sees a broken answer, never a short export that looks
+// whole. Recorded as incomplete.
+func TestAdminAPI_Forms_ExportThatStopsIsCutOff(t *testing.T) {
+	f := startFormsAdmin(t)
+	pipe := f.rdb.Pipeline()
+	for range 600 {
+		rec := store.AppendContactRecord(nil, store.ContactRecord{Name: "Ada", Email: "ada@example.com", Topic: "general", Message: "Hello there", ReceivedAt: time.Now()})
+		pipe.XAdd(t.Context(), &redis.XAddArgs{Stream: store.ContactStream, Values: []any{store.RecordField, string(rec)}})
+	}
+	pipe.XAdd(t.Context(), &redis.XAddArgs{Stream: store.ContactStream, Values: []any{store.RecordField, "{not json"}})
+	if _, err := pipe.Exec(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.base+"/admin/v1/forms/contact/submissions/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+f.read)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || err == nil || strings.Count(string(raw), "\n") < 500 {
+		t.Fatalf("%d, %d lines, read error %v: want the good rows, then a broken body", res.StatusCode, strings.Count(string(raw), "\n"), err)
+	}
+	trail(t, f.provider)
+	a := f.api(get("/admin/v1/audit?kind=form.exported", f.token(auditorClient, "audit:read")))
+	if e := a.body["events"].([]any); len(e) != 1 || e[0].(map[string]any)["detail"].(map[string]any)["complete"] != "false" {
+		t.Fatalf("the trail: %s", a.raw)
+	}
+}
