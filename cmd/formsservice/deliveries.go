@@ -13,20 +13,25 @@ import (
 	"github.com/spf13/cobra"
 
 	formstore "github.com/formsservice/formsservice/services/forms/store"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // newDeliveriesCmd groups the dead-letter tools: list, retry and drop.
 func newDeliveriesCmd(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deliveries",
-		Short: "list, retry or drop contact messages whose delivery was given up",
-		Long: `Contact messages whose delivery was given up (forms.delivery.maxAttempts or maxAge) wait in the dead
-letters. list shows them; retry hands them back to delivery under their ID (the same webhook-id and
-Message-ID; every channel again); drop deletes the dead letter (the message itself stays stored until
-retention or forget erases it). ID is the message ID that list, the logs and the webhook-id show.`,
+		Short: "list, retry or drop submissions whose delivery was given up",
+		Long: `Contact messages (or, with --form, a declared form's submissions) whose delivery was given up
+(forms.delivery.maxAttempts or maxAge) wait in the dead letters. list shows them; retry hands them back to
+delivery under their ID (the same webhook-id and Message-ID; every channel again); drop deletes the dead
+letter (the message itself stays stored until retention or forget erases it). ID is the message ID that
+list, the logs and the webhook-id show. retry and drop are recorded in the audit trail
+(form.dead_letter_retried, form.dead_letter_discarded), and are what the admin API's
+POST …/dead-letters/ID/retry and DELETE …/dead-letters/ID do.`,
 		Example: `  formsservice deliveries list
   formsservice deliveries retry --all
-  formsservice deliveries drop 1767323045000-0`,
+  formsservice deliveries drop 1767323045000-0
+  formsservice deliveries list --form demo`,
 		Args: cobra.ArbitraryArgs,
 		RunE: needSubcommand,
 	}
@@ -35,21 +40,36 @@ retention or forget erases it). ID is the message ID that list, the logs and the
 	return cmd
 }
 
+// deliveriesQueue is the queue --form names: the contact messages', or a declared form's.
+func deliveriesQueue(form string) (formstore.Queue, error) {
+	switch {
+	case form == "contact":
+		return formstore.ContactQueue, nil
+	case form == "waitlist" || !config.ValidFormID(form):
+		return formstore.Queue{}, fmt.Errorf("--form %q: name contact or a declared form's id", form)
+	}
+	return formstore.FormQueue(form), nil
+}
+
 func newDeliveriesListCmd(env *environment) *cobra.Command {
 	var store storeFlags
-	var format string
+	var format, form string
 	cmd := &cobra.Command{
 		Use:     "list [--format table|jsonl]",
 		Short:   "print the dead letters (a table, or JSON lines)",
 		Example: "  formsservice deliveries list\n  formsservice deliveries list --format jsonl",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			q, err := deliveriesQueue(form)
+			if err != nil {
+				return usageError(cmd, err)
+			}
 			_, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			dead, err := formstore.ListDeadLetters(cmd.Context(), rdb)
+			dead, err := q.DeadLetterList(cmd.Context(), rdb)
 			if err != nil {
 				return fmt.Errorf("deliveries list: %w", err)
 			}
@@ -76,6 +96,7 @@ func newDeliveriesListCmd(env *environment) *cobra.Command {
 		},
 	}
 	enumFlag(cmd.Flags(), &format, "format", "table", "table or jsonl", "table", "jsonl")
+	cmd.Flags().StringVar(&form, "form", "contact", "the form: contact or a declared form's id")
 	store.register(cmd, env)
 	return cmd
 }
@@ -84,6 +105,7 @@ func newDeliveriesListCmd(env *environment) *cobra.Command {
 func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 	var store storeFlags
 	var all bool
+	var form string
 	short := map[string]string{
 		"retry": "hand dead letters back to delivery under their ID (every channel again)",
 		"drop":  "delete dead letters (the messages stay stored until retention or forget)",
@@ -99,13 +121,17 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			_, rdb, err := store.open(cmd.Context(), env)
+			if _, err := deliveriesQueue(form); err != nil {
+				return usageError(cmd, err)
+			}
+			cfg, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
+			op := formsOperator(rdb, cfg, env)
 			if action == "retry" {
-				moved, err := formstore.RetryDeadLetters(cmd.Context(), rdb, ids)
+				moved, err := op.RetryDeadLetters(cmd.Context(), form, ids)
 				if err != nil {
 					return fmt.Errorf("deliveries retry: %w", err)
 				}
@@ -115,7 +141,7 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 				fmt.Fprintf(env.stderr, "%d %s handed back to delivery\n", len(moved), plural(len(moved), "message", "messages"))
 				return nil
 			}
-			dropped, err := formstore.DropDeadLetters(cmd.Context(), rdb, ids)
+			dropped, err := op.DiscardDeadLetters(cmd.Context(), form, ids)
 			if err != nil {
 				return fmt.Errorf("deliveries drop: %w", err)
 			}
@@ -127,6 +153,7 @@ func newDeliveriesActCmd(env *environment, action string) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, action+" every dead letter")
+	cmd.Flags().StringVar(&form, "form", "contact", "the form: contact or a declared form's id")
 	store.register(cmd, env)
 	return cmd
 }

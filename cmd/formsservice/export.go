@@ -3,16 +3,15 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/formsservice/formsservice/services/forms/manage"
 	formstore "github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -21,13 +20,15 @@ func newExportCmd(env *environment) *cobra.Command {
 	var store storeFlags
 	var format, output, spam string
 	cmd := &cobra.Command{
-		Use:   "export waitlist|contact|FORM [--format csv|jsonl] [--spam exclude|include|only] [-o FILE]",
-		Short: "write stored submissions (waitlist, contact or a declared form's) as CSV or JSON lines",
+		Use:   "export waitlist|contact|FORM [--format csv|jsonl|json] [--spam exclude|include|only] [-o FILE]",
+		Short: "write stored submissions (waitlist, contact or a declared form's) as CSV, JSON lines or JSON",
 		Long: `Writes what the forms service stored, oldest first, to standard output or to a file (created
-readable by its owner only: it holds personal data). The count goes to standard error. FORM is a
-declared form's id (forms.declared): one that stored a submission, declared now or not. --spam says what
-becomes of the form's spam folder: left out (exclude, the default), written after the submissions as JSON
-lines with their verdict (include, JSON lines only), or written alone (only).`,
+readable by its owner only: it holds personal data), as it reads it (memory does not grow with the rows).
+The count goes to standard error. FORM is a declared form's id (forms.declared): declared now, or one that
+stored a submission. --spam says what becomes of the form's spam folder: left out (exclude, the default),
+written after the submissions as JSON lines with their verdict (include, JSON lines only), or written
+alone (only). json writes one JSON array of the JSON lines' records. The export is recorded in the audit
+trail (form.exported); GET /admin/v1/forms/FORM/submissions/export writes the same rows.`,
 		Example: `  formsservice export waitlist > waitlist.csv
   formsservice export contact --format jsonl -o contact.jsonl
   formsservice export demo > demo-requests.csv
@@ -41,52 +42,25 @@ lines with their verdict (include, JSON lines only), or written alone (only).`,
 			return nil
 		})),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, rdb, err := store.open(cmd.Context(), env)
+			form := args[0]
+			if spam != "exclude" && form == "waitlist" {
+				return usageError(cmd, fmt.Errorf("export: the waitlist keeps no spam folder; --spam is for contact and declared forms"))
+			}
+			if spam == "include" && format != formstore.FormatJSONL {
+				return usageError(cmd, fmt.Errorf("export: --spam include needs --format jsonl (spam rows have other columns); --spam only writes the folder as CSV"))
+			}
+			cfg, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			export := formstore.ExportWaitlist
-			switch args[0] {
-			case "waitlist":
-			case "contact":
-				export = formstore.ExportContact
-			default:
-				known, err := formstore.KnownForms(cmd.Context(), rdb)
-				if err != nil {
-					return fmt.Errorf("export %s: %w", args[0], err)
-				}
-				if !slices.Contains(known, args[0]) {
-					return usageError(cmd, fmt.Errorf("export: %q is not waitlist, contact or a declared form that stored a submission (%s)",
-						args[0], strings.Join(known, ", ")))
-				}
-				id := args[0]
-				export = func(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
-					return formstore.ExportForm(ctx, rdb, w, format, id)
-				}
-			}
-			if spam != "exclude" {
-				if args[0] == "waitlist" {
-					return usageError(cmd, fmt.Errorf("export: the waitlist keeps no spam folder; --spam is for contact and declared forms"))
-				}
-				if spam == "include" && format != formstore.FormatJSONL {
-					return usageError(cmd, fmt.Errorf("export: --spam include needs --format jsonl (spam rows have other columns); --spam only writes the folder as CSV"))
-				}
-				q := formstore.ContactQueue
-				if args[0] != "contact" {
-					q = formstore.FormQueue(args[0])
-				}
-				delivered := export
-				export = func(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
-					n := 0
-					if spam == "include" {
-						var err error
-						if n, err = delivered(ctx, rdb, w, format); err != nil {
-							return n, err
-						}
-					}
-					m, err := formstore.ExportSpam(ctx, rdb, w, format, q)
-					return n + m, err
+			op := formsOperator(rdb, cfg, env)
+			q := manage.ExportQuery{Format: format, Folder: map[string]string{"exclude": formstore.FolderInbox, "include": manage.FolderAll, "only": formstore.FolderSpam}[spam]}
+			if form != "waitlist" {
+				if err := op.Ops().CheckExport(cmd.Context(), form, &q); errors.Is(err, manage.ErrUnknownForm) {
+					return usageError(cmd, fmt.Errorf("export: %q is not waitlist, contact or a declared form (%s)", form, knownForms(cmd, op)))
+				} else if err != nil {
+					return fmt.Errorf("export %s: %w", form, err)
 				}
 			}
 			w := env.stdout
@@ -98,17 +72,38 @@ lines with their verdict (include, JSON lines only), or written alone (only).`,
 				defer f.Close()
 				w = f
 			}
-			n, err := export(cmd.Context(), rdb, w, format)
+			n, err := export(cmd, op, w, form, q)
 			if err != nil {
-				return fmt.Errorf("export %s: %w", args[0], err)
+				return fmt.Errorf("export %s: %w", form, err)
 			}
-			fmt.Fprintf(env.stderr, "exported %d %s records\n", n, args[0])
+			fmt.Fprintf(env.stderr, "exported %d %s records\n", n, form)
 			return nil
 		},
 	}
-	enumFlag(cmd.Flags(), &format, "format", formstore.FormatCSV, "csv or jsonl", formstore.FormatCSV, formstore.FormatJSONL)
+	enumFlag(cmd.Flags(), &format, "format", formstore.FormatCSV, "csv, jsonl or json", formstore.FormatCSV, formstore.FormatJSONL, formstore.FormatJSON)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	enumFlag(cmd.Flags(), &spam, "spam", "exclude", "the spam folder: exclude, include (after the submissions; jsonl) or only", "exclude", "include", "only")
 	store.register(cmd, env)
 	return cmd
+}
+
+// export writes the waitlist's entries or form's submissions.
+func export(cmd *cobra.Command, op manage.Operator, w io.Writer, form string, q manage.ExportQuery) (int, error) {
+	if form == "waitlist" {
+		return op.ExportWaitlist(cmd.Context(), w, manage.WaitlistExportQuery{Format: q.Format})
+	}
+	return op.Export(cmd.Context(), w, form, q)
+}
+
+// knownForms names the forms an export can name, for a refusal.
+func knownForms(cmd *cobra.Command, op manage.Operator) string {
+	forms, _, err := op.Ops().Forms(cmd.Context())
+	if err != nil {
+		return err.Error()
+	}
+	var ids []string
+	for _, f := range forms {
+		ids = append(ids, f.ID)
+	}
+	return strings.Join(ids, ", ")
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	formstore "github.com/formsservice/formsservice/services/forms/store"
 )
 
 // newForgetCmd is the smallest whole command: a description, examples, its flags and the store.
@@ -21,18 +19,19 @@ func newForgetCmd(env *environment) *cobra.Command {
 		Use:   "forget --email ADDRESS",
 		Short: "erase an e-mail address from every store (a GDPR erasure request)",
 		Long: `Erases the address from the waitlist, every stored contact message, every declared form's
-submissions that hold it and the dead letters, and says what it removed. The address is compared in its
-canonical form (lower case).`,
+submissions that hold it, the dead letters and the spam folders, and says what it removed. The address is
+compared in its canonical form (lower case). The erasure is recorded in the audit trail (form.address_erased,
+with what was erased, counted: never the address); POST /admin/v1/erasures does the same.`,
 		Example: `  formsservice forget --email ada@example.com`,
 		Args:    usageArgs(cobra.NoArgs),
 		PreRunE: requireFlags("email"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, rdb, err := store.open(cmd.Context(), env)
+			cfg, rdb, err := store.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			rep, err := formstore.Forget(cmd.Context(), rdb, email)
+			rep, err := formsOperator(rdb, cfg, env).Erase(cmd.Context(), email)
 			if err != nil {
 				return fmt.Errorf("forget: %w", err)
 			}
@@ -51,6 +50,9 @@ canonical form (lower case).`,
 			}
 			if rep.FormDeadLetters > 0 {
 				fmt.Fprintf(env.stdout, ", %d dead %s of declared forms", rep.FormDeadLetters, plural(rep.FormDeadLetters, "letter", "letters"))
+			}
+			if rep.Spam > 0 {
+				fmt.Fprintf(env.stdout, ", %d in spam folders", rep.Spam)
 			}
 			fmt.Fprintln(env.stdout)
 			return nil

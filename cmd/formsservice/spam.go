@@ -24,7 +24,9 @@ func newSpamCmd(env *environment) *cobra.Command {
 		Long: `Submissions that scored as spam are kept in their form's spam folder, not delivered. list shows them
 with their score and reasons; release hands one to delivery under its ID (it is delivered once; a second
 release does nothing); delete erases it. FORM is contact or a declared form's id. The folder is trimmed by
-the form's retention and erased by forget, as the delivered submissions are.`,
+the form's retention and erased by forget, as the delivered submissions are. release and delete are
+recorded in the audit trail (form.spam_released, form.submission_deleted), and are what the admin API's
+POST …/submissions/ID/release and DELETE …/submissions/ID do.`,
 		Example: `  formsservice spam list contact
   formsservice spam release demo 1767323045000-0
   formsservice spam delete demo 1767323045000-0 1767323046000-0`,
@@ -152,21 +154,26 @@ func newSpamActCmd(env *environment, action string) *cobra.Command {
 		Example: fmt.Sprintf("  formsservice spam %s contact 1767323045000-0", action),
 		Args:    usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := spamQueue(args[0])
-			if err != nil {
+			if _, err := spamQueue(args[0]); err != nil {
 				return err
 			}
-			_, rdb, err := st.open(cmd.Context(), env)
+			cfg, rdb, err := st.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
+			op := formsOperator(rdb, cfg, env)
 			var failed []string
 			for _, id := range args[1:] {
-				if action == "release" {
-					err = store.ReleaseSpam(cmd.Context(), rdb, q, id)
+				if !store.ValidStreamID(id) {
+					err = errors.New("not a spam ID (want <milliseconds>-<sequence>, as spam list shows them)")
+				} else if action == "release" {
+					err = op.Release(cmd.Context(), args[0], id)
 				} else {
-					err = store.DeleteSpam(cmd.Context(), rdb, q, id)
+					_, err = op.DeleteSubmission(cmd.Context(), args[0], id, store.FolderSpam)
+				}
+				if errors.Is(err, store.ErrNoSuchSubmission) {
+					err = store.ErrNotInFolder
 				}
 				if err != nil {
 					fmt.Fprintf(env.stderr, "%s: %v\n", id, err)

@@ -18,6 +18,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/services/auth/admin"
@@ -72,14 +73,20 @@ type adminProvider struct {
 
 func startAdminProvider(t *testing.T, withMail bool) *adminProvider {
 	t.Helper()
+	return startAdminProviderOn(t, withMail, nil)
+}
+
+// startAdminProviderOn is startAdminProvider on the store rdb (nil: a new redis-server).
+func startAdminProviderOn(t *testing.T, withMail bool, rdb redis.UniversalClient) *adminProvider {
+	t.Helper()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte(robotSecret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := setup{mutate: func(c *platformconfig.Config) {
+	s := setup{rdb: rdb, mutate: func(c *platformconfig.Config) {
 		aud := []string{c.PublicURL + "/admin"}
 		app := &c.Auth.Clients[0]
-		app.Scopes = []string{"openid", "profile", "email", "offline_access", "users:read", "users:write"}
+		app.Scopes = []string{"openid", "profile", "email", "offline_access", "users:read", "users:write", "forms:read", "forms:write"}
 		app.Audiences = append(aud, testAPI)
 		machine := func(id string, scopes ...string) platformconfig.OAuthClient {
 			return platformconfig.OAuthClient{ClientID: id, SecretFile: secret, GrantTypes: []string{"client_credentials"}, Scopes: scopes, Audiences: aud}
@@ -126,6 +133,8 @@ type apiCall struct {
 	// badRequest: the request breaks the document on purpose (no token, a field it does not have, a
 	// limit out of range); the validator must refuse it too. Every other request must pass it.
 	badRequest bool
+	// export: a 200 is an export's rows (an array or lines), not one JSON object.
+	export bool
 }
 
 // apiAnswer is the API's answer.
@@ -170,7 +179,7 @@ func (p *adminProvider) api(c apiCall) apiAnswer {
 	raw, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	a := apiAnswer{status: res.StatusCode, header: res.Header, raw: raw}
-	if len(raw) > 0 && strings.Contains(res.Header.Get("Content-Type"), "json") {
+	if len(raw) > 0 && strings.Contains(res.Header.Get("Content-Type"), "json") && !(c.export && res.StatusCode == http.StatusOK) {
 		if err := json.Unmarshal(raw, &a.body); err != nil {
 			p.t.Fatalf("%s %s: %d answered no JSON object: %q", c.method, c.path, res.StatusCode, raw)
 		}

@@ -92,6 +92,22 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/admin/v1/audit", web.Handle(adm.Audit)),
 		server.Get("/admin/v1/clients", web.Handle(adm.Clients)),
 		server.Get("/admin/v1/clients/:id", web.Handle(adm.Client)),
+		// The forms' data on the forms' store (D63); an export streams its rows (a Fiber handler of its
+		// own), and is declared before the submission it would otherwise be taken for.
+		server.Get("/admin/v1/forms", web.Handle(adm.Forms)),
+		server.Get("/admin/v1/forms/:form", web.Handle(adm.Form)),
+		server.Get("/admin/v1/forms/:form/submissions", web.Handle(adm.Submissions)),
+		server.Get("/admin/v1/forms/:form/submissions/export", adm.ExportSubmissions),
+		server.Get("/admin/v1/forms/:form/submissions/:id", web.Handle(adm.Submission)),
+		server.Delete("/admin/v1/forms/:form/submissions/:id", web.Handle(adm.DeleteSubmission)),
+		server.Post("/admin/v1/forms/:form/submissions/:id/release", web.Handle(adm.ReleaseSubmission)),
+		server.Post("/admin/v1/forms/:form/submissions/:id/spam", web.Handle(adm.MarkSpam)),
+		server.Get("/admin/v1/forms/:form/dead-letters", web.Handle(adm.DeadLetters)),
+		server.Post("/admin/v1/forms/:form/dead-letters/:id/retry", web.Handle(adm.RetryDeadLetter)),
+		server.Delete("/admin/v1/forms/:form/dead-letters/:id", web.Handle(adm.DiscardDeadLetter)),
+		server.Get("/admin/v1/waitlist/entries", web.Handle(adm.Waitlist)),
+		server.Get("/admin/v1/waitlist/entries/export", adm.ExportWaitlist),
+		server.Post("/admin/v1/erasures", web.Handle(adm.Erase)),
 	}
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{web.HSTS}, r.Handlers...)

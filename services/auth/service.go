@@ -39,6 +39,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/throttle"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
+	"github.com/formsservice/formsservice/services/forms/manage"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
 )
@@ -211,7 +212,8 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
 		Pages: page.NewAccount(), Federation: fed, Log: o.Logger, Backchannel: rps})
 	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now}),
-		Realm: source, Users: s.users, Accounts: s.accounts, Sessions: sessions, Grants: s.store, Trail: s.trail, Log: o.Logger})
+		Realm: source, Users: s.users, Accounts: s.accounts, Sessions: sessions, Grants: s.store, Trail: s.trail, Log: o.Logger,
+		Forms: manage.New(manage.Options{Redis: o.Redis, Audit: admin.FormsAudit(s.audit.Record)})}) // the forms' store is this one (D63)
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Log: o.Logger, Registerer: o.Registerer})
 	return err

@@ -12,7 +12,6 @@ import (
 	"github.com/formsservice/formsservice/services/forms/jsonobj"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/email"
 )
 
 // Error codes that only declared forms answer (docs/forms.md "Your own forms"); the built-in forms keep
@@ -95,7 +94,7 @@ func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want 
 		if v, ok := f.declared(fd, many[fd.Name]); ok && v != nil {
 			d.fields = append(d.fields, store.FieldValue{Name: fd.Name, Value: v})
 			if fd.Name == form.Unique {
-				d.unique = uniqueValue(fd.Type, v.(string))
+				d.unique = store.UniqueValue(fd.Type, v.(string)) // one rule with erasure's (store)
 			}
 		}
 	}
@@ -332,23 +331,4 @@ func validPhone(s string) bool {
 		}
 	}
 	return digits >= 7 && digits <= 15
-}
-
-// uniqueValue is what makes two values of a unique field the same: an address's canonical form, a
-// phone number's digits, a text's case-folded form.
-func uniqueValue(t config.FieldType, s string) string {
-	switch t {
-	case config.FieldEmail:
-		if c, ok := email.Canonical(s); ok {
-			return c
-		}
-	case config.FieldPhone:
-		return strings.Map(func(r rune) rune {
-			if r >= '0' && r <= '9' || r == '+' {
-				return r
-			}
-			return -1
-		}, s)
-	}
-	return strings.ToLower(s)
 }

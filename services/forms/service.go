@@ -178,7 +178,8 @@ func (s *Service) StoreState(ctx context.Context) error {
 }
 
 // Run is the background work: the store's durability checks, the delivery workers (the contact
-// messages' and the declared forms') and the double opt-in's mailer and sweep. It returns when ctx ends.
+// messages' and the declared forms'), the double opt-in's mailer and sweep, and the declared forms'
+// catalogue for the admin API. It returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	ticks := s.ticks
 	if ticks == nil {
@@ -191,9 +192,12 @@ func (s *Service) Run(ctx context.Context) error {
 	done := make(chan error, 2)
 	go func() { done <- s.optin.Run(ctx) }()
 	go func() { done <- s.forms.Run(ctx) }()
+	published := make(chan struct{})
+	go func() { defer close(published); s.publishCatalog(ctx) }() // catalog.go
 	err := s.delivery.Run(ctx)
 	err = errors.Join(err, <-done, <-done)
 	<-guarded
+	<-published
 	return err
 }
 

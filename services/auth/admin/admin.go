@@ -3,7 +3,8 @@
 // <issuer>/admin, the route's scope, a live grant, and for a person the admin group; docs/architecture.md
 // D50). Its resources (D59): who called (whoami), the accounts (users, their sessions and grants, and the
 // operators' changes, made by package accounts' Operator as the CLI makes them), the audit trail and the
-// registered OAuth clients. Every answer is JSON, every refusal an RFC 9457 problem, and every route is
+// registered OAuth clients; and the forms' data (D63: forms, submissions, dead letters, the waitlist,
+// erasure), on the forms' store through package services/forms/manage, as the CLI's forms commands. Every answer is JSON, every refusal an RFC 9457 problem, and every route is
 // described by the OpenAPI 3.1 document openapi.yaml, served at GET /admin/v1/openapi.yaml.
 package admin
 
@@ -13,6 +14,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/bearer"
@@ -20,6 +23,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/forms/manage"
 )
 
 // Prefix is the path every route of the API is under.
@@ -49,7 +53,9 @@ type Options struct {
 	Sessions Sessions
 	Grants   Grants
 	Trail    Trail
-	Log      *slog.Logger // default: discard
+	// Forms are the forms' data on the same store (forms.go, D63).
+	Forms *manage.Ops
+	Log   *slog.Logger // default: discard
 }
 
 // Handler serves the admin API: one handler per route, each named for what it does (routes.go mounts
@@ -76,6 +82,22 @@ type Handler struct {
 	Audit   http.HandlerFunc // GET /admin/v1/audit
 	Clients http.HandlerFunc // GET /admin/v1/clients
 	Client  http.HandlerFunc // GET /admin/v1/clients/{id}
+
+	// The forms' resources (forms.go, forms_export.go).
+	Forms             http.HandlerFunc // GET /admin/v1/forms
+	Form              http.HandlerFunc // GET /admin/v1/forms/{form}
+	Submissions       http.HandlerFunc // GET /admin/v1/forms/{form}/submissions
+	ExportSubmissions fiber.Handler    // GET /admin/v1/forms/{form}/submissions/export (streamed)
+	Submission        http.HandlerFunc // GET /admin/v1/forms/{form}/submissions/{id}
+	DeleteSubmission  http.HandlerFunc // DELETE /admin/v1/forms/{form}/submissions/{id}
+	ReleaseSubmission http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/release
+	MarkSpam          http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/spam
+	DeadLetters       http.HandlerFunc // GET /admin/v1/forms/{form}/dead-letters
+	RetryDeadLetter   http.HandlerFunc // POST /admin/v1/forms/{form}/dead-letters/{id}/retry
+	DiscardDeadLetter http.HandlerFunc // DELETE /admin/v1/forms/{form}/dead-letters/{id}
+	Waitlist          http.HandlerFunc // GET /admin/v1/waitlist/entries
+	ExportWaitlist    fiber.Handler    // GET /admin/v1/waitlist/entries/export (streamed)
+	Erase             http.HandlerFunc // POST /admin/v1/erasures
 }
 
 // The scopes each kind of route needs (D50, D59). The clients are read with either scope of the areas
@@ -114,6 +136,20 @@ func New(o Options) *Handler {
 	h.Audit = guard(auditRead, h.listAudit)
 	h.Clients = guard(clientsRead, h.listClients)
 	h.Client = guard(clientsRead, h.getClient)
+	h.Forms = guard(formsRead, h.listForms)
+	h.Form = guard(formsRead, h.getForm)
+	h.Submissions = guard(formsRead, h.listSubmissions)
+	h.ExportSubmissions = h.streamExport(h.exportSubmissions)
+	h.Submission = guard(formsRead, h.getSubmission)
+	h.DeleteSubmission = guard(formsWrite, h.deleteSubmission)
+	h.ReleaseSubmission = guard(formsWrite, h.moveSubmission)
+	h.MarkSpam = guard(formsWrite, h.moveSubmission)
+	h.DeadLetters = guard(formsRead, h.listDeadLetters)
+	h.RetryDeadLetter = guard(formsWrite, h.retryDeadLetter)
+	h.DiscardDeadLetter = guard(formsWrite, h.discardDeadLetter)
+	h.Waitlist = guard(formsRead, h.listWaitlist)
+	h.ExportWaitlist = h.streamExport(h.exportWaitlist)
+	h.Erase = guard(formsWrite, h.eraseAddress)
 	return h
 }
 

@@ -88,6 +88,16 @@ var (
 	// Groups (issue 23 item 8; docs/architecture.md D37): one event per group changed.
 	GroupAdded   = define("user.group_added", "a user made a member of a group by an operator (detail group)")
 	GroupRemoved = define("user.group_removed", "a user taken out of a group by an operator (detail group)")
+	// The forms' data, changed by an operator through the admin API or the CLI (docs/architecture.md
+	// D63): detail form and id (the submission's), never a field's value; the kinds are package
+	// services/forms/manage's.
+	FormSubmissionDeleted   = define("form.submission_deleted", "a form's submission erased with its delivery state, dead letters and unique value (detail form, id, folder)")
+	FormSpamReleased        = define("form.spam_released", "a submission released from a form's spam folder to delivery, under its ID (detail form, id)")
+	FormSpamMarked          = define("form.spam_marked", "a submission moved from a form's inbox to its spam folder by an operator (detail form, id)")
+	FormDeadLetterRetried   = define("form.dead_letter_retried", "a dead letter handed back to delivery under its ID (detail form, id)")
+	FormDeadLetterDiscarded = define("form.dead_letter_discarded", "a dead letter deleted; its submission stays stored (detail form, id)")
+	FormExported            = define("form.exported", "a form's submissions or the waitlist exported (detail form, folder, format, rows, complete, filtered)")
+	FormAddressErased       = define("form.address_erased", "an e-mail address erased from every form (formsservice forget; detail the counts erased: waitlist, contact, forms, deadLetters, spam, confirmationMails; never the address)")
 )
 
 // Kinds lists every declared kind in declaration order.
@@ -105,7 +115,7 @@ func Known(k Kind) bool {
 
 // Actors of events not done by the person signing in.
 const (
-	ActorCLI = "cli" // an operator's `formsservice users` command
+	ActorCLI = "cli" // an operator's command: `formsservice users`, and the forms' `export`, `forget`, `spam`, `deliveries`
 	// ActorClient: the OAuth client (Event.Client) acted on its own behalf, no person (client_credentials).
 	ActorClient = "client"
 	// ActorAdmin: a call of the admin API (/admin/v1, D59) with a token of the client Event.Client, for

@@ -56,12 +56,24 @@ func deadLetterOf(x redis.XMessage) DeadLetter {
 	return d
 }
 
-// ListDeadLetters returns every dead letter, oldest first.
+// StoredEntry is the message's entry in its stream (it stays there, delivered no more, until retention
+// or erasure).
+func (d DeadLetter) StoredEntry() string { return d.stored }
+
+// Record is the dead letter's copy of the message's record (its stored JSON).
+func (d DeadLetter) Record() []byte { return []byte(d.record) }
+
+// ListDeadLetters returns every dead letter of the contact messages, oldest first.
 func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient) ([]DeadLetter, error) {
+	return ContactQueue.DeadLetterList(ctx, rdb)
+}
+
+// DeadLetterList returns every dead letter of q, oldest first.
+func (q Queue) DeadLetterList(ctx context.Context, rdb redis.UniversalClient) ([]DeadLetter, error) {
 	var out []DeadLetter
 	start := "-"
 	for {
-		msgs, err := rdb.XRangeN(ctx, DeadLetterStream, start, "+", exportPage).Result()
+		msgs, err := rdb.XRangeN(ctx, q.DeadLetters, start, "+", exportPage).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -75,15 +87,38 @@ func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient) ([]DeadLett
 	}
 }
 
+// DeadLetterPage returns up to count of q's dead letters, the latest given up first, starting before
+// the dead letter entry before ("" from the latest), and the entry to continue before ("" at the end).
+func (q Queue) DeadLetterPage(ctx context.Context, rdb redis.UniversalClient, before string, count int64) ([]DeadLetter, string, error) {
+	end := "+"
+	if before != "" {
+		end = "(" + before
+	}
+	msgs, err := rdb.XRevRangeN(ctx, q.DeadLetters, end, "-", count+1).Result()
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if int64(len(msgs)) > count {
+		msgs = msgs[:count]
+		next = msgs[len(msgs)-1].ID
+	}
+	out := make([]DeadLetter, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, deadLetterOf(m))
+	}
+	return out, next, nil
+}
+
 // ErrNoSuchDeadLetter names message IDs that are not dead letters.
 var ErrNoSuchDeadLetter = errors.New("no dead letter with this ID")
 
-// selectDeadLetters returns the dead letters named by ids (the messages' IDs, as `deliveries list` shows
-// them), or all of them when ids is empty. The dead-letter stream's own entry IDs are not accepted: both
-// come from one Redis clock, so a dead letter's entry ID can equal another message's ID, and a name that
-// could mean either would select the wrong one.
-func selectDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]DeadLetter, error) {
-	all, err := ListDeadLetters(ctx, rdb)
+// selectDeadLetters returns the dead letters of q named by ids (the messages' IDs, as `deliveries list`
+// shows them), or all of them when ids is empty. The dead-letter stream's own entry IDs are not
+// accepted: both come from one Redis clock, so a dead letter's entry ID can equal another message's ID,
+// and a name that could mean either would select the wrong one.
+func (q Queue) selectDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]DeadLetter, error) {
+	all, err := q.DeadLetterList(ctx, rdb)
 	if err != nil || len(ids) == 0 {
 		return all, err
 	}
@@ -105,24 +140,34 @@ func selectDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []str
 // requeueScript hands a dead letter back to delivery keeping its identity: the stream cannot take an
 // entry below its last ID, so the message is added anew with its ID in the field OriginalIDField (from
 // which the worker takes the webhook-id and the mail's Message-ID, and export its row's ID), its old entry
-// is deleted (export lists the message once) and the dead letter is removed, atomically. A dead letter
-// already gone (a second run of the call, or a second operator) is left alone.
-// KEYS stream, dead stream; ARGV dead letter's entry, record, message ID, the message's old entry.
+// is deleted (export lists the message once), where it went is recorded (Queue.Moved) and the dead letter
+// is removed, atomically. A dead letter already gone (a second run of the call, or a second operator) is
+// left alone.
+// KEYS stream, dead stream, moved index; ARGV dead letter's entry, record, message ID, the message's old
+// entry.
 var requeueScript = redis.NewScript(`
 if redis.call('XDEL', KEYS[2], ARGV[1]) == 0 then return false end
 redis.call('XDEL', KEYS[1], ARGV[4])
-return redis.call('XADD', KEYS[1], '*', 'm', ARGV[2], '` + OriginalIDField + `', ARGV[3])`)
+local new = redis.call('XADD', KEYS[1], '*', 'm', ARGV[2], '` + OriginalIDField + `', ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[3], new)
+return new`)
+
+// RetryDeadLetters hands the named dead letters of the contact messages (all when ids is empty) back to
+// delivery (Queue.RetryDeadLetters).
+func RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]string, error) {
+	return ContactQueue.RetryDeadLetters(ctx, rdb, ids)
+}
 
 // RetryDeadLetters hands the named dead letters (all when ids is empty) back to delivery, every channel
 // again, each keeping its message ID, and returns the IDs it handed back.
-func RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]string, error) {
-	sel, err := selectDeadLetters(ctx, rdb, ids)
+func (q Queue) RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]string, error) {
+	sel, err := q.selectDeadLetters(ctx, rdb, ids)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, d := range sel {
-		err := requeueScript.Run(ctx, rdb, []string{ContactStream, DeadLetterStream}, d.Entry, d.record, d.ID, d.stored).Err()
+		err := requeueScript.Run(ctx, rdb, []string{q.Stream, q.DeadLetters, q.Moved}, d.Entry, d.record, d.ID, d.stored).Err()
 		if errors.Is(err, redis.Nil) {
 			continue // retried or dropped by someone else meanwhile
 		}
@@ -134,19 +179,27 @@ func RetryDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []stri
 	return out, nil
 }
 
-// DropDeadLetters deletes the named dead letters (all when ids is empty) and returns the message IDs it
-// deleted. The messages stay in the contact stream until retention or `forget` erases them.
+// DropDeadLetters deletes the named dead letters of the contact messages (Queue.DropDeadLetters).
 func DropDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]string, error) {
-	sel, err := selectDeadLetters(ctx, rdb, ids)
+	return ContactQueue.DropDeadLetters(ctx, rdb, ids)
+}
+
+// DropDeadLetters deletes the named dead letters (all when ids is empty) and returns the message IDs it
+// deleted. The messages stay in the stream until retention or `forget` erases them.
+func (q Queue) DropDeadLetters(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]string, error) {
+	sel, err := q.selectDeadLetters(ctx, rdb, ids)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, d := range sel {
-		if err := rdb.XDel(ctx, DeadLetterStream, d.Entry).Err(); err != nil {
+		n, err := rdb.XDel(ctx, q.DeadLetters, d.Entry).Result()
+		if err != nil {
 			return out, err
 		}
-		out = append(out, d.ID)
+		if n == 1 { // else dropped or retried by someone else meanwhile
+			out = append(out, d.ID)
+		}
 	}
 	return out, nil
 }

@@ -15,27 +15,17 @@ import (
 
 // scanForm calls fn for every stored submission of declared form id, in order, a page at a time.
 func scanForm(ctx context.Context, rdb redis.UniversalClient, stream string, fn func(redis.XMessage, FormRecord) error) error {
-	start := "-"
-	for {
-		msgs, err := rdb.XRangeN(ctx, stream, start, "+", exportPage).Result()
-		if err != nil {
-			return err
+	return scanFormSelected(ctx, rdb, stream, Selection{}, fn)
+}
+
+func scanFormSelected(ctx context.Context, rdb redis.UniversalClient, stream string, sel Selection, fn func(redis.XMessage, FormRecord) error) error {
+	return scanRange(ctx, rdb, stream, sel, func(msg redis.XMessage, raw string) error {
+		var rec FormRecord
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("%s %s: %w", stream, msg.ID, err)
 		}
-		for _, msg := range msgs {
-			var rec FormRecord
-			raw, _ := msg.Values[RecordField].(string)
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				return fmt.Errorf("%s %s: %w", stream, msg.ID, err)
-			}
-			if err := fn(msg, rec); err != nil {
-				return err
-			}
-		}
-		if len(msgs) < exportPage {
-			return nil
-		}
-		start = "(" + msgs[len(msgs)-1].ID
-	}
+		return fn(msg, rec)
+	})
 }
 
 // holdsAddress reports whether any text value of the record is the address canonical (in any
@@ -109,6 +99,11 @@ func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canoni
 				return erased, dead, 0, err
 			}
 		}
+		if ids := erased[id]; len(ids) > 0 {
+			if err := rdb.HDel(ctx, q.Moved, ids...).Err(); err != nil {
+				return erased, dead, 0, err
+			}
+		}
 		// A unique e-mail field keeps the canonical address; other unique values are not addresses.
 		if err := rdb.HDel(ctx, FormUnique(id), canonical).Err(); err != nil {
 			return erased, dead, 0, err
@@ -140,11 +135,17 @@ func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canoni
 // it wrote. CSV has a column per field, in the order the submissions first show them (a form whose
 // declaration changed keeps its old columns), then the kept undeclared fields as one JSON object.
 func ExportForm(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format, id string) (int, error) {
+	return ExportFormSelected(ctx, rdb, w, format, id, Selection{})
+}
+
+// ExportFormSelected writes the submissions of declared form id that sel keeps, as ExportForm does (its
+// columns are those of the selected submissions).
+func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format, id string, sel Selection) (int, error) {
 	stream := FormStream(id)
 	var columns []string
 	seen := map[string]bool{}
 	if format == FormatCSV {
-		err := scanForm(ctx, rdb, stream, func(_ redis.XMessage, rec FormRecord) error {
+		err := scanFormSelected(ctx, rdb, stream, sel, func(_ redis.XMessage, rec FormRecord) error {
 			for _, v := range rec.Fields {
 				if !seen[v.Name] {
 					seen[v.Name] = true
@@ -163,7 +164,7 @@ func ExportForm(ctx context.Context, rdb redis.UniversalClient, w io.Writer, for
 		return 0, err
 	}
 	n := 0
-	err = scanForm(ctx, rdb, stream, func(msg redis.XMessage, rec FormRecord) error {
+	err = scanFormSelected(ctx, rdb, stream, sel, func(msg redis.XMessage, rec FormRecord) error {
 		mid := MessageID(msg)
 		line, err := json.Marshal(struct {
 			ID string `json:"id"`

@@ -7,45 +7,77 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Export formats.
+// Export formats: CSV with a header row, JSON lines (one record a line), or one JSON array of the same
+// records (what the admin API's export writes for format=json).
 const (
 	FormatCSV   = "csv"
 	FormatJSONL = "jsonl"
+	FormatJSON  = "json"
 )
 
 const exportPage = 500
+
+// Selection narrows an export (the zero value selects everything): the stream entries stored from
+// Since to Until (inclusive; zero: open), and of them those whose stored record (its JSON) Keep is true
+// of (nil: all). The waitlist takes Keep only.
+type Selection struct {
+	Since, Until time.Time
+	Keep         func(record string) bool
+}
+
+func (s Selection) keeps(record string) bool { return s.Keep == nil || s.Keep(record) }
+
+// bounds are the XRANGE start and end of the selection.
+func (s Selection) bounds() (start, end string) {
+	start, end = "-", "+"
+	if !s.Since.IsZero() {
+		start = strconv.FormatInt(s.Since.UnixMilli(), 10) + "-0"
+	}
+	if !s.Until.IsZero() {
+		end = strconv.FormatInt(s.Until.UnixMilli(), 10) + "-" + strconv.FormatUint(math.MaxUint64, 10)
+	}
+	return start, end
+}
 
 // ExportWaitlist writes every waitlist entry, oldest first, and returns how many it wrote. Each
 // endpoint's keys share one hash tag, so on a Redis Cluster they all live on one master and the client
 // routes these reads there; there is nothing to gather from the other masters.
 func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
+	return ExportWaitlistSelected(ctx, rdb, w, format, Selection{})
+}
+
+// ExportWaitlistSelected writes the waitlist entries sel keeps, oldest first. The sign-up order is read
+// a page at a time (memory does not grow with the list): a page starts after the last address of the
+// one before, found again where it is now, so that entries signed up meanwhile (appended) change
+// nothing, and entries erased meanwhile (removed from the order) make no later one skipped.
+func ExportWaitlistSelected(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string, sel Selection) (int, error) {
 	out, err := newRecordWriter(w, format, []string{"email", "name", "association", "role", "size", "consent", "created_at", "origin",
 		"state", "consent_version", "confirmed_at", "unsubscribed_at"})
 	if err != nil {
 		return 0, err
 	}
-	// The member list is read at once: a consistent order even while people sign up or are erased.
-	members, err := rdb.LRange(ctx, WaitlistOrder, 0, -1).Result()
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for start := 0; start < len(members); start += exportPage {
-		page := members[start:min(start+exportPage, len(members))]
+	for start := int64(0); ; {
+		page, err := rdb.LRange(ctx, WaitlistOrder, start, start+exportPage-1).Result()
+		if err != nil || len(page) == 0 {
+			return n, errors.Join(err, out.flush())
+		}
 		vals, err := rdb.HMGet(ctx, WaitlistEntries, page...).Result()
 		if err != nil {
 			return n, err
 		}
 		for i, v := range vals {
 			raw, ok := v.(string)
-			if !ok {
-				continue // erased since the list was read
+			if !ok || !sel.keeps(raw) {
+				continue // erased since the list was read, or not selected
 			}
 			var rec WaitlistRecord
 			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
@@ -66,8 +98,38 @@ func ExportWaitlist(ctx context.Context, rdb redis.UniversalClient, w io.Writer,
 			}
 			n++
 		}
+		if len(page) < exportPage {
+			return n, out.flush()
+		}
+		if start, err = WaitlistAfter(ctx, rdb, start, page); err != nil {
+			return n, err
+		}
 	}
-	return n, out.flush()
+}
+
+// WaitlistAfter is the position after page, read from position start of the sign-up order: after where
+// its last address still present is now (erasures move the ones behind them forward; sign-ups are
+// appended and move nothing), or start when none of them is left.
+func WaitlistAfter(ctx context.Context, rdb redis.UniversalClient, start int64, page []string) (int64, error) {
+	last := start + int64(len(page)) - 1
+	at, err := rdb.LIndex(ctx, WaitlistOrder, last).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	if at == page[len(page)-1] {
+		return last + 1, nil
+	}
+	for i := len(page) - 1; i >= 0; i-- {
+		pos, err := rdb.LPos(ctx, WaitlistOrder, page[i], redis.LPosArgs{}).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // erased
+		}
+		if err != nil {
+			return 0, err
+		}
+		return pos + 1, nil
+	}
+	return start, nil
 }
 
 // The states of a waitlist entry as export shows them; an entry taken without the double opt-in has
@@ -89,12 +151,21 @@ func timeCell(t time.Time) string {
 // ExportContact writes every stored contact message, in the order they were stored (a retried dead letter
 // where it was handed back), with its ID (MessageID), and returns how many it wrote.
 func ExportContact(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string) (int, error) {
+	return ExportContactSelected(ctx, rdb, w, format, Selection{})
+}
+
+// ExportContactSelected writes the contact messages sel keeps, as ExportContact does.
+func ExportContactSelected(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string, sel Selection) (int, error) {
 	out, err := newRecordWriter(w, format, []string{"id", "received_at", "name", "email", "organization", "topic", "message", "origin"})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	err = scanStream(ctx, rdb, func(msg redis.XMessage, rec ContactRecord) error {
+	err = scanRange(ctx, rdb, ContactStream, sel, func(msg redis.XMessage, raw string) error {
+		var rec ContactRecord
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("contact message %s: %w", msg.ID, err)
+		}
 		id := MessageID(msg)
 		line, err := json.Marshal(struct {
 			ID string `json:"id"`
@@ -115,19 +186,30 @@ func ExportContact(ctx context.Context, rdb redis.UniversalClient, w io.Writer, 
 
 // scanStream calls fn for every contact message in order, a page at a time.
 func scanStream(ctx context.Context, rdb redis.UniversalClient, fn func(redis.XMessage, ContactRecord) error) error {
-	start := "-"
+	return scanRange(ctx, rdb, ContactStream, Selection{}, func(msg redis.XMessage, raw string) error {
+		var rec ContactRecord
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("contact message %s: %w", msg.ID, err)
+		}
+		return fn(msg, rec)
+	})
+}
+
+// scanRange calls fn for every entry of stream that sel selects, in order, a page at a time, with its
+// record.
+func scanRange(ctx context.Context, rdb redis.UniversalClient, stream string, sel Selection, fn func(redis.XMessage, string) error) error {
+	start, end := sel.bounds()
 	for {
-		msgs, err := rdb.XRangeN(ctx, ContactStream, start, "+", exportPage).Result()
+		msgs, err := rdb.XRangeN(ctx, stream, start, end, exportPage).Result()
 		if err != nil {
 			return err
 		}
 		for _, msg := range msgs {
-			var rec ContactRecord
 			raw, _ := msg.Values[RecordField].(string)
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				return fmt.Errorf("contact message %s: %w", msg.ID, err)
+			if !sel.keeps(raw) {
+				continue
 			}
-			if err := fn(msg, rec); err != nil {
+			if err := fn(msg, raw); err != nil {
 				return err
 			}
 		}
@@ -138,30 +220,47 @@ func scanStream(ctx context.Context, rdb redis.UniversalClient, fn func(redis.XM
 	}
 }
 
-// recordWriter writes records as CSV (with a header row) or as JSON lines (the stored JSON as is).
+// recordWriter writes records as CSV (with a header row), as JSON lines (the stored JSON as is), or as
+// one JSON array of them.
 type recordWriter struct {
-	jsonl bool
-	w     io.Writer
-	csv   *csv.Writer
+	format string
+	w      io.Writer
+	csv    *csv.Writer
+	n      int
 }
 
 func newRecordWriter(w io.Writer, format string, header []string) (*recordWriter, error) {
 	switch format {
 	case FormatJSONL:
-		return &recordWriter{jsonl: true, w: w}, nil
+		return &recordWriter{format: format, w: w}, nil
+	case FormatJSON:
+		_, err := io.WriteString(w, "[")
+		return &recordWriter{format: format, w: w}, err
 	case FormatCSV:
 		cw := csv.NewWriter(w)
 		if err := cw.Write(header); err != nil {
 			return nil, err
 		}
-		return &recordWriter{w: w, csv: cw}, nil
+		return &recordWriter{format: format, w: w, csv: cw}, nil
 	}
-	return nil, errors.New("format must be csv or jsonl")
+	return nil, errors.New("format must be csv, jsonl or json")
 }
 
 func (r *recordWriter) write(jsonLine []byte, cells []string) error {
-	if r.jsonl {
+	r.n++
+	switch r.format {
+	case FormatJSONL:
 		_, err := r.w.Write(append(jsonLine, '\n'))
+		return err
+	case FormatJSON:
+		sep := ",\n"
+		if r.n == 1 {
+			sep = "\n"
+		}
+		if _, err := io.WriteString(r.w, sep); err != nil {
+			return err
+		}
+		_, err := r.w.Write(jsonLine)
 		return err
 	}
 	for i, c := range cells {
@@ -171,9 +270,13 @@ func (r *recordWriter) write(jsonLine []byte, cells []string) error {
 }
 
 func (r *recordWriter) flush() error {
-	if r.csv != nil {
+	switch r.format {
+	case FormatCSV:
 		r.csv.Flush()
 		return r.csv.Error()
+	case FormatJSON:
+		_, err := io.WriteString(r.w, "\n]\n")
+		return err
 	}
 	return nil
 }

@@ -88,6 +88,11 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 			return rep, err
 		}
 	}
+	if len(rep.ContactMessages) > 0 {
+		if err := rdb.HDel(ctx, ContactQueue.Moved, rep.ContactMessages...).Err(); err != nil {
+			return rep, err
+		}
+	}
 	dead, err := ListDeadLetters(ctx, rdb)
 	if err != nil {
 		return rep, err

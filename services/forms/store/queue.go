@@ -20,18 +20,26 @@ type Queue struct {
 	Stream      string
 	DeadLetters string
 	// Spam is the spam folder (spam.go): a stream of what scored as spam, not delivered.
-	Spam       string
+	Spam string
+	// Moved maps the ID of a message that was handed from one stream to another (released from the
+	// spam folder, marked as spam, a dead letter retried) to its entry there: the message keeps its ID
+	// (MessageID) and is found by it (D63).
+	Moved      string
 	donePrefix string
 	unique     string // a declared form's unique values (FormUnique)
 }
 
 // ContactQueue is the contact messages' queue.
-var ContactQueue = Queue{Name: "contact", Stream: ContactStream, DeadLetters: DeadLetterStream, Spam: ContactSpam, donePrefix: contactDonePrefix}
+var ContactQueue = Queue{Name: "contact", Stream: ContactStream, DeadLetters: DeadLetterStream, Spam: ContactSpam, Moved: contactMoved,
+	donePrefix: contactDonePrefix}
+
+// contactMoved is the contact messages' Queue.Moved.
+const contactMoved = "fs:{contact}:moved"
 
 // FormQueue is a declared form's queue.
 func FormQueue(id string) Queue {
 	p := formPrefix(id)
-	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", Spam: p + "spam", donePrefix: p, unique: FormUnique(id)}
+	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", Spam: p + "spam", Moved: p + "moved", donePrefix: p, unique: FormUnique(id)}
 }
 
 // DeliveredKey records which channels already took message id (see the package function).

@@ -70,6 +70,11 @@ func (q Queue) trimDelivered(ctx context.Context, rdb redis.UniversalClient, ret
 			return n, err
 		}
 	}
+	// Where trimmed messages had moved to: an entry below minID is trimmed, in the folder too (its cut
+	// is the retention's, at or after minID).
+	if err := dropUniqueBefore(ctx, rdb, q.Moved, minID); err != nil {
+		return n, err
+	}
 	// Dead letters keep their own copy of the message; they go after retention too, counted from when
 	// delivery was given up, so an operator has the whole retention period to look at them.
 	dead, err := rdb.XTrimMinID(ctx, q.DeadLetters, strconv.FormatInt(cutoff, 10)+"-0").Result()
@@ -77,7 +82,8 @@ func (q Queue) trimDelivered(ctx context.Context, rdb redis.UniversalClient, ret
 }
 
 // dropUniqueBefore removes the unique values whose entry (the hash's value) is older than minID, so that
-// a trimmed submission's address neither stays stored nor keeps its owner from sending the form again.
+// a trimmed submission's address neither stays stored nor keeps its owner from sending the form again;
+// and of the moved index (Queue.Moved), the records of trimmed messages.
 func dropUniqueBefore(ctx context.Context, rdb redis.UniversalClient, key, minID string) error {
 	var cursor uint64
 	for {

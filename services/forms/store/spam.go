@@ -51,11 +51,21 @@ func (v Verdict) arg() string {
 }
 
 // spamLua keeps a submission by its verdict: ham in the delivery stream (answering its entry's ID), spam
-// in the spam folder with its verdict, refused spam nowhere.
+// in the spam folder with its verdict, refused spam nowhere. A spam entry's ID is drawn from the delivery
+// stream's sequence (an entry added and deleted in the same step, which no reader sees): a released spam
+// keeps its ID, so it must be one no genuine submission of the form has. The folder's own sequence would
+// give a spam and a ham stored in the same millisecond the same ID (both the first of that millisecond in
+// their stream), and a receiver deduplicating by webhook-id would drop one (D63). A folder whose last ID
+// is ahead (entries from before this rule) takes its own next ID.
 const spamLua = `
 local function keep(stream, folder, record, verdict)
   if verdict == '' then return redis.call('XADD', stream, '*', 'm', record) end
-  if verdict ~= '-' then redis.call('XADD', folder, '*', 'm', record, 'v', verdict) end
+  if verdict ~= '-' then
+    local id = redis.call('XADD', stream, '*', 'm', '')
+    redis.call('XDEL', stream, id)
+    local ok = redis.pcall('XADD', folder, id, 'm', record, 'v', verdict)
+    if type(ok) == 'table' and ok.err then redis.call('XADD', folder, '*', 'm', record, 'v', verdict) end
+  end
   return false
 end
 `
@@ -79,13 +89,16 @@ func (q Queue) seenPrefix() string { return q.donePrefix + "seen:" }
 
 // SpamEntry is one submission in a spam folder.
 type SpamEntry struct {
-	ID      string          `json:"id"` // the ID it keeps when released
+	ID      string          `json:"id"` // the ID it keeps when released (MessageID)
 	Verdict Verdict         `json:"verdict"`
 	Record  json.RawMessage `json:"record"`
 }
 
+// SpamEntryOf reads an entry of a spam folder.
+func SpamEntryOf(m redis.XMessage) SpamEntry { return spamEntryOf(m) }
+
 func spamEntryOf(m redis.XMessage) SpamEntry {
-	e := SpamEntry{ID: m.ID}
+	e := SpamEntry{ID: MessageID(m)}
 	if v, _ := m.Values[VerdictField].(string); v != "" {
 		_ = json.Unmarshal([]byte(v), &e.Verdict)
 		e.Verdict.Spam = true
@@ -124,49 +137,64 @@ func ListSpam(ctx context.Context, rdb redis.UniversalClient, q Queue, after str
 // ErrNotInFolder says that a spam ID is not in the folder: never there, deleted, or released already.
 var ErrNotInFolder = errors.New("not in the spam folder (released or deleted already?)")
 
-// releaseLua: KEYS delivery stream, spam folder; ARGV the spam entry's ID. It moves the entry to the
-// delivery stream, carrying its ID, and removes it from the folder in one step: a second release (or a
-// second run of the same call) finds nothing and delivers nothing. Answers 1 released, 0 not there.
+// releaseScript: KEYS delivery stream, spam folder, moved index; ARGV the spam entry. It moves the
+// entry to the delivery stream, carrying its message ID (its own, or the one it carries: a submission
+// marked as spam), records where the message went, and removes it from the folder in one step: a second
+// release (or a second run of the same call) finds nothing and delivers nothing. Answers the new entry,
+// or false when the entry is not there.
 var releaseScript = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
-if #e == 0 then return 0 end
-local f, record = e[1][2], nil
-for i = 1, #f, 2 do if f[i] == 'm' then record = f[i + 1] end end
-if record then redis.call('XADD', KEYS[1], '*', 'm', record, '` + OriginalIDField + `', ARGV[1]) end
+if #e == 0 then return false end
+local f, record, id = e[1][2], nil, ARGV[1]
+for i = 1, #f, 2 do
+  if f[i] == 'm' then record = f[i + 1] end
+  if f[i] == '` + OriginalIDField + `' then id = f[i + 1] end
+end
+local new = false
+if record then
+  new = redis.call('XADD', KEYS[1], '*', 'm', record, '` + OriginalIDField + `', id)
+  redis.call('HSET', KEYS[3], id, new)
+end
 redis.call('XDEL', KEYS[2], ARGV[1])
-return 1
+return new
 `)
 
-// ReleaseSpam moves the spam entry id of q to its delivery stream: it is delivered once, with id as
-// its message ID (webhook-id, Message-ID, export). Releasing it again answers ErrNotInFolder and
-// delivers nothing. A declared form's unique value is not checked: the team decided it is wanted.
+// ReleaseSpam moves the spam entry id (its message ID, as ListSpam shows it) of q to its delivery
+// stream: it is delivered once, with id as its message ID (webhook-id, Message-ID, export). Releasing
+// it again answers ErrNotInFolder and delivers nothing. A declared form's unique value is not checked:
+// the team decided it is wanted.
 func ReleaseSpam(ctx context.Context, rdb redis.UniversalClient, q Queue, id string) error {
 	if _, err := parseStreamID(id); err != nil {
 		return err
 	}
-	n, err := releaseScript.Run(ctx, rdb, []string{q.Stream, q.Spam}, id).Int()
+	at, err := Locate(ctx, rdb, q, id)
+	if errors.Is(err, ErrNoSuchSubmission) || err == nil && at.Folder != FolderSpam {
+		return ErrNotInFolder
+	}
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return ErrNotInFolder
+	err = releaseScript.Run(ctx, rdb, []string{q.Stream, q.Spam, q.Moved}, at.Entry).Err()
+	if errors.Is(err, redis.Nil) {
+		return ErrNotInFolder // released or deleted meanwhile
 	}
-	return nil
+	return err
 }
 
-// DeleteSpam erases the spam entry id of q; ErrNotInFolder when it is not there.
+// DeleteSpam erases the spam entry id of q (EraseSubmission in the spam folder); ErrNotInFolder when it
+// is not there.
 func DeleteSpam(ctx context.Context, rdb redis.UniversalClient, q Queue, id string) error {
 	if _, err := parseStreamID(id); err != nil {
 		return err
 	}
-	n, err := rdb.XDel(ctx, q.Spam, id).Result()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return ErrNotInFolder
-	}
-	return nil
+	_, err := EraseSubmission(ctx, rdb, q, id, FolderSpam)
+	return err
+}
+
+// ValidStreamID reports whether id is a stream entry ID (<milliseconds>-<sequence>).
+func ValidStreamID(id string) bool {
+	_, err := parseStreamID(id)
+	return err == nil
 }
 
 // parseStreamID checks that id is a stream entry ID (ms-seq), so that a typo is an error, not a range.
@@ -187,7 +215,7 @@ func (q Queue) trimSpam(ctx context.Context, rdb redis.UniversalClient, cutoff t
 
 // forgetSpam erases q's spam whose record holds is true of, and returns how many.
 func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds func(raw []byte) bool) (int, error) {
-	var ids []string
+	var ids, messages []string
 	for start := "-"; ; {
 		page, err := rdb.XRangeN(ctx, q.Spam, start, "+", exportPage).Result()
 		if err != nil {
@@ -196,6 +224,7 @@ func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds 
 		for _, m := range page {
 			if raw, _ := m.Values[RecordField].(string); holds([]byte(raw)) {
 				ids = append(ids, m.ID)
+				messages = append(messages, MessageID(m))
 			}
 		}
 		if len(page) < exportPage {
@@ -206,41 +235,42 @@ func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds 
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	return len(ids), rdb.XDel(ctx, q.Spam, ids...).Err()
+	if err := rdb.XDel(ctx, q.Spam, ids...).Err(); err != nil {
+		return 0, err
+	}
+	return len(ids), rdb.HDel(ctx, q.Moved, messages...).Err()
 }
 
 // ExportSpam writes q's spam folder, oldest first, and returns how many entries it wrote: as JSON lines,
 // each the kept record's members with its "id" and its "spam" verdict; as CSV, the ID, when it came,
 // the score, the reasons and the record as JSON (a folder mixes whatever spammers sent).
 func ExportSpam(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string, q Queue) (int, error) {
+	return ExportSpamSelected(ctx, rdb, w, format, q, Selection{})
+}
+
+// ExportSpamSelected writes the entries of q's spam folder that sel keeps, as ExportSpam does.
+func ExportSpamSelected(ctx context.Context, rdb redis.UniversalClient, w io.Writer, format string, q Queue, sel Selection) (int, error) {
 	out, err := newRecordWriter(w, format, []string{"id", "received_at", "score", "reasons", "record"})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for after := ""; ; {
-		page, next, err := ListSpam(ctx, rdb, q, after, exportPage)
+	err = scanRange(ctx, rdb, q.Spam, sel, func(m redis.XMessage, _ string) error {
+		e := spamEntryOf(m)
+		members := map[string]json.RawMessage{}
+		_ = json.Unmarshal(e.Record, &members) // a record that is not an object keeps only id and spam
+		members["id"], _ = json.Marshal(e.ID)
+		members["spam"], _ = json.Marshal(e.Verdict)
+		line, err := json.Marshal(members)
 		if err != nil {
-			return n, err
+			return err
 		}
-		for _, e := range page {
-			members := map[string]json.RawMessage{}
-			_ = json.Unmarshal(e.Record, &members) // a record that is not an object keeps only id and spam
-			members["id"], _ = json.Marshal(e.ID)
-			members["spam"], _ = json.Marshal(e.Verdict)
-			line, err := json.Marshal(members)
-			if err != nil {
-				return n, err
-			}
-			n++
-			if err := out.write(line, []string{e.ID, StreamTime(e.ID).UTC().Format(time.RFC3339Nano),
-				strconv.FormatFloat(e.Verdict.Score, 'f', -1, 64), strings.Join(e.Verdict.Reasons, " "), string(e.Record)}); err != nil {
-				return n, err
-			}
-		}
-		if next == "" {
-			return n, out.flush()
-		}
-		after = next
+		n++
+		return out.write(line, []string{e.ID, StreamTime(e.ID).UTC().Format(time.RFC3339Nano),
+			strconv.FormatFloat(e.Verdict.Score, 'f', -1, 64), strings.Join(e.Verdict.Reasons, " "), string(e.Record)})
+	})
+	if err != nil {
+		return n, err
 	}
+	return n, out.flush()
 }

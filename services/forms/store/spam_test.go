@@ -3,9 +3,13 @@ package store
 import (
 	"errors"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -183,5 +187,58 @@ func TestCountContent_CountsWithinTheWindow(t *testing.T) {
 	}
 	if n, _ := CountContent(t.Context(), rdb, ContactQueue, "fp1"); n != 1 {
 		t.Errorf("after the window: %d, want 1", n)
+	}
+}
+
+// A spam and a genuine submission stored together (one script call of the group commit, one
+// millisecond) never share an ID: a released spam keeps its ID, and a receiver deduplicating by
+// webhook-id would drop one of two messages with the same (D63).
+func TestSpam_IDsNeverThoseOfGenuineSubmissions(t *testing.T) {
+	st, srv := testStore(t)
+	rdb := srv.Client()
+	q := FormQueue("demo")
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := Verdict{}
+			if i%2 == 0 {
+				v = spamVerdict
+			}
+			addFormSubmission(t, st, "demo", "sender"+strconv.Itoa(i)+"@example.com", v, "")
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, stream := range []string{q.Stream, q.Spam} {
+		for _, m := range rdb.XRange(t.Context(), stream, "-", "+").Val() {
+			if id := MessageID(m); seen[id] {
+				t.Fatalf("two submissions have the ID %s", id)
+			} else {
+				seen[id] = true
+			}
+		}
+	}
+	if len(seen) != 200 {
+		t.Fatalf("%d stored, want 200", len(seen))
+	}
+}
+
+// A folder whose last ID is ahead of the delivery stream's (kept before spam IDs came from the stream's
+// sequence) still takes spam: under its own next ID.
+func TestSpam_FolderAheadTakesItsOwnNextID(t *testing.T) {
+	st, srv := testStore(t)
+	rdb := srv.Client()
+	q := FormQueue("demo")
+	ahead := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) + "-0"
+	if err := rdb.XAdd(t.Context(), &redis.XAddArgs{Stream: q.Spam, ID: ahead, Values: []any{"m", "{}"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := addFormSubmission(t, st, "demo", "spammer@example.com", spamVerdict, ""); r.Outcome != Stored {
+		t.Fatalf("spam behind an ahead folder: %+v", r)
+	}
+	if n := rdb.XLen(t.Context(), q.Spam).Val(); n != 2 {
+		t.Fatalf("%d in the folder, want 2", n)
 	}
 }
