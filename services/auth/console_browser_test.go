@@ -138,6 +138,19 @@ func TestConsole_InChromium_AdminDisablesAUserWhoseRefreshTokenIsRefused(t *test
 		t.Errorf("the disabled user's refresh token: %d %q, want 400 invalid_grant", refused.status, refused.Error)
 	}
 
+	// An action the API refuses is explained where it was asked for: no relay, no verification mail.
+	newID := p.unverifiedUser("new@example.com", testPassword)
+	x.do("an unverified user", chromedp.Evaluate[chromedp.Void](`location.hash = "#/users/`+newID+`"`))
+	x.waitShown("the unverified user's page", "#send-verification")
+	x.do("send the verification link", chromedp.Click(chromedp.CSS("#send-verification")))
+	x.waitShown("the refusal", "#action-result .alert")
+	if msg := x.text("the refusal", "#action-result"); !strings.HasPrefix(msg, "Not done: ") {
+		t.Errorf("a refused action says %q", msg)
+	}
+	x.checkConsole("a refused action", "")
+	x.do("back to the disabled user", chromedp.Evaluate[chromedp.Void](`location.hash = "#/users/`+victimID+`"`))
+	x.waitShown("the disabled user's page", `a[href="#/audit?user=`+victimID+`"]`)
+
 	x.do("the user's history", chromedp.Click(chromedp.CSS(`a[href="#/audit?user=`+victimID+`"]`)))
 	x.waitShown("the audit trail of the user", "#events table")
 	if trail := x.text("the trail", "#events"); !strings.Contains(trail, "user.disabled") || strings.Contains(trail, "admin@example.com") {
