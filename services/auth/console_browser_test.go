@@ -69,7 +69,7 @@ func (x *person) checkConsole(what, shot string) {
 	x.do(what+" at 1024 px", testbrowser.Viewport(1024, "light"))
 	testbrowser.Accessible(x.t, x.ctx, what+" at 1024 px")
 	if dir := os.Getenv("SCREENSHOTS"); dir != "" && shot != "" {
-		png := testbrowser.Get(x.t, x.ctx, "screenshot", chromedp.FullScreenshot(90))
+		png := testbrowser.Get(x.t, x.ctx, "screenshot", chromedp.FullScreenshot(100))
 		if err := os.WriteFile(filepath.Join(dir, "console-"+shot+".png"), png, 0o644); err != nil {
 			x.t.Fatal(err)
 		}
@@ -168,6 +168,13 @@ func TestConsole_InChromium_AdminDisablesAUserWhoseRefreshTokenIsRefused(t *test
 	x.do("the forms", chromedp.Click(chromedp.CSS(`a[data-nav="forms"]`)))
 	x.waitShown("the forms' place", `main[data-view="forms"] #forms-soon`)
 	x.checkConsole("the forms' place", "")
+
+	// Sign out: the provider's session ends and the console is back, signed out.
+	x.do("sign out", chromedp.Click(chromedp.CSS("#sign-out")))
+	x.waitShown("the console signed out again", "#sign-in")
+	if loc := x.location(); !strings.HasPrefix(loc, home) {
+		t.Errorf("after signing out the browser is at %s", loc)
+	}
 }
 
 // A person outside the admin group signs in and is told, in their language, why the console shows

@@ -359,7 +359,7 @@
         { label: t('Last used'), cell: (s) => when(s.last_used_at) },
         { label: t('Expires'), cell: (s) => when(s.expires_at) },
         { label: t('Method'), cell: (s) => s.amr.join(', ') || '—' },
-        { label: t('Browser'), cell: (s) => s.user_agent || '—' },
+        { label: t('Browser'), cell: (s) => (s.user_agent ? el('span', { class: 'id' }, s.user_agent) : '—') },
       ], sessions.sessions, t('No sessions.')),
       el('h2', {}, t('Apps with access')),
       table(t('Apps with access'), [
@@ -380,7 +380,7 @@
       { label: t('Time'), cell: (e) => when(e.time) },
       { label: t('Event'), cell: (e) => e.kind },
       { label: t('Outcome'), cell: (e) => (e.outcome === 'success' ? t('success') : el('span', { class: 'badge bad' }, t('failure'))) },
-      { label: t('Account'), cell: (e) => (e.user ? el('a', { href: '#/users/' + encodeURIComponent(e.user) }, e.user) : '—') },
+      { label: t('Account'), cell: (e) => (e.user ? el('a', { href: '#/users/' + encodeURIComponent(e.user), class: 'id' }, e.user) : '—') },
       { label: t('Client'), cell: (e) => e.client || '—' },
       { label: t('By'), cell: (e) => e.actor || '—' },
       { label: t('Address'), cell: (e) => e.addr || '—' },
@@ -437,7 +437,7 @@
   async function clientsPage() {
     show('clients', t('Clients'), el('p', { class: 'muted' }, t('Loading…')))
     const { clients } = await call('GET', '/clients')
-    const list = (l) => (l.length ? l.join(' ') : '—')
+    const list = (l) => (l.length ? el('span', { class: 'id' }, l.join(' ')) : '—')
     show(
       'clients',
       t('Clients'),
