@@ -169,6 +169,22 @@ func TestConsole_InChromium_AdminDisablesAUserWhoseRefreshTokenIsRefused(t *test
 	x.waitShown("the forms' place", `main[data-view="forms"] #forms-soon`)
 	x.checkConsole("the forms' place", "")
 
+	// An account made from the users page: verified, no password anyone knows, no mail.
+	x.do("the users again", chromedp.Click(chromedp.CSS(`a[data-nav="users"]`)))
+	x.waitShown("the users", `main[data-view="users"] #create summary`)
+	x.do("create an account", chromedp.Click(chromedp.CSS("#create summary")), chromedp.SendKeys(chromedp.CSS("#new-email"), "grace@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#new-name"), "Grace Hopper"))
+	x.checkConsole("the form of a new account", "")
+	x.do("create", chromedp.Click(chromedp.CSS(`#create button[type="submit"]`)))
+	x.waitShown("the new account", `main[data-view="users-user"] .done`)
+	if h := x.text("the new account", "h1"); h != "grace@example.com" {
+		t.Errorf("after creating, the page is about %q", h)
+	}
+	if u, err := p.svc.Users().ByEmail(context.Background(), "grace@example.com"); err != nil || !u.EmailVerified || u.Name != "Grace Hopper" {
+		t.Errorf("the created account: %+v %v", u, err)
+	}
+	x.checkConsole("a created account", "")
+
 	// Sign out: the provider's session ends and the console is back, signed out.
 	x.do("sign out", chromedp.Click(chromedp.CSS("#sign-out")))
 	x.waitShown("the console signed out again", "#sign-in")

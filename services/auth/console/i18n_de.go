@@ -55,6 +55,10 @@ var de = map[string]string{
 	"unverified":              "nicht bestätigt",
 	"No account has an address containing %s.": "Kein Konto hat eine Adresse, die %s enthält.",
 	"No accounts yet.":                         "Noch keine Konten.",
+	"Create an account":                        "Konto anlegen",
+	"Create account":                           "Konto anlegen",
+	"Name (optional)":                          "Name (freiwillig)",
+	"Created. No mail was sent: ask the person to choose a password with “Forgot password?” on the sign-in page.": "Angelegt. Es wurde keine E-Mail gesendet: Bitten Sie die Person, auf der Anmeldeseite mit „Passwort vergessen?“ ein Passwort zu wählen.",
 
 	// One account.
 	"Account":              "Konto",

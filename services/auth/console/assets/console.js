@@ -268,7 +268,36 @@
     }
     more.onclick = () => load().catch((e) => list.append(alertBox(e)))
     await load()
-    show('users', t('Users'), form, list, more)
+    show('users', t('Users'), form, createForm(), list, more)
+  }
+
+  /** createForm makes an account (verified: the admin vouches for the address) without a password: its
+   * owner chooses one with "Forgot password?", and no mail is sent (D59 4). */
+  function createForm() {
+    const email = el('input', { type: 'email', id: 'new-email', name: 'email', required: true, autocomplete: 'off' })
+    const name = el('input', { id: 'new-name', name: 'name', autocomplete: 'off' })
+    const result = el('div', { id: 'create-result' })
+    return el('details', { id: 'create' },
+      el('summary', {}, t('Create an account')),
+      el('div', {},
+        result,
+        el('form', { onsubmit: async (ev) => {
+          ev.preventDefault()
+          try {
+            const u = await call('POST', '/users', { email: email.value.trim(), name: name.value.trim() })
+            history.pushState(null, '', '#/users/' + encodeURIComponent(u.id))
+            await userPage(u.id, t('Created. No mail was sent: ask the person to choose a password with “Forgot password?” on the sign-in page.'))
+            focusTitle()
+          } catch (e) {
+            result.replaceChildren(alertBox(e))
+          }
+        } },
+          el('div', { class: 'field' }, el('label', { for: 'new-email' }, t('E-mail address')), email),
+          el('div', { class: 'field' }, el('label', { for: 'new-name' }, t('Name (optional)')), name),
+          el('button', { type: 'submit' }, t('Create account')),
+        ),
+      ),
+    )
   }
 
   /** action runs one change to an account, then shows the page again with what happened. */
