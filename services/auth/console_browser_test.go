@@ -185,6 +185,18 @@ func TestConsole_InChromium_AdminDisablesAUserWhoseRefreshTokenIsRefused(t *test
 	}
 	x.checkConsole("a created account", "")
 
+	// Deleted again, behind a second click.
+	x.do("delete it", chromedp.Click(chromedp.CSS(`main details summary`)))
+	x.checkConsole("the deletion asked for", "")
+	x.do("delete for good", chromedp.Click(chromedp.CSS("#delete")))
+	x.waitShown("the users after the deletion", `main[data-view="users"] #users table`)
+	if list := x.text("the users", "#users"); strings.Contains(list, "grace@example.com") {
+		t.Errorf("the deleted account is still listed:\n%s", list)
+	}
+	if _, err := p.svc.Users().ByEmail(context.Background(), "grace@example.com"); err == nil {
+		t.Error("the deleted account is still there")
+	}
+
 	// Sign out: the provider's session ends and the console is back, signed out.
 	x.do("sign out", chromedp.Click(chromedp.CSS("#sign-out")))
 	x.waitShown("the console signed out again", "#sign-in")
