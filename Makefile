@@ -6,6 +6,9 @@ BIN ?= $(CURDIR)/bin
 GO ?= go
 export PATH := $(BIN):$(PATH)
 export GOBIN := $(BIN)
+# -trimpath keeps the clone's folder out of Go's build-cache keys: every clone on a machine (CI's clean
+# ones too) reuses what any of them compiled (docs/developing.md).
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 ADDR ?= 127.0.0.1:8080
 CONFIG ?=

@@ -14,7 +14,7 @@ import (
 
 // secretReasons are the problems of a Secret the pods mount: the rollout waits for them.
 var secretReasons = []string{"SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing",
-	"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid"}
+	"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid", "ConnectorSecretMissing"}
 
 func hasReason(ps []problem, reasons ...string) bool {
 	for _, p := range ps {

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,11 +134,17 @@ func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.
 		switch {
 		case !ok:
 			reason := "SecretMissing"
-			if ref.Field == "spec.redis.passwordSecretRef" {
+			switch {
+			case ref.Field == "spec.redis.passwordSecretRef":
 				reason = "RedisPasswordSecretMissing"
+			case strings.HasPrefix(ref.Field, "spec.auth.connectors["):
+				reason = "ConnectorSecretMissing"
 			}
 			problems = append(problems, problem{Reason: reason, Message: fmt.Sprintf(
 				"Secret %q named by %s does not exist in namespace %s", ref.Secret, ref.Field, fs.Namespace)})
+		case len(sec.Data[ref.Key]) == 0 && strings.HasPrefix(ref.Field, "spec.auth.connectors["):
+			problems = append(problems, problem{Reason: "ConnectorSecretMissing", Message: fmt.Sprintf(
+				"Secret %q named by %s has no key %q", ref.Secret, ref.Field, ref.Key)})
 		case len(sec.Data[ref.Key]) == 0:
 			problems = append(problems, problem{Reason: "SecretKeyMissing", Message: fmt.Sprintf(
 				"Secret %q named by %s has no key %q", ref.Secret, ref.Field, ref.Key)})
@@ -222,7 +229,7 @@ func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration
 	for _, p := range problems {
 		switch p.Reason {
 		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing",
-			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid", "BackupCredentialsMissing":
+			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid", "BackupCredentialsMissing", "ConnectorSecretMissing":
 			return wait.Jitter(min(every, missingSecretRecheck), recheckJitter)
 		}
 	}

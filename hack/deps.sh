@@ -55,6 +55,8 @@ hack/install-redis.sh >/dev/null # copies redis-server, redis-cli and redis-sent
 [[ "${1:-}" == --apt-only ]] && exit 0
 
 # --- 2. tool builds ---------------------------------------------------------------------------------
+# First the machine's tool cache (hack/toolcache.sh): a clean clone copies what an earlier clone built.
+hack/toolcache.sh restore
 logs=bin/.deps
 mkdir -p "$logs"
 rm -f "$logs"/*.status
@@ -100,4 +102,7 @@ for name in "${order[@]}"; do
   read -r rc secs <"$logs/$name.status" || true
   echo "=== deps: $name $secs"
 done
+if ((failed == 0)); then
+  hack/toolcache.sh save
+fi
 exit "$failed"

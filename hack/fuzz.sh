@@ -2,40 +2,77 @@
 # Bounded fuzzing for `make test`: every fuzz target in the tree (found by grep, so a new one joins by
 # itself) runs for FUZZTIME (default 10s) on top of its seeds and checked-in corpus (testdata/fuzz/).
 # A failure leaves the crashing input in the package's testdata/fuzz/<Target>/ and fails the step.
+#
+# FUZZJOBS targets (default: the number of cores) run at once, each with one fuzzing worker
+# (-parallel 1): the same executions per target as one target at a time with a worker per core, in a
+# fraction of the wall time, and the instrumented builds of one target overlap the fuzzing of another.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-10s}"
-targets=0
+max="${FUZZJOBS:-$(nproc)}"
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+# fuzz_one NAME DIR: fuzzes one target; its output goes to $logs/NAME.log, its verdict to $logs/NAME.rc
+# ("ok", or the reason it failed).
+fuzz_one() {
+  local name=$1 dir=$2 log="$logs/$1.log"
+  local corpus="$dir/testdata/fuzz/$name" before
+  before="$(ls "$corpus" 2>/dev/null || true)"
+  if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 1 "$dir" >"$log" 2>&1; then
+    echo ok >"$logs/$name.rc"
+    return
+  fi
+  # Go's fuzz coordinator (up to go1.26) can report a bare "context deadline exceeded" when the
+  # -fuzztime deadline races a worker under CPU load (golang/go#75804): the whole time was fuzzed and
+  # no failing input was written. Anything else, or a new input in the corpus, is a failure.
+  if grep -q '^    context deadline exceeded$' "$log" && [[ "$(ls "$corpus" 2>/dev/null || true)" == "$before" ]] \
+    && ! grep -qE '_test\.go:[0-9]+:|panic:|Failing input written' "$log"; then
+    echo "ok (the fuzz coordinator's deadline race, golang/go#75804: no failing input)" >"$logs/$name.rc"
+    return
+  fi
+  echo "FAIL: fuzz target $name in $dir (the failing input is under $corpus/)" >"$logs/$name.rc"
+}
+
+# report NAME DIR: prints a finished target's verdict (and the end of its log when it failed).
+failed=0
+report() {
+  local name=$1 dir=$2 verdict
+  verdict="$(cat "$logs/$name.rc" 2>/dev/null || echo "FAIL: fuzz target $name in $dir (no verdict)")"
+  echo "--- fuzz $name ($dir, $fuzztime)"
+  if [[ $verdict == ok* ]]; then
+    if [[ $verdict == ok ]]; then tail -1 "$logs/$name.log"; else echo "$verdict $name"; fi
+  else
+    grep -v '^fuzz: elapsed' "$logs/$name.log" | tail -60
+    echo "$verdict"
+    failed=1
+  fi
+}
+
+targets=()
 while IFS= read -r file; do
   dir="./$(dirname "$file")"
   for name in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
-    echo "--- fuzz $name ($dir, $fuzztime)"
-    log="$(mktemp)"
-    corpus="$dir/testdata/fuzz/$name"
-    before="$(ls "$corpus" 2>/dev/null || true)"
-    if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$dir" >"$log" 2>&1; then
-      # Go's fuzz coordinator (up to go1.26) can report a bare "context deadline exceeded" when the
-      # -fuzztime deadline races a worker under CPU load (golang/go#75804): the whole time was fuzzed
-      # and no failing input was written. Anything else, or a new input in the corpus, is a failure.
-      if grep -q '^    context deadline exceeded$' "$log" && [[ "$(ls "$corpus" 2>/dev/null || true)" == "$before" ]] \
-        && ! grep -qE '_test\.go:[0-9]+:|panic:|Failing input written' "$log"; then
-        echo "ok (the fuzz coordinator's deadline race, golang/go#75804: no failing input) $name"
-        rm -f "$log"
-        targets=$((targets + 1))
-        continue
-      fi
-      grep -v '^fuzz: elapsed' "$log" | tail -60
-      rm -f "$log"
-      echo "FAIL: fuzz target $name in $dir (the failing input is under $corpus/)"
-      exit 1
-    fi
-    tail -1 "$log"
-    rm -f "$log"
-    targets=$((targets + 1))
+    targets+=("$name $dir")
   done
 done < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(' --exclude-dir=node_modules --exclude-dir=bin --exclude-dir=.git . | sed 's|^\./||' | sort)
-if [[ $targets -eq 0 ]]; then
+if [[ ${#targets[@]} -eq 0 ]]; then
   echo "no fuzz targets found: the grep in hack/fuzz.sh is broken"
   exit 1
 fi
-echo "fuzzed $targets targets for $fuzztime each"
+
+# A pool of $max: start each target once a slot is free; report the targets in their order.
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= max)); do wait -n || true; done
+  # shellcheck disable=SC2086 # "name dir"
+  fuzz_one $t &
+done
+wait
+for t in "${targets[@]}"; do
+  # shellcheck disable=SC2086
+  report $t
+done
+if ((failed)); then
+  exit 1
+fi
+echo "fuzzed ${#targets[@]} targets for $fuzztime each, $max at a time"

@@ -128,6 +128,7 @@ type SecretKeySelector struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.publicURL) || has(self.ingress) || has(self.gateway)",message="set publicURL, ingress.host or gateway.host: the OAuth issuer needs the platform's public base URL"
 // +kubebuilder:validation:XValidation:rule="!has(self.restoreFrom) || has(oldSelf.restoreFrom)",message="restoreFrom is set only when the FormsService is created: restore into a running platform with formsservice restore"
+// +kubebuilder:validation:XValidation:rule="!has(self.oauthClients) || self.oauthClients.all(c, !has(c.connectors) || c.connectors.all(id, has(self.auth) && has(self.auth.connectors) && self.auth.connectors.exists(k, k.id == id)))",message="an oauthClients[].connectors entry must be the id of one of spec.auth.connectors"
 // +kubebuilder:validation:XValidation:rule="!has(self.forms) || !has(self.forms.declared) || self.forms.declared.all(f, !has(f.origins) || f.origins.all(o, has(self.allowedOrigins) && o in self.allowedOrigins))",message="a declared form's origins must be some of allowedOrigins, spelled exactly as there (a form's origins narrow them)"
 type FormsServiceSpec struct {
 	// Image runs every service (`formsservice forms|auth|health`). Defaults to the operator's own
@@ -349,6 +350,14 @@ type OAuthClient struct {
 	// granted; the client must list groups in scopes), for an API that authorises by group.
 	// +optional
 	AccessTokenGroups bool `json:"accessTokenGroups,omitempty"`
+	// Connectors are the ids of spec.auth.connectors whose buttons this client's sign-in page shows, in
+	// this order; the client may also send connector_id=<id> to go straight to one. Empty: none.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	Connectors []string `json:"connectors,omitempty"`
 }
 
 // GrantType is a grant a client may use at the token endpoint.
@@ -693,6 +702,13 @@ type AuthSpec struct {
 	// oauthClients[].branding overrides it for one client.
 	// +optional
 	Branding *BrandingSpec `json:"branding,omitempty"`
+	// Connectors are the upstream providers people may sign in with (connectors_types.go); each client
+	// lists the ones its sign-in page offers (oauthClients[].connectors).
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=32
+	Connectors []ConnectorSpec `json:"connectors,omitempty"`
 }
 
 // BrandingSpec is how the hosted pages present the product. The accent colour may be any colour: the

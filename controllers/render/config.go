@@ -295,9 +295,28 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 			b := branding(cl.Branding)
 			oc.Branding = &b
 		}
+		oc.Connectors = cl.Connectors
 		c.Clients = append(c.Clients, oc)
 	}
+	c.Connectors = connectors(a.Connectors)
 	return c
+}
+
+// connectors are the auth configuration's connectors of a spec's: the same fields, the client secret
+// as the file its Secret is mounted at (UserSecretRefs).
+func connectors(specs []v1alpha1.ConnectorSpec) []config.Connector {
+	var out []config.Connector
+	for _, s := range specs {
+		c := config.Connector{ID: s.ID, Type: s.Type, Preset: s.Preset, Name: s.Name, Issuer: s.Issuer, Tenant: s.Tenant,
+			ClientID: s.ClientID, ClientSecretFile: SecretPath(s.ClientSecretRef.Name, s.ClientSecretRef.Key),
+			Scopes: s.Scopes, SigningAlgs: s.SigningAlgs, GroupsPrefix: s.GroupsPrefix, TrustEmailVerified: s.TrustEmailVerified,
+			BaseURL: s.BaseURL, Orgs: s.Orgs}
+		if m := s.Claims; m != nil {
+			c.Claims = config.ConnectorClaims{Subject: m.Subject, Email: m.Email, EmailVerified: m.EmailVerified, Name: m.Name, Groups: m.Groups}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // branding is the auth configuration's branding of a spec's (the same four fields; nil is none).

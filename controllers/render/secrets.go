@@ -77,12 +77,21 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 		r := m.SecretKeyRef
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.auth.mfa.secretKeyRef", Components: []string{Auth}})
 	}
+	for _, c := range fs.Spec.Auth.Connectors {
+		r := c.ClientSecretRef
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: ConnectorSecretField(c.ID), Components: []string{Auth}})
+	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {
 			refs = append(refs, SecretRef{Secret: c.SecretRef.Name, Key: c.SecretRef.Key, Field: "spec.oauthClients[" + c.ClientID + "].secretRef", Components: []string{Auth}})
 		}
 	}
 	return refs
+}
+
+// ConnectorSecretField is the field that names connector id's client secret, as messages say it.
+func ConnectorSecretField(id string) string {
+	return "spec.auth.connectors[" + id + "].clientSecretRef"
 }
 
 // ReferencedSecretNames lists every Secret a FormsService names or owns: the only Secrets the operator

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/formsservice/formsservice/internal/reporoot"
 	"github.com/formsservice/formsservice/internal/testproc"
 )
 
@@ -153,8 +153,7 @@ func axeSource(t testing.TB) string {
 	axeOnce.Do(func() {
 		path := os.Getenv("AXE_CORE_JS")
 		if path == "" {
-			_, file, _, _ := runtime.Caller(0)
-			root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+			root, _ := reporoot.Dir()
 			path = filepath.Join(root, "bin", "axe-core-"+AxeVersion, "node_modules", "axe-core", "axe.min.js")
 		}
 		b, err := os.ReadFile(path)

@@ -13,12 +13,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/reporoot"
 	"github.com/formsservice/formsservice/internal/testwait"
 )
 
@@ -71,8 +71,8 @@ func RemoveBuilds() {
 }
 
 func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, _ := reporoot.Dir()
+	return dir
 }
 
 // Process is a running command.

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/reporoot"
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,11 +52,8 @@ func find(tb testing.TB, env, name string) string {
 }
 
 func repoRoot() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return ""
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, _ := reporoot.Dir()
+	return dir
 }
 
 func isExec(p string) bool {

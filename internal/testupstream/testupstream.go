@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/reporoot"
 	"github.com/formsservice/formsservice/internal/testproc"
 )
 
@@ -32,8 +32,11 @@ type Account map[string]any
 func Start(t testing.TB, clients []Client, accounts map[string]Account) string {
 	t.Helper()
 	testproc.SkipShort(t, "the upstream OpenID provider (Node.js)")
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "test", "upstream")
+	root, err := reporoot.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "test", "upstream")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err != nil {
 		t.Fatalf("the upstream OpenID provider is not installed: run `make deps-upstream` (%v)", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testbrowser"
+	"github.com/formsservice/formsservice/internal/testgithub"
 	"github.com/formsservice/formsservice/internal/testupstream"
 )
 
@@ -120,5 +121,103 @@ func TestFederation_InChromium_LinkAndUnlink(t *testing.T) {
 	}
 	if _, err := f.svc.Users().ByIdentity(context.Background(), "upstream", "ada-elsewhere"); err == nil {
 		t.Fatal("the link is still there")
+	}
+}
+
+// In Chromium, through a github connector (GitHub's side is internal/testgithub, an in-process server
+// that answers as GitHub's documentation says: GitHub cannot be reached from here): the sign-in page
+// with the button in GitHub's look (axe-checked, light and dark, 320 px), GitHub's authorize page, and
+// back to the app with a code; a person outside the allowed organisations refused with the reason
+// (axe-checked) (D64).
+func TestFederation_GitHub_InChromium(t *testing.T) {
+	f := startGitHub(t, map[string]testgithub.Account{
+		"octocat":  {ID: 583231, Name: "The Octocat", Orgs: []string{"acme"}, Emails: []testgithub.Email{{Email: "octocat@example.com", Primary: true, Verified: true}}},
+		"outsider": {ID: 13, Orgs: []string{"elsewhere"}, Emails: []testgithub.Email{{Email: "outsider@example.com", Primary: true, Verified: true}}},
+	}, []string{"acme"})
+	viaButton := func(x *person, login string) {
+		t.Helper()
+		x.do("opening the app's sign-in", chromedp.Navigate(f.authorizeURL("state-gh-chromium", oauth2.GenerateVerifier())))
+		x.waitFor("the sign-in page", `a[data-connector="github"].brand-github svg`)
+		if s := x.text("the GitHub button", `a[data-connector="github"]`); s != "Sign in with GitHub" {
+			t.Errorf("the button says %q", s)
+		}
+		x.mark()
+		x.do("choosing GitHub", chromedp.Click(chromedp.CSS(`a[data-connector="github"]`)))
+		x.waitFor("GitHub's authorize page", `input[name="login"]`)
+		if !strings.HasPrefix(x.location(), f.issuer+"/login/oauth/authorize?") {
+			t.Fatalf("the authorize page is at %s, not GitHub's", x.location())
+		}
+		x.mark()
+		x.do("authorizing at GitHub as "+login, chromedp.SendKeys(chromedp.CSS(`input[name="login"]`), login),
+			chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
+	}
+
+	x := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	x.do("opening the app's sign-in", chromedp.Navigate(f.authorizeURL("state-gh-chromium", oauth2.GenerateVerifier())))
+	x.waitFor("the sign-in page", `a[data-connector="github"]`)
+	x.check("the sign-in page with the GitHub button", "")
+	viaButton(x, "octocat")
+	if x.landedCode() == "" {
+		t.Fatal("no code after signing in through GitHub")
+	}
+
+	y := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	viaButton(y, "outsider")
+	y.waitFor("the refusal", "#signin-error")
+	if s := y.text("the refusal", "#signin-error"); !strings.Contains(s, "Your GitHub account may not sign in here") {
+		t.Errorf("the page says %q", s)
+	}
+	y.check("a person outside the organisations refused", "")
+}
+
+// In Chromium: a GitHub account whose primary address is unverified does not sign in to the account
+// with that address (409), but its owner, signed in with a password, links it from the account page;
+// then it signs in to that account (D64; GitHub's side is internal/testgithub, as above).
+func TestFederation_GitHub_InChromium_UnverifiedLinksFromTheAccountPage(t *testing.T) {
+	f := startGitHub(t, map[string]testgithub.Account{
+		"ada-gh": {ID: 42, Name: "Ada", Emails: []testgithub.Email{{Email: testEmail, Primary: true, Verified: false}}},
+	}, nil)
+	id := f.user(testEmail, testPassword)
+	atGitHub := func(x *person, login string) {
+		t.Helper()
+		x.waitFor("GitHub's authorize page", `input[name="login"]`)
+		x.mark()
+		x.do("authorizing at GitHub", chromedp.SendKeys(chromedp.CSS(`input[name="login"]`), login), chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
+	}
+
+	b := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	b.do("opening the app's sign-in", chromedp.Navigate(f.authorizeURL("state-gh-unverified", oauth2.GenerateVerifier())))
+	b.waitFor("the sign-in page", `a[data-connector="github"]`)
+	b.mark()
+	b.do("choosing GitHub", chromedp.Click(chromedp.CSS(`a[data-connector="github"]`)))
+	atGitHub(b, "ada-gh")
+	b.waitFor("the refusal", "#signin-error")
+	if s := b.text("the refusal", "#signin-error"); !strings.Contains(s, "link GitHub on your account page") {
+		t.Errorf("the page says %q", s)
+	}
+
+	a := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	a.do("opening /account", chromedp.Navigate(f.base+"/account"))
+	a.signIn(testEmail, testPassword)
+	a.waitFor("the account page", `button[data-connector="github"]`)
+	a.mark()
+	a.do("linking GitHub", chromedp.Click(chromedp.CSS(`button[data-connector="github"]`)))
+	atGitHub(a, "ada-gh")
+	a.waitFor("the account page, linked", `#identities-title`)
+	if s := a.text("the notice", `[role="status"]`); !strings.Contains(s, "The account was linked") {
+		t.Errorf("the notice says %q", s)
+	}
+	if u, err := f.svc.Users().ByIdentity(context.Background(), "github", "42"); err != nil || u.ID != id {
+		t.Fatalf("the GitHub account links to %+v (%v), want %s", u, err, id)
+	}
+
+	c := &person{t: t, p: f.provider, ctx: testbrowser.New(t)}
+	c.do("opening the app's sign-in", chromedp.Navigate(f.authorizeURL("state-gh-linked", oauth2.GenerateVerifier())))
+	c.waitFor("the sign-in page", `a[data-connector="github"]`)
+	c.mark()
+	c.do("choosing GitHub", chromedp.Click(chromedp.CSS(`a[data-connector="github"]`)))
+	atGitHub(c, "ada-gh")
+	if c.landedCode() == "" {
+		t.Fatal("no code after signing in with the linked GitHub account")
 	}
 }

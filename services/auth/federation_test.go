@@ -78,7 +78,7 @@ func (f *federated) viaUpstream(b *browser, login string, authorize string) (res
 // connectorLink is the href of the page's button for the connector id.
 func connectorLink(t testing.TB, body, id string) string {
 	t.Helper()
-	m := regexp.MustCompile(`<a class="button secondary" href="([^"]+)" data-connector="` + id + `">`).FindStringSubmatch(body)
+	m := regexp.MustCompile(`<a class="button[^"]*" href="([^"]+)" data-connector="` + id + `">`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatalf("no button for %s on the page:\n%.1500s", id, body)
 	}

@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/reporoot"
 	"github.com/formsservice/formsservice/internal/testproc"
 )
 
@@ -30,8 +30,8 @@ func formsservice(t testing.TB) string {
 }
 
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, _ := reporoot.Dir() // "" (the working directory) if none: the paths below then fail clearly
+	return dir
 }
 
 // proc is one formsservice process on a loopback port.

@@ -24,6 +24,7 @@ var linkErrors = map[string]string{
 	"connector_linked": "An account at that provider is linked already: remove it first.",
 	"refused":          "Linking did not work. Please try again.",
 	"unreachable":      "Linking did not work. Please try again.",
+	"not_allowed":      "That account at the provider may not sign in here.",
 	"state":            "Linking did not work. Please try again.",
 	"unavailable":      "Linking did not work. Please try again.",
 }

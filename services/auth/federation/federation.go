@@ -1,5 +1,6 @@
 // Package federation is the kit of signing in through upstream providers (connectors, D58): the
-// connectors of the configuration in effect, each sign-in's state kept in Redis between the redirect to
+// connectors of the configuration in effect (an OpenID provider through package upstream, GitHub
+// through package github: one Upstream interface, D64), each sign-in's state kept in Redis between the redirect to
 // the upstream and its answer (single use, short-lived, bound to the browser by a cookie), and the rule
 // that finds the local account of an upstream account: its link, an automatic link only for a verified
 // address of a connector trusted to say so, or a new account. The hosted sign-in (package signin)
@@ -20,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/github"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/upstream"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -66,6 +68,26 @@ type Pending struct {
 	Verifier  string `json:"v"`
 }
 
+// Upstream is one connector's provider: an OpenID provider (package upstream) or GitHub (package
+// github, D64). Each makes the authorization URL of a trip and turns the answer into an Identity.
+type Upstream interface {
+	Config() config.Connector
+	// AuthOrigin is the origin of the provider's authorization page (for a CSP form-action).
+	AuthOrigin(ctx context.Context) (string, error)
+	AuthURL(ctx context.Context, s upstream.Start, extra map[string]string) (string, error)
+	// Exchange checks the answer (its code and iss parameters) and reads the person; its errors wrap
+	// upstream.ErrRefused, ErrUnreachable or ErrNotAllowed.
+	Exchange(ctx context.Context, s upstream.Start, code, iss string) (*upstream.Identity, error)
+}
+
+// newUpstream is the client of connector c's provider, by its type.
+func newUpstream(c config.Connector, secret, redirectURL string, client *http.Client) Upstream {
+	if c.Type == config.TypeGitHub {
+		return github.New(c, secret, redirectURL, client)
+	}
+	return upstream.New(c, secret, redirectURL, client)
+}
+
 // Kit holds the connectors and the trips' state.
 type Kit struct {
 	rdb    redis.UniversalClient
@@ -75,7 +97,7 @@ type Kit struct {
 
 	mu    sync.Mutex
 	built *config.Config // the configuration conns were built from
-	conns map[string]*upstream.Connector
+	conns map[string]Upstream
 }
 
 // Options are the kit's dependencies.
@@ -97,18 +119,18 @@ func New(o Options) *Kit {
 
 // Connector is the connector id of the realm's configuration; ErrUnknown when there is none (or its
 // secret cannot be read: logged).
-func (k *Kit) Connector(rt *realm.Realm, id string) (*upstream.Connector, error) {
+func (k *Kit) Connector(rt *realm.Realm, id string) (Upstream, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.built != rt.Config {
-		k.conns = map[string]*upstream.Connector{}
+		k.conns = map[string]Upstream{}
 		for _, c := range rt.Config.Auth.Connectors {
 			secret, err := secretfile.Read(c.ClientSecretFile)
 			if err != nil {
 				k.log.Error("connector not offered: its client secret cannot be read", "connector", c.ID, "err", err)
 				continue
 			}
-			k.conns[c.ID] = upstream.New(c, secret, rt.Issuer+CallbackPath, k.client)
+			k.conns[c.ID] = newUpstream(c, secret, rt.Issuer+CallbackPath, k.client)
 		}
 		k.built = rt.Config
 	}
@@ -147,7 +169,7 @@ func (k *Kit) Begin(w http.ResponseWriter, r *http.Request, rt *realm.Realm, p P
 // Result is an upstream's answer, checked.
 type Result struct {
 	Pending
-	Conn     *upstream.Connector
+	Conn     Upstream
 	Identity *upstream.Identity
 }
 
@@ -251,9 +273,9 @@ func (k *Kit) enabled(u *users.User, how string) (*users.User, string, error) {
 // SyncGroups makes the user's groups that carry the connector's prefix exactly the upstream's groups
 // (each prefixed; a name our groups cannot take is left out, and at most users.MaxGroups are kept),
 // leaving every other group as an operator set it (D37). Nothing happens for a connector that reads
-// no groups claim.
+// no groups (config.Connector.ReadsGroups).
 func (k *Kit) SyncGroups(ctx context.Context, us *users.Store, c config.Connector, u *users.User, upstreamGroups []string) (*users.User, error) {
-	if c.Claims.Groups == "" {
+	if !c.ReadsGroups() {
 		return u, nil
 	}
 	want := map[string]bool{}

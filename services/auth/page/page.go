@@ -96,7 +96,11 @@ type SignIn struct {
 // Connector is an upstream provider's button: its ID, the name it shows, and where it leads (the
 // authorization request with connector_id: a link, not a form, so that the page's CSP form-action
 // need not name every upstream).
-type Connector struct{ ID, Name, URL string }
+type Connector struct {
+	ID, Name, URL string
+	// Brand gives the button a provider's own look ("github"); "" is the page's secondary button.
+	Brand string
+}
 
 // Error is the data of an error page (an authorization request that cannot be redirected back).
 type Error struct {

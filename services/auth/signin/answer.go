@@ -150,7 +150,7 @@ func (h *Handler) renderSignIn(a *attempt, status int, d page.SignIn) {
 		if c, ok := rt.Config.Auth.ConnectorByID(id); ok {
 			q := a.r.URL.Query()
 			q.Set("connector_id", c.ID)
-			d.Connectors = append(d.Connectors, page.Connector{ID: c.ID, Name: c.Name, URL: rt.BasePath + "/oauth2/authorize?" + q.Encode()})
+			d.Connectors = append(d.Connectors, page.Connector{ID: c.ID, Name: c.Name, URL: rt.BasePath + "/oauth2/authorize?" + q.Encode(), Brand: brandOf(c)})
 		}
 	}
 	d.ForgotURL = rt.BasePath + "/account/forgot?" + url.Values{"client_id": {cl.GetID()}, "return": {d.Action}}.Encode()

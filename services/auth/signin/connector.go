@@ -15,6 +15,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/upstream"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Signing in through an upstream provider (a connector, D58). The page's button (a link to the
@@ -22,6 +23,15 @@ import (
 // trip's state (package federation); the upstream's answer comes back to Callback, which finds the
 // local account and ends the sign-in exactly as a password does: the second step when the account has
 // a factor or the client requires one, then the session and the code.
+
+// brandOf is the look of connector c's button: GitHub's own for a github connector (D64), else the
+// page's.
+func brandOf(c config.Connector) string {
+	if c.Type == config.TypeGitHub {
+		return "github"
+	}
+	return ""
+}
 
 // offersConnector reports whether cl's sign-in offers the connector id.
 func offersConnector(cl *realm.Client, id string) bool { return slices.Contains(cl.Connectors, id) }
@@ -132,6 +142,8 @@ func (h *Handler) connectorFailed(a *attempt, id string, err error) {
 		reason, status, msg = "unreachable", http.StatusBadGateway, fmt.Sprintf("%s did not answer. Please try again in a moment, or sign in another way.", name)
 	case errors.Is(err, federation.ErrUpstream):
 		reason, status, msg = "upstream_error", http.StatusUnauthorized, fmt.Sprintf("Signing in with %s was cancelled or refused.", name)
+	case errors.Is(err, upstream.ErrNotAllowed):
+		reason, status, msg = "not_allowed", http.StatusForbidden, fmt.Sprintf("Your %s account may not sign in here: it is not in an organisation this sign-in lets in.", name)
 	case errors.Is(err, federation.ErrNoEmail):
 		reason, status, msg = "no_email", http.StatusForbidden, fmt.Sprintf("%s did not tell us your e-mail address, which an account here needs.", name)
 	case errors.Is(err, federation.ErrLinkRequired):
@@ -176,6 +188,8 @@ func (h *Handler) finishLink(w http.ResponseWriter, r *http.Request, rt *realm.R
 		reason = "connector_linked"
 	case errors.Is(err, upstream.ErrUnreachable):
 		reason = "unreachable"
+	case errors.Is(err, upstream.ErrNotAllowed):
+		reason = "not_allowed"
 	case errors.Is(err, federation.ErrState):
 		reason = "state"
 	case web.IsUnavailable(err):

@@ -31,6 +31,9 @@ var (
 	// ErrRefused: the upstream's answer is not one to sign in with (a wrong issuer or audience, a bad
 	// signature, an expired token, a nonce that is not ours, no subject).
 	ErrRefused = errors.New("upstream: the answer was refused")
+	// ErrNotAllowed: the upstream vouches for the person, who is not one the connector lets in (a
+	// GitHub account in none of the connector's organisations).
+	ErrNotAllowed = errors.New("upstream: the provider's account is not allowed here")
 )
 
 // Identity is the person as the upstream describes them.

@@ -6,15 +6,17 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
-// Connector is an upstream OpenID Connect provider people may sign in with (docs/auth.md, "Signing in
-// with other providers"; D58). Its client secret is read from ClientSecretFile, never written here.
+// Connector is an upstream provider people may sign in with: an OpenID Connect provider (type oidc,
+// D58) or GitHub (type github, D64) (docs/auth.md, "Signing in with other providers"). Its client secret
+// is read from ClientSecretFile, never written here.
 type Connector struct {
 	// ID names the connector in clients' connectors lists, in connector_id and in the audit trail;
 	// lower-case letters, digits and '-', at most 32.
 	ID string `json:"id"`
-	// Type is the protocol; "oidc" (the default and, for now, the only one).
+	// Type is the protocol: "oidc" (the default) or "github" (OAuth 2.0 and GitHub's REST API).
 	Type string `json:"type,omitempty"`
 	// Preset fills the defaults of a known provider: google, microsoft or generic (the default).
 	Preset string `json:"preset,omitempty"`
@@ -42,6 +44,13 @@ type Connector struct {
 	// say the address is verified, the person links the upstream account from the account page after
 	// signing in here. Default true for google, false otherwise.
 	TrustEmailVerified *bool `json:"trustEmailVerified,omitempty"`
+
+	// BaseURL is GitHub's web address (type github only): https://github.com (the default, whose API is
+	// https://api.github.com), or a GitHub Enterprise Server's, whose API is at <baseURL>/api/v3.
+	BaseURL string `json:"baseURL,omitempty"`
+	// Orgs lets in only members of these GitHub organisations (type github only; empty: any GitHub
+	// account). The groups claim then carries only these organisations and their teams.
+	Orgs []string `json:"orgs,omitempty"`
 }
 
 // ConnectorClaims names the ID token claims a connector maps (defaults in brackets): Subject [sub],
@@ -55,6 +64,15 @@ type ConnectorClaims struct {
 	Groups        string `json:"groups,omitempty"`
 }
 
+// The connector types.
+const (
+	TypeOIDC   = "oidc"
+	TypeGitHub = "github"
+)
+
+// GitHubURL is GitHub's own web address, the default baseURL of a github connector.
+const GitHubURL = "https://github.com"
+
 // The connector presets.
 const (
 	PresetGeneric   = "generic"
@@ -64,6 +82,11 @@ const (
 
 // Trusts reports whether the connector's verified addresses link to existing accounts.
 func (c Connector) Trusts() bool { return c.TrustEmailVerified != nil && *c.TrustEmailVerified }
+
+// ReadsGroups reports whether signing in through the connector sets the account's groups under its
+// prefix: an OpenID connector with a groups claim mapped, and every GitHub connector (organisations and
+// teams).
+func (c Connector) ReadsGroups() bool { return c.Type == TypeGitHub || c.Claims.Groups != "" }
 
 // MultiTenant reports whether the connector accepts any Microsoft tenant, whose ID tokens carry their
 // own tenant's issuer (the discovery document's issuer holds "{tenantid}").
@@ -75,12 +98,16 @@ var connectorID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 func (c *Connector) applyDefaults() {
 	if c.Type == "" {
-		c.Type = "oidc"
+		c.Type = TypeOIDC
 	}
 	if c.Preset == "" {
 		c.Preset = PresetGeneric
 	}
 	yes := true
+	if c.Type == TypeGitHub {
+		c.applyGitHubDefaults()
+		return
+	}
 	switch c.Preset {
 	case PresetGoogle:
 		if c.Issuer == "" {
@@ -131,6 +158,32 @@ func (c *Connector) applyDefaults() {
 	}
 }
 
+// applyGitHubDefaults: GitHub's address, its name, and the scopes its REST API needs for the profile,
+// the addresses (user:email) and the organisations and teams (read:org). GitHub tells which addresses
+// are verified (GET /user/emails), and a verified primary one is trusted by default as Google's is.
+func (c *Connector) applyGitHubDefaults() {
+	yes := true
+	if c.BaseURL == "" {
+		c.BaseURL = GitHubURL
+	}
+	c.BaseURL = strings.TrimSuffix(c.BaseURL, "/")
+	if c.Name == "" {
+		c.Name = "GitHub"
+	}
+	if c.TrustEmailVerified == nil {
+		c.TrustEmailVerified = &yes
+	}
+	if len(c.Scopes) == 0 {
+		c.Scopes = []string{"read:user", "user:email", "read:org"}
+	}
+	if c.GroupsPrefix == "" {
+		c.GroupsPrefix = c.ID + ":"
+	}
+}
+
+// githubOrg is a GitHub organisation's login: letters, digits and inner hyphens, at most 39.
+var githubOrg = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,37}[A-Za-z0-9])?$`)
+
 // signingAlgs an ID token may be pinned to (asymmetric only: a client secret never signs).
 var signingAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
@@ -140,22 +193,67 @@ func (c Connector) validate(at string) []error {
 	if !connectorID.MatchString(c.ID) {
 		bad("id %q: lower-case letters, digits and '-', at most 32, starting with a letter or digit", c.ID)
 	}
-	if c.Type != "oidc" {
-		bad("type %q: only oidc is supported", c.Type)
-	}
-	if !slices.Contains([]string{PresetGeneric, PresetGoogle, PresetMicrosoft}, c.Preset) {
-		bad("preset %q: one of generic, google, microsoft", c.Preset)
-	}
-	if u, err := url.Parse(c.Issuer); c.Issuer == "" || err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		bad("issuer %q: the upstream's issuer URL is required (https, or http for localhost)", c.Issuer)
-	} else if u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) {
-		bad("issuer %q: must be https (http only for localhost and loopback addresses)", c.Issuer)
+	if utf8.RuneCountInString(c.Name) > 64 {
+		bad("name: at most 64 characters")
 	}
 	if c.ClientID == "" {
 		bad("clientID is required")
 	}
 	if c.ClientSecretFile == "" {
 		bad("clientSecretFile is required (the upstream's client secret, in a file)")
+	}
+	switch c.Type {
+	case TypeOIDC:
+		errs = append(errs, c.validateOIDC(at)...)
+	case TypeGitHub:
+		errs = append(errs, c.validateGitHub(at)...)
+	default:
+		bad("type %q: one of oidc, github", c.Type)
+	}
+	return errs
+}
+
+// validateGitHub checks a github connector: its address, its organisations, and none of the fields
+// that only an OpenID provider has.
+func (c Connector) validateGitHub(at string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(at+": "+format, args...)) }
+	if u, err := url.Parse(c.BaseURL); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || (u.Path != "" && u.Path != "/") {
+		bad("baseURL %q: GitHub's address, like https://github.example.com (no path)", c.BaseURL)
+	} else if u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) {
+		bad("baseURL %q: must be https (http only for localhost and loopback addresses)", c.BaseURL)
+	}
+	if c.Preset != PresetGeneric {
+		bad("preset %q: a github connector takes none", c.Preset)
+	}
+	if c.Issuer != "" || c.Tenant != "" || len(c.SigningAlgs) > 0 || c.Claims != (ConnectorClaims{}) {
+		bad("issuer, tenant, signingAlgs and claims are for type oidc; a github connector reads GitHub's REST API")
+	}
+	if len(c.Orgs) > 100 {
+		bad("orgs: at most 100")
+	}
+	for _, o := range c.Orgs {
+		if !githubOrg.MatchString(o) {
+			bad("orgs: %q is not a GitHub organisation name", o)
+		}
+	}
+	return errs
+}
+
+// validateOIDC checks an OpenID connector.
+func (c Connector) validateOIDC(at string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(at+": "+format, args...)) }
+	if c.BaseURL != "" || len(c.Orgs) > 0 {
+		bad("baseURL and orgs are for type github")
+	}
+	if !slices.Contains([]string{PresetGeneric, PresetGoogle, PresetMicrosoft}, c.Preset) {
+		bad("preset %q: one of generic, google, microsoft", c.Preset)
+	}
+	if u, err := url.Parse(c.Issuer); c.Issuer == "" || err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		bad("issuer %q: the upstream's issuer URL is required (https, or http for localhost), without user info, query or fragment", c.Issuer)
+	} else if u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) {
+		bad("issuer %q: must be https (http only for localhost and loopback addresses)", c.Issuer)
 	}
 	if !slices.Contains(c.Scopes, "openid") {
 		bad("scopes must include openid")
@@ -164,9 +262,6 @@ func (c Connector) validate(at string) []error {
 		if !slices.Contains(signingAlgs, alg) {
 			bad("signingAlgs: %q is not one of %s", alg, strings.Join(signingAlgs, ", "))
 		}
-	}
-	if len(c.Name) > 64 {
-		bad("name: at most 64 bytes")
 	}
 	return errs
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,15 @@ func TestConnectors_PresetsAndValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, m := c.Auth.Connectors[0], c.Auth.Connectors[1]
+	gh := Config{PublicURL: "https://auth.example.com", Auth: Auth{Connectors: []Connector{{ID: "gh", Type: TypeGitHub, ClientID: "Iv1.x", ClientSecretFile: "/s/gh", Orgs: []string{"acme-corp"}}}}}
+	gh.ApplyDefaults()
+	if err := gh.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if h := gh.Auth.Connectors[0]; h.BaseURL != GitHubURL || h.Name != "GitHub" || !h.Trusts() || !h.ReadsGroups() || h.GroupsPrefix != "gh:" ||
+		!slices.Equal(h.Scopes, []string{"read:user", "user:email", "read:org"}) || len(h.SigningAlgs) != 0 {
+		t.Errorf("github defaults: %+v", h)
+	}
 	if g.Issuer != "https://accounts.google.com" || !g.Trusts() || g.Claims.EmailVerified != "email_verified" || g.Name != "Google" {
 		t.Errorf("google preset: %+v", g)
 	}
@@ -32,15 +42,23 @@ func TestConnectors_PresetsAndValidation(t *testing.T) {
 		list []string
 		want string
 	}{
-		"no secret file":       {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c"}, nil, "clientSecretFile is required"},
-		"http issuer":          {Connector{ID: "x", Issuer: "http://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "must be https"},
-		"bad id":               {Connector{ID: "X Y", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `id "X Y"`},
-		"hmac alg":             {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", SigningAlgs: []string{"HS256"}}, nil, `"HS256" is not one of`},
-		"no openid scope":      {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", Scopes: []string{"email"}}, nil, "scopes must include openid"},
-		"unknown in a client":  {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, []string{"y"}, `"y" is not in auth.connectors`},
-		"unknown preset":       {Connector{ID: "x", Preset: "github", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `preset "github"`},
-		"no client id":         {Connector{ID: "x", Issuer: "https://x.example.com", ClientSecretFile: "/s"}, nil, "clientID is required"},
-		"loopback http is ok?": {Connector{ID: "x", Issuer: "http://127.0.0.1:5556", ClientSecretFile: "/s"}, nil, "clientID is required"},
+		"no secret file":        {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c"}, nil, "clientSecretFile is required"},
+		"http issuer":           {Connector{ID: "x", Issuer: "http://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "must be https"},
+		"bad id":                {Connector{ID: "X Y", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `id "X Y"`},
+		"hmac alg":              {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", SigningAlgs: []string{"HS256"}}, nil, `"HS256" is not one of`},
+		"no openid scope":       {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", Scopes: []string{"email"}}, nil, "scopes must include openid"},
+		"unknown in a client":   {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, []string{"y"}, `"y" is not in auth.connectors`},
+		"unknown preset":        {Connector{ID: "x", Preset: "github", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `preset "github"`},
+		"no client id":          {Connector{ID: "x", Issuer: "https://x.example.com", ClientSecretFile: "/s"}, nil, "clientID is required"},
+		"loopback http is ok?":  {Connector{ID: "x", Issuer: "http://127.0.0.1:5556", ClientSecretFile: "/s"}, nil, "clientID is required"},
+		"issuer with user info": {Connector{ID: "x", Issuer: "https://u:p@x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "the upstream's issuer URL is required"},
+		"unknown type":          {Connector{ID: "x", Type: "saml", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `type "saml"`},
+		"oidc with orgs":        {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", Orgs: []string{"acme"}}, nil, "are for type github"},
+		"github with issuer":    {Connector{ID: "x", Type: TypeGitHub, Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "are for type oidc"},
+		"github with a preset":  {Connector{ID: "x", Type: TypeGitHub, Preset: PresetGoogle, ClientID: "c", ClientSecretFile: "/s"}, nil, "takes none"},
+		"github over http":      {Connector{ID: "x", Type: TypeGitHub, BaseURL: "http://github.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "must be https"},
+		"github with a path":    {Connector{ID: "x", Type: TypeGitHub, BaseURL: "https://example.com/github", ClientID: "c", ClientSecretFile: "/s"}, nil, "no path"},
+		"github bad org":        {Connector{ID: "x", Type: TypeGitHub, ClientID: "c", ClientSecretFile: "/s", Orgs: []string{"-acme"}}, nil, `"-acme" is not a GitHub organisation`},
 	} {
 		c := &Config{PublicURL: "https://auth.example.com", Auth: Auth{Connectors: []Connector{tc.conn},
 			Clients: []OAuthClient{{ClientID: "app", RedirectURIs: []string{"https://app.example.com/cb"}, Connectors: tc.list}}}}
@@ -92,5 +110,30 @@ func TestConnectors_DocsExample(t *testing.T) {
 	}
 	if cl := c.Auth.Clients[0]; len(cl.Connectors) != 3 {
 		t.Errorf("the client offers %v", cl.Connectors)
+	}
+}
+
+// The GitHub example of docs/auth.md is a configuration this package accepts, with GitHub's defaults.
+func TestConnectors_GitHubDocsExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### GitHub\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/auth.md has no YAML example under \"### GitHub\"")
+	}
+	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.Auth.ConnectorByID("github"); g.Type != TypeGitHub || g.BaseURL != GitHubURL || !slices.Equal(g.Orgs, []string{"acme"}) || !g.Trusts() {
+		t.Errorf("github: %+v", g)
 	}
 }

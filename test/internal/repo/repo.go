@@ -10,26 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/formsservice/formsservice/internal/reporoot"
 	"github.com/formsservice/formsservice/internal/testproc"
 )
 
-// Root is the folder holding go.mod, found upward from the working directory.
+// Root is the folder holding the module's go.mod, found upward from the working directory.
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := reporoot.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return dir
 }
 
 // Path joins elements onto the repository root.

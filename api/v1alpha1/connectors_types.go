@@ -1,0 +1,117 @@
+package v1alpha1
+
+// ConnectorSpec is an upstream provider people may sign in with (spec.auth.connectors[]): an OpenID
+// Connect provider with discovery (type oidc: Google, Microsoft Entra ID, Okta, Keycloak, GitLab, Dex)
+// or GitHub (type github). The operator renders it into the auth service's auth.connectors, the client
+// secret as a mounted file (clientSecretRef), never as text in the configuration. The rules here are
+// the auth service's own (docs/auth.md, "Signing in with other providers"; D58, D64).
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'github') || has(self.issuer) || (has(self.preset) && self.preset != 'generic')",message="issuer is required for an oidc connector without the google or microsoft preset"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'github') || !has(self.scopes) || size(self.scopes) == 0 || 'openid' in self.scopes",message="scopes must include openid"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'github') || (!has(self.baseURL) && !has(self.orgs))",message="baseURL and orgs are for type github"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'github' || (!has(self.issuer) && !has(self.tenant) && !has(self.signingAlgs) && !has(self.claims))",message="issuer, tenant, signingAlgs and claims are for type oidc; a github connector reads GitHub's REST API"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'github' || !has(self.preset) || self.preset == 'generic'",message="a github connector takes no preset"
+type ConnectorSpec struct {
+	// ID names the connector in oauthClients[].connectors, in the connector_id parameter and in the audit
+	// trail: lower-case letters, digits and '-', at most 32. It is also the key its linked accounts are
+	// stored under: changing it unlinks them.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	ID string `json:"id"`
+	// Type is the protocol: oidc (the default) or github.
+	// +optional
+	// +kubebuilder:validation:Enum=oidc;github
+	Type string `json:"type,omitempty"`
+	// Preset fills a known OpenID provider's defaults: google (issuer, name, trustEmailVerified true) or
+	// microsoft (the issuer of tenant, Entra's xms_edov claim); generic (the default) fills none.
+	// +optional
+	// +kubebuilder:validation:Enum=generic;google;microsoft
+	Preset string `json:"preset,omitempty"`
+	// Name is the button's text ("Sign in with Name"); default the preset's name (GitHub for github),
+	// else the ID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name,omitempty"`
+	// Issuer is the OpenID provider's issuer URL, whose /.well-known/openid-configuration is read: https
+	// (http only for localhost and 127.0.0.1), no query or fragment. Required unless preset is google or
+	// microsoft.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/]|%[0-9A-Fa-f]{2})*)?$')",message="issuer must be an https URL (http only for localhost, 127.0.0.1 and [::1]) without user info, query or fragment"
+	Issuer string `json:"issuer,omitempty"`
+	// Tenant is Microsoft Entra ID's tenant (preset microsoft): a tenant ID or domain, or organizations
+	// (the default) or common for any tenant, whose ID tokens are checked against their own tenant.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9.-]*$`
+	Tenant string `json:"tenant,omitempty"`
+	// ClientID is this platform's client ID at the provider (an OAuth app's at GitHub).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	ClientID string `json:"clientID"`
+	// ClientSecretRef names the key of a Secret holding the client secret at the provider. The operator
+	// mounts it into the auth pods; a missing Secret or key is Degraded (ConnectorSecretMissing).
+	ClientSecretRef SecretKeySelector `json:"clientSecretRef"`
+	// Scopes asked for: default openid email profile (oidc), read:user user:email read:org (github).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[!#-\[\]-~]+$`
+	Scopes []string `json:"scopes,omitempty"`
+	// SigningAlgs are the only algorithms the provider's ID tokens may be signed with (oidc); default
+	// RS256. Asymmetric only.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:Enum=RS256;RS384;RS512;PS256;PS384;PS512;ES256;ES384;ES512;EdDSA
+	SigningAlgs []string `json:"signingAlgs,omitempty"`
+	// Claims names the ID token's claims that carry the person's details (oidc).
+	// +optional
+	Claims *ConnectorClaims `json:"claims,omitempty"`
+	// GroupsPrefix goes before each upstream group in the groups claim (default "<id>:"), so that an
+	// upstream's groups never pass for the groups an operator sets.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._:/@+-]+$`
+	GroupsPrefix string `json:"groupsPrefix,omitempty"`
+	// TrustEmailVerified: the provider's word that an address is verified signs the person in to the
+	// existing account with that address (linking them). Default true for google and github, false
+	// otherwise; without it people link from the account page.
+	// +optional
+	TrustEmailVerified *bool `json:"trustEmailVerified,omitempty"`
+	// BaseURL is GitHub's address (type github): https://github.com (the default), or a GitHub
+	// Enterprise Server's, like https://github.example.com (its API at /api/v3).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?/?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?/?$')",message="baseURL must be https://host[:port] (http only for localhost, 127.0.0.1 and [::1]) with no path"
+	BaseURL string `json:"baseURL,omitempty"`
+	// Orgs lets in only members of these GitHub organisations (type github); empty: any GitHub account.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=39
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$`
+	Orgs []string `json:"orgs,omitempty"`
+}
+
+// ConnectorClaims names the ID token's claims a connector maps (defaults: sub, email, email_verified
+// (microsoft: xms_edov), name; groups: none, the provider's groups are not read).
+type ConnectorClaims struct {
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Subject string `json:"subject,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Email string `json:"email,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	EmailVerified string `json:"emailVerified,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Groups string `json:"groups,omitempty"`
+}
