@@ -195,7 +195,8 @@ func TestFormsService_CreatesEveryOwnedObjectWithTheRightContent(t *testing.T) {
 	wantRoutes := map[string]string{
 		"forms.acme.example/contact": "acme-forms", "forms.acme.example/waitlist": "acme-forms",
 		"id.acme.example/oauth2": "acme-auth", "id.acme.example/.well-known": "acme-auth", "id.acme.example/account": "acme-auth", "id.acme.example/admin": "acme-auth",
-		"id.acme.example/health": "acme-health",
+		"id.acme.example/console": "acme-auth",
+		"id.acme.example/health":  "acme-health",
 	}
 	if fmt.Sprint(routes) != fmt.Sprint(wantRoutes) {
 		t.Errorf("ingress routes = %v, want %v", routes, wantRoutes)

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/formsservice/formsservice/services/auth"
@@ -49,7 +50,7 @@ func buildAuth(d deps) (server.Service, error) {
 		d.Logger.Debug("auth: Go soft memory limit", "bytes", limit)
 	}
 	if d.Dev {
-		if err := ensureDevUser(svc.Users()); err != nil {
+		if err := ensureDevUser(svc.Users(), cfg.Auth.Admin.Group); err != nil {
 			return nil, fmt.Errorf("dev user: %w", err)
 		}
 		d.Logger.Info("auth: dev user ready", "email", config.DevEmail)
@@ -57,7 +58,9 @@ func buildAuth(d deps) (server.Service, error) {
 	return svc, nil
 }
 
-func ensureDevUser(us *users.Store) error {
+// ensureDevUser makes the dev user, verified and a member of the admin group (the console's admin,
+// D65), when it is missing any of them.
+func ensureDevUser(us *users.Store, adminGroup string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	u, err := us.ByEmail(ctx, config.DevEmail)
@@ -67,8 +70,16 @@ func ensureDevUser(us *users.Store) error {
 			return nil
 		}
 	}
-	if err != nil || u.EmailVerified {
+	if err != nil {
 		return err
+	}
+	if !slices.Contains(u.Groups, adminGroup) {
+		if _, _, err := us.AddGroups(ctx, config.DevEmail, []string{adminGroup}); err != nil {
+			return err
+		}
+	}
+	if u.EmailVerified {
+		return nil
 	}
 	// Verified, as an operator's `users create --verified`: an unverified account gets no passkey or
 	// second factor (D51), and the dev user is there to try them.

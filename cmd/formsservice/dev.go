@@ -72,5 +72,5 @@ func (devParts) pages(cfg config.Source) ([]server.Service, error) {
 }
 
 func (devParts) announce(env *environment, log *slog.Logger, lo logging.Options, a devAnnouncement) func() {
-	return announceDev(env, log, lo, devState{URL: a.URL, RedisURL: a.RedisURL, Embedded: a.Embedded, Config: a.Config, Started: a.Started})
+	return announceDev(env, log, lo, devState{URL: a.URL, RedisURL: a.RedisURL, Embedded: a.Embedded, Config: a.Config, Started: a.Started}, a.Auth)
 }

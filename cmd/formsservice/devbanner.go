@@ -18,7 +18,7 @@ import (
 // what their configuration file added, and the store. At a terminal that is a banner for a person; in
 // JSON it is the "dev server ready" line (tests and scripts wait for it, and read "url" from it). It also
 // writes the state file the tools find the store through (devstate.go), and returns what removes it.
-func announceDev(env *environment, log *slog.Logger, lo logging.Options, s devState) (remove func()) {
+func announceDev(env *environment, log *slog.Logger, lo logging.Options, s devState, auth config.Auth) (remove func()) {
 	if s.Config != "" {
 		if abs, err := filepath.Abs(s.Config); err == nil {
 			s.Config = abs
@@ -32,12 +32,12 @@ func announceDev(env *environment, log *slog.Logger, lo logging.Options, s devSt
 	added := devAdditions(s.Config, env.getenv)
 	store := redisclient.Describe(config.Redis{URL: s.RedisURL})
 	if !lo.Text {
-		log.Info("dev server ready", "url", s.URL, "demo", s.URL+"/demo/", "user", config.DevEmail,
+		log.Info("dev server ready", "url", s.URL, "demo", s.URL+"/demo/", "console", consoleURL(auth), "user", config.DevEmail,
 			"config", s.Config, "origins", added.origins, "clients", added.clients,
 			"redis_url", store, "embedded_store", s.Embedded, "state_file", statePath)
 		return remove
 	}
-	printDevBanner(env.stderr, s, added, store, statePath)
+	printDevBanner(env.stderr, s, auth, added, store, statePath)
 	return remove
 }
 
@@ -59,12 +59,15 @@ func devAdditions(path string, getenv func(string) string) additions {
 	return a
 }
 
-func printDevBanner(w io.Writer, s devState, added additions, store, statePath string) {
+func printDevBanner(w io.Writer, s devState, auth config.Auth, added additions, store, statePath string) {
 	var b strings.Builder
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-13s %s\n", k, v) }
 	fmt.Fprintf(&b, "\nformsservice dev is ready: forms, auth and health on %s\n\n", s.URL)
 	row("demo", s.URL+"/demo/  (sign in, the contact and waitlist forms)")
-	row("dev user", config.DevEmail+" / "+config.DevPassword)
+	if c := consoleURL(auth); c != "" {
+		row("console", c+"  (users, audit trail, clients; the dev user is an admin)")
+	}
+	row("dev user", config.DevEmail+" / "+config.DevPassword+"  (in the group "+auth.Admin.Group+")")
 	row("OAuth client", config.DevClientID+" (public, PKCE), redirect URI "+s.URL+"/demo/callback")
 	row("mail", s.URL+"/dev/mail/  (what the services sent, kept here instead)")
 	switch {
@@ -86,6 +89,14 @@ func printDevBanner(w io.Writer, s devState, added additions, store, statePath s
 	}
 	b.WriteString("\nLogs follow; Ctrl+C stops the server.\n\n")
 	io.WriteString(w, b.String()) //nolint:errcheck // the terminal
+}
+
+// consoleURL is where the admin console is ("" when the configuration turned it off).
+func consoleURL(auth config.Auth) string {
+	if !auth.Console.On() {
+		return ""
+	}
+	return auth.Issuer + "/console/"
 }
 
 func listOrNone(l []string) string {

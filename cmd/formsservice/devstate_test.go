@@ -200,7 +200,8 @@ func TestDevServer_TextLogs_BannerSaysWhatIsWhere(t *testing.T) {
 	for _, want := range []string{
 		"formsservice dev is ready: forms, auth and health on " + url + "\n",
 		"  demo          " + url + "/demo/",
-		"  dev user      demo@example.com / demo-password\n",
+		"  console       " + url + "/console/  (users, audit trail, clients; the dev user is an admin)\n",
+		"  dev user      demo@example.com / demo-password  (in the group formsservice-admins)\n",
 		"  config        " + cfg + " (reloaded when you save it)\n",
 		"    origins     http://localhost:3000\n",
 		"    clients     my-app\n",

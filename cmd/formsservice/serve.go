@@ -66,6 +66,7 @@ type devAnnouncement struct {
 	URL, RedisURL, Config string
 	Embedded              bool
 	Started               time.Time
+	Auth                  config.Auth // the provider's configuration at the start (the console's link)
 }
 
 // serveFlags are shared by every serving command.
@@ -231,7 +232,7 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	}
 	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
 	if dev != nil {
-		remove := dev.announce(env, log, logOpts, devAnnouncement{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now()})
+		remove := dev.announce(env, log, logOpts, devAnnouncement{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now(), Auth: cfg.Auth})
 		defer remove()
 	}
 	return app.Serve(ctx, server.ServeOptions{

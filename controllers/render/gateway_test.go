@@ -16,7 +16,8 @@ func TestHTTPRoutes_RouteWhatTheIngressRoutes(t *testing.T) {
 		name, host string
 		rules      []string // "<match type> <path> -> <service>:<port>"
 	}
-	mainRules := []string{"PathPrefix /oauth2 -> acme-auth:80", "PathPrefix /.well-known -> acme-auth:80", "PathPrefix /account -> acme-auth:80", "PathPrefix /admin -> acme-auth:80", "Exact /health -> acme-health:80"}
+	mainRules := []string{"PathPrefix /oauth2 -> acme-auth:80", "PathPrefix /.well-known -> acme-auth:80", "PathPrefix /account -> acme-auth:80", "PathPrefix /admin -> acme-auth:80",
+		"PathPrefix /console -> acme-auth:80", "Exact /health -> acme-health:80"}
 	formsRules := []string{"Exact /contact -> acme-forms:80", "Exact /waitlist -> acme-forms:80"}
 	for _, tc := range []struct {
 		name string

@@ -409,7 +409,8 @@ func TestIngress(t *testing.T) {
 	want := map[string]string{
 		"id.acme.example/contact": "acme-forms:Exact", "id.acme.example/waitlist": "acme-forms:Exact",
 		"id.acme.example/oauth2": "acme-auth:Prefix", "id.acme.example/.well-known": "acme-auth:Prefix",
-		"id.acme.example/account": "acme-auth:Prefix", "id.acme.example/admin": "acme-auth:Prefix", "id.acme.example/health": "acme-health:Exact",
+		"id.acme.example/account": "acme-auth:Prefix", "id.acme.example/admin": "acme-auth:Prefix", "id.acme.example/console": "acme-auth:Prefix",
+		"id.acme.example/health": "acme-health:Exact",
 	}
 	if got := routes(one); len(got) != len(want) || !mapsEqual(got, want) {
 		t.Errorf("one host: %v", got)

@@ -26,7 +26,7 @@ var layers = map[string]int{
 	// the kits
 	"web": 4, "signon": 5, "bearer": 5, "federation": 5,
 	// the areas
-	"oauth": 6, "journeys": 6, "account": 6, "admin": 6, "signin": 7,
+	"oauth": 6, "journeys": 6, "account": 6, "admin": 6, "console": 6, "signin": 7,
 	// the composition root
 	"": 8,
 }

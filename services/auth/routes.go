@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/formsservice/formsservice/services/auth/admin"
+	"github.com/formsservice/formsservice/services/auth/console"
 	"github.com/formsservice/formsservice/services/platform/server"
 )
 
@@ -21,6 +22,10 @@ func (s *Service) Routes() []server.Route {
 	web, oauth, signin, journeys, account, adm := s.web, s.oauth, s.signin, s.journeys, s.account, s.admin
 	if adm == nil {
 		adm = &admin.Handler{} // (&Service{}).Routes() lists the paths without a service
+	}
+	con := s.console
+	if con == nil {
+		con = &console.Handler{}
 	}
 	tokenCORS := web.CORS("POST")
 	userinfoCORS := web.CORS("GET, POST")
@@ -108,6 +113,13 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/admin/v1/waitlist/entries", web.Handle(adm.Waitlist)),
 		server.Get("/admin/v1/waitlist/entries/export", adm.ExportWaitlist),
 		server.Post("/admin/v1/erasures", web.Handle(adm.Erase)),
+
+		// package console: the admin console (D65), a web app that signs in through the hosted page as the
+		// provider's own client formsservice-console and calls the admin API; /console/callback is its
+		// redirect URI. 404 unless auth.console.enabled. (Routing is not strict: /console is this route too.)
+		server.Get("/console/", web.Handle(con.Page)),
+		server.Get("/console/callback", web.Handle(con.Page)),
+		server.Get("/console/assets/:file", web.Handle(con.Asset)),
 	}
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{web.HSTS}, r.Handlers...)

@@ -23,6 +23,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
+	"github.com/formsservice/formsservice/services/auth/console"
 	"github.com/formsservice/formsservice/services/auth/device"
 	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/journeys"
@@ -96,6 +97,7 @@ type Service struct {
 	journeys *journeys.Handler
 	account  *account.Handler
 	admin    *admin.Handler
+	console  *console.Handler // the admin console's files (D65)
 	// backchannel sends the logout tokens to relying parties (D60).
 	backchannel *backchannel.Worker
 }
@@ -214,6 +216,9 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now}),
 		Realm: source, Users: s.users, Accounts: s.accounts, Sessions: sessions, Grants: s.store, Trail: s.trail, Log: o.Logger,
 		Forms: manage.New(manage.Options{Redis: o.Redis, Audit: admin.FormsAudit(s.audit.Record)})}) // the forms' store is this one (D63)
+	if s.console, err = console.New(console.Options{Realm: source}); err != nil {
+		return err
+	}
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Log: o.Logger, Registerer: o.Registerer})
 	return err

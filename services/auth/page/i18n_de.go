@@ -9,6 +9,7 @@ var de = map[string]string{
 	"to continue to":                   "weiter zu",
 	"the application":                  "der Anwendung",
 	"your account":                     "Ihrem Konto",
+	"the console":                      "der Konsole", // the console's own client (D65)
 	"as":                               "als",
 	"E-mail address":                   "E-Mail-Adresse",
 	"Password":                         "Passwort",

@@ -11,6 +11,7 @@ var Prefixes = []string{
 	"/.well-known", // discovery and the JWKS
 	"/account",     // the account page, passkeys and the second factor, signed in through the sign-in session
 	"/admin",       // the admin API (/admin/v1/…), a resource server of the provider's own tokens
+	"/console",     // the admin console (D65), a web app over the admin API
 }
 
 // Covers reports whether path is one of Prefixes or below one, element by element ("/accounts" is not

@@ -176,6 +176,9 @@ func (s *Source) build(cfg *config.Config) (*Realm, error) {
 	if err := addAccountClient(rt); err != nil {
 		return nil, err
 	}
+	if err := addConsoleClient(rt); err != nil {
+		return nil, err
+	}
 	rt.Provider, rt.Strategy = s.compose(a, issuer, secret, rotated)
 	return rt, nil
 }

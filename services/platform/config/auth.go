@@ -69,6 +69,8 @@ type Auth struct {
 	// API"): the access token must be for the audience <issuer>/admin and carry the area's scope, and a
 	// person's token must also be of a member of Group.
 	Admin AuthAdmin `json:"admin,omitempty"`
+	// Console serves the admin console at <issuer>/console/ (docs/console.md, D65).
+	Console AuthConsole `json:"console,omitempty"`
 	// Connectors are the upstream OpenID Connect providers people may sign in with (connectors.go).
 	Connectors []Connector `json:"connectors,omitempty"`
 }
@@ -79,6 +81,17 @@ type AuthAdmin struct {
 	// formsservice-admins. A machine's token (client_credentials) needs no group: its scopes are its role.
 	Group string `json:"group,omitempty"`
 }
+
+// AuthConsole configures the admin console (docs/decisions D65): a web app at <issuer>/console/ that
+// signs in through the hosted page as the provider's own public client formsservice-console and calls
+// the admin API as the person signed in (who must be in auth.admin.group).
+type AuthConsole struct {
+	// Enabled serves the console and registers its client; default false (on in the dev server).
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// On reports whether the console is served.
+func (c AuthConsole) On() bool { return c.Enabled != nil && *c.Enabled }
 
 // DefaultAdminGroup is the admin API's group when auth.admin.group is not set.
 const DefaultAdminGroup = "formsservice-admins"

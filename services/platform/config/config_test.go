@@ -123,6 +123,30 @@ func TestMergeDevFixtures_KeepsAConfiguredRateLimit(t *testing.T) {
 	}
 }
 
+// The dev server serves the console (D65) unless the developer's file turns it off; production does not
+// unless configured.
+func TestMergeDevFixtures_ConsoleOnUnlessTurnedOff(t *testing.T) {
+	c := &Config{}
+	MergeDevFixtures(c, "http://127.0.0.1:8080")
+	if !c.Auth.Console.On() {
+		t.Error("the dev server's console is off")
+	}
+	off := false
+	c = &Config{Auth: Auth{Console: AuthConsole{Enabled: &off}}}
+	MergeDevFixtures(c, "http://127.0.0.1:8080")
+	if c.Auth.Console.On() {
+		t.Error("the developer's enabled: false was overridden")
+	}
+	prod, err := Parse([]byte("publicURL: https://id.example.com\n"))
+	if err != nil || prod.Auth.Console.On() {
+		t.Errorf("a configuration without auth.console serves it: %v", err)
+	}
+	on, err := Parse([]byte("publicURL: https://id.example.com\nauth:\n  console:\n    enabled: true\n"))
+	if err != nil || !on.Auth.Console.On() {
+		t.Errorf("auth.console.enabled: true: %v", err)
+	}
+}
+
 func TestParse_RefusesControlCharactersByPath(t *testing.T) {
 	for doc, want := range map[string]string{
 		`publicURL: "\x7f"`:                          `publicURL: a value holds the control character U+007F`,

@@ -12,12 +12,12 @@ const (
 // DevFixtures returns the dev server's fixed configuration.
 func DevFixtures() *Config {
 	zero := 0
-	off := false
+	off, on := false, true
 	return &Config{
 		PublicURL:      "http://127.0.0.1:8080",
 		AllowedOrigins: []string{"http://localhost:8080", "http://127.0.0.1:8080"},
 		Forms:          Forms{RateLimitPerMinute: &zero},
-		Auth: Auth{AskToReplaceWeakPasswords: &off, Clients: []OAuthClient{{
+		Auth: Auth{AskToReplaceWeakPasswords: &off, Console: AuthConsole{Enabled: &on}, Clients: []OAuthClient{{
 			ClientID:               DevClientID,
 			RedirectURIs:           []string{"http://localhost:8080/demo/callback", "http://127.0.0.1:8080/demo/callback"},
 			PostLogoutRedirectURIs: []string{"http://localhost:8080/demo/", "http://127.0.0.1:8080/demo/"},
@@ -48,6 +48,9 @@ func MergeDevFixtures(c *Config, publicURL string) {
 	}
 	if c.Auth.AskToReplaceWeakPasswords == nil {
 		c.Auth.AskToReplaceWeakPasswords = dev.Auth.AskToReplaceWeakPasswords
+	}
+	if c.Auth.Console.Enabled == nil { // the console at /console/, the dev user its admin (D65)
+		c.Auth.Console.Enabled = dev.Auth.Console.Enabled
 	}
 	for _, cl := range dev.Auth.Clients {
 		if !slices.ContainsFunc(c.Auth.Clients, func(x OAuthClient) bool { return x.ClientID == cl.ClientID }) {
