@@ -243,6 +243,10 @@ type FormsServiceSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
+	// Console serves the admin console at <issuer>/console/ (console_types.go); off by default.
+	// +optional
+	Console *ConsoleSpec `json:"console,omitempty"`
+
 	// Backup makes backups of the store on a schedule and on request (backup_types.go).
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
@@ -632,7 +636,9 @@ type WebhookDelivery struct {
 type AuthSpec struct {
 	Workload `json:",inline"`
 	// AdminGroup is the group whose members' tokens may use the admin API (/admin/v1/…) besides the
-	// scopes; a machine's token needs none. Default formsservice-admins.
+	// scopes, and so the admin console (spec.console); a machine's token needs none. Default
+	// formsservice-admins. The rules are a group name's (users.CheckGroup): 1 to 64 ASCII letters,
+	// digits and . _ - : / @ +, starting with a letter or digit.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`

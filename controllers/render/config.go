@@ -231,6 +231,9 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 		SessionIdleTimeout:   duration(a.SessionIdleTimeout),
 		Admin:                config.AuthAdmin{Group: a.AdminGroup},
 	}
+	if con := fs.Spec.Console; con != nil && con.Enabled {
+		c.Console.Enabled = ptr.To(true)
+	}
 	if t := a.Throttle; t != nil {
 		c.Throttle = config.Throttle{
 			AccountFailures: int(ptr.Deref(t.AccountFailures, 0)),

@@ -129,6 +129,22 @@ func TestServiceConfig(t *testing.T) {
 				t.Errorf("machine client = %+v, admin %+v", m, c.Auth.Admin)
 			}
 		}},
+		{"auth: the console is off with no spec.console, and with enabled false", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Console = &v1alpha1.ConsoleSpec{}
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			// No group rendered: the service's default, formsservice-admins, applies when it loads.
+			if c.Auth.Console.Enabled != nil || c.Auth.Admin.Group != "" {
+				t.Errorf("console %+v, admin %+v", c.Auth.Console, c.Auth.Admin)
+			}
+		}},
+		{"auth: spec.console.enabled serves the console for the admin group", func(fs *v1alpha1.FormsService) {
+			fs.Spec.Console = &v1alpha1.ConsoleSpec{Enabled: true}
+			fs.Spec.Auth.AdminGroup = "support@acme"
+		}, in, Auth, func(t *testing.T, c *config.Config) {
+			if !c.Auth.Console.On() || c.Auth.Admin.Group != "support@acme" {
+				t.Errorf("console %+v, admin %+v", c.Auth.Console, c.Auth.Admin)
+			}
+		}},
 		{"auth gets clients, keys and lifetimes", func(fs *v1alpha1.FormsService) {
 			fs.Spec.OAuthClients[0].SecretRef = &v1alpha1.SecretKeySelector{Name: "web-client", Key: "secret"}
 			fs.Spec.OAuthClients[0].Scopes = []v1alpha1.Scope{"openid"}
