@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,12 +91,37 @@ func (c *consoleForms) post(path, body string) string {
 	if path == "/waitlist" {
 		return ""
 	}
-	form, _ := strings.CutPrefix(path, "/f/")
-	msgs := c.rdb.XRevRangeN(c.t.Context(), store.FormStream(form), "+", "-", 1).Val()
+	stream := store.ContactStream
+	if form, ok := strings.CutPrefix(path, "/f/"); ok {
+		stream = store.FormStream(form)
+	}
+	msgs := c.rdb.XRevRangeN(c.t.Context(), stream, "+", "-", 1).Val()
 	if len(msgs) != 1 {
 		c.t.Fatalf("POST %s stored nothing", path)
 	}
 	return store.MessageID(msgs[0])
+}
+
+// giveUp has delivery take the contact messages ids and give them up, as after its last retry.
+func (c *consoleForms) giveUp(ids ...string) {
+	c.t.Helper()
+	q := store.ContactQueue
+	if err := q.EnsureGroup(c.t.Context(), c.rdb); err != nil {
+		c.t.Fatal(err)
+	}
+	res := c.rdb.XReadGroup(c.t.Context(), &redis.XReadGroupArgs{Group: store.DeliveryGroup, Consumer: "w", Streams: []string{q.Stream, ">"}}).Val()
+	n := 0
+	for _, m := range res[0].Messages {
+		if slices.Contains(ids, store.MessageID(m)) {
+			if ok, err := q.MoveToDeadLetters(c.t.Context(), c.rdb, "w", m, "webhook answered 410", "webhook", 20); err != nil || !ok {
+				c.t.Fatal(ok, err)
+			}
+			n++
+		}
+	}
+	if n != len(ids) {
+		c.t.Fatalf("gave up %d of %d", n, len(ids))
+	}
 }
 
 func (x *person) count(sel string) int {
@@ -222,7 +248,38 @@ func TestConsole_InChromium_FormsSubmissionsFromArrivalToDeletion(t *testing.T) 
 
 	x.do("the dead letters", chromedp.Click(chromedp.CSS("#folder-dead")))
 	x.waitShown("the dead letters", `main[data-view="forms-dead"] #dead-letters`)
-	x.checkConsole("the dead letters, none", "dead-letters")
+	x.checkConsole("the dead letters, none", "")
+
+	// Two contact messages given up by delivery: one retried under its ID, one discarded.
+	retried := c.post("/contact", `{"name":"Ada","email":"ada@example.com","message":"Hello there, a question about pricing."}`)
+	discarded := c.post("/contact", `{"name":"Bob","email":"bob@example.com","message":"Hello there, a question about seats."}`)
+	c.giveUp(retried, discarded)
+	x.do("the contact form's dead letters", chromedp.Evaluate[chromedp.Void](`location.hash = "#/forms/contact/dead-letters"`))
+	x.waitShown("the dead letters", `#dead-letters button[data-id="`+discarded+`"]`)
+	if list := x.text("the dead letters", "#dead-letters"); !strings.Contains(list, "webhook answered 410") || !strings.Contains(list, "ada@example.com") {
+		t.Errorf("the dead letters:\n%s", list)
+	}
+	x.checkConsole("the dead letters", "dead-letters")
+	x.do("retry", chromedp.Click(chromedp.CSS(`#dead-letters button[data-id="`+retried+`"]:not(.secondary)`)))
+	x.waitShown("the retry done", `#action-result .done`)
+	if n := x.count(`#dead-letters button[data-id="` + retried + `"]`); n != 0 {
+		t.Error("the retried dead letter is still listed")
+	}
+	x.do("discard", chromedp.Click(chromedp.CSS(`#dead-letters button[data-id="`+discarded+`"].secondary`)))
+	x.waitShown("the dead letters gone", `#dead-letters p.muted`)
+	if done := x.text("the outcome", "#action-result"); done != "Discarded; the submission stays stored." {
+		t.Errorf("after discarding the page says %q", done)
+	}
+	x.checkConsole("the dead letters, all handled", "")
+	var kinds []string
+	for _, e := range trail(t, c.provider) {
+		if e.Kind == "form.dead_letter_retried" || e.Kind == "form.dead_letter_discarded" {
+			kinds = append(kinds, string(e.Kind))
+		}
+	}
+	if strings.Join(kinds, " ") != "form.dead_letter_retried form.dead_letter_discarded" {
+		t.Errorf("the dead letters' changes in the audit trail: %q", kinds)
+	}
 
 	x.do("the waitlist", chromedp.Evaluate[chromedp.Void](`location.hash = "#/forms/waitlist"`))
 	x.waitShown("the waitlist", `main[data-view="forms-waitlist"] #entries table`)
