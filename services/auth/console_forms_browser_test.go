@@ -190,6 +190,9 @@ func TestConsole_InChromium_FormsSubmissionsFromArrivalToDeletion(t *testing.T) 
 	if done := x.text("the outcome", ".done"); done != "Moved to the spam folder." {
 		t.Errorf("after marking spam the page says %q", done)
 	}
+	if body := x.text("the submission in the spam folder", "main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") {
+		t.Errorf("the page shows a missing value as JavaScript's word for it:\n%s", body)
+	}
 	x.checkConsole("a submission marked spam", "submission-spam")
 
 	x.do("back to the folder", chromedp.Click(chromedp.CSS(`main a[href$="?folder=spam"]`)))

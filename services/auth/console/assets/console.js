@@ -75,7 +75,7 @@
   /** show replaces the page's content; a new page moves the focus to its heading for screen readers. */
   function show(view, title, ...kids) {
     main.dataset.view = view
-    main.replaceChildren(el('h1', { tabIndex: -1, id: 'title' }, title), ...kids)
+    main.replaceChildren(el('h1', { tabIndex: -1, id: 'title' }, title), ...kids.flat().filter((k) => k !== null && k !== undefined && k !== false))
     document.title = title + ' – ' + t('Console')
     for (const a of document.querySelectorAll('[data-nav]')) {
       if (a.dataset.nav === view.split('-')[0]) a.setAttribute('aria-current', 'page')
@@ -404,7 +404,7 @@
       return
     }
     show('forms-submissions', title, folders, filterForm,
-      exportButtons(formPath(form) + '/submissions/export', { folder: filter.folder }, form + (folder === 'spam' ? '-spam' : ''), exported), exported,
+      exportButtons(formPath(form) + '/submissions/export', filter, form + (folder === 'spam' ? '-spam' : ''), exported), exported,
       list, more)
     // New submissions: the first page again, what was not seen goes on top.
     startPolling(3000, async () => {
