@@ -284,6 +284,27 @@ func TestConsole_InChromium_FormsSubmissionsFromArrivalToDeletion(t *testing.T) 
 		t.Errorf("the dead letters' changes in the audit trail: %q", kinds)
 	}
 
+	// An address erased from the forms page, behind a second click: bob's stored contact message goes.
+	x.do("the forms again", chromedp.Click(chromedp.CSS(`a[data-nav="forms"]`)))
+	x.waitShown("the erasure form", "#erase-email")
+	x.do("erase bob", chromedp.SendKeys(chromedp.CSS("#erase-email"), "bob@example.com"), chromedp.Click(chromedp.CSS(`main form button.danger`)))
+	x.waitShown("the erasure asked for again", `main form button.danger`)
+	if label := x.text("the erase button", "main form button.danger"); label != "Erase bob@example.com for good" {
+		t.Errorf("after the first click the button says %q", label)
+	}
+	if n := c.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 2 {
+		t.Errorf("the first click erased already: %d contact messages, want 2", n)
+	}
+	x.checkConsole("an erasure asked for", "")
+	x.do("erase for good", chromedp.Click(chromedp.CSS(`main form button.danger`)))
+	x.waitShown("the erasure done", "#erase-result .done")
+	if done := x.text("the erasure", "#erase-result"); done != "1 records of bob@example.com erased." {
+		t.Errorf("the erasure says %q", done)
+	}
+	if n := c.rdb.XLen(t.Context(), store.ContactStream).Val(); n != 1 {
+		t.Errorf("after the erasure %d contact messages are stored, want 1", n)
+	}
+
 	x.do("the waitlist", chromedp.Evaluate[chromedp.Void](`location.hash = "#/forms/waitlist"`))
 	x.waitShown("the waitlist", `main[data-view="forms-waitlist"] #entries table`)
 	if list := x.text("the waitlist", "#entries"); !strings.Contains(list, "carol@example.com") || !strings.Contains(list, "subscribed") {
