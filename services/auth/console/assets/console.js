@@ -75,7 +75,7 @@
   /** show replaces the page's content; a new page moves the focus to its heading for screen readers. */
   function show(view, title, ...kids) {
     main.dataset.view = view
-    main.replaceChildren(el('h1', { tabIndex: -1, id: 'title' }, title), ...kids)
+    main.replaceChildren(el('h1', { tabIndex: -1, id: 'title' }, title), ...kids.flat().filter((k) => k !== null && k !== undefined && k !== false))
     document.title = title + ' – ' + t('Console')
     for (const a of document.querySelectorAll('[data-nav]')) {
       if (a.dataset.nav === view.split('-')[0]) a.setAttribute('aria-current', 'page')
@@ -187,12 +187,13 @@
   async function homePage() {
     show('home', t('Overview'), el('p', { class: 'muted' }, t('Loading…')))
     const day = { since: '24h' }
-    const [users, events, signins, clients, latest] = await Promise.all([
+    const [users, events, signins, clients, latest, forms] = await Promise.all([
       countAll('/users', 'users', {}, 5),
       countAll('/audit', 'events', day, 5),
       countAll('/audit', 'events', { ...day, kind: 'signin' }, 5, (e) => e.outcome),
       call('GET', '/clients'),
       call('GET', '/audit' + query({ limit: '8' })),
+      call('GET', '/forms').catch(() => ({ forms: null })),
     ])
     const card = (id, label, value, href) =>
       el('li', {}, el('span', { class: 'count', id: 'count-' + id }, value), href ? el('a', { href }, label) : label)
@@ -208,26 +209,349 @@
         card('events', t('events in the last 24 hours'), events.n.all + events.more, '#/audit?since=24h'),
         card('clients', t('OAuth clients'), String(clients.clients.length), '#/clients'),
       ),
-      formsPlaceholder(),
+      formsSummary(forms.forms),
       el('h2', {}, t('Latest events')),
       eventsTable(latest.events),
     )
   }
 
-  // FORMS-API: the forms, their submissions (search, spam folder, export), the waitlist and the dead
-  // letters get their pages here when the admin API's /admin/v1/forms… routes are on main (issue 36,
-  // items 1 and 3; the console already asks for forms:read and forms:write). Until then: this notice.
-  function formsPlaceholder() {
-    return el(
-      'section',
-      { class: 'card soon', 'aria-labelledby': 'forms-soon' },
-      el('h2', { id: 'forms-soon' }, t('Forms and submissions')),
-      el('p', {}, t('Submissions, the spam folder, the waitlist and dead letters will be here with the forms admin API. Until then, use formsservice export and formsservice deliveries.')),
+  // ---- forms (the admin API's /forms…, D63) -------------------------------------------------------
+
+  const formPath = (id) => '/forms/' + encodeURIComponent(id)
+  const formHref = (id) => '#/forms/' + encodeURIComponent(id)
+
+  /** value shows one field's value: a text, a number, yes/no, or a list of choices. */
+  const value = (v) => {
+    if (v === null || v === undefined || v === '') return '—'
+    if (typeof v === 'boolean') return yes(v)
+    if (Array.isArray(v)) return v.join(', ') || '—'
+    return String(v)
+  }
+
+  /** preview is a submission's first fields in a line, for the list. */
+  const preview = (s) => {
+    const vals = Object.values(s.fields || {}).filter((v) => v !== null && v !== '' && v !== undefined).slice(0, 3)
+    const line = vals.map(value).join(' · ')
+    return line.length > 120 ? line.slice(0, 119) + '…' : line || '—'
+  }
+
+  const stateNames = () => ({
+    stored: t('stored'), queued: t('queued'), delivering: t('delivering'), delivered: t('delivered'),
+    failed: t('failed'), spam: t('spam'),
+    subscribed: t('subscribed'), pending: t('pending'), confirmed: t('confirmed'), unsubscribed: t('unsubscribed'),
+  })
+  const stateBadge = (s) => el('span', { class: s === 'failed' || s === 'spam' ? 'badge bad' : 'badge' }, stateNames()[s] || s)
+
+  /** formsTable lists the forms with their counts (the overview and the forms page). */
+  function formsTable(forms) {
+    const link = (f) => (f.kind === 'waitlist' ? '#/forms/waitlist' : formHref(f.id))
+    return table(t('Forms'), [
+      { label: t('Form'), cell: (f) => el('a', { href: link(f), 'data-form': f.id }, f.title || f.id) },
+      { label: t('Submissions'), cell: (f) => String(f.kind === 'waitlist' ? f.counts.entries || 0 : f.counts.submissions || 0) },
+      { label: t('Spam'), cell: (f) => (f.kind === 'waitlist' ? '—' : String(f.counts.spam || 0)) },
+      { label: t('Pending opt-ins'), cell: (f) => (f.kind === 'waitlist' ? String(f.counts.pending || 0) : '—') },
+      { label: t('Dead letters'), cell: (f) => (f.kind === 'waitlist' ? '—'
+        : f.counts.dead_letters ? el('a', { href: formHref(f.id) + '/dead-letters' }, String(f.counts.dead_letters)) : '0') },
+      { label: t('Served'), cell: (f) => (f.declared ? yes(true) : t('no longer declared')) },
+    ], forms, t('No form has stored anything yet.'))
+  }
+
+  function formsSummary(forms) {
+    if (!forms) return null // no forms:read, or the forms' store did not answer: the overview stays
+    return el('section', { id: 'forms-summary', 'aria-labelledby': 'forms-summary-title' },
+      el('h2', { id: 'forms-summary-title' }, t('Forms')), formsTable(forms))
+  }
+
+  async function formsPage() {
+    show('forms', t('Forms'), el('p', { class: 'muted' }, t('Loading…')))
+    const list = await call('GET', '/forms')
+    show('forms', t('Forms'),
+      el('div', { id: 'forms' }, formsTable(list.forms)),
+      list.published_at ? null : el('p', { class: 'muted' }, t('The forms service has not published its declared forms yet.')),
+      el('h2', {}, t('Erase a person')),
+      erasureForm())
+  }
+
+  /** erasureForm erases everything stored for an address, as formsservice forget does (a second click). */
+  function erasureForm() {
+    const email = el('input', { type: 'email', id: 'erase-email', name: 'email', required: true, autocomplete: 'off' })
+    const result = el('div', { id: 'erase-result' })
+    let armed = ''
+    const go = el('button', { type: 'submit', class: 'danger' }, t('Erase'))
+    return el('div', {},
+      el('p', { class: 'muted' }, t('Deletes every submission, waitlist entry and dead letter of an address. It cannot be undone.')),
+      result,
+      el('form', { onsubmit: async (ev) => {
+        ev.preventDefault()
+        const addr = email.value.trim()
+        if (armed !== addr) {
+          armed = addr
+          go.textContent = t('Erase %s for good', addr)
+          return
+        }
+        try {
+          const r = await call('POST', '/erasures', { email: addr })
+          const n = r.contact_messages.length + r.waitlist_entries + r.dead_letters + r.spam +
+            Object.values(r.form_submissions || {}).reduce((a, l) => a + l.length, 0)
+          result.replaceChildren(el('p', { class: 'done' }, t('%s records of %s erased.', n, r.email)))
+        } catch (e) {
+          result.replaceChildren(alertBox(e))
+        }
+        armed = ''
+        go.textContent = t('Erase')
+      } },
+      el('div', { class: 'field' }, el('label', { for: 'erase-email' }, t('E-mail address')), email),
+      go))
+  }
+
+  /** download fetches an export with the person's token and hands it to the browser as a file: the
+   * export is held in memory once (fine for the sizes a console exports; the CLI streams big ones). */
+  async function download(path, name, box) {
+    box.replaceChildren()
+    try {
+      const token = await auth.getAccessToken()
+      const res = await fetch(api + path, { headers: { Authorization: 'Bearer ' + token } })
+      if (!res.ok) throw new APIError(res.status, await res.json().catch(() => null))
+      const text = await res.text()
+      const rows = name.endsWith('.json') ? JSON.parse(text).length : Math.max(text.split('\n').filter(Boolean).length - 1, 0)
+      const url = URL.createObjectURL(new Blob([text], { type: res.headers.get('Content-Type') || 'application/octet-stream' }))
+      const a = el('a', { href: url, download: name, hidden: true })
+      document.body.append(a)
+      a.click()
+      a.remove()
+      setTimeout(() => URL.revokeObjectURL(url), 60000)
+      box.replaceChildren(el('p', { class: 'done', 'data-rows': rows, 'data-file': name }, t('%s rows exported to %s.', rows, name)))
+    } catch (e) {
+      box.replaceChildren(alertBox(e))
+    }
+  }
+
+  function exportButtons(path, params, base, box) {
+    const btn = (label, format, ext) =>
+      el('button', { type: 'button', class: 'secondary', id: 'export-' + format, onclick: () => download(path + query({ ...params, format }), base + '.' + ext, box) }, label)
+    return el('div', { class: 'actions' }, btn(t('Export CSV'), 'csv', 'csv'), btn(t('Export JSON'), 'json', 'json'))
+  }
+
+  // Polling: the first page of a list is asked for again every few seconds while the page is visible,
+  // and what is new is put on top. route() stops it when the person leaves the page.
+  let poller = 0
+  function stopPolling() {
+    clearInterval(poller)
+    poller = 0
+  }
+  function startPolling(every, tick) {
+    stopPolling()
+    poller = setInterval(() => {
+      if (document.visibilityState === 'visible') tick().catch(() => {}) // the next tick tries again
+    }, every)
+  }
+
+  async function submissionsPage(form, params) {
+    const folder = params.get('folder') === 'spam' ? 'spam' : 'inbox'
+    const filter = { folder: folder === 'spam' ? 'spam' : '', q: params.get('q') || '', since: params.get('since') || '', until: params.get('until') || '' }
+    const f = await call('GET', formPath(form))
+    const title = f.title || f.id
+    const inputs = {}
+    const fields = [
+      ['q', t('Search'), t('A text in any field, or an ID')],
+      ['since', t('Since'), t('A date, a time (RFC 3339) or a duration ago: 24h, 7d')],
+      ['until', t('Until')],
+    ]
+    const filterForm = el('form', { role: 'search', onsubmit: (ev) => {
+      ev.preventDefault()
+      const q = { folder: filter.folder }
+      for (const [k] of fields) q[k] = inputs[k].value.trim()
+      location.hash = formHref(form) + query(q)
+    } },
+    fields.map(([k, label, hint]) => {
+      inputs[k] = el('input', { id: 'f-' + k, name: k, type: k === 'q' ? 'search' : 'text', value: filter[k], autocomplete: 'off', 'aria-describedby': hint ? 'h-' + k : undefined })
+      return el('div', { class: 'field' }, el('label', { for: 'f-' + k }, label), inputs[k], hint ? el('p', { class: 'hint', id: 'h-' + k }, hint) : null)
+    }),
+    el('button', { type: 'submit' }, t('Filter')))
+    const folderLink = (name, label, n) => el('a', {
+      href: formHref(form) + query({ ...filter, folder: name === 'spam' ? 'spam' : '' }), id: 'folder-' + name,
+      'aria-current': folder === name ? 'page' : undefined,
+    }, label + ' (' + n + ')')
+    const folders = el('nav', { class: 'folders', 'aria-label': t('Folders') }, el('ul', {},
+      el('li', {}, folderLink('inbox', t('Inbox'), f.counts.submissions || 0)),
+      el('li', {}, folderLink('spam', t('Spam'), f.counts.spam || 0)),
+      el('li', {}, el('a', { href: formHref(form) + '/dead-letters', id: 'folder-dead' }, t('Dead letters') + ' (' + (f.counts.dead_letters || 0) + ')'))))
+    const exported = el('div', { id: 'export-result' })
+    const list = el('div', { id: 'submissions', 'data-folder': folder, 'data-q': filter.q })
+    const more = el('button', { type: 'button', class: 'secondary', hidden: true }, t('Next page'))
+    const rows = []
+    const seen = new Set()
+    let cursor = ''
+    const columns = [
+      { label: t('Received'), cell: (s) => el('a', { href: formHref(form) + '/submissions/' + encodeURIComponent(s.id), 'data-id': s.id }, when(s.received_at)) },
+      { label: t('Fields'), cell: preview },
+      { label: t('State'), cell: (s) => stateBadge(s.state) },
+    ]
+    const empty = filter.q || filter.since || filter.until ? t('No submission matches.') : folder === 'spam' ? t('The spam folder is empty.') : t('No submissions yet.')
+    const render = () => list.replaceChildren(table(t('Submissions'), columns, rows, empty))
+    const load = async () => {
+      const page = await call('GET', formPath(form) + '/submissions' + query({ ...filter, cursor, limit: '50' }))
+      for (const s of page.submissions) if (!seen.has(s.id)) { seen.add(s.id); rows.push(s) }
+      cursor = page.next_cursor || ''
+      more.hidden = !cursor
+      render()
+    }
+    more.onclick = () => load().catch((e) => list.append(alertBox(e)))
+    try {
+      await load()
+    } catch (e) {
+      show('forms-submissions', title, folders, filterForm, alertBox(e))
+      return
+    }
+    show('forms-submissions', title, folders, filterForm,
+      exportButtons(formPath(form) + '/submissions/export', filter, form + (folder === 'spam' ? '-spam' : ''), exported), exported,
+      list, more)
+    // New submissions: the first page again, what was not seen goes on top.
+    startPolling(3000, async () => {
+      const page = await call('GET', formPath(form) + '/submissions' + query({ ...filter, limit: '50' }))
+      const fresh = page.submissions.filter((s) => !seen.has(s.id))
+      if (!fresh.length) return
+      for (const s of fresh) seen.add(s.id)
+      rows.unshift(...fresh)
+      render()
+      announce(t('%s new submissions.', fresh.length))
+    })
+  }
+
+  async function submissionPage(form, id, done) {
+    const path = formPath(form) + '/submissions/' + encodeURIComponent(id)
+    show('forms-submission', t('Submission'), el('p', { class: 'muted' }, t('Loading…')))
+    const [f, s] = await Promise.all([call('GET', formPath(form)), call('GET', path)])
+    const labels = {}
+    for (const fd of f.fields || []) labels[fd.name] = fd.label || fd.name
+    const back = formHref(form) + (s.folder === 'spam' ? '?folder=spam' : '')
+    const result = el('div', { id: 'action-result' }, done ? el('p', { class: 'done' }, done) : null)
+    const act = (label, cls, btnID, run) => el('button', { type: 'button', class: cls, id: btnID, onclick: async (ev) => {
+      ev.target.disabled = true
+      try {
+        await run()
+      } catch (e) {
+        ev.target.disabled = false
+        result.replaceChildren(alertBox(e))
+      }
+    } }, label)
+    const pairs = (vals, named) => Object.entries(vals || {}).flatMap(([k, v]) => [el('dt', {}, named ? labels[k] || k : k), el('dd', {}, value(v))])
+    show('forms-submission', t('Submission of %s', when(s.received_at)),
+      el('p', {}, el('a', { href: back }, t('Back to %s', f.title || f.id))),
+      result,
+      el('dl', { id: 'fields' }, pairs(s.fields, true)),
+      s.additional && Object.keys(s.additional).length ? [el('h2', {}, t('Other fields')), el('dl', {}, pairs(s.additional, false))] : null,
+      el('h2', {}, t('Details')),
+      el('dl', {},
+        el('dt', {}, t('Folder')), el('dd', {}, s.folder === 'spam' ? t('Spam') : t('Inbox')),
+        el('dt', {}, t('State')), el('dd', {}, stateBadge(s.state)),
+        el('dt', {}, t('Received')), el('dd', {}, when(s.received_at)),
+        el('dt', {}, t('Sent from')), el('dd', {}, s.origin || '—'),
+        s.spam ? [el('dt', {}, t('Spam score')), el('dd', {}, s.spam.score + ((s.spam.reasons || []).length ? ' (' + s.spam.reasons.join(', ') + ')' : ''))] : null,
+        el('dt', {}, t('Submission ID')), el('dd', {}, el('code', {}, s.id)),
+      ),
+      el('h2', {}, t('Actions')),
+      el('div', { class: 'actions' },
+        s.folder === 'spam'
+          ? act(t('Not spam: deliver'), '', 'release', async () => {
+            await call('POST', path + '/release')
+            await submissionPage(form, id, t('Released: the submission is in the inbox and handed to delivery.'))
+          })
+          : act(t('Mark as spam'), 'secondary', 'mark-spam', async () => {
+            await call('POST', path + '/spam')
+            await submissionPage(form, id, t('Moved to the spam folder.'))
+          }),
+      ),
+      el('details', {},
+        el('summary', {}, t('Delete this submission')),
+        el('div', {},
+          el('p', {}, t('This erases the submission, its delivery state and its dead letters. It cannot be undone.')),
+          act(t('Delete for good'), 'danger', 'delete', async () => {
+            await call('DELETE', path)
+            location.hash = back
+            announce(t('The submission was deleted.'))
+          }),
+        ),
+      ),
     )
   }
 
-  function formsPage() {
-    show('forms', t('Forms'), formsPlaceholder())
+  async function deadLettersPage(form) {
+    const path = formPath(form) + '/dead-letters'
+    show('forms-dead', t('Dead letters'), el('p', { class: 'muted' }, t('Loading…')))
+    const f = await call('GET', formPath(form))
+    const result = el('div', { id: 'action-result' })
+    const list = el('div', { id: 'dead-letters' })
+    const more = el('button', { type: 'button', class: 'secondary', hidden: true }, t('Next page'))
+    let rows = []
+    let cursor = ''
+    const act = (label, cls, d, run) => el('button', { type: 'button', class: cls, 'data-id': d.id, onclick: async (ev) => {
+      ev.target.disabled = true
+      try {
+        result.replaceChildren(el('p', { class: 'done' }, await run()))
+        rows = rows.filter((r) => r.id !== d.id)
+        render()
+      } catch (e) {
+        ev.target.disabled = false
+        result.replaceChildren(alertBox(e))
+      }
+    } }, label)
+    const render = () => list.replaceChildren(table(t('Dead letters'), [
+      { label: t('Given up'), cell: (d) => when(d.given_up_at) },
+      { label: t('Fields'), cell: preview },
+      { label: t('Channel'), cell: (d) => d.channel },
+      { label: t('Attempts'), cell: (d) => String(d.attempts) },
+      { label: t('Last error'), cell: (d) => el('span', { class: 'id' }, d.last_error) },
+      { label: t('Actions'), cell: (d) => el('div', { class: 'actions' },
+        act(t('Retry'), '', d, async () => { await call('POST', path + '/' + encodeURIComponent(d.id) + '/retry'); return t('Handed back to delivery.') }),
+        act(t('Discard'), 'secondary', d, async () => { await call('DELETE', path + '/' + encodeURIComponent(d.id)); return t('Discarded; the submission stays stored.') })) },
+    ], rows, t('No dead letters: every delivery went through.')))
+    const load = async () => {
+      const page = await call('GET', path + query({ cursor, limit: '50' }))
+      rows.push(...page.dead_letters)
+      cursor = page.next_cursor || ''
+      more.hidden = !cursor
+      render()
+    }
+    more.onclick = () => load().catch((e) => list.append(alertBox(e)))
+    await load()
+    show('forms-dead', t('Dead letters of %s', f.title || f.id),
+      el('p', {}, el('a', { href: formHref(form) }, t('Back to %s', f.title || f.id))),
+      el('p', { class: 'muted' }, t('Submissions whose delivery failed after every retry. Retry hands one back to delivery under the same ID.')),
+      result, list, more)
+  }
+
+  async function waitlistPage(params) {
+    const state = params.get('state') || ''
+    const select = el('select', { id: 'f-state', name: 'state' },
+      [['', t('all')], ['subscribed', t('subscribed')], ['pending', t('pending')], ['confirmed', t('confirmed')], ['unsubscribed', t('unsubscribed')]]
+        .map(([v, label]) => el('option', { value: v, selected: v === state }, label)))
+    const filterForm = el('form', { onsubmit: (ev) => { ev.preventDefault(); location.hash = '#/forms/waitlist' + query({ state: select.value }) } },
+      el('div', { class: 'field' }, el('label', { for: 'f-state' }, t('Opt-in state')), select),
+      el('button', { type: 'submit' }, t('Filter')))
+    show('forms-waitlist', t('Waitlist'), filterForm, el('p', { class: 'muted' }, t('Loading…')))
+    const list = el('div', { id: 'entries', 'data-state': state })
+    const more = el('button', { type: 'button', class: 'secondary', hidden: true }, t('Next page'))
+    const rows = []
+    let cursor = ''
+    const load = async () => {
+      const page = await call('GET', '/waitlist/entries' + query({ state, cursor, limit: '50' }))
+      rows.push(...page.entries)
+      cursor = page.next_cursor || ''
+      more.hidden = !cursor
+      list.replaceChildren(table(t('Waitlist'), [
+        { label: t('E-mail address'), cell: (w) => w.email },
+        { label: t('Name'), cell: (w) => w.name || '—' },
+        { label: t('Opt-in state'), cell: (w) => stateBadge(w.state) },
+        { label: t('Signed up'), cell: (w) => when(w.created_at) },
+        { label: t('Confirmed'), cell: (w) => when(w.confirmed_at) },
+        { label: t('Consent'), cell: (w) => yes(w.consent) + (w.consent_version ? ' (' + w.consent_version + ')' : '') },
+      ], rows, state ? t('No entry is %s.', stateNames()[state] || state) : t('Nobody is on the waitlist yet.')))
+    }
+    more.onclick = () => load().catch((e) => list.append(alertBox(e)))
+    await load()
+    const exported = el('div', { id: 'export-result' })
+    show('forms-waitlist', t('Waitlist'), filterForm, exportButtons('/waitlist/entries/export', {}, 'waitlist', exported), exported, list, more)
   }
 
   function stateBadges(u) {
@@ -486,6 +810,7 @@
   // ---- routing --------------------------------------------------------------------------------------
 
   async function route() {
+    stopPolling()
     const [path, search] = (location.hash.replace(/^#/, '') || '/').split('?')
     const params = new URLSearchParams(search || '')
     const parts = path.split('/').filter(Boolean)
@@ -494,7 +819,11 @@
       else if (parts[0] === 'users') await usersPage(params)
       else if (parts[0] === 'audit') await auditPage(params)
       else if (parts[0] === 'clients') await clientsPage()
-      else if (parts[0] === 'forms') formsPage()
+      else if (parts[0] === 'forms' && parts[1] && parts[2] === 'submissions' && parts[3]) await submissionPage(decodeURIComponent(parts[1]), decodeURIComponent(parts[3]))
+      else if (parts[0] === 'forms' && parts[1] && parts[2] === 'dead-letters') await deadLettersPage(decodeURIComponent(parts[1]))
+      else if (parts[0] === 'forms' && parts[1] === 'waitlist') await waitlistPage(params)
+      else if (parts[0] === 'forms' && parts[1]) await submissionsPage(decodeURIComponent(parts[1]), params)
+      else if (parts[0] === 'forms') await formsPage()
       else await homePage()
     } catch (e) {
       if (e instanceof APIError && e.status === 401) return showSignedOut(e)
