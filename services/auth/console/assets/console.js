@@ -161,7 +161,7 @@
       t('No access to the console'),
       el('p', { class: 'alert', role: 'alert' }, t('You are signed in as %s, but this account is not in the group %s.', email, settings.adminGroup)),
       el('p', {}, t('Ask an administrator to add you to the group, then sign in again.')),
-      el('p', {}, el('code', {}, 'formsservice users groups add ' + email + ' ' + settings.adminGroup)),
+      el('p', {}, el('code', {}, 'formsservice users groups add --email ' + email + ' ' + settings.adminGroup)),
     )
   }
 
