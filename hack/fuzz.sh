@@ -3,9 +3,11 @@
 # itself) runs for FUZZTIME (default 10s) on top of its seeds and checked-in corpus (testdata/fuzz/).
 # A failure leaves the crashing input in the package's testdata/fuzz/<Target>/ and fails the step.
 #
-# FUZZJOBS targets (default: the number of cores) run at once, each with one fuzzing worker
-# (-parallel 1): the same executions per target as one target at a time with a worker per core, in a
-# fraction of the wall time, and the instrumented builds of one target overlap the fuzzing of another.
+# FUZZJOBS packages (default: the number of cores) are fuzzed at once, each target with one fuzzing
+# worker (-parallel 1): the same executions per target as one target at a time with a worker per core,
+# in a fraction of the wall time, and one package's instrumented build overlaps another's fuzzing. The
+# targets of one package run one after another: run at once, they would build the same instrumented
+# packages twice in parallel (Go's build cache does not share a build in progress).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-10s}"
@@ -61,11 +63,20 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   exit 1
 fi
 
-# A pool of $max: start each target once a slot is free; report the targets in their order.
-for t in "${targets[@]}"; do
+# fuzz_package DIR: fuzzes the package's targets one after another.
+fuzz_package() {
+  local t name dir
+  for t in "${targets[@]}"; do
+    read -r name dir <<<"$t"
+    if [[ $dir == "$1" ]]; then fuzz_one "$name" "$dir"; fi
+  done
+}
+
+# A pool of $max packages: start each once a slot is free; report the targets in their order.
+mapfile -t packages < <(printf '%s\n' "${targets[@]}" | cut -d' ' -f2 | sort -u)
+for pkg in "${packages[@]}"; do
   while (($(jobs -rp | wc -l) >= max)); do wait -n || true; done
-  # shellcheck disable=SC2086 # "name dir"
-  fuzz_one $t &
+  fuzz_package "$pkg" &
 done
 wait
 for t in "${targets[@]}"; do
@@ -75,4 +86,4 @@ done
 if ((failed)); then
   exit 1
 fi
-echo "fuzzed ${#targets[@]} targets for $fuzztime each, $max at a time"
+echo "fuzzed ${#targets[@]} targets of ${#packages[@]} packages for $fuzztime each, $max packages at a time"
