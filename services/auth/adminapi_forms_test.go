@@ -62,6 +62,20 @@ func startFormsAdmin(t *testing.T) *formsAdmin {
 	rdb := testredis.Start(t, testredis.Options{AppendFsync: "no"}).Client() // what forms.durability process needs
 	t.Cleanup(func() { rdb.Close() })
 	f := &formsAdmin{adminProvider: startAdminProviderOn(t, false, rdb), rdb: rdb}
+	f.forms = startDemoFormsService(t, rdb)
+	var err error
+	if f.st, err = store.New(rdb, store.Options{Off: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.read, f.write = f.token(formsClient, "forms:read"), f.token(formsClient, "forms:read forms:write")
+	return f
+}
+
+// startDemoFormsService runs a real forms service on rdb, on a loopback port, with the declared form
+// "demo" (a unique e-mail, a company, seats) beside the built-in ones, until the test ends, and returns
+// its base URL once it answers.
+func startDemoFormsService(t *testing.T, rdb redis.UniversalClient) string {
+	t.Helper()
 	zero := 0
 	cfg := &config.Config{AllowedOrigins: []string{formsOrigin}, Forms: config.Forms{RateLimitPerMinute: &zero, Declared: []config.DeclaredForm{{
 		ID: "demo", Title: "Request a demo", Unique: "email", Fields: []config.FormField{
@@ -77,23 +91,19 @@ func startFormsAdmin(t *testing.T) *formsAdmin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.forms = "http://" + ln.Addr().String()
+	base := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second}) }()
+	t.Cleanup(func() { cancel(); <-done })
 	testwait.For(t, 5*time.Second, "the forms service to listen", func() bool {
-		res, err := http.Get(f.forms + "/livez")
+		res, err := http.Get(base + "/livez")
 		if err == nil {
 			res.Body.Close()
 		}
 		return err == nil && res.StatusCode == http.StatusOK
 	})
-	t.Cleanup(func() { cancel(); <-done })
-	if f.st, err = store.New(rdb, store.Options{Off: true}); err != nil {
-		t.Fatal(err)
-	}
-	f.read, f.write = f.token(formsClient, "forms:read"), f.token(formsClient, "forms:read forms:write")
-	return f
+	return base
 }
 
 // submit posts a submission to the forms service, as a site does, and returns its ID.

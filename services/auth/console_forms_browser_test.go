@@ -3,8 +3,6 @@ package auth_test
 import (
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,10 +16,8 @@ import (
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/auth/audit"
-	formsservice "github.com/formsservice/formsservice/services/forms"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
-	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // The console's forms pages (D65) in headless Chromium: a provider serving the console and a real
@@ -47,30 +43,12 @@ func startConsoleForms(t *testing.T) *consoleForms {
 	if _, _, err := p.svc.Users().AddGroups(context.Background(), "admin@example.com", []string{config.DefaultAdminGroup}); err != nil {
 		t.Fatal(err)
 	}
-	zero := 0
-	cfg := &config.Config{AllowedOrigins: []string{formsOrigin}, Forms: config.Forms{RateLimitPerMinute: &zero, Declared: []config.DeclaredForm{{
-		ID: "demo", Title: "Request a demo", Unique: "email", Fields: []config.FormField{
-			{Name: "email", Label: "Work e-mail", Type: config.FieldEmail, Required: true},
-			{Name: "company", Type: config.FieldText},
-			{Name: "seats", Type: config.FieldNumber}}}}}}
-	svc, err := formsservice.New(formsservice.Options{Config: config.Static{C: cfg}, Redis: rdb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := server.New(server.Options{Logger: slog.New(slog.DiscardHandler), Metrics: server.NewMetrics()}, svc)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Serve(ctx, server.ServeOptions{Listener: ln, ShutdownTimeout: 5 * time.Second}) }()
-	t.Cleanup(func() { cancel(); <-done })
+	forms := startDemoFormsService(t, rdb)
 	testwait.For(t, 10*time.Second, "the forms service to publish its declared forms", func() bool {
 		_, ok, err := store.ReadCatalog(context.Background(), rdb)
 		return err == nil && ok
 	})
-	return &consoleForms{provider: p, adminID: adminID, home: p.base + "/console/", rdb: rdb, forms: "http://" + ln.Addr().String()}
+	return &consoleForms{provider: p, adminID: adminID, home: p.base + "/console/", rdb: rdb, forms: forms}
 }
 
 // post sends a submission to the forms service and returns its ID (the newest of its stream).
