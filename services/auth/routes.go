@@ -61,6 +61,12 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/account/forgot", web.HandleClient(journeys.Forgot)),
 		server.Get("/account/reset", web.HandleClient(journeys.ResetPage)),
 		server.Post("/account/reset", web.HandleClient(journeys.Reset)),
+		// The links of the owner's notices (D66): "this wasn't me" after a sign-in in a new browser, and
+		// the unblock link after a lockout. Each GET shows a button and acts on nothing.
+		server.Get("/account/not-me", web.HandleClient(journeys.NotMePage)),
+		server.Post("/account/not-me", web.HandleClient(journeys.NotMe)),
+		server.Get("/account/unblock", web.HandleClient(journeys.UnblockPage)),
+		server.Post("/account/unblock", web.HandleClient(journeys.Unblock)),
 
 		// package account: the account page and the passkeys page, signed in through the hosted page's
 		// session.

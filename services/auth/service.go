@@ -29,6 +29,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/notify"
 	"github.com/formsservice/formsservice/services/auth/oauth"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/passkey"
@@ -98,6 +99,7 @@ type Service struct {
 	account  *account.Handler
 	admin    *admin.Handler
 	console  *console.Handler // the admin console's files (D65)
+	notices  *notify.Notifier // the owner's mails of a new browser and of a lockout (D66)
 	// backchannel sends the logout tokens to relying parties (D60).
 	backchannel *backchannel.Worker
 }
@@ -208,6 +210,10 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer, Backchannel: rps}); err != nil {
 		return err
 	}
+	if s.notices, err = notify.New(notify.Options{Config: o.Config, Links: links, Throttle: limiter, Mail: o.Mail, Log: o.Logger, Now: o.Now,
+		Registerer: o.Registerer}); err != nil {
+		return err
+	}
 	s.journeys = journeys.New(journeys.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, Links: links, Users: s.users, Throttle: limiter,
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
 	fed := federation.New(federation.Options{Redis: o.Redis, Log: o.Logger, Now: o.Now})
@@ -220,7 +226,7 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 		return err
 	}
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
-		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Log: o.Logger, Registerer: o.Registerer})
+		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Notify: s.notices, Log: o.Logger, Registerer: o.Registerer})
 	return err
 }
 
@@ -239,14 +245,18 @@ func (s *Service) relyingParties(o Options, source *realm.Source) (*backchannel.
 }
 
 // Run implements server.Runner: it writes the audit trail's queued events to Redis and sends the logout
-// tokens to relying parties until ctx ends.
+// tokens to relying parties until ctx ends; then the owner's notices in flight are sent (each bounded).
 func (s *Service) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.backchannel.Run(ctx) }()
 	err := s.audit.Run(ctx)
 	<-done
+	s.notices.Wait()
 	return err
 }
+
+// Notices returns the notifier of the owner's mails (tests wait for its mails with Wait).
+func (s *Service) Notices() *notify.Notifier { return s.notices }
 
 // Backchannel returns the back-channel logout worker (tests drive it on their clock with RunOnce).
 func (s *Service) Backchannel() *backchannel.Worker { return s.backchannel }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/link"
+	"github.com/formsservice/formsservice/services/auth/notify"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -27,8 +28,11 @@ func (h *Handler) refusedLink(w http.ResponseWriter, r *http.Request, rt *realm.
 	d := page.Journey{}
 	status, reason := http.StatusGone, ""
 	again := "Ask for a new link below."
-	if purpose == linkReset {
+	switch purpose {
+	case linkReset:
 		again = "Ask for a new link if you still need to reset your password."
+	case notify.LinkNotMe, notify.LinkUnblock:
+		again = "You can still reset your password below: the browser that sets it can sign in."
 	}
 	switch {
 	case errors.Is(err, link.ErrExpired):

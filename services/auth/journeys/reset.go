@@ -80,14 +80,7 @@ func (h *Handler) Forgot(w http.ResponseWriter, r *http.Request, clientKey strin
 		e.Reason, e.User = "disabled", u.ID
 	default:
 		e.Outcome, e.User = audit.Success, u.ID
-		valid, lang, clientID, issuer := rt.Config.Auth.ResetLinkLifetime.D(), web.RequestLang(r), e.Client, rt.Issuer
-		authmail.SendLater(ctx, h.log, "password reset", func(ctx context.Context) error {
-			tok, err := h.links.Issue(ctx, link.Link{Purpose: linkReset, User: u.ID, Client: clientID, Bind: passwordTag(u)}, valid)
-			if err != nil {
-				return err
-			}
-			return h.accounts.SendLinkMail(ctx, resetMail, lang, u, appName(req.cl), authmail.LinkURL(issuer, "/account/reset", tok), valid)
-		})
+		h.mailResetLink(r, rt, u, req.cl)
 	}
 	h.audit.Record(ctx, e)
 	d := page.Journey{Title: "Check your mail", Lead: "Open the link in the message to choose a new password.",
@@ -97,6 +90,22 @@ func (h *Handler) Forgot(w http.ResponseWriter, r *http.Request, clientKey strin
 		d.Links = []page.Link{{Href: req.ret, Text: "Back to sign-in"}}
 	}
 	h.renderJourney(w, r, rt, http.StatusOK, d)
+}
+
+// mailResetLink sends u a reset link, after the answer, in the request's language, for the client cl
+// (nil for none).
+func (h *Handler) mailResetLink(r *http.Request, rt *realm.Realm, u *users.User, cl *realm.Client) {
+	valid, lang, issuer, clientID := rt.Config.Auth.ResetLinkLifetime.D(), web.RequestLang(r), rt.Issuer, ""
+	if cl != nil {
+		clientID = cl.GetID()
+	}
+	authmail.SendLater(r.Context(), h.log, "password reset", func(ctx context.Context) error {
+		tok, err := h.links.Issue(ctx, link.Link{Purpose: linkReset, User: u.ID, Client: clientID, Bind: passwordTag(u)}, valid)
+		if err != nil {
+			return err
+		}
+		return h.accounts.SendLinkMail(ctx, resetMail, lang, u, appName(cl), authmail.LinkURL(issuer, "/account/reset", tok), valid)
+	})
 }
 
 // resetLink checks a reset link without using it up: signed, not expired, not used, its account active

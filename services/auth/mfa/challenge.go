@@ -24,39 +24,53 @@ func challengeKey(token string) string {
 	return "auth:mfa-challenge:{" + base64.RawURLEncoding.EncodeToString(h[:]) + "}"
 }
 
-// StartChallenge records the challenge token for user, signed in so far with first, at the user's
-// sign-out generation gen (package store), for life.
-func (s *Store) StartChallenge(ctx context.Context, token, user string, first []string, gen int64, life time.Duration) error {
-	v := user + "|" + strings.Join(first, ",") + "|" + strconv.FormatInt(gen, 10)
+// Pending is what a challenge holds: the user, the authentication methods so far, the user's sign-out
+// generation (package store) when it began, and whether the sign-in came from a browser never seen for
+// the account (its owner is mailed once the code is accepted, D66).
+type Pending struct {
+	User       string
+	First      []string
+	Generation int64
+	NewBrowser bool
+}
+
+// StartChallenge records the challenge token for c, for life.
+func (s *Store) StartChallenge(ctx context.Context, token string, c Pending, life time.Duration) error {
+	v := c.User + "|" + strings.Join(c.First, ",") + "|" + strconv.FormatInt(c.Generation, 10)
+	if c.NewBrowser {
+		v += "|new"
+	}
 	if err := s.rdb.Set(ctx, challengeKey(token), v, life).Err(); err != nil {
 		return unavailable(err)
 	}
 	return nil
 }
 
-// Challenge returns the user, the methods so far and the sign-out generation of the challenge token
-// ("" when there is none, or it ended; generation -1 for a record without one, which no user has).
-func (s *Store) Challenge(ctx context.Context, token string) (user string, first []string, gen int64, err error) {
+// Challenge returns what the challenge token holds (User "" when there is none, or it ended;
+// Generation -1 for a record without one, which no user has).
+func (s *Store) Challenge(ctx context.Context, token string) (Pending, error) {
 	if token == "" || len(token) > 128 {
-		return "", nil, 0, nil
+		return Pending{}, nil
 	}
 	v, err := s.rdb.Get(ctx, challengeKey(token)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", nil, 0, nil
+		return Pending{}, nil
 	}
 	if err != nil {
-		return "", nil, 0, unavailable(err)
+		return Pending{}, unavailable(err)
 	}
-	user, rest, _ := strings.Cut(v, "|")
-	methods, genText, _ := strings.Cut(rest, "|")
-	if methods != "" {
-		first = strings.Split(methods, ",")
+	parts := strings.SplitN(v, "|", 4)
+	for len(parts) < 4 {
+		parts = append(parts, "")
 	}
-	gen, perr := strconv.ParseInt(genText, 10, 64)
-	if perr != nil {
-		gen = -1
+	c := Pending{User: parts[0], NewBrowser: parts[3] == "new"}
+	if parts[1] != "" {
+		c.First = strings.Split(parts[1], ",")
 	}
-	return user, first, gen, nil
+	if c.Generation, err = strconv.ParseInt(parts[2], 10, 64); err != nil {
+		c.Generation = -1
+	}
+	return c, nil
 }
 
 // EndChallenge ends the challenge token (its code was accepted).

@@ -294,4 +294,20 @@ var de = map[string]string{
 	"The set-up took too long. Scan the new code below and enter the code the app shows.":             "Die Einrichtung hat zu lange gedauert. Scannen Sie den neuen Code unten und geben Sie den Code ein, den die App zeigt.",
 	"That code is not right. Check that the app shows this account, and enter the code it shows now.": "Dieser Code stimmt nicht. Prüfen Sie, ob die App dieses Konto zeigt, und geben Sie den Code ein, den sie jetzt zeigt.",
 	"Two-step sign-in is on.": "Die Anmeldung in zwei Schritten ist eingeschaltet.",
+	// The links of the owner's notices (journeys/notices.go, D66).
+	"Was it not you?": "Waren Sie es nicht?",
+	"Sign every browser and app out of %s. We then send you a link to choose a new password.": "Melden Sie alle Browser und Apps von %s ab. Wir senden Ihnen dann einen Link, mit dem Sie ein neues Passwort wählen.",
+	"Sign out everywhere":      "Überall abmelden",
+	"Let this browser sign in": "Diesen Browser anmelden lassen",
+	"Signing in to %s was paused after too many wrong passwords. If you tried, let this browser sign in again: it gets attempts of its own, and the browsers that guessed stay paused.": "Die Anmeldung bei %s wurde nach zu vielen falschen Passwörtern pausiert. Wenn Sie es versucht haben, lassen Sie diesen Browser wieder anmelden: Er erhält eigene Versuche, und die Browser, die geraten haben, bleiben pausiert.",
+	"Your account was signed out everywhere": "Ihr Konto wurde überall abgemeldet",
+	"Every browser and app signed in to %s was signed out. We have sent you a link to choose a new password: it works for %s.": "Alle bei %s angemeldeten Browser und Apps wurden abgemeldet. Wir haben Ihnen einen Link gesendet, mit dem Sie ein neues Passwort wählen: Er gilt %s.",
+	"Choose a new password with the link in the message, then sign in again.":                                                  "Wählen Sie mit dem Link in der Nachricht ein neues Passwort und melden Sie sich dann wieder an.",
+	"This browser can sign in again":                                                 "Dieser Browser kann sich wieder anmelden",
+	"This browser can sign in to %s now. Browsers that were not yours stay paused.":  "Dieser Browser kann sich jetzt bei %s anmelden. Browser, die nicht Ihre waren, bleiben pausiert.",
+	"Sign in with your password.":                                                    "Melden Sie sich mit Ihrem Passwort an.",
+	"You can still reset your password below: the browser that sets it can sign in.": "Sie können Ihr Passwort unten noch zurücksetzen: Der Browser, der es setzt, kann sich anmelden.",
+	// A refused link's message, sentence by sentence (journeys/links.go).
+	"The link in your message works for a limited time only. %s": "Der Link in Ihrer Nachricht funktioniert nur eine begrenzte Zeit. %s",
+	"Each link works once. %s":                                   "Jeder Link funktioniert einmal. %s",
 }

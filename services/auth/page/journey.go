@@ -20,7 +20,8 @@ type Journey struct {
 	Said string
 	// Form is the form shown: "forgot" (the address to send a reset link to), "resend" (the address to
 	// send a verification link to again), "reset" (the new password), "verify" (confirm the address of a
-	// verification link), or "" for none.
+	// verification link), "notme" (a new-browser mail's "this wasn't me": sign out everywhere), "unblock"
+	// (a lockout mail's: let this browser sign in), or "" for none.
 	Form   string
 	Action string // the form's target (host-relative)
 	CSRF   string

@@ -61,10 +61,20 @@ func (h *Handler) openSession(a *attempt, u *users.User, amr []string) {
 		h.unavailablePage(a, u.Email, err)
 		return
 	}
+	h.sessionOpened(a, u)
 	if rate != nil && !h.web.RateAnswer(a.w, rate.Kind, wait, nil) {
 		return
 	}
 	h.grantCode(a, u, signedIn{authTime: now, session: token, generation: gen, amr: amr, askPasswordChange: u.MustChangePassword && a.rt.Config.Auth.AskToReplaceWeak()})
+}
+
+// sessionOpened follows a new sign-in session of u: when the browser was never seen for the account,
+// its owner is mailed (D66), unless this is the account's first session ever (nothing to compare with:
+// the sign-up's, or an operator's account's first).
+func (h *Handler) sessionOpened(a *attempt, u *users.User) {
+	if a.newBrowser && !u.NeverSignedIn {
+		h.notify.NewBrowserSignedIn(a.r.Context(), u, a.cl.GetID(), web.RequestLang(a.r), a.r.UserAgent())
+	}
 }
 
 // grantCode grants the request (the clients are first-party: no consent screen) and redirects back with

@@ -12,6 +12,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/upstream"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
@@ -120,6 +121,13 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request, clientKey str
 		detail["upstreamAMR"] = strings.Join(res.Identity.AMR, " ")
 	}
 	h.audit.Record(ctx, audit.Event{Kind: audit.SignInConnector, Outcome: audit.Success, User: user.ID, Client: cl.GetID(), Detail: detail})
+	// An upstream's word proves the browser's owner as a password or a passkey does: it earns the
+	// browser its device cookie, and a browser never seen for the account is mailed (D66).
+	if gen, err := h.signOn.Generation(ctx, user.ID, nil); err == nil {
+		account := signon.AccountKey(user.Email)
+		a.newBrowser = h.signOn.KnownDevice(a.r, a.rt, account, gen) == ""
+		h.signOn.RememberDevice(w, a.r, rt, account, gen)
+	}
 	h.startSession(a, user, []string{acr.FED})
 }
 

@@ -107,7 +107,9 @@ func (h *Handler) passkeySignIn(a *attempt) {
 	// browser's own budget, not the one an attacker can use up.
 	// The session that opens below keeps the generation read here (one read, D44's reads).
 	if gen, err := h.signOn.Generation(ctx, user.ID, nil); err == nil {
-		h.signOn.RememberDevice(a.w, a.r, a.rt, signon.AccountKey(user.Email), gen)
+		account := signon.AccountKey(user.Email)
+		a.newBrowser = h.signOn.KnownDevice(a.r, a.rt, account, gen) == ""
+		h.signOn.RememberDevice(a.w, a.r, a.rt, account, gen)
 		a.reads = &signon.Reads{User: user.ID, Generation: func() (int64, error) { return gen, nil }}
 	}
 	h.openSession(a, user, in.Passkey.AMR()) // a user-verified passkey is two factors: no TOTP step

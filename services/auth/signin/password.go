@@ -122,7 +122,7 @@ func (h *Handler) password(a *attempt) {
 		return
 	}
 	h.signOn.RememberDevice(a.w, a.r, a.rt, account, gen)
-	a.reads = reads
+	a.reads, a.newBrowser = reads, browser == "unknown"
 	h.startSession(a, u, []string{acr.PWD})
 }
 
@@ -173,6 +173,7 @@ func (h *Handler) wrongPassword(a *attempt, address, browser string, u *users.Us
 	if len(usedUp) > 0 {
 		status = http.StatusTooManyRequests
 		h.audit.Record(ctx, signon.LockoutEvent(a.cl.GetID(), u, usedUp, wait, browser))
+		h.notify.LockedOut(ctx, u, usedUp, wait, a.cl.GetID(), web.RequestLang(a.r), a.r.UserAgent())
 	}
 	h.renderSignIn(a, status, page.SignIn{Email: address, Error: msg})
 }

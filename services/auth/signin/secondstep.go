@@ -81,6 +81,7 @@ func (h *Handler) secondStep(a *attempt, u *users.User, first []string) bool {
 			h.unavailablePage(a, u.Email, err)
 			return true
 		}
+		h.sessionOpened(a, u)
 		h.mfaRequired(a.r.Context(), u, a.cl, "not_enrolled")
 		h.toEnrolment(a)
 		return true
@@ -115,7 +116,7 @@ func (h *Handler) toEnrolment(a *attempt) {
 func (h *Handler) challenge(a *attempt, u *users.User, first []string, gen int64) {
 	token := web.RandomToken()
 	life := a.rt.Config.Auth.MFA.ChallengeLifetime.D()
-	if err := h.mfa.StartChallenge(a.r.Context(), token, u.ID, first, gen, life); err != nil {
+	if err := h.mfa.StartChallenge(a.r.Context(), token, mfa.Pending{User: u.ID, First: first, Generation: gen, NewBrowser: a.newBrowser}, life); err != nil {
 		h.unavailablePage(a, u.Email, err)
 		return
 	}
@@ -136,23 +137,23 @@ func (h *Handler) renderSecondStep(a *attempt, status int, d page.SecondStep) {
 // challengedUser is the active user of the browser's challenge, or nil (none, ended, the account is
 // gone or disabled, or it was signed out everywhere since: a new password, a reset, an administrator's
 // sign-out end a challenge begun before them).
-func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User, []string, error) {
-	userID, first, gen, err := h.mfa.Challenge(ctx, token)
-	if err != nil || userID == "" {
-		return nil, nil, err
+func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User, mfa.Pending, error) {
+	c, err := h.mfa.Challenge(ctx, token)
+	if err != nil || c.User == "" {
+		return nil, c, err
 	}
-	u, err := h.signOn.ActiveUser(ctx, userID)
+	u, err := h.signOn.ActiveUser(ctx, c.User)
 	if errors.Is(err, users.ErrNotFound) {
-		return nil, nil, nil
+		return nil, c, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, c, err
 	}
-	current, err := h.signOn.Generation(ctx, userID, nil)
-	if err != nil || current != gen {
-		return nil, nil, err
+	current, err := h.signOn.Generation(ctx, c.User, nil)
+	if err != nil || current != c.Generation {
+		return nil, c, err
 	}
-	return u, first, nil
+	return u, c, nil
 }
 
 // submitSecondStep checks the code of the second step (action=mfa): a TOTP code accepted once, or a
@@ -161,7 +162,7 @@ func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User
 func (h *Handler) submitSecondStep(a *attempt) {
 	ctx := a.r.Context()
 	token := web.ReadCookie(a.r, a.rt, web.MFACookie)
-	u, first, err := h.challengedUser(ctx, token)
+	u, pending, err := h.challengedUser(ctx, token)
 	if err != nil {
 		h.unavailablePage(a, "", err)
 		return
@@ -200,7 +201,8 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	_ = res.Succeeded(ctx)
 	_ = h.mfa.EndChallenge(ctx, token)
 	web.SetCookie(a.w, a.rt, web.MFACookie, "", -1)
-	amr := acr.With(first, acr.OTP)
+	amr := acr.With(pending.First, acr.OTP)
+	a.newBrowser = pending.NewBrowser
 	if left := h.codeAccepted(ctx, u, a.cl, recovery, amr); recovery {
 		h.accounts.SecondFactorChanged(ctx, u, accounts.FactorCodeUsed, web.RequestLang(a.r), a.r.UserAgent(), left)
 	}

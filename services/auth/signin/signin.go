@@ -17,6 +17,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/notify"
 	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
@@ -39,6 +40,7 @@ type Options struct {
 	Accounts   *accounts.Ops     // the mail when a recovery code is spent
 	Journeys   *journeys.Handler // the sign-up action
 	Federation *federation.Kit   // signing in through upstream providers (connector.go)
+	Notify     *notify.Notifier  // the owner's mails of a new browser and of a lockout (D66)
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
 }
@@ -56,6 +58,7 @@ type Handler struct {
 	accounts   *accounts.Ops
 	journeys   *journeys.Handler
 	federation *federation.Kit
+	notify     *notify.Notifier
 	log        *slog.Logger
 	now        func() time.Time
 	signins    *prometheus.CounterVec
@@ -87,7 +90,7 @@ const (
 // New builds the handler and registers its metric.
 func New(o Options) (*Handler, error) {
 	h := &Handler{web: o.Web, signOn: o.SignOn, store: o.Store, users: o.Users, throttle: o.Throttle, passkeys: o.Passkeys, mfa: o.MFA,
-		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, federation: o.Federation, log: o.Log, now: time.Now}
+		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, federation: o.Federation, notify: o.Notify, log: o.Log, now: time.Now}
 	h.signins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_auth_signins_total",
 		Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, connector (signed in through an upstream provider), connector_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
@@ -110,6 +113,9 @@ type attempt struct {
 	// reads are what a password sign-in read ahead with the account and settles as the session starts
 	// (D44); nil for every other step.
 	reads *signon.Reads
+	// newBrowser: the browser held no device cookie of the account's current generation when its first
+	// factor was accepted (it has one now): the session that opens is mailed to the owner (D66).
+	newBrowser bool
 }
 
 // counted counts one sign-in result.

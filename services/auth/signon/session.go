@@ -85,6 +85,9 @@ func (k *Kit) NewSession(w http.ResponseWriter, r *http.Request, rt *realm.Realm
 		if rate != nil {
 			limited = k.Throttle.Queue(ctx, p, *rate)
 		}
+		if u.NeverSignedIn { // the account's first session: its next new browser is mailed (D66)
+			k.Users.QueueSignedIn(ctx, p, u.ID)
+		}
 		return nil
 	})
 	if settled != nil {

@@ -180,6 +180,13 @@ func (k *Kit) RememberDevice(w http.ResponseWriter, r *http.Request, rt *realm.R
 	web.SetCookie(w, rt, web.DeviceCookie, device.Issue(k.deviceKeys, account, id, gen, k.now()), rt.Config.Auth.Throttle.DeviceLifetime.D())
 }
 
+// NewDevice gives the browser a device cookie for account at its sign-out generation gen with a new
+// ID, whatever cookie it holds: a budget of its own, afresh. The owner's browser gets it from a lockout
+// mail's link (D66), which only the address's owner reads.
+func (k *Kit) NewDevice(w http.ResponseWriter, rt *realm.Realm, account string, gen int64) {
+	web.SetCookie(w, rt, web.DeviceCookie, device.Issue(k.deviceKeys, account, device.NewID(), gen, k.now()), rt.Config.Auth.Throttle.DeviceLifetime.D())
+}
+
 // LockoutEvent is the audit event of a failure that used up budgets: further attempts against them wait
 // until wait ends. browser says which budget's browser it was (known, unknown, passkey); u may be nil.
 func LockoutEvent(clientID string, u *users.User, budgets []string, wait time.Duration, browser string) audit.Event {

@@ -68,6 +68,9 @@ type User struct {
 	// MustChangePassword: a sign-in showed that the password fails the rules for new passwords (it was
 	// set before them); the owner is asked to change it after each sign-in until a new one is set (D54).
 	MustChangePassword bool
+	// NeverSignedIn: no sign-in session was ever started for the account (its first sign-in is not
+	// mailed as one from a new browser, D66). Accounts made before the mark existed count as signed in.
+	NeverSignedIn bool
 }
 
 // Store reads and writes users.
@@ -175,6 +178,8 @@ func (s *Store) create(ctx context.Context, email, name, password string, signup
 // insert writes a new user's hash and then claims its address; when the address is taken (or the claim
 // fails) the hash is removed again, so no account exists without its address.
 func (s *Store) insert(ctx context.Context, u *User, fields []any) error {
+	fields = append(fields, "fresh", "1")
+	u.NeverSignedIn = true
 	if err := s.rdb.HSet(ctx, userKey(u.ID), fields...).Err(); err != nil {
 		return unavailable(err)
 	}
@@ -254,7 +259,15 @@ func FromFields(id string, m map[string]string) (*User, error) {
 	}
 	created, _ := strconv.ParseInt(m["created"], 10, 64)
 	return &User{ID: id, Email: m["email"], Name: m["name"], Hash: m["hash"], CreatedAt: time.Unix(created, 0).UTC(), Disabled: m["disabled"] == "1",
-		EmailVerified: m["verified"] == "1", Groups: parseGroups(m["groups"]), SelfSignup: m["signup"] == "1", MustChangePassword: m["pwchange"] == "1"}, nil
+		EmailVerified: m["verified"] == "1", Groups: parseGroups(m["groups"]), SelfSignup: m["signup"] == "1", MustChangePassword: m["pwchange"] == "1",
+		NeverSignedIn: m["fresh"] == "1"}, nil
+}
+
+// QueueSignedIn queues, in the caller's pipeline p, the end of the account's NeverSignedIn mark: a
+// sign-in session starts (the session's round trip carries it, D44). HDEL creates nothing: an account
+// deleted meanwhile stays deleted.
+func (s *Store) QueueSignedIn(ctx context.Context, p redis.Pipeliner, id string) {
+	p.HDel(ctx, userKey(id), "fresh")
 }
 
 // ByEmail returns the user with that address (any case).

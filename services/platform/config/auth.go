@@ -73,7 +73,28 @@ type Auth struct {
 	Console AuthConsole `json:"console,omitempty"`
 	// Connectors are the upstream OpenID Connect providers people may sign in with (connectors.go).
 	Connectors []Connector `json:"connectors,omitempty"`
+	// Notify mails an account's owner of a sign-in from a browser never seen for the account and of a
+	// lockout of its sign-in budgets (docs/auth.md "Notices to the owner", D66).
+	Notify AuthNotify `json:"notify,omitempty"`
 }
+
+// AuthNotify configures the notices to an account's owner (D66): NewBrowser and Lockout turn each on
+// (both on when unset). Each kind is mailed at most MailsPerAccount times per account within Window
+// (defaults 5 and 24h), beyond that dropped and counted; the links they carry work once, for
+// LinkLifetime (default 24h: a notice is read later than a mail one asked for).
+type AuthNotify struct {
+	NewBrowser      *bool    `json:"newBrowser,omitempty"`
+	Lockout         *bool    `json:"lockout,omitempty"`
+	MailsPerAccount int      `json:"mailsPerAccount,omitempty"`
+	Window          Duration `json:"window,omitempty"`
+	LinkLifetime    Duration `json:"linkLifetime,omitempty"`
+}
+
+// NewBrowserOn reports whether a sign-in from a new browser is mailed (true when unset).
+func (n AuthNotify) NewBrowserOn() bool { return n.NewBrowser == nil || *n.NewBrowser }
+
+// LockoutOn reports whether a lockout is mailed (true when unset).
+func (n AuthNotify) LockoutOn() bool { return n.Lockout == nil || *n.Lockout }
 
 // AuthAdmin configures the admin API's access check (docs/decisions D50).
 type AuthAdmin struct {
@@ -297,6 +318,11 @@ func (a *Auth) applyDefaults(c *Config) {
 	setDuration(&a.Throttle.MailWindow, time.Hour)
 	setDuration(&a.VerificationLinkLifetime, 24*time.Hour)
 	setDuration(&a.ResetLinkLifetime, 15*time.Minute)
+	if a.Notify.MailsPerAccount == 0 {
+		a.Notify.MailsPerAccount = 5
+	}
+	setDuration(&a.Notify.Window, 24*time.Hour)
+	setDuration(&a.Notify.LinkLifetime, 24*time.Hour)
 	if a.MaxGrantsPerUser == 0 {
 		a.MaxGrantsPerUser = 1000
 	}
@@ -352,7 +378,7 @@ func (a Auth) validate() []error {
 		{"codeLifetime", a.CodeLifetime}, {"idTokenLifetime", a.IDTokenLifetime}, {"sessionLifetime", a.SessionLifetime}, {"familyLifetime", a.FamilyLifetime}, {"sessionIdleTimeout", a.SessionIdleTimeout},
 		{"throttle.window", a.Throttle.Window}, {"throttle.maxDelay", a.Throttle.MaxDelay}, {"throttle.deviceLifetime", a.Throttle.DeviceLifetime}, {"throttle.signupWindow", a.Throttle.SignupWindow}, {"throttle.mailWindow", a.Throttle.MailWindow},
 		{"verificationLinkLifetime", a.VerificationLinkLifetime}, {"resetLinkLifetime", a.ResetLinkLifetime},
-		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}} {
+		{"rateLimit.window", a.RateLimit.Window}, {"audit.retention", a.Audit.Retention}, {"notify.window", a.Notify.Window}, {"notify.linkLifetime", a.Notify.LinkLifetime}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("auth.%s: must not be negative", d.name))
 		}
@@ -365,6 +391,9 @@ func (a Auth) validate() []error {
 	}
 	errs = append(errs, a.Passkeys.validate()...)
 	errs = append(errs, a.Branding.validate("auth.branding")...)
+	if a.Notify.MailsPerAccount < 0 {
+		errs = append(errs, fmt.Errorf("auth.notify.mailsPerAccount: must not be negative"))
+	}
 	if a.Audit.MaxEntries < 0 {
 		errs = append(errs, fmt.Errorf("auth.audit.maxEntries: must not be negative"))
 	}
