@@ -20,7 +20,7 @@ import (
 func TestSecondFactorChanges_AreMailed(t *testing.T) {
 	mp := testmail.Start(t, testmail.Options{})
 	clock := newTestClock()
-	p := startProvider(t, setup{mail: mp, now: clock.now})
+	p := startProvider(t, setup{mail: mp, now: clock.now, mutate: newBrowserMailsOff}) // TestNewBrowser_AfterTheSecondStep has it
 	p.user(testEmail, testPassword)
 	b := newBrowser(t)
 	p.accountSignIn(b, testEmail, testPassword, nil)

@@ -352,7 +352,7 @@ func TestBackchannelLogout_SessionEndedOnTheAccountPage_EndsTheRPSession(t *test
 func TestBackchannelLogout_SignOutEverywhereResetAndDisable_EndTheRPSessions(t *testing.T) {
 	mp := testmail.Start(t, testmail.Options{})
 	app, app2 := newRelyingParty(t, "app", time.Now), newRelyingParty(t, "app2", time.Now)
-	p := startWithRelyingParties(t, setup{mail: mp}, bclClient{rp: app, sessionRequired: true}, bclClient{rp: app2})
+	p := startWithRelyingParties(t, setup{mail: mp, mutate: newBrowserMailsOff}, bclClient{rp: app, sessionRequired: true}, bclClient{rp: app2})
 	sub := p.user(testEmail, testPassword)
 	ctx := context.Background()
 

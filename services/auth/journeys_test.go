@@ -275,6 +275,7 @@ func TestPasswordReset_LinkFromTheMail_SignsOutEverywhere(t *testing.T) {
 	p := startProvider(t, setup{mail: mp, now: clock.now, mutate: func(c *config.Config) {
 		c.TrustedProxies = []string{"127.0.0.1"}
 		c.Auth.Throttle.MailsPerAddress, c.Auth.Throttle.MailsPerIP = 4, 6
+		newBrowserMailsOff(c)
 	}})
 	p.user(testEmail, testPassword)
 	tk, signedIn := p.fullSignIn(testEmail, testPassword)

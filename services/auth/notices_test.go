@@ -256,3 +256,37 @@ func metricsOf(t *testing.T, p *provider) string {
 	t.Helper()
 	return newBrowser(t).get(p.base + "/metrics").body
 }
+
+// newBrowserMailsOff turns the new-browser mail off, for the tests that count or order the other mails
+// while several browsers sign in (this file tests it).
+func newBrowserMailsOff(c *config.Config) {
+	off := false
+	c.Auth.Notify.NewBrowser = &off
+}
+
+// With two-step sign-in the new browser is known after its password and mailed once its code is
+// accepted: the challenge carries it over to the session (a browser that stops at the code page gets no
+// mail: nobody signed in).
+func TestNewBrowser_AfterTheSecondStep(t *testing.T) {
+	mp := testmail.Start(t, testmail.Options{})
+	clock := newTestClock()
+	p := startProvider(t, setup{mail: mp, now: clock.now})
+	p.user(testEmail, testPassword)
+	next := mailsTo(t, mp, testEmail)
+	b := newBrowser(t)
+	p.accountSignIn(b, testEmail, testPassword, nil)
+	secret, _ := p.enrolTOTP(b, clock)
+	next("Two-step sign-in was turned on")
+	clock.nextStep()
+
+	other := newBrowser(t)
+	page := other.get(p.authorizeURL("state-0123456789", oauth2.GenerateVerifier()))
+	codePage := other.signIn(p.base, page.body, testEmail, testPassword)
+	if n := p.mailCount(t, mp, testEmail); n != 1 {
+		t.Fatalf("%d mails after the password alone, want 1", n)
+	}
+	if res := other.secondStep(p.base, codePage, clock.code(t, secret)); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the code: %d\n%.400s", res.StatusCode, res.body)
+	}
+	next("New sign-in to your", "from a browser it had not been used with before")
+}

@@ -167,7 +167,7 @@ func TestPreHijack_TheLinkVerifiesOnlyOnAButton_AndItsOwnerDeletesTheSquattersAc
 func TestPreHijack_AResetOfAnUnverifiedAccountRemovesEveryOtherWayIn(t *testing.T) {
 	mp := testmail.Start(t, testmail.Options{})
 	clock := newTestClock()
-	p := startProvider(t, setup{mail: mp, now: clock.now})
+	p := startProvider(t, setup{mail: mp, now: clock.now, mutate: newBrowserMailsOff})
 	id := p.user(victim, "the attacker's password")
 	attacker := newBrowser(t)
 	p.accountSignIn(attacker, victim, "the attacker's password", nil)
