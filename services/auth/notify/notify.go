@@ -79,8 +79,12 @@ func New(o Options) (*Notifier, error) {
 }
 
 // Wait returns when every notice started so far is sent or given up (each send is bounded to 30 s):
-// at shutdown, and in tests.
-func (n *Notifier) Wait() { n.pending.Wait() }
+// at shutdown, and in tests. A nil Notifier (none wired) sends nothing.
+func (n *Notifier) Wait() {
+	if n != nil {
+		n.pending.Wait()
+	}
+}
 
 func (n *Notifier) settings() (config.Auth, config.AuthNotify) {
 	a := n.cfg.Current().Auth
@@ -91,6 +95,9 @@ func (n *Notifier) settings() (config.Auth, config.AuthNotify) {
 // just started a session, in lang (the sign-in page's), with a "this wasn't me" link; clientID is the
 // client signed in to (the link's pages link back to it). Off when auth.notify.newBrowser is false.
 func (n *Notifier) NewBrowserSignedIn(ctx context.Context, u *users.User, clientID, lang, ua string) {
+	if n == nil {
+		return
+	}
 	a, cfg := n.settings()
 	if !cfg.NewBrowserOn() {
 		return
@@ -109,6 +116,9 @@ func (n *Notifier) NewBrowserSignedIn(ctx context.Context, u *users.User, client
 // its own, package journeys). A lockout of the client address's budget alone is no account's, and is not
 // mailed; nor is anything when auth.notify.lockout is false.
 func (n *Notifier) LockedOut(ctx context.Context, u *users.User, budgets []string, wait time.Duration, clientID, lang, ua string) {
+	if n == nil {
+		return
+	}
 	a, cfg := n.settings()
 	if !cfg.LockoutOn() || u == nil || u.Disabled {
 		return

@@ -160,6 +160,8 @@ func TestGerman_EveryTextOfThePages(t *testing.T) {
 		"An account with your e-mail address exists already. Sign in to it another way, then link Google on your account page.": "Es gibt schon ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich anders daran an und verknüpfen Sie dann Google auf Ihrer Kontoseite.",
 		"Microsoft did not answer. Please try again in a moment, or sign in another way.":                                       "Microsoft hat nicht geantwortet. Bitte versuchen Sie es gleich noch einmal, oder melden Sie sich anders an.",
 		"Sign in with Google": "Mit Google anmelden",
+		"Each link works once. You can still reset your password below: the browser that sets it can sign in.": "Jeder Link funktioniert einmal. Sie können Ihr Passwort unten noch zurücksetzen: Der Browser, der es setzt, kann sich anmelden.",
+		"This browser can sign in to a@b.example now. Browsers that were not yours stay paused.":               "Dieser Browser kann sich jetzt bei a@b.example anmelden. Browser, die nicht Ihre waren, bleiben pausiert.",
 	} {
 		if got := page.German(en); got != want {
 			t.Errorf("German(%q) = %q, want %q", en, got, want)
