@@ -526,6 +526,10 @@ type FormsSpec struct {
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=100
 	Declared []DeclaredForm `json:"declared,omitempty"`
+	// Spam is what /contact and every declared form do with spam (forms_spam_types.go); a declared
+	// form's own spam replaces it for that form. Default: kept in a spam folder, scored from 4.
+	// +optional
+	Spam *FormSpamSpec `json:"spam,omitempty"`
 }
 
 // FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing

@@ -79,6 +79,7 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 		formsDataPolicy(&c.Forms, s.Forms.DataPolicy)
 		formsSitesAndOptIn(&c.Forms, fs)
 		c.Forms.Declared = declaredForms(s.Forms.Declared)
+		c.Forms.Spam = spamConfig(s.Forms.Spam)
 	case Auth:
 		c.Auth = authConfig(fs, in)
 		c.Mail = authMail(s.Forms)
