@@ -47,8 +47,12 @@ const (
 
 // Condition types reported in status.conditions.
 const (
-	// ConditionReady is True when every service (and the managed Redis) has its desired replicas available.
+	// ConditionReady is True when every service has its desired replicas available, and the managed Redis
+	// serves: its one pod, or two of the highly available set's three.
 	ConditionReady = "Ready"
+	// ConditionRedisHighAvailability, only with spec.redis.managed.highAvailability, is True when all three
+	// Redis pods are available and False when the set runs with fewer (it then survives no further loss).
+	ConditionRedisHighAvailability = "RedisHighAvailability"
 	// ConditionProgressing is True while a Deployment or the Redis StatefulSet is rolling out.
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when the operator cannot make the platform match the resource (a missing

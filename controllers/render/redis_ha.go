@@ -25,6 +25,8 @@ import (
 const (
 	// RedisHAReplicas is the number of Redis pods (and sentinels): a primary, two replicas; quorum 2.
 	RedisHAReplicas = 3
+	// RedisHAMinAvailable is how many Redis pods serve: a primary and a replica that confirms writes.
+	RedisHAMinAvailable = 2
 	// RedisHAQuorum is how many sentinels must agree that the primary is down.
 	RedisHAQuorum = 2
 	// SentinelPort is where each pod's Sentinel listens.

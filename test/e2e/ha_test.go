@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
 	"github.com/formsservice/formsservice/test/internal/cluster"
 )
@@ -61,13 +62,15 @@ func (k *kind) haFailover(t *testing.T) {
 	defer func() { _ = k.client.Delete(ctx, u) }()
 	createdAt := time.Now()
 	k.waitReady(t, haName, 8*time.Minute)
-	sts, err := k.clientset.AppsV1().StatefulSets(appNS).Get(ctx, haName+"-redis", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sts.Status.ReadyReplicas != 3 {
-		t.Fatalf("Ready with %d of 3 Redis pods ready", sts.Status.ReadyReplicas)
-	}
+	// Ready comes with two Redis pods of three (they serve); RedisHighAvailability with all three.
+	cluster.Eventually(t, 3*time.Minute, "RedisHighAvailability True, 3 of 3 Redis pods ready", func() (bool, string) {
+		sts, err := k.clientset.AppsV1().StatefulSets(appNS).Get(ctx, haName+"-redis", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return conditionTrue(k.get(t, haName), v1alpha1.ConditionRedisHighAvailability) && sts.Status.ReadyReplicas == 3,
+			fmt.Sprintf("%d ready: %v", sts.Status.ReadyReplicas, k.get(t, haName).Object["status"])
+	})
 	t.Logf("FormsService %s with the highly available Redis Ready after %s", haName, time.Since(createdAt).Round(time.Second))
 	old := k.haPrimary(t)
 
