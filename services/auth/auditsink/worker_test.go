@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/auditsink"
+	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/stdwebhooks"
 )
 
@@ -516,5 +518,30 @@ func TestWorker_Run_DeliversAndReleasesItsLease(t *testing.T) {
 	drain(t, b, 5) // on the same clock: a's lease would still last had a not given it up
 	if _, _, got := f.recv.snapshot(); len(got["security"]) != 3 {
 		t.Errorf("after a stopped, b delivered nothing: %d security events", len(got["security"]))
+	}
+}
+
+// The sink's secrets are read from their files at start-up; a missing file or one that is not a
+// whsec_ secret stops the service with the key and the file named, never the content.
+func TestFromConfig_ReadsTheSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good, prev, bad := write("new", secret+"\n"), write("old", otherSecret), write("bad", "whsec_tooShortButSecret")
+	o, err := auditsink.FromConfig(config.AuditWebhook{URL: "https://siem.example/in", SecretFile: good, PreviousSecretFile: prev, BatchSize: 7, Timeout: config.Duration(time.Second)})
+	if err != nil || !o.Signer.Signs() || o.BatchSize != 7 || o.Timeout != time.Second || o.URL != "https://siem.example/in" {
+		t.Fatalf("FromConfig: %+v, %v", o, err)
+	}
+	if _, err := auditsink.FromConfig(config.AuditWebhook{URL: "https://siem.example/in", SecretFile: dir + "/missing"}); err == nil || !strings.Contains(err.Error(), "auth.audit.webhook.secretFile") {
+		t.Errorf("a missing file: %v", err)
+	}
+	_, err = auditsink.FromConfig(config.AuditWebhook{URL: "https://siem.example/in", SecretFile: good, PreviousSecretFile: bad})
+	if err == nil || !strings.Contains(err.Error(), "auth.audit.webhook.previousSecretFile") || strings.Contains(err.Error(), "tooShortButSecret") {
+		t.Errorf("a malformed secret: %v", err)
 	}
 }
