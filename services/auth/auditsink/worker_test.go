@@ -137,14 +137,17 @@ func (r *receiver) snapshot() (calls []string, refused int, events map[string][]
 }
 
 type fixture struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *audit.Store
 	clock *clock
 	recv  *receiver
 }
 
 func newFixture(t *testing.T, receiverSecret string, limits audit.Limits) *fixture {
-	rdb := newRedis(t)
+	return newFixtureOn(t, newRedis(t), receiverSecret, limits)
+}
+
+func newFixtureOn(t *testing.T, rdb redis.UniversalClient, receiverSecret string, limits audit.Limits) *fixture {
 	store := audit.NewStore(rdb, func() audit.Limits { return limits }).Chained(audit.ChainKeys{Current: bytes.Repeat([]byte{7}, 32)})
 	return &fixture{rdb: rdb, store: store, clock: newClock(), recv: newReceiver(t, receiverSecret)}
 }
@@ -188,7 +191,7 @@ func (f *fixture) record(t *testing.T, from, n int) {
 }
 
 // streamIDs is every entry ID of a stream, oldest first.
-func streamIDs(t *testing.T, rdb *redis.Client, key string) []string {
+func streamIDs(t *testing.T, rdb redis.UniversalClient, key string) []string {
 	t.Helper()
 	msgs, err := rdb.XRange(context.Background(), key, "-", "+").Result()
 	if err != nil {
@@ -543,5 +546,21 @@ func TestFromConfig_ReadsTheSecretFiles(t *testing.T) {
 	_, err = auditsink.FromConfig(config.AuditWebhook{URL: "https://siem.example/in", SecretFile: good, PreviousSecretFile: bad})
 	if err == nil || !strings.Contains(err.Error(), "auth.audit.webhook.previousSecretFile") || strings.Contains(err.Error(), "tooShortButSecret") {
 		t.Errorf("a malformed secret: %v", err)
+	}
+}
+
+// Each step is one script on one node: the state hash's tag is its stream's key, so it lives in the
+// stream's slot, and the sink works on a real 3-master Redis Cluster.
+func TestWorker_OnRedisCluster(t *testing.T) {
+	cluster := testredis.StartCluster(t, 3, 0)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFixtureOn(t, rdb, secret, audit.Limits{MaxEntries: 100})
+	w := f.worker(t, "a", 10, prometheus.NewRegistry(), nil, secret)
+	f.record(t, 0, 30)
+	drain(t, w, 10)
+	_, _, got := f.recv.snapshot()
+	if !slices.Equal(ids(got["security"]), streamIDs(t, rdb, audit.StreamKey)) || !slices.Equal(ids(got["attempts"]), streamIDs(t, rdb, audit.AttemptsKey)) {
+		t.Errorf("on the cluster: delivered %d security events and %d attempts, want 20 and 10", len(got["security"]), len(got["attempts"]))
 	}
 }
