@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -562,5 +563,31 @@ func TestWorker_OnRedisCluster(t *testing.T) {
 	_, _, got := f.recv.snapshot()
 	if !slices.Equal(ids(got["security"]), streamIDs(t, rdb, audit.StreamKey)) || !slices.Equal(ids(got["attempts"]), streamIDs(t, rdb, audit.AttemptsKey)) {
 		t.Errorf("on the cluster: delivered %d security events and %d attempts, want 20 and 10", len(got["security"]), len(got["attempts"]))
+	}
+}
+
+// A redirect is not followed (it would send the signed events elsewhere): the call counts as refused
+// and the batch waits for the receiver's address to be right.
+func TestWorker_RedirectNotFollowed(t *testing.T) {
+	f := newFixture(t, secret, audit.Limits{})
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	signer, _ := stdwebhooks.NewSigner(secret)
+	reg := prometheus.NewRegistry()
+	w, err := auditsink.New(auditsink.Options{Redis: f.rdb, URL: redirecting.URL, Signer: signer, Now: f.clock.Now, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.record(t, 0, 1)
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if elsewhere.Load() != 0 || metric(t, reg, "formsservice_auth_audit_sink_total", "result", "failed") != 1 || metric(t, reg, "formsservice_auth_audit_sink_total", "result", "delivered") != 0 {
+		t.Errorf("a redirect: %d calls to its target, failed %v", elsewhere.Load(), metric(t, reg, "formsservice_auth_audit_sink_total", "result", "failed"))
 	}
 }
