@@ -723,6 +723,9 @@ type AuthSpec struct {
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=32
 	Connectors []ConnectorSpec `json:"connectors,omitempty"`
+	// Audit says where the audit trail goes besides the log and Redis (audit_types.go).
+	// +optional
+	Audit *AuditSpec `json:"audit,omitempty"`
 }
 
 // BrandingSpec is how the hosted pages present the product. The accent colour may be any colour: the

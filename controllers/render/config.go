@@ -257,6 +257,14 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 	if p := a.Passkeys; p != nil {
 		c.Passkeys = config.AuthPasskeys{Enabled: p.Enabled, RPName: p.RPName, Timeout: duration(p.Timeout)}
 	}
+	if au := a.Audit; au != nil && au.Webhook != nil {
+		w := au.Webhook
+		c.Audit.Webhook = &config.AuditWebhook{URL: w.URL, SecretFile: SecretPath(w.SigningSecretRef.Name, w.SigningSecretRef.Key),
+			BatchSize: int(w.BatchSize), Timeout: duration(w.Timeout)}
+		if r := w.PreviousSigningSecretRef; r != nil {
+			c.Audit.Webhook.PreviousSecretFile = SecretPath(r.Name, r.Key)
+		}
+	}
 	c.Branding = branding(a.Branding)
 	if in.PreviousSigningKey {
 		c.PreviousSigningKeyFile = SecretPath(n.SigningKey, PreviousSigningKeyKey)
