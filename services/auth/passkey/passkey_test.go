@@ -463,3 +463,42 @@ func TestRename_OnlyTheOwnersPasskey_NameChecked_SignInUnchanged(t *testing.T) {
 		t.Errorf("renaming a removed passkey: %v, want ErrNotFound", err)
 	}
 }
+
+// A user handle is the sender's to choose: a refusal names the account (UserID) only once the account's
+// own passkey signed the answer — a counter that did not go up, a disabled account. An unknown passkey,
+// a missing user verification or a signature by another key name none, so that nobody can have
+// failures recorded against an account by naming it (the third review's low findings).
+func TestSignIn_ARefusalNamesTheAccountOnlyOnceItsPasskeySigned(t *testing.T) {
+	f := newFixture(t, nil)
+	acct := f.account(userA)
+	k, _ := f.register(acct, "Key", nil)
+	other, _ := f.register(f.account(userB), "Other", nil)
+	forged := *k
+	forged.key = other.key // the account's credential ID and handle, another key's signature
+	named := func(err error, reason, want string) {
+		t.Helper()
+		wantRefused(t, err, reason)
+		var r *Refusal
+		if errors.As(err, &r); r.UserID != want {
+			t.Errorf("%s: the refusal names account %q, want %q", reason, r.UserID, want)
+		}
+	}
+	other.handle = []byte(userA) // userB's passkey, sent under userA's handle
+	_, err := f.signIn(other, origin, true)
+	named(err, ReasonUnknownPasskey, "")
+	_, err = f.signIn(k, origin, false)
+	named(err, ReasonUserVerification, "")
+	_, err = f.signIn(&forged, origin, true)
+	named(err, ReasonInvalid, "")
+
+	if _, err := f.signIn(k, origin, true); err != nil {
+		t.Fatal(err)
+	}
+	clone := *k
+	clone.count = 0 // behind the counter the sign-in above stored
+	_, err = f.signIn(&clone, origin, true)
+	named(err, ReasonCloned, userA)
+	f.accts[userA].Disabled = true
+	_, err = f.signIn(k, origin, true)
+	named(err, ReasonDisabled, userA)
+}
