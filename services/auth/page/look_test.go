@@ -159,7 +159,8 @@ func TestGerman_EveryTextOfThePages(t *testing.T) {
 		"Acme Shop":                 "Acme Shop", // a name stays as it is
 		"An account with your e-mail address exists already. Sign in to it another way, then link Google on your account page.": "Es gibt schon ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich anders daran an und verknüpfen Sie dann Google auf Ihrer Kontoseite.",
 		"Microsoft did not answer. Please try again in a moment, or sign in another way.":                                       "Microsoft hat nicht geantwortet. Bitte versuchen Sie es gleich noch einmal, oder melden Sie sich anders an.",
-		"Sign in with Google": "Mit Google anmelden",
+		"Sign in with Google":          "Mit Google anmelden",
+		"password and a recovery code": "Passwort und einem Wiederherstellungscode", // a session's methods (D69)
 	} {
 		if got := page.German(en); got != want {
 			t.Errorf("German(%q) = %q, want %q", en, got, want)
