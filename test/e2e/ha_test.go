@@ -135,7 +135,14 @@ func (k *kind) haFailover(t *testing.T) {
 	var promoted string
 	cluster.Eventually(t, 2*time.Minute, "the sentinels to promote another pod", func() (bool, string) {
 		promoted = k.haPrimaryOr(t, old)
-		return promoted != "" && promoted != old, "the sentinels name " + promoted
+		if promoted != "" && promoted != old {
+			return true, ""
+		}
+		msg := "the sentinels name " + promoted
+		if time.Since(killedAt) > 100*time.Second { // what the sentinels know, for the failure's message
+			msg += "; " + k.haSentinelState(old)
+		}
+		return false, msg
 	})
 	promotedAt := time.Now()
 	cluster.Eventually(t, 3*time.Minute, old+" back as a replica of "+promoted, func() (bool, string) {
@@ -284,6 +291,26 @@ func (k *kind) haPrimary(t *testing.T) string {
 		t.Fatal("no sentinel names a primary")
 	}
 	return p
+}
+
+// haSentinelState is what the sentinels of the pods other than skip know: the primary's flags and
+// counts, the replicas and the other sentinels, for a failure's message.
+func (k *kind) haSentinelState(skip string) string {
+	var out []string
+	for i := range render.RedisHAReplicas {
+		pod := fmt.Sprintf("%s-redis-%d", haName, i)
+		if pod == skip {
+			continue
+		}
+		cli := `"$(command -v valkey-cli || command -v redis-cli)" --no-auth-warning -p ` + fmt.Sprint(render.SentinelPort) + ` sentinel `
+		s, err := k.tryExecInPod(pod, render.Redis, []string{"sh", "-c", cli + "master " + render.RedisHAMasterName + "; " +
+			cli + "replicas " + render.RedisHAMasterName + "; " + cli + "sentinels " + render.RedisHAMasterName})
+		if err != nil {
+			s = err.Error()
+		}
+		out = append(out, pod+": "+strings.Join(strings.Fields(s), " "))
+	}
+	return strings.Join(out, " | ")
 }
 
 // haPrimaryOr asks the sentinel of a running Redis pod other than skip which pod is the primary ("" when
