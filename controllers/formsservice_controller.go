@@ -175,7 +175,12 @@ func (r *FormsServiceReconciler) observeWorkloads(ctx context.Context, fs *v1alp
 		case err != nil:
 			return nil, err
 		}
-		out = append(out, statefulSetState(render.Redis, s))
+		w := statefulSetState(render.Redis, s)
+		if render.RedisHA(fs) {
+			// A primary and one replica serve, writes at durability primary included (WAIT 1).
+			w.MinAvailable = render.RedisHAMinAvailable
+		}
+		out = append(out, w)
 	}
 	return out, nil
 }

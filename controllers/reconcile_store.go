@@ -9,6 +9,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -46,7 +48,8 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 	// Without the password's digest the pod template would change and roll Redis for nothing.
 	// Nor without the running image and the data format: a store must not be switched to an image that
 	// cannot read it.
-	if run.redisPasswordKnown && imageOK && run.r.resizeRedisVolume(ctx, fs, run.in, run) { // volume.go
+	if run.redisPasswordKnown && imageOK && run.r.resizeRedisVolume(ctx, fs, run.in, run) && // volume.go
+		run.r.replaceRedisForPodManagement(ctx, fs, run.in, run) {
 		run.apply(ctx, render.RedisStatefulSet(fs, run.in))
 	}
 	if render.RedisHA(fs) { // the highly available Redis's own objects (D41)
@@ -70,6 +73,46 @@ func (run *reconcileRun) removeManagedRedis(ctx context.Context) {
 	for i := range render.RedisHAReplicas {
 		run.remove(ctx, &corev1.Service{ObjectMeta: objectMeta(fs, render.RedisHANodeName(fs, i))}, "Service")
 	}
+}
+
+// replaceRedisForPodManagement says whether the managed Redis's StatefulSet may be applied now. A
+// StatefulSet's podManagementPolicy cannot change, and the highly available set needs Parallel
+// (render.RedisHAPodManagement): a set created OrderedReady (before this operator version, or as the
+// single Redis that high availability was then turned on for) is deleted with orphan propagation, which
+// leaves its pods running and its claims in place, and the next reconcile creates it again, adopting the
+// pods (the same template: none restarts). As for a volume expansion (volume.go), a store kept on the
+// legacy Redis only by its StatefulSet is not replaced until its image is pinned.
+func (r *FormsServiceReconciler) replaceRedisForPodManagement(ctx context.Context, fs *v1alpha1.FormsService, in render.Inputs, run *reconcileRun) bool {
+	if !render.RedisHA(fs) {
+		return true
+	}
+	sts := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", sts.Name, err))
+		return false
+	case !sts.DeletionTimestamp.IsZero():
+		return false // being replaced: its deletion brings the next reconcile, which creates it again
+	case sts.Spec.PodManagementPolicy == render.RedisHAPodManagement:
+		return true
+	}
+	if m := fs.Spec.Redis.Managed; (m == nil || m.Image == "") && render.RedisImage(fs, in) == render.LegacyRedisImage && in.StoreRDBFormat == 0 {
+		run.Problems = append(run.Problems, problem{Reason: "PodManagementNeedsImage", Message: fmt.Sprintf(
+			"the managed Redis runs %s, kept only while its StatefulSet exists, and its StatefulSet must be replaced for high availability: set spec.redis.managed.image to %s",
+			render.LegacyRedisImage, render.LegacyRedisImage)})
+		return false
+	}
+	err = r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: ptr.To(sts.UID)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		run.fail("ReplaceFailed", fmt.Errorf("replacing StatefulSet %s for pod management %s: %w", sts.Name, render.RedisHAPodManagement, err))
+		return false
+	}
+	r.eventAbout(fs, sts, corev1.EventTypeNormal, "Replacing", "Replacing StatefulSet %s for pod management %s (was %s); its pods keep running",
+		sts.Name, render.RedisHAPodManagement, sts.Spec.PodManagementPolicy)
+	return false
 }
 
 // runningRedisImage is the image of the managed Redis's StatefulSet as it is now ("" when there is

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +30,27 @@ func TestRedisHA_TurnedOn_RendersTheSetInPlace_ServicesThroughTheSentinels(t *te
 	fs := createAndWait(t, sampleFS(ns))
 	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-redis"), &appsv1.StatefulSet{}) })
 
+	single := &appsv1.StatefulSet{}
+	if err := k8s.Get(ctx, key(ns, "acme-redis"), single); err != nil {
+		t.Fatal(err)
+	}
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
 		fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
 	})
+	// The single Redis's set was created OrderedReady, which the set cannot change to Parallel: it is
+	// deleted with orphan propagation (its pod keeps running) and made again. Play the garbage
+	// collector, which envtest does not run.
+	eventuallyWhat(t, "the single Redis's StatefulSet deleted, its pod orphaned", func() error {
+		s := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, key(ns, "acme-redis"), s); err != nil {
+			return err
+		}
+		if s.DeletionTimestamp.IsZero() || !strings.Contains(fmt.Sprint(s.Finalizers), metav1.FinalizerOrphanDependents) {
+			return fmt.Errorf("policy %s, deletionTimestamp %v, finalizers %v", s.Spec.PodManagementPolicy, s.DeletionTimestamp, s.Finalizers)
+		}
+		return nil
+	})
+	updateObject(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme-redis"}}, func(s *appsv1.StatefulSet) { s.Finalizers = nil })
 	var sts appsv1.StatefulSet
 	eventuallyWhat(t, "the Redis StatefulSet at 3 replicas with the sentinel", func() error {
 		if err := k8s.Get(ctx, key(ns, "acme-redis"), &sts); err != nil {
@@ -42,6 +61,9 @@ func TestRedisHA_TurnedOn_RendersTheSetInPlace_ServicesThroughTheSentinels(t *te
 		}
 		return nil
 	})
+	if sts.UID == single.UID || sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("the highly available set: uid %s (the single one's %s), pod management %s; want a new set, Parallel", sts.UID, single.UID, sts.Spec.PodManagementPolicy)
+	}
 	if sts.Spec.ServiceName != "acme-redis" || sts.Spec.VolumeClaimTemplates[0].Name != "data" {
 		t.Errorf("not the single Redis's set: service %s claims %v", sts.Spec.ServiceName, sts.Spec.VolumeClaimTemplates)
 	}

@@ -45,7 +45,10 @@ type workloadState struct {
 	// Generation of the object, and the status it reports.
 	Generation int64
 	Desired    int32
-	Status     workloadStatus
+	// MinAvailable is how many available replicas serve (0: Desired): the highly available Redis serves
+	// with two of its three pods.
+	MinAvailable int32
+	Status       workloadStatus
 	// Conditions of a Deployment (Progressing, ReplicaFailure).
 	Conditions []appsv1.DeploymentCondition
 }
@@ -107,10 +110,18 @@ func (w workloadState) unavailable() string {
 	switch {
 	case !w.Found:
 		return fmt.Sprintf("%s: %s not created yet", w.Component, w.Kind)
-	case w.Status.AvailableReplicas < w.Desired:
+	case w.Status.AvailableReplicas < w.serving():
 		return fmt.Sprintf("%s: %d of %d replicas available", w.Component, w.Status.AvailableReplicas, w.Desired)
 	}
 	return ""
+}
+
+// serving is how many available replicas the workload needs to serve.
+func (w workloadState) serving() int32 {
+	if w.MinAvailable > 0 && w.MinAvailable < w.Desired {
+		return w.MinAvailable
+	}
+	return w.Desired
 }
 
 // failed reports a Deployment whose rollout the Deployment controller gave up on or cannot create pods for.
@@ -212,6 +223,8 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "Available", "Every service has its desired replicas available.")
 	}
 
+	redisHA(fs, workloads, set, &st)
+
 	var stuck, retrying []problem
 	for _, p := range problems {
 		if p.Transient {
@@ -240,6 +253,34 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "ReconciliationSucceeded", "The platform runs the current spec.")
 	}
 	return st
+}
+
+// redisHA sets RedisHighAvailability for a FormsService with the highly available Redis, and removes it
+// otherwise: Ready says whether the store serves (two pods of three do), this says whether it would
+// survive the loss of one more.
+func redisHA(fs *v1alpha1.FormsService, workloads []workloadState, set func(t string, s metav1.ConditionStatus, reason, msg string), st *v1alpha1.FormsServiceStatus) {
+	if !render.RedisHA(fs) {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRedisHighAvailability)
+		return
+	}
+	for _, w := range workloads {
+		if w.Component != render.Redis {
+			continue
+		}
+		switch {
+		case !w.Found:
+			set(v1alpha1.ConditionRedisHighAvailability, metav1.ConditionFalse, "NotCreated", "The Redis StatefulSet is not created yet.")
+		case w.Status.AvailableReplicas >= w.Desired:
+			set(v1alpha1.ConditionRedisHighAvailability, metav1.ConditionTrue, "AllNodesAvailable",
+				fmt.Sprintf("%d of %d Redis pods available: the store survives the loss of any one.", w.Status.AvailableReplicas, w.Desired))
+		case w.Status.AvailableReplicas >= w.serving():
+			set(v1alpha1.ConditionRedisHighAvailability, metav1.ConditionFalse, "NodesUnavailable",
+				fmt.Sprintf("%d of %d Redis pods available: the store serves, but the loss of one more stops writes.", w.Status.AvailableReplicas, w.Desired))
+		default:
+			set(v1alpha1.ConditionRedisHighAvailability, metav1.ConditionFalse, "NotServing",
+				fmt.Sprintf("%d of %d Redis pods available: too few to serve.", w.Status.AvailableReplicas, w.Desired))
+		}
+	}
 }
 
 func joinProblems(ps []problem) string {

@@ -238,3 +238,46 @@ func TestRateLimiter_BacksOffToFiveMinutesAtMost(t *testing.T) {
 		t.Errorf("after success the backoff restarts at %v, want 1s", d)
 	}
 }
+
+// The highly available Redis serves with two pods of three: Ready stays True, and RedisHighAvailability
+// says the set would not survive another loss. A single Redis has no such condition.
+func TestBuildStatus_HighlyAvailableRedisServesWithTwoOfThree(t *testing.T) {
+	forms := deploymentState("forms", &appsv1.Deployment{
+		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+		Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1},
+	})
+	redis := func(available int32) workloadState {
+		w := statefulSetState(render.Redis, &appsv1.StatefulSet{
+			Spec:   appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)},
+			Status: appsv1.StatefulSetStatus{Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: available},
+		})
+		w.MinAvailable = render.RedisHAMinAvailable
+		return w
+	}
+	ha := &v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}
+	ha.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+	for _, tc := range []struct {
+		available     int32
+		ready, haCond metav1.ConditionStatus
+		haReason      string
+	}{
+		{3, metav1.ConditionTrue, metav1.ConditionTrue, "AllNodesAvailable"},
+		{2, metav1.ConditionTrue, metav1.ConditionFalse, "NodesUnavailable"},
+		{1, metav1.ConditionFalse, metav1.ConditionFalse, "NotServing"},
+	} {
+		st := buildStatus(ha, []workloadState{forms, redis(tc.available)}, observed{})
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != tc.ready {
+			t.Errorf("%d of 3: Ready %+v, want %s", tc.available, c, tc.ready)
+		}
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRedisHighAvailability); c == nil || c.Status != tc.haCond || c.Reason != tc.haReason {
+			t.Errorf("%d of 3: RedisHighAvailability %+v, want %s/%s", tc.available, c, tc.haCond, tc.haReason)
+		}
+	}
+	single := &v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}
+	single.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRedisHighAvailability, Status: metav1.ConditionTrue}}
+	st := buildStatus(single, []workloadState{forms, statefulSetState(render.Redis, &appsv1.StatefulSet{
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.StatefulSetStatus{Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}})}, observed{})
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRedisHighAvailability); c != nil {
+		t.Errorf("a single Redis reports %+v", c)
+	}
+}

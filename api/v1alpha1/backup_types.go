@@ -126,6 +126,12 @@ type RestoreSource struct {
 	// (an encrypted one is refused, and so is nothing else).
 	// +optional
 	Encryption *BackupEncryption `json:"encryption,omitempty"`
+	// KeepSessions keeps the sign-in sessions and grants (refresh tokens) the backup holds. By default
+	// the restore signs every account out everywhere, since some of them may have been ended or revoked
+	// after the backup was made; set it for a disaster recovery where signing everyone out costs more
+	// than it protects (docs/operator.md, "A new FormsService from a backup").
+	// +optional
+	KeepSessions bool `json:"keepSessions,omitempty"`
 }
 
 // Outcomes of a backup or restore Job.

@@ -81,6 +81,9 @@ type DeclaredForm struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="retention must not be negative"
 	Retention *metav1.Duration `json:"retention,omitempty"`
+	// Spam replaces spec.forms.spam, whole, for this form (forms_spam_types.go).
+	// +optional
+	Spam *FormSpamSpec `json:"spam,omitempty"`
 }
 
 // FormFieldType is a declared field's kind (docs/forms.md, "Your own forms").

@@ -47,8 +47,12 @@ const (
 
 // Condition types reported in status.conditions.
 const (
-	// ConditionReady is True when every service (and the managed Redis) has its desired replicas available.
+	// ConditionReady is True when every service has its desired replicas available, and the managed Redis
+	// serves: its one pod, or two of the highly available set's three.
 	ConditionReady = "Ready"
+	// ConditionRedisHighAvailability, only with spec.redis.managed.highAvailability, is True when all three
+	// Redis pods are available and False when the set runs with fewer (it then survives no further loss).
+	ConditionRedisHighAvailability = "RedisHighAvailability"
 	// ConditionProgressing is True while a Deployment or the Redis StatefulSet is rolling out.
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when the operator cannot make the platform match the resource (a missing
@@ -526,6 +530,10 @@ type FormsSpec struct {
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=100
 	Declared []DeclaredForm `json:"declared,omitempty"`
+	// Spam is what /contact and every declared form do with spam (forms_spam_types.go); a declared
+	// form's own spam replaces it for that form. Default: kept in a spam folder, scored from 4.
+	// +optional
+	Spam *FormSpamSpec `json:"spam,omitempty"`
 }
 
 // FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing
@@ -715,6 +723,9 @@ type AuthSpec struct {
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=32
 	Connectors []ConnectorSpec `json:"connectors,omitempty"`
+	// Audit says where the audit trail goes besides the log and Redis (audit_types.go).
+	// +optional
+	Audit *AuditSpec `json:"audit,omitempty"`
 }
 
 // BrandingSpec is how the hosted pages present the product. The accent colour may be any colour: the

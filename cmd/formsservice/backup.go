@@ -15,6 +15,7 @@ import (
 	"filippo.io/age"
 	"github.com/spf13/cobra"
 
+	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/platform/backup"
 	"github.com/formsservice/formsservice/services/platform/objectstore"
 )
@@ -145,9 +146,9 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 func newRestoreCmd(env *environment) *cobra.Command {
 	var store storeFlags
 	var from, identityFile string
-	var replace, checkOnly, insecure, allKeys bool
+	var replace, checkOnly, insecure, allKeys, keepSessions bool
 	cmd := &cobra.Command{
-		Use:   "restore --from FILE|s3://BUCKET/KEY --identity-file FILE|--insecure [--replace] [--check]",
+		Use:   "restore --from FILE|s3://BUCKET/KEY --identity-file FILE|--insecure [--replace] [--check] [--keep-sessions]",
 		Short: "write a backup into the store (an empty one, unless --replace)",
 		Long: `Reads the whole backup first and checks it (the trailer's count and SHA-256): a truncated or
 altered file is refused before anything is written. Then writes every key whose end has not passed,
@@ -161,7 +162,12 @@ An encrypted backup needs the identity it was made for (--identity-file, as age-
 a changed, cut or spliced file is refused whole. A clear backup is refused unless --insecure: nothing
 shows who wrote it, and a restore writes password hashes and grants into the store. Only
 formsservice's keys (fs:, forms:, auth:) are written, unless --all-keys: a backup of a Redis shared
-with other programs does not write into theirs.`,
+with other programs does not write into theirs.
+
+After writing, every account is signed out everywhere: no sign-in session, remembered browser or
+grant (refresh token) the backup holds lives on, since some may have been ended or revoked after
+the backup was made. People sign in again. --keep-sessions keeps them, for a disaster recovery
+where the backup is the newest state there is and signing everyone out costs more than it protects.`,
 		Example: `  formsservice restore --identity-file backup-key.txt --from /backups/formsservice-20261126T030000Z.backup.gz
   formsservice restore --check --identity-file backup-key.txt --from s3://backups/formsservice/formsservice-20261126T030000Z.backup.gz
   formsservice restore --insecure --from /backups/old-clear.backup.gz`,
@@ -193,7 +199,7 @@ with other programs does not write into theirs.`,
 					st.Header.CreatedAt.Format(time.RFC3339), st.Header.RedisVersion)
 				return nil
 			}
-			_, rdb, err := store.open(ctx, env)
+			cfg, rdb, err := store.open(ctx, env)
 			if err != nil {
 				return err
 			}
@@ -207,6 +213,16 @@ with other programs does not write into theirs.`,
 			if st.Foreign > 0 {
 				fmt.Fprintf(env.stdout, "%d keys were not formsservice's (not fs:, forms: or auth:) and were left out; --all-keys restores them\n", st.Foreign)
 			}
+			if keepSessions {
+				fmt.Fprintln(env.stdout, "sessions and grants of the backup were kept (--keep-sessions)")
+				return nil
+			}
+			ended, err := accounts.EndEverySession(ctx, rdb, cfg.Auth)
+			if err != nil {
+				// Writing the backup again is harmless (--replace writes the same keys), and then signs out.
+				return fmt.Errorf("the backup is restored, but not every account could be signed out (run the same restore again with --replace): %w", err)
+			}
+			fmt.Fprintf(env.stdout, "signed out %d accounts everywhere: %d grants and %d sign-in sessions of the backup ended\n", ended.Accounts, ended.Grants, ended.Sessions)
 			return nil
 		},
 	}
@@ -216,6 +232,7 @@ with other programs does not write into theirs.`,
 	cmd.Flags().StringVar(&identityFile, "identity-file", "", "the age identity (secret key file) an encrypted backup was made for")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "read a backup that is not encrypted (nothing shows who wrote it)")
 	cmd.Flags().BoolVar(&allKeys, "all-keys", false, "restore every key of the backup, not only formsservice's (fs:, forms:, auth:)")
+	cmd.Flags().BoolVar(&keepSessions, "keep-sessions", false, "keep the backup's sign-in sessions and grants (by default every account is signed out everywhere after the restore)")
 	cmd.PreRunE = requireFlags("from")
 	store.register(cmd, env)
 	readsEnv(cmd, append(slices.Clone(storeEnv), s3Env...)...)

@@ -170,3 +170,56 @@ func TestBackupRestore_S3RoundTrip(t *testing.T) {
 		t.Fatalf("a missing object: %s", out)
 	}
 }
+
+// A restore signs every account out everywhere (a new sign-out generation each), unless
+// --keep-sessions: the backup may hold sessions and grants ended since it was made (D68).
+func TestRestore_SignsEveryAccountOutUnlessKeepSessions(t *testing.T) {
+	ctx := context.Background()
+	src := testredis.Start(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("auth:\n  passwordHash: {memoryKiB: 64, iterations: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, email := range []string{"ada@example.com", "grace@example.com"} {
+		if out, err := usersCmd(t, src.URL(), cfg, "a long and unusual passphrase\n", "create", "-email", email); err != nil {
+			t.Fatalf("create %s: %v %s", email, err, out)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "clear.backup.gz")
+	if out, err := runCmd(t, map[string]string{"REDIS_URL": src.URL()}, "backup", "--to", file); err != nil {
+		t.Fatalf("backup: %v %s", err, out)
+	}
+	generations := func(c *testredis.Server) []string {
+		t.Helper()
+		keys, err := c.Client().Keys(ctx, "auth:subject:{*}:gen").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, k := range keys {
+			out = append(out, c.Client().Get(ctx, k).Val())
+		}
+		return out
+	}
+	if g := generations(src); len(g) != 0 {
+		t.Fatalf("the source already has sign-out generations: %v", g)
+	}
+
+	dst := testredis.Start(t)
+	out, err := runCmd(t, map[string]string{"REDIS_URL": dst.URL(), "FORMSSERVICE_CONFIG": cfg}, "restore", "--insecure", "--from", file)
+	if err != nil || !strings.Contains(out, "signed out 2 accounts everywhere") {
+		t.Fatalf("restore: %v %s", err, out)
+	}
+	if g := generations(dst); len(g) != 2 || g[0] != "1" || g[1] != "1" {
+		t.Fatalf("sign-out generations after the restore: %v; want 1 for each account", g)
+	}
+
+	kept := testredis.Start(t)
+	out, err = runCmd(t, map[string]string{"REDIS_URL": kept.URL(), "FORMSSERVICE_CONFIG": cfg}, "restore", "--insecure", "--keep-sessions", "--from", file)
+	if err != nil || !strings.Contains(out, "kept (--keep-sessions)") || strings.Contains(out, "signed out") {
+		t.Fatalf("restore --keep-sessions: %v %s", err, out)
+	}
+	if g := generations(kept); len(g) != 0 {
+		t.Fatalf("--keep-sessions moved sign-out generations: %v", g)
+	}
+}

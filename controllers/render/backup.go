@@ -197,9 +197,18 @@ func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfigu
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(Labels(fs, Restore)).
 			WithSpec(dataPod(fs, in, Restore, r.S3, r.Volume, nil, r.Encryption,
-				append([]string{"restore", "--config", ConfigPath, "--from", from}, encryptionArgs(Restore, r.Encryption)...)...))))
+				restoreArgs(r, from)...))))
 	j.ObjectMetaApplyConfiguration = objectMeta(fs, name, Restore)
 	return j
+}
+
+// restoreArgs are the restore Job's command line.
+func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
+	args := append([]string{"restore", "--config", ConfigPath, "--from", from}, encryptionArgs(Restore, r.Encryption)...)
+	if r.KeepSessions {
+		args = append(args, "--keep-sessions")
+	}
+	return args
 }
 
 // DefaultBackupResources are the backup and restore container's resources when spec.backup.resources

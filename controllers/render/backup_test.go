@@ -202,6 +202,12 @@ func TestRestoreJob_OnceFromTheSource(t *testing.T) {
 		t.Errorf("args %q, want %q", c.Args, want)
 	}
 
+	// keepSessions passes --keep-sessions; without it the restore signs every account out (D68).
+	fs.Spec.RestoreFrom.KeepSessions = true
+	if args := typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, append(want, "--keep-sessions")) {
+		t.Errorf("args with keepSessions %q", args)
+	}
+
 	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}, Object: "a/b.backup.gz"}
 	p := typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec
 	if got := p.Containers[0].Args[4]; got != "/backup/a/b.backup.gz" {

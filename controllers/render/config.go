@@ -79,6 +79,7 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 		formsDataPolicy(&c.Forms, s.Forms.DataPolicy)
 		formsSitesAndOptIn(&c.Forms, fs)
 		c.Forms.Declared = declaredForms(s.Forms.Declared)
+		c.Forms.Spam = spamConfig(s.Forms.Spam)
 	case Auth:
 		c.Auth = authConfig(fs, in)
 		c.Mail = authMail(s.Forms)
@@ -255,6 +256,14 @@ func authConfig(fs *v1alpha1.FormsService, in Inputs) config.Auth {
 	}
 	if p := a.Passkeys; p != nil {
 		c.Passkeys = config.AuthPasskeys{Enabled: p.Enabled, RPName: p.RPName, Timeout: duration(p.Timeout)}
+	}
+	if au := a.Audit; au != nil && au.Webhook != nil {
+		w := au.Webhook
+		c.Audit.Webhook = &config.AuditWebhook{URL: w.URL, SecretFile: SecretPath(w.SigningSecretRef.Name, w.SigningSecretRef.Key),
+			BatchSize: int(w.BatchSize), Timeout: duration(w.Timeout)}
+		if r := w.PreviousSigningSecretRef; r != nil {
+			c.Audit.Webhook.PreviousSecretFile = SecretPath(r.Name, r.Key)
+		}
 	}
 	c.Branding = branding(a.Branding)
 	if in.PreviousSigningKey {

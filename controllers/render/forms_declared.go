@@ -22,7 +22,7 @@ func declaredForms(specs []v1alpha1.DeclaredForm) []config.DeclaredForm {
 		f := config.DeclaredForm{
 			ID: s.ID, Title: s.Title, AdditionalFields: s.AdditionalFields, Origins: s.Origins, Unique: s.Unique,
 			ThanksURL: s.ThanksURL, ErrorURL: s.ErrorURL, Durability: config.Durability(s.Durability),
-			Retention: duration(s.Retention),
+			Retention: duration(s.Retention), Spam: spamConfig(s.Spam),
 		}
 		for _, fd := range s.Fields {
 			field := config.FormField{

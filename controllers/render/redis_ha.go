@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,12 +25,18 @@ import (
 const (
 	// RedisHAReplicas is the number of Redis pods (and sentinels): a primary, two replicas; quorum 2.
 	RedisHAReplicas = 3
+	// RedisHAMinAvailable is how many Redis pods serve: a primary and a replica that confirms writes.
+	RedisHAMinAvailable = 2
 	// RedisHAQuorum is how many sentinels must agree that the primary is down.
 	RedisHAQuorum = 2
 	// SentinelPort is where each pod's Sentinel listens.
 	SentinelPort = 26379
 	// RedisHAMasterName is the name the sentinels monitor the primary under.
 	RedisHAMasterName = "formsservice"
+
+	// RedisHAPodManagement is the set's pod management policy. It cannot change on a live StatefulSet,
+	// so the operator replaces a set that has another one (controllers, replaceRedisForPodManagement).
+	RedisHAPodManagement = appsv1.ParallelPodManagement
 
 	redisHADir         = "/ha"
 	redisHAPasswordDir = "/etc/redis-password"
@@ -112,6 +119,10 @@ func RedisHAPodDisruptionBudget(fs *v1alpha1.FormsService) *policyv1ac.PodDisrup
 func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.FormsService, in Inputs) {
 	spec := s.Spec
 	spec.WithReplicas(RedisHAReplicas)
+	// Every missing pod is created at once. With OrderedReady, a lost primary at a higher ordinal than
+	// another lost pod was never re-created: the lower pod's init step waits for the primary's name to
+	// resolve, which needs that pod, which waits for the lower one to be Ready.
+	spec.WithPodManagementPolicy(RedisHAPodManagement)
 	pod := spec.Template.Spec
 	image := RedisImage(fs, in)
 	n := NamesOf(fs)

@@ -32,6 +32,10 @@ func TestRedisHA_StatefulSet_ThreePodsInPlaceWithInitStepAndSentinel(t *testing.
 	if s.Name != single.Name || s.Spec.ServiceName != single.Spec.ServiceName || s.Spec.VolumeClaimTemplates[0].Name != "data" || *s.Spec.Replicas != 3 {
 		t.Errorf("not the single Redis's set with 3 replicas: %s %s %d", s.Name, s.Spec.ServiceName, *s.Spec.Replicas)
 	}
+	// Lost pods come back all at once: OrderedReady deadlocked a lost primary behind a lower pod.
+	if s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || single.Spec.PodManagementPolicy != "" {
+		t.Errorf("pod management: HA %q, single %q; want Parallel and the default", s.Spec.PodManagementPolicy, single.Spec.PodManagementPolicy)
+	}
 	pod := s.Spec.Template.Spec
 	if len(pod.InitContainers) != 1 || len(pod.Containers) != 2 {
 		t.Fatalf("containers: %d init, %d", len(pod.InitContainers), len(pod.Containers))

@@ -77,6 +77,15 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 		r := m.SecretKeyRef
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.auth.mfa.secretKeyRef", Components: []string{Auth}})
 	}
+	if au := fs.Spec.Auth.Audit; au != nil && au.Webhook != nil {
+		w := au.Webhook
+		refs = append(refs, SecretRef{Secret: w.SigningSecretRef.Name, Key: w.SigningSecretRef.Key, Field: "spec.auth.audit.webhook.signingSecretRef",
+			Components: []string{Auth}, Check: checkWebhookSecret})
+		if r := w.PreviousSigningSecretRef; r != nil {
+			refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: "spec.auth.audit.webhook.previousSigningSecretRef",
+				Components: []string{Auth}, Check: checkWebhookSecret})
+		}
+	}
 	for _, c := range fs.Spec.Auth.Connectors {
 		r := c.ClientSecretRef
 		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: ConnectorSecretField(c.ID), Components: []string{Auth}})

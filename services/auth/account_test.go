@@ -199,14 +199,26 @@ func TestSecondStep_PasswordThenCode_AMRAndACRInTheIDToken(t *testing.T) {
 		t.Fatalf("after refresh: amr %v acr %q", amr, level)
 	}
 
-	// A recovery code works once.
+	// A recovery code works once. Its sign-in says so: rc, not otp, and still two factors (D69).
 	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
 		b3 := newBrowser(t)
+		verifier := oauth2.GenerateVerifier()
 		page := b3.get(p.authorizeURL("state-0123456789", verifier))
 		res := b3.secondStep(p.base, b3.signIn(p.base, page.body, testEmail, testPassword), strings.ToUpper(codes[0]))
 		if res.StatusCode != want {
 			t.Fatalf("recovery code, use %d: %d, want %d\n%.500s", i+1, res.StatusCode, want, res.body)
 		}
+		if want != http.StatusSeeOther {
+			continue
+		}
+		code, _ := codeFrom(t, res, p.redirect)
+		if amr, level := p.verifyIDToken(p.exchange(code, verifier).IDToken); strings.Join(amr, " ") != "pwd rc mfa" || level != acr.TwoFactor {
+			t.Fatalf("a recovery code's sign-in: amr %v acr %q, want [pwd rc mfa] %s", amr, level, acr.TwoFactor)
+		}
+	}
+	// The account page tells the sessions apart too.
+	if page := b.get(p.base + "/account"); !strings.Contains(page.body, "with password and a recovery code") || !strings.Contains(page.body, "with password and a code") {
+		t.Errorf("the account page's sessions do not tell a recovery code from the app's:\n%s", page.body)
 	}
 }
 

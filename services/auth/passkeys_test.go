@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -13,7 +14,9 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -153,23 +156,37 @@ func TestPasskeyBegin_NeedsTheFormsCSRFToken_AnswersOptionsThatRequireUserVerifi
 // A refused passkey counts against the client address's sign-in budget as a wrong password does, and
 // against no account's: a passkey's user handle is anyone's to send.
 func TestPasskeySignIn_RefusalsCountAgainstTheAddressNotTheAccount(t *testing.T) {
-	p := startProvider(t, setup{mutate: localhostIssuer(func(c *config.Config) { c.Auth.Throttle.IPFailures = 3 })})
-	p.user(testEmail, testPassword)
+	logs := &testproc.Buffer{}
+	p := startProvider(t, setup{logs: logs, mutate: localhostIssuer(func(c *config.Config) { c.Auth.Throttle.IPFailures = 3 })})
+	userID := p.user(testEmail, testPassword)
 	b := newBrowser(t)
-	attempt := func() response {
+	// attempt answers a ceremony: malformed, or (named) well formed — this origin, this ceremony's
+	// challenge — under the account's own user handle, with a credential the account does not have.
+	attempt := func(named bool) response {
 		page := b.get(p.authorizeURL("state-throttle", oauth2.GenerateVerifier()))
 		begin := b.postForm(p.base+"/oauth2/passkey/begin", url.Values{"csrf_token": {csrfOf(t, page.body)}})
-		var o struct{ Ceremony string }
+		var o struct {
+			Ceremony  string
+			PublicKey struct{ Challenge string } `json:"publicKey"`
+		}
 		_ = json.Unmarshal([]byte(begin.body), &o)
 		f := forms(t, p.base, page.body)[0]
 		f.fields.Set("action", "passkey")
 		f.fields.Set("ceremony", o.Ceremony)
-		f.fields.Set("credential", `{"id":"AAAA","rawId":"AAAA","type":"public-key","response":{"clientDataJSON":"e30","authenticatorData":"AAAA","signature":"AAAA","userHandle":"`+
-			"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"+`"}}`)
+		b64 := base64.RawURLEncoding.EncodeToString
+		clientData, authData, handle := "e30", "AAAA", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"
+		if named {
+			issuer := p.cfg.Auth.Issuer
+			cd, _ := json.Marshal(map[string]any{"type": "webauthn.get", "challenge": o.PublicKey.Challenge, "origin": issuer, "crossOrigin": false})
+			rpID := sha256.Sum256([]byte("localhost"))
+			clientData, authData, handle = b64(cd), b64(append(rpID[:], 0x05, 0, 0, 0, 1)), b64([]byte(userID)) // UP and UV, counter 1
+		}
+		f.fields.Set("credential", `{"id":"AAAA","rawId":"AAAA","type":"public-key","response":{"clientDataJSON":"`+clientData+
+			`","authenticatorData":"`+authData+`","signature":"AAAA","userHandle":"`+handle+`"}}`)
 		return b.postForm(f.action, f.fields)
 	}
 	for i, want := range []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusTooManyRequests} {
-		res := attempt()
+		res := attempt(i == 1)
 		if res.StatusCode != want || !strings.Contains(res.body, `id="passkey-error"`) {
 			t.Fatalf("attempt %d: %d, want %d with the passkey error on the page", i+1, res.StatusCode, want)
 		}
@@ -183,9 +200,19 @@ func TestPasskeySignIn_RefusalsCountAgainstTheAddressNotTheAccount(t *testing.T)
 		t.Errorf("budgets after passkey refusals: %v %v, want the address's only", keys, err)
 	}
 	// Each refusal, the lockout of the address and the attempt the budget refused are counted; they name
-	// no account, so they are logged, not stored (D52).
+	// no account — not even the one whose handle the second attempt sent — so they are logged, not
+	// stored (D52).
 	if n := auditCounted(t, p, audit.SignInPasskey, audit.Failure); n != 4 {
-		t.Errorf("%d signin.passkey failures counted, want 3 malformed and 1 throttled", n)
+		t.Errorf("%d signin.passkey failures counted, want 2 malformed, 1 unknown passkey and 1 throttled", n)
+	}
+	var unknown []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"kind":"`+string(audit.SignInPasskey)+`"`) && strings.Contains(line, `"reason":"`+passkey.ReasonUnknownPasskey+`"`) {
+			unknown = append(unknown, line)
+		}
+	}
+	if len(unknown) != 1 || strings.Contains(unknown[0], userID) || strings.Contains(unknown[0], `"user"`) {
+		t.Errorf("the refusal under the account's handle, as logged: %q; want one line naming no user", unknown)
 	}
 	if n := auditCounted(t, p, audit.Lockout, audit.Failure); n != 1 {
 		t.Errorf("%d lockouts counted, want the address's", n)

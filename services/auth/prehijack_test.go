@@ -430,8 +430,19 @@ func TestPasskeysPage_ASessionFromBeforeASignOutEverywhereIsOver(t *testing.T) {
 	if res := b.get(p.base + "/account/passkeys"); res.StatusCode != http.StatusOK {
 		t.Fatalf("the passkeys page while signed in: %d", res.StatusCode)
 	}
+	// A second browser has the page open, ready to begin adding a passkey.
+	b2 := newBrowser(t)
+	p.accountSignIn(b2, testEmail, testPassword, nil)
+	open := b2.get(p.base + "/account/passkeys")
+	if open.StatusCode != http.StatusOK {
+		t.Fatalf("the second browser's passkeys page: %d", open.StatusCode)
+	}
 	if _, err := p.svc.Store().RevokeSubject(context.Background(), id); err != nil { // the generation moves; the session record stays
 		t.Fatal(err)
+	}
+	begin := b2.postForm(p.base+"/account/passkeys/begin", url.Values{"csrf_token": {csrfOf(t, open.body)}, "name": {"Key"}, "password": {testPassword}})
+	if begin.StatusCode != http.StatusUnauthorized || !strings.Contains(begin.body, "Your sign-in has ended") {
+		t.Errorf("a passkey ceremony begun with a session from before the sign-out: %d %s", begin.StatusCode, begin.body)
 	}
 	if res := b.get(p.base + "/account/passkeys"); res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.body, "Sign in first") {
 		t.Fatalf("the passkeys page with a session from before the sign-out: %d", res.StatusCode)

@@ -20,6 +20,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/admin"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/auditsink"
 	"github.com/formsservice/formsservice/services/auth/backchannel"
 	"github.com/formsservice/formsservice/services/auth/bearer"
 	"github.com/formsservice/formsservice/services/auth/claims"
@@ -102,6 +103,8 @@ type Service struct {
 	notices  *notify.Notifier // the owner's mails of a new browser and of a lockout (D66)
 	// backchannel sends the logout tokens to relying parties (D60).
 	backchannel *backchannel.Worker
+	// sink sends the audit trail to auth.audit.webhook (D67); nil when none is configured.
+	sink *auditsink.Worker
 }
 
 // New builds the service. The configuration is read now and again whenever it changes.
@@ -138,6 +141,9 @@ func New(o Options) (*Service, error) {
 	if s.audit, err = audit.New(audit.Options{Store: trail, Log: o.AuditLog, Registerer: o.Registerer, Now: o.Now}); err != nil {
 		return nil, err
 	}
+	if s.sink, err = newSink(o, cfg.Auth.Audit.Webhook); err != nil {
+		return nil, err
+	}
 	s.store = store.New(store.Options{
 		Redis:      o.Redis,
 		Client:     func(ctx context.Context, id string) (fosite.Client, error) { return source.Client(ctx, id) },
@@ -158,6 +164,19 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newSink builds the audit sink of w (read at start-up: a change of it takes a restart), or none.
+func newSink(o Options, w *config.AuditWebhook) (*auditsink.Worker, error) {
+	if w == nil {
+		return nil, nil
+	}
+	so, err := auditsink.FromConfig(*w)
+	if err != nil {
+		return nil, err
+	}
+	so.Redis, so.Now, so.Log, so.Registerer = o.Redis, o.Now, o.Logger, o.Registerer
+	return auditsink.New(so)
 }
 
 func withDefaults(o Options) Options {
@@ -244,13 +263,22 @@ func (s *Service) relyingParties(o Options, source *realm.Source) (*backchannel.
 	return backchannel.NewNotifier(queue, targets, o.Now, s.backchannel.Wake), nil
 }
 
-// Run implements server.Runner: it writes the audit trail's queued events to Redis and sends the logout
-// tokens to relying parties until ctx ends; then the owner's notices in flight are sent (each bounded).
+// Run implements server.Runner: it writes the audit trail's queued events to Redis, sends them to the
+// audit sink and the logout tokens to relying parties until ctx ends; then the owner's notices in flight
+// are sent (each bounded).
 func (s *Service) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.backchannel.Run(ctx) }()
+	sunk := make(chan struct{})
+	go func() {
+		defer close(sunk)
+		if s.sink != nil {
+			_ = s.sink.Run(ctx)
+		}
+	}()
 	err := s.audit.Run(ctx)
 	<-done
+	<-sunk
 	s.notices.Wait()
 	return err
 }

@@ -236,14 +236,16 @@ func (d *dayTwo) backupRestore(t *testing.T) {
 	t.Logf("FormsService %s and claim %s (volume %s) deleted in %s", d.name, claim, oldVolume, time.Since(deletedAt).Round(time.Second))
 
 	// The new platform: the FormsService with the old one's spec and restoreFrom naming the backup; it
-	// takes the kept signing key.
+	// takes the kept signing key. A disaster recovery keeps the backup's sessions and grants
+	// (keepSessions): by default a restore signs every account out (D68), and the grants below would
+	// rightly be refused.
 	restored := &unstructured.Unstructured{}
 	restored.SetGroupVersionKind(formsServiceGVK)
 	restored.SetNamespace(appNS)
 	restored.SetName(d.name)
 	restored.SetLabels(old.GetLabels())
 	spec, _, _ := unstructured.NestedMap(old.Object, "spec")
-	spec["restoreFrom"] = map[string]any{"s3": s3Location, "object": object}
+	spec["restoreFrom"] = map[string]any{"s3": s3Location, "object": object, "keepSessions": true}
 	restored.Object["spec"] = spec
 	createdAt := time.Now()
 	if err := k.client.Create(ctx, restored); err != nil {

@@ -254,7 +254,7 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	phase("day two: moved to the team's own Redis")
 	t.Run("day two: deleting the FormsService collects everything it owned", d.deleteAndCollect)
 	phase("day two: FormsService deleted, its objects collected")
-	t.Run("high availability: the primary Redis pod killed under forms traffic, no acknowledged submission lost", k.haFailover) // ha_test.go
+	t.Run("high availability: the primary Redis pod killed under forms traffic, then the primary and a lower pod lost at once; no acknowledged submission lost", k.haFailover) // ha_test.go
 	phase("high availability: failover under traffic")
 }
 

@@ -117,7 +117,8 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 				Name:            "restore",
 				Image:           fc.Image,
 				ImagePullPolicy: fc.ImagePullPolicy,
-				Args:            []string{"restore", "--insecure", "--from", "s3://" + s3Bucket + "/" + object},
+				// A move keeps the sessions and grants (D68): the store is the same one, moved.
+				Args: []string{"restore", "--insecure", "--keep-sessions", "--from", "s3://" + s3Bucket + "/" + object},
 				Env: []corev1.EnvVar{
 					{Name: "REDIS_URL", Value: fmt.Sprintf("redis://%s.%s.svc:6379/0", ownRedis, appNS)},
 					{Name: "AWS_ENDPOINT_URL_S3", Value: fmt.Sprintf("http://%s.%s.svc:%d", s3Name, s3NS, s3Port)},

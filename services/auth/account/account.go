@@ -253,7 +253,9 @@ func methodsLabel(amr []string) string {
 			parts = append(parts, "password")
 		case acr.OTP:
 			parts = append(parts, "a code")
-		case acr.HWK, acr.SWK:
+		case acr.RC:
+			parts = append(parts, "a recovery code")
+		case acr.POP, acr.HWK, acr.SWK:
 			parts = append(parts, "a passkey")
 		}
 	}

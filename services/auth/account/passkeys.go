@@ -118,7 +118,7 @@ func (h *Handler) passkeyAdd(w http.ResponseWriter, r *http.Request, rt *realm.R
 		return http.StatusServiceUnavailable, "Passkeys are briefly unavailable. Please try again in a moment."
 	}
 	h.passkeyEvent(ctx, audit.PasskeyAdded, audit.Success, "", u.ID, map[string]string{"passkey": p.ID, "synced": strconv.FormatBool(p.Synced)})
-	h.accounts.PasskeyAdded(ctx, u, p, rt.RP.Name, web.RequestLang(r))
+	h.accounts.PasskeyAdded(ctx, u, p, rt.RP.Name, web.RequestLang(r), r.UserAgent())
 	http.Redirect(w, r, passkeysPath(rt)+"?done=added", http.StatusSeeOther)
 	return http.StatusSeeOther, ""
 }

@@ -114,6 +114,29 @@ func signOutEverywhere(ctx context.Context, rdb redis.UniversalClient, a config.
 	return grants, sessions, nil
 }
 
+// Ended is what EndEverySession ended.
+type Ended struct{ Accounts, Grants, Sessions int }
+
+// EndEverySession signs every account of the store out everywhere: what a restore does after writing a
+// backup (docs/decisions D68), so that no sign-in session, device cookie, pending second step or
+// grant the backup brought back outlives it — among them ones that had been revoked or ended since the
+// backup was made. Each account moves to a new sign-out generation, as a password change does. Relying
+// parties are told (back-channel logout) of the clients a is configured with.
+func EndEverySession(ctx context.Context, rdb redis.UniversalClient, a config.Auth) (Ended, error) {
+	var e Ended
+	err := users.NewStore(rdb, nil).List(ctx, func(u *users.User) error {
+		grants, sessions, err := signOutEverywhere(ctx, rdb, a, u.ID, nil, nil)
+		if err != nil {
+			return err
+		}
+		e.Accounts++
+		e.Grants += grants
+		e.Sessions += sessions
+		return nil
+	})
+	return e, err
+}
+
 // SetPassword sets u's password (the caller checked it against the policy) and signs the account out
 // everywhere: every grant and session made with the old one ends.
 func (o *Ops) SetPassword(ctx context.Context, u *users.User, password string) (grants, sessions int, err error) {

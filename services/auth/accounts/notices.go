@@ -199,46 +199,42 @@ func (o *Ops) SecondFactorChanged(ctx context.Context, u *users.User, change Sec
 }
 
 // The passkey mail: sent to the person whenever a passkey is added to their account, so that a passkey
-// added by someone else (with a stolen session and password) does not go unnoticed. The passkey's name
-// is the adder's to choose, so it comes last, quoted, after what the mail itself says: a name such as
-// "Ignore this, your account is safe" cannot lead the message.
+// added by someone else (with a stolen session and password) does not go unnoticed. Its words are all
+// ours and what the provider saw itself (when, from which browser); the passkey's name is not in it:
+// the adder chose it, and in a mail meant for the case where the adder is not the owner, a name such as
+// "Ignore this, your account is safe" or a link would speak with the mail's voice (D69). The passkeys
+// page, where the name is shown, says the day each passkey was added.
 var passkeyAddedMail = authmail.Text{
 	"en": mail.MustContent("passkey-added",
 		`A passkey was added to your {{.Brand.Product}} account`,
-		`A passkey was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.
+		`A passkey was added to your account ({{.Data.Email}}) on {{.Data.When}}{{with .Data.Browser}}, from {{.}}{{end}}. It can sign you in from now on, without your password.
 
-If you did not add it, remove it now and change your password:
-{{.Data.Link}}
-
-The name it was given when it was added: "{{.Data.Passkey}}"`,
-		`<p>A passkey was added to your account ({{.Data.Email}}) on {{.Data.When}}. It can sign you in from now on, without your password.</p>
-<p>If you did not add it, remove it now and change your password.</p>
-<p>The name it was given when it was added: “{{.Data.Passkey}}”</p>
+If you did not add it, remove it now (your passkeys page shows the day each one was added) and change your password:
+{{.Data.Link}}`,
+		`<p>A passkey was added to your account ({{.Data.Email}}) on {{.Data.When}}{{with .Data.Browser}}, from {{.}}{{end}}. It can sign you in from now on, without your password.</p>
+<p>If you did not add it, remove it now (your passkeys page shows the day each one was added) and change your password.</p>
 {{.Button .Data.Link "Review your passkeys"}}`),
 	"de": mail.MustContent("passkey-added",
 		`Ihrem Konto bei {{.Brand.Product}} wurde ein Passkey hinzugefügt`,
-		`Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.
+		`Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}}{{with .Data.Browser}} von {{.}} aus{{end}} ein Passkey hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.
 
-Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort und ändern Sie Ihr Passwort:
-{{.Data.Link}}
-
-Der Name, den er beim Hinzufügen erhielt: „{{.Data.Passkey}}“`,
-		`<p>Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}} ein Passkey hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.</p>
-<p>Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort und ändern Sie Ihr Passwort.</p>
-<p>Der Name, den er beim Hinzufügen erhielt: „{{.Data.Passkey}}“</p>
+Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort (Ihre Passkey-Seite zeigt, an welchem Tag jeder hinzugefügt wurde) und ändern Sie Ihr Passwort:
+{{.Data.Link}}`,
+		`<p>Ihrem Konto ({{.Data.Email}}) wurde am {{.Data.When}}{{with .Data.Browser}} von {{.}} aus{{end}} ein Passkey hinzugefügt. Mit ihm können Sie sich ab jetzt ohne Passwort anmelden.</p>
+<p>Wenn Sie ihn nicht hinzugefügt haben, entfernen Sie ihn sofort (Ihre Passkey-Seite zeigt, an welchem Tag jeder hinzugefügt wurde) und ändern Sie Ihr Passwort.</p>
 {{.Button .Data.Link "Ihre Passkeys ansehen"}}`),
 }
 
 type passkeyMailData struct {
-	Passkey, Email, When, Link string
+	Email, When, Browser, Link string
 }
 
-// PasskeyAdded tells the person in lang that the passkey p was added (product: the relying party's
-// name). A mail that cannot be sent is logged; the passkey stays (the person is looking at the page that
-// lists it).
-func (o *Ops) PasskeyAdded(ctx context.Context, u *users.User, p *passkey.Passkey, product, lang string) {
+// PasskeyAdded tells the person in lang that the passkey p was added from the browser of ua (product:
+// the relying party's name). A mail that cannot be sent is logged; the passkey stays (the person is
+// looking at the page that lists it).
+func (o *Ops) PasskeyAdded(ctx context.Context, u *users.User, p *passkey.Passkey, product, lang, ua string) {
 	m, err := passkeyAddedMail.Render(lang, authmail.Brand(o.auth(), product), passkeyMailData{
-		Passkey: p.Name, Email: u.Email, When: authmail.WhenIn(lang, p.Created), Link: o.issuer() + "/account/passkeys"})
+		Email: u.Email, When: authmail.WhenIn(lang, p.Created), Browser: authmail.BrowserIn(lang, ua), Link: o.issuer() + "/account/passkeys"})
 	if err == nil {
 		m.To, m.ID = []string{u.Email}, "passkey-added."+p.ID
 		err = o.mail.Send(ctx, m)

@@ -9,13 +9,23 @@ import (
 	"strings"
 )
 
-// Authentication method references (RFC 8176 2). A passkey adds HWK or SWK, and MFA when it verified the
-// user (a PIN or biometric on the device is a second factor).
+// Authentication method references (RFC 8176 2). A passkey adds POP, and MFA since it verified the user
+// (a PIN or biometric on the device is a second factor). Each value claims only what the provider
+// checked itself (docs/decisions/0069-amr-claims-only-what-was-checked.md).
 const (
 	PWD = "pwd" // a password
-	OTP = "otp" // a one-time code: a TOTP code or a single-use recovery code
-	HWK = "hwk" // a proof of possession of a hardware-secured key (a passkey on a security key)
-	SWK = "swk" // a proof of possession of a software-secured key (a synced passkey)
+	OTP = "otp" // a TOTP code (RFC 6238)
+	// RC: a single-use recovery code (a look-up secret, NIST SP 800-63B 5.1.2) in the second step. Not
+	// in RFC 8176's registry, which has no value for it: private, as FED is, so that a relying party can
+	// tell a sign-in that spent one of the codes kept for a lost app from one made with the app.
+	RC = "rc"
+	// POP: a proof of possession of a key whose storage nothing vouched for (a passkey: no attestation is
+	// asked, so the authenticator's own flags say whether its key is bound to the device or synced).
+	POP = "pop"
+	// HWK and SWK (hardware- and software-secured key) are no longer asserted: sessions opened before
+	// D69 carry them, and they still count as a held factor until those sessions end.
+	HWK = "hwk"
+	SWK = "swk"
 	MFA = "mfa" // more than one factor
 	// FED: an upstream provider (a connector, D58) vouched for the person; the one factor here, whatever
 	// the upstream reported (its own amr values go to the audit trail, not into our level).
@@ -75,6 +85,9 @@ func Claim(amr []string, requested string) string {
 	return level
 }
 
+// heldFactors are the methods that prove something the person holds.
+var heldFactors = []string{OTP, RC, POP, HWK, SWK}
+
 // With returns amr with the methods added, without duplicates, MFA last when two kinds of factor are
 // present (something known, a password, and something held, a code or a key).
 func With(amr []string, methods ...string) []string {
@@ -86,7 +99,7 @@ func With(amr []string, methods ...string) []string {
 	}
 	out = slices.DeleteFunc(out, func(m string) bool { return m == MFA })
 	known := slices.Contains(out, PWD) || slices.Contains(out, FED)
-	held := slices.Contains(out, OTP) || slices.Contains(out, HWK) || slices.Contains(out, SWK)
+	held := slices.ContainsFunc(out, func(m string) bool { return slices.Contains(heldFactors, m) })
 	if (known && held) || slices.Contains(methods, MFA) || slices.Contains(amr, MFA) {
 		out = append(out, MFA)
 	}

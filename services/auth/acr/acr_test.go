@@ -15,6 +15,10 @@ func TestWith_MFAWhenAKnownAndAHeldFactorAreThere(t *testing.T) {
 		{nil, []string{HWK}, []string{HWK}},
 		{nil, []string{HWK, MFA}, []string{HWK, MFA}}, // a passkey that verified the user
 		{[]string{PWD}, []string{SWK}, []string{PWD, SWK, MFA}},
+		{nil, []string{POP, MFA}, []string{POP, MFA}},           // a passkey (D69)
+		{[]string{PWD}, []string{RC}, []string{PWD, RC, MFA}},   // a recovery code is a held factor
+		{[]string{FED}, []string{OTP}, []string{FED, OTP, MFA}}, // an upstream sign-in, then a code
+		{[]string{PWD}, []string{POP}, []string{PWD, POP, MFA}},
 	} {
 		if got := With(c.amr, c.add...); !slices.Equal(got, c.want) {
 			t.Errorf("With(%v, %v) = %v, want %v", c.amr, c.add, got, c.want)
@@ -37,7 +41,7 @@ func TestRequestedAndClaim(t *testing.T) {
 			t.Errorf("Requested(%q) = %q %v, want %q %v", c.values, got, ok, c.want, c.ok)
 		}
 	}
-	two, one := []string{PWD, OTP, MFA}, []string{PWD}
+	two, one := []string{PWD, RC, MFA}, []string{PWD}
 	for _, c := range []struct {
 		amr             []string
 		requested, want string

@@ -264,7 +264,12 @@ var de = map[string]string{
 	"password and a code":    "Passwort und einem Code",
 	"password and a passkey": "Passwort und einem Passkey",
 	"a passkey and a code":   "einem Passkey und einem Code",
-	"%s on %s":               "%s auf %s",
+
+	// A second step made with a recovery code (D69).
+	"a recovery code":              "einem Wiederherstellungscode",
+	"password and a recovery code": "Passwort und einem Wiederherstellungscode",
+
+	"%s on %s": "%s auf %s",
 	"asks for a second step at sign-in. Set it up once; then sign-in asks for a code from the app after your password.":                       "verlangt bei der Anmeldung einen zweiten Schritt. Richten Sie ihn einmal ein; danach fragt die Anmeldung nach Ihrem Passwort nach einem Code aus der App.",
 	"Open an authenticator app on your phone (such as Google Authenticator, Microsoft Authenticator, Aegis or 1Password) and scan this code.": "Öffnen Sie eine Authenticator-App auf Ihrem Handy (etwa Google Authenticator, Microsoft Authenticator, Aegis oder 1Password) und scannen Sie diesen Code.",
 	"Cannot scan it? Add an account in the app by hand with this key (time-based, 6 digits):":                                                 "Scannen klappt nicht? Legen Sie in der App von Hand ein Konto mit diesem Schlüssel an (zeitbasiert, 6 Ziffern):",

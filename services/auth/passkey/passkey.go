@@ -182,15 +182,12 @@ type Passkey struct {
 	cred     webauthn.Credential
 }
 
-// AMR are the authentication methods (RFC 8176) a sign-in with this passkey proves: possession of a
-// hardware-bound key ("hwk") or of a key that can leave the device ("swk": a synced passkey), and, since
-// user verification is required, a second factor held by the authenticator (PIN or biometrics): "mfa".
-func (p *Passkey) AMR() []string {
-	if p.Synced {
-		return []string{acr.SWK, acr.MFA}
-	}
-	return []string{acr.HWK, acr.MFA}
-}
+// AMR are the authentication methods (RFC 8176) a sign-in with this passkey proves: possession of a key
+// ("pop"), and, since user verification is required, a second factor held by the authenticator (PIN or
+// biometrics): "mfa". Whether the key is bound to hardware ("hwk") or can leave it ("swk") is not
+// claimed: without attestation only the authenticator's own backup flags say so, and any software can
+// set them (D69). Synced is shown to the person, never asserted to an application.
+func (p *Passkey) AMR() []string { return []string{acr.POP, acr.MFA} }
 
 // CheckName trims a passkey's name and checks it.
 func CheckName(name string) (string, error) {

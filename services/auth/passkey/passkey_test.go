@@ -149,15 +149,17 @@ func TestRegisterAndSignIn_TwoNamedPasskeys_ListedAndOneRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Account.ID != userA || in.Passkey.Name != "Work laptop" || strings.Join(in.Passkey.AMR(), " ") != "hwk mfa" {
-		t.Errorf("signed in as %+v with %+v (amr %v), want %s with the laptop's passkey, amr hwk mfa", in.Account, in.Passkey, in.Passkey.AMR(), userA)
+	if in.Account.ID != userA || in.Passkey.Name != "Work laptop" || strings.Join(in.Passkey.AMR(), " ") != "pop mfa" {
+		t.Errorf("signed in as %+v with %+v (amr %v), want %s with the laptop's passkey, amr pop mfa", in.Account, in.Passkey, in.Passkey.AMR(), userA)
 	}
 	in, err = f.signIn(phone, origin, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(in.Passkey.AMR(), " ") != "swk mfa" {
-		t.Errorf("a synced passkey's amr is %v, want swk mfa", in.Passkey.AMR())
+	// The backup flags are the authenticator's own word (no attestation is asked): they are shown to the
+	// person (Synced), and no amr claims a hardware- or software-bound key on them (D69).
+	if strings.Join(in.Passkey.AMR(), " ") != "pop mfa" || !in.Passkey.Synced {
+		t.Errorf("a synced passkey's amr is %v (synced %v), want pop mfa", in.Passkey.AMR(), in.Passkey.Synced)
 	}
 	list, _ = f.store.List(ctx, userA)
 	if !list[0].LastUsed.Equal(f.now) || list[0].SignCount != laptop.count {
@@ -460,4 +462,43 @@ func TestRename_OnlyTheOwnersPasskey_NameChecked_SignInUnchanged(t *testing.T) {
 	if _, err := f.store.Rename(ctx, userA, p.ID, "Back"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("renaming a removed passkey: %v, want ErrNotFound", err)
 	}
+}
+
+// A user handle is the sender's to choose: a refusal names the account (UserID) only once the account's
+// own passkey signed the answer — a counter that did not go up, a disabled account. An unknown passkey,
+// a missing user verification or a signature by another key name none, so that nobody can have
+// failures recorded against an account by naming it (the third review's low findings).
+func TestSignIn_ARefusalNamesTheAccountOnlyOnceItsPasskeySigned(t *testing.T) {
+	f := newFixture(t, nil)
+	acct := f.account(userA)
+	k, _ := f.register(acct, "Key", nil)
+	other, _ := f.register(f.account(userB), "Other", nil)
+	forged := *k
+	forged.key = other.key // the account's credential ID and handle, another key's signature
+	named := func(err error, reason, want string) {
+		t.Helper()
+		wantRefused(t, err, reason)
+		var r *Refusal
+		if errors.As(err, &r); r.UserID != want {
+			t.Errorf("%s: the refusal names account %q, want %q", reason, r.UserID, want)
+		}
+	}
+	other.handle = []byte(userA) // userB's passkey, sent under userA's handle
+	_, err := f.signIn(other, origin, true)
+	named(err, ReasonUnknownPasskey, "")
+	_, err = f.signIn(k, origin, false)
+	named(err, ReasonUserVerification, "")
+	_, err = f.signIn(&forged, origin, true)
+	named(err, ReasonInvalid, "")
+
+	if _, err := f.signIn(k, origin, true); err != nil {
+		t.Fatal(err)
+	}
+	clone := *k
+	clone.count = 0 // behind the counter the sign-in above stored
+	_, err = f.signIn(&clone, origin, true)
+	named(err, ReasonCloned, userA)
+	f.accts[userA].Disabled = true
+	_, err = f.signIn(k, origin, true)
+	named(err, ReasonDisabled, userA)
 }

@@ -201,7 +201,11 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	_ = res.Succeeded(ctx)
 	_ = h.mfa.EndChallenge(ctx, token)
 	web.SetCookie(a.w, a.rt, web.MFACookie, "", -1)
-	amr := acr.With(pending.First, acr.OTP)
+	method := acr.OTP
+	if recovery { // a code kept for a lost app: told apart from the app's (D69)
+		method = acr.RC
+	}
+	amr := acr.With(pending.First, method)
 	a.newBrowser = pending.NewBrowser
 	if left := h.codeAccepted(ctx, u, a.cl, recovery, amr); recovery {
 		h.accounts.SecondFactorChanged(ctx, u, accounts.FactorCodeUsed, web.RequestLang(a.r), a.r.UserAgent(), left)

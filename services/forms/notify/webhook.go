@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/formsservice/formsservice/services/platform/config"
+	"github.com/formsservice/formsservice/services/platform/stdwebhooks"
 )
 
 // Webhook posts each message as JSON: "text" in Slack's mrkdwn (so a Slack, Mattermost or Rocket.Chat
@@ -30,21 +27,21 @@ import (
 // header carries one signature per secret, separated by a space, as the spec allows: a receiver that
 // knows either secret verifies the call.
 type Webhook struct {
-	url     string
-	shown   string // what errors (and so logs) say instead of url: scheme and host only
-	client  *http.Client
-	signers []*standardwebhooks.Webhook // none: calls are not signed
-	now     func() time.Time
-	format  string // config.WebhookFormatSlack or config.WebhookFormatMarkdown: the receiver's markup
+	url    string
+	shown  string // what errors (and so logs) say instead of url: scheme and host only
+	client *http.Client
+	signer *stdwebhooks.Signer // no secrets: calls are not signed
+	now    func() time.Time
+	format string // config.WebhookFormatSlack or config.WebhookFormatMarkdown: the receiver's markup
 }
 
 // NewWebhook returns a sender posting to address with client (nil: a client that does not follow
 // redirects, since a redirect usually means a wrong URL and would resend the body elsewhere).
 func NewWebhook(address string, client *http.Client) *Webhook {
 	if client == nil {
-		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		client = stdwebhooks.NoRedirects(0)
 	}
-	return &Webhook{url: address, shown: redactURL(address), client: client, now: time.Now, format: formatFor(address)}
+	return &Webhook{url: address, shown: stdwebhooks.RedactURL(address), client: client, signer: &stdwebhooks.Signer{}, now: time.Now, format: formatFor(address)}
 }
 
 // WithFormat sets the markup the receiver renders "text" in (forms.delivery.webhook.format); "" keeps
@@ -73,44 +70,11 @@ func formatFor(address string) string {
 // (`echo whsec_$(openssl rand -base64 32)`). The error never repeats a secret.
 func (w *Webhook) WithSecret(secrets ...string) (*Webhook, error) {
 	for _, secret := range secrets {
-		signer, err := NewWebhookSigner(secret)
-		if err != nil {
+		if err := w.signer.Add(secret); err != nil {
 			return nil, err
 		}
-		w.signers = append(w.signers, signer)
 	}
 	return w, nil
-}
-
-// NewWebhookSigner checks a Standard Webhooks secret and returns its signer.
-func NewWebhookSigner(secret string) (*standardwebhooks.Webhook, error) {
-	if err := config.CheckWebhookSecret(secret); err != nil {
-		return nil, err
-	}
-	return standardwebhooks.NewWebhook(secret)
-}
-
-// redactURL keeps the scheme and host of a webhook address. The path of a Slack (or Mattermost, …)
-// incoming webhook is its credential, and Go's HTTP errors quote the whole URL.
-func redactURL(address string) string {
-	u, err := url.Parse(address)
-	if err != nil || u.Host == "" {
-		return "the webhook URL"
-	}
-	shown := u.Scheme + "://" + u.Host
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		shown += "/…"
-	}
-	return shown
-}
-
-// redact replaces the URL in a net/http error with its shown form.
-func (w *Webhook) redact(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("webhook %s %s: %w", ue.Op, w.shown, ue.Err)
-	}
-	return err
 }
 
 // Channel is "webhook".
@@ -137,25 +101,16 @@ func (w *Webhook) Send(ctx context.Context, m Message) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return w.redact(err)
+		return stdwebhooks.Redact(err, w.shown)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "formsservice")
-	at := w.now()
-	req.Header.Set(standardwebhooks.HeaderWebhookID, m.ID)
-	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
-	if len(w.signers) > 0 {
-		sigs := make([]string, len(w.signers))
-		for i, signer := range w.signers {
-			if sigs[i], err = signer.Sign(m.ID, at, body); err != nil {
-				return err
-			}
-		}
-		req.Header.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
+	if err := w.signer.SetHeaders(req.Header, m.ID, w.now(), body); err != nil {
+		return err
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return w.redact(err)
+		return stdwebhooks.Redact(err, w.shown)
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))

@@ -122,6 +122,68 @@ const DefaultAdminGroup = "formsservice-admins"
 type Audit struct {
 	Retention  Duration `json:"retention,omitempty"`
 	MaxEntries int64    `json:"maxEntries,omitempty"`
+	// Webhook, when set, sends every stored event to a receiver such as a SIEM (D67).
+	Webhook *AuditWebhook `json:"webhook,omitempty"`
+}
+
+// AuditWebhook is the audit trail's sink: every event of both streams, in batches, as signed Standard
+// Webhooks calls, at least once (docs/auth.md "Audit sink", D67).
+type AuditWebhook struct {
+	// URL is the receiver: https (http only to a loopback address).
+	URL string `json:"url"`
+	// SecretFile names a file (a mounted Secret) holding the Standard Webhooks signing secret, "whsec_"
+	// and the base64 of 24 to 64 random bytes. Required: a receiver must be able to tell our events
+	// from forged ones.
+	SecretFile string `json:"secretFile"`
+	// PreviousSecretFile, during a rotation, names the secret SecretFile replaces: calls carry both
+	// signatures until it is removed.
+	PreviousSecretFile string `json:"previousSecretFile,omitempty"`
+	// BatchSize is the most events one call carries (default 100, at most 1000).
+	BatchSize int `json:"batchSize,omitempty"`
+	// Timeout bounds one call (default 10s).
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// The audit sink's defaults and bounds.
+const (
+	DefaultAuditBatchSize = 100
+	MaxAuditBatchSize     = 1000
+)
+
+func (w *AuditWebhook) applyDefaults() {
+	if w.BatchSize == 0 {
+		w.BatchSize = DefaultAuditBatchSize
+	}
+	setDuration(&w.Timeout, 10*time.Second)
+}
+
+// validate checks the sink's settings. Messages never repeat the URL: it may carry a token.
+func (w AuditWebhook) validate() []error {
+	const at = "auth.audit.webhook"
+	var errs []error
+	if err := CheckWebhookURL(w.URL); err != nil {
+		errs = append(errs, fmt.Errorf("%s.url: %w", at, err))
+	} else if u, _ := url.Parse(w.URL); u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		// The events name users, clients and addresses: they travel encrypted.
+		errs = append(errs, fmt.Errorf("%s.url: must be https (http only to localhost and loopback addresses)", at))
+	} else if u.User != nil || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("%s.url: no user information or fragment (put a token in the path or query, or sign with secretFile)", at))
+	}
+	for _, f := range []struct{ key, path string }{{"secretFile", w.SecretFile}, {"previousSecretFile", w.PreviousSecretFile}} {
+		if f.path != "" && (strings.TrimSpace(f.path) != f.path || strings.ContainsRune(f.path, 0)) {
+			errs = append(errs, fmt.Errorf("%s.%s: %q is not a usable file name (leading or trailing spaces, or a NUL)", at, f.key, f.path))
+		}
+	}
+	if w.SecretFile == "" {
+		errs = append(errs, fmt.Errorf("%s.secretFile: required (a file holding the whsec_ signing secret): a receiver must be able to tell the events from forged ones", at))
+	}
+	if w.BatchSize < 1 || w.BatchSize > MaxAuditBatchSize {
+		errs = append(errs, fmt.Errorf("%s.batchSize: %d: want 1 to %d", at, w.BatchSize, MaxAuditBatchSize))
+	}
+	if w.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("%s.timeout: must be positive", at))
+	}
+	return errs
 }
 
 // AuthRateLimit bounds /oauth2/authorize and /oauth2/token, each on its own budget, per client address
@@ -341,6 +403,9 @@ func (a *Auth) applyDefaults(c *Config) {
 	if a.Audit.MaxEntries == 0 {
 		a.Audit.MaxEntries = 100000
 	}
+	if a.Audit.Webhook != nil {
+		a.Audit.Webhook.applyDefaults()
+	}
 	for i := range a.Connectors {
 		a.Connectors[i].applyDefaults()
 	}
@@ -396,6 +461,9 @@ func (a Auth) validate() []error {
 	}
 	if a.Audit.MaxEntries < 0 {
 		errs = append(errs, fmt.Errorf("auth.audit.maxEntries: must not be negative"))
+	}
+	if w := a.Audit.Webhook; w != nil {
+		errs = append(errs, w.validate()...)
 	}
 	seen := map[string]bool{}
 	for _, cl := range a.Clients {

@@ -145,3 +145,47 @@ func TestValidate_ForwardingHeaders(t *testing.T) {
 		t.Fatalf("X-Real-IP: %v", err)
 	}
 }
+
+// The audit sink (D67) takes defaults, needs a signing secret and https off loopback, and refuses
+// out-of-range batches and timeouts by name, without repeating the URL.
+func TestAuth_AuditWebhook(t *testing.T) {
+	c := &Config{PublicURL: "http://127.0.0.1:8080"}
+	c.Auth.Audit.Webhook = &AuditWebhook{URL: "https://siem.example/in", SecretFile: "/run/secrets/whsec"}
+	c.ApplyDefaults()
+	if w := c.Auth.Audit.Webhook; w.BatchSize != DefaultAuditBatchSize || w.Timeout.D() != 10*time.Second {
+		t.Errorf("defaults: %+v", w)
+	}
+	if errs := c.Auth.validate(); len(errs) != 0 {
+		t.Errorf("a good sink: %v", errs)
+	}
+	valid := func(mod func(w *AuditWebhook)) []error {
+		w := AuditWebhook{URL: "https://siem.example/in?token=s3cret", SecretFile: "/s", BatchSize: 10, Timeout: Duration(time.Second)}
+		mod(&w)
+		return Auth{Audit: Audit{Webhook: &w}}.validate()
+	}
+	if errs := valid(func(w *AuditWebhook) { w.URL = "http://127.0.0.1:9/in" }); len(errs) != 0 {
+		t.Errorf("http to loopback: %v", errs)
+	}
+	for name, c := range map[string]struct {
+		mod  func(w *AuditWebhook)
+		want string
+	}{
+		"http off loopback":  {func(w *AuditWebhook) { w.URL = "http://siem.example/in?token=s3cret" }, "url: must be https"},
+		"not a URL":          {func(w *AuditWebhook) { w.URL = "siem.example/in?token=s3cret" }, "url: must be an http(s) URL"},
+		"user information":   {func(w *AuditWebhook) { w.URL = "https://me:s3cret@siem.example/in" }, "url: no user information"},
+		"no secret":          {func(w *AuditWebhook) { w.SecretFile = "" }, "secretFile: required"},
+		"spaced secret file": {func(w *AuditWebhook) { w.PreviousSecretFile = " /p" }, "previousSecretFile: \" /p\" is not a usable file name"},
+		"batch too large":    {func(w *AuditWebhook) { w.BatchSize = MaxAuditBatchSize + 1 }, "batchSize: 1001: want 1 to 1000"},
+		"batch zero":         {func(w *AuditWebhook) { w.BatchSize = 0 }, "batchSize: 0"},
+		"negative timeout":   {func(w *AuditWebhook) { w.Timeout = Duration(-time.Second) }, "timeout: must be positive"},
+	} {
+		errs := valid(c.mod)
+		msg := errors.Join(errs...).Error()
+		if len(errs) != 1 || !strings.Contains(msg, "auth.audit.webhook."+c.want) {
+			t.Errorf("%s: %v", name, errs)
+		}
+		if strings.Contains(msg, "s3cret") {
+			t.Errorf("%s: the message repeats the URL's secret: %s", name, msg)
+		}
+	}
+}

@@ -23,7 +23,7 @@ func TestRedisConf_ReplicaOfTheOtherPrimary_NoneForThePrimaryItself(t *testing.T
 	n := testNode(1)
 	got := RedisConf(n, "fs-redis-2.shop.svc:6379")
 	for _, want := range []string{"include /etc/redis/redis.conf\n", "masterauth pw\n", "replica-announce-ip fs-redis-1.shop.svc\n",
-		"replica-announce-port 6379\n", "replicaof fs-redis-2.shop.svc 6379\n"} {
+		"replica-announce-port 6379\n", "replicaof fs-redis-2.shop.svc 6379\n", "min-replicas-to-write 1\n", "min-replicas-max-lag 10\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("redis.conf lacks %q:\n%s", want, got)
 		}

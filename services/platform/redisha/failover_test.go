@@ -272,3 +272,36 @@ func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_No
 		t.Error("no submission failed: the kill did not hit the load")
 	}
 }
+
+// A primary left without replicas refuses writes (min-replicas-to-write): cut off from the others, it
+// acknowledges nothing that a failover on their side would lose. A replica back, it takes writes again.
+func TestHA_PrimaryWithoutReplicas_RefusesWrites_UntilOneIsBack(t *testing.T) {
+	h := newHASet(t)
+	for i := range 3 {
+		h.start(i)
+	}
+	h.waitSyncedReplicaOf(1, h.nodes[0])
+	h.waitSyncedReplicaOf(2, h.nodes[0])
+	primary := h.client(h.nodes[0])
+	ctx := context.Background()
+	if err := primary.Set(ctx, "k", "with replicas", 0).Err(); err != nil {
+		t.Fatalf("a write with two replicas: %v", err)
+	}
+	h.kill(1)
+	h.kill(2)
+	testwait.Until(t, 30*time.Second, "the primary to refuse writes without a replica", func() error {
+		err := primary.Set(ctx, "k", "alone", 0).Err()
+		if err == nil || !strings.Contains(err.Error(), "NOREPLICAS") {
+			return fmt.Errorf("a write with no replica: %v", err)
+		}
+		return nil
+	})
+	if v := primary.Get(ctx, "k").Val(); v != "with replicas" {
+		t.Errorf("a refused write changed the value to %q", v)
+	}
+	h.start(1)
+	h.waitSyncedReplicaOf(1, h.nodes[0])
+	testwait.Until(t, 30*time.Second, "the primary to take writes with a replica back", func() error {
+		return primary.Set(ctx, "k", "one replica back", 0).Err()
+	})
+}

@@ -27,6 +27,13 @@ const (
 	FailoverTimeout = 60 * time.Second
 )
 
+// The write guard of every node (RedisConf): the primary takes a write only with MinReplicasToWrite
+// replicas that answered within MinReplicasMaxLag seconds.
+const (
+	MinReplicasToWrite = 1
+	MinReplicasMaxLag  = 10
+)
+
 // Node is this pod's place in the set.
 type Node struct {
 	// Nodes are the data nodes' host:port, in ordinal order: Nodes[0] is the primary of a new set.
@@ -188,6 +195,12 @@ func RedisConf(n Node, primary string) string {
 		fmt.Fprintf(&b, "masterauth %s\n", n.Password)
 	}
 	fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %d\n", host, port)
+	if len(n.Nodes) > 1 {
+		// A primary with no replica that answered in the last 10 s refuses writes: a primary cut off from
+		// the others (a partition, or the last one standing) acknowledges nothing that a failover on the
+		// other side would lose. Replicas ignore it; the forms' durability primary waits for a replica anyway.
+		fmt.Fprintf(&b, "min-replicas-to-write %d\nmin-replicas-max-lag %d\n", MinReplicasToWrite, MinReplicasMaxLag)
+	}
 	if primary != n.Nodes[n.Self] {
 		ph, pp, _ := splitHostPort(primary)
 		fmt.Fprintf(&b, "replicaof %s %d\n", ph, pp)
