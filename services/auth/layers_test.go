@@ -22,7 +22,7 @@ var layers = map[string]int{
 	// on a leaf's types: GitHub as a connector (upstream's Identity and errors)
 	"github": 1,
 	// what is built on the stores
-	"claims": 2, "authmail": 2, "backchannel": 2, "realm": 3, "accounts": 3, "notify": 3,
+	"claims": 2, "authmail": 2, "backchannel": 2, "auditsink": 2, "realm": 3, "accounts": 3, "notify": 3,
 	// the kits
 	"web": 4, "signon": 5, "bearer": 5, "federation": 5,
 	// the areas
