@@ -305,3 +305,31 @@ func TestHA_PrimaryWithoutReplicas_RefusesWrites_UntilOneIsBack(t *testing.T) {
 		return primary.Set(ctx, "k", "one replica back", 0).Err()
 	})
 }
+
+// Every pod of a new set starting at once (Parallel): pod 1's init step, finding no sentinel and no
+// primary, waits for pod 0 instead of starting a sentinel that would take pod 0 for down, try a
+// failover no replica could take, and then hold off the next one for twice the failover timeout.
+func TestHA_AllPodsStartingAtOnce_TheOthersWaitForPod0(t *testing.T) {
+	h := newHASet(t)
+	type answer struct {
+		p   redisha.Primary
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		p, err := redisha.Write(ctx, h.node(1), filepath.Join(h.dirs[1], "ha"))
+		first <- answer{p, err}
+	}()
+	if p := h.start(0); p.Addr != h.nodes[0] || p.From != "default" {
+		t.Fatalf("pod 0 of a new set: %+v, want itself by default", p)
+	}
+	a := <-first
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.p.Addr != h.nodes[0] || a.p.From == "default" {
+		t.Fatalf("pod 1 started with pod 0: %+v, want pod 0 as a primary that answered, not the default", a.p)
+	}
+}

@@ -105,7 +105,8 @@ type Primary struct {
 // the sentinels' down-after period would otherwise come back as the primary with no failover at all,
 // so it waits for the failover (up to the failover timeout, then it starts as the primary after all:
 // no replica could take over). When no sentinel answers, a node that says it is a primary is followed;
-// when none does either, the set is new and Nodes[0] is the primary.
+// when none does either, the set is new (or restarting whole) and Nodes[0] is the primary, which the
+// other nodes wait for, up to the failover timeout.
 func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 	if err := n.Validate(); err != nil {
 		return Primary{}, err
@@ -117,7 +118,17 @@ func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 			if p, ok := askNodes(ctx, n); ok {
 				return p, nil
 			}
-			return Primary{Addr: n.Nodes[0], From: "default"}, nil
+			if n.Self == 0 || time.Now().After(deadline) {
+				return Primary{Addr: n.Nodes[0], From: "default"}, nil
+			}
+			// Nobody answers: a new set, or the whole set restarting, with every pod starting at once
+			// (Parallel). The others wait for Nodes[0] to answer: a sentinel started before it would take
+			// it for down, try a failover no replica can take, and then hold off sentinel's next try
+			// (twice the failover timeout) when the primary really fails.
+			if err := pause(ctx); err != nil {
+				return Primary{}, err
+			}
+			continue
 		}
 		if p.Addr != n.Nodes[n.Self] {
 			return p, nil
@@ -126,11 +137,19 @@ func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 			p.From += ", no failover within the failover timeout"
 			return p, nil
 		}
-		select {
-		case <-ctx.Done():
-			return Primary{}, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if err := pause(ctx); err != nil {
+			return Primary{}, err
 		}
+	}
+}
+
+// pause is the wait between two rounds of questions.
+func pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(500 * time.Millisecond):
+		return nil
 	}
 }
 
