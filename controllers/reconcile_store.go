@@ -9,8 +9,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -86,18 +84,9 @@ func (r *FormsServiceReconciler) replaceRedisForPodManagement(ctx context.Contex
 	if !render.RedisHA(fs) {
 		return true
 	}
-	sts := &appsv1.StatefulSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
-		return true
-	case err != nil:
-		run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", sts.Name, err))
-		return false
-	case !sts.DeletionTimestamp.IsZero():
-		return false // being replaced: its deletion brings the next reconcile, which creates it again
-	case sts.Spec.PodManagementPolicy == render.RedisHAPodManagement:
-		return true
+	sts, ok := r.liveRedisStatefulSet(ctx, fs, run) // volume.go
+	if sts == nil || sts.Spec.PodManagementPolicy == render.RedisHAPodManagement {
+		return ok
 	}
 	if m := fs.Spec.Redis.Managed; (m == nil || m.Image == "") && render.RedisImage(fs, in) == render.LegacyRedisImage && in.StoreRDBFormat == 0 {
 		run.Problems = append(run.Problems, problem{Reason: "PodManagementNeedsImage", Message: fmt.Sprintf(
@@ -105,13 +94,8 @@ func (r *FormsServiceReconciler) replaceRedisForPodManagement(ctx context.Contex
 			render.LegacyRedisImage, render.LegacyRedisImage)})
 		return false
 	}
-	err = r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: ptr.To(sts.UID)})
-	if err != nil && !apierrors.IsNotFound(err) {
-		run.fail("ReplaceFailed", fmt.Errorf("replacing StatefulSet %s for pod management %s: %w", sts.Name, render.RedisHAPodManagement, err))
-		return false
-	}
-	r.eventAbout(fs, sts, corev1.EventTypeNormal, "Replacing", "Replacing StatefulSet %s for pod management %s (was %s); its pods keep running",
-		sts.Name, render.RedisHAPodManagement, sts.Spec.PodManagementPolicy)
+	r.replaceRedisStatefulSet(ctx, fs, sts, run, "ReplaceFailed",
+		fmt.Sprintf("for pod management %s (was %s)", render.RedisHAPodManagement, sts.Spec.PodManagementPolicy))
 	return false
 }
 

@@ -42,16 +42,9 @@ func RedisStorageSize(fs *v1alpha1.FormsService) resource.Quantity {
 // the new template, adopting the pod. A claim that cannot grow stops it there: the StatefulSet stays as
 // it is, and the resource is Stalled with the API server's answer.
 func (r *FormsServiceReconciler) resizeRedisVolume(ctx context.Context, fs *v1alpha1.FormsService, in render.Inputs, run *reconcileRun) bool {
-	sts := &appsv1.StatefulSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
-		return true
-	case err != nil:
-		run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", sts.Name, err))
-		return false
-	case !sts.DeletionTimestamp.IsZero():
-		return false // being replaced: its deletion brings the next reconcile, which creates it again
+	sts, ok := r.liveRedisStatefulSet(ctx, fs, run)
+	if sts == nil {
+		return ok
 	}
 	var have *resource.Quantity
 	for _, t := range sts.Spec.VolumeClaimTemplates {
@@ -100,11 +93,37 @@ func (r *FormsServiceReconciler) resizeRedisVolume(ctx context.Context, fs *v1al
 		log.Info("expanding volume", "claim", name, "from", cur.String(), "to", want.String())
 		r.eventAbout(fs, pvc, corev1.EventTypeNormal, "VolumeExpanding", "Asked PersistentVolumeClaim %s for %s (was %s)", name, want.String(), cur.String())
 	}
-	err = r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: ptr.To(sts.UID)})
-	if err != nil && !apierrors.IsNotFound(err) {
-		run.fail("VolumeExpansionFailed", fmt.Errorf("replacing StatefulSet %s for its new claim size: %w", sts.Name, err))
-		return false
-	}
-	r.eventAbout(fs, sts, corev1.EventTypeNormal, "Replacing", "Replacing StatefulSet %s for claims of %s; its pod keeps running", sts.Name, want.String())
+	r.replaceRedisStatefulSet(ctx, fs, sts, run, "VolumeExpansionFailed", "for claims of "+want.String())
 	return false
+}
+
+// liveRedisStatefulSet is the managed Redis's StatefulSet from the cache, for a change that may have to
+// replace it. Without one it returns nil: true when there is none (the apply creates it), false when it
+// could not be read (the run failed) or is being replaced (its deletion brings the next reconcile, which
+// creates it again).
+func (r *FormsServiceReconciler) liveRedisStatefulSet(ctx context.Context, fs *v1alpha1.FormsService, run *reconcileRun) (*appsv1.StatefulSet, bool) {
+	sts := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, true
+	case err != nil:
+		run.fail("ReadFailed", fmt.Errorf("StatefulSet %s: %w", render.NamesOf(fs).Redis, err))
+		return nil, false
+	case !sts.DeletionTimestamp.IsZero():
+		return nil, false
+	}
+	return sts, true
+}
+
+// replaceRedisStatefulSet deletes sts with orphan propagation, which leaves its pods running and its
+// claims in place; the next reconcile creates it again with what cannot change on a live StatefulSet
+// (claim templates, pod management), adopting the pods. why completes the Event ("for …").
+func (r *FormsServiceReconciler) replaceRedisStatefulSet(ctx context.Context, fs *v1alpha1.FormsService, sts *appsv1.StatefulSet, run *reconcileRun, failReason, why string) {
+	err := r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: ptr.To(sts.UID)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		run.fail(failReason, fmt.Errorf("replacing StatefulSet %s %s: %w", sts.Name, why, err))
+		return
+	}
+	r.eventAbout(fs, sts, corev1.EventTypeNormal, "Replacing", "Replacing StatefulSet %s %s; its pods keep running", sts.Name, why)
 }
