@@ -73,6 +73,10 @@ func (k *kind) haFailover(t *testing.T) {
 	})
 	t.Logf("FormsService %s with the highly available Redis Ready after %s", haName, time.Since(createdAt).Round(time.Second))
 	old := k.haPrimary(t)
+	// Ready pods are not yet synced replicas: the pods start at once, and until a replica has its first
+	// sync the primary takes no write (min-replicas-to-write) and forms answer 502. The traffic starts
+	// once both have caught up, so that every answer before the kill is a 201.
+	k.haReplicasCaughtUp(t, old)
 
 	type answer struct {
 		status int
@@ -227,14 +231,8 @@ func (k *kind) haTwoPodsLost(t *testing.T, primary string, accepted []string) {
 		lower = fmt.Sprintf("%s-redis-1", haName) // the primary is pod 0: lose it and pod 1
 	}
 	// The replicas have everything before the loss: each one's offset is the primary's.
+	k.haReplicasCaughtUp(t, primary)
 	cli := `"$(command -v valkey-cli || command -v redis-cli)" --no-auth-warning role`
-	cluster.Eventually(t, time.Minute, "both replicas at the primary's offset", func() (bool, string) {
-		lines := strings.Split(strings.TrimSpace(k.execInPod(t, primary, render.Redis, []string{"sh", "-c", cli})), "\n")
-		if len(lines) != 8 || lines[0] != "master" || lines[4] != lines[1] || lines[7] != lines[1] {
-			return false, strings.Join(lines, " ")
-		}
-		return true, ""
-	})
 	lostAt := time.Now()
 	for _, pod := range []string{primary, lower} {
 		if err := k.clientset.CoreV1().Pods(appNS).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -291,6 +289,19 @@ func (k *kind) haPrimary(t *testing.T) string {
 		t.Fatal("no sentinel names a primary")
 	}
 	return p
+}
+
+// haReplicasCaughtUp waits until the primary has both replicas connected at its own offset.
+func (k *kind) haReplicasCaughtUp(t *testing.T, primary string) {
+	t.Helper()
+	cli := `"$(command -v valkey-cli || command -v redis-cli)" --no-auth-warning role`
+	cluster.Eventually(t, time.Minute, "both replicas at the primary's offset", func() (bool, string) {
+		lines := strings.Split(strings.TrimSpace(k.execInPod(t, primary, render.Redis, []string{"sh", "-c", cli})), "\n")
+		if len(lines) != 8 || lines[0] != "master" || lines[4] != lines[1] || lines[7] != lines[1] {
+			return false, strings.Join(lines, " ")
+		}
+		return true, ""
+	})
 }
 
 // haSentinelState is what the sentinels of the pods other than skip know: the primary's flags and
