@@ -8,9 +8,17 @@
 # in a fraction of the wall time, and one package's instrumented build overlaps another's fuzzing. The
 # targets of one package run one after another: run at once, they would build the same instrumented
 # packages twice in parallel (Go's build cache does not share a build in progress).
+#
+# Every target runs under a time budget (FUZZBUDGET, default 5m: its build and its fuzzing). Go puts no
+# bound of its own on fuzzing (go test disables -timeout for it), and one CI run hung for 75 minutes in
+# this step without a word. A target over budget gets SIGQUIT, so each Go process of it prints its
+# goroutines into the log, and is run once more: a second hang fails the step; a first one alone is
+# printed in full as a warning (a hang in our code on an input recurs on the corpus the first run
+# left; a hang of Go's fuzz coordinator is not ours to fail on, but is shown).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-10s}"
+budget="${FUZZBUDGET:-5m}"
 max="${FUZZJOBS:-$(nproc)}"
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
@@ -19,9 +27,22 @@ trap 'rm -rf "$logs"' EXIT
 # ("ok", or the reason it failed).
 fuzz_one() {
   local name=$1 dir=$2 log="$logs/$1.log"
-  local corpus="$dir/testdata/fuzz/$name" before
+  local corpus="$dir/testdata/fuzz/$name" before rc=0 started=$SECONDS
   before="$(ls "$corpus" 2>/dev/null || true)"
-  if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 1 "$dir" >"$log" 2>&1; then
+  run_bounded "$name" "$dir" "$log" || rc=$?
+  if ((rc == 124 || rc == 137)); then
+    mv "$log" "$logs/$name.hang.log"
+    echo "fuzz: $name ($dir) went over its budget of $budget; its goroutines are in the report; running it again"
+    rc=0
+    run_bounded "$name" "$dir" "$log" || rc=$?
+    if ((rc == 124 || rc == 137)); then
+      echo "FAIL: fuzz target $name in $dir hung twice (over $budget each time)" >"$logs/$name.rc"
+      cat "$logs/$name.hang.log" >>"$log"
+      return
+    fi
+  fi
+  echo "fuzz: $name done in $((SECONDS - started)) s"
+  if ((rc == 0)); then
     echo ok >"$logs/$name.rc"
     return
   fi
@@ -36,16 +57,29 @@ fuzz_one() {
   echo "FAIL: fuzz target $name in $dir (the failing input is under $corpus/)" >"$logs/$name.rc"
 }
 
+# run_bounded NAME DIR LOG: one fuzzing run of a target within the budget. timeout(1) puts the run in
+# a process group of its own and signals the whole group: go, the test binary and its fuzz workers.
+run_bounded() {
+  timeout -s QUIT -k 30s "$budget" \
+    go test -run '^$' -fuzz "^${1}\$" -fuzztime "$fuzztime" -parallel 1 "$2" >"$3" 2>&1
+}
+
 # report NAME DIR: prints a finished target's verdict (and the end of its log when it failed).
 failed=0
 report() {
-  local name=$1 dir=$2 verdict
+  local name=$1 dir=$2 verdict lines
   verdict="$(cat "$logs/$name.rc" 2>/dev/null || echo "FAIL: fuzz target $name in $dir (no verdict)")"
   echo "--- fuzz $name ($dir, $fuzztime)"
+  if [[ -f "$logs/$name.hang.log" && $verdict == ok* ]]; then
+    echo "WARNING: the first run of $name hung and the second passed; the first run's log:"
+    cat "$logs/$name.hang.log"
+  fi
   if [[ $verdict == ok* ]]; then
     if [[ $verdict == ok ]]; then tail -1 "$logs/$name.log"; else echo "$verdict $name"; fi
   else
-    grep -v '^fuzz: elapsed' "$logs/$name.log" | tail -60
+    # A hang's log is its goroutines: the worker's own stack is deep in it.
+    if [[ $verdict == *"hung twice"* ]]; then lines=400; else lines=60; fi
+    grep -v '^fuzz: elapsed' "$logs/$name.log" | tail -"$lines"
     echo "$verdict"
     failed=1
   fi
