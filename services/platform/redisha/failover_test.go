@@ -333,3 +333,66 @@ func TestHA_AllPodsStartingAtOnce_TheOthersWaitForPod0(t *testing.T) {
 		t.Fatalf("pod 1 started with pod 0: %+v, want pod 0 as a primary that answered, not the default", a.p)
 	}
 }
+
+// The sentinels' answer is followed only when that node answers ROLE master. A sentinel that missed a
+// failover (the one left of a partition, or the only one standing) names a primary that is gone: the
+// init step follows the node that says it is the primary instead. With no primary anywhere it follows
+// the sentinels' answer after all, so that its own sentinel starts and can vote for the failover.
+func TestFindPrimary_FollowsTheSentinelsAnswerOnlyWhenItIsAPrimary(t *testing.T) {
+	h := newHASet(t)
+	bin := testredis.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Pod 1's sentinel alone, still monitoring pod 0, where nothing answers any more.
+	sentinelConf := filepath.Join(h.dirs[1], "ha", "sentinel.conf")
+	if err := os.WriteFile(sentinelConf, []byte(redisha.SentinelConf(h.node(1), h.nodes[0])), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testproc.Start(t, nil, bin, sentinelConf, "--sentinel")
+	c := redis.NewSentinelClient(&redis.Options{Addr: h.sentinels[1], Password: password, MaxRetries: -1})
+	defer c.Close()
+	testwait.Until(t, 20*time.Second, "pod 1's sentinel to answer", func() error { return c.Ping(ctx).Err() })
+
+	p, err := redisha.FindPrimary(ctx, h.node(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Addr != h.nodes[0] || !strings.HasPrefix(p.From, "sentinel ") {
+		t.Fatalf("no node a primary: %+v, want the sentinels' answer %s (so that this pod's sentinel can vote)", p, h.nodes[0])
+	}
+
+	// Pod 1's Redis up as a primary (a failover the sentinel missed).
+	redisConf := filepath.Join(h.dirs[1], "ha", "redis.conf")
+	if err := os.WriteFile(redisConf, []byte(redisha.RedisConf(h.node(1), h.nodes[1])), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testproc.Start(t, nil, bin, redisConf)
+	testwait.Until(t, 20*time.Second, "pod 1's Redis to answer", func() error { return h.client(h.nodes[1]).Ping(ctx).Err() })
+
+	p, err = redisha.FindPrimary(ctx, h.node(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Addr != h.nodes[1] || !strings.Contains(p.From, "not a primary now") {
+		t.Fatalf("the sentinel names a gone primary, pod 1 is one: %+v, want pod 1 (%s)", p, h.nodes[1])
+	}
+
+	// Once the sentinel names the primary that answers, its answer is followed as is.
+	if err := c.Remove(ctx, "formsservice").Err(); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(h.nodes[1])
+	if err := c.Monitor(ctx, "formsservice", host, port, "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "formsservice", "auth-pass", password).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err = redisha.FindPrimary(ctx, h.node(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Addr != h.nodes[1] || !strings.HasPrefix(p.From, "sentinel ") || strings.Contains(p.From, "not a primary") {
+		t.Fatalf("the sentinel names pod 1, a primary: %+v, want its answer as is", p)
+	}
+}

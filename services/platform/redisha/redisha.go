@@ -100,7 +100,8 @@ type Primary struct {
 
 // FindPrimary asks the other nodes' sentinels which node is the primary now. Of the sentinels that
 // answer it takes the answer of the highest configuration epoch (a sentinel cut off from the others
-// during a failover still names the old primary, under the older epoch). When they name this node
+// during a failover still names the old primary, under the older epoch), and follows that answer only
+// when the node answers as a primary, or no other node does (confirm). When they name this node
 // itself, the primary is down — this runs before its Redis starts — and a pod restarted faster than
 // the sentinels' down-after period would otherwise come back as the primary with no failover at all,
 // so it waits for the failover (up to the failover timeout, then it starts as the primary after all:
@@ -131,7 +132,7 @@ func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 			continue
 		}
 		if p.Addr != n.Nodes[n.Self] {
-			return p, nil
+			return confirm(ctx, n, p), nil
 		}
 		if time.Now().After(deadline) {
 			p.From += ", no failover within the failover timeout"
@@ -141,6 +142,25 @@ func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 			return Primary{}, err
 		}
 	}
+}
+
+// confirm checks the sentinels' answer p (another node) against the node itself. A primary that answers
+// ROLE master is followed. One that does not while another node does is a stale answer: the sentinels
+// that answered missed a failover (cut off from the others, or the only ones left with an older view), and
+// following it would start this node as a replica of a replica or of a dead node. The node that says it is
+// the primary is followed instead, and the sentinel beside this one learns the new epoch from the others.
+// When no node answers as a primary, p is down or being replaced: it is followed all the same, so that
+// this pod's sentinel starts and adds its vote to the failover that re-points this node (waiting here
+// would withhold the vote that a majority may need).
+func confirm(ctx context.Context, n Node, p Primary) Primary {
+	if isPrimary(ctx, n, p.Addr) {
+		return p
+	}
+	if q, ok := askNodes(ctx, n); ok && q.Addr != p.Addr {
+		q.From += fmt.Sprintf(" (ROLE master; %s named %s, which is not a primary now)", p.From, p.Addr)
+		return q
+	}
+	return p
 }
 
 // pause is the wait between two rounds of questions.
@@ -183,20 +203,22 @@ func askSentinels(ctx context.Context, n Node) (p Primary, ok bool) {
 // askNodes asks the other data nodes for their ROLE and returns the first primary.
 func askNodes(ctx context.Context, n Node) (Primary, bool) {
 	for i, a := range n.Nodes {
-		if i == n.Self {
-			continue
-		}
-		c := redis.NewClient(&redis.Options{Addr: a, Password: n.Password, DialTimeout: time.Second,
-			ReadTimeout: time.Second, MaxRetries: -1})
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		role, err := c.Do(actx, "ROLE").Slice()
-		cancel()
-		_ = c.Close()
-		if err == nil && len(role) > 0 && role[0] == "master" {
+		if i != n.Self && isPrimary(ctx, n, a) {
 			return Primary{Addr: a, From: "node " + a}, true
 		}
 	}
 	return Primary{}, false
+}
+
+// isPrimary says whether the data node at addr answers ROLE with master.
+func isPrimary(ctx context.Context, n Node, addr string) bool {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: n.Password, DialTimeout: time.Second,
+		ReadTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	role, err := c.Do(actx, "ROLE").Slice()
+	return err == nil && len(role) > 0 && role[0] == "master"
 }
 
 // RedisConf is this node's redis.conf: the included base, the password towards the primary, the
