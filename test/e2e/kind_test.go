@@ -99,7 +99,9 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	helm := repo.Tool(t, "helm", "hack/install-chart-tools.sh")
 	args := []string{"install", "formsservice-operator", "charts/formsservice-operator",
 		"--namespace", operatorNS, "--create-namespace", "--wait", "--timeout", "5m",
-		"--set", "image.repository=" + image[:i], "--set", "image.tag=" + image[i+1:], "--set", "image.pullPolicy=Never"}
+		"--set", "image.repository=" + image[:i], "--set", "image.tag=" + image[i+1:], "--set", "image.pullPolicy=Never",
+		// The write fence (docs/helm.md, RBAC): every write of every phase below passes through it.
+		"--set", "writeFence.enabled=true"}
 	// The node cluster's own Redis image (hack/node-cluster): it cannot pull the digest-pinned default.
 	if ri := os.Getenv("FORMSSERVICE_E2E_REDIS_IMAGE"); ri != "" {
 		args = append(args, "--set", "operands.redis.image="+ri)
