@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,13 @@ func (h *haSet) start(i int) redisha.Primary {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.launch(i)
+	return p
+}
+
+// launch starts pod i's Redis and sentinel from the files its init step wrote, and waits for both.
+func (h *haSet) launch(i int) {
+	h.t.Helper()
 	bin := testredis.Binary(h.t)
 	h.redis[i] = testproc.Start(h.t, nil, bin, filepath.Join(h.dirs[i], "ha", "redis.conf"))
 	h.sentinel[i] = testproc.Start(h.t, nil, bin, filepath.Join(h.dirs[i], "ha", "sentinel.conf"), "--sentinel")
@@ -82,7 +90,6 @@ func (h *haSet) start(i int) redisha.Primary {
 		testwait.Until(h.t, 20*time.Second, a+" to answer PING", func() error { return c.Ping(context.Background()).Err() })
 		c.Close()
 	}
-	return p
 }
 
 // kill is a pod's end: Redis and its sentinel SIGKILLed together.
@@ -394,5 +401,94 @@ func TestFindPrimary_FollowsTheSentinelsAnswerOnlyWhenItIsAPrimary(t *testing.T)
 	}
 	if p.Addr != h.nodes[1] || !strings.HasPrefix(p.From, "sentinel ") || strings.Contains(p.From, "not a primary") {
 		t.Fatalf("the sentinel names pod 1, a primary: %+v, want its answer as is", p)
+	}
+}
+
+// A whole-set restart keeps the primary where it was: each pod's sentinel.conf (on its claim in the
+// operator's pods) names the primary of the last epoch it knew, so the node that was the primary starts
+// as the primary at once and the others wait for it — not pod 0 by default, which here is a replica, and
+// could have been one a little behind.
+func TestHA_WholeSetRestart_ThePrimaryOfTheLastEpochStaysThePrimary(t *testing.T) {
+	h := newHASet(t)
+	for i := range 3 {
+		h.start(i)
+	}
+	h.waitSyncedReplicaOf(1, h.nodes[0])
+	h.waitSyncedReplicaOf(2, h.nodes[0])
+	h.waitSentinelsKnow([]int{0, 1, 2}, 2, 2)
+	ctx := context.Background()
+	s := redis.NewSentinelClient(&redis.Options{Addr: h.sentinels[0], Password: password, MaxRetries: -1})
+	defer s.Close()
+	if err := s.Failover(ctx, "formsservice").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Every sentinel has written the new primary, under its new epoch, into its file.
+	primary := -1
+	testwait.Until(t, 30*time.Second, "every sentinel.conf to name the promoted replica", func() error {
+		named := map[string]bool{}
+		for i := range 3 {
+			b, err := os.ReadFile(filepath.Join(h.dirs[i], "ha", "sentinel.conf"))
+			if err != nil {
+				return err
+			}
+			p, epoch, _ := redisha.ReadLast(string(b), "formsservice")
+			if epoch == 0 {
+				return fmt.Errorf("sentinel %d: %s at epoch 0", i, p)
+			}
+			named[p] = true
+		}
+		if len(named) != 1 || named[h.nodes[0]] {
+			return fmt.Errorf("the sentinels' files name %v", named)
+		}
+		for p := range named {
+			primary = slices.Index(h.nodes, p)
+		}
+		return nil
+	})
+	other := 3 - primary // the replica that is not pod 0
+	h.waitSyncedReplicaOf(0, h.nodes[primary])
+	h.waitSyncedReplicaOf(other, h.nodes[primary])
+	if err := h.client(h.nodes[primary]).Set(ctx, "k", "before the restart", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.client(h.nodes[primary]).Do(ctx, "WAIT", 2, 5000).Int(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2: %d replicas, %v", n, err)
+	}
+
+	for i := range 3 {
+		h.kill(i)
+	}
+	// All three start at once (Parallel): the replicas' init steps wait, the primary's does not.
+	type answer struct {
+		i   int
+		p   redisha.Primary
+		err error
+	}
+	answers := make(chan answer, 2)
+	for _, i := range []int{0, other} {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			p, err := redisha.Write(ctx, h.node(i), filepath.Join(h.dirs[i], "ha"))
+			answers <- answer{i, p, err}
+		}()
+	}
+	if p := h.start(primary); p.Addr != h.nodes[primary] || !strings.HasPrefix(p.From, "state ") {
+		t.Fatalf("pod %d, the primary before the restart: %+v, want itself from its sentinel's state", primary, p)
+	}
+	for range 2 {
+		a := <-answers
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if a.p.Addr != h.nodes[primary] {
+			t.Fatalf("pod %d after the restart: %+v, want a replica of pod %d", a.i, a.p, primary)
+		}
+		h.launch(a.i)
+	}
+	h.waitSyncedReplicaOf(0, h.nodes[primary])
+	h.waitSyncedReplicaOf(other, h.nodes[primary])
+	if v := h.client(h.nodes[primary]).Get(ctx, "k").Val(); v != "before the restart" {
+		t.Errorf("after the restart the primary holds %q", v)
 	}
 }

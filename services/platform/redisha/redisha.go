@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,15 @@ type Node struct {
 	Include string
 	// Dir is the sentinel's working directory ("" leaves Redis's default).
 	Dir string
+	// SentinelConfPath is where sentinel.conf is written and where the sentinel keeps its state (it
+	// rewrites the file): on the pod's claim, so that the next start knows which node was the primary
+	// (LastPrimary). "" writes it beside redis.conf.
+	SentinelConfPath string
+	// LastPrimary is the primary this pod's sentinel monitored when it stopped, and LastEpoch and
+	// LastCurrentEpoch its configuration and current epochs ("" and 0: none known). Write reads them
+	// from SentinelConfPath.
+	LastPrimary                 string
+	LastEpoch, LastCurrentEpoch int64
 }
 
 // Validate says what is wrong with n.
@@ -119,7 +129,14 @@ func FindPrimary(ctx context.Context, n Node) (Primary, error) {
 			if p, ok := askNodes(ctx, n); ok {
 				return p, nil
 			}
-			if n.Self == 0 || time.Now().After(deadline) {
+			// Nobody answers: the whole set is restarting, or new. The primary of the last epoch this
+			// pod's sentinel knew keeps its place: that node starts as the primary at once, the others
+			// wait for it. Without that (a new set, a lost claim), Nodes[0] is the primary.
+			last := slices.Index(n.Nodes, n.LastPrimary)
+			if last >= 0 && last == n.Self {
+				return Primary{Addr: n.LastPrimary, From: fmt.Sprintf("state (the primary at epoch %d when this pod stopped)", n.LastEpoch)}, nil
+			}
+			if (last < 0 && n.Self == 0) || time.Now().After(deadline) {
 				return Primary{Addr: n.Nodes[0], From: "default"}, nil
 			}
 			// Nobody answers: a new set, or the whole set restarting, with every pod starting at once
@@ -268,6 +285,12 @@ func SentinelConf(n Node, primary string) string {
 	b.WriteString("sentinel resolve-hostnames yes\nsentinel announce-hostnames yes\n")
 	fmt.Fprintf(&b, "sentinel announce-ip %s\nsentinel announce-port %d\n", host, port)
 	fmt.Fprintf(&b, "sentinel monitor %s %s %d %d\n", n.MasterName, ph, pp, quorum)
+	if primary == n.LastPrimary && n.LastEpoch > 0 {
+		// The epochs it had: after a whole-set restart, two nodes that each think they were the primary
+		// (one of them from before a failover it missed) are told apart by the sentinels by epoch, and
+		// the older one is turned into a replica. Restarted at epoch 0, they would tie.
+		fmt.Fprintf(&b, "sentinel config-epoch %s %d\nsentinel current-epoch %d\n", n.MasterName, n.LastEpoch, max(n.LastEpoch, n.LastCurrentEpoch))
+	}
 	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", n.MasterName, orDefault(n.DownAfter, DownAfter).Milliseconds())
 	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", n.MasterName, orDefault(n.FailoverTimeout, FailoverTimeout).Milliseconds())
 	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", n.MasterName)
@@ -277,9 +300,19 @@ func SentinelConf(n Node, primary string) string {
 	return b.String()
 }
 
-// Write finds the primary and writes redis.conf and sentinel.conf into dir (mode 0600: they hold the
-// password), and returns the primary.
+// Write finds the primary and writes redis.conf into dir and sentinel.conf to n.SentinelConfPath (or
+// into dir), mode 0600: they hold the password. The sentinel.conf of the last run, if any, tells it the
+// primary this pod's sentinel knew (ReadLast). It returns the primary.
 func Write(ctx context.Context, n Node, dir string) (Primary, error) {
+	sentinelConf := n.SentinelConfPath
+	if sentinelConf == "" {
+		sentinelConf = filepath.Join(dir, "sentinel.conf")
+	}
+	if prev, err := os.ReadFile(sentinelConf); err == nil {
+		n.LastPrimary, n.LastEpoch, n.LastCurrentEpoch = ReadLast(string(prev), n.MasterName)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return Primary{}, err
+	}
 	p, err := FindPrimary(ctx, n)
 	if err != nil {
 		return Primary{}, err
@@ -289,12 +322,33 @@ func Write(ctx context.Context, n Node, dir string) (Primary, error) {
 	if err := waitResolvable(ctx, p.Addr); err != nil {
 		return Primary{}, err
 	}
-	for name, content := range map[string]string{"redis.conf": RedisConf(n, p.Addr), "sentinel.conf": SentinelConf(n, p.Addr)} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Dir(sentinelConf), 0o700); err != nil {
+		return Primary{}, err
+	}
+	for path, content := range map[string]string{filepath.Join(dir, "redis.conf"): RedisConf(n, p.Addr), sentinelConf: SentinelConf(n, p.Addr)} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			return Primary{}, err
 		}
 	}
 	return p, nil
+}
+
+// ReadLast reads a sentinel.conf as Sentinel left it (it rewrites the file as it learns): the primary it
+// monitored under name (host:port), that primary's configuration epoch and the sentinel's current epoch.
+// A file without a monitor line gives "".
+func ReadLast(conf, name string) (primary string, epoch, current int64) {
+	for _, line := range strings.Split(conf, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && f[0] == "sentinel" && f[1] == "monitor" && f[2] == name:
+			primary = net.JoinHostPort(f[3], f[4])
+		case len(f) == 4 && f[0] == "sentinel" && f[1] == "config-epoch" && f[2] == name:
+			epoch, _ = strconv.ParseInt(f[3], 10, 64)
+		case len(f) == 3 && f[0] == "sentinel" && f[1] == "current-epoch":
+			current, _ = strconv.ParseInt(f[2], 10, 64)
+		}
+	}
+	return primary, epoch, current
 }
 
 func orDefault(d, def time.Duration) time.Duration {
