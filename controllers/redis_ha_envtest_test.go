@@ -143,3 +143,62 @@ func TestCRD_RedisHighAvailabilityCannotBeTurnedOff(t *testing.T) {
 	// A change that keeps it on is accepted.
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Spec.Redis.Managed.Image = "mirror.example/valkey:8" })
 }
+
+// podAntiAffinity is Preferred or Required (the CRD refuses anything else and fills in Preferred), and
+// Required reaches the StatefulSet as a required anti-affinity on the node, beside the zone spread.
+func TestCRD_RedisPodAntiAffinity_UnknownRefused_RequiredReachesTheStatefulSet(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	bad := sampleFS(ns)
+	bad.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true, PodAntiAffinity: "Always"}
+	err := k8s.Create(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), "spec.redis.managed.podAntiAffinity") || !strings.Contains(err.Error(), `"Preferred", "Required"`) {
+		t.Fatalf("an unknown podAntiAffinity: %v", err)
+	}
+
+	fs := sampleFS(ns)
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+	fs = createAndWait(t, fs)
+	if got := fs.Spec.Redis.Managed.PodAntiAffinity; got != v1alpha1.RedisAntiAffinityPreferred {
+		t.Errorf("podAntiAffinity defaulted to %q, want Preferred", got)
+	}
+	antiAffinity := func(s *appsv1.StatefulSet) *corev1.PodAntiAffinity {
+		if a := s.Spec.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			return a.PodAntiAffinity
+		}
+		return &corev1.PodAntiAffinity{}
+	}
+	var sts appsv1.StatefulSet
+	eventuallyWhat(t, "the Redis StatefulSet with a preferred anti-affinity", func() error {
+		if err := k8s.Get(ctx, key(ns, "acme-redis"), &sts); err != nil {
+			return err
+		}
+		if aa := antiAffinity(&sts); len(aa.PreferredDuringSchedulingIgnoredDuringExecution) != 1 || len(aa.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+			return fmt.Errorf("anti-affinity %+v", aa)
+		}
+		return nil
+	})
+	spread := sts.Spec.Template.Spec.TopologySpreadConstraints
+	if len(spread) != 1 || spread[0].TopologyKey != render.ZoneTopologyKey || spread[0].WhenUnsatisfiable != corev1.ScheduleAnyway ||
+		spread[0].MaxSkew != 1 || len(spread[0].MatchLabelKeys) != 0 {
+		t.Errorf("zone spread %+v", spread)
+	}
+
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		fs.Spec.Redis.Managed.PodAntiAffinity = v1alpha1.RedisAntiAffinityRequired
+	})
+	eventuallyWhat(t, "the Redis StatefulSet with a required anti-affinity on the node", func() error {
+		if err := k8s.Get(ctx, key(ns, "acme-redis"), &sts); err != nil {
+			return err
+		}
+		aa := antiAffinity(&sts)
+		if len(aa.RequiredDuringSchedulingIgnoredDuringExecution) != 1 || len(aa.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+			return fmt.Errorf("anti-affinity %+v", aa)
+		}
+		if term := aa.RequiredDuringSchedulingIgnoredDuringExecution[0]; term.TopologyKey != render.NodeTopologyKey ||
+			term.LabelSelector.MatchLabels[render.LabelComponent] != render.Redis || term.LabelSelector.MatchLabels[render.LabelInstance] != "acme" {
+			return fmt.Errorf("required term %+v", term)
+		}
+		return nil
+	})
+}

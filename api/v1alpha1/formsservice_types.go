@@ -472,7 +472,27 @@ type ManagedRedisSpec struct {
 	// (docs/operator.md, "High availability").
 	// +optional
 	HighAvailability bool `json:"highAvailability,omitempty"`
+	// PodAntiAffinity keeps the highly available Redis's pods on different nodes (kubernetes.io/hostname):
+	// Preferred (the default) asks the scheduler to, Required makes it a rule, so that two pods never
+	// share a node, and on a cluster with fewer than three schedulable nodes the pods beyond them stay
+	// Pending (RedisHighAvailability False). Only with highAvailability (docs/operator.md, "High
+	// availability").
+	// +optional
+	// +kubebuilder:default=Preferred
+	PodAntiAffinity RedisPodAntiAffinity `json:"podAntiAffinity,omitempty"`
 }
+
+// RedisPodAntiAffinity says how hard the scheduler must keep the highly available Redis's pods apart.
+// +kubebuilder:validation:Enum=Preferred;Required
+type RedisPodAntiAffinity string
+
+// Pod anti-affinities of the highly available Redis.
+const (
+	// RedisAntiAffinityPreferred prefers a node without another Redis pod, and takes one with when it must.
+	RedisAntiAffinityPreferred RedisPodAntiAffinity = "Preferred"
+	// RedisAntiAffinityRequired leaves a Redis pod Pending rather than put it beside another.
+	RedisAntiAffinityRequired RedisPodAntiAffinity = "Required"
+)
 
 // Workload is what every service Deployment shares.
 type Workload struct {

@@ -61,17 +61,44 @@ func RedisConfigMap(fs *v1alpha1.FormsService) *corev1ac.ConfigMapApplyConfigura
 	return cm
 }
 
-// redisConfFor is redisConf with maxmemory derived from the container's memory limit: three quarters of
-// it, leaving the rest for client buffers, replication and the copy-on-write of an append-only file
-// rewrite. A full Redis then refuses writes (the services answer 502, visibly, and the
-// FormsServiceStoreErrors alert fires) instead of being OOM-killed by the kernel.
+// redisConfFor is redisConf with maxmemory derived from the container's memory limit. A full Redis then
+// refuses writes (the services answer 502, visibly, and the FormsServiceStoreErrors alert fires) instead
+// of being OOM-killed by the kernel.
+//
+// The single Redis: three quarters of the limit, leaving the rest for client buffers and the
+// copy-on-write of an append-only file rewrite.
+//
+// The highly available set (every pod, since any may be the primary): a replica's full resync makes the
+// primary fork (copy-on-write of the dataset, as the rewrite does) and also hold the replica's output
+// buffer, which Redis does not count against maxmemory, for each of the two replicas at once (both resync
+// after a restart of theirs). With the limit L:
+//
+//	maxmemory                            L/2   the dataset
+//	2 replicas × hard output-buffer cap  L/8   (L/16 each, and a replica over L/32 for 60 s is dropped too)
+//	fork copy-on-write, process, clients 3L/8  three quarters of the dataset copied while the child runs
+//
+// Redis's own replica limit (256mb 64mb 60) does not fit a 512Mi container beside a dataset at all. A
+// replica that outgrows its cap is disconnected and resyncs again later; the primary stays up.
 func redisConfFor(fs *v1alpha1.FormsService) string {
 	limit, ok := redisResources(fs).Limits[corev1.ResourceMemory]
 	if !ok || limit.Value() <= 0 {
 		return redisConf
 	}
-	return redisConf + fmt.Sprintf("maxmemory %d\n", limit.Value()/4*3)
+	l := limit.Value()
+	if !RedisHA(fs) {
+		return redisConf + fmt.Sprintf("maxmemory %d\n", l/4*3)
+	}
+	return redisConf + fmt.Sprintf("maxmemory %d\nclient-output-buffer-limit replica %d %d %d\n",
+		l/2, l/redisHAReplicaBufferHardDiv, l/redisHAReplicaBufferSoftDiv, redisHAReplicaBufferSoftSeconds)
 }
+
+// The highly available Redis's output-buffer limit for each replica, as fractions of the memory limit
+// (redisConfFor).
+const (
+	redisHAReplicaBufferHardDiv     = 16
+	redisHAReplicaBufferSoftDiv     = 32
+	redisHAReplicaBufferSoftSeconds = 60
+)
 
 // redisResources are the managed Redis container's resources: the spec's, or the defaults.
 func redisResources(fs *v1alpha1.FormsService) corev1.ResourceRequirements {

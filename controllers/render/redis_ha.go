@@ -115,7 +115,7 @@ func RedisHAPodDisruptionBudget(fs *v1alpha1.FormsService) *policyv1ac.PodDisrup
 
 // redisHAStatefulSet turns the single Redis's StatefulSet into the highly available one, in place: the
 // same name, claims and pod 0 (whose data the set starts from), three replicas, the init step, the
-// Sentinel beside Redis, and pods spread over nodes where they can be.
+// Sentinel beside Redis, and pods spread over nodes and zones.
 func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.FormsService, in Inputs) {
 	spec := s.Spec
 	spec.WithReplicas(RedisHAReplicas)
@@ -184,12 +184,41 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 				WithItems(corev1ac.KeyToPath().WithKey(RedisPasswordKey).WithPath(RedisPasswordKey)).
 				WithDefaultMode(secretFileMode(redisRunAsUser(fs, in)))),
 		).
-		WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
-			WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
-				WithWeight(100).
-				WithPodAffinityTerm(corev1ac.PodAffinityTerm().
-					WithTopologyKey(NodeTopologyKey).
-					WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(fs, Redis)))))))
+		WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(redisHAAntiAffinity(fs))).
+		WithTopologySpreadConstraints(redisHAZoneSpread(fs)...)
+}
+
+// redisHAAntiAffinity keeps the pods on different nodes: preferred, or required
+// (spec.redis.managed.podAntiAffinity), when a pod had better stay Pending than share a node.
+func redisHAAntiAffinity(fs *v1alpha1.FormsService) *corev1ac.PodAntiAffinityApplyConfiguration {
+	term := corev1ac.PodAffinityTerm().
+		WithTopologyKey(NodeTopologyKey).
+		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(fs, Redis)))
+	a := corev1ac.PodAntiAffinity()
+	if m := fs.Spec.Redis.Managed; m != nil && m.PodAntiAffinity == v1alpha1.RedisAntiAffinityRequired {
+		return a.WithRequiredDuringSchedulingIgnoredDuringExecution(term)
+	}
+	return a.WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().WithWeight(100).WithPodAffinityTerm(term))
+}
+
+// redisHAZoneSpread spreads the pods over zones as spec.topologySpread.zones says for the services
+// (default ScheduleAnyway, Off: none), one per zone where there are three: maxSkew 1 whatever the
+// services' maxSkew, since two of three pods in one zone is the loss of the store with that zone. The
+// nodes are the anti-affinity's. No matchLabelKeys pod-template-hash: a StatefulSet's pods have none
+// (they carry controller-revision-hash, which would count only the pods of one revision mid-rollout).
+func redisHAZoneSpread(fs *v1alpha1.FormsService) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
+	policy := v1alpha1.SpreadScheduleAnyway
+	if t := fs.Spec.TopologySpread; t != nil && t.Zones != "" {
+		policy = t.Zones
+	}
+	if policy == v1alpha1.SpreadOff {
+		return nil
+	}
+	return []*corev1ac.TopologySpreadConstraintApplyConfiguration{corev1ac.TopologySpreadConstraint().
+		WithMaxSkew(1).
+		WithTopologyKey(ZoneTopologyKey).
+		WithWhenUnsatisfiable(corev1.UnsatisfiableConstraintAction(policy)).
+		WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(fs, Redis)))}
 }
 
 // redisHANetworkPolicy opens the managed Redis's policy to the set itself (replication, the sentinels

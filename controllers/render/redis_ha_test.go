@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -183,5 +185,133 @@ func TestRedisHA_NetworkPolicies_TheSetTalksToItselfAndTheServicesReachTheSentin
 	}
 	if !found {
 		t.Errorf("forms may not reach the sentinels: %+v", svc.Spec.Egress)
+	}
+}
+
+// A replica's full resync makes the primary fork and hold the replica's output buffer on top of the
+// dataset: with the highly available Redis, maxmemory is half the limit and each replica's buffer is
+// capped at a sixteenth (both replicas together an eighth), so a primary at maxmemory that serves two
+// resyncs still has three eighths of its limit for the copy-on-write. The single Redis keeps three
+// quarters and Redis's own buffer limits.
+func TestRedisHA_MaxmemoryAndReplicaBuffersLeaveRoomForAFullResync(t *testing.T) {
+	conf := func(fs *v1alpha1.FormsService) string {
+		return typed[corev1.ConfigMap](t, RedisConfigMap(fs)).Data["redis.conf"]
+	}
+	ha := conf(haBase())
+	const mi = 1 << 20
+	for _, want := range []string{
+		fmt.Sprintf("\nmaxmemory %d\n", 256*mi),                                      // 1/2 of the default 512Mi
+		fmt.Sprintf("\nclient-output-buffer-limit replica %d %d 60\n", 32*mi, 16*mi), // 1/16, 1/32
+	} {
+		if !strings.Contains(ha, want) {
+			t.Errorf("the highly available redis.conf lacks %q:\n%s", want, ha)
+		}
+	}
+	// The budget, from what is rendered: the dataset, both replicas at their hard cap at once, and what
+	// is left for the fork's copy-on-write (and the process, and the clients).
+	var dataset, hard, soft, secs int64
+	for _, line := range strings.Split(ha, "\n") {
+		fmt.Sscanf(line, "maxmemory %d", &dataset)
+		fmt.Sscanf(line, "client-output-buffer-limit replica %d %d %d", &hard, &soft, &secs)
+	}
+	limit := int64(512 * mi)
+	if rest := limit - dataset - int64(RedisHAReplicas-1)*hard; dataset == 0 || hard == 0 || soft > hard || rest*4 < dataset*3 {
+		t.Errorf("maxmemory %d, replica buffers %d/%d: %d of %d left for the fork, want three quarters of the dataset", dataset, hard, soft, rest, limit)
+	}
+	single := conf(base())
+	if !strings.Contains(single, fmt.Sprintf("\nmaxmemory %d\n", 384*mi)) || strings.Contains(single, "client-output-buffer-limit") {
+		t.Errorf("the single Redis changed:\n%s", single)
+	}
+
+	// From the spec's limit, and a change rolls the pods (the config-hash annotation).
+	fs := haBase()
+	before := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Annotations[RedisConfigHashAnnotation]
+	fs.Spec.Redis.Managed.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
+	if got := conf(fs); !strings.Contains(got, fmt.Sprintf("\nmaxmemory %d\nclient-output-buffer-limit replica %d %d 60\n", 1024*mi, 128*mi, 64*mi)) {
+		t.Errorf("redis.conf for a 2Gi limit:\n%s", got)
+	}
+	if after := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Annotations[RedisConfigHashAnnotation]; after == before {
+		t.Error("a changed redis.conf must roll the Redis pods")
+	}
+	if single := typed[appsv1.StatefulSet](t, RedisStatefulSet(base(), in)).Spec.Template.Annotations[RedisConfigHashAnnotation]; single == before {
+		t.Error("the highly available set has the single Redis's redis.conf")
+	}
+	// No limit: no maxmemory, and Redis's own buffer limits.
+	fs.Spec.Redis.Managed.Resources = &corev1.ResourceRequirements{}
+	if got := conf(fs); strings.Contains(got, "maxmemory ") || strings.Contains(got, "client-output-buffer-limit") {
+		t.Errorf("limits without a memory limit:\n%s", got)
+	}
+}
+
+func TestRedisHA_PodAntiAffinity_PreferredByDefault_RequiredOnRequest(t *testing.T) {
+	selects := func(t *testing.T, term corev1.PodAffinityTerm) {
+		t.Helper()
+		if term.TopologyKey != NodeTopologyKey || term.LabelSelector.MatchLabels[LabelComponent] != Redis || term.LabelSelector.MatchLabels[LabelInstance] != "acme" {
+			t.Errorf("term %+v: not the Redis pods of acme by node", term)
+		}
+	}
+	for _, p := range []v1alpha1.RedisPodAntiAffinity{"", v1alpha1.RedisAntiAffinityPreferred} {
+		fs := haBase()
+		fs.Spec.Redis.Managed.PodAntiAffinity = p
+		aa := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Spec.Affinity.PodAntiAffinity
+		if len(aa.PreferredDuringSchedulingIgnoredDuringExecution) != 1 || len(aa.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+			t.Fatalf("%q: %+v", p, aa)
+		}
+		selects(t, aa.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm)
+	}
+	fs := haBase()
+	fs.Spec.Redis.Managed.PodAntiAffinity = v1alpha1.RedisAntiAffinityRequired
+	aa := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Spec.Affinity.PodAntiAffinity
+	if len(aa.RequiredDuringSchedulingIgnoredDuringExecution) != 1 || len(aa.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Fatalf("Required: %+v", aa)
+	}
+	selects(t, aa.RequiredDuringSchedulingIgnoredDuringExecution[0])
+	// The single Redis has one pod: nothing to keep apart.
+	fs = base()
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{PodAntiAffinity: v1alpha1.RedisAntiAffinityRequired}
+	if a := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Spec.Affinity; a != nil {
+		t.Errorf("the single Redis got an affinity: %+v", a)
+	}
+}
+
+func TestRedisHA_ZoneSpread_FollowsTopologySpreadZones(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		spread *v1alpha1.TopologySpreadSpec
+		want   corev1.UnsatisfiableConstraintAction // "": none
+	}{
+		{"default: softly", nil, corev1.ScheduleAnyway},
+		{"zones unset", &v1alpha1.TopologySpreadSpec{Nodes: v1alpha1.SpreadDoNotSchedule}, corev1.ScheduleAnyway},
+		// maxSkew is the services': the three Redis pods are one per zone wherever they can be.
+		{"hard zones", &v1alpha1.TopologySpreadSpec{Zones: v1alpha1.SpreadDoNotSchedule, MaxSkew: ptr.To[int32](3)}, corev1.DoNotSchedule},
+		{"zones off", &v1alpha1.TopologySpreadSpec{Zones: v1alpha1.SpreadOff, Nodes: v1alpha1.SpreadDoNotSchedule}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := haBase()
+			fs.Spec.TopologySpread = tc.spread
+			got := typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Spec.TopologySpreadConstraints
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("constraints %+v, want none", got)
+				}
+				return
+			}
+			// Zones only: the nodes are the anti-affinity's.
+			if len(got) != 1 {
+				t.Fatalf("constraints %+v, want one over zones", got)
+			}
+			c := got[0]
+			if c.TopologyKey != ZoneTopologyKey || c.WhenUnsatisfiable != tc.want || c.MaxSkew != 1 ||
+				c.LabelSelector.MatchLabels[LabelComponent] != Redis || c.LabelSelector.MatchLabels[LabelInstance] != "acme" {
+				t.Errorf("constraint %+v, want zones %s maxSkew 1 over acme's Redis pods", c, tc.want)
+			}
+			// A StatefulSet's pods have no pod-template-hash: such a key would make the constraint count none.
+			if len(c.MatchLabelKeys) != 0 {
+				t.Errorf("matchLabelKeys %v on a StatefulSet's pods", c.MatchLabelKeys)
+			}
+		})
+	}
+	if got := typed[appsv1.StatefulSet](t, RedisStatefulSet(base(), in)).Spec.Template.Spec.TopologySpreadConstraints; len(got) != 0 {
+		t.Errorf("the single Redis got a spread: %+v", got)
 	}
 }
