@@ -65,9 +65,8 @@ func newRedisHAConfigCmd(env *environment) *cobra.Command {
 	f.StringVar(&pwFile, "password-file", "", "file holding the password of the nodes and the sentinels")
 	f.StringVar(&n.Include, "include", "", "a redis.conf the written one includes first")
 	f.StringVar(&n.Dir, "sentinel-dir", "", "the sentinel's working directory")
-	f.StringVar(&n.SentinelConfPath, "sentinel-conf", "", "where to write sentinel.conf, which the sentinel keeps rewriting: on the pod's volume, so that a whole-set restart keeps the last primary (default: in --out)")
 	f.DurationVar(&n.DownAfter, "down-after", redisha.DownAfter, "how long the primary may not answer before a sentinel takes it for down")
-	f.StringVar(&out, "out", "", "the directory to write redis.conf and sentinel.conf into")
+	f.StringVar(&out, "out", "", "the directory to write redis.conf and sentinel.conf into (the sentinel.conf left there by the last run names the primary it knew)")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }

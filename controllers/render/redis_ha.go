@@ -38,7 +38,10 @@ const (
 	// so the operator replaces a set that has another one (controllers, replaceRedisForPodManagement).
 	RedisHAPodManagement = appsv1.ParallelPodManagement
 
-	redisHADir         = "/ha"
+	// redisHADir holds the written redis.conf and sentinel.conf: the pod's claim, mounted where the
+	// Redis container has it, so that the sentinel.conf Sentinel keeps rewriting survives the pod and the
+	// next start knows the primary of the last epoch (a whole-set restart keeps it, D41).
+	redisHADir         = "/data"
 	redisHAPasswordDir = "/etc/redis-password"
 )
 
@@ -127,12 +130,12 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 	image := RedisImage(fs, in)
 	n := NamesOf(fs)
 
-	haMount := corev1ac.VolumeMount().WithName("ha").WithMountPath(redisHADir)
+	haMount := corev1ac.VolumeMount().WithName("data").WithMountPath(redisHADir)
 	// Redis runs from the written redis.conf (which includes the rendered one); Sentinel rewrites its
-	// file as it learns, so both live in the pod's emptyDir, written afresh at each start of the pod.
+	// file as it learns. Both are on the claim (the Redis container mounts it there already): written
+	// afresh at each start of the pod, the sentinel's from what the last one knew.
 	redis := &pod.Containers[0]
 	redis.Command = []string{"sh", "-c", fmt.Sprintf(`exec "$(command -v valkey-server || command -v redis-server)" %s/redis.conf`, redisHADir)}
-	redis.WithVolumeMounts(haMount)
 
 	tcpProbe := func(period, failures int32) *corev1ac.ProbeApplyConfiguration {
 		p := corev1ac.Probe().WithPeriodSeconds(period).WithTimeoutSeconds(3).WithFailureThreshold(failures)
@@ -178,7 +181,6 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 	pod.WithInitContainers(init).
 		WithContainers(sentinel).
 		WithVolumes(
-			corev1ac.Volume().WithName("ha").WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse("16Mi"))),
 			corev1ac.Volume().WithName("password").WithSecret(corev1ac.SecretVolumeSource().
 				WithSecretName(n.RedisPassword).
 				WithItems(corev1ac.KeyToPath().WithKey(RedisPasswordKey).WithPath(RedisPasswordKey)).

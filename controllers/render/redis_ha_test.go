@@ -51,7 +51,7 @@ func TestRedisHA_StatefulSet_ThreePodsInPlaceWithInitStepAndSentinel(t *testing.
 		"--nodes acme-redis-0.prod.svc:6379,acme-redis-1.prod.svc:6379,acme-redis-2.prod.svc:6379",
 		"--sentinels acme-redis-0.prod.svc:26379,acme-redis-1.prod.svc:26379,acme-redis-2.prod.svc:26379",
 		"--self $(POD_NAME)", "--master-name formsservice", "--password-file /etc/redis-password/password",
-		"--include /etc/redis/redis.conf", "--out /ha",
+		"--include /etc/redis/redis.conf", "--out /data", "--sentinel-dir /data",
 	} {
 		if !strings.Contains(args, want) {
 			t.Errorf("init args lack %q: %s", want, args)
@@ -60,8 +60,15 @@ func TestRedisHA_StatefulSet_ThreePodsInPlaceWithInitStepAndSentinel(t *testing.
 	if len(init.Env) != 1 || init.Env[0].Name != "POD_NAME" || init.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
 		t.Errorf("POD_NAME not from the downward API: %+v", init.Env)
 	}
-	if !strings.Contains(redis.Command[2], "/ha/redis.conf") || !strings.Contains(sentinel.Command[2], "/ha/sentinel.conf --sentinel") {
+	if !strings.Contains(redis.Command[2], "/data/redis.conf") || !strings.Contains(sentinel.Command[2], "/data/sentinel.conf --sentinel") {
 		t.Errorf("commands: %v / %v", redis.Command, sentinel.Command)
+	}
+	// The written files are on the claim, where the sentinel's rewritten file outlives the pod: the init
+	// step and the sentinel mount it where Redis has it.
+	for _, c := range []corev1.Container{init, redis, sentinel} {
+		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "data" && m.MountPath == "/data" }) {
+			t.Errorf("%s does not mount the claim at /data: %+v", c.Name, c.VolumeMounts)
+		}
 	}
 	if sentinel.Image != DefaultRedisImage || sentinel.Ports[0].ContainerPort != SentinelPort || sentinel.ReadinessProbe == nil {
 		t.Errorf("sentinel: %+v", sentinel)
@@ -85,7 +92,7 @@ func TestRedisHA_StatefulSet_ThreePodsInPlaceWithInitStepAndSentinel(t *testing.
 	for _, v := range pod.Volumes {
 		vols = append(vols, v.Name)
 	}
-	if !slices.Contains(vols, "ha") || !slices.Contains(vols, "password") || !slices.Contains(vols, "secret") || !slices.Contains(vols, "config") {
+	if slices.Contains(vols, "ha") || !slices.Contains(vols, "password") || !slices.Contains(vols, "secret") || !slices.Contains(vols, "config") {
 		t.Errorf("volumes %v", vols)
 	}
 	if s.Spec.Template.Annotations[RestartHashAnnotation] != "d1" {

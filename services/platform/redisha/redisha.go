@@ -56,13 +56,10 @@ type Node struct {
 	Include string
 	// Dir is the sentinel's working directory ("" leaves Redis's default).
 	Dir string
-	// SentinelConfPath is where sentinel.conf is written and where the sentinel keeps its state (it
-	// rewrites the file): on the pod's claim, so that the next start knows which node was the primary
-	// (LastPrimary). "" writes it beside redis.conf.
-	SentinelConfPath string
 	// LastPrimary is the primary this pod's sentinel monitored when it stopped, and LastEpoch and
 	// LastCurrentEpoch its configuration and current epochs ("" and 0: none known). Write reads them
-	// from SentinelConfPath.
+	// from the sentinel.conf the sentinel left (it rewrites the file as it learns), which the operator's
+	// pods keep on their claim.
 	LastPrimary                 string
 	LastEpoch, LastCurrentEpoch int64
 }
@@ -300,14 +297,11 @@ func SentinelConf(n Node, primary string) string {
 	return b.String()
 }
 
-// Write finds the primary and writes redis.conf into dir and sentinel.conf to n.SentinelConfPath (or
-// into dir), mode 0600: they hold the password. The sentinel.conf of the last run, if any, tells it the
-// primary this pod's sentinel knew (ReadLast). It returns the primary.
+// Write finds the primary and writes redis.conf and sentinel.conf into dir (mode 0600: they hold the
+// password). The sentinel.conf of the last run there, if any, tells it the primary this pod's sentinel
+// knew (ReadLast). It returns the primary.
 func Write(ctx context.Context, n Node, dir string) (Primary, error) {
-	sentinelConf := n.SentinelConfPath
-	if sentinelConf == "" {
-		sentinelConf = filepath.Join(dir, "sentinel.conf")
-	}
+	sentinelConf := filepath.Join(dir, "sentinel.conf")
 	if prev, err := os.ReadFile(sentinelConf); err == nil {
 		n.LastPrimary, n.LastEpoch, n.LastCurrentEpoch = ReadLast(string(prev), n.MasterName)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -320,9 +314,6 @@ func Write(ctx context.Context, n Node, dir string) (Primary, error) {
 	// Sentinel refuses to start when the name it is to monitor does not resolve, and a pod's name (its
 	// headless Service's) resolves only once the pod has an address in the Service's endpoints.
 	if err := waitResolvable(ctx, p.Addr); err != nil {
-		return Primary{}, err
-	}
-	if err := os.MkdirAll(filepath.Dir(sentinelConf), 0o700); err != nil {
 		return Primary{}, err
 	}
 	for path, content := range map[string]string{filepath.Join(dir, "redis.conf"): RedisConf(n, p.Addr), sentinelConf: SentinelConf(n, p.Addr)} {
