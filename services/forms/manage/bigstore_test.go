@@ -25,9 +25,9 @@ var bigStoreStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // buildContactStore fills the contact stream with n messages, entry i at bigStoreStart+i ms, through a
 // pipeline, as a store that has run a long time looks: the delivery group has read the oldest nine
-// tenths, and the oldest quarter's delivery was given up (a dead letter each, dying in the same
-// millisecond; so the dead letters grow with the store too).
-func buildContactStore(ctx context.Context, tb testing.TB, rdb redis.UniversalClient, n int) {
+// tenths, and the delivery of dead messages spread over the oldest quarter was given up (a dead letter
+// each, dying in the same millisecond).
+func buildContactStore(ctx context.Context, tb testing.TB, rdb redis.UniversalClient, n, dead int) {
 	tb.Helper()
 	const chunk = 5000
 	rec := store.ContactRecord{Name: "Ada Lovelace", Email: "ada@example.com", Topic: "general", Origin: "https://www.example.com",
@@ -41,7 +41,7 @@ func buildContactStore(ctx context.Context, tb testing.TB, rdb redis.UniversalCl
 			buf = store.AppendContactRecord(buf[:0], rec)
 			id := strconv.FormatInt(at.UnixMilli(), 10) + "-0"
 			pipe.XAdd(ctx, &redis.XAddArgs{Stream: store.ContactStream, ID: id, Values: []any{store.RecordField, string(buf)}})
-			if i < n/4 {
+			if dead > 0 && i < n/4 && i%max(1, n/4/dead) == 0 {
 				pipe.XAdd(ctx, &redis.XAddArgs{Stream: store.DeadLetterStream, ID: strconv.FormatInt(at.UnixMilli(), 10) + "-1",
 					Values: []any{"id", id, "entry", id, store.RecordField, string(buf), "reason", "webhook: 503", "channel", "webhook", "attempts", "8"}})
 			}
@@ -129,7 +129,7 @@ func newBigStore(t *testing.T, n int) bigStore {
 	t.Helper()
 	rdb := testredis.Start(t, testredis.Options{Unix: true}).Client()
 	t.Cleanup(func() { rdb.Close() })
-	buildContactStore(t.Context(), t, rdb, n)
+	buildContactStore(t.Context(), t, rdb, n, n/4) // the dead letters grow with the store too
 	w := &workCounter{}
 	rdb.AddHook(w)
 	return bigStore{ops: manage.New(manage.Options{Redis: rdb}), work: w}

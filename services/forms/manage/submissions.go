@@ -140,6 +140,9 @@ func (o *Ops) Submissions(ctx context.Context, form string, q Query) (Page, erro
 				return page, nil
 			}
 			examined++
+			if q.State != "" && states.of(m.ID) != q.State {
+				continue // known from its entry: a submission left out is not decoded
+			}
 			raw, _ := m.Values[store.RecordField].(string)
 			if text != nil && !text.prefilter(raw) && !text.in(store.MessageID(m)) {
 				continue
@@ -151,7 +154,7 @@ func (o *Ops) Submissions(ctx context.Context, form string, q Query) (Page, erro
 			if q.Folder == store.FolderInbox {
 				s.State = states.of(m.ID)
 			}
-			if q.State != "" && s.State != q.State || text != nil && !text.submission(s) {
+			if text != nil && !text.submission(s) {
 				continue
 			}
 			page.Submissions = append(page.Submissions, s)
