@@ -181,4 +181,3 @@ func heapDuring(fn func()) (peak, allocated uint64, took time.Duration) {
 	metrics.Read(sample)
 	return top.Load(), sample[1].Value.Uint64() - allocsBefore, took
 }
-
