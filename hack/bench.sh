@@ -6,6 +6,18 @@ export PATH="$PWD/bin:$PATH"
 echo "=== Go benchmarks"
 go test -run '^$' -bench . -benchmem -benchtime 2s ./services/...
 
+# --- bigstore: the forms' submissions list and export on a big store (issue 36 item 5): a contact stream
+# of BENCH_BIGSTORE_SIZE (1,000,000) messages built through a pipeline in a real redis-server (about 10 s
+# and 235 MB of Redis at a million), then 200 pages of each kind of listing (p50/p99/max per page, and
+# Redis's own time per page from INFO commandstats), then the export of a tenth and of all of it (JSON
+# lines and CSV) to io.Discard: rows/s and the peak heap, which must not grow with the rows
+# (docs/forms.md, "The submissions list on a big store"). About a minute at a million.
+echo "=== bigstore: submissions pages and export on a store of ${BENCH_BIGSTORE_SIZE:-1000000} contact messages (real redis-server)"
+hack/install-redis.sh >/dev/null
+FORMSSERVICE_BIGSTORE=1 FORMSSERVICE_BIGSTORE_SIZE="${BENCH_BIGSTORE_SIZE:-1000000}" \
+  go test -count 1 -timeout 20m -run '^TestBench_BigStore$' -v ./services/forms/manage/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$' -e '^ok '
+# --- end of the bigstore block
+
 # --- health: a scrape storm on GET /health of real processes (formsservice health, forms, auth and a
 # redis-server, all on loopback) for 6 s: req/s, p50/p99, and PINGs the store saw per 1000 requests
 # (the 2 s cache and singleflight keep it to a few per round, whatever the request rate).

@@ -3,6 +3,7 @@ package manage
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/formsservice/formsservice/services/forms/store"
 )
@@ -14,6 +15,7 @@ import (
 type matcher struct {
 	text   string // lower case
 	direct bool   // the prefilter applies
+	ascii  bool   // the text is ASCII: the prefilter need not lower the record (containsFold)
 }
 
 // MaxText is the longest text a search takes.
@@ -25,12 +27,47 @@ func newMatcher(text string) *matcher {
 		return nil
 	}
 	direct := !strings.ContainsAny(text, "\"\\/<>&\u2028\u2029") && !strings.ContainsFunc(text, unicode.IsControl)
-	return &matcher{text: text, direct: direct}
+	ascii := !strings.ContainsFunc(text, func(r rune) bool { return r >= utf8.RuneSelf })
+	return &matcher{text: text, direct: direct, ascii: ascii}
 }
 
-// prefilter reports whether record may hold the text.
+// prefilter reports whether record may hold the text. A search through a page's scan budget runs it
+// on thousands of records: an ASCII text is found without a lowered copy of each (containsFold).
 func (m *matcher) prefilter(record string) bool {
-	return !m.direct || strings.Contains(strings.ToLower(record), m.text)
+	switch {
+	case !m.direct:
+		return true
+	case m.ascii:
+		return containsFold(record, m.text)
+	}
+	return strings.Contains(strings.ToLower(record), m.text)
+}
+
+// containsFold reports whether strings.ToLower(s) holds text (lower-case ASCII, not empty) without
+// lowering s. Of the runes beyond ASCII only two lower into it, U+0130 (İ) to i and U+212A (the Kelvin
+// sign) to k (TestContainsFold_AgreesWithToLower goes through every rune); an s holding either is
+// lowered. Every other one lowers to bytes beyond ASCII, which never match the text's.
+func containsFold(s, text string) bool {
+	if strings.Contains(s, "\u0130") || strings.Contains(s, "\u212a") {
+		return strings.Contains(strings.ToLower(s), text)
+	}
+	for i := 0; i+len(text) <= len(s); i++ {
+		j := 0
+		for j < len(text) && lowerASCII(s[i+j]) == text[j] {
+			j++
+		}
+		if j == len(text) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func (m *matcher) in(s string) bool { return strings.Contains(strings.ToLower(s), m.text) }

@@ -140,6 +140,9 @@ func (o *Ops) Submissions(ctx context.Context, form string, q Query) (Page, erro
 				return page, nil
 			}
 			examined++
+			if q.State != "" && states.of(m.ID) != q.State {
+				continue // known from its entry: a submission left out is not decoded
+			}
 			raw, _ := m.Values[store.RecordField].(string)
 			if text != nil && !text.prefilter(raw) && !text.in(store.MessageID(m)) {
 				continue
@@ -151,7 +154,7 @@ func (o *Ops) Submissions(ctx context.Context, form string, q Query) (Page, erro
 			if q.Folder == store.FolderInbox {
 				s.State = states.of(m.ID)
 			}
-			if q.State != "" && s.State != q.State || text != nil && !text.submission(s) {
+			if text != nil && !text.submission(s) {
 				continue
 			}
 			page.Submissions = append(page.Submissions, s)
@@ -255,20 +258,24 @@ func fieldsOf(form, raw string, s *Submission) error {
 }
 
 // deliveryStates tells the delivery state of a queue's entries: its delivery group's last read entry
-// and its dead letters (read once), and the entries it holds waiting for a retry (per page).
+// (read once), the dead letters of the entries it was given, and the entries it holds waiting for a
+// retry (per batch). What it reads grows with the entries shown, not with the store: a page of the
+// newest entries reads the dead letters that died since, not all of them.
 type deliveryStates struct {
-	q       store.Queue
-	loaded  bool
-	group   bool
-	last    string
-	dead    map[string]bool
-	pending map[string]bool
+	q        store.Queue
+	loaded   bool
+	group    bool
+	last     string
+	dead     map[string]bool
+	deadFrom string // the dead letters that died from this ID on are in dead ("": none read yet)
+	pending  map[string]bool
 }
 
-// load reads what the states of msgs (a page, newest first) need.
+// load reads what the states of msgs (a batch, newest first) need.
 func (d *deliveryStates) load(ctx context.Context, rdb redis.UniversalClient, msgs []redis.XMessage) error {
 	if !d.loaded {
 		d.loaded = true
+		d.dead = map[string]bool{}
 		groups, err := rdb.XInfoGroups(ctx, d.q.Stream).Result()
 		if err != nil && !strings.Contains(err.Error(), "no such key") {
 			return failed(err)
@@ -278,18 +285,13 @@ func (d *deliveryStates) load(ctx context.Context, rdb redis.UniversalClient, ms
 				d.group, d.last = true, g.LastDeliveredID
 			}
 		}
-		dead, err := d.q.DeadLetterList(ctx, rdb)
-		if err != nil {
-			return failed(err)
-		}
-		d.dead = map[string]bool{}
-		for _, l := range dead {
-			d.dead[l.StoredEntry()] = true
-		}
 	}
 	d.pending = map[string]bool{}
 	if !d.group || len(msgs) == 0 {
-		return nil
+		return nil // without the group nothing is delivered, nor failed
+	}
+	if err := d.loadDead(ctx, rdb, msgs[len(msgs)-1].ID); err != nil {
+		return err
 	}
 	pending, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: d.q.Stream, Group: store.DeliveryGroup,
 		Start: msgs[len(msgs)-1].ID, End: msgs[0].ID, Count: int64(len(msgs)) + 100}).Result() // + erased entries still held
@@ -299,6 +301,29 @@ func (d *deliveryStates) load(ctx context.Context, rdb redis.UniversalClient, ms
 	for _, p := range pending {
 		d.pending[p.ID] = true
 	}
+	return nil
+}
+
+// loadDead reads the dead letters of the entries from oldest on: those that died from its millisecond
+// on (store.Queue.DeadLettersDied), less those an earlier batch read.
+func (d *deliveryStates) loadDead(ctx context.Context, rdb redis.UniversalClient, oldest string) error {
+	ms, _ := splitID(oldest)
+	from := strconv.FormatUint(ms, 10) + "-0"
+	if d.deadFrom != "" && !idLess(from, d.deadFrom) {
+		return nil
+	}
+	end := "+"
+	if d.deadFrom != "" {
+		end = "(" + d.deadFrom
+	}
+	dead, err := d.q.DeadLettersDied(ctx, rdb, from, end)
+	if err != nil {
+		return failed(err)
+	}
+	for _, l := range dead {
+		d.dead[l.StoredEntry()] = true
+	}
+	d.deadFrom = from
 	return nil
 }
 

@@ -70,10 +70,17 @@ func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient) ([]DeadLett
 
 // DeadLetterList returns every dead letter of q, oldest first.
 func (q Queue) DeadLetterList(ctx context.Context, rdb redis.UniversalClient) ([]DeadLetter, error) {
+	return q.DeadLettersDied(ctx, rdb, "-", "+")
+}
+
+// DeadLettersDied returns q's dead letters whose dead-letter entries lie from start to end (XRANGE's
+// bounds: when they died), oldest first. A message dies after it was stored and both entry IDs come
+// from one Redis clock, so the dead letters of entries stored from a time on died from that time on:
+// the submissions list reads only those of the entries it shows (manage's deliveryStates).
+func (q Queue) DeadLettersDied(ctx context.Context, rdb redis.UniversalClient, start, end string) ([]DeadLetter, error) {
 	var out []DeadLetter
-	start := "-"
 	for {
-		msgs, err := rdb.XRangeN(ctx, q.DeadLetters, start, "+", exportPage).Result()
+		msgs, err := rdb.XRangeN(ctx, q.DeadLetters, start, end, exportPage).Result()
 		if err != nil {
 			return nil, err
 		}
