@@ -99,13 +99,19 @@ func (h *haSet) node(i int) redisha.Node {
 // start is one pod's start: the init step, then Redis and its sentinel. It returns the init's answer.
 func (h *haSet) start(i int) redisha.Primary {
 	h.t.Helper()
-	return h.startTogether(i)[i]
+	return h.startTogether(i)[i].Primary
+}
+
+// podStart is a pod's init step's answer, and when it came.
+type podStart struct {
+	redisha.Primary
+	at time.Time
 }
 
 // startTogether starts pods at once, as a StatefulSet with Parallel pod management does: their init
 // steps run concurrently, and each pod's Redis and sentinel start as soon as its own init step is done
 // (another pod's init step may be waiting for them). It returns the init steps' answers.
-func (h *haSet) startTogether(pods ...int) map[int]redisha.Primary {
+func (h *haSet) startTogether(pods ...int) map[int]podStart {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -121,13 +127,13 @@ func (h *haSet) startTogether(pods ...int) map[int]redisha.Primary {
 			inits <- done{i, p, err}
 		}()
 	}
-	answers := map[int]redisha.Primary{}
+	answers := map[int]podStart{}
 	for range pods {
 		d := <-inits
 		if d.err != nil {
 			h.t.Fatalf("pod %d's init step: %v", d.i, d.err)
 		}
-		answers[d.i] = d.p
+		answers[d.i] = podStart{d.p, time.Now()}
 		h.run(d.i)
 	}
 	return answers
