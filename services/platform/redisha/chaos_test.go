@@ -123,12 +123,16 @@ func lose(pods ...int) func(r *chaosRun) {
 		for _, i := range pods {
 			r.note("pod %d's init step: %s from %s after %s", i, answers[i].Addr, answers[i].From, answers[i].at.Sub(r.start).Round(time.Millisecond))
 		}
-		if slices.Contains(pods, old) {
-			// The lost primary comes back as a replica of the one the sentinels promoted, not as the
-			// primary again (which would drop what the promoted one acknowledged since).
-			if p := answers[old]; p.Addr == h.nodes[old] {
-				r.t.Fatalf("the lost primary, pod %d, started as the primary again: %+v", old, p)
+		if p := answers[old]; slices.Contains(pods, old) && p.Addr == h.nodes[old] {
+			// The lost primary came back as the primary: allowed only as the init step's fallback when no
+			// failover came within the failover timeout (two sentinels that start their elections at the
+			// same moment can split the vote, and then wait twice the failover timeout before the next).
+			// It holds every acknowledged write, having been the primary; no other node may have been
+			// promoted meanwhile.
+			if !strings.HasSuffix(p.From, "no failover within the failover timeout") || !r.promoted.at().IsZero() {
+				r.t.Fatalf("the lost primary, pod %d, started as the primary again: %+v (a promotion seen at %v)", old, p, r.promoted.at())
 			}
+			r.note("no failover (a split vote?): pod %d back as the primary after the failover timeout", old)
 		}
 	}
 }
