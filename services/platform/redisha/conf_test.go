@@ -40,12 +40,20 @@ func TestSentinelConf_NamesByHostnameQuorumMajorityPasswordEverywhere(t *testing
 	got := SentinelConf(testNode(2), "fs-redis-0.shop.svc:6379")
 	for _, want := range []string{"port 26379\n", "dir /ha\n", "sentinel announce-ip fs-redis-2.shop.svc\n", "sentinel announce-port 26379\n",
 		"sentinel monitor formsservice fs-redis-0.shop.svc 6379 2\n", "sentinel down-after-milliseconds formsservice 5000\n",
-		"sentinel failover-timeout formsservice 60000\n", "sentinel auth-pass formsservice pw\n", "requirepass pw\n", "sentinel sentinel-pass pw\n"} {
+		"sentinel failover-timeout formsservice 60000\n", "sentinel auth-pass formsservice pw\n", "requirepass pw\n", "sentinel sentinel-pass pw\n",
+		"sentinel known-replica formsservice fs-redis-1.shop.svc 6379\n", "sentinel known-replica formsservice fs-redis-2.shop.svc 6379\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("sentinel.conf lacks %q:\n%s", want, got)
 		}
 	}
-	// Sentinel refuses a host name in "sentinel monitor" unless resolve-hostnames comes before it.
+	if strings.Contains(got, "known-replica formsservice fs-redis-0.shop.svc") {
+		t.Errorf("the primary is among the known replicas:\n%s", got)
+	}
+	// Sentinel refuses a host name in "sentinel monitor" unless resolve-hostnames comes before it, and a
+	// known replica before the monitor line that names its primary.
+	if strings.Index(got, "sentinel known-replica") < strings.Index(got, "sentinel monitor") {
+		t.Errorf("a known replica before the monitor line:\n%s", got)
+	}
 	if r, m := strings.Index(got, "sentinel resolve-hostnames yes"), strings.Index(got, "sentinel monitor"); r < 0 || r > m {
 		t.Errorf("resolve-hostnames missing or after monitor:\n%s", got)
 	}

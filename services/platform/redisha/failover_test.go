@@ -2,6 +2,7 @@ package redisha_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -36,26 +37,56 @@ type haSet struct {
 	dirs      []string
 	redis     []*testproc.Process
 	sentinel  []*testproc.Process
+	// listen is where each address of nodes and sentinels is served: itself, or with a network, the
+	// pod's own loopback port behind the network's proxy.
+	listen map[string]string
+	// net is the network between the pods, or nil: they talk directly.
+	net *network
+	// clients are the test's own connections, one per address (any goroutine).
+	mu       sync.Mutex
+	clients  map[string]*redis.Client
+	sclients map[int]*redis.SentinelClient
 }
 
 func newHASet(t *testing.T) *haSet {
+	return newHASetOn(t, nil)
+}
+
+// newHASetOn is a set whose pods are known (Nodes, Sentinels) by their addresses on net, when net is
+// not nil: pod i by 127.0.1.(i+1), in front of its Redis and sentinel on 127.0.0.1 at the same ports
+// (RedisConf writes the port of Nodes[self]), and its outgoing connections come from that address too
+// (bind-source-addr, which Redis 7 uses for replication and Sentinel for every link), so the network
+// knows whose traffic it carries.
+func newHASetOn(t *testing.T, n *network) *haSet {
 	testproc.SkipShort(t, "three Redis pods and their sentinels")
-	h := &haSet{t: t, redis: make([]*testproc.Process, 3), sentinel: make([]*testproc.Process, 3)}
+	h := &haSet{t: t, redis: make([]*testproc.Process, 3), sentinel: make([]*testproc.Process, 3), listen: map[string]string{}, net: n,
+		clients: map[string]*redis.Client{}, sclients: map[int]*redis.SentinelClient{}}
 	for i := range 3 {
-		h.nodes = append(h.nodes, net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t))))
-		h.sentinels = append(h.sentinels, net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t))))
+		host, source := "127.0.0.1", ""
+		if n != nil {
+			host = podIP(i)
+			source = "bind-source-addr " + host + "\n"
+		}
+		for _, addrs := range []*[]string{&h.nodes, &h.sentinels} {
+			port := strconv.Itoa(testredis.FreePort(t))
+			a := net.JoinHostPort(host, port)
+			*addrs = append(*addrs, a)
+			h.listen[a] = net.JoinHostPort("127.0.0.1", port)
+			if n != nil {
+				n.proxy(t, i, a, h.listen[a])
+			}
+		}
 		dir := t.TempDir()
 		h.dirs = append(h.dirs, dir)
 		// What the operator's redis.conf holds, on loopback (persistence, fsync before the answer).
-		base := fmt.Sprintf("bind 127.0.0.1\ndir %s\nappendonly yes\nappendfsync always\nsave \"\"\nrequirepass %s\n"+
-			"repl-diskless-sync-delay 0\nlogfile \"\"\n", dir, password)
+		base := fmt.Sprintf("bind 127.0.0.1\n%sdir %s\nappendonly yes\nappendfsync always\nsave \"\"\nrequirepass %s\n"+
+			"repl-diskless-sync-delay 0\nlogfile \"\"\n", source, dir, password)
 		if err := os.WriteFile(filepath.Join(dir, "base.conf"), []byte(base), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.MkdirAll(filepath.Join(dir, "ha"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		_ = i
 	}
 	return h
 }
@@ -69,24 +100,66 @@ func (h *haSet) node(i int) redisha.Node {
 // start is one pod's start: the init step, then Redis and its sentinel. It returns the init's answer.
 func (h *haSet) start(i int) redisha.Primary {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := redisha.Write(ctx, h.node(i), filepath.Join(h.dirs[i], "ha"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.launch(i)
-	return p
+	return h.startTogether(i)[i].Primary
 }
 
-// launch starts pod i's Redis and sentinel from the files its init step wrote, and waits for both.
-func (h *haSet) launch(i int) {
+// podStart is a pod's init step's answer, and when it came.
+type podStart struct {
+	redisha.Primary
+	at time.Time
+}
+
+// startTogether starts pods at once, as a StatefulSet with Parallel pod management does: their init
+// steps run concurrently, and each pod's Redis and sentinel start as soon as its own init step is done
+// (another pod's init step may be waiting for them). It returns the init steps' answers.
+func (h *haSet) startTogether(pods ...int) map[int]podStart {
 	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type done struct {
+		i   int
+		p   redisha.Primary
+		err error
+	}
+	inits := make(chan done, len(pods))
+	for _, i := range pods {
+		go func() {
+			p, err := redisha.Write(ctx, h.node(i), filepath.Join(h.dirs[i], "ha"))
+			inits <- done{i, p, err}
+		}()
+	}
+	answers := map[int]podStart{}
+	for range pods {
+		d := <-inits
+		if d.err != nil {
+			h.t.Fatalf("pod %d's init step: %v", d.i, d.err)
+		}
+		answers[d.i] = podStart{d.p, time.Now()}
+		h.run(d.i)
+	}
+	return answers
+}
+
+// run starts pod i's Redis and sentinel from the files its init step wrote.
+func (h *haSet) run(i int) {
+	h.t.Helper()
+	dir := filepath.Join(h.dirs[i], "ha")
+	if h.net != nil {
+		// The sentinel listens where the pod's Redis does, and its links leave from the pod's address.
+		f, err := os.OpenFile(filepath.Join(dir, "sentinel.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "bind 127.0.0.1\nbind-source-addr %s\n", podIP(i))
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	bin := testredis.Binary(h.t)
-	h.redis[i] = testproc.Start(h.t, nil, bin, filepath.Join(h.dirs[i], "ha", "redis.conf"))
-	h.sentinel[i] = testproc.Start(h.t, nil, bin, filepath.Join(h.dirs[i], "ha", "sentinel.conf"), "--sentinel")
+	h.redis[i] = testproc.Start(h.t, nil, bin, filepath.Join(dir, "redis.conf"))
+	h.sentinel[i] = testproc.Start(h.t, nil, bin, filepath.Join(dir, "sentinel.conf"), "--sentinel")
 	for _, a := range []string{h.nodes[i], h.sentinels[i]} {
-		c := redis.NewClient(&redis.Options{Addr: a, Password: password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		c := redis.NewClient(&redis.Options{Addr: h.listen[a], Password: password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 		testwait.Until(h.t, 20*time.Second, a+" to answer PING", func() error { return c.Ping(context.Background()).Err() })
 		c.Close()
 	}
@@ -98,9 +171,32 @@ func (h *haSet) kill(i int) {
 	h.sentinel[i].Kill()
 }
 
+// client talks to the node or sentinel known as addr where it listens: the test watches the pods from
+// outside any network between them.
 func (h *haSet) client(addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.clients[addr]; ok {
+		return c
+	}
+	c := redis.NewClient(&redis.Options{Addr: h.listen[addr], Password: password, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
 	h.t.Cleanup(func() { c.Close() })
+	h.clients[addr] = c
+	return c
+}
+
+// sentinelClient is the test's connection to pod i's sentinel.
+func (h *haSet) sentinelClient(i int) *redis.SentinelClient {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.sclients[i]; ok {
+		return c
+	}
+	c := redis.NewSentinelClient(&redis.Options{Addr: h.listen[h.sentinels[i]], Password: password, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
+	h.t.Cleanup(func() { c.Close() })
+	h.sclients[i] = c
 	return c
 }
 
@@ -118,17 +214,20 @@ func (h *haSet) replication(addr string) map[string]string {
 	return f
 }
 
+// syncedReplicaOf says why node i is not a replica of primary with its first sync done, or nil.
+func (h *haSet) syncedReplicaOf(i int, primary string) error {
+	host, port, _ := net.SplitHostPort(primary)
+	f := h.replication(h.nodes[i])
+	if f["role"] != "slave" || f["master_host"] != host || f["master_port"] != port || f["master_link_status"] != "up" || f["master_sync_in_progress"] != "0" {
+		return fmt.Errorf("%s: %v", h.nodes[i], f)
+	}
+	return nil
+}
+
 // waitSyncedReplicaOf waits until node i replicates primary with its first sync done.
 func (h *haSet) waitSyncedReplicaOf(i int, primary string) {
 	h.t.Helper()
-	_, port, _ := net.SplitHostPort(primary)
-	testwait.Until(h.t, 30*time.Second, h.nodes[i]+" a synced replica of "+primary, func() error {
-		f := h.replication(h.nodes[i])
-		if f["role"] != "slave" || f["master_port"] != port || f["master_link_status"] != "up" || f["master_sync_in_progress"] != "0" {
-			return fmt.Errorf("%v", f)
-		}
-		return nil
-	})
+	testwait.Until(h.t, 30*time.Second, h.nodes[i]+" a synced replica of "+primary, func() error { return h.syncedReplicaOf(i, primary) })
 }
 
 // waitSentinelsKnow waits until every running sentinel sees replicas replicas and others other sentinels.
@@ -136,15 +235,154 @@ func (h *haSet) waitSentinelsKnow(running []int, replicas, others int) {
 	h.t.Helper()
 	testwait.Until(h.t, 30*time.Second, "the sentinels to know each other and the replicas", func() error {
 		for _, i := range running {
-			c := redis.NewSentinelClient(&redis.Options{Addr: h.sentinels[i], Password: password, MaxRetries: -1})
-			m, err := c.Master(context.Background(), "formsservice").Result()
-			c.Close()
+			m, err := h.sentinelClient(i).Master(context.Background(), "formsservice").Result()
 			if err != nil || m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(others) {
 				return fmt.Errorf("sentinel %s: %v %v", h.sentinels[i], m, err)
 			}
 		}
 		return nil
 	})
+}
+
+// formsLoad is the forms store writing contact messages at durability primary from several writers,
+// noting each acknowledged submission.
+type formsLoad struct {
+	t         *testing.T
+	cancel    context.CancelFunc
+	guardDone chan struct{}
+	stop      chan struct{}
+	wg        sync.WaitGroup // the writers
+
+	mu       sync.Mutex
+	acked    []string
+	failures int
+}
+
+// startFormsLoad starts writers writing through rdb (the sentinels, as the services connect), each
+// submission named by prefix, writer and number. Stop it with end.
+func startFormsLoad(t *testing.T, rdb redis.UniversalClient, prefix string, writers int) *formsLoad {
+	t.Helper()
+	st, err := store.New(rdb, store.Options{Level: func() config.Durability { return config.DurabilityPrimary }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &formsLoad{t: t, cancel: cancel, guardDone: make(chan struct{}), stop: make(chan struct{})}
+	ticker := time.NewTicker(time.Second) // the guard notices the lost and regained replicas as the service's does
+	go func() {
+		defer close(l.guardDone)
+		defer ticker.Stop()
+		st.Guard().Run(ctx, ticker.C)
+	}()
+	for w := range writers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				rec := fmt.Sprintf("%s%d-%d", prefix, w, n)
+				rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+				r, err := st.AddContact(rctx, netip.MustParseAddr("127.0.0.1"), 0, store.Idempotency{}, []byte(rec), config.DurabilityPrimary)
+				rcancel()
+				l.mu.Lock()
+				if err == nil && r.Outcome == store.Stored {
+					l.acked = append(l.acked, rec)
+				} else {
+					l.failures++
+					if err == nil {
+						t.Errorf("%s: outcome %v", rec, r.Outcome)
+					}
+				}
+				l.mu.Unlock()
+				if err != nil {
+					// The retries' pace against a store that is down, not a wait for a condition; it ends
+					// with the traffic.
+					select {
+					case <-l.stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			}
+		}()
+	}
+	t.Cleanup(l.end)
+	return l
+}
+
+// sentinelStore is a store client as the services have it: through the sentinels.
+func (h *haSet) sentinelStore() redis.UniversalClient {
+	h.t.Helper()
+	env := map[string]string{"REDIS_PASSWORD": password, "REDIS_SENTINEL_PASSWORD": password}
+	rdb, err := redisclient.New(config.Redis{Addrs: h.sentinels, MasterName: "formsservice"}, func(k string) string { return env[k] })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// counts is how many submissions were acknowledged and how many failed so far.
+func (l *formsLoad) counts() (acked, failed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked), l.failures
+}
+
+// waitAcked waits for n more acknowledged submissions than there are now.
+func (l *formsLoad) waitAcked(n int, within time.Duration, what string) {
+	l.t.Helper()
+	before, _ := l.counts()
+	testwait.For(l.t, within, fmt.Sprintf("%d acknowledged submissions %s", n, what), func() bool {
+		now, _ := l.counts()
+		return now >= before+n
+	})
+}
+
+// acknowledged is every acknowledged submission so far.
+func (l *formsLoad) acknowledged() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.acked...)
+}
+
+// end stops the writers, lets the submissions under way finish, and waits for them.
+func (l *formsLoad) end() {
+	select {
+	case <-l.stop:
+		return
+	default:
+	}
+	close(l.stop)
+	l.wg.Wait()
+	l.cancel()
+	<-l.guardDone
+}
+
+// missing lists the acknowledged submissions that primary's contact stream lacks.
+func (h *haSet) missing(primary string, acked []string) []string {
+	h.t.Helper()
+	stream, err := h.client(primary).XRange(context.Background(), store.ContactStream, "-", "+").Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, m := range stream {
+		if s, ok := m.Values["m"].(string); ok {
+			have[s] = true
+		}
+	}
+	var lost []string
+	for _, a := range acked {
+		if !have[a] {
+			lost = append(lost, a)
+		}
+	}
+	return lost
 }
 
 // TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_NoAcknowledgedLoss is the
@@ -167,68 +405,8 @@ func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_No
 	h.waitSyncedReplicaOf(2, h.nodes[0])
 	h.waitSentinelsKnow([]int{0, 1, 2}, 2, 2)
 
-	env := map[string]string{"REDIS_PASSWORD": password, "REDIS_SENTINEL_PASSWORD": password}
-	rdb, err := redisclient.New(config.Redis{Addrs: h.sentinels, MasterName: "formsservice"}, func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	st, err := store.New(rdb, store.Options{Level: func() config.Durability { return config.DurabilityPrimary }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ticker := time.NewTicker(time.Second) // the guard notices the lost and regained replicas as the service's does
-	defer ticker.Stop()
-	go st.Guard().Run(ctx, ticker.C)
-
-	// Four writers submit contact messages at durability primary and note each acknowledged one.
-	var (
-		mu       sync.Mutex
-		acked    []string
-		failures int
-		wg       sync.WaitGroup
-	)
-	stop := make(chan struct{})
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				rec := fmt.Sprintf("w%d-%d", w, n)
-				rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
-				r, err := st.AddContact(rctx, netip.MustParseAddr("127.0.0.1"), 0, store.Idempotency{}, []byte(rec), config.DurabilityPrimary)
-				rcancel()
-				mu.Lock()
-				if err == nil && r.Outcome == store.Stored {
-					acked = append(acked, rec)
-				} else {
-					failures++
-					if err == nil {
-						t.Errorf("%s: outcome %v", rec, r.Outcome)
-					}
-				}
-				mu.Unlock()
-				if err != nil {
-					// The retries' pace against a store that is down, not a wait for a condition; it ends
-					// with the traffic.
-					select {
-					case <-stop:
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
-				}
-			}
-		}()
-	}
-	ackedNow := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-	testwait.For(t, 30*time.Second, "100 acknowledged submissions before the kill", func() bool { return ackedNow() >= 100 })
+	load := startFormsLoad(t, h.sentinelStore(), "w", 4)
+	load.waitAcked(100, 30*time.Second, "before the kill")
 
 	killedAt := time.Now()
 	h.kill(0)
@@ -248,32 +426,17 @@ func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_No
 		t.Fatalf("the restarted pod 0 is a %s", f["role"])
 	}
 	rejoinedAt := time.Now()
-	before := ackedNow()
-	testwait.For(t, 60*time.Second, "100 more acknowledged submissions after the failover", func() bool { return ackedNow() >= before+100 })
-	close(stop)
-	wg.Wait()
+	load.waitAcked(100, 60*time.Second, "after the failover")
+	load.end()
 
 	// Every acknowledged submission is on the primary the sentinels name now.
-	stream, err := h.client(promoted).XRange(context.Background(), store.ContactStream, "-", "+").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, m := range stream {
-		if s, ok := m.Values["m"].(string); ok {
-			have[s] = true
-		}
-	}
-	lost := 0
-	for _, a := range acked {
-		if !have[a] {
-			lost++
-		}
-	}
+	acked := load.acknowledged()
+	_, failures := load.counts()
+	lost := h.missing(promoted, acked)
 	t.Logf("%d acknowledged, %d refused or failed; primary killed, %s promoted after %s, the restarted pod a synced replica after %s",
 		len(acked), failures, promoted, promotedAt.Sub(killedAt).Round(time.Millisecond), rejoinedAt.Sub(killedAt).Round(time.Millisecond))
-	if lost != 0 {
-		t.Fatalf("%d of %d acknowledged submissions missing after the failover, want 0", lost, len(acked))
+	if len(lost) != 0 {
+		t.Fatalf("%d of %d acknowledged submissions missing after the failover, want 0: %v", len(lost), len(acked), lost)
 	}
 	if failures == 0 {
 		t.Error("no submission failed: the kill did not hit the load")
@@ -356,8 +519,7 @@ func TestFindPrimary_FollowsTheSentinelsAnswerOnlyWhenItIsAPrimary(t *testing.T)
 		t.Fatal(err)
 	}
 	testproc.Start(t, nil, bin, sentinelConf, "--sentinel")
-	c := redis.NewSentinelClient(&redis.Options{Addr: h.sentinels[1], Password: password, MaxRetries: -1})
-	defer c.Close()
+	c := h.sentinelClient(1)
 	testwait.Until(t, 20*time.Second, "pod 1's sentinel to answer", func() error { return c.Ping(ctx).Err() })
 
 	p, err := redisha.FindPrimary(ctx, h.node(2))
@@ -459,32 +621,14 @@ func TestHA_WholeSetRestart_ThePrimaryOfTheLastEpochStaysThePrimary(t *testing.T
 		h.kill(i)
 	}
 	// All three start at once (Parallel): the replicas' init steps wait, the primary's does not.
-	type answer struct {
-		i   int
-		p   redisha.Primary
-		err error
-	}
-	answers := make(chan answer, 2)
-	for _, i := range []int{0, other} {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			p, err := redisha.Write(ctx, h.node(i), filepath.Join(h.dirs[i], "ha"))
-			answers <- answer{i, p, err}
-		}()
-	}
-	if p := h.start(primary); p.Addr != h.nodes[primary] || !strings.HasPrefix(p.From, "state ") {
+	answers := h.startTogether(0, 1, 2)
+	if p := answers[primary]; p.Addr != h.nodes[primary] || !strings.HasPrefix(p.From, "state ") {
 		t.Fatalf("pod %d, the primary before the restart: %+v, want itself from its sentinel's state", primary, p)
 	}
-	for range 2 {
-		a := <-answers
-		if a.err != nil {
-			t.Fatal(a.err)
+	for i, p := range answers {
+		if p.Addr != h.nodes[primary] {
+			t.Fatalf("pod %d after the restart: %+v, want a replica of pod %d", i, p, primary)
 		}
-		if a.p.Addr != h.nodes[primary] {
-			t.Fatalf("pod %d after the restart: %+v, want a replica of pod %d", a.i, a.p, primary)
-		}
-		h.launch(a.i)
 	}
 	h.waitSyncedReplicaOf(0, h.nodes[primary])
 	h.waitSyncedReplicaOf(other, h.nodes[primary])

@@ -263,8 +263,8 @@ func RedisConf(n Node, primary string) string {
 	return b.String()
 }
 
-// SentinelConf is this node's sentinel.conf, monitoring primary. The sentinels know each other and the
-// nodes by name (resolve-hostnames, announce-hostnames): a pod's address changes when it restarts, its
+// SentinelConf is this node's sentinel.conf, monitoring primary, with the other nodes as its known
+// replicas. The sentinels know each other and the nodes by name (resolve-hostnames, announce-hostnames): a pod's address changes when it restarts, its
 // name does not, so no sentinel keeps a dead address that would count against the majority.
 func SentinelConf(n Node, primary string) string {
 	host, port, _ := splitHostPort(n.Sentinels[n.Self])
@@ -291,6 +291,18 @@ func SentinelConf(n Node, primary string) string {
 	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", n.MasterName, orDefault(n.DownAfter, DownAfter).Milliseconds())
 	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", n.MasterName, orDefault(n.FailoverTimeout, FailoverTimeout).Milliseconds())
 	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", n.MasterName)
+	// Every other node is a known replica from the start. A sentinel learns the replicas from the
+	// primary's INFO, and a sentinel that starts while the primary is down (its pod lost together with
+	// the primary's) would know none: elected to fail over, it would abort for want of a replica, and the
+	// sentinels that voted would wait twice the failover timeout before the next try. A name that does
+	// not resolve yet is kept and tried again (Sentinel 7.0 and later, Valkey).
+	for i, a := range n.Nodes {
+		if a == primary {
+			continue
+		}
+		h, p, _ := splitHostPort(n.Nodes[i])
+		fmt.Fprintf(&b, "sentinel known-replica %s %s %d\n", n.MasterName, h, p)
+	}
 	if n.Password != "" {
 		fmt.Fprintf(&b, "sentinel auth-pass %s %s\nrequirepass %s\nsentinel sentinel-pass %s\n", n.MasterName, n.Password, n.Password, n.Password)
 	}
