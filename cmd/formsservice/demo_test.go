@@ -47,8 +47,9 @@ func TestFormsCommand_DoesNotServeTheDemoPage(t *testing.T) {
 	}
 }
 
-// The demo page is one of the pages we render: axe-core (WCAG 2.2 AA) at 320 px in both colour schemes,
-// nothing scrolling sideways, and the dark palette in dark mode. (The SDK's Chromium tests check the
+// The demo page is one of the pages we render: axe-core (WCAG 2.2 AA) and the non-text contrast check of
+// the hosted pages (WCAG 1.4.11) at 320 px in both colour schemes, nothing scrolling sideways, and the
+// dark palette in dark mode. (The SDK's Chromium tests check the
 // same page signed in, at 320 and 390 px, sdk/test/browser/layout.test.ts.)
 func TestDevServer_DemoPage_AccessibleAtPhoneWidthInLightAndDark(t *testing.T) {
 	url := startCommand(t, "dev", devEnv(t, nil))
@@ -58,6 +59,7 @@ func TestDevServer_DemoPage_AccessibleAtPhoneWidthInLightAndDark(t *testing.T) {
 		testbrowser.Do(t, ctx, what, testbrowser.Viewport(320, scheme), chromedp.Navigate(url+"/demo/"),
 			chromedp.WaitVisible(`#auth-status[data-state="signed-out"]`))
 		testbrowser.Accessible(t, ctx, what)
+		testbrowser.NonTextContrast(t, ctx, what) // field borders, buttons, focus rings: 3:1, as the hosted pages
 		if w := testbrowser.Get(t, ctx, what, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 320 {
 			t.Errorf("%s: the page is %d px wide", what, w)
 		}

@@ -249,6 +249,7 @@ func loadConfig(path string, getenv func(string) string, dev bool, publicURL str
 		return c, err
 	}
 	config.MergeDevFixtures(c, publicURL)
+	config.DevSelfSignup(c, path)
 	c.ApplyDefaults()
 	return c, c.Validate()
 }

@@ -95,15 +95,16 @@ has checked.`,
   read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name "Ada Lovelace"`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := readPassword(env)
-			if err != nil {
-				return err
-			}
+			// The store first: a missing or dead one is said before anyone types a password twice.
 			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
+			pw, err := readPassword(env)
+			if err != nil {
+				return err
+			}
 			created, err := cliOperator(rdb, cfg, us, env, nil, nil).Create(cmd.Context(), accounts.NewAccount{Email: u.email, Name: name, Password: pw, Verified: verified})
 			if err != nil {
 				return err
@@ -134,16 +135,17 @@ the first line of standard input.`,
   read -rs PW; printf '%s\n' "$PW" | formsservice users set-password --email ada@example.com`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := readPassword(env)
-			if err != nil {
-				return err
-			}
+			// The store and the account first: neither missing is found out after the password is typed.
 			cfg, rdb, us, err := u.open(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
 			user, err := us.ByEmail(cmd.Context(), u.email)
+			if err != nil {
+				return err
+			}
+			pw, err := readPassword(env)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,5 +77,57 @@ func TestUsersCreate_OnATerminal_ThePasswordIsNotEchoed(t *testing.T) {
 	}
 	if out, err := usersCmd(t, srv.URL(), cfg, "", "list"); err != nil || !strings.Contains(out, "ada@example.com") {
 		t.Fatalf("list: %v %s", err, out)
+	}
+}
+
+// A store that does not answer is said before the password is asked: `users create` asked for the
+// password twice and only then found out that nothing listened at REDIS_URL. The password is typed ahead
+// into a real pseudo-terminal, so the command, if it asked, would read it and fail later instead of
+// waiting; the prompt on stderr shows whether it asked. set-password likewise.
+func TestUsersCreate_StoreUnreachable_SaidBeforeThePasswordIsAsked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	screen, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	t.Cleanup(func() { screen.Close(); tty.Close() })
+	// Two lines for each command below, so that one that asks cannot wait for the keyboard.
+	if _, err := screen.WriteString(strings.Repeat("a typed secret\r", 4)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"users", "create", "--email", "ada@example.com"},
+		{"users", "set-password", "--email", "ada@example.com"},
+	} {
+		env := map[string]string{"REDIS_URL": "redis://" + dead + "/0", "FORMSSERVICE_DEV_STATE_DIR": t.TempDir()}
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), args, func(k string) string { return env[k] }, tty, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "the store at redis://"+dead+"/0 is unreachable") {
+			t.Errorf("%v: %v, want the store named unreachable", args, err)
+		}
+		if strings.Contains(stderr.String(), "assword") {
+			t.Errorf("%v asked for the password before it found out there is no store: stderr %q", args, stderr.String())
+		}
+	}
+}
+
+// Without any store (no REDIS_URL, no --config, no dev server running), `users create` says so before
+// it reads a password from its pipe: the pipe is left unread.
+func TestUsersCreate_NoStore_SaidBeforeThePasswordIsRead(t *testing.T) {
+	env := map[string]string{"FORMSSERVICE_DEV_STATE_DIR": t.TempDir()}
+	stdin := strings.NewReader("correct horse battery staple\n")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"users", "create", "--email", "ada@example.com"},
+		func(k string) string { return env[k] }, stdin, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "no store configured") {
+		t.Fatalf("users create without a store: %v, want no store configured", err)
+	}
+	if stdin.Len() == 0 {
+		t.Fatal("the password was read from the pipe before the store was looked for")
 	}
 }

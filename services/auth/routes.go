@@ -76,6 +76,7 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/account/totp", web.HandleClient(account.EnrolPage)),
 		server.Post("/account/totp", web.HandleClient(account.ConfirmEnrolment)),
 		server.Post("/account/sessions/end", web.HandleClient(account.EndSession)),
+		server.Post("/account/sessions/end-others", web.HandleClient(account.EndOtherSessions)),
 		server.Post("/account/grants/end", web.HandleClient(account.EndGrant)),
 		server.Post("/account/connectors/link", web.HandleClient(account.LinkIdentity)),
 		server.Post("/account/connectors/unlink", web.HandleClient(account.UnlinkIdentity)),

@@ -144,6 +144,7 @@ var notices = map[string]string{
 	"password-nomail": "Your password was changed. Every other browser and app was signed out.",
 	"mfa-off":         "Two-step sign-in is off. Sign-in asks for your password only.",
 	"session":         "That browser was signed out.",
+	"others":          "Every other browser was signed out, with the apps' access that started in it. This browser stays signed in.",
 	"grant":           "That app's access was removed; it has to ask you to sign in again.",
 	"linked":          "The account was linked: you can sign in with it now.",
 	"unlinked":        "The link was removed.",

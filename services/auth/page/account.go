@@ -75,6 +75,17 @@ type Account struct {
 	VerifyFirst *VerifyFirst
 }
 
+// OtherSessions says whether a browser other than this one is signed in: the page then offers to sign
+// them all out in one step.
+func (a Account) OtherSessions() bool {
+	for _, s := range a.Sessions {
+		if !s.Current {
+			return true
+		}
+	}
+	return false
+}
+
 // IdentityRow is a linked upstream account on the account page.
 type IdentityRow struct {
 	Connector, Name, Email, Linked string

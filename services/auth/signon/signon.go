@@ -180,6 +180,15 @@ func (k *Kit) RememberDevice(w http.ResponseWriter, r *http.Request, rt *realm.R
 	web.SetCookie(w, rt, web.DeviceCookie, device.Issue(k.deviceKeys, account, id, gen, k.now()), rt.Config.Auth.Throttle.DeviceLifetime.D())
 }
 
+// KeepDevice carries the browser's device cookie of account from sign-out generation from to generation
+// to, with its ID (and so its budget): the browser that signs every other browser out stays known. A
+// browser without a cookie of generation from gets none.
+func (k *Kit) KeepDevice(w http.ResponseWriter, r *http.Request, rt *realm.Realm, account string, from, to int64) {
+	if id := k.KnownDevice(r, rt, account, from); id != "" {
+		web.SetCookie(w, rt, web.DeviceCookie, device.Issue(k.deviceKeys, account, id, to, k.now()), rt.Config.Auth.Throttle.DeviceLifetime.D())
+	}
+}
+
 // NewDevice gives the browser a device cookie for account at its sign-out generation gen with a new
 // ID, whatever cookie it holds: a budget of its own, afresh. The owner's browser gets it from a lockout
 // mail's link (D66), which only the address's owner reads.

@@ -103,6 +103,25 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) 
 	return len(families), nil
 }
 
+// newGenerationScript moves the user to a new generation (KEYS: generation; ARGV: its TTL) and answers it.
+var newGenerationScript = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return n
+`)
+
+// NewGeneration moves subject to a new sign-out generation and returns it, revoking no grant: every
+// sign-in session, second step under way and device cookie of an earlier generation is over, and a code
+// of a sign-in that saw one is refused. The account page's "sign out of every other browser" ends the
+// other sessions' grants itself and gives its own browser a session of the new generation.
+func (s *Store) NewGeneration(ctx context.Context, subject string) (int64, error) {
+	gen, err := newGenerationScript.Run(ctx, s.rdb, []string{generationKey(subject)}, ms(s.markerTTL()+30*24*time.Hour)).Int64()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return gen, nil
+}
+
 // endSessionScript marks a sign-in session ended and lists the families of the user's index it started,
 // in one step on the user's slot: a code of the session registered after it is refused (registerScript
 // reads the mark), one registered before is in the list. KEYS: the family -> session hash, the ended

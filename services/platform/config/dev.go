@@ -1,6 +1,11 @@
 package config
 
-import "slices"
+import (
+	"os"
+	"slices"
+
+	"sigs.k8s.io/yaml"
+)
 
 // Dev-server fixtures, always the same so that docs and tests can rely on them (docs/architecture.md, D5).
 const (
@@ -64,4 +69,39 @@ func appendMissing(list []string, v string) []string {
 		return list
 	}
 	return append(list, v)
+}
+
+// DevSelfSignup turns sign-up on for the dev server unless the developer's file (path, already read
+// without error; "" for none) sets auth.selfSignup itself: a newcomer's `make run` offers "Create an
+// account", and an app that wants it off tries that in dev too. The setting is a plain bool, so whether
+// the file set it is read from the file.
+func DevSelfSignup(c *Config, path string) {
+	if !fileSets(path, "auth", "selfSignup") {
+		c.Auth.SelfSignup = true
+	}
+}
+
+// fileSets reports whether the YAML file at path has the key under the keys before it.
+func fileSets(path string, keys ...string) bool {
+	if path == "" {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var doc any
+	if yaml.Unmarshal(data, &doc) != nil {
+		return false
+	}
+	for _, k := range keys {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return false
+		}
+		if doc, ok = m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -2,7 +2,7 @@
 // out through the hosted pages, the user shown, both forms with their field errors; WCAG 2.2 AA (axe-core)
 // at desktop and phone widths, light and dark.
 import { afterEach, describe, expect, inject, it } from 'vitest'
-import { type Browser, axeViolations, demoUser, launch, screenshot, tokenPosts } from './browser'
+import { type Browser, axeViolations, demoUser, launch, nonTextContrastProblems, screenshot, tokenPosts } from './browser'
 
 const devUrl = inject('devUrl')
 const previewUrl = inject('previewUrl')
@@ -135,14 +135,16 @@ describe('accessibility and layout', () => {
   it.each([
     ['desktop, light', 1280, false],
     ['phone (320 px), dark', 320, true],
-  ])('%s: no axe-core WCAG 2.2 AA violation, signed out and signed in; nothing wider than the screen', async (name, width, dark) => {
+  ])('%s: no axe-core WCAG 2.2 AA violation, borders and focus rings at 3:1, signed out and signed in; nothing wider than the screen', async (name, width, dark) => {
     b = await launch({ width, dark })
     const { page } = b
     await page.goto(previewUrl + '/')
     await expect.poll(() => status().getAttribute('data-state')).toBe('signed-out')
     expect(await axeViolations(page)).toEqual([])
+    expect(await nonTextContrastProblems(page)).toEqual([])
     await signIn(previewUrl)
     expect(await axeViolations(page)).toEqual([])
+    expect(await nonTextContrastProblems(page)).toEqual([])
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width)
     await screenshot(page, `react-vite-${name.replace(/\W+/g, '-')}.png`)
   })

@@ -73,6 +73,18 @@ export async function axeViolations(page: Page): Promise<string[]> {
   return violations
 }
 
+const nonTextContrastSource = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../../../../internal/testbrowser/nontextcontrast.js'), 'utf8')
+
+/**
+ * WCAG 2.2 1.4.11, which axe-core leaves to people: every field border, button edge and focus ring at 3:1
+ * against what is around it — the check the hosted pages and the demo page pass (the Go tests evaluate
+ * the same file). A key press first puts Chromium in keyboard mode, so focus shows its :focus-visible ring.
+ */
+export async function nonTextContrastProblems(page: Page): Promise<string[]> {
+  await page.keyboard.press('Shift')
+  return (await page.evaluate(nonTextContrastSource)) as string[]
+}
+
 export async function screenshot(page: Page, name: string) {
   mkdirSync(artifacts, { recursive: true })
   await page.screenshot({ path: join(artifacts, name), fullPage: true })
