@@ -105,6 +105,7 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 	p := &Process{cmd: cmd, name: name, out: &Buffer{Max: 4 << 20}, listening: make(chan string, 1), done: make(chan struct{})}
 	w := &listenWatch{out: p.out, found: p.listening}
 	cmd.Stdout, cmd.Stderr = w, w // one writer: exec calls it from one goroutine at a time
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

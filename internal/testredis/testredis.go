@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/formsservice/formsservice/internal/reporoot"
+	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/redis/go-redis/v9"
 )
@@ -286,6 +287,7 @@ func (s *Server) start() error {
 	}
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testproc.DieWithParent(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
