@@ -264,8 +264,9 @@ func RedisConf(n Node, primary string) string {
 }
 
 // SentinelConf is this node's sentinel.conf, monitoring primary, with the other nodes as its known
-// replicas. The sentinels know each other and the nodes by name (resolve-hostnames, announce-hostnames): a pod's address changes when it restarts, its
-// name does not, so no sentinel keeps a dead address that would count against the majority.
+// replicas. The sentinels know each other and the nodes by name (resolve-hostnames,
+// announce-hostnames): a pod's address changes when it restarts, its name does not, so no sentinel
+// keeps a dead address that would count against the majority.
 func SentinelConf(n Node, primary string) string {
 	host, port, _ := splitHostPort(n.Sentinels[n.Self])
 	ph, pp, _ := splitHostPort(primary)
