@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -308,5 +309,42 @@ func TestWriteText_OneLinePerEventQuoted(t *testing.T) {
 	want := `2030-01-02T03:04:05Z  signin  failure  reason=bad_password  user=u1  client=app  addr=203.0.113.9  grants=2  ua="curl/8 \"x\""` + "\n"
 	if err != nil || b.String() != want {
 		t.Fatalf("text:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// Record keeps the event for Run, after the request has returned: it must own its text. Fiber hands out
+// strings that share the request's buffer, which the server reuses for the next request (a -race run of
+// the admin API's tests caught the audit writer reading such a string while a new request was parsed
+// into it). Here the caller's bytes and its Detail map change after Record; the stored event does not.
+func TestRecorder_OwnsTheEventsText(t *testing.T) {
+	rdb := newRedis(t)
+	rec, err := audit.New(audit.Options{Store: audit.NewStore(rdb, nil), Log: audit.NewLog(&bytes.Buffer{}), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte("contact 203.0.113.7 curl/8.0 u-1")
+	alias := func(from, to int) string { return unsafe.String(&buf[from], to-from) } // as fiber's zero-copy strings
+	detail := map[string]string{"form": alias(0, 7)}
+	rctx := audit.WithOrigin(context.Background(), netip.MustParseAddr("203.0.113.7"), alias(20, 28))
+	rec.Record(rctx, audit.Event{Kind: audit.SignIn, Outcome: audit.Failure, User: alias(29, 32), Detail: detail})
+	copy(buf, strings.Repeat("#", len(buf))) // the next request parsed into the same buffer
+	detail["form"], detail["extra"] = "changed", "added"
+
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- rec.Run(ctx) }()
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := audit.NewStore(rdb, nil).Query(context.Background(), audit.Filter{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("stored: %d %v, want 1", len(got), err)
+	}
+	if e := got[0]; e.User != "u-1" || e.UserAgent != "curl/8.0" || len(e.Detail) != 1 || e.Detail["form"] != "contact" {
+		t.Errorf("the stored event changed with the caller's memory: %+v", e)
 	}
 }

@@ -162,17 +162,24 @@ const (
 )
 
 // clean bounds the event's free-text fields and removes control characters, so that a hostile user
-// agent can neither grow the store nor forge lines in a terminal.
+// agent can neither grow the store nor forge lines in a terminal. The event then owns its text: copies
+// of the strings and of Detail. Record keeps it past the request, and fiber's strings share the
+// request's buffer, which the server reuses for the next request; a caller may reuse its map too.
 func (e *Event) clean() {
-	e.UserAgent = cleanText(e.UserAgent, maxUserAgent)
-	e.Reason = cleanText(e.Reason, maxField)
-	e.User = cleanText(e.User, maxField)
-	e.Client = cleanText(e.Client, maxField)
-	e.Addr = cleanText(e.Addr, maxField)
-	e.Actor = cleanText(e.Actor, maxField)
-	e.Grant = cleanText(e.Grant, maxField)
-	for k, v := range e.Detail {
-		e.Detail[k] = cleanText(v, maxField)
+	e.UserAgent = strings.Clone(cleanText(e.UserAgent, maxUserAgent))
+	e.Reason = strings.Clone(cleanText(e.Reason, maxField))
+	e.User = strings.Clone(cleanText(e.User, maxField))
+	e.Client = strings.Clone(cleanText(e.Client, maxField))
+	e.Addr = strings.Clone(cleanText(e.Addr, maxField))
+	e.Actor = strings.Clone(cleanText(e.Actor, maxField))
+	e.Grant = strings.Clone(cleanText(e.Grant, maxField))
+	e.Kind, e.Outcome = Kind(strings.Clone(string(e.Kind))), Outcome(strings.Clone(string(e.Outcome)))
+	if e.Detail != nil {
+		d := make(map[string]string, len(e.Detail))
+		for k, v := range e.Detail {
+			d[strings.Clone(k)] = strings.Clone(cleanText(v, maxField))
+		}
+		e.Detail = d
 	}
 }
 
