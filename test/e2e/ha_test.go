@@ -23,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/test/internal/cluster"
 )
 
@@ -90,6 +91,7 @@ func (k *kind) haFailover(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	hc := &http.Client{Timeout: 10 * time.Second}
+	k.haFormsTakeEverySubmission(t, hc, formsURL)
 	for w := range 4 {
 		wg.Go(func() {
 			for n := 0; ; n++ {
@@ -301,6 +303,38 @@ func (k *kind) haReplicasCaughtUp(t *testing.T, primary string) {
 			return false, strings.Join(lines, " ")
 		}
 		return true, ""
+	})
+}
+
+// haFormsTakeEverySubmission waits until the forms service has answered 201 to every submission for
+// three periods of its durability guard (store.CheckEvery). Each forms pod's guard re-reads the store
+// every period, so one that last looked while the replicas were still in their first sync refuses
+// writes (no_replica, 502) until its next look: a CI run met a second of 502s at the traffic's start.
+// A 502 starts the count again; over three periods both pods have answered and looked again.
+func (k *kind) haFormsTakeEverySubmission(t *testing.T, hc *http.Client, formsURL string) {
+	t.Helper()
+	var since time.Time
+	n := 0
+	cluster.Eventually(t, 2*time.Minute, "forms to take every submission for three guard periods", func() (bool, string) {
+		n++
+		req, _ := http.NewRequest(http.MethodPost, formsURL+"/waitlist",
+			strings.NewReader(fmt.Sprintf(`{"email":"ha-probe-%d@acme.example","consent":true}`, n)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", e2eOrigin)
+		res, err := hc.Do(req)
+		if err != nil {
+			since = time.Time{}
+			return false, err.Error()
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			since = time.Time{}
+			return false, fmt.Sprintf("a probe submission answered %d", res.StatusCode)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) > 3*store.CheckEvery, fmt.Sprintf("201s for %s", time.Since(since).Round(time.Millisecond))
 	})
 }
 
