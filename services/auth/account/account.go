@@ -101,7 +101,7 @@ func (h *Handler) currentSession(w http.ResponseWriter, r *http.Request, rt *rea
 	if err != nil || u == nil {
 		return nil, nil, err
 	}
-	gen, err := h.signOn.Store.Generation(r.Context(), u.ID)
+	gen, err := h.signOn.Store.Generations.Of(r.Context(), u.ID)
 	if err != nil {
 		return nil, nil, err
 	}

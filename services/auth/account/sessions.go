@@ -75,7 +75,7 @@ func (h *Handler) EndOtherSessions(w http.ResponseWriter, r *http.Request, _ str
 		}
 	}
 	h.signOn.Revoked("logout", grants)
-	if _, err := h.signOn.Store.NewGeneration(ctx, u.ID); err != nil {
+	if _, err := h.signOn.Store.Generations.Next(ctx, u.ID); err != nil {
 		h.web.AccountUnavailable(w, err)
 		return
 	}

@@ -62,7 +62,7 @@ func (h *Handler) password(a *attempt) {
 	u, err := h.users.LookedUp(ctx, lookup, func(p redis.Pipeliner, id string) {
 		reads.User = id
 		reads.Enrolled = h.mfa.QueueEnrolled(ctx, p, id)
-		reads.Generation = h.store.QueueGeneration(ctx, p, id)
+		reads.Generation = h.store.Generations.Queue(ctx, p, id)
 	})
 	if err == nil && attempt.Device != "" && u != nil {
 		// A device cookie from before the account's last sign-out everywhere (a new password, a reset) is

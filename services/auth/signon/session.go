@@ -46,7 +46,7 @@ func (k *Kit) generation(ctx context.Context, user string, reads *Reads) (int64,
 	if reads := reads.of(user); reads != nil && reads.Generation != nil {
 		return reads.Generation()
 	}
-	return k.Store.Generation(ctx, user)
+	return k.Store.Generations.Of(ctx, user)
 }
 
 // ReplaceSession starts a new sign-in session for u signed in with amr at authTime and sets its cookie:

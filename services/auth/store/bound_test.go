@@ -194,7 +194,7 @@ func TestRevokeSubject_CodeWrittenMeanwhile_RefusedAndRevoked(t *testing.T) {
 		}
 	}
 	// A sign-in after the sign-out sees the new generation and gets its code.
-	gen, err := s.Generation(ctx, "user-1")
+	gen, err := s.Generations.Of(ctx, "user-1")
 	if err != nil || gen != 1 {
 		t.Fatalf("generation %d, %v; want 1", gen, err)
 	}

@@ -75,6 +75,8 @@ type Store struct {
 	newSession func() fosite.Session
 	lifetimes  func() Lifetimes
 	onReplay   func(ctx context.Context, kind, family string)
+	// Generations are the users' sign-out generations (generations.go).
+	Generations Generations
 }
 
 // New returns a Store.
@@ -83,6 +85,8 @@ func New(o Options) *Store {
 	if s.onReplay == nil {
 		s.onReplay = func(context.Context, string, string) {}
 	}
+	// A generation outlives every session and grant that could have seen the one before.
+	s.Generations = Generations{rdb: o.Redis, lifetime: func() time.Duration { return s.markerTTL() + 30*24*time.Hour }}
 	return s
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A user's side of the grants: the sign-out generation, the index of the user's grants with their
-// sessions (D35), and what ends them all or one session's.
+// A user's side of the grants: the index of the user's grants with their
+// sessions (D35), and what ends them all or one session's (the sign-out generation is generations.go's).
 
 // ErrSignedOut is a code refused because its user was signed out everywhere after the sign-in it
 // comes from (a session older than a password change, say): the person signs in again.
@@ -34,45 +34,16 @@ func WithOrigin(ctx context.Context, o Origin) context.Context {
 	return context.WithValue(ctx, originKey{}, o)
 }
 
-// Generation is the user's sign-out generation (0 until the first sign-out everywhere): a sign-in
-// session keeps the one it saw when it started.
-func (s *Store) Generation(ctx context.Context, subject string) (int64, error) {
-	return generationOf(s.rdb.Get(ctx, generationKey(subject)))
-}
-
-// QueueGeneration queues Generation's read in the caller's pipeline p; after p is sent, the function it
-// returns answers as Generation would (a sign-in reads it with the account, D44).
-func (s *Store) QueueGeneration(ctx context.Context, p redis.Pipeliner, subject string) func() (int64, error) {
-	cmd := p.Get(ctx, generationKey(subject))
-	return func() (int64, error) { return generationOf(cmd) }
-}
-
-func generationOf(cmd *redis.StringCmd) (int64, error) {
-	n, err := cmd.Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, unavailable(err)
-	}
-	return n, nil
-}
-
 // revokeSubjectScript moves the user to a new generation and reads the index, in one step on the
 // user's slot: a code registered after it is refused (its sign-in saw the old generation), one
 // registered before is in the list. KEYS: generation, index. ARGV: the generation's TTL.
-var revokeSubjectScript = redis.NewScript(`
-redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return redis.call('ZRANGE', KEYS[2], 0, -1)
-`)
+var revokeSubjectScript = redis.NewScript(nextGenerationLua + `return redis.call('ZRANGE', KEYS[2], 0, -1)`)
 
 // RevokeSubject revokes every family issued to subject (a deleted, disabled or signed-out user, or a
 // changed password), including one being issued concurrently: the generation moves on in the same
 // step that lists the families, so a code whose sign-in came before is either listed or refused.
 func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) {
-	// The generation outlives every session and grant that could have seen the previous one.
-	families, err := revokeSubjectScript.Run(ctx, s.rdb, []string{generationKey(subject), subjectKey(subject)}, ms(s.markerTTL()+30*24*time.Hour)).StringSlice()
+	families, err := revokeSubjectScript.Run(ctx, s.rdb, []string{generationKey(subject), subjectKey(subject)}, ms(s.Generations.lifetime())).StringSlice()
 	if err != nil {
 		return 0, unavailable(err)
 	}
@@ -101,25 +72,6 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string) (int, error) 
 		}
 	}
 	return len(families), nil
-}
-
-// newGenerationScript moves the user to a new generation (KEYS: generation; ARGV: its TTL) and answers it.
-var newGenerationScript = redis.NewScript(`
-local n = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return n
-`)
-
-// NewGeneration moves subject to a new sign-out generation and returns it, revoking no grant: every
-// sign-in session, second step under way and device cookie of an earlier generation is over, and a code
-// of a sign-in that saw one is refused. The account page's "sign out of every other browser" ends the
-// other sessions' grants itself and gives its own browser a session of the new generation.
-func (s *Store) NewGeneration(ctx context.Context, subject string) (int64, error) {
-	gen, err := newGenerationScript.Run(ctx, s.rdb, []string{generationKey(subject)}, ms(s.markerTTL()+30*24*time.Hour)).Int64()
-	if err != nil {
-		return 0, unavailable(err)
-	}
-	return gen, nil
 }
 
 // endSessionScript marks a sign-in session ended and lists the families of the user's index it started,
