@@ -10,6 +10,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -95,10 +97,52 @@ func (k *Kit) HandleClient(h ClientHandler) fiber.Handler {
 			// closed at shutdown, which waits for open requests anyway.
 			// Every page of the request in its language and the platform's branding (a client's, where
 			// the handler knows the client, through PageLook).
+			r = ownRequest(r.WithContext(audit.WithOrigin(context.Background(), addr, ua)))
 			w = page.WithLookFunc(w, func() page.Look { return PageLook(r, k.Realm.Current(), nil) })
-			h(w, r.WithContext(audit.WithOrigin(context.Background(), addr, ua)), key)
+			h(w, r, key)
 		}))(c)
 	}
+}
+
+// ownRequest gives r strings of its own. The adaptor's request shares fasthttp's request buffer: its
+// method, host, URL and headers are strings over bytes that the server overwrites with the connection's
+// next request once the handler returns. Anything a handler keeps past its answer (an audit event, a
+// mail sent later naming the client, a log line written by another goroutine) would then read another
+// request's bytes. One copy here, of a few hundred bytes, closes that for every handler. The body
+// needs none: what reads it (ParseForm, a JSON decoder) copies it out.
+func ownRequest(r *http.Request) *http.Request {
+	r.Method = strings.Clone(r.Method)
+	r.Proto = strings.Clone(r.Proto)
+	r.Host = strings.Clone(r.Host)
+	r.RequestURI = strings.Clone(r.RequestURI)
+	if r.URL != nil {
+		u := *r.URL
+		u.Scheme, u.Opaque, u.Host = strings.Clone(u.Scheme), strings.Clone(u.Opaque), strings.Clone(u.Host)
+		u.Path, u.RawPath = strings.Clone(u.Path), strings.Clone(u.RawPath)
+		u.RawQuery, u.Fragment, u.RawFragment = strings.Clone(u.RawQuery), strings.Clone(u.Fragment), strings.Clone(u.RawFragment)
+		if u.User != nil { // only in an absolute-form request URI
+			name := strings.Clone(u.User.Username())
+			if pw, ok := u.User.Password(); ok {
+				u.User = url.UserPassword(name, strings.Clone(pw))
+			} else {
+				u.User = url.User(name)
+			}
+		}
+		r.URL = &u
+	}
+	own := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		c := make([]string, len(vs))
+		for i, v := range vs {
+			c[i] = strings.Clone(v)
+		}
+		own[strings.Clone(k)] = c
+	}
+	r.Header = own
+	for i, te := range r.TransferEncoding {
+		r.TransferEncoding[i] = strings.Clone(te)
+	}
+	return r
 }
 
 // asNetHTTP makes an answer without a body carry no Content-Type, as on net/http (which only sniffs
