@@ -28,7 +28,7 @@ import (
 // devState is what the state file holds.
 type devState struct {
 	PID      int       `json:"pid"`
-	URL      string    `json:"url"`      // the dev server, e.g. http://127.0.0.1:8080
+	URL      string    `json:"url"`      // the dev server, e.g. http://localhost:8080
 	RedisURL string    `json:"redisURL"` // its store, as REDIS_URL would name it
 	Embedded bool      `json:"embedded"` // the in-memory store that ends with the server
 	Config   string    `json:"config"`   // the --config file it read, absolute ("" for none)
