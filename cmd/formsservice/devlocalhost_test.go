@@ -124,10 +124,13 @@ func TestDevListen_LoopbackIsLocalhostOnBothLoopbacks_OthersUnchanged(t *testing
 // and a browser that opens a page on 127.0.0.1 (or [::1]) is sent to the same page on localhost, while
 // API calls, form posts and tools are answered where they are sent.
 func TestDevServer_IssuerIsLocalhost_PasskeysOffered_BrowsersOn127MoveThere(t *testing.T) {
-	base := startCommand(t, "dev", devEnv(t, nil))
+	base, logs, _ := startCommandStop(t, "dev", devEnv(t, nil))
 	u, _ := url.Parse(base)
 	if u.Hostname() != "localhost" {
 		t.Fatalf("the dev server's URL is %s, want localhost", base)
+	}
+	if !strings.Contains(logs.String(), `"url":"`+base+`"`) || !strings.Contains(logs.String(), `"passkeys":"`+base+`/account/passkeys"`) {
+		t.Errorf("the ready line does not name %s and its passkeys page:\n%s", base, logs.String())
 	}
 	_, disc := httpGet(t, base+"/.well-known/openid-configuration")
 	var d struct{ Issuer string }
@@ -178,6 +181,24 @@ func TestDevServer_IssuerIsLocalhost_PasskeysOffered_BrowsersOn127MoveThere(t *t
 	}
 	if code, loc := send(http.MethodGet, base+"/demo/", true); code != 200 || loc != "" {
 		t.Errorf("a browser on localhost: %d %q", code, loc)
+	}
+}
+
+// The banner and the ready line name the passkeys page only where passkeys work.
+func TestPasskeysURL_OnlyUnderAHostName(t *testing.T) {
+	off := false
+	for _, c := range []struct {
+		auth config.Auth
+		want string
+	}{
+		{config.Auth{Issuer: "http://localhost:8080"}, "http://localhost:8080/account/passkeys"},
+		{config.Auth{Issuer: "http://127.0.0.1:8080"}, ""},
+		{config.Auth{Issuer: "http://[::1]:8080"}, ""},
+		{config.Auth{Issuer: "http://localhost:8080", Passkeys: config.AuthPasskeys{Enabled: &off}}, ""},
+	} {
+		if got := passkeysURL(c.auth); got != c.want {
+			t.Errorf("%s (on %v): %q, want %q", c.auth.Issuer, c.auth.Passkeys.On(), got, c.want)
+		}
 	}
 }
 

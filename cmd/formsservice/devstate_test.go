@@ -219,6 +219,7 @@ func TestDevServer_TextLogs_BannerSaysWhatIsWhere(t *testing.T) {
 		"  demo          " + url + "/demo/",
 		"  console       " + url + "/console/  (users, audit trail, clients; the dev user is an admin)\n",
 		"  dev user      demo@example.com / demo-password  (in the group formsservice-admins)\n",
+		"  passkeys      " + url + "/account/passkeys  (add one once signed in",
 		"  config        " + cfg + " (reloaded when you save it)\n",
 		"    origins     http://localhost:3000\n",
 		"    clients     my-app\n",
