@@ -10,6 +10,7 @@ export GOBIN := $(BIN)
 # ones too) reuses what any of them compiled (docs/developing.md).
 export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
+# The dev server's listen address: on loopback it serves http://localhost:<port> on 127.0.0.1 and ::1 (D74).
 ADDR ?= 127.0.0.1:8080
 CONFIG ?=
 PKG ?= ./...
@@ -24,7 +25,7 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: run
-run: build ## Run every service on $(ADDR) with the embedded store (CONFIG=file adds your origins and clients).
+run: build ## Run every service at http://localhost:8080 (ADDR=host:port elsewhere) with the embedded store (CONFIG=file adds your origins and clients).
 	$(BIN)/formsservice dev --addr $(ADDR) $(if $(CONFIG),--config $(CONFIG),)
 
 .PHONY: build

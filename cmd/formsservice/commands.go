@@ -36,7 +36,7 @@ in production each service runs as its own Deployment (formsservice forms|auth|h
 formsservice dev runs all of them in one process for development (make run). formsservice forms runs
 as formsservice-forms, the forms service built alone, when that binary is installed beside this one.`
 
-const rootExample = `  formsservice dev                           # everything on http://127.0.0.1:8080 (make run)
+const rootExample = `  formsservice dev                           # everything on http://localhost:8080 (make run)
   formsservice users list                    # next to a running dev server: finds its store
   formsservice forms --config /etc/formsservice/config.yaml
   formsservice users create --email ada@example.com --help`

@@ -30,9 +30,9 @@ func TestDevServer_ServesTheConsoleWithTheDevUserAsItsAdmin(t *testing.T) {
 		t.Fatalf("GET /console/: %d\n%.400s", code, page)
 	}
 
-	// Opened on localhost, it moves to the issuer's host (127.0.0.1), where its tokens and redirect URI are.
+	// Opened on 127.0.0.1, it moves to the issuer's host (localhost, D74), where its tokens and redirect URI are.
 	ctx := testbrowser.New(t)
-	testbrowser.Do(t, ctx, "the console on localhost", chromedp.Navigate(strings.Replace(url, "127.0.0.1", "localhost", 1)+"/console/#/audit"))
+	testbrowser.Do(t, ctx, "the console on 127.0.0.1", chromedp.Navigate(strings.Replace(url, "localhost", "127.0.0.1", 1)+"/console/#/audit"))
 	testwait.Until(t, 30*time.Second, "the move to the issuer's host", func() error {
 		if loc, ok := testbrowser.TryGet(ctx, chromedp.Location()); !ok || loc != url+"/console/#/audit" {
 			return &viewErr{"at " + loc}

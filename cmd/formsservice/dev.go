@@ -5,6 +5,9 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +27,10 @@ func newDevCmd(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "run every service in one process for development (make run)",
-		Long: `Runs forms, auth and health in one process on 127.0.0.1:8080, routed the way the ingress routes them,
-with the demo page at /demo/, a demo OAuth client and a demo user (demo@example.com / demo-password).
+		Long: `Runs forms, auth and health in one process on http://localhost:8080 (listening on 127.0.0.1 and ::1
+only), routed the way the ingress routes them, with the demo page at /demo/, a demo OAuth client and a
+demo user (demo@example.com / demo-password). On a loopback address the issuer is localhost, so that
+passkeys work; a browser that opens 127.0.0.1 is sent there.
 The store is REDIS_URL when set, otherwise an embedded in-memory store whose data is lost on exit.
 A --config file is merged over the fixtures (your origins and clients) and reloaded live.`,
 		Example: `  formsservice dev
@@ -50,6 +55,10 @@ A --config file is merged over the fixtures (your origins and clients) and reloa
 // devParts is the dev server's devMode: the embedded store (embedded.go), the outbox (devmail.go), the
 // demo page and the banner (devbanner.go).
 type devParts struct{}
+
+func (devParts) listen(addr string) (net.Listener, string, error) { return devListen(addr) }
+
+func (devParts) before(cfg config.Source) fiber.Handler { return toIssuerHost(cfg) }
 
 func (devParts) embeddedStore(log *slog.Logger) (string, func(), error) {
 	mini, err := startEmbeddedRedis(log)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -32,7 +34,7 @@ func announceDev(env *environment, log *slog.Logger, lo logging.Options, s devSt
 	added := devAdditions(s.Config, env.getenv)
 	store := redisclient.Describe(config.Redis{URL: s.RedisURL})
 	if !lo.Text {
-		log.Info("dev server ready", "url", s.URL, "demo", s.URL+"/demo/", "console", consoleURL(auth), "user", config.DevEmail,
+		log.Info("dev server ready", "url", s.URL, "demo", s.URL+"/demo/", "console", consoleURL(auth), "passkeys", passkeysURL(auth), "user", config.DevEmail,
 			"config", s.Config, "origins", added.origins, "clients", added.clients,
 			"redis_url", store, "embedded_store", s.Embedded, "state_file", statePath)
 		return remove
@@ -70,6 +72,9 @@ func printDevBanner(w io.Writer, s devState, auth config.Auth, added additions, 
 	row("dev user", config.DevEmail+" / "+config.DevPassword+"  (in the group "+auth.Admin.Group+")")
 	row("OAuth client", config.DevClientID+" (public, PKCE), redirect URI "+s.URL+"/demo/callback")
 	row("mail", s.URL+"/dev/mail/  (what the services sent, kept here instead)")
+	if p := passkeysURL(auth); p != "" {
+		row("passkeys", p+"  (add one once signed in, then \"Sign in with a passkey\")")
+	}
 	switch {
 	case s.Config == "":
 		row("config", "none: the dev fixtures only (make run CONFIG=my-app.yaml adds your origins and clients)")
@@ -97,6 +102,16 @@ func consoleURL(auth config.Auth) string {
 		return ""
 	}
 	return auth.Issuer + "/console/"
+}
+
+// passkeysURL is where passkeys are added ("" when they are off, or cannot work under an issuer on an IP
+// address: D74 makes the dev server's issuer localhost so that they do).
+func passkeysURL(auth config.Auth) string {
+	u, err := url.Parse(auth.Issuer)
+	if !auth.Passkeys.On() || err != nil || u.Hostname() == "" || net.ParseIP(u.Hostname()) != nil {
+		return ""
+	}
+	return auth.Issuer + "/account/passkeys"
 }
 
 func listOrNone(l []string) string {

@@ -28,7 +28,7 @@ import (
 // devState is what the state file holds.
 type devState struct {
 	PID      int       `json:"pid"`
-	URL      string    `json:"url"`      // the dev server, e.g. http://127.0.0.1:8080
+	URL      string    `json:"url"`      // the dev server, e.g. http://localhost:8080
 	RedisURL string    `json:"redisURL"` // its store, as REDIS_URL would name it
 	Embedded bool      `json:"embedded"` // the in-memory store that ends with the server
 	Config   string    `json:"config"`   // the --config file it read, absolute ("" for none)
@@ -120,7 +120,7 @@ func findDevState(getenv func(string) string) (*devState, error) {
 	case 1:
 		return live[0], nil
 	}
-	want := "http://" + cmp.Or(getenv("ADDR"), "127.0.0.1:8080")
+	want := devURLOf(cmp.Or(getenv("ADDR"), "127.0.0.1:8080"))
 	if i := slices.IndexFunc(live, func(s *devState) bool { return s.URL == want }); i >= 0 {
 		return live[i], nil
 	}
@@ -135,4 +135,18 @@ func findDevState(getenv func(string) string) (*devState, error) {
 func processRuns(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// devURLOf is the URL a dev server listening on addr announces: http://localhost:<port> on a loopback
+// address (D74, devlisten.go), else the address itself.
+func devURLOf(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && loopbackName(host) {
+		return "http://localhost:" + port
+	}
+	return "http://" + addr
+}
+
+// loopbackName: the names of the loopback interface the dev server's URL says localhost for.
+func loopbackName(host string) bool {
+	return host == "127.0.0.1" || host == "::1" || strings.EqualFold(host, "localhost")
 }

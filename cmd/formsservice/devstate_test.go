@@ -118,15 +118,32 @@ func TestFindDevState_StaleFilesRemoved_SeveralServersNeedAChoice(t *testing.T) 
 		t.Errorf("the stale state file was left: %v", err)
 	}
 
-	writeState(t, env, devState{URL: "http://127.0.0.1:41234", RedisURL: "redis://127.0.0.1:2"}, os.Getpid())
-	writeState(t, env, devState{URL: "http://127.0.0.1:41235", RedisURL: "redis://127.0.0.1:3"}, os.Getpid())
+	writeState(t, env, devState{URL: "http://localhost:41234", RedisURL: "redis://127.0.0.1:2"}, os.Getpid())
+	writeState(t, env, devState{URL: "http://localhost:41235", RedisURL: "redis://127.0.0.1:3"}, os.Getpid())
 	_, err := findDevState(env)
-	if err == nil || !strings.Contains(err.Error(), "several dev servers run: http://127.0.0.1:41234 (REDIS_URL=redis://127.0.0.1:2), http://127.0.0.1:41235") {
+	if err == nil || !strings.Contains(err.Error(), "several dev servers run: http://localhost:41234 (REDIS_URL=redis://127.0.0.1:2), http://localhost:41235") {
 		t.Fatalf("two dev servers, neither the default: %v", err)
 	}
-	writeState(t, env, devState{URL: "http://127.0.0.1:8080", RedisURL: "redis://127.0.0.1:4"}, os.Getpid())
+	// The default address, 127.0.0.1:8080, is announced as http://localhost:8080 (D74); so is an ADDR
+	// on another loopback name.
+	writeState(t, env, devState{URL: "http://localhost:8080", RedisURL: "redis://127.0.0.1:4"}, os.Getpid())
 	if s, err := findDevState(env); err != nil || s.RedisURL != "redis://127.0.0.1:4" {
 		t.Fatalf("with one on the default address: %v %v", s, err)
+	}
+	for addr, redisURL := range map[string]string{"[::1]:41235": "redis://127.0.0.1:3", "localhost:41234": "redis://127.0.0.1:2"} {
+		if s, err := findDevState(devEnv2(env, map[string]string{"ADDR": addr})); err != nil || s.RedisURL != redisURL {
+			t.Errorf("ADDR=%s: %v %v, want the store %s", addr, s, err, redisURL)
+		}
+	}
+}
+
+// devEnv2 is env with vars set over it.
+func devEnv2(env func(string) string, vars map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		return env(k)
 	}
 }
 
@@ -202,6 +219,7 @@ func TestDevServer_TextLogs_BannerSaysWhatIsWhere(t *testing.T) {
 		"  demo          " + url + "/demo/",
 		"  console       " + url + "/console/  (users, audit trail, clients; the dev user is an admin)\n",
 		"  dev user      demo@example.com / demo-password  (in the group formsservice-admins)\n",
+		"  passkeys      " + url + "/account/passkeys  (add one once signed in",
 		"  config        " + cfg + " (reloaded when you save it)\n",
 		"    origins     http://localhost:3000\n",
 		"    clients     my-app\n",

@@ -47,7 +47,8 @@ func startFormsCommand(t *testing.T, redisURL string) string {
 }
 
 // startCommand runs a serving command (forms, dev) on a loopback port the kernel picks, with getenv as its
-// environment, stops it when the test ends, and returns its base URL once /readyz answers 200.
+// environment, stops it when the test ends, and returns its base URL once /readyz answers 200 (the dev
+// server's: http://localhost:<port>, its issuer).
 func startCommand(t *testing.T, name string, getenv func(string) string, args ...string) string {
 	t.Helper()
 	url, _, _ := startCommandStop(t, name, getenv, args...)
@@ -89,6 +90,9 @@ func startCommandStop(t *testing.T, name string, getenv func(string) string, arg
 		t.Fatalf("%s command reported no listening address\n%s", name, logs.String())
 	}
 	url := "http://" + addr
+	if name == "dev" { // its issuer: localhost of the port 127.0.0.1 got (D74)
+		url = "http://localhost:" + addr[strings.LastIndex(addr, ":")+1:]
+	}
 	testwait.Until(t, 10*time.Second, name+" command ready (Redis reachable)", func() error {
 		select {
 		case err := <-done:

@@ -1,7 +1,7 @@
 // Command formsservice runs the formsservice services and the operators' tools. One binary, one image:
 //
 //	formsservice forms|auth|health   run one service (production: one per Deployment)
-//	formsservice dev                 run every service in one process on 127.0.0.1:8080 (make run)
+//	formsservice dev                 run every service in one process on localhost:8080 (make run)
 //	formsservice users ...           manage sign-in accounts
 //	formsservice export ...          write stored submissions as CSV or JSON lines
 //	formsservice forget ...          erase an e-mail address (GDPR erasure request)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
@@ -51,6 +52,10 @@ type builder func(d deps) (server.Service, error)
 // devMode is what the dev server adds to serving (dev.go): the embedded store, the outbox its mail goes
 // to, the demo page and the banner. Serving one service (production) has none of it: serve gets nil.
 type devMode interface {
+	// listen opens the listener and names the server's public URL (devlisten.go).
+	listen(addr string) (ln net.Listener, publicURL string, err error)
+	// before runs ahead of the routes (devhost.go).
+	before(cfg config.Source) fiber.Handler
 	// embeddedStore starts the in-memory store used when no Redis is configured.
 	embeddedStore(log *slog.Logger) (redisURL string, stop func(), err error)
 	// mail is the sender the services use, and the outbox to mount.
@@ -156,12 +161,11 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 	if pct, ok := gcPercent(names); ok && env.getenv("GOGC") == "" {
 		debug.SetGCPercent(pct)
 	}
-	ln, err := net.Listen("tcp", f.addr)
+	ln, publicURL, err := listen(f.addr, dev)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	publicURL := "http://" + displayAddr(ln.Addr().String())
 	load := func() (*config.Config, error) { return loadConfig(f.configPath, env.getenv, dev != nil, publicURL) }
 	first, err := load()
 	if err != nil {
@@ -230,7 +234,11 @@ func serve(ctx context.Context, env *environment, f *serveFlags, names []string,
 		}
 		services = append(append(services, pages...), outbox) // and /dev/mail/: the mail the services sent
 	}
-	app := server.New(server.Options{Logger: log, Metrics: metrics}, services...)
+	opts := server.Options{Logger: log, Metrics: metrics}
+	if dev != nil {
+		opts.Before = []fiber.Handler{dev.before(watcher)}
+	}
+	app := server.New(opts, services...)
 	if dev != nil {
 		remove := dev.announce(env, log, logOpts, devAnnouncement{URL: publicURL, RedisURL: cfg.Redis.URL, Embedded: embedded, Config: f.configPath, Started: time.Now(), Auth: cfg.Auth})
 		defer remove()
@@ -252,6 +260,19 @@ func loadConfig(path string, getenv func(string) string, dev bool, publicURL str
 	config.DevSelfSignup(c, path)
 	c.ApplyDefaults()
 	return c, c.Validate()
+}
+
+// listen opens the listener and returns it with the public URL: the dev server's own (devListen), else
+// the address it listens on.
+func listen(addr string, dev devMode) (net.Listener, string, error) {
+	if dev != nil {
+		return dev.listen(addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	return ln, "http://" + displayAddr(ln.Addr().String()), nil
 }
 
 func displayAddr(addr string) string {

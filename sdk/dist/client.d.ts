@@ -9,8 +9,8 @@ import { type RedirectResult, type ServiceAuthClientOptions, type Session, type 
  * Create one per app (at module level, or once in a React provider), not one per component or effect.
  *
  * @example
- * const auth = new ServiceAuthClient({ baseUrl: 'http://127.0.0.1:8080', clientId: 'demo',
- *   redirectUri: 'http://127.0.0.1:8080/demo/callback' })
+ * const auth = new ServiceAuthClient({ baseUrl: 'http://localhost:8080', clientId: 'demo',
+ *   redirectUri: 'http://localhost:8080/demo/callback' })
  * if (location.pathname === '/demo/callback') {
  *   const { returnTo } = await auth.handleRedirectCallback()
  *   history.replaceState(null, '', returnTo ?? '/demo/')

@@ -77,7 +77,7 @@ func (s *Service) servePageWithSlash(c *fiber.Ctx) error {
 }
 
 // servePage answers the page with the issuer filled in, so that it also works when opened on another host
-// name (localhost) than the issuer's (127.0.0.1).
+// name (127.0.0.1) than the issuer's (localhost).
 func (s *Service) servePage(c *fiber.Ctx) error {
 	issuer := s.issuer()
 	page := bytes.Replace(s.page, []byte(`data-auth-base=""`), []byte(`data-auth-base="`+html.EscapeString(issuer)+`"`), 1)

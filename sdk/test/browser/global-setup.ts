@@ -121,7 +121,9 @@ export default async function setup(project: TestProject) {
     if (!redisPort) throw new Error('could not start redis-server')
 
     // The port is chosen first so that the configuration can also register the demo client and origin
-    // under http://localhost:<port>: an app on another origin than the provider (127.0.0.1:<port>).
+    // under http://localhost:<port>: an app on another origin than the provider (127.0.0.1:<port>). The
+    // issuer is set to 127.0.0.1 for that: on its own the dev server's would be localhost, and a browser
+    // opening 127.0.0.1 would be sent there (D74).
     const logPath = join(repoRoot, 'artifacts', 'browser-tests-formsservice.log')
     mkdirSync(join(repoRoot, 'artifacts'), { recursive: true })
     const log = createWriteStream(logPath)
@@ -145,8 +147,14 @@ export default async function setup(project: TestProject) {
           '',
         ].join('\n'),
       )
+      const issuer = `http://127.0.0.1:${port}`
       const dev = spawn(bin, ['dev', '-addr', `127.0.0.1:${port}`, '-config', config], {
-        env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${redisPort}/0`, FORMSSERVICE_LOG_LEVEL: 'info' },
+        env: {
+          ...process.env,
+          REDIS_URL: `redis://127.0.0.1:${redisPort}/0`,
+          FORMSSERVICE_LOG_LEVEL: 'info',
+          FORMSSERVICE_PUBLIC_URL: issuer,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
       procs.push(dev)
@@ -154,8 +162,7 @@ export default async function setup(project: TestProject) {
       const onData = (d: Buffer) => {
         log.write(d)
         output += d.toString()
-        const m = /"msg":"dev server ready"[^\n]*"url":"([^"]+)"/.exec(output)
-        if (m) devUrl = m[1]
+        if (/"msg":"dev server ready"/.test(output)) devUrl = issuer // the ready line names localhost
       }
       dev.stdout!.on('data', onData)
       dev.stderr!.on('data', onData)

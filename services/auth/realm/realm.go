@@ -272,7 +272,7 @@ var ErrInvalidTarget = &fosite.RFC6749Error{ErrorField: "invalid_target", Descri
 var SupportedPrompts = []string{"none", "login"}
 
 // relyingParty is the passkeys' relying party for the configuration, or nil when passkeys are off or
-// cannot work: an issuer on an IP address (the dev server's 127.0.0.1) has no RP ID.
+// cannot work: an issuer on an IP address (http://127.0.0.1:8080) has no RP ID.
 func relyingParty(issuer string, c config.AuthPasskeys) (*passkey.RelyingParty, error) {
 	if !c.On() {
 		return nil, nil

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +99,56 @@ func TestMergeDevFixtures_AddsWithoutRemoving(t *testing.T) {
 	}
 }
 
+// A dev server on localhost (the default, or a test's free port) keeps 127.0.0.1 of its port as an origin
+// and a redirect URI of the demo client, as the fixtures do for 8080: a page opened there still works.
+func TestMergeDevFixtures_OnLocalhost_AlsoAccepts127001OfItsPort(t *testing.T) {
+	c := &Config{}
+	MergeDevFixtures(c, "http://localhost:9999")
+	if c.PublicURL != "http://localhost:9999" {
+		t.Errorf("publicURL = %q", c.PublicURL)
+	}
+	want := []string{"http://localhost:8080", "http://127.0.0.1:8080", "http://localhost:9999", "http://127.0.0.1:9999"}
+	if strings.Join(c.AllowedOrigins, " ") != strings.Join(want, " ") {
+		t.Errorf("origins = %v, want %v", c.AllowedOrigins, want)
+	}
+	demo := c.Auth.Clients[0]
+	for _, u := range []string{"http://localhost:9999/demo/callback", "http://127.0.0.1:9999/demo/callback"} {
+		if !slices.Contains(demo.RedirectURIs, u) {
+			t.Errorf("the demo client lacks %s: %v", u, demo.RedirectURIs)
+		}
+	}
+	for _, u := range []string{"http://localhost:9999/demo/", "http://127.0.0.1:9999/demo/"} {
+		if !slices.Contains(demo.PostLogoutRedirectURIs, u) {
+			t.Errorf("the demo client lacks the post-logout URI %s: %v", u, demo.PostLogoutRedirectURIs)
+		}
+	}
+
+	// The developer's publicURL wins over the listen address, and has no alias added.
+	c = &Config{PublicURL: "https://dev.example.test"}
+	MergeDevFixtures(c, "http://localhost:9999")
+	if c.PublicURL != "https://dev.example.test" {
+		t.Errorf("the developer's publicURL became %q", c.PublicURL)
+	}
+}
+
+// The dev server's issuer is a host name, so passkeys are offered in `make run` (D74): WebAuthn takes no
+// IP address as relying party ID, and passkeys on an IP-address issuer are switched off.
+func TestDevFixtures_IssuerIsLocalhost_PasskeysOn(t *testing.T) {
+	c := &Config{}
+	MergeDevFixtures(c, DevPublicURL)
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(c.Auth.Issuer)
+	if err != nil || u.Hostname() != "localhost" || u.Scheme != "http" || u.Port() != "8080" {
+		t.Fatalf("the dev issuer is %q, want http://localhost:8080", c.Auth.Issuer)
+	}
+	if net.ParseIP(u.Hostname()) != nil || !c.Auth.Passkeys.On() {
+		t.Errorf("passkeys in the dev configuration: on %v, issuer %s", c.Auth.Passkeys.On(), c.Auth.Issuer)
+	}
+}
+
 // platform.ParseProxyTrust skips an entry it cannot read; such an entry must stop the configuration
 // instead, or the ingress silently goes untrusted and all its clients share one rate limit.
 func TestValidate_TrustedProxiesMustBeAddressesOrCIDRs(t *testing.T) {
@@ -117,7 +170,7 @@ func TestValidate_TrustedProxiesMustBeAddressesOrCIDRs(t *testing.T) {
 func TestMergeDevFixtures_KeepsAConfiguredRateLimit(t *testing.T) {
 	five := 5
 	c := &Config{Forms: Forms{RateLimitPerMinute: &five}}
-	MergeDevFixtures(c, "http://127.0.0.1:8080")
+	MergeDevFixtures(c, DevPublicURL)
 	if got := c.Forms.RateLimit(); got != 5 {
 		t.Errorf("configured rate limit 5 became %d", got)
 	}
@@ -127,13 +180,13 @@ func TestMergeDevFixtures_KeepsAConfiguredRateLimit(t *testing.T) {
 // unless configured.
 func TestMergeDevFixtures_ConsoleOnUnlessTurnedOff(t *testing.T) {
 	c := &Config{}
-	MergeDevFixtures(c, "http://127.0.0.1:8080")
+	MergeDevFixtures(c, DevPublicURL)
 	if !c.Auth.Console.On() {
 		t.Error("the dev server's console is off")
 	}
 	off := false
 	c = &Config{Auth: Auth{Console: AuthConsole{Enabled: &off}}}
-	MergeDevFixtures(c, "http://127.0.0.1:8080")
+	MergeDevFixtures(c, DevPublicURL)
 	if c.Auth.Console.On() {
 		t.Error("the developer's enabled: false was overridden")
 	}

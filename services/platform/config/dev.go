@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -14,12 +15,17 @@ const (
 	DevPassword = "demo-password"
 )
 
+// DevPublicURL is the dev server's public URL (its issuer) on the default address. It is localhost, not
+// 127.0.0.1: a browser treats both as a secure context, but only a host name can be WebAuthn's relying
+// party ID, so passkeys work on it (D74).
+const DevPublicURL = "http://localhost:8080"
+
 // DevFixtures returns the dev server's fixed configuration.
 func DevFixtures() *Config {
 	zero := 0
 	off, on := false, true
 	return &Config{
-		PublicURL:      "http://127.0.0.1:8080",
+		PublicURL:      DevPublicURL,
 		AllowedOrigins: []string{"http://localhost:8080", "http://127.0.0.1:8080"},
 		Forms:          Forms{RateLimitPerMinute: &zero},
 		Auth: Auth{AskToReplaceWeakPasswords: &off, Console: AuthConsole{Enabled: &on}, Clients: []OAuthClient{{
@@ -33,18 +39,24 @@ func DevFixtures() *Config {
 
 // MergeDevFixtures adds the dev fixtures to c without taking anything away: the developer's origins and
 // clients come first, the fixtures' are added when missing, and unset scalars take the fixtures' values.
-// publicURL is where the dev server listens (http://127.0.0.1:8080 unless ADDR says otherwise).
+// publicURL is where the dev server listens (http://localhost:8080 unless ADDR says otherwise).
 func MergeDevFixtures(c *Config, publicURL string) {
 	dev := DevFixtures()
 	if c.PublicURL == "" {
 		c.PublicURL = publicURL
 	}
 	// The fixtures name port 8080; a dev server on another address (ADDR, or a test's free port) also
-	// accepts its own origin so that its demo page works.
-	dev.AllowedOrigins = appendMissing(dev.AllowedOrigins, publicURL)
+	// accepts its own origin so that its demo page works, and on localhost also 127.0.0.1 of its port,
+	// as the fixtures do for 8080.
 	demo := &dev.Auth.Clients[0]
-	demo.RedirectURIs = appendMissing(demo.RedirectURIs, publicURL+"/demo/callback")
-	demo.PostLogoutRedirectURIs = appendMissing(demo.PostLogoutRedirectURIs, publicURL+"/demo/")
+	for _, u := range []string{publicURL, loopbackAlias(publicURL)} {
+		if u == "" {
+			continue
+		}
+		dev.AllowedOrigins = appendMissing(dev.AllowedOrigins, u)
+		demo.RedirectURIs = appendMissing(demo.RedirectURIs, u+"/demo/callback")
+		demo.PostLogoutRedirectURIs = appendMissing(demo.PostLogoutRedirectURIs, u+"/demo/")
+	}
 	for _, o := range dev.AllowedOrigins {
 		c.AllowedOrigins = appendMissing(c.AllowedOrigins, o)
 	}
@@ -62,6 +74,16 @@ func MergeDevFixtures(c *Config, publicURL string) {
 			c.Auth.Clients = append(c.Auth.Clients, cl)
 		}
 	}
+}
+
+// loopbackAlias is http://127.0.0.1:<port> for http://localhost:<port>, the other name the dev server
+// answers to there; "" for any other URL.
+func loopbackAlias(u string) string {
+	rest, ok := strings.CutPrefix(u, "http://localhost:")
+	if !ok || strings.ContainsAny(rest, "/?#") {
+		return ""
+	}
+	return "http://127.0.0.1:" + rest
 }
 
 func appendMissing(list []string, v string) []string {

@@ -10,9 +10,9 @@ import (
 // listing and removing passkeys at /account/passkeys. The relying party ID is the issuer's host name and
 // the only origin accepted is the issuer's (docs/auth.md, "Passkeys").
 type AuthPasskeys struct {
-	// Enabled offers passkeys; default true. With an issuer on an IP address (the dev server's
-	// http://127.0.0.1:8080) they cannot work (WebAuthn needs a domain as relying party ID) and are not
-	// offered, whatever this says.
+	// Enabled offers passkeys; default true. With an issuer on an IP address (http://127.0.0.1:8080;
+	// the dev server's is http://localhost:8080 for this reason, D74) they cannot work (WebAuthn needs a
+	// domain as relying party ID) and are not offered, whatever this says.
 	Enabled *bool `json:"enabled,omitempty"`
 	// RPName is the name the browser and the authenticator show when a passkey is created and chosen
 	// ("Save a passkey for …"); default the issuer's host name.

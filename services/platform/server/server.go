@@ -43,6 +43,9 @@ type Options struct {
 	BodyLimit int
 	// ReadTimeout bounds reading one request, headers and body, against slowloris clients (default 10s).
 	ReadTimeout time.Duration
+	// Before run on every request ahead of the routes, after the platform's own middleware (the dev
+	// server sends a browser that opened it on 127.0.0.1 to its issuer's host name, D74).
+	Before []fiber.Handler
 }
 
 // App is a Fiber app with the platform's middleware, probes and metrics, serving one or more services.
@@ -97,6 +100,9 @@ func New(o Options, services ...Service) *App {
 	a.Use(a.closeWhileDraining)
 	a.Use(rejectAmbiguousFraming)
 	a.Use(a.boundBody(o.BodyLimit))
+	for _, h := range o.Before {
+		a.Use(h)
+	}
 	a.mount("platform", a.probeRoutes(o.Metrics))
 	for _, s := range services {
 		a.mount(s.Name(), s.Routes())

@@ -226,3 +226,31 @@ func (patternLimitService) Ready(context.Context) error { return nil }
 func (s patternLimitService) Routes() []Route {
 	return []Route{Post(s.path, func(c *fiber.Ctx) error { return nil }).Limit(10)}
 }
+
+// Options.Before run ahead of every route (the dev server's move to its issuer's host name): one can
+// answer a path a service owns, or pass the request on to it.
+func TestNew_BeforeRunsAheadOfTheRoutes(t *testing.T) {
+	before := func(c *fiber.Ctx) error {
+		if c.Get("X-Move") != "" {
+			return c.Redirect("http://elsewhere.test"+c.OriginalURL(), fiber.StatusFound)
+		}
+		return c.Next()
+	}
+	app := New(Options{Logger: quietLogger(), Before: []fiber.Handler{before}}, newEchoService())
+	req := httptestRequest("/items/7")
+	req.Header.Set("X-Move", "1")
+	resp, err := app.Test(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "http://elsewhere.test/items/7" {
+		t.Errorf("the handler before the routes: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if code := status(t, app, "/items/7"); code != http.StatusOK {
+		t.Errorf("passed on to the route: %d", code)
+	}
+	if code := status(t, app, "/nowhere"); code != http.StatusNotFound {
+		t.Errorf("an unknown path passed on: %d", code)
+	}
+}

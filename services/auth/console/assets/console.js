@@ -17,7 +17,7 @@
   const api = settings.issuer + '/admin/v1'
 
   // The console's tokens live in the issuer's origin: opened on another host name of the same server
-  // (localhost for 127.0.0.1), it moves to the issuer's.
+  // (127.0.0.1 for the dev server's localhost), it moves to the issuer's.
   if (location.origin !== new URL(settings.issuer).origin) {
     location.replace(home + location.hash)
     return

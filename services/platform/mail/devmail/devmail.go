@@ -35,7 +35,7 @@ type Options struct {
 	Max int
 	// Logger gets one line per mail; nil logs nothing.
 	Logger *slog.Logger
-	// BaseURL is where the dev server is reached, for the "view" link in the log (http://127.0.0.1:8080).
+	// BaseURL is where the dev server is reached, for the "view" link in the log (http://localhost:8080).
 	BaseURL string
 	// Defaults apply to every mail, as a relay's would; From defaults to DefaultFrom.
 	Defaults mail.Defaults
