@@ -962,6 +962,7 @@ type FormsServiceStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="name must start with a letter, hold only lower-case letters, digits and '-', and be at most 40 characters: it prefixes the names of the Services and Deployments the operator creates"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.matches('-(redis|forms)$')",message="name must not end in -redis or -forms: FormsService x names its Redis ConfigMap x-redis-config and its forms HTTPRoute x-forms, the names FormsServices x-redis and x-forms would give their own configuration ConfigMap and HTTPRoute in the same namespace",optionalOldSelf=true
 type FormsService struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
