@@ -89,6 +89,9 @@ func (run *reconcileRun) formerManagedRedis(ctx context.Context) {
 		// Not this FormsService's store (NotOwned while it was managed): left as it is, and so is
 		// whatever else is not this FormsService's.
 		run.removeManagedRedis(ctx)
+	case !sts.DeletionTimestamp.IsZero():
+		// Going already (removed as acknowledged, or by a person): nothing to keep; what is left of it
+		// goes once it is gone.
 	case fs.Annotations[v1alpha1.RemoveManagedRedisAnnotation] == string(sts.UID):
 		if run.removeManagedRedis(ctx) {
 			run.r.eventAbout(fs, sts, corev1.EventTypeNormal, "ManagedRedisRemoved",

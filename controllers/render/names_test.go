@@ -172,6 +172,7 @@ func nameRules(t *testing.T) (must, mustNot []*regexp.Regexp, maxLen int) {
 
 // accepted says whether the CRD's name rules let a FormsService of this name be created.
 func accepted(t *testing.T, name string) bool {
+	t.Helper()
 	must, mustNot, maxLen := nameRules(t)
 	if len(name) > maxLen {
 		return false
