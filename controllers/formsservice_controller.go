@@ -198,7 +198,8 @@ func (r *FormsServiceReconciler) updateStatus(ctx context.Context, fs *v1alpha1.
 		}
 		bad := (c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue) ||
 			(c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue) ||
-			(c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && old != nil)
+			(c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && old != nil) ||
+			(c.Type == v1alpha1.ConditionManagedRedisRetained && c.Status == metav1.ConditionTrue)
 		if c.Type == v1alpha1.ConditionProgressing || c.Type == v1alpha1.ConditionReconciling ||
 			(old == nil && !bad && c.Status == metav1.ConditionFalse) {
 			continue // rollouts are reported by the Deployments' own events; a first "not degraded" is no news

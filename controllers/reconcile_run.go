@@ -86,8 +86,9 @@ func (run *reconcileRun) apply(ctx context.Context, ac runtime.ApplyConfiguratio
 	return a, err == nil
 }
 
-// remove deletes an object no longer wanted, if fs controls it, and reports its failure.
-func (run *reconcileRun) remove(ctx context.Context, obj client.Object, kind string) {
+// remove deletes an object no longer wanted, if fs controls it, and reports its failure; it says
+// whether it deleted the object.
+func (run *reconcileRun) remove(ctx context.Context, obj client.Object, kind string) bool {
 	deleted, err := run.ap.deleteIfOwned(ctx, run.fs, obj)
 	if err != nil {
 		run.fail("DeleteFailed", fmt.Errorf("%s %s: %w", kind, obj.GetName(), err))
@@ -95,6 +96,7 @@ func (run *reconcileRun) remove(ctx context.Context, obj client.Object, kind str
 		run.log.Info("deleted", "kind", kind, "name", obj.GetName())
 		run.r.eventAbout(run.fs, obj, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", kind, obj.GetName())
 	}
+	return deleted
 }
 
 // relatedRef names an applied object for an Event about it.

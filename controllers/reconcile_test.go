@@ -432,12 +432,14 @@ func TestFormsService_EveryOwnedObjectIsGarbageCollectedWithIt(t *testing.T) {
 	}
 
 	// Removing the ingress from the spec deletes the Ingress; one replica needs no disruption budget;
-	// an external Redis replaces the managed one.
+	// an external Redis replaces the managed one, removed at once since the same edit acknowledges it by
+	// its StatefulSet's UID (D72; without it the managed Redis is kept: redisretain_envtest_test.go).
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
 		fs.Spec.Ingress = nil
 		fs.Spec.PublicURL = "https://id.acme.example"
 		fs.Spec.Health.Replicas = ptr.To[int32](1)
 		fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.data.svc:6379"}}
+		fs.Annotations = map[string]string{v1alpha1.RemoveManagedRedisAnnotation: string(sts.UID)}
 	})
 	gone := map[string]client.Object{
 		"acme": &networkingv1.Ingress{}, "acme-health": &policyv1.PodDisruptionBudget{},

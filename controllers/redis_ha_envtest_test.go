@@ -96,9 +96,20 @@ func TestRedisHA_TurnedOn_RendersTheSetInPlace_ServicesThroughTheSentinels(t *te
 		return nil
 	})
 
-	// Moving to your own Redis stops the managed one, its per-pod Services and its budget with it.
+	// Moving to your own Redis keeps the managed one, its per-pod Services and its budget until the
+	// removal is acknowledged (D72); then they go with it.
 	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
 		fs.Spec.Redis = v1alpha1.RedisSpec{Addresses: []v1alpha1.HostPort{"redis.example.internal:6379"}}
+	})
+	waitCondition(t, fs, v1alpha1.ConditionManagedRedisRetained, metav1.ConditionTrue, "ExternalRedisInUse",
+		"data-acme-redis-0, data-acme-redis-1, data-acme-redis-2")
+	for _, name := range []string{"acme-redis-0", "acme-redis-1", "acme-redis-2"} {
+		if err := k8s.Get(ctx, key(ns, name), &corev1.Service{}); err != nil {
+			t.Errorf("the retained Redis's Service %s: %v", name, err)
+		}
+	}
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		fs.Annotations = map[string]string{v1alpha1.RemoveManagedRedisAnnotation: string(sts.UID)}
 	})
 	eventuallyWhat(t, "the managed Redis's HA objects removed", func() error {
 		for _, o := range []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}} {

@@ -151,6 +151,9 @@ type observed struct {
 	Routes []v1alpha1.RouteStatus
 	// SigningKey is where the signing key's rotation stands (nil when the Secret could not be read).
 	SigningKey *v1alpha1.SigningKeyStatus
+	// RetainedRedis is the ManagedRedisRetained condition's message: the managed Redis of before runs on
+	// beside the external one the spec names ("" when there is none, D72).
+	RetainedRedis string
 }
 
 // buildStatus rebuilds the status from what the reconcile found. It never reads the old status except
@@ -224,6 +227,13 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 	}
 
 	redisHA(fs, workloads, set, &st)
+	// A retained store is kept on purpose and the services do not use it: neither Degraded nor
+	// unready, but reported, with the way to remove it.
+	if o.RetainedRedis != "" {
+		set(v1alpha1.ConditionManagedRedisRetained, metav1.ConditionTrue, "ExternalRedisInUse", o.RetainedRedis)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionManagedRedisRetained)
+	}
 
 	var stuck, retrying []problem
 	for _, p := range problems {

@@ -281,3 +281,33 @@ func TestBuildStatus_HighlyAvailableRedisServesWithTwoOfThree(t *testing.T) {
 		t.Errorf("a single Redis reports %+v", c)
 	}
 }
+
+// A retained managed Redis (D72) is reported, and leaves Ready, Degraded and the kstatus conditions as
+// they would be without it; gone, its condition goes too.
+func TestBuildStatus_ARetainedManagedRedisKeepsTheResourceReady(t *testing.T) {
+	fs := &v1alpha1.FormsService{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}
+	fs.Spec.Redis.Addresses = []v1alpha1.HostPort{"redis.data.svc:6379"}
+	var workloads []workloadState
+	for _, c := range render.Components {
+		workloads = append(workloads, deploymentState(c, &appsv1.Deployment{
+			Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+			Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1},
+		}))
+	}
+	st := buildStatus(fs, workloads, observed{RetainedRedis: "the managed Redis of before keeps running"})
+	want := map[string]string{
+		v1alpha1.ConditionReady: "True/Available", v1alpha1.ConditionDegraded: "False/AsExpected",
+		v1alpha1.ConditionStalled: "False/AsExpected", v1alpha1.ConditionReconciling: "False/ReconciliationSucceeded",
+		v1alpha1.ConditionManagedRedisRetained: "True/ExternalRedisInUse",
+	}
+	for typ, w := range want {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || string(c.Status)+"/"+c.Reason != w {
+			t.Errorf("%s = %+v, want %s", typ, c, w)
+		}
+	}
+	fs.Status = st
+	st = buildStatus(fs, workloads, observed{})
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionManagedRedisRetained); c != nil {
+		t.Errorf("ManagedRedisRetained after the store went: %+v", c)
+	}
+}

@@ -177,6 +177,33 @@ func TestCRD_RefusesInvalidResourcesWithReadableMessages(t *testing.T) {
 
 // storageSize grows, never shrinks; setting it later or removing it is judged against the 1Gi the
 // volume then has (before, adding or removing it slipped past the rule and the StatefulSet refused it).
+// A name whose objects would take another FormsService's object names in the namespace is refused
+// when it is created (D72): acme-redis's configuration ConfigMap would be acme's Redis ConfigMap
+// (acme-redis-config), acme-forms's HTTPRoute acme's forms HTTPRoute. The names the rule lets through
+// are proved free of collisions by render's TestNames_NoTwoFormsServicesShareAnObjectName.
+func TestCRD_RefusesNamesWhoseObjectsWouldCollide(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for _, name := range []string{"acme-redis", "acme-forms", "redis-redis"} {
+		fs := sampleFS(ns)
+		fs.Name = name
+		err := k8s.Create(ctx, fs)
+		if err == nil || !strings.Contains(err.Error(), "name must not end in -redis or -forms: FormsService x names its Redis ConfigMap x-redis-config") {
+			t.Errorf("%s: %v, want the collision refused", name, err)
+		}
+	}
+	for _, name := range []string{"redis", "forms", "acme-redis1", "acme-redisx", "acme-forms-eu", "acmeredis", "acme-config"} {
+		fs := sampleFS(ns)
+		fs.Name = name
+		if err := k8s.Create(ctx, fs); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		// Updates pass the rule (it runs on create only), the operator's status writes included.
+		updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Spec.LogLevel = "debug" })
+	}
+}
+
 func TestCRD_StorageSizeGrowsNeverShrinks(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)

@@ -23,6 +23,12 @@ const (
 	// must sign in again and no refresh token from before refreshes. A value that names another key
 	// does nothing, so an annotation left behind never answers a later loss.
 	ReplaceVanishedSigningKeyAnnotation = "platform.formsservice.io/replace-vanished-signing-key"
+	// RemoveManagedRedisAnnotation, set by a person to the UID of the managed Redis's StatefulSet that a
+	// ManagedRedisRetained condition names, lets the operator delete the managed Redis of a FormsService
+	// whose spec.redis.addresses names another store (D72). Until then that Redis keeps running, unused.
+	// A value that names another StatefulSet (another resource's, or a store since created again) does
+	// nothing, so an annotation copied or left behind never removes a store nobody looked at.
+	RemoveManagedRedisAnnotation = "platform.formsservice.io/remove-managed-redis"
 )
 
 // Phases of a signing-key rotation (status.signingKey.phase).
@@ -58,6 +64,10 @@ const (
 	// ConditionDegraded is True when the operator cannot make the platform match the resource (a missing
 	// Secret, a failed rollout, an object the API server refused).
 	ConditionDegraded = "Degraded"
+	// ConditionManagedRedisRetained, present only while spec.redis.addresses names another store and the
+	// managed Redis of before still runs, is True: the operator keeps that Redis, unused, until
+	// RemoveManagedRedisAnnotation names it (D72). It never affects Ready or Degraded.
+	ConditionManagedRedisRetained = "ManagedRedisRetained"
 )
 
 // Origin is a browser origin allowed to post to the forms: scheme://host[:port] in lower case with
@@ -952,6 +962,7 @@ type FormsServiceStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="name must start with a letter, hold only lower-case letters, digits and '-', and be at most 40 characters: it prefixes the names of the Services and Deployments the operator creates"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.matches('-(redis|forms)$')",message="name must not end in -redis or -forms: FormsService x names its Redis ConfigMap x-redis-config and its forms HTTPRoute x-forms, the names FormsServices x-redis and x-forms would give their own configuration ConfigMap and HTTPRoute in the same namespace",optionalOldSelf=true
 type FormsService struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

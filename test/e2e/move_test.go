@@ -14,12 +14,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
 	"github.com/formsservice/formsservice/test/internal/cluster"
 )
@@ -32,7 +34,8 @@ const ownRedis = "own-redis"
 // annotation, to the bucket of the backup phase), restored by a one-off pod of the services' image into
 // a Redis the team runs (a plain Deployment here), then the FormsService pointed at it
 // (spec.redis.addresses). Every submission acknowledged before the backup is found through the moved
-// platform, and a grant from before the move still refreshes. The way back is the same steps the
+// platform, and a grant from before the move still refreshes; the managed Redis, kept until then
+// (D72), is removed once the annotation acknowledges it. The way back is the same steps the
 // other way; its restore into a new managed store is the backup phase's.
 func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 	if os.Getenv("FORMSSERVICE_E2E_S3_IMAGE") == "" || os.Getenv("FORMSSERVICE_E2E_NEXT_IMAGE") == "" {
@@ -210,6 +213,32 @@ func (d *dayTwo) moveToOwnRedis(t *testing.T) {
 	}
 	t.Logf("after the move: %d of %d submissions found (%d lost), the grant refreshed (%d); whole phase %s",
 		len(submitted)-lost, len(submitted), lost, status, time.Since(start).Round(time.Second))
+
+	// 4. The managed Redis is kept, unused, after the move (D72), until its removal is acknowledged by
+	// its StatefulSet's UID: then it goes; its claim stays.
+	if err := k.client.Get(ctx, clientKey(d.name+"-redis"), managed); err != nil {
+		t.Fatalf("the managed Redis's StatefulSet after the move (kept until the removal is acknowledged): %v", err)
+	}
+	cluster.Eventually(t, time.Minute, "ManagedRedisRetained reported", func() (bool, string) {
+		return conditionTrue(k.get(t, d.name), v1alpha1.ConditionManagedRedisRetained), "not True yet"
+	})
+	k.update(t, d.name, "acknowledging the managed Redis's removal", func(u *unstructured.Unstructured) {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[v1alpha1.RemoveManagedRedisAnnotation] = string(managed.UID)
+		u.SetAnnotations(ann)
+	})
+	cluster.Eventually(t, 2*time.Minute, "the managed Redis removed", func() (bool, string) {
+		err := k.client.Get(ctx, clientKey(d.name+"-redis"), &appsv1.StatefulSet{})
+		u := k.get(t, d.name)
+		return apierrors.IsNotFound(err) && !conditionTrue(u, v1alpha1.ConditionManagedRedisRetained),
+			fmt.Sprintf("StatefulSet: %v; ManagedRedisRetained %v", err, conditionTrue(u, v1alpha1.ConditionManagedRedisRetained))
+	})
+	if err := k.client.Get(ctx, clientKey("data-"+d.name+"-redis-0"), &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("the managed Redis's claim after its removal (it is kept): %v", err)
+	}
 
 	// The other steps reach the new pods.
 	d.forms = k.portForward(d.main, d.name, render.Forms)
