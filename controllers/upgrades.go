@@ -28,6 +28,12 @@ import (
 // their rollout finishes or fails: the cache may not show the Deployments just written when the next
 // FormsService asks. The waiting ones (status.pendingImage) take the free slots in namespace/name order.
 
+// DefaultMaxConcurrentUpgrades is the manager's --max-concurrent-upgrades: two platforms move to a new
+// operator's image at a time. One would make every platform wait for the slowest rollout in turn; two
+// keep a fleet of fifty with rollouts of a few minutes to about an hour, while a bad image reaches two
+// platforms, not fifty, before their rollouts stall (D73).
+const DefaultMaxConcurrentUpgrades = 2
+
 // DefaultUpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot.
 const DefaultUpgradeRecheck = 15 * time.Second
 
