@@ -27,6 +27,8 @@ import (
 // (ProgressDeadlineExceeded, ReplicaFailure). Admissions this process made are remembered as well, until
 // their rollout finishes or fails: the cache may not show the Deployments just written when the next
 // FormsService asks. The waiting ones (status.pendingImage) take the free slots in namespace/name order.
+// A FormsService with spec.updatePolicy.mode Manual waits, whatever the bound, until its annotation
+// approves the waiting image (v1alpha1.ApproveUpgradeAnnotation).
 
 // DefaultMaxConcurrentUpgrades is the manager's --max-concurrent-upgrades: two platforms move to a new
 // operator's image at a time. One would make every platform wait for the slowest rollout in turn; two
@@ -57,7 +59,8 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 	r, fs := run.r, run.fs
 	key := client.ObjectKeyFromObject(fs)
 	target := run.in.Image
-	if r.maxConcurrentUpgrades() <= 0 || fs.Spec.Image != "" || target == "" {
+	manual := fs.Spec.UpdatePolicy != nil && fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual
+	if (r.maxConcurrentUpgrades() <= 0 && !manual) || fs.Spec.Image != "" || target == "" {
 		// No bound, or the team's own image: a change of spec.image is the team's decision.
 		r.upgrades.forget(key)
 		return
@@ -75,6 +78,19 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 	if slices.Contains(running, target) {
 		return // its Deployments got the image: it has its slot (or had it)
 	}
+	hold := func(why string) {
+		run.in.Image = running[0]
+		run.PendingImage = target
+		run.UpgradeQueued = fmt.Sprintf("The upgrade to %s waits: %s.", target, why)
+	}
+	if manual && fs.Annotations[v1alpha1.ApproveUpgradeAnnotation] != target {
+		r.upgrades.forget(key)
+		hold(fmt.Sprintf("updatePolicy.mode is Manual; annotate the FormsService %s=%s to approve it", v1alpha1.ApproveUpgradeAnnotation, target))
+		return
+	}
+	if r.maxConcurrentUpgrades() <= 0 {
+		return
+	}
 	queued, err := r.admitUpgrade(ctx, key, target)
 	if err != nil {
 		run.fail("ReadFailed", fmt.Errorf("counting the upgrades under way: %w", err))
@@ -84,9 +100,7 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		run.log.Info("upgrade admitted", "image", target)
 		return
 	}
-	run.in.Image = running[0]
-	run.PendingImage = target
-	run.UpgradeQueued = fmt.Sprintf("The upgrade to %s waits: %s.", target, queued)
+	hold(queued)
 }
 
 // settleUpgrade drops this process's admission of fs once it no longer needs remembering: the rollout

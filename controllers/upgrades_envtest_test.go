@@ -291,3 +291,55 @@ func TestUpgrades_QueuedKeepsRunningImageButTakesOtherChanges(t *testing.T) {
 		return nil
 	})
 }
+
+func TestUpdatePolicy_ManualKeepsTheRunningImageUntilTheUpgradeIsApproved(t *testing.T) {
+	ctx := context.Background()
+	manual := sampleFS(newNamespace(t))
+	manual.Spec.UpdatePolicy = &v1alpha1.UpdatePolicy{Mode: v1alpha1.UpdateModeManual}
+	fs := createAndWait(t, manual)
+	finishRollouts(t, fs)
+	waitOperandVersion(t, fs, testImage)
+
+	// No bound on the fleet: only the policy holds it back.
+	const next = "registry.example/formsservice:manual-next"
+	setFleet(t, next, 0)
+	eventuallyWhat(t, "the upgrade awaits approval", func() error {
+		var cur v1alpha1.FormsService
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(fs), &cur); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
+		if cur.Status.PendingImage != next || c == nil || c.Reason != "UpgradeQueued" ||
+			!strings.Contains(c.Message, v1alpha1.ApproveUpgradeAnnotation+"="+next) {
+			return fmt.Errorf("pendingImage %q, Progressing %+v", cur.Status.PendingImage, c)
+		}
+		return nil
+	})
+	for _, c := range render.Components {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key(fs.Namespace, render.WorkloadName(fs, c)), d); err != nil {
+			t.Fatal(err)
+		}
+		if img := serviceImageOf(c, d); img != testImage {
+			t.Fatalf("%s runs %q before the upgrade was approved", c, img)
+		}
+	}
+
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		metav1.SetMetaDataAnnotation(&fs.ObjectMeta, v1alpha1.ApproveUpgradeAnnotation, next)
+	})
+	eventuallyWhat(t, "approved: every service on next", func() error {
+		for _, c := range render.Components {
+			d := &appsv1.Deployment{}
+			if err := k8s.Get(ctx, key(fs.Namespace, render.WorkloadName(fs, c)), d); err != nil {
+				return err
+			}
+			if img := serviceImageOf(c, d); img != next {
+				return fmt.Errorf("%s runs %q", c, img)
+			}
+		}
+		return nil
+	})
+	finishRollouts(t, fs)
+	waitOperandVersion(t, fs, next)
+}

@@ -258,6 +258,9 @@ type FormsServiceSpec struct {
 	// (backup_types.go).
 	// +optional
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+	// UpdatePolicy says when an operator upgrade may move the services to its image (update_types.go).
+	// +optional
+	UpdatePolicy *UpdatePolicy `json:"updatePolicy,omitempty"`
 }
 
 // OAuthClient is a registered relying party, or a machine client (client_credentials).
