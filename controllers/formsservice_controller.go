@@ -60,10 +60,18 @@ type FormsServiceReconciler struct {
 	Workers int
 	// Now is the clock of the signing key's rotation; nil means time.Now.
 	Now func() time.Time
+	// MaxConcurrentUpgrades is how many FormsServices without spec.image may move to a new ServiceImage
+	// at once; 0 means no bound (upgrades.go).
+	MaxConcurrentUpgrades int
+	// UpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot; 0 means
+	// DefaultUpgradeRecheck.
+	UpgradeRecheck time.Duration
 
 	written writtenStatuses
 	// checkedStores spares the claims' reads while a store runs an image already checked (redisformat.go).
 	checkedStores checkedStores
+	// upgrades serialises the upgrade admissions and remembers this process's (upgrades.go).
+	upgrades upgradeSlots
 }
 
 // serves asks Kinds whether the cluster serves gvk; wanted says a FormsService needs it (only then is a
@@ -94,12 +102,14 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.checkedStores.forget(req.NamespacedName)
+			r.upgrades.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fs.DeletionTimestamp.IsZero() {
 		r.written.forget(req.NamespacedName)
 		r.checkedStores.forget(req.NamespacedName)
+		r.upgrades.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references let the garbage collector remove the rest
 	}
 
@@ -109,6 +119,7 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		run.fail("ObserveFailed", fmt.Errorf("reading the workloads from the cache: %w", err))
 	}
 	st := buildStatus(fs, workloads, run.observed)
+	r.settleUpgrade(fs, run, workloads, st) // upgrades.go
 	run.monitoring.setCondition(&st)
 	run.data.setDataStatus(fs, &st) // backup.go
 	if err := r.updateStatus(ctx, fs, st); err != nil {
@@ -128,6 +139,10 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			// operator does not watch Secrets).
 			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.wakeAt.Sub(r.now()), time.Second))
 		}
+		if run.PendingImage != "" {
+			// Nothing tells a waiting upgrade that a slot freed: ask again (upgrades.go).
+			res.RequeueAfter = minPositive(res.RequeueAfter, r.upgradeRecheck())
+		}
 	}
 	return res, err
 }
@@ -138,6 +153,7 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // what the secrets phase could not read.
 func (r *FormsServiceReconciler) apply(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {
 	run := r.newRun(ctx, fs) // reconcile_run.go
+	run.upgrade(ctx)         // upgrades.go: the services' image, the operator's or, while its upgrade waits, the running one
 	run.secrets(ctx)         // reconcile_secrets.go: the signing key and its rotation, the Redis password, the spec's Secrets
 	run.serviceAccounts(ctx) // reconcile_services.go
 	run.store(ctx)           // reconcile_store.go: the managed Redis, single or highly available, or its removal

@@ -39,7 +39,7 @@ func (run *reconcileRun) rollout(ctx context.Context) {
 	}
 	// Backups, and a new platform's restore, which the services wait for (backup.go).
 	run.data = run.reconcileData(ctx, configApplied)
-	if configApplied && run.data.ServicesMayStart {
+	if configApplied && run.data.ServicesMayStart && !run.holdDeployments {
 		run.deployments(ctx)
 	}
 	run.RolloutBlocked = !rollout
@@ -47,12 +47,16 @@ func (run *reconcileRun) rollout(ctx context.Context) {
 
 // deployments applies each service's Deployment, with the replicas an autoscaled one keeps.
 func (run *reconcileRun) deployments(ctx context.Context) {
+	run.deploymentsApplied = true
 	for _, c := range render.Components {
 		d := render.Deployment(run.fs, c, run.in)
 		if err := run.r.prepareReplicas(ctx, run.fs, c, d); err != nil { // replicas.go
 			run.fail("ApplyFailed", err)
+			run.deploymentsApplied = false
 			continue
 		}
-		run.apply(ctx, d)
+		if _, ok := run.apply(ctx, d); !ok {
+			run.deploymentsApplied = false
+		}
 	}
 }

@@ -33,6 +33,12 @@ type reconcileRun struct {
 	// redisPasswordKnown: the managed Redis's password could be read or created; its StatefulSet waits
 	// for it.
 	redisPasswordKnown bool
+	// holdDeployments: the running services' image could not be read; the Deployments wait (upgrades.go).
+	holdDeployments bool
+	// upgradeTarget is the operator's image this FormsService is being moved to ("" when not upgrading),
+	// and deploymentsApplied says the rollout applied every Deployment (upgrades.go).
+	upgradeTarget      string
+	deploymentsApplied bool
 
 	observed
 	// errs are the API errors that make the reconcile return an error (retried with backoff).
@@ -50,7 +56,7 @@ func (r *FormsServiceReconciler) newRun(ctx context.Context, fs *v1alpha1.FormsS
 		fs:                 fs,
 		ap:                 applier{client: r.Client, reader: r.APIReader, scheme: r.Scheme},
 		log:                logf.FromContext(ctx),
-		in:                 render.Inputs{Image: r.ServiceImage, RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets},
+		in:                 render.Inputs{Image: r.serviceImage(), RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets},
 		secretsKnown:       true,
 		redisPasswordKnown: true,
 	}

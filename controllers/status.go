@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -51,6 +52,8 @@ type workloadState struct {
 	Status       workloadStatus
 	// Conditions of a Deployment (Progressing, ReplicaFailure).
 	Conditions []appsv1.DeploymentCondition
+	// Image is a service Deployment's image: its pod template's container named for the component.
+	Image string
 }
 
 // workloadStatus is the part of a Deployment's or StatefulSet's status the operator reads.
@@ -73,7 +76,18 @@ func deploymentState(component string, d *appsv1.Deployment) workloadState {
 			UpdatedReplicas: d.Status.UpdatedReplicas, AvailableReplicas: d.Status.AvailableReplicas,
 		},
 		Conditions: d.Status.Conditions,
+		Image:      serviceImageOf(component, d),
 	}
+}
+
+// serviceImageOf is the image of a service Deployment's own container ("" when it has none).
+func serviceImageOf(component string, d *appsv1.Deployment) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == component {
+			return c.Image
+		}
+	}
+	return ""
 }
 
 func statefulSetState(component string, s *appsv1.StatefulSet) workloadState {
@@ -147,6 +161,10 @@ type observed struct {
 	RolloutBlocked bool
 	// Image is the services' image the Deployments were given ("" when there is none).
 	Image string
+	// PendingImage is the operator's image whose upgrade waits for a slot, and UpgradeQueued says so
+	// for Progressing (upgrades.go); both "" when none waits.
+	PendingImage  string
+	UpgradeQueued string
 	// Routes are the Ingress' and HTTPRoutes' acceptance.
 	Routes []v1alpha1.RouteStatus
 	// SigningKey is where the signing key's rotation stands (nil when the Secret could not be read).
@@ -169,6 +187,14 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		SigningKey:         o.SigningKey,
 		Image:              o.Image,
 		Routes:             o.Routes,
+		OperandStatus: v1alpha1.OperandStatus{
+			// Kept from the last status until a rollout finishes: it names what runs, not what is asked.
+			OperandVersion: fs.Status.OperandVersion,
+			PendingImage:   o.PendingImage,
+		},
+	}
+	if v := rolledOutImage(workloads); v != "" {
+		st.OperandVersion = v
 	}
 	problems := append([]problem(nil), o.Problems...)
 	for _, r := range o.Routes {
@@ -209,7 +235,9 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked",
 			"The current spec is not rolled out until this is fixed: "+joinProblems(problems))
 	case len(rolling) > 0:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(rolling, "; "))
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(withQueue(rolling, o.UpgradeQueued), "; "))
+	case o.UpgradeQueued != "":
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "UpgradeQueued", o.UpgradeQueued)
 	default:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete", "Every workload runs the current spec.")
 	}
@@ -253,6 +281,10 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 	case len(rolling) > 0:
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "RollingOut", "Nothing holds the rollout up.")
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RollingOut", strings.Join(rolling, "; "))
+	case o.UpgradeQueued != "":
+		// The operator is still at work, by itself: the upgrade starts when a slot frees.
+		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "AsExpected", "Nothing holds the platform up.")
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "UpgradeQueued", o.UpgradeQueued)
 	case len(unavailable) > 0:
 		// Rolled out but not (yet, or no longer) available: pods starting, or crashing without the
 		// Deployment controller having given up. kstatus must not call that Current.
@@ -263,6 +295,30 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "ReconciliationSucceeded", "The platform runs the current spec.")
 	}
 	return st
+}
+
+// withQueue adds a waiting upgrade's message to what rolls out now.
+func withQueue(rolling []string, queued string) []string {
+	if queued == "" {
+		return rolling
+	}
+	return append(slices.Clone(rolling), queued)
+}
+
+// rolledOutImage is the image every service Deployment has fully rolled out (updated, available, no old
+// pods), or "" while any is missing, rolling, short of replicas or on another image.
+func rolledOutImage(workloads []workloadState) string {
+	image := ""
+	for _, w := range workloads {
+		if w.Kind != "Deployment" {
+			continue
+		}
+		if w.Image == "" || w.rollingOut() != "" || w.unavailable() != "" || (image != "" && w.Image != image) {
+			return ""
+		}
+		image = w.Image
+	}
+	return image
 }
 
 // redisHA sets RedisHighAvailability for a FormsService with the highly available Redis, and removes it

@@ -100,8 +100,10 @@ func runSuite(m *testing.M) int {
 		ServiceImage: testImage,
 		// The operator does not watch Secrets: a short recheck lets tests see a new Secret picked up.
 		SecretRecheck: 2 * time.Second,
-		Kinds:         kinds,
-		Now:           clock.Now,
+		// A queued upgrade asks again for a slot this often (upgrades_envtest_test.go).
+		UpgradeRecheck: time.Second,
+		Kinds:          kinds,
+		Now:            clock.Now,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -268,6 +268,9 @@ type FormsServiceSpec struct {
 	// (backup_types.go).
 	// +optional
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+	// UpdatePolicy says when an operator upgrade may move the services to its image (update_types.go).
+	// +optional
+	UpdatePolicy *UpdatePolicy `json:"updatePolicy,omitempty"`
 }
 
 // OAuthClient is a registered relying party, or a machine client (client_credentials).
@@ -948,6 +951,8 @@ type FormsServiceStatus struct {
 	// Backup reports the backups (backup_types.go).
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`
+	// OperandStatus: the image rolled out and the one waiting (update_types.go).
+	OperandStatus `json:",inline"`
 }
 
 // FormsService runs the formsservice platform: forms, auth and health behind one ingress, backed by Redis.
@@ -958,6 +963,7 @@ type FormsServiceStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Origins",type=integer,JSONPath=`.status.originCount`
 // +kubebuilder:printcolumn:name="Clients",type=integer,JSONPath=`.status.clientCount`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.operandVersion`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

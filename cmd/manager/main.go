@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	secretRecheck := fl.Duration("secret-recheck-interval", controllers.DefaultSecretRecheck, "how often each FormsService is reconciled again to notice a changed Secret (the operator does not watch Secrets; a missing one is looked for every 10s)")
 	watchNamespaces := fl.String("watch-namespaces", getenv("WATCH_NAMESPACES"), "comma-separated namespaces to watch (default: all)")
 	workers := fl.Int("max-concurrent-reconciles", controllers.DefaultWorkers, "how many FormsServices are reconciled at once")
+	maxUpgrades := fl.Int("max-concurrent-upgrades", controllers.DefaultMaxConcurrentUpgrades, "how many FormsServices without spec.image move to a new --service-image at once (an operator upgrade); the others keep their running image until a slot frees; 0: no bound")
 	qps := fl.Float64("kube-api-qps", DefaultQPS, "requests per second the manager may send to the API server (sustained)")
 	burst := fl.Int("kube-api-burst", DefaultBurst, "requests the manager may send to the API server in a burst above --kube-api-qps")
 	zapOpts := zap.Options{}
@@ -84,6 +85,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *redisUID < 0 {
 		return fmt.Errorf("--redis-run-as-user must not be negative")
+	}
+	if *maxUpgrades < 0 {
+		return fmt.Errorf("--max-concurrent-upgrades must not be negative (0: no bound)")
 	}
 	if *workers < 1 || *qps <= 0 || *burst < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles, --kube-api-qps and --kube-api-burst must be positive")
@@ -135,6 +139,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		SecretRecheck:    *secretRecheck,
 		Kinds:            kinds,
 		Workers:          *workers,
+
+		MaxConcurrentUpgrades: *maxUpgrades,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
@@ -160,7 +166,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log.Info("starting the manager", "leaderElection", *leaderElect, "namespaces", namespaces, "serviceImage", *serviceImage,
 		"redisImage", *redisImage, "redisRunAsUser", *redisUID,
-		"workers", *workers, "qps", *qps, "burst", *burst,
+		"workers", *workers, "maxConcurrentUpgrades", *maxUpgrades, "qps", *qps, "burst", *burst,
 		"servesHTTPRoutes", kinds.Served(controllers.HTTPRouteGVK), "servesServiceMonitors", kinds.Served(controllers.ServiceMonitorGVK))
 	return mgr.Start(ctx)
 }

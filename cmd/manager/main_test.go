@@ -311,3 +311,10 @@ func ownListeners(t *testing.T) map[string]bool {
 	}
 	return out
 }
+
+func TestRun_NegativeMaxConcurrentUpgrades_Refused(t *testing.T) {
+	err := run(context.Background(), []string{"--max-concurrent-upgrades=-1"}, func(string) string { return "" }, &strings.Builder{}, &rest.Config{})
+	if err == nil || !strings.Contains(err.Error(), "--max-concurrent-upgrades") {
+		t.Fatalf("run = %v, want the flag refused", err)
+	}
+}

@@ -1,0 +1,248 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
+)
+
+// The upgrade phase (D73): an operator upgrade changes the image of every FormsService without
+// spec.image at once. At most MaxConcurrentUpgrades of them move to it at a time; the others keep
+// rendering the image their Deployments run, every other change still applies, and Progressing says
+// UpgradeQueued until a slot is theirs.
+//
+// Who holds a slot is read from the cluster, so that a restart or a new leader counts the same: a
+// FormsService without spec.image holds one while a Deployment of it runs an image other than its
+// status.operandVersion (the image it last rolled out in full) and none of its Deployments failed
+// (ProgressDeadlineExceeded, ReplicaFailure). Admissions this process made are remembered as well, until
+// their rollout finishes or fails: the cache may not show the Deployments just written when the next
+// FormsService asks. The waiting ones (status.pendingImage) take the free slots in namespace/name order.
+// A FormsService with spec.updatePolicy.mode Manual waits, whatever the bound, until its annotation
+// approves the waiting image (v1alpha1.ApproveUpgradeAnnotation).
+
+// DefaultMaxConcurrentUpgrades is the manager's --max-concurrent-upgrades: two platforms move to a new
+// operator's image at a time. One would make every platform wait for the slowest rollout in turn; two
+// keep a fleet of fifty with rollouts of a few minutes to about an hour, while a bad image reaches two
+// platforms, not fifty, before their rollouts stall (D73).
+const DefaultMaxConcurrentUpgrades = 2
+
+// DefaultUpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot.
+const DefaultUpgradeRecheck = 15 * time.Second
+
+// upgradeSlots holds the admissions this process made, and serialises the decisions: two workers must
+// not both take the last slot.
+type upgradeSlots struct {
+	mu       sync.Mutex
+	admitted map[types.NamespacedName]string // FormsService → the image it was admitted to
+}
+
+// forget drops a FormsService's admission.
+func (u *upgradeSlots) forget(key types.NamespacedName) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.admitted, key)
+}
+
+// upgrade decides which services' image this reconcile renders: the operator's, unless the FormsService
+// runs another one and its upgrade is not admitted; then the one its Deployments run.
+func (run *reconcileRun) upgrade(ctx context.Context) {
+	r, fs := run.r, run.fs
+	key := client.ObjectKeyFromObject(fs)
+	target := run.in.Image
+	manual := fs.Spec.UpdatePolicy != nil && fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual
+	if (r.maxConcurrentUpgrades() <= 0 && !manual) || fs.Spec.Image != "" || target == "" {
+		// No bound, or the team's own image: a change of spec.image is the team's decision.
+		r.upgrades.forget(key)
+		return
+	}
+	running, err := r.serviceImages(ctx, fs)
+	if err != nil {
+		run.fail("ReadFailed", fmt.Errorf("reading the Deployments' images: %w", err))
+		run.holdDeployments = true // neither the old image nor the new one is known to be right
+		return
+	}
+	if len(running) == 0 {
+		return // a new platform is not an upgrade
+	}
+	run.upgradeTarget = target
+	if slices.Contains(running, target) {
+		return // its Deployments got the image: it has its slot (or had it)
+	}
+	hold := func(why string) {
+		run.in.Image = running[0]
+		run.PendingImage = target
+		run.UpgradeQueued = fmt.Sprintf("The upgrade to %s waits: %s.", target, why)
+	}
+	if manual && fs.Annotations[v1alpha1.ApproveUpgradeAnnotation] != target {
+		r.upgrades.forget(key)
+		hold(fmt.Sprintf("updatePolicy.mode is Manual; annotate the FormsService %s=%s to approve it", v1alpha1.ApproveUpgradeAnnotation, target))
+		return
+	}
+	if r.maxConcurrentUpgrades() <= 0 {
+		return
+	}
+	queued, err := r.admitUpgrade(ctx, key, target)
+	if err != nil {
+		run.fail("ReadFailed", fmt.Errorf("counting the upgrades under way: %w", err))
+		queued = "the operator could not count the upgrades under way"
+	}
+	if queued == "" {
+		run.log.Info("upgrade admitted", "image", target)
+		return
+	}
+	hold(queued)
+}
+
+// settleUpgrade drops this process's admission of fs once it no longer needs remembering: the rollout
+// finished or failed, or the reconcile did not apply the Deployments.
+func (r *FormsServiceReconciler) settleUpgrade(fs *v1alpha1.FormsService, run *reconcileRun, workloads []workloadState, st v1alpha1.FormsServiceStatus) {
+	if run.upgradeTarget == "" || run.PendingImage != "" {
+		return
+	}
+	if st.OperandVersion == run.upgradeTarget || !run.deploymentsApplied || deploymentFailed(workloads) {
+		r.upgrades.forget(client.ObjectKeyFromObject(fs))
+	}
+}
+
+// admitUpgrade admits fs's upgrade to target, or says why it waits.
+func (r *FormsServiceReconciler) admitUpgrade(ctx context.Context, self types.NamespacedName, target string) (string, error) {
+	u := &r.upgrades
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.admitted[self]; ok {
+		u.admitted[self] = target
+		return "", nil
+	}
+	var list v1alpha1.FormsServiceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return "", err
+	}
+	inFlight, ahead := 0, 0
+	for i := range list.Items {
+		other := &list.Items[i]
+		key := client.ObjectKeyFromObject(other)
+		if key == self {
+			continue
+		}
+		_, remembered := u.admitted[key]
+		upgrading, err := r.upgradeUnderWay(ctx, other)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case remembered || upgrading:
+			inFlight++
+		case other.Status.PendingImage != "" && lessKey(key, self):
+			ahead++
+		}
+	}
+	limit := r.MaxConcurrentUpgrades
+	if inFlight+ahead >= limit {
+		return fmt.Sprintf("%d of at most %d upgrades under way (--max-concurrent-upgrades), %d FormsServices ahead in the queue", inFlight, limit, ahead), nil
+	}
+	if u.admitted == nil {
+		u.admitted = map[types.NamespacedName]string{}
+	}
+	u.admitted[self] = target
+	return "", nil
+}
+
+// upgradeUnderWay says whether fs holds a slot by what the cluster shows: without spec.image, a
+// Deployment of it runs an image other than the one it last rolled out in full, and none failed. A
+// platform that never finished a rollout (no operandVersion) is new, not upgrading.
+func (r *FormsServiceReconciler) upgradeUnderWay(ctx context.Context, fs *v1alpha1.FormsService) (bool, error) {
+	if fs.Spec.Image != "" || fs.Status.OperandVersion == "" || !fs.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	changed := false
+	for _, c := range render.Components {
+		d, err := r.deployment(ctx, fs, c)
+		if err != nil || d == nil {
+			return false, err
+		}
+		w := deploymentState(c, d)
+		if w.failed() != nil {
+			return false, nil // a failed upgrade gives its slot back; its status says why
+		}
+		changed = changed || w.Image != fs.Status.OperandVersion
+	}
+	return changed, nil
+}
+
+// serviceImages are the images of fs's service Deployments, in render.Components order, without
+// repeats; none when it has no Deployment yet.
+func (r *FormsServiceReconciler) serviceImages(ctx context.Context, fs *v1alpha1.FormsService) ([]string, error) {
+	var out []string
+	for _, c := range render.Components {
+		d, err := r.deployment(ctx, fs, c)
+		if err != nil {
+			return nil, err
+		}
+		if img := ""; d != nil {
+			img = serviceImageOf(c, d)
+			if img != "" && !slices.Contains(out, img) {
+				out = append(out, img)
+			}
+		}
+	}
+	return out, nil
+}
+
+// deployment reads one service Deployment of fs from the cache (nil when there is none).
+func (r *FormsServiceReconciler) deployment(ctx context.Context, fs *v1alpha1.FormsService, component string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.WorkloadName(fs, component)}, d)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// deploymentFailed reports a Deployment the Deployment controller gave up on.
+func deploymentFailed(workloads []workloadState) bool {
+	for _, w := range workloads {
+		if w.Kind == "Deployment" && w.failed() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func lessKey(a, b types.NamespacedName) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+// serviceImage and maxConcurrentUpgrades read the operator's settings that a test changes while the
+// manager runs, under the lock the test takes.
+func (r *FormsServiceReconciler) serviceImage() string {
+	r.upgrades.mu.Lock()
+	defer r.upgrades.mu.Unlock()
+	return r.ServiceImage
+}
+
+func (r *FormsServiceReconciler) maxConcurrentUpgrades() int {
+	r.upgrades.mu.Lock()
+	defer r.upgrades.mu.Unlock()
+	return r.MaxConcurrentUpgrades
+}
+
+// upgradeRecheck is how soon a FormsService whose upgrade waits asks again.
+func (r *FormsServiceReconciler) upgradeRecheck() time.Duration {
+	if r.UpgradeRecheck > 0 {
+		return r.UpgradeRecheck
+	}
+	return DefaultUpgradeRecheck
+}
