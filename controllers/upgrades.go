@@ -83,9 +83,14 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		run.PendingImage = target
 		run.UpgradeQueued = fmt.Sprintf("The upgrade to %s waits: %s.", target, why)
 	}
-	if manual && fs.Annotations[v1alpha1.ApproveUpgradeAnnotation] != target {
+	if awaitsApproval(fs, target) {
+		// Not queued but held by the team: the operator has nothing to do until a person approves, so
+		// the resource is Current (kstatus) meanwhile, not Reconciling for days.
 		r.upgrades.forget(key)
-		hold(fmt.Sprintf("updatePolicy.mode is Manual; annotate the FormsService %s=%s to approve it", v1alpha1.ApproveUpgradeAnnotation, target))
+		run.in.Image = running[0]
+		run.PendingImage = target
+		run.UpgradeAwaitsApproval = fmt.Sprintf("The upgrade to %s awaits approval: updatePolicy.mode is Manual; annotate the FormsService %s=%s to approve it.",
+			target, v1alpha1.ApproveUpgradeAnnotation, target)
 		return
 	}
 	if r.maxConcurrentUpgrades() <= 0 {
@@ -101,6 +106,13 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		return
 	}
 	hold(queued)
+}
+
+// awaitsApproval says whether fs, with updatePolicy.mode Manual, waits for its team to approve the
+// upgrade to target (the annotation names another image, or none).
+func awaitsApproval(fs *v1alpha1.FormsService, target string) bool {
+	manual := fs.Spec.UpdatePolicy != nil && fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual
+	return manual && fs.Annotations[v1alpha1.ApproveUpgradeAnnotation] != target
 }
 
 // settleUpgrade drops this process's admission of fs once it no longer needs remembering: the rollout
@@ -142,7 +154,9 @@ func (r *FormsServiceReconciler) admitUpgrade(ctx context.Context, self types.Na
 		switch {
 		case remembered || upgrading:
 			inFlight++
-		case other.Status.PendingImage != "" && lessKey(key, self):
+		case other.Status.PendingImage != "" && !awaitsApproval(other, other.Status.PendingImage) && lessKey(key, self):
+			// Waiting for a slot, and first in order; one that waits for its team's approval is in
+			// nobody's way.
 			ahead++
 		}
 	}

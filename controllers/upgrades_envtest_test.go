@@ -308,10 +308,18 @@ func TestUpdatePolicy_ManualKeepsTheRunningImageUntilTheUpgradeIsApproved(t *tes
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(fs), &cur); err != nil {
 			return err
 		}
+		// Waiting for a person is not the operator's work: neither Progressing nor Reconciling, so
+		// that GitOps tools see the resource Current meanwhile; Ready stays.
 		c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
-		if cur.Status.PendingImage != next || c == nil || c.Reason != "UpgradeQueued" ||
+		if cur.Status.PendingImage != next || c == nil || c.Status != metav1.ConditionFalse || c.Reason != "UpgradeAwaitsApproval" ||
 			!strings.Contains(c.Message, v1alpha1.ApproveUpgradeAnnotation+"="+next) {
 			return fmt.Errorf("pendingImage %q, Progressing %+v", cur.Status.PendingImage, c)
+		}
+		if rc := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionReconciling); rc == nil || rc.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Reconciling %+v", rc)
+		}
+		if !meta.IsStatusConditionTrue(cur.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Errorf("not Ready: %+v", cur.Status.Conditions)
 		}
 		return nil
 	})
@@ -342,4 +350,46 @@ func TestUpdatePolicy_ManualKeepsTheRunningImageUntilTheUpgradeIsApproved(t *tes
 	})
 	finishRollouts(t, fs)
 	waitOperandVersion(t, fs, next)
+}
+
+// A FormsService that waits for its team's approval is not in the queue: with a bound of one, the
+// automatic one after it in namespace/name order is admitted at once, not held behind an upgrade that
+// may never be approved.
+func TestUpgrades_AFormsServiceAwaitingApprovalIsInNobodysWay(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	const next = "registry.example/formsservice:approval-next"
+	held := sampleFS(ns)
+	held.Name = "aaa"
+	held.Spec.UpdatePolicy = &v1alpha1.UpdatePolicy{Mode: v1alpha1.UpdateModeManual}
+	held = createAndWait(t, held)
+
+	// What the operator writes while that upgrade awaits approval. Only FormsServices of this namespace
+	// count for this reconciler (a namespaced client), so other tests' upgrades hold no slot here.
+	r := &FormsServiceReconciler{Client: client.NewNamespacedClient(k8s, ns), MaxConcurrentUpgrades: 1}
+	eventuallyWhat(t, "zzz admitted with aaa awaiting approval", func() error {
+		cur := &v1alpha1.FormsService{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(held), cur); err != nil {
+			return err
+		}
+		cur.Status.PendingImage = next
+		if err := k8s.Status().Update(ctx, cur); err != nil {
+			return err
+		}
+		queued, err := r.admitUpgrade(ctx, types.NamespacedName{Namespace: ns, Name: "zzz"}, next)
+		if err != nil {
+			return err
+		}
+		// Only an answer given while aaa's status said it waits counts (the manager may rewrite it).
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(held), cur); err != nil {
+			return err
+		}
+		if cur.Status.PendingImage != next {
+			return fmt.Errorf("aaa's status was rewritten meanwhile")
+		}
+		if queued != "" {
+			t.Fatalf("zzz queued behind aaa, which awaits its team's approval: %s", queued)
+		}
+		return nil
+	})
 }
