@@ -139,7 +139,11 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			// operator does not watch Secrets).
 			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.wakeAt.Sub(r.now()), time.Second))
 		}
-		if run.PendingImage != "" {
+		switch {
+		case !run.windowOpensAt.IsZero():
+			// Held until its maintenance window opens: come back then, not every 15 s.
+			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.windowOpensAt.Sub(r.now()), time.Second))
+		case run.PendingImage != "" && run.UpgradeHeld == "":
 			// Nothing tells a waiting upgrade that a slot freed: ask again (upgrades.go).
 			res.RequeueAfter = minPositive(res.RequeueAfter, r.upgradeRecheck())
 		}

@@ -48,6 +48,8 @@ type reconcileRun struct {
 	data dataResult
 	// wakeAt is when the signing key's rotation has its next step due by the clock (zero: none).
 	wakeAt time.Time
+	// windowOpensAt is when the maintenance window opens that a held upgrade waits for (zero: none).
+	windowOpensAt time.Time
 }
 
 func (r *FormsServiceReconciler) newRun(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {

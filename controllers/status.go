@@ -166,9 +166,10 @@ type observed struct {
 	// for Progressing (upgrades.go); both "" when none waits.
 	PendingImage  string
 	UpgradeQueued string
-	// UpgradeAwaitsApproval says that the upgrade to PendingImage waits for the team's approval
-	// (updatePolicy.mode Manual): not the operator's work, so neither Progressing nor Reconciling.
-	UpgradeAwaitsApproval string
+	// UpgradeHeld says that the upgrade to PendingImage waits for the team's updatePolicy, and
+	// UpgradeHeldReason why (UpgradeAwaitsApproval: mode Manual; UpgradeAwaitsWindow: no maintenance
+	// window is open): not the operator's work, so neither Progressing nor Reconciling.
+	UpgradeHeld, UpgradeHeldReason string
 	// Routes are the Ingress' and HTTPRoutes' acceptance.
 	Routes []v1alpha1.RouteStatus
 	// SigningKey is where the signing key's rotation stands (nil when the Secret could not be read).
@@ -239,11 +240,11 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked",
 			"The current spec is not rolled out until this is fixed: "+joinProblems(problems))
 	case len(rolling) > 0:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(withQueue(rolling, cmp.Or(o.UpgradeQueued, o.UpgradeAwaitsApproval)), "; "))
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(withQueue(rolling, cmp.Or(o.UpgradeQueued, o.UpgradeHeld)), "; "))
 	case o.UpgradeQueued != "":
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "UpgradeQueued", o.UpgradeQueued)
-	case o.UpgradeAwaitsApproval != "":
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "UpgradeAwaitsApproval", o.UpgradeAwaitsApproval)
+	case o.UpgradeHeld != "":
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, o.UpgradeHeldReason, o.UpgradeHeld)
 	default:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete", "Every workload runs the current spec.")
 	}
@@ -291,10 +292,10 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		// The operator is still at work, by itself: the upgrade starts when a slot frees.
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "AsExpected", "Nothing holds the platform up.")
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "UpgradeQueued", o.UpgradeQueued)
-	case o.UpgradeAwaitsApproval != "" && len(unavailable) == 0:
-		// The spec is rolled out; the new image waits for a person, not for the operator.
+	case o.UpgradeHeld != "" && len(unavailable) == 0:
+		// The spec is rolled out; the new image waits for a person or a window, not for the operator.
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "AsExpected", "Nothing holds the platform up.")
-		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "UpgradeAwaitsApproval", o.UpgradeAwaitsApproval)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, o.UpgradeHeldReason, o.UpgradeHeld)
 	case len(unavailable) > 0:
 		// Rolled out but not (yet, or no longer) available: pods starting, or crashing without the
 		// Deployment controller having given up. kstatus must not call that Current.

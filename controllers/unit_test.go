@@ -311,3 +311,43 @@ func TestBuildStatus_ARetainedManagedRedisKeepsTheResourceReady(t *testing.T) {
 		t.Errorf("ManagedRedisRetained after the store went: %+v", c)
 	}
 }
+
+// What the team's updatePolicy says of an upgrade, at a time: approval first (which image), then the
+// windows (when).
+func TestHeldByTeam_ApprovalSaysWhichImageAndTheWindowWhen(t *testing.T) {
+	const next = "registry.example/formsservice:next"
+	sat := time.Date(2026, 12, 5, 2, 0, 0, 0, time.UTC) // a Saturday, 02:00 UTC
+	fsWith := func(mode string, approved string, windows ...v1alpha1.MaintenanceWindow) *v1alpha1.FormsService {
+		fs := &v1alpha1.FormsService{}
+		fs.Spec.UpdatePolicy = &v1alpha1.UpdatePolicy{Mode: mode, MaintenanceWindows: windows}
+		if approved != "" {
+			metav1.SetMetaDataAnnotation(&fs.ObjectMeta, v1alpha1.ApproveUpgradeAnnotation, approved)
+		}
+		return fs
+	}
+	for _, c := range []struct {
+		name   string
+		fs     *v1alpha1.FormsService
+		now    time.Time
+		reason string
+	}{
+		{"automatic, no window", fsWith(v1alpha1.UpdateModeAutomatic, ""), sat, ""},
+		{"automatic, in its window", fsWith("", "", "Sat:01:00-05:00"), sat, ""},
+		{"automatic, outside its window", fsWith("", "", "Sat:01:00-05:00"), sat.Add(3 * time.Hour), ReasonUpgradeAwaitsWindow},
+		{"manual, not approved, in its window", fsWith(v1alpha1.UpdateModeManual, "", "Sat:01:00-05:00"), sat, ReasonUpgradeAwaitsApproval},
+		{"manual, another image approved", fsWith(v1alpha1.UpdateModeManual, "registry.example/formsservice:old"), sat, ReasonUpgradeAwaitsApproval},
+		{"manual, approved, outside its window", fsWith(v1alpha1.UpdateModeManual, next, "Sun:01:00-05:00"), sat, ReasonUpgradeAwaitsWindow},
+		{"manual, approved, in its window", fsWith(v1alpha1.UpdateModeManual, next, "Sun:01:00-05:00", "01:30-02:30"), sat, ""},
+	} {
+		why, reason := heldByTeam(c.fs, next, c.now)
+		if reason != c.reason {
+			t.Errorf("%s: reason %q (%s), want %q", c.name, reason, why, c.reason)
+		}
+		if reason == ReasonUpgradeAwaitsWindow && !strings.Contains(why, "the next opens at 2026-12-") {
+			t.Errorf("%s: %q names no next opening", c.name, why)
+		}
+	}
+	if why, reason := heldByTeam(&v1alpha1.FormsService{}, next, sat); why != "" || reason != "" {
+		t.Errorf("no updatePolicy held the upgrade: %s", why)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/maintenance"
 	"github.com/formsservice/formsservice/controllers/render"
 )
 
@@ -46,6 +48,24 @@ type upgradeSlots struct {
 	admitted map[types.NamespacedName]string // FormsService → the image it was admitted to
 }
 
+// remembers says whether this process admitted the FormsService's upgrade.
+func (u *upgradeSlots) remembers(key types.NamespacedName) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.admitted[key]
+	return ok
+}
+
+// admit remembers a FormsService's admission to target.
+func (u *upgradeSlots) admit(key types.NamespacedName, target string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.admitted == nil {
+		u.admitted = map[types.NamespacedName]string{}
+	}
+	u.admitted[key] = target
+}
+
 // forget drops a FormsService's admission.
 func (u *upgradeSlots) forget(key types.NamespacedName) {
 	u.mu.Lock()
@@ -59,8 +79,8 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 	r, fs := run.r, run.fs
 	key := client.ObjectKeyFromObject(fs)
 	target := run.in.Image
-	manual := fs.Spec.UpdatePolicy != nil && fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual
-	if (r.maxConcurrentUpgrades() <= 0 && !manual) || fs.Spec.Image != "" || target == "" {
+	policy := fs.Spec.UpdatePolicy != nil && (fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual || len(fs.Spec.UpdatePolicy.MaintenanceWindows) > 0)
+	if (r.maxConcurrentUpgrades() <= 0 && !policy) || fs.Spec.Image != "" || target == "" {
 		// No bound, or the team's own image: a change of spec.image is the team's decision.
 		r.upgrades.forget(key)
 		return
@@ -83,17 +103,26 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		run.PendingImage = target
 		run.UpgradeQueued = fmt.Sprintf("The upgrade to %s waits: %s.", target, why)
 	}
-	if awaitsApproval(fs, target) {
-		// Not queued but held by the team: the operator has nothing to do until a person approves, so
-		// the resource is Current (kstatus) meanwhile, not Reconciling for days.
+	if r.upgrades.remembers(key) {
+		// Admitted, and the Deployments not yet seen with the image: a window that closed since must not
+		// take back what was begun.
+		return
+	}
+	if why, reason := heldByTeam(fs, target, r.now()); reason != "" {
+		// Not queued but held by the team's policy: the operator has nothing to do until a person
+		// approves or the window opens, so the resource is Current (kstatus) meanwhile, not Reconciling
+		// for days.
 		r.upgrades.forget(key)
 		run.in.Image = running[0]
 		run.PendingImage = target
-		run.UpgradeAwaitsApproval = fmt.Sprintf("The upgrade to %s awaits approval: updatePolicy.mode is Manual; annotate the FormsService %s=%s to approve it.",
-			target, v1alpha1.ApproveUpgradeAnnotation, target)
+		run.UpgradeHeld, run.UpgradeHeldReason = why, reason
+		if reason == ReasonUpgradeAwaitsWindow {
+			run.windowOpensAt = nextWindow(fs, r.now())
+		}
 		return
 	}
 	if r.maxConcurrentUpgrades() <= 0 {
+		r.upgrades.admit(key, target) // no bound; remembered so that a window closing cannot undo it
 		return
 	}
 	queued, err := r.admitUpgrade(ctx, key, target)
@@ -108,11 +137,62 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 	hold(queued)
 }
 
-// awaitsApproval says whether fs, with updatePolicy.mode Manual, waits for its team to approve the
-// upgrade to target (the annotation names another image, or none).
-func awaitsApproval(fs *v1alpha1.FormsService, target string) bool {
-	manual := fs.Spec.UpdatePolicy != nil && fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual
-	return manual && fs.Annotations[v1alpha1.ApproveUpgradeAnnotation] != target
+// The reasons of an upgrade held by the team's updatePolicy.
+const (
+	ReasonUpgradeAwaitsApproval = "UpgradeAwaitsApproval"
+	ReasonUpgradeAwaitsWindow   = "UpgradeAwaitsWindow"
+)
+
+// heldByTeam says why fs's updatePolicy holds its upgrade to target at now, and the condition reason;
+// "" when it does not: with mode Manual, until the annotation names target; with maintenance windows,
+// until one is open (an approved upgrade waits for a window too). Windows the API server let through
+// but Parse refuses cannot be: they share the pattern; if it happened, the upgrade is held, never let
+// out of its window.
+func heldByTeam(fs *v1alpha1.FormsService, target string, now time.Time) (why, reason string) {
+	p := fs.Spec.UpdatePolicy
+	if p == nil {
+		return "", ""
+	}
+	if p.Mode == v1alpha1.UpdateModeManual && fs.Annotations[v1alpha1.ApproveUpgradeAnnotation] != target {
+		return fmt.Sprintf("The upgrade to %s awaits approval: updatePolicy.mode is Manual; annotate the FormsService %s=%s to approve it.",
+			target, v1alpha1.ApproveUpgradeAnnotation, target), ReasonUpgradeAwaitsApproval
+	}
+	if len(p.MaintenanceWindows) == 0 {
+		return "", ""
+	}
+	windows, err := maintenance.ParseAll(windowTexts(p.MaintenanceWindows))
+	if err != nil {
+		return fmt.Sprintf("The upgrade to %s waits: %v.", target, err), ReasonUpgradeAwaitsWindow
+	}
+	if maintenance.Open(windows, now) {
+		return "", ""
+	}
+	return fmt.Sprintf("The upgrade to %s waits for a maintenance window (%s UTC); the next opens at %s.",
+		target, strings.Join(windowTexts(p.MaintenanceWindows), ", "),
+		maintenance.NextOpening(windows, now).Format(time.RFC3339)), ReasonUpgradeAwaitsWindow
+}
+
+// heldByPolicy says whether other's waiting upgrade is held by its own updatePolicy.
+func heldByPolicy(other *v1alpha1.FormsService, now time.Time) bool {
+	_, reason := heldByTeam(other, other.Status.PendingImage, now)
+	return reason != ""
+}
+
+// nextWindow is when fs's next maintenance window opens after now (zero without one).
+func nextWindow(fs *v1alpha1.FormsService, now time.Time) time.Time {
+	windows, err := maintenance.ParseAll(windowTexts(fs.Spec.UpdatePolicy.MaintenanceWindows))
+	if err != nil {
+		return time.Time{}
+	}
+	return maintenance.NextOpening(windows, now)
+}
+
+func windowTexts(ws []v1alpha1.MaintenanceWindow) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = string(w)
+	}
+	return out
 }
 
 // settleUpgrade drops this process's admission of fs once it no longer needs remembering: the rollout
@@ -139,7 +219,7 @@ func (r *FormsServiceReconciler) admitUpgrade(ctx context.Context, self types.Na
 	if err := r.Client.List(ctx, &list); err != nil {
 		return "", err
 	}
-	inFlight, ahead := 0, 0
+	inFlight, ahead, now := 0, 0, r.now()
 	for i := range list.Items {
 		other := &list.Items[i]
 		key := client.ObjectKeyFromObject(other)
@@ -154,9 +234,9 @@ func (r *FormsServiceReconciler) admitUpgrade(ctx context.Context, self types.Na
 		switch {
 		case remembered || upgrading:
 			inFlight++
-		case other.Status.PendingImage != "" && !awaitsApproval(other, other.Status.PendingImage) && lessKey(key, self):
-			// Waiting for a slot, and first in order; one that waits for its team's approval is in
-			// nobody's way.
+		case other.Status.PendingImage != "" && lessKey(key, self) && !heldByPolicy(other, now):
+			// Waiting for a slot, and first in order; one that waits for its team's approval or its
+			// window is in nobody's way.
 			ahead++
 		}
 	}

@@ -393,3 +393,82 @@ func TestUpgrades_AFormsServiceAwaitingApprovalIsInNobodysWay(t *testing.T) {
 		return nil
 	})
 }
+
+// windowAround is a maintenance window of one hour that opens at start (minute resolution, UTC).
+func windowAround(start time.Time) v1alpha1.MaintenanceWindow {
+	start = start.UTC()
+	end := start.Add(time.Hour)
+	return v1alpha1.MaintenanceWindow(start.Format("Mon") + ":" + start.Format("15:04") + "-" + end.Format("15:04"))
+}
+
+// poke changes an annotation, which the reconciler watches: the way to make it look again at once
+// after the test moved its clock (it would otherwise come back when the window opens, in real time).
+func poke(t *testing.T, fs *v1alpha1.FormsService) {
+	t.Helper()
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) {
+		metav1.SetMetaDataAnnotation(&fs.ObjectMeta, "test.formsservice.io/poke", clock.Now().Format(time.RFC3339Nano))
+	})
+}
+
+func TestUpdatePolicy_AnUpgradeBeginsOnlyInAMaintenanceWindowAndFinishesAfterIt(t *testing.T) {
+	ctx := context.Background()
+	opens := clock.Now().Truncate(time.Minute).Add(2 * time.Hour)
+	windowed := sampleFS(newNamespace(t))
+	windowed.Spec.UpdatePolicy = &v1alpha1.UpdatePolicy{MaintenanceWindows: []v1alpha1.MaintenanceWindow{windowAround(opens)}}
+	fs := createAndWait(t, windowed)
+	finishRollouts(t, fs)
+	waitOperandVersion(t, fs, testImage)
+
+	// No bound on the fleet: only the window holds it back.
+	const next = "registry.example/formsservice:window-next"
+	setFleet(t, next, 0)
+	eventuallyWhat(t, "the upgrade awaits its window", func() error {
+		var cur v1alpha1.FormsService
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(fs), &cur); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
+		if cur.Status.PendingImage != next || c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonUpgradeAwaitsWindow ||
+			!strings.Contains(c.Message, opens.Format(time.RFC3339)) {
+			return fmt.Errorf("pendingImage %q, Progressing %+v", cur.Status.PendingImage, c)
+		}
+		if rc := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionReconciling); rc == nil || rc.Status != metav1.ConditionFalse || rc.Reason != ReasonUpgradeAwaitsWindow {
+			return fmt.Errorf("Reconciling %+v", rc)
+		}
+		if !meta.IsStatusConditionTrue(cur.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Errorf("not Ready: %+v", cur.Status.Conditions)
+		}
+		return nil
+	})
+	servicesRun := func(want string) func() error {
+		return func() error {
+			for _, c := range render.Components {
+				d := &appsv1.Deployment{}
+				if err := k8s.Get(ctx, key(fs.Namespace, render.WorkloadName(fs, c)), d); err != nil {
+					return err
+				}
+				if img := serviceImageOf(c, d); img != want {
+					return fmt.Errorf("%s runs %q", c, img)
+				}
+			}
+			return nil
+		}
+	}
+	if err := servicesRun(testImage)(); err != nil {
+		t.Fatalf("before its window: %v", err)
+	}
+
+	// The window opens: the upgrade begins (the minutes around its edges: the maintenance package's tests).
+	clock.Advance(opens.Add(time.Minute).Sub(clock.Now()))
+	poke(t, fs)
+	eventuallyWhat(t, "in the window: every service on next", servicesRun(next))
+
+	// The window closes before the rollout finished: what began goes on.
+	clock.Advance(2 * time.Hour)
+	poke(t, fs)
+	finishRollouts(t, fs)
+	waitOperandVersion(t, fs, next)
+	if err := servicesRun(next)(); err != nil {
+		t.Fatalf("after its window closed: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/maintenance"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
@@ -201,6 +202,28 @@ func TestCRD_RefusesNamesWhoseObjectsWouldCollide(t *testing.T) {
 		}
 		// Updates pass the rule (it runs on create only), the operator's status writes included.
 		updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Spec.LogLevel = "debug" })
+	}
+}
+
+// The API server refuses exactly the windows the operator cannot read (controllers/maintenance), so a
+// window never reaches the reconciler only to hold an upgrade forever.
+func TestCRD_RefusesMaintenanceWindowsTheOperatorCannotRead(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for i, w := range []string{"Sat:01:00-05:00", "01:00-05:00", "Sun:22:00-02:00", "00:00-23:59", "Mon:23:59-00:00",
+		"", "Sat", "sat:01:00-05:00", "Sat:1:00-05:00", "24:00-01:00", "01:60-02:00", "01:00-01:00", "Sat:07:30-07:30",
+		"Sat 01:00-05:00", "Saturday:01:00-02:00", "01:00-05:00 "} {
+		_, parseErr := maintenance.Parse(w)
+		fs := sampleFS(ns)
+		fs.Name = fmt.Sprintf("window%d", i)
+		fs.Spec.UpdatePolicy = &v1alpha1.UpdatePolicy{MaintenanceWindows: []v1alpha1.MaintenanceWindow{v1alpha1.MaintenanceWindow(w)}}
+		err := k8s.Create(ctx, fs)
+		if (err == nil) != (parseErr == nil) {
+			t.Errorf("window %q: the API server says %v, the operator says %v", w, err, parseErr)
+		}
+		if w == "01:00-01:00" && (err == nil || !strings.Contains(err.Error(), "must not open and close at the same minute")) {
+			t.Errorf("window %q: %v, want the same-minute message", w, err)
+		}
 	}
 }
 

@@ -20,7 +20,22 @@ type UpdatePolicy struct {
 	// +kubebuilder:validation:Enum=Automatic;Manual
 	// +kubebuilder:default=Automatic
 	Mode string `json:"mode,omitempty"`
+	// MaintenanceWindows are the times, in UTC, in which an operator upgrade of this FormsService may
+	// begin: "Sat:01:00-05:00" (on that weekday) or "01:00-05:00" (every day); a window whose end is
+	// before its start runs past midnight. Empty: any time. A rollout that began in a window finishes
+	// after it closes; with mode Manual, an approved upgrade waits for the next window too.
+	// +optional
+	// +kubebuilder:validation:MaxItems=14
+	// +listType=atomic
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
 }
+
+// MaintenanceWindow is "[Day:]HH:MM-HH:MM" in UTC (controllers/maintenance reads it; its Pattern is
+// this pattern).
+// +kubebuilder:validation:MaxLength=15
+// +kubebuilder:validation:Pattern=`^((Mon|Tue|Wed|Thu|Fri|Sat|Sun):)?([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$`
+// +kubebuilder:validation:XValidation:rule="self.split('-')[0].substring(self.split('-')[0].size() - 5) != self.split('-')[1]",message="a maintenance window must not open and close at the same minute"
+type MaintenanceWindow string
 
 // OperandStatus says which services' image a FormsService runs, and which one it waits to run: the
 // operator's own image changes with every operator upgrade, and at most --max-concurrent-upgrades
