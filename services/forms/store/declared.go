@@ -31,16 +31,16 @@ func FormStream(id string) string { return formPrefix(id) + "messages" }
 // FormUnique is the declared form's hash of unique values.
 func FormUnique(id string) string { return formPrefix(id) + "unique" }
 
-// formLua: KEYS run, stream, unique hash, spam folder, then per submission its rate key, idempotency
+// formLua: KEYS run, stream, unique hash, spam folder, per-day counts (daily.go), then per submission its rate key, idempotency
 // key and in-flight key; ARGV per submission: limit, record, the hash of the submission when an
 // Idempotency-Key was sent (else ""), "1" when the answer waits for durability, the unique value (else
 // ""), and the spam verdict (as contactLua's). Answers as contactLua's, plus 2 (a unique value stored
 // before: duplicate) and 6 (a replay of a duplicate). The idempotency record keeps the first answer, so
 // that a replay answers as the first did. Spam is answered as ham would be (a unique value seen before
 // is a duplicate), and its unique value is not recorded: spam must not take a genuine sender's value.
-var formLua = firstRun + rateLimitLua + spamLua + `
-for i = 1, (#KEYS - 4) / 3 do
-  local kr, ki, kb = KEYS[3*i + 2], KEYS[3*i + 3], KEYS[3*i + 4]
+var formLua = firstRun + rateLimitLua + spamLua + tallyLua + `
+for i = 1, (#KEYS - 5) / 3 do
+  local kr, ki, kb = KEYS[3*i + 3], KEYS[3*i + 4], KEYS[3*i + 5]
   local a = 6*(i - 1)
   local hash, uniq = ARGV[a + 3], ARGV[a + 5]
   local r = rate(kr, tonumber(ARGV[a + 1]))
@@ -58,6 +58,7 @@ for i = 1, (#KEYS - 4) / 3 do
         r = 2
       else
         local id = keep(KEYS[2], KEYS[4], ARGV[a + 2], ARGV[a + 6])
+        count(ARGV[a + 6])
         if id and uniq ~= '' then redis.call('HSET', KEYS[3], uniq, id) end
         r = 1
       end
@@ -69,6 +70,7 @@ for i = 1, (#KEYS - 4) / 3 do
   end
   out[i] = r
 end
+tally(KEYS[5])
 return remember(KEYS[1], out)
 `
 
@@ -93,7 +95,7 @@ func (s *Store) formBatcher(id string) *batcher {
 	}
 	b := s.forms.m[id]
 	if b == nil {
-		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id), FormQueue(id).Spam}, formPrefix(id)+"run:")
+		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id), FormQueue(id).Spam, FormDaily(id)}, formPrefix(id)+"run:")
 		s.forms.m[id] = b
 	}
 	return b

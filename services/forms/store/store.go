@@ -53,7 +53,7 @@ local earlier = redis.call('GET', KEYS[1])
 if earlier then return cjson.decode(earlier) end
 `
 
-// contactLua: KEYS run, stream, spam folder, then each submission's rate key, idempotency key and
+// contactLua: KEYS run, stream, spam folder, per-day counts (daily.go), then each submission's rate key, idempotency key and
 // in-flight key; ARGV per submission: limit, record, the hash of the message when an Idempotency-Key was
 // sent (else ""), "1" when the answer will wait for durability (answerWaits), and its spam verdict
 // (spamArg: "" ham, "-" refused, else the verdict kept beside the record in the spam folder). The
@@ -61,28 +61,30 @@ if earlier then return cjson.decode(earlier) end
 // another message it is refused (4). While the request that stored it still waits for durability, its
 // in-flight key (value: the run key) is set, and the same key is answered "in flight" (5); the call's
 // settle script removes it once the answer is decided. Spam is answered as ham: 1.
-var contactLua = firstRun + rateLimitLua + spamLua + `
-for i = 1, (#KEYS - 3) / 3 do
-  local r = rate(KEYS[3*i + 1], tonumber(ARGV[5*i - 4]))
+var contactLua = firstRun + rateLimitLua + spamLua + tallyLua + `
+for i = 1, (#KEYS - 4) / 3 do
+  local r = rate(KEYS[3*i + 2], tonumber(ARGV[5*i - 4]))
   if r == 0 then
     local hash = ARGV[5*i - 2]
     local seen = false
-    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 2]) end
+    if hash ~= '' then seen = redis.call('GET', KEYS[3*i + 3]) end
     if seen then
       if seen ~= hash then r = 4
-      elseif redis.call('EXISTS', KEYS[3*i + 3]) == 1 then r = 5
+      elseif redis.call('EXISTS', KEYS[3*i + 4]) == 1 then r = 5
       else r = 3 end
     else
       keep(KEYS[2], KEYS[3], ARGV[5*i - 3], ARGV[5*i])
+      count(ARGV[5*i])
       if hash ~= '' then
-        redis.call('SET', KEYS[3*i + 2], hash, 'PX', ` + ms(idempotencyLifetime) + `)
-        if ARGV[5*i - 1] == '1' then redis.call('SET', KEYS[3*i + 3], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
+        redis.call('SET', KEYS[3*i + 3], hash, 'PX', ` + ms(idempotencyLifetime) + `)
+        if ARGV[5*i - 1] == '1' then redis.call('SET', KEYS[3*i + 4], KEYS[1], 'PX', ` + ms(inFlightLifetime) + `) end
       end
       r = 1
     end
   end
   out[i] = r
 end
+tally(KEYS[4])
 return remember(KEYS[1], out)
 `
 
@@ -128,8 +130,8 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	return &Store{
 		rdb:      rdb,
 		guard:    g,
-		waitlist: newBatcher(rdb, g, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox}, "fs:{waitlist}"+runPrefix),
-		contact:  newBatcher(rdb, g, contactLua, []string{ContactStream, ContactQueue.Spam}, "fs:{contact}"+runPrefix),
+		waitlist: newBatcher(rdb, g, waitlistLua, []string{WaitlistEntries, WaitlistOrder, WaitlistIDs, WaitlistPending, WaitlistOutbox, WaitlistDaily}, "fs:{waitlist}"+runPrefix),
+		contact:  newBatcher(rdb, g, contactLua, []string{ContactStream, ContactQueue.Spam, ContactDaily}, "fs:{contact}"+runPrefix),
 	}, nil
 }
 

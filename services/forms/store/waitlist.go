@@ -18,7 +18,8 @@ import (
 // site's domain without end.
 const MaxResends = 3
 
-// waitlistLua stores sign-ups. KEYS: run, entries, order, ids, pending, outbox, then per submission its
+// waitlistLua stores sign-ups. KEYS: run, entries, order, ids, pending, outbox, per-day counts
+// (daily.go), then per submission its
 // rate key, idempotency key, in-flight key and resend key. ARGV per submission: limit, canonical
 // address, record, the hash of the entry when an Idempotency-Key was sent (else ""), "1" when the answer
 // waits for durability, and for the double opt-in (else "") the entry's id, when it expires (ms) and the
@@ -36,15 +37,15 @@ const MaxResends = 3
 // links of its earlier mails no longer work, keeping the suppression record: the new record carries the
 // last unsubscription's time and the unsubscribed record itself ("suppressed"), which the expiry of an
 // unconfirmed sign-up restores (expireScript).
-var waitlistLua = firstRun + rateLimitLua + `
+var waitlistLua = firstRun + rateLimitLua + tallyLua + `
 local function pend(a, k)
   redis.call('HSET', KEYS[4], ARGV[a + 6], ARGV[a + 2])
   redis.call('ZADD', KEYS[5], ARGV[a + 7], ARGV[a + 2])
   redis.call('XADD', KEYS[6], '*', 'a', ARGV[a + 2])
   redis.call('SET', KEYS[k + 4], '1', 'PX', ARGV[a + 8])
 end
-for i = 1, (#KEYS - 6) / 4 do
-  local k, a = 6 + 4 * (i - 1), 8 * (i - 1)
+for i = 1, (#KEYS - 7) / 4 do
+  local k, a = 7 + 4 * (i - 1), 8 * (i - 1)
   local r = rate(KEYS[k + 1], tonumber(ARGV[a + 1]))
   if r == 0 then
     local hash = ARGV[a + 4]
@@ -62,6 +63,7 @@ for i = 1, (#KEYS - 6) / 4 do
         redis.call('RPUSH', KEYS[3], ARGV[a + 2])
         if optin then pend(a, k) end
         r = 1
+        arrived = arrived + 1
       else
         r = 2
         if optin then
@@ -75,6 +77,7 @@ for i = 1, (#KEYS - 6) / 4 do
             redis.call('HSET', KEYS[2], ARGV[a + 2], cjson.encode(rec))
             pend(a, k)
             r = 1
+            arrived = arrived + 1
           elseif old.state == 'pending' then
             local resent = tonumber(old.resent) or 0
             if resent < ` + strconv.Itoa(MaxResends) + ` and redis.call('SET', KEYS[k + 4], '1', 'NX', 'PX', tonumber(ARGV[a + 8]) * 2 ^ (resent + 1)) then
@@ -94,6 +97,7 @@ for i = 1, (#KEYS - 6) / 4 do
   end
   out[i] = r
 end
+tally(KEYS[7])
 return remember(KEYS[1], out)
 `
 
