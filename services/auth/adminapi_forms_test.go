@@ -188,6 +188,31 @@ func TestAdminAPI_Forms_FromTheFormsServicesStore(t *testing.T) {
 	problemOf(t, "an unknown form", f.api(get("/admin/v1/forms/nope", f.read)), http.StatusNotFound)
 	problemOf(t, "a form id no form has", f.api(apiCall{method: http.MethodGet, path: "/admin/v1/forms/No_Such", token: f.read, badRequest: true}), http.StatusNotFound)
 	problemOf(t, "the waitlist's submissions", f.api(get("/admin/v1/forms/waitlist/submissions", f.read)), http.StatusNotFound)
+
+	// With days: what each form kept on each of the last days, today's (the store's day) last.
+	a = f.api(get("/admin/v1/forms?days=7", f.read))
+	today := f.rdb.Time(t.Context()).Val().UTC().Format(time.DateOnly)
+	if a.status != http.StatusOK {
+		t.Fatalf("days=7: %d %s", a.status, a.raw)
+	}
+	for _, form := range a.body["forms"].([]any) {
+		form := form.(map[string]any)
+		days, _ := form["daily"].([]any)
+		if len(days) != 7 {
+			t.Fatalf("%s: daily %v", form["id"], form["daily"])
+		}
+		last := days[6].(map[string]any)
+		want := map[string][2]float64{"contact": {1, 1}, "waitlist": {0, 0}, "demo": {1, 0}}[form["id"].(string)]
+		if last["date"] != today || last["submissions"] != want[0] || last["spam"] != want[1] {
+			t.Errorf("%s today: %v, want %s with %v", form["id"], last, today, want)
+		}
+	}
+	if a := f.api(get("/admin/v1/forms", f.read)); strings.Contains(string(a.raw), `"daily"`) {
+		t.Errorf("daily without days: %s", a.raw)
+	}
+	for _, bad := range []string{"0", "367", "x", "-1"} {
+		problemOf(t, "days="+bad, f.api(apiCall{method: http.MethodGet, path: "/admin/v1/forms?days=" + bad, token: f.read, badRequest: true}), http.StatusBadRequest)
+	}
 }
 
 // A form's submissions are listed newest first a page at a time, each once while new ones arrive,

@@ -101,9 +101,22 @@ func submissionID(w http.ResponseWriter, r *http.Request, i int) (string, bool) 
 	return id, true
 }
 
-// listForms is GET /admin/v1/forms: every form with its counts.
+// listForms is GET /admin/v1/forms?days=: every form with its counts, and with days (1 to 366) what
+// each kept on each of the last days (the console's chart).
 func (h *Handler) listForms(w http.ResponseWriter, r *http.Request, _ bearer.Principal) {
-	forms, published, err := h.o.Forms.Forms(r.Context())
+	var forms []manage.Form
+	var published time.Time
+	var err error
+	if v := r.URL.Query().Get("days"); v != "" {
+		days, perr := strconv.Atoi(v)
+		if perr != nil || days < 1 || days > manage.MaxDays {
+			badRequest(w, "days", "a number of days from 1 to "+strconv.Itoa(manage.MaxDays))
+			return
+		}
+		forms, published, err = h.o.Forms.FormsDaily(r.Context(), days)
+	} else {
+		forms, published, err = h.o.Forms.Forms(r.Context())
+	}
 	if err != nil {
 		h.formsFail(w, r, err)
 		return

@@ -41,7 +41,13 @@ type Form struct {
 	Notifies  *bool  `json:"notifies,omitempty"`
 	Retention string `json:"retention,omitempty"`
 	Counts    Counts `json:"counts"`
+	// Daily is what the form kept on each of the last days asked for (oldest first, today's last: the
+	// store's day, UTC), for a chart; absent unless asked for (FormsDaily).
+	Daily []store.DayCount `json:"daily,omitempty"`
 }
+
+// MaxDays bounds the days FormsDaily reads: a year and a day.
+const MaxDays = 366
 
 // Counts are what a form holds: a form's submissions in its inbox (delivered or not), in its spam folder,
 // and its dead letters; the waitlist's entries and how many of them wait for their confirmation.
@@ -146,7 +152,23 @@ func (o *Ops) Forms(ctx context.Context) ([]Form, time.Time, error) {
 	for _, id := range c.ids() {
 		forms = append(forms, c.form(id))
 	}
-	if err := o.count(ctx, forms); err != nil {
+	if err := o.count(ctx, forms, 0); err != nil {
+		return nil, time.Time{}, err
+	}
+	return forms, c.published.PublishedAt, nil
+}
+
+// FormsDaily is Forms with each form's counts of the last days (1 to MaxDays), in the same round trip.
+func (o *Ops) FormsDaily(ctx context.Context, days int) ([]Form, time.Time, error) {
+	c, err := o.catalogue(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var forms []Form
+	for _, id := range c.ids() {
+		forms = append(forms, c.form(id))
+	}
+	if err := o.count(ctx, forms, min(max(days, 1), MaxDays)); err != nil {
 		return nil, time.Time{}, err
 	}
 	return forms, c.published.PublishedAt, nil
@@ -164,13 +186,22 @@ func (o *Ops) Form(ctx context.Context, id string) (Form, error) {
 		}
 	}
 	forms := []Form{c.form(id)}
-	err = o.count(ctx, forms)
+	err = o.count(ctx, forms, 0)
 	return forms[0], err
 }
 
-// count fills in the forms' counts, in one round trip (one per master of a Cluster).
-func (o *Ops) count(ctx context.Context, forms []Form) error {
+// count fills in the forms' counts, and with days > 0 their per-day counts, in one round trip (one per
+// master of a Cluster).
+func (o *Ops) count(ctx context.Context, forms []Form, days int) error {
 	pipe := o.rdb.Pipeline()
+	var daily []store.DailyCmd
+	var storeNow *redis.TimeCmd
+	if days > 0 {
+		storeNow = pipe.Time(ctx) // the day the counts go by (daily.go)
+		for i := range forms {
+			daily = append(daily, store.ReadDaily(ctx, pipe, dailyOf(forms[i])))
+		}
+	}
 	type pending struct {
 		into *int64
 		cmd  *redis.IntCmd
@@ -194,7 +225,21 @@ func (o *Ops) count(ctx context.Context, forms []Form) error {
 	for _, p := range cmds {
 		*p.into = p.cmd.Val()
 	}
+	for i, d := range daily {
+		forms[i].Daily = d.Days(storeNow.Val(), days)
+	}
 	return nil
+}
+
+// dailyOf is where form f's per-day counts are.
+func dailyOf(f Form) string {
+	switch f.Kind {
+	case KindWaitlist:
+		return store.WaitlistDaily
+	case KindContact:
+		return store.ContactDaily
+	}
+	return store.FormDaily(f.ID)
 }
 
 func queueFor(id string) store.Queue {
