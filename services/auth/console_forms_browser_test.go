@@ -129,6 +129,22 @@ func TestConsole_InChromium_FormsSubmissionsFromArrivalToDeletion(t *testing.T) 
 	if row := x.text("the overview's forms", "#forms-summary"); !strings.Contains(row, "Request a demo") {
 		t.Errorf("the overview's forms:\n%s", row)
 	}
+	// The chart: a bar a day per form, labelled for screen readers, and the same days as a table.
+	x.waitShown("the overview's chart", `#forms-daily figure[data-chart="demo"] svg[role="img"]`)
+	label := testbrowser.Get(t, x.ctx, "the demo chart's label", chromedp.Evaluate[string](
+		`document.querySelector('#forms-daily figure[data-chart="demo"] svg').getAttribute('aria-label')`))
+	if !strings.HasPrefix(label, "Request a demo: 1 in the last 14 days, most on ") {
+		t.Errorf("the demo chart says %q", label)
+	}
+	if n := x.count(`#forms-daily figure[data-chart="demo"] rect.bar[height="38"]`); n != 1 {
+		t.Errorf("the demo chart has %d full bars, want today's", n)
+	}
+	if n := x.count(`#forms-daily figure[data-chart="waitlist"] rect.bar[height="38"]`); n != 1 {
+		t.Errorf("the waitlist's chart has %d full bars, want today's sign-up", n)
+	}
+	if n := x.count(`#forms-daily details tbody tr`); n != 14 {
+		t.Errorf("the chart's table has %d days, want 14", n)
+	}
 	x.checkConsole("the overview with the forms", "overview-forms")
 
 	x.do("the forms", chromedp.Click(chromedp.CSS(`a[data-nav="forms"]`)))

@@ -21,6 +21,15 @@ var de = map[string]string{
 	"You are signed in as %s, but this account is not in the group %s.":                    "Sie sind als %s angemeldet, aber dieses Konto ist nicht in der Gruppe %s.",
 	"Ask an administrator to add you to the group, then sign in again.":                    "Bitten Sie eine Administratorin oder einen Administrator, Sie in die Gruppe aufzunehmen, und melden Sie sich dann erneut an.",
 
+	// The overview's chart.
+	"%s: %s in the last %s days, most on %s (%s).": "%s: %s in den letzten %s Tagen, die meisten am %s (%s).",
+	"%s: nothing in the last %s days.":             "%s: nichts in den letzten %s Tagen.",
+	"%s in %s days":                                "%s in %s Tagen",
+	"Day":                                          "Tag",
+	"Submissions per day, last %s days (UTC)":      "Einsendungen pro Tag, letzte %s Tage (UTC)",
+	"The days as a table":                          "Die Tage als Tabelle",
+	"Submissions per day":                          "Einsendungen pro Tag",
+
 	// Errors.
 	"Your sign-in has ended. Sign in again.":         "Ihre Anmeldung ist abgelaufen. Melden Sie sich erneut an.",
 	"Your account may not do this (%s).":             "Ihr Konto darf das nicht (%s).",

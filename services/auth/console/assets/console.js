@@ -193,7 +193,7 @@
       countAll('/audit', 'events', { ...day, kind: 'signin' }, 5, (e) => e.outcome),
       call('GET', '/clients'),
       call('GET', '/audit' + query({ limit: '8' })),
-      call('GET', '/forms').catch(() => ({ forms: null })),
+      call('GET', '/forms' + query({ days: String(chartDays) })).catch(() => ({ forms: null })),
     ])
     const card = (id, label, value, href) =>
       el('li', {}, el('span', { class: 'count', id: 'count-' + id }, value), href ? el('a', { href }, label) : label)
@@ -259,7 +259,60 @@
   function formsSummary(forms) {
     if (!forms) return null // no forms:read, or the forms' store did not answer: the overview stays
     return el('section', { id: 'forms-summary', 'aria-labelledby': 'forms-summary-title' },
-      el('h2', { id: 'forms-summary-title' }, t('Forms')), formsTable(forms))
+      el('h2', { id: 'forms-summary-title' }, t('Forms')), formsTable(forms), dailyCharts(forms))
+  }
+
+  // ---- the overview's chart: what each form kept per day (GET /forms?days=, D80) -------------------
+
+  const chartDays = 14
+  const svgNS = 'http://www.w3.org/2000/svg'
+  /** svg builds an SVG element with attributes. */
+  function svg(tag, attrs, ...kids) {
+    const e = document.createElementNS(svgNS, tag)
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v))
+    for (const kid of kids) e.append(kid)
+    return e
+  }
+  const dayName = (date) => new Date(date + 'T00:00:00Z').toLocaleDateString(lang, { timeZone: 'UTC', month: 'short', day: 'numeric' })
+
+  /**
+   * dailyCharts draws, for each form, a bar a day of what it kept (the waitlist: new sign-ups), and the
+   * same numbers as a table for screen readers and for reading exact values. The bars are a picture
+   * (role img, one label that says the total and the busiest day); each bar's title shows its day on
+   * hover. Bars are the accent colour on the card, 3:1 and more in both schemes.
+   */
+  function dailyCharts(forms) {
+    const charted = forms.filter((f) => Array.isArray(f.daily) && f.daily.length)
+    if (!charted.length) return null
+    const figure = (f) => {
+      const days = f.daily
+      const total = days.reduce((n, d) => n + d.submissions, 0)
+      const top = days.reduce((a, d) => (d.submissions > a.submissions ? d : a), days[0])
+      const peak = Math.max(1, top.submissions)
+      const w = 10
+      const label = total
+        ? t('%s: %s in the last %s days, most on %s (%s).', f.title || f.id, total, days.length, dayName(top.date), top.submissions)
+        : t('%s: nothing in the last %s days.', f.title || f.id, days.length)
+      const bars = days.map((d, i) => {
+        const h = d.submissions ? Math.max(2, Math.round((d.submissions / peak) * 38)) : 0
+        return svg('rect', { x: i * w + 1, y: 40 - h, width: w - 2, height: h, class: 'bar' },
+          svg('title', {}, dayName(d.date) + ': ' + d.submissions))
+      })
+      return el('figure', { class: 'chart', 'data-chart': f.id },
+        el('figcaption', {}, el('strong', {}, f.title || f.id), ' ', el('span', { class: 'muted' }, t('%s in %s days', total, days.length))),
+        svg('svg', { viewBox: '0 0 ' + days.length * w + ' 41', preserveAspectRatio: 'none', role: 'img', 'aria-label': label },
+          svg('line', { x1: 0, y1: 40.5, x2: days.length * w, y2: 40.5, class: 'axis' }), ...bars),
+        el('div', { class: 'chart-scale muted', 'aria-hidden': 'true' }, el('span', {}, dayName(days[0].date)), el('span', {}, dayName(days[days.length - 1].date))))
+    }
+    const columns = [{ label: t('Day'), cell: (d) => dayName(d.date) }].concat(
+      charted.map((f) => ({ label: f.title || f.id, cell: (d) => String(d.submissions) })))
+    const rows = charted[0].daily.map((d, i) => ({ date: d.date, i }))
+    return el('section', { id: 'forms-daily', 'aria-labelledby': 'forms-daily-title' },
+      el('h3', { id: 'forms-daily-title' }, t('Submissions per day, last %s days (UTC)', chartDays)),
+      el('div', { class: 'charts' }, charted.map(figure)),
+      el('details', {}, el('summary', {}, t('The days as a table')),
+        el('div', {}, table(t('Submissions per day'), columns.map((c, j) => (j === 0 ? c
+          : { label: c.label, cell: (r) => String(charted[j - 1].daily[r.i].submissions) })), rows, ''))))
   }
 
   async function formsPage() {
