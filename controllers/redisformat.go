@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -110,7 +111,26 @@ func (run *reconcileRun) guardRedisImage(ctx context.Context, running string) bo
 // returns the highest format recorded, with the claim that records it; all says every claim exists.
 func (run *reconcileRun) storeFormat(ctx context.Context, running string) (format int, claim string, all bool, err error) {
 	written, known := render.ImageRDBFormat(running)
-	all = true
+	all, confirmed := true, false
+	// confirm checks running against the API server before a record is written: the record is for good,
+	// and the cache may lag an image change just made (a reconcile that read the StatefulSet a moment
+	// earlier would record the old image's format on a claim the new image writes).
+	confirm := func() error {
+		if confirmed {
+			return nil
+		}
+		s := &appsv1.StatefulSet{}
+		if err := run.r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.fs.Namespace, Name: render.NamesOf(run.fs).Redis}, s); err != nil {
+			return fmt.Errorf("StatefulSet %s: %w", render.NamesOf(run.fs).Redis, err)
+		}
+		for _, c := range s.Spec.Template.Spec.Containers {
+			if c.Name == "redis" && c.Image != running {
+				return fmt.Errorf("the StatefulSet %s runs %s now, not %s as this reconcile read it: the format is recorded when the operator reads it again", s.Name, c.Image, running)
+			}
+		}
+		confirmed = true
+		return nil
+	}
 	for _, name := range redisClaimNames(run.fs) {
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := run.r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.fs.Namespace, Name: name}, pvc)
@@ -122,6 +142,9 @@ func (run *reconcileRun) storeFormat(ctx context.Context, running string) (forma
 			return 0, "", false, fmt.Errorf("PersistentVolumeClaim %s: %w", name, err)
 		}
 		if known && running != "" && claimFormat(pvc) < written.Writes {
+			if err := confirm(); err != nil {
+				return 0, "", false, err
+			}
 			orig := pvc.DeepCopy()
 			if pvc.Annotations == nil {
 				pvc.Annotations = map[string]string{}

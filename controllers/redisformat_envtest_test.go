@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -164,4 +165,29 @@ func TestRedisFormat_ANewerFormatStallsEveryImageThatCannotReadIt(t *testing.T) 
 		return nil
 	})
 	waitNotStalled(t, fs)
+}
+
+// A reconcile that read the StatefulSet before its image changed (the cache lags a write) must not
+// record the old image's format on the claim: the record is for good. It reads the image again from
+// the API server first, and leaves the record to the next reconcile.
+func TestRedisFormat_ARecordIsWrittenOnlyForTheImageTheAPIServerShows(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := createAndWait(t, sampleFS(ns))
+	running := redisImageNow(t, ns)
+	if running == render.LegacyRedisImage || running == "" {
+		t.Fatalf("the StatefulSet runs %q", running)
+	}
+	pvc := createRedisClaim(t, ns, nil)
+	// What a reconcile with a stale cache would do: it believes the StatefulSet runs Redis 7.4.
+	run := reconciler.newRun(ctx, getFS(t, fs))
+	if _, _, _, err := run.storeFormat(ctx, render.LegacyRedisImage); err == nil || !strings.Contains(err.Error(), "runs "+running+" now") {
+		t.Errorf("a stale image was not caught: %v", err)
+	}
+	if err := k8s.Get(ctx, key(ns, pvc.Name), pvc); err != nil {
+		t.Fatal(err)
+	}
+	if a := pvc.Annotations; a[render.RedisFormatWriterAnnotation] == render.LegacyRedisImage || a[render.RedisFormatAnnotation] == "12" {
+		t.Fatalf("the claim records the image the StatefulSet no longer runs: %v", a)
+	}
 }
