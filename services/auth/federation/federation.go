@@ -95,7 +95,7 @@ type Kit struct {
 	client *http.Client
 	now    func() time.Time
 
-	seal  *sealer // the re-check states' (recheck.go)
+	seal *sealer // the re-check states' (recheck.go)
 
 	mu    sync.Mutex
 	built *config.Config // the configuration conns were built from

@@ -26,7 +26,7 @@ type directory struct {
 	asked   int
 }
 
-func (d *directory) Config() config.Connector                  { return d.cfg }
+func (d *directory) Config() config.Connector                   { return d.cfg }
 func (d *directory) AuthOrigin(context.Context) (string, error) { return "", nil }
 func (d *directory) AuthURL(context.Context, upstream.Start, map[string]string) (string, error) {
 	return "", nil
