@@ -1,7 +1,9 @@
 // Package testupstream runs a real upstream OpenID provider for the federation tests (D58):
 // test/upstream/op.mjs, panva's oidc-provider (OpenID Certified) under Node.js, on a loopback port the
 // kernel picks. Its development login page takes any login name, which picks an account of the table
-// the test gives; no password is checked. hack/install-upstream.sh installs it (`make deps-upstream`).
+// the test gives; no password is checked. It issues refresh tokens (offline_access), rotated at each
+// use; Run's Upstream removes an account or stops the provider, for the re-check tests (D78).
+// hack/install-upstream.sh installs it (`make deps-upstream`).
 package testupstream
 
 import (
