@@ -201,7 +201,9 @@ func (h *Handler) recheck(ctx context.Context, rt *realm.Realm, ar fosite.Access
 		return nil
 	}
 	connector := sess.Upstream.Connector
-	result, err := h.federation.Recheck(ctx, rt, sess.Subject, sess.Upstream)
+	// Not cancelled with the request: a client that gives up must not make its upstream look down (which
+	// onUpstreamDown end would answer by ending the grant); the upstream client's timeout bounds it.
+	result, err := h.federation.Recheck(context.WithoutCancel(ctx), rt, sess.Subject, sess.Upstream)
 	h.metrics.rechecks.WithLabelValues(connector, result).Inc()
 	switch result {
 	case federation.RecheckNotDue, federation.RecheckOK:
