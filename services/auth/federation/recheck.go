@@ -117,9 +117,15 @@ func (s *sealer) open(subject, connector, sealed string) (string, error) {
 	return "", errUnsealed
 }
 
+// Configured is any connector's client (an Upstream, or one signed in another way: a directory's
+// password form).
+type Configured interface{ Config() config.Connector }
+
 // KeepForRecheck is what a grant of subject signed in through connector c with id keeps for its
 // re-checks: nil when there is nothing to re-check (the connector gave no state, or cannot re-check).
-func (k *Kit) KeepForRecheck(c Upstream, subject string, id *upstream.Identity) *claims.Upstream {
+// Every sign-in through a connector calls it before the session starts (attempt.upstream in package
+// signin); Recheck then finds the connector by its ID.
+func (k *Kit) KeepForRecheck(c Configured, subject string, id *upstream.Identity) *claims.Upstream {
 	if _, ok := c.(Rechecker); !ok || id.Recheck == "" {
 		return nil
 	}
