@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,20 @@ func TestCRD_ConnectorsAgreeWithTheService(t *testing.T) {
 			c.BaseURL, c.Orgs = "https://github.acme.example", []string{"acme", "acme-labs"}
 		})}, nil, ""},
 		{"two of them", []v1alpha1.ConnectorSpec{oidc(nil), github(nil)}, []string{"github", "staff"}, ""},
+		{"re-checked at refresh", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) {
+			c.OfflineAccess, c.RecheckEvery, c.OnUpstreamDown = true, &metav1.Duration{Duration: time.Second}, "end"
+		})}, nil, ""},
+		{"github re-checked every 24h, kept when down", []v1alpha1.ConnectorSpec{github(func(c *v1alpha1.ConnectorSpec) {
+			c.RecheckEvery, c.OnUpstreamDown = &metav1.Duration{Duration: 24 * time.Hour}, "keep"
+		})}, nil, ""},
+		{"re-checked too often", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) {
+			c.RecheckEvery = &metav1.Duration{Duration: 500 * time.Millisecond}
+		})}, nil, "recheckEvery must be between 1s and 24h"},
+		{"re-checked too rarely", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) {
+			c.RecheckEvery = &metav1.Duration{Duration: 25 * time.Hour}
+		})}, nil, "recheckEvery must be between 1s and 24h"},
+		{"an unknown policy when the upstream is down", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.OnUpstreamDown = "retry" })}, nil, "spec.auth.connectors[0].onUpstreamDown"},
+		{"offline access on a github connector", []v1alpha1.ConnectorSpec{github(func(c *v1alpha1.ConnectorSpec) { c.OfflineAccess = true })}, nil, "offlineAccess is for type oidc"},
 
 		{"generic without an issuer", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "" })}, nil, "issuer is required"},
 		{"an http issuer", []v1alpha1.ConnectorSpec{oidc(func(c *v1alpha1.ConnectorSpec) { c.Issuer = "http://sso.acme.example" })}, nil, "issuer must be an https URL"},

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // ConnectorSpec is an upstream provider people may sign in with (spec.auth.connectors[]): an OpenID
 // Connect provider with discovery (type oidc: Google, Microsoft Entra ID, Okta, Keycloak, GitLab, Dex)
 // or GitHub (type github). The operator renders it into the auth service's auth.connectors, the client
@@ -11,6 +13,7 @@ package v1alpha1
 // +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'github') || (!has(self.baseURL) && !has(self.orgs))",message="baseURL and orgs are for type github"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'github' || (!has(self.issuer) && !has(self.tenant) && !has(self.signingAlgs) && !has(self.claims))",message="issuer, tenant, signingAlgs and claims are for type oidc; a github connector reads GitHub's REST API"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'github' || !has(self.preset) || self.preset == 'generic'",message="a github connector takes no preset"
+// +kubebuilder:validation:XValidation:rule="!has(self.offlineAccess) || !self.offlineAccess || !has(self.type) || self.type == 'oidc'",message="offlineAccess is for type oidc"
 type ConnectorSpec struct {
 	// ID names the connector in oauthClients[].connectors, in the connector_id parameter and in the audit
 	// trail: lower-case letters, digits and '-', at most 32. It is also the key its linked accounts are
@@ -94,6 +97,23 @@ type ConnectorSpec struct {
 	// +kubebuilder:validation:items:MaxLength=39
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$`
 	Orgs []string `json:"orgs,omitempty"`
+	// OfflineAccess asks the provider for a refresh token (the offline_access scope, with
+	// prompt=consent; type oidc), with which each grant signed in through the connector is checked with
+	// the provider again at its refreshes: a person the provider removed, or whose session it revoked,
+	// loses the grant (docs/auth.md, "Staying correct after sign-in").
+	// +optional
+	OfflineAccess bool `json:"offlineAccess,omitempty"`
+	// RecheckEvery is the least time between two re-checks of one grant with the provider; default 15m
+	// (1s: at every refresh).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="recheckEvery must be between 1s and 24h"
+	RecheckEvery *metav1.Duration `json:"recheckEvery,omitempty"`
+	// OnUpstreamDown is what a refresh does when its re-check cannot reach the provider: keep (the
+	// default: the grant refreshes; the audit trail says the re-check was skipped) or end (the grant
+	// ends; the person signs in again).
+	// +optional
+	// +kubebuilder:validation:Enum=keep;end
+	OnUpstreamDown string `json:"onUpstreamDown,omitempty"`
 }
 
 // ConnectorClaims names the ID token's claims a connector maps (defaults: sub, email, email_verified

@@ -1,11 +1,15 @@
 // Package testupstream runs a real upstream OpenID provider for the federation tests (D58):
 // test/upstream/op.mjs, panva's oidc-provider (OpenID Certified) under Node.js, on a loopback port the
 // kernel picks. Its development login page takes any login name, which picks an account of the table
-// the test gives; no password is checked. hack/install-upstream.sh installs it (`make deps-upstream`).
+// the test gives; no password is checked. It issues refresh tokens (offline_access), rotated at each
+// use; Run's Upstream removes an account or stops the provider, for the re-check tests (D78).
+// hack/install-upstream.sh installs it (`make deps-upstream`).
 package testupstream
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +35,36 @@ type Account map[string]any
 // command that installs it.
 func Start(t testing.TB, clients []Client, accounts map[string]Account) string {
 	t.Helper()
+	return Run(t, clients, accounts).Issuer
+}
+
+// Upstream is a running upstream provider.
+type Upstream struct {
+	Issuer string
+	proc   *testproc.Process
+}
+
+// Remove removes the account with that login name, as a provider whose person left does: its refresh
+// tokens are refused from then on (invalid_grant).
+func (u *Upstream) Remove(t testing.TB, login string) {
+	t.Helper()
+	res, err := http.Post(u.Issuer+"/__test/remove/"+url.PathEscape(login), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("removing %s upstream: %d", login, res.StatusCode)
+	}
+}
+
+// Stop stops the upstream at once (SIGKILL: its kept-alive connections would hold a graceful stop)
+// and waits until it has exited: it answers nothing from then on.
+func (u *Upstream) Stop() { u.proc.Kill() }
+
+// Run is Start that returns the running upstream.
+func Run(t testing.TB, clients []Client, accounts map[string]Account) *Upstream {
+	t.Helper()
 	testproc.SkipShort(t, "the upstream OpenID provider (Node.js)")
 	root, err := reporoot.Dir()
 	if err != nil {
@@ -49,5 +83,5 @@ func Start(t testing.TB, clients []Client, accounts map[string]Account) string {
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NODE_ENV=test"}
 	p := testproc.StartCmd(t, cmd)
-	return "http://" + p.WaitListening(t, 30*time.Second)
+	return &Upstream{Issuer: "http://" + p.WaitListening(t, 30*time.Second), proc: p}
 }

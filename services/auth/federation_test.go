@@ -36,9 +36,17 @@ type federated struct {
 // provider the connector (a reload): each needs the other's address.
 func startFederated(t *testing.T, accounts map[string]testupstream.Account, mutate func(*config.Connector)) *federated {
 	t.Helper()
-	p := startProvider(t, setup{})
-	issuer := testupstream.Start(t, []testupstream.Client{{ID: "formsservice", Secret: upstreamSecret,
+	f, _ := startFederatedWith(t, setup{}, accounts, mutate)
+	return f
+}
+
+// startFederatedWith is startFederated with the provider's setup, and the running upstream.
+func startFederatedWith(t *testing.T, s setup, accounts map[string]testupstream.Account, mutate func(*config.Connector)) (*federated, *testupstream.Upstream) {
+	t.Helper()
+	p := startProvider(t, s)
+	up := testupstream.Run(t, []testupstream.Client{{ID: "formsservice", Secret: upstreamSecret,
 		RedirectURIs: []string{p.base + "/oauth2/callback"}}}, accounts)
+	issuer := up.Issuer
 	secret := filepath.Join(t.TempDir(), "upstream-secret")
 	if err := os.WriteFile(secret, []byte(upstreamSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -59,7 +67,7 @@ func startFederated(t *testing.T, accounts map[string]testupstream.Account, muta
 	}
 	p.live.c.Store(&next)
 	p.cfg = &next
-	return &federated{provider: p, issuer: issuer}
+	return &federated{provider: p, issuer: issuer}, up
 }
 
 var upstreamFormRe = regexp.MustCompile(`(?s)<form[^>]*action="([^"]+)"[^>]*method="post"|<form[^>]*method="post"[^>]*action="([^"]+)"`)
@@ -89,6 +97,14 @@ func connectorLink(t testing.TB, body, id string) string {
 // upstream answers our callback; it returns that answer.
 func (f *federated) atUpstream(b *browser, res response, login string) (response, string) {
 	f.t.Helper()
+	callback := f.upToCallback(b, res, login)
+	return b.get(callback), callback
+}
+
+// upToCallback follows res through the upstream's pages as login, and returns the URL of its answer to
+// our callback without following it.
+func (f *federated) upToCallback(b *browser, res response, login string) string {
+	f.t.Helper()
 	for range 10 {
 		switch {
 		case res.StatusCode == http.StatusSeeOther || res.StatusCode == http.StatusFound:
@@ -98,7 +114,7 @@ func (f *federated) atUpstream(b *browser, res response, login string) (response
 			}
 			next := res.Request.URL.ResolveReference(loc)
 			if strings.HasPrefix(next.String(), f.base+"/oauth2/callback") {
-				return b.get(next.String()), next.String()
+				return next.String()
 			}
 			res = b.get(next.String())
 		case res.StatusCode == http.StatusOK && strings.Contains(res.body, `name="login"`):
@@ -109,12 +125,20 @@ func (f *federated) atUpstream(b *browser, res response, login string) (response
 			action := html.UnescapeString(m[1] + m[2])
 			u, _ := res.Request.URL.Parse(action)
 			res = b.postForm(u.String(), url.Values{"prompt": {"login"}, "login": {login}, "password": {"any"}})
+		case res.StatusCode == http.StatusOK && strings.Contains(res.body, `name="prompt" value="consent"`):
+			// The upstream's consent page: offline_access (a refresh token) is asked with prompt=consent.
+			m := upstreamFormRe.FindStringSubmatch(res.body)
+			if m == nil {
+				f.t.Fatalf("no form on the upstream's consent page:\n%.800s", res.body)
+			}
+			u, _ := res.Request.URL.Parse(html.UnescapeString(m[1] + m[2]))
+			res = b.postForm(u.String(), url.Values{"prompt": {"consent"}})
 		default:
 			f.t.Fatalf("on the way to the upstream: %d %s\n%.800s", res.StatusCode, res.Request.URL, res.body)
 		}
 	}
 	f.t.Fatal("the upstream did not answer the callback within 10 steps")
-	return response{}, ""
+	return ""
 }
 
 // signInVia signs in through the upstream as login and returns the client's tokens.

@@ -225,8 +225,16 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	}
 	s.accounts = accounts.New(accounts.Options{Config: o.Config, Redis: o.Redis, Users: s.users, Links: links, Mail: o.Mail, Now: o.Now, Log: o.Logger,
 		WakeBackchannel: s.backchannel.Wake, Audit: s.audit.Record})
+	var seal federation.SealKeys // the connectors' re-check states (D78), keyed from the signing key
+	if seal.Current, seal.Others, err = o.Keys.Secrets(federation.RecheckPurpose); err != nil {
+		return err
+	}
+	fed, err := federation.New(federation.Options{Redis: o.Redis, Log: o.Logger, Now: o.Now, Seal: seal})
+	if err != nil {
+		return err
+	}
 	if s.oauth, err = oauth.New(oauth.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Audit: s.audit,
-		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer, Backchannel: rps}); err != nil {
+		Keys: o.Keys, Log: o.Logger, Registerer: o.Registerer, Backchannel: rps, Federation: fed}); err != nil {
 		return err
 	}
 	if s.notices, err = notify.New(notify.Options{Config: o.Config, Links: links, Throttle: limiter, Mail: o.Mail, Log: o.Logger, Now: o.Now,
@@ -235,7 +243,6 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	}
 	s.journeys = journeys.New(journeys.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, Links: links, Users: s.users, Throttle: limiter,
 		Audit: s.audit, SignupMail: o.SignupMail, Mail: o.Mail, Log: o.Logger})
-	fed := federation.New(federation.Options{Redis: o.Redis, Log: o.Logger, Now: o.Now})
 	s.account = account.New(account.Options{Web: s.web, SignOn: kit, Accounts: s.accounts, MFA: factors, Passkeys: passkeys, Audit: s.audit,
 		Pages: page.NewAccount(), Federation: fed, Log: o.Logger, Backchannel: rps})
 	s.admin = admin.New(admin.Options{Bearer: bearer.New(bearer.Options{Realm: source, Keys: o.Keys, Users: s.users, Now: o.Now}),

@@ -276,7 +276,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 }
 
 func TestParseKindsAndTime(t *testing.T) {
-	if ks, err := audit.ParseKinds("signin, token.*"); err != nil || len(ks) != 6 || ks[0] != audit.SignIn || ks[5] != audit.ClientCredentials {
+	if ks, err := audit.ParseKinds("signin, token.*"); err != nil || len(ks) != 7 || ks[0] != audit.SignIn || ks[5] != audit.ClientCredentials || ks[6] != audit.UpstreamRecheck {
 		t.Fatalf("ParseKinds: %v %v", ks, err)
 	}
 	if _, err := audit.ParseKinds("signin,nope"); err == nil || !strings.Contains(err.Error(), "signin.lockout") {

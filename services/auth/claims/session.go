@@ -29,6 +29,17 @@ type Session struct {
 	// Machine marks a client's own grant (client_credentials): the subject is the client's ID, and no
 	// person is behind the token (RFC 9068 2.2).
 	Machine bool
+	// Upstream is the connector the grant was signed in through, when it re-checks at refreshes (D78).
+	Upstream *Upstream
+}
+
+// Upstream is what a grant signed in through a connector keeps for its re-checks at refresh: the
+// connector, its state sealed (package federation: never in the clear at rest, never logged), and when
+// the upstream was last asked.
+type Upstream struct {
+	Connector string `json:"c"`
+	Sealed    string `json:"s"`
+	CheckedAt int64  `json:"t"` // Unix milliseconds
 }
 
 // ForClient makes sess (the one fosite's client_credentials handler set the expiry on) a client's own:
@@ -54,6 +65,7 @@ type storedSession struct {
 	ACR         string                     `json:"c,omitempty"`
 	ATExtra     map[string]any             `json:"t,omitempty"`
 	Machine     bool                       `json:"k,omitempty"` // a client's own grant
+	Upstream    *Upstream                  `json:"x,omitempty"` // the connector's re-check (D78)
 }
 
 func unixMilli(t time.Time) int64 {
@@ -72,7 +84,7 @@ func fromMilli(ms int64) time.Time {
 
 // MarshalJSON writes the stored form.
 func (s *Session) MarshalJSON() ([]byte, error) {
-	st := storedSession{Subject: s.Subject, Username: s.Username, Machine: s.Machine}
+	st := storedSession{Subject: s.Subject, Username: s.Username, Machine: s.Machine, Upstream: s.Upstream}
 	if len(s.ExpiresAt) > 0 {
 		st.ExpiresAt = make(map[fosite.TokenType]int64, len(s.ExpiresAt))
 		for k, v := range s.ExpiresAt {
@@ -95,7 +107,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return err
 	}
-	*s = Session{Subject: st.Subject, Username: st.Username, Machine: st.Machine}
+	*s = Session{Subject: st.Subject, Username: st.Username, Machine: st.Machine, Upstream: st.Upstream}
 	if len(st.ExpiresAt) > 0 {
 		s.ExpiresAt = make(map[fosite.TokenType]time.Time, len(st.ExpiresAt))
 		for k, v := range st.ExpiresAt {
@@ -175,6 +187,10 @@ func (s *Session) Clone() fosite.Session {
 		return nil
 	}
 	c := &Session{Subject: s.Subject, Username: s.Username, ExpiresAt: maps.Clone(s.ExpiresAt), Machine: s.Machine}
+	if s.Upstream != nil {
+		up := *s.Upstream
+		c.Upstream = &up
+	}
 	if s.IDClaims != nil {
 		idc := *s.IDClaims
 		idc.Audience = slices.Clone(idc.Audience)

@@ -95,6 +95,8 @@ type Kit struct {
 	client *http.Client
 	now    func() time.Time
 
+	seal *sealer // the re-check states' (recheck.go)
+
 	mu    sync.Mutex
 	built *config.Config // the configuration conns were built from
 	conns map[string]Upstream
@@ -107,14 +109,21 @@ type Options struct {
 	// Client makes the requests to the upstreams (nil: upstream's default, 10 s).
 	Client *http.Client
 	Now    func() time.Time
+	// Seal are the secrets the re-check states are sealed with (recheck.go; none: nothing is kept to
+	// re-check).
+	Seal SealKeys
 }
 
 // New returns the kit.
-func New(o Options) *Kit {
+func New(o Options) (*Kit, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Kit{rdb: o.Redis, log: o.Log, client: o.Client, now: o.Now}
+	seal, err := newSealer(o.Seal)
+	if err != nil {
+		return nil, err
+	}
+	return &Kit{rdb: o.Redis, log: o.Log, client: o.Client, now: o.Now, seal: seal}, nil
 }
 
 // Connector is the connector id of the realm's configuration; ErrUnknown when there is none (or its

@@ -32,13 +32,22 @@ type Pending struct {
 	First      []string
 	Generation int64
 	NewBrowser bool
+	// Carry is what the sign-in carries over the second step to the grant it makes, opaque here (a
+	// connector's sealed re-check state, D78); no '|'.
+	Carry string
 }
 
 // StartChallenge records the challenge token for c, for life.
 func (s *Store) StartChallenge(ctx context.Context, token string, c Pending, life time.Duration) error {
 	v := c.User + "|" + strings.Join(c.First, ",") + "|" + strconv.FormatInt(c.Generation, 10)
+	if c.NewBrowser || c.Carry != "" {
+		v += "|"
+	}
 	if c.NewBrowser {
-		v += "|new"
+		v += "new"
+	}
+	if c.Carry != "" {
+		v += "|" + c.Carry
 	}
 	if err := s.rdb.Set(ctx, challengeKey(token), v, life).Err(); err != nil {
 		return unavailable(err)
@@ -59,11 +68,11 @@ func (s *Store) Challenge(ctx context.Context, token string) (Pending, error) {
 	if err != nil {
 		return Pending{}, unavailable(err)
 	}
-	parts := strings.SplitN(v, "|", 4)
-	for len(parts) < 4 {
+	parts := strings.SplitN(v, "|", 5)
+	for len(parts) < 5 {
 		parts = append(parts, "")
 	}
-	c := Pending{User: parts[0], NewBrowser: parts[3] == "new"}
+	c := Pending{User: parts[0], NewBrowser: parts[3] == "new", Carry: parts[4]}
 	if parts[1] != "" {
 		c.First = strings.Split(parts[1], ",")
 	}

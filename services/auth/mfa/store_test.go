@@ -298,3 +298,31 @@ func TestSealer_ClearSecretSealedAtItsNextGoodCode(t *testing.T) {
 		t.Fatalf("the next code against the sealed secret: %v %v", res, err)
 	}
 }
+
+// A challenge carries the sign-in's state to its second step: the new-browser mark and what the grant
+// needs (a connector's sealed re-check state, D78), and reads a record written before Carry existed.
+func TestChallenge_CarriesTheSignInsState(t *testing.T) {
+	s, rdb, _ := startStore(t, Sealer{})
+	ctx := context.Background()
+	for _, want := range []Pending{
+		{User: "u1", First: []string{"fed"}, Generation: 3, Carry: `{"c":"upstream","s":"AbC-_","t":1}`},
+		{User: "u2", First: []string{"fed"}, Generation: 0, NewBrowser: true, Carry: `{"c":"x"}`},
+		{User: "u3", First: []string{"pwd"}, Generation: 1, NewBrowser: true},
+		{User: "u4", First: []string{"pwd"}, Generation: 1},
+	} {
+		if err := s.StartChallenge(ctx, want.User, want, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Challenge(ctx, want.User)
+		if err != nil || got.User != want.User || got.Generation != want.Generation || got.NewBrowser != want.NewBrowser ||
+			got.Carry != want.Carry || strings.Join(got.First, ",") != strings.Join(want.First, ",") {
+			t.Errorf("challenge %+v read back as %+v (%v)", want, got, err)
+		}
+	}
+	if err := rdb.Set(ctx, challengeKey("old"), "u5|pwd|2|new", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Challenge(ctx, "old"); got.User != "u5" || !got.NewBrowser || got.Carry != "" || got.Generation != 2 {
+		t.Errorf("a record of the previous form: %+v", got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/backchannel"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/keys"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
@@ -39,6 +40,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Backchannel queues the logout tokens of a session that logs out (nil: none are sent).
 	Backchannel *backchannel.Notifier
+	// Federation re-checks at a refresh the grants signed in through a connector (D78).
+	Federation *federation.Kit
 }
 
 // Handler serves the endpoints.
@@ -54,6 +57,7 @@ type Handler struct {
 	log      *slog.Logger
 	// backchannel queues logout tokens for relying parties (D60).
 	backchannel *backchannel.Notifier
+	federation  *federation.Kit
 	metrics     metrics
 	// discovery is the encoded discovery document of a realm, built once per realm.
 	discovery atomic.Pointer[discoveryDoc]
@@ -63,12 +67,13 @@ type Handler struct {
 type metrics struct {
 	tokens       *prometheus.CounterVec
 	tokenLatency *prometheus.HistogramVec
+	rechecks     *prometheus.CounterVec
 }
 
 // New builds the handler and registers its metrics.
 func New(o Options) (*Handler, error) {
 	h := &Handler{web: o.Web, signOn: o.SignOn, store: o.Store, users: o.Users, throttle: o.Throttle, audit: o.Audit,
-		signer: o.Keys.Signer(), jwks: o.Keys.JWKS(), log: o.Log, backchannel: o.Backchannel}
+		signer: o.Keys.Signer(), jwks: o.Keys.JWKS(), log: o.Log, backchannel: o.Backchannel, federation: o.Federation}
 	h.metrics = metrics{
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_auth_tokens_issued_total",
@@ -79,8 +84,12 @@ func New(o Options) (*Handler, error) {
 			Help:    "Token endpoint latency by grant type and outcome (ok or the OAuth error code).",
 			Buckets: server.LatencyBuckets,
 		}, []string{"grant_type", "outcome"}),
+		rechecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formsservice_auth_upstream_rechecks_total",
+			Help: "Re-checks at refresh of grants signed in through a connector, by connector and result (D78).",
+		}, []string{"connector", "result"}),
 	}
-	for _, c := range []prometheus.Collector{h.metrics.tokens, h.metrics.tokenLatency} {
+	for _, c := range []prometheus.Collector{h.metrics.tokens, h.metrics.tokenLatency, h.metrics.rechecks} {
 		if err := o.Registerer.Register(c); err != nil {
 			return nil, err
 		}

@@ -9,7 +9,9 @@ import (
 	"github.com/ory/fosite"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/claims"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/store"
 	"github.com/formsservice/formsservice/services/auth/throttle"
@@ -182,9 +184,50 @@ func (h *Handler) refreshIdentity(ctx context.Context, rt *realm.Realm, ar fosit
 	if err != nil {
 		return err
 	}
+	if err := h.recheck(ctx, rt, ar, sess); err != nil {
+		return err
+	}
 	cl := rt.Clients[ar.GetClient().GetID()]
 	claims.Refresh(sess, u, ar.GetGrantedScopes(), cl != nil && cl.AccessTokenGroups)
 	return nil
+}
+
+// recheck asks the upstream of a grant signed in through a connector whether it still vouches for the
+// person (D78), when the connector's recheckEvery has passed; the new state goes into sess, which the
+// refresh stores with its tokens. A result that ends the grant revokes its whole family, as a reused
+// refresh token does, and answers invalid_grant: the client signs the person in again.
+func (h *Handler) recheck(ctx context.Context, rt *realm.Realm, ar fosite.AccessRequester, sess *claims.Session) error {
+	if sess.Upstream == nil || h.federation == nil {
+		return nil
+	}
+	connector := sess.Upstream.Connector
+	// Not cancelled with the request: a client that gives up must not make its upstream look down (which
+	// onUpstreamDown end would answer by ending the grant); the upstream client's timeout bounds it.
+	result, err := h.federation.Recheck(context.WithoutCancel(ctx), rt, sess.Subject, sess.Upstream)
+	h.metrics.rechecks.WithLabelValues(connector, result).Inc()
+	switch result {
+	case federation.RecheckNotDue, federation.RecheckOK:
+		return nil
+	case federation.RecheckUnreachableKept:
+		h.log.Warn("refresh: the connector's upstream did not answer; the grant refreshes unchecked (onUpstreamDown keep)", "connector", connector, "err", err)
+		h.audit.Record(ctx, audit.Event{Kind: audit.UpstreamRecheck, Outcome: audit.Failure, Reason: "unreachable", User: sess.Subject,
+			Client: ar.GetClient().GetID(), Detail: map[string]string{"connector": connector, "grant": "kept"}})
+		return nil
+	}
+	reason := result
+	if result == federation.RecheckUnreachableEnd {
+		reason = "unreachable"
+	}
+	if err != nil {
+		h.log.Info("refresh: the connector's re-check ends the grant", "connector", connector, "reason", reason, "err", err)
+	}
+	if rerr := h.store.RevokeFamily(ctx, ar.GetID()); rerr != nil {
+		return rerr
+	}
+	h.signOn.Revoked("upstream_recheck", 1)
+	h.audit.Record(ctx, audit.Event{Kind: audit.UpstreamRecheck, Outcome: audit.Failure, Reason: reason, User: sess.Subject,
+		Client: ar.GetClient().GetID(), Detail: map[string]string{"connector": connector, "grant": "ended"}})
+	return fosite.ErrInvalidGrant.WithHint("The provider this grant was signed in through no longer vouches for it; sign in again.")
 }
 
 // tokenError maps storage outcomes to the OAuth errors they mean: a replayed code or reused refresh

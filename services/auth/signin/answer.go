@@ -104,6 +104,7 @@ func (h *Handler) grantCode(a *attempt, u *users.User, in signedIn) {
 	sess.IDClaims.AuthenticationContextClassReference = acr.Claim(in.amr, requestedACR(ar))
 	claims.WithSID(sess, sso.SID(sso.ID(in.session)))
 	claims.AccessGroups(sess, u, ar.GetGrantedScopes(), a.cl.AccessTokenGroups)
+	sess.Upstream = a.upstream // a connector's re-check state rides with the grant it made (D78)
 	// The code, its PKCE challenge and its OpenID Connect request are written together, in one step; the
 	// grant joins the user's index with its session (logout ends it) unless the user was signed out
 	// everywhere since the session's sign-in.

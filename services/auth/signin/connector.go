@@ -116,6 +116,7 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request, clientKey str
 		user = synced
 	}
 	h.counted(signinConnector)
+	a.upstream = h.federation.KeepForRecheck(res.Conn, user.ID, res.Identity)
 	detail := map[string]string{"connector": res.Connector, "account": how}
 	if len(res.Identity.AMR) > 0 {
 		detail["upstreamAMR"] = strings.Join(res.Identity.AMR, " ")

@@ -2,6 +2,7 @@ package signin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/acr"
+	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
@@ -116,7 +118,7 @@ func (h *Handler) toEnrolment(a *attempt) {
 func (h *Handler) challenge(a *attempt, u *users.User, first []string, gen int64) {
 	token := web.RandomToken()
 	life := a.rt.Config.Auth.MFA.ChallengeLifetime.D()
-	if err := h.mfa.StartChallenge(a.r.Context(), token, mfa.Pending{User: u.ID, First: first, Generation: gen, NewBrowser: a.newBrowser}, life); err != nil {
+	if err := h.mfa.StartChallenge(a.r.Context(), token, mfa.Pending{User: u.ID, First: first, Generation: gen, NewBrowser: a.newBrowser, Carry: carryUpstream(a.upstream)}, life); err != nil {
 		h.unavailablePage(a, u.Email, err)
 		return
 	}
@@ -207,6 +209,7 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	}
 	amr := acr.With(pending.First, method)
 	a.newBrowser = pending.NewBrowser
+	a.upstream = upstreamCarried(pending.Carry)
 	if left := h.codeAccepted(ctx, u, a.cl, recovery, amr); recovery {
 		h.accounts.SecondFactorChanged(ctx, u, accounts.FactorCodeUsed, web.RequestLang(a.r), a.r.UserAgent(), left)
 	}
@@ -240,4 +243,23 @@ func (h *Handler) wrongCode(a *attempt, u *users.User, res *throttle.Reservation
 		status = http.StatusTooManyRequests
 	}
 	h.renderSecondStep(a, status, page.SecondStep{Email: u.Email, Error: msg})
+}
+
+// carryUpstream is a connector's re-check state as the second step's challenge carries it to the grant
+// (D78): JSON, which has no '|' here (a connector ID, base64url, a number).
+func carryUpstream(up *claims.Upstream) string {
+	if up == nil {
+		return ""
+	}
+	b, _ := json.Marshal(up)
+	return string(b)
+}
+
+// upstreamCarried is what carryUpstream carried (nil: nothing, or not a state).
+func upstreamCarried(s string) *claims.Upstream {
+	var up claims.Upstream
+	if s == "" || json.Unmarshal([]byte(s), &up) != nil || up.Connector == "" {
+		return nil
+	}
+	return &up
 }

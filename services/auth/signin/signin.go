@@ -14,6 +14,7 @@ import (
 
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/claims"
 	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/journeys"
 	"github.com/formsservice/formsservice/services/auth/mfa"
@@ -116,6 +117,9 @@ type attempt struct {
 	// newBrowser: the browser held no device cookie of the account's current generation when its first
 	// factor was accepted (it has one now): the session that opens is mailed to the owner (D66).
 	newBrowser bool
+	// upstream is what the grant of a sign-in through a connector keeps for its re-checks at refresh
+	// (D78); nil for every other sign-in.
+	upstream *claims.Upstream
 }
 
 // counted counts one sign-in result.

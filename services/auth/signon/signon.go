@@ -58,7 +58,7 @@ func New(o Options) (*Kit, error) {
 	k := &Kit{Users: o.Users, Sessions: o.Sessions, Store: o.Store, Throttle: o.Throttle, log: o.Log, now: o.Now, deviceKeys: o.DeviceKeys}
 	k.revocations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_auth_family_revocations_total",
-		Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted (deleted or disabled, seen at a refresh), family_expired (absolute lifetime), logout (started in the session that logged out, or in a browser signed out on the account page), account (removed on the account page).",
+		Help: "Token families revoked, by reason: code_replay, refresh_reuse, revoke (RFC 7009), user_deleted (deleted or disabled, seen at a refresh), family_expired (absolute lifetime), logout (started in the session that logged out, or in a browser signed out on the account page), account (removed on the account page), upstream_recheck (its connector's re-check at a refresh ended it, D78).",
 	}, []string{"reason"})
 	if err := o.Registerer.Register(k.revocations); err != nil {
 		return nil, err

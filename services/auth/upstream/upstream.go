@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,9 @@ type Identity struct {
 	Name          string
 	Groups        []string
 	AMR           []string // the upstream's own amr values, for the audit trail
+	// Recheck is what a later re-check at a refresh needs, opaque and connector-specific (an OpenID
+	// provider's refresh token, an LDAP entry's DN); empty: nothing to re-check.
+	Recheck string
 }
 
 // Connector is one upstream provider, as one version of the configuration describes it.
@@ -99,7 +103,11 @@ func (c *Connector) discover(ctx context.Context) (*oidc.Provider, error) {
 }
 
 func (c *Connector) oauth2(p *oidc.Provider) *oauth2.Config {
-	return &oauth2.Config{ClientID: c.cfg.ClientID, ClientSecret: c.secret, Endpoint: p.Endpoint(), RedirectURL: c.redirectURL, Scopes: c.cfg.Scopes}
+	scopes := c.cfg.Scopes
+	if c.cfg.OfflineAccess && !slices.Contains(scopes, "offline_access") {
+		scopes = append(slices.Clone(scopes), "offline_access")
+	}
+	return &oauth2.Config{ClientID: c.cfg.ClientID, ClientSecret: c.secret, Endpoint: p.Endpoint(), RedirectURL: c.redirectURL, Scopes: scopes}
 }
 
 // AuthOrigin is the origin of the upstream's authorization endpoint (a page whose form leads there
@@ -133,6 +141,10 @@ func (c *Connector) AuthURL(ctx context.Context, s Start, extra map[string]strin
 		return "", err
 	}
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(s.Nonce), oauth2.S256ChallengeOption(s.Verifier)}
+	if c.cfg.OfflineAccess {
+		// OpenID Connect Core 11: offline_access is granted only with prompt=consent.
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
+	}
 	for k, v := range extra {
 		opts = append(opts, oauth2.SetAuthURLParam(k, v))
 	}
@@ -188,7 +200,11 @@ func (c *Connector) Exchange(ctx context.Context, s Start, code, iss string) (*I
 			return nil, fmt.Errorf("%w: the ID token's issuer %q is not its tenant's (tid %q)", ErrRefused, idt.Issuer, tid)
 		}
 	}
-	return c.identity(idt.Issuer, claims)
+	id, err := c.identity(idt.Issuer, claims)
+	if err == nil && tok.RefreshToken != "" {
+		id.Recheck = recheckState{RefreshToken: tok.RefreshToken, Subject: id.Subject, Issuer: idt.Issuer}.encode()
+	}
+	return id, err
 }
 
 // issuerFor is the issuer the upstream's discovery document names (with {tenantid} for Microsoft's

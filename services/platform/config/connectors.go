@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -51,6 +52,54 @@ type Connector struct {
 	// Orgs lets in only members of these GitHub organisations (type github only; empty: any GitHub
 	// account). The groups claim then carries only these organisations and their teams.
 	Orgs []string `json:"orgs,omitempty"`
+
+	// Staying correct after sign-in (docs/auth.md, D78): a grant made through a connector that can
+	// re-check its accounts is checked with the upstream again at its refreshes.
+
+	// OfflineAccess asks the upstream for a refresh token (the offline_access scope, type oidc), which
+	// the re-checks at refresh use; an upstream that gives one unasked is re-checked too.
+	OfflineAccess bool `json:"offlineAccess,omitempty"`
+	// RecheckEvery is the least time between two re-checks of one grant (default 15m, the default
+	// access token lifetime; 1s re-checks at every refresh, as Dex does; at most 24h).
+	RecheckEvery Duration `json:"recheckEvery,omitempty"`
+	// OnUpstreamDown is what a refresh does when the re-check cannot reach the upstream: keep (the
+	// default: the grant refreshes, the audit trail says the re-check was skipped) or end (the grant
+	// ends: invalid_grant).
+	OnUpstreamDown string `json:"onUpstreamDown,omitempty"`
+}
+
+// What a refresh does when the upstream of its re-check is down (Connector.OnUpstreamDown).
+const (
+	UpstreamDownKeep = "keep"
+	UpstreamDownEnd  = "end"
+)
+
+// DefaultRecheckEvery is RecheckEvery's default.
+const DefaultRecheckEvery = Duration(15 * time.Minute)
+
+// recheckDefaults fill the re-check's defaults (every type).
+func (c *Connector) recheckDefaults() {
+	if c.RecheckEvery == 0 {
+		c.RecheckEvery = DefaultRecheckEvery
+	}
+	if c.OnUpstreamDown == "" {
+		c.OnUpstreamDown = UpstreamDownKeep
+	}
+}
+
+// validateRecheck checks the re-check's keys.
+func (c Connector) validateRecheck(at string) []error {
+	var errs []error
+	if c.RecheckEvery.D() < time.Second || c.RecheckEvery.D() > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("%s: recheckEvery %s: between 1s and 24h", at, c.RecheckEvery.D()))
+	}
+	if c.OnUpstreamDown != UpstreamDownKeep && c.OnUpstreamDown != UpstreamDownEnd {
+		errs = append(errs, fmt.Errorf("%s: onUpstreamDown %q: keep or end", at, c.OnUpstreamDown))
+	}
+	if c.OfflineAccess && c.Type != TypeOIDC {
+		errs = append(errs, fmt.Errorf("%s: offlineAccess is for type oidc", at))
+	}
+	return errs
 }
 
 // ConnectorClaims names the ID token claims a connector maps (defaults in brackets): Subject [sub],
@@ -103,6 +152,7 @@ func (c *Connector) applyDefaults() {
 	if c.Preset == "" {
 		c.Preset = PresetGeneric
 	}
+	c.recheckDefaults()
 	yes := true
 	if c.Type == TypeGitHub {
 		c.applyGitHubDefaults()
@@ -210,6 +260,7 @@ func (c Connector) validate(at string) []error {
 	default:
 		bad("type %q: one of oidc, github", c.Type)
 	}
+	errs = append(errs, c.validateRecheck(at)...)
 	return errs
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConnectors_PresetsAndValidation(t *testing.T) {
@@ -135,5 +136,43 @@ func TestConnectors_GitHubDocsExample(t *testing.T) {
 	}
 	if g, _ := c.Auth.ConnectorByID("github"); g.Type != TypeGitHub || g.BaseURL != GitHubURL || !slices.Equal(g.Orgs, []string{"acme"}) || !g.Trusts() {
 		t.Errorf("github: %+v", g)
+	}
+}
+
+// The re-check's keys (D78): their defaults, and what they refuse.
+func TestConnectors_RecheckKeys(t *testing.T) {
+	c := &Config{PublicURL: "https://auth.example.com", Auth: Auth{Connectors: []Connector{
+		{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", OfflineAccess: true},
+		{ID: "gh", Type: TypeGitHub, ClientID: "c", ClientSecretFile: "/s", RecheckEvery: Duration(time.Second), OnUpstreamDown: UpstreamDownEnd},
+	}}}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if x := c.Auth.Connectors[0]; x.RecheckEvery != DefaultRecheckEvery || x.OnUpstreamDown != UpstreamDownKeep {
+		t.Errorf("defaults: recheckEvery %s, onUpstreamDown %q", x.RecheckEvery.D(), x.OnUpstreamDown)
+	}
+	if gh := c.Auth.Connectors[1]; gh.RecheckEvery.D() != time.Second || gh.OnUpstreamDown != UpstreamDownEnd {
+		t.Errorf("set values were changed: %+v", gh)
+	}
+	for name, tc := range map[string]struct {
+		conn Connector
+		want string
+	}{
+		"too often":        {Connector{RecheckEvery: Duration(time.Millisecond)}, "recheckEvery 1ms: between 1s and 24h"},
+		"too rare":         {Connector{RecheckEvery: Duration(25 * time.Hour)}, "between 1s and 24h"},
+		"unknown policy":   {Connector{OnUpstreamDown: "retry"}, `onUpstreamDown "retry": keep or end`},
+		"offline + github": {Connector{Type: TypeGitHub, OfflineAccess: true}, "offlineAccess is for type oidc"},
+	} {
+		conn := tc.conn
+		conn.ID, conn.ClientID, conn.ClientSecretFile = "x", "c", "/s"
+		if conn.Type == "" {
+			conn.Issuer = "https://x.example.com"
+		}
+		c := &Config{PublicURL: "https://auth.example.com", Auth: Auth{Connectors: []Connector{conn}}}
+		c.ApplyDefaults()
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", name, err, tc.want)
+		}
 	}
 }
