@@ -45,6 +45,9 @@ type Identity struct {
 	Name          string
 	Groups        []string
 	AMR           []string // the upstream's own amr values, for the audit trail
+	// Recheck is what a later re-check at a refresh needs, opaque and connector-specific (an OpenID
+	// provider's refresh token, an LDAP entry's DN); empty: nothing to re-check.
+	Recheck string
 }
 
 // Connector is one upstream provider, as one version of the configuration describes it.
