@@ -66,7 +66,7 @@ func TestConnectors_LDAPDefaultsAndValidation(t *testing.T) {
 		"bad group filter": {ldapConnector(func(l *LDAPConnector) {
 			l.GroupSearch = &LDAPGroupSearch{BaseDN: "ou=groups,dc=example,dc=com", Filter: "(("}
 		}), "ldap.groupSearch.filter"},
-		"oidc fields": {func() Connector { c := ldapConnector(nil); c.ClientID = "x"; return c }(), "are not for type ldap"},
+		"oidc fields":  {func() Connector { c := ldapConnector(nil); c.ClientID = "x"; return c }(), "are not for type ldap"},
 		"ldap on oidc": {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", LDAP: &LDAPConnector{}}, "ldap is for type ldap"},
 	} {
 		c := &Config{PublicURL: "https://auth.example.com", Auth: Auth{Connectors: []Connector{tc.conn}}}
