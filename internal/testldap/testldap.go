@@ -53,13 +53,15 @@ var Seed = []Person{
 
 // Server is one slapd process.
 type Server struct {
-	tb   testing.TB
-	dir  string
-	port int
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *strings.Builder
+	tb      testing.TB
+	dir     string
+	port    int
+	tls     bool
+	tlsPort int // LDAPS, with Options.TLS
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     *strings.Builder
 }
 
 // Binary is slapd's path (SLAPD overrides; Debian's package puts it in /usr/sbin).
@@ -70,9 +72,23 @@ func Binary() string {
 	return "/usr/sbin/slapd"
 }
 
+// Options are a directory's: its people (Seed when nil), and TLS: a certificate for 127.0.0.1 signed
+// by a CA of the test's (CAFile), for StartTLS on the plain port and LDAPS on a second one (TLSAddr).
+type Options struct {
+	People []Person
+	TLS    bool
+}
+
 // Start seeds a directory with people (Seed when nil) and starts slapd on a free loopback port.
 func Start(tb testing.TB, people []Person) *Server {
 	tb.Helper()
+	return StartWith(tb, Options{People: people})
+}
+
+// StartWith starts a directory with o.
+func StartWith(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	people := o.People
 	if testing.Short() {
 		tb.Skip("needs OpenLDAP's slapd: not run under -short (make test-fast); make test runs it")
 	}
@@ -82,9 +98,12 @@ func Start(tb testing.TB, people []Person) *Server {
 	if people == nil {
 		people = Seed
 	}
-	s := &Server{tb: tb, dir: tb.TempDir()}
+	s := &Server{tb: tb, dir: tb.TempDir(), tls: o.TLS}
 	if err := os.Mkdir(filepath.Join(s.dir, "data"), 0o700); err != nil {
 		tb.Fatal(err)
+	}
+	if s.tls {
+		writeCerts(tb, s.dir)
 	}
 	if err := os.WriteFile(s.conf(), []byte(s.config()), 0o600); err != nil {
 		tb.Fatal(err)
@@ -99,6 +118,9 @@ func Start(tb testing.TB, people []Person) *Server {
 	}
 	for attempt := 1; ; attempt++ {
 		s.port = testredis.FreePort(tb)
+		if s.tls {
+			s.tlsPort = testredis.FreePort(tb)
+		}
 		err := s.start()
 		if err == nil {
 			break
@@ -116,7 +138,11 @@ func (s *Server) conf() string { return filepath.Join(s.dir, "slapd.conf") }
 // config is slapd.conf: the schemas of people and groups, one mdb database, and access rules that let
 // nobody read anything without binding (the service account searches) and nobody read a password.
 func (s *Server) config() string {
-	return fmt.Sprintf(`include /etc/ldap/schema/core.schema
+	tlsConf := ""
+	if s.tls {
+		tlsConf = fmt.Sprintf("TLSCACertificateFile %[1]s/ca.pem\nTLSCertificateFile %[1]s/server.pem\nTLSCertificateKeyFile %[1]s/server-key.pem\n", s.dir)
+	}
+	return tlsConf + fmt.Sprintf(`include /etc/ldap/schema/core.schema
 include /etc/ldap/schema/cosine.schema
 include /etc/ldap/schema/inetorgperson.schema
 include /etc/ldap/schema/nis.schema
@@ -174,7 +200,11 @@ func LDIF(people []Person) string {
 
 // start runs slapd in the foreground (-d 0) and waits until its port answers, or it exits.
 func (s *Server) start() error {
-	cmd := exec.Command(Binary(), "-d", "0", "-f", s.conf(), "-h", "ldap://"+s.Addr()+"/")
+	urls := "ldap://" + s.Addr() + "/"
+	if s.tls {
+		urls += " ldaps://" + s.TLSAddr() + "/"
+	}
+	cmd := exec.Command(Binary(), "-d", "0", "-f", s.conf(), "-h", urls)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	testproc.DieWithParent(cmd)
 	log := &strings.Builder{}
@@ -226,6 +256,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TLSAddr is slapd's LDAPS host:port (Options.TLS).
+func (s *Server) TLSAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort)) }
+
+// CAFile is the PEM file of the CA that signed slapd's certificate (Options.TLS).
+func (s *Server) CAFile() string { return filepath.Join(s.dir, "ca.pem") }
 
 // Addr is slapd's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }

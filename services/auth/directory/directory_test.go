@@ -125,3 +125,32 @@ func TestRecheck_GoneEntryIsNotAllowed(t *testing.T) {
 		t.Errorf("entry out of the filter: %v, want ErrNotAllowed", err)
 	}
 }
+
+// Over TLS, as a directory off this machine is reached: LDAPS and StartTLS with the directory's CA
+// (rootCAFile), and a certificate no trusted CA signed refused as the directory being unreachable.
+func TestAuthenticate_OverTLS(t *testing.T) {
+	d := testldap.StartWith(t, testldap.Options{TLS: true})
+	for name, tc := range map[string]struct {
+		host, mode, ca string
+		ok             bool
+	}{
+		"ldaps":                     {d.TLSAddr(), config.LDAPTLS, d.CAFile(), true},
+		"starttls":                  {d.Addr(), config.LDAPStartTLS, d.CAFile(), true},
+		"ldaps, the CA not trusted": {d.TLSAddr(), config.LDAPTLS, "", false},
+		"starttls, CA not trusted":  {d.Addr(), config.LDAPStartTLS, "", false},
+	} {
+		c := connector(t, d, false)
+		c.cfg.LDAP.Host, c.cfg.LDAP.TLS, c.cfg.LDAP.RootCAFile = tc.host, tc.mode, tc.ca
+		tlsConn, err := New(c.cfg, testldap.ServicePass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := tlsConn.Authenticate(context.Background(), "alice", "alice-pass")
+		switch {
+		case tc.ok && (err != nil || id.Email != "alice@example.com"):
+			t.Errorf("%s: %+v %v", name, id, err)
+		case !tc.ok && !errors.Is(err, upstream.ErrUnreachable):
+			t.Errorf("%s: %v, want ErrUnreachable (an unknown certificate)", name, err)
+		}
+	}
+}
