@@ -16,6 +16,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testldap"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -115,6 +116,13 @@ func TestFederation_LDAPDirectory(t *testing.T) {
 		ids, err := us.Identities(ctx, u.ID)
 		if err != nil || len(ids) != 1 || ids[0].Connector != "corp" || len(ids[0].Subject) != 36 { // entryUUID
 			t.Fatalf("identities %+v, %v", ids, err)
+		}
+		if err := f.svc.Audit().Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		events, err := audit.NewStore(f.rdb, nil).Query(ctx, audit.Filter{User: u.ID, Kinds: []audit.Kind{audit.SignInConnector}})
+		if err != nil || len(events) != 1 || events[0].Outcome != audit.Success || events[0].Detail["connector"] != "corp" || events[0].Detail["account"] != "created" {
+			t.Fatalf("audit events %+v, %v", events, err)
 		}
 	})
 
