@@ -176,6 +176,30 @@ func TestFederation_LDAPDirectory(t *testing.T) {
 		}
 	})
 
+	t.Run("requireMFA still applies on top of the directory", func(t *testing.T) {
+		next := *f.cfg
+		next.Auth.Clients = slices.Clone(f.cfg.Auth.Clients)
+		next.Auth.Clients[0].RequireMFA = true
+		f.live.c.Store(&next)
+		defer f.live.c.Store(f.cfg)
+		res := f.viaDirectory(newBrowser(t), f.authorizeURL("state-0123456789", oauth2.GenerateVerifier()), "alice", "alice-pass")
+		if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/account/totp?") {
+			t.Fatalf("want the set-up of a second factor, got %d %s", res.StatusCode, loc)
+		}
+	})
+
+	t.Run("the directory's page in German", func(t *testing.T) {
+		b := newBrowser(t)
+		req, _ := http.NewRequest(http.MethodGet, f.authorizeURL("state-0123456789", oauth2.GenerateVerifier())+"&connector_id=corp", nil)
+		req.Header.Set("Accept-Language", "de")
+		res := b.do(req)
+		for _, want := range []string{"Mit Corp directory anmelden", "Benutzername", "Passwort", "Anders anmelden"} {
+			if !strings.Contains(res.body, want) {
+				t.Errorf("no %q on the German page:\n%.600s", want, res.body)
+			}
+		}
+	})
+
 	t.Run("the directory down: a clear page, never a 500", func(t *testing.T) {
 		f.dir.Stop()
 		defer f.dir.Restart()
