@@ -29,6 +29,8 @@ declare -A wants=(
   [iptables]="iptables"
   [curl]="curl"
   [openssl]="openssl"
+  [slapd]="/usr/sbin/slapd /usr/sbin/slapadd"           # internal/testldap (the ldap connector's tests, D75)
+  [ldap-utils]="ldapsearch"                             # ldapsearch/ldapadd, to look into a test's directory
 )
 present() {
   local w alt ok

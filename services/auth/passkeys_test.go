@@ -92,7 +92,7 @@ func TestPasskeys_NotOfferedWhenDisabledOrTheIssuerIsAnIPAddress(t *testing.T) {
 var csrfInput = regexp.MustCompile(`<input type="hidden" name="csrf_token" value="([^"]+)">`)
 
 // csrfOf is the CSRF token in a page's forms.
-func csrfOf(t *testing.T, body string) string {
+func csrfOf(t testing.TB, body string) string {
 	t.Helper()
 	m := csrfInput.FindStringSubmatch(body)
 	if m == nil {

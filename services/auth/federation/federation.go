@@ -21,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/formsservice/formsservice/services/auth/directory"
 	"github.com/formsservice/formsservice/services/auth/github"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/upstream"
@@ -100,6 +101,7 @@ type Kit struct {
 	mu    sync.Mutex
 	built *config.Config // the configuration conns were built from
 	conns map[string]Upstream
+	dirs  map[string]*directory.Connector // the connectors of type ldap (directory.go)
 }
 
 // Options are the kit's dependencies.
@@ -131,9 +133,24 @@ func New(o Options) (*Kit, error) {
 func (k *Kit) Connector(rt *realm.Realm, id string) (Upstream, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.build(rt)
+	c, ok := k.conns[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknown, id)
+	}
+	return c, nil
+}
+
+// build makes the clients of the realm's connectors when its configuration is not the one they were
+// made from; k.mu is held.
+func (k *Kit) build(rt *realm.Realm) {
 	if k.built != rt.Config {
-		k.conns = map[string]Upstream{}
+		k.conns, k.dirs = map[string]Upstream{}, map[string]*directory.Connector{}
 		for _, c := range rt.Config.Auth.Connectors {
+			if c.Type == config.TypeLDAP {
+				k.buildDirectory(c)
+				continue
+			}
 			secret, err := secretfile.Read(c.ClientSecretFile)
 			if err != nil {
 				k.log.Error("connector not offered: its client secret cannot be read", "connector", c.ID, "err", err)
@@ -143,11 +160,6 @@ func (k *Kit) Connector(rt *realm.Realm, id string) (Upstream, error) {
 		}
 		k.built = rt.Config
 	}
-	c, ok := k.conns[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknown, id)
-	}
-	return c, nil
 }
 
 func pendingKey(state string) string { return "auth:fed:{" + state + "}" }

@@ -150,7 +150,7 @@ func (k *Kit) Recheck(ctx context.Context, rt *realm.Realm, subject string, up *
 	if last := time.UnixMilli(up.CheckedAt); now.Sub(last) < cfg.RecheckEvery.D() {
 		return RecheckNotDue, nil
 	}
-	conn, err := k.Connector(rt, up.Connector)
+	conn, err := k.recheckable(rt, cfg)
 	if err != nil { // configured, but its secret cannot be read now: as if its upstream were down
 		return k.down(cfg, err)
 	}
@@ -175,6 +175,15 @@ func (k *Kit) Recheck(ctx context.Context, rt *realm.Realm, subject string, up *
 	}
 	up.Sealed, up.CheckedAt = sealed, now.UnixMilli()
 	return RecheckOK, nil
+}
+
+// recheckable is connector c as built from rt: a directory (type ldap, which signs in with a password,
+// not a redirect) or an upstream of the redirect kind.
+func (k *Kit) recheckable(rt *realm.Realm, c config.Connector) (Configured, error) {
+	if c.Type == config.TypeLDAP {
+		return k.Directory(rt, c.ID)
+	}
+	return k.Connector(rt, c.ID)
 }
 
 // down is a re-check that could not reach the upstream, by the connector's onUpstreamDown.

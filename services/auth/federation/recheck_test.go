@@ -15,27 +15,27 @@ import (
 	"github.com/formsservice/formsservice/services/platform/config"
 )
 
-// directory is a small real Rechecker, the shape of the LDAP connector's: its state is an entry's
+// entryDirectory is a small real Rechecker, the shape of the LDAP connector's: its state is an entry's
 // name, which it looks up in its table at every re-check (and renames, to show a changed state is
 // kept). The token endpoint's wiring is the same for any Rechecker (the OpenID connector's is tested
 // against a real upstream in services/auth).
-type directory struct {
+type entryDirectory struct {
 	cfg     config.Connector
 	entries map[string]bool
 	down    bool
 	asked   int
 }
 
-func (d *directory) Config() config.Connector                   { return d.cfg }
-func (d *directory) AuthOrigin(context.Context) (string, error) { return "", nil }
-func (d *directory) AuthURL(context.Context, upstream.Start, map[string]string) (string, error) {
+func (d *entryDirectory) Config() config.Connector                   { return d.cfg }
+func (d *entryDirectory) AuthOrigin(context.Context) (string, error) { return "", nil }
+func (d *entryDirectory) AuthURL(context.Context, upstream.Start, map[string]string) (string, error) {
 	return "", nil
 }
-func (d *directory) Exchange(context.Context, upstream.Start, string, string) (*upstream.Identity, error) {
+func (d *entryDirectory) Exchange(context.Context, upstream.Start, string, string) (*upstream.Identity, error) {
 	return nil, upstream.ErrRefused
 }
 
-func (d *directory) Recheck(_ context.Context, state string) (string, error) {
+func (d *entryDirectory) Recheck(_ context.Context, state string) (string, error) {
 	d.asked++
 	if d.down {
 		return "", fmt.Errorf("%w: the directory does not answer", upstream.ErrUnreachable)
@@ -47,7 +47,7 @@ func (d *directory) Recheck(_ context.Context, state string) (string, error) {
 	return fmt.Sprintf("%s#%s+", name, n), nil
 }
 
-var _ Rechecker = (*directory)(nil)
+var _ Rechecker = (*entryDirectory)(nil)
 
 // kitWith is a kit whose realm has the connector conn (policy onDown), on the clock now.
 func kitWith(t *testing.T, conn Upstream, seal SealKeys, now func() time.Time) (*Kit, *realm.Realm) {
@@ -66,7 +66,7 @@ func key(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 func TestRecheck_AnyRechecker(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	now := func() time.Time { return clock }
-	dir := &directory{cfg: config.Connector{ID: "ldap", RecheckEvery: config.Duration(time.Minute), OnUpstreamDown: config.UpstreamDownKeep},
+	dir := &entryDirectory{cfg: config.Connector{ID: "ldap", RecheckEvery: config.Duration(time.Minute), OnUpstreamDown: config.UpstreamDownKeep},
 		entries: map[string]bool{"uid=ada": true}}
 	k, rt := kitWith(t, dir, SealKeys{Current: key(1)}, now)
 	ctx := context.Background()
@@ -140,7 +140,7 @@ func TestRecheck_AnyRechecker(t *testing.T) {
 
 // Without sealing keys nothing is kept: the state is never stored in the clear.
 func TestRecheck_NoKeyKeepsNothing(t *testing.T) {
-	dir := &directory{cfg: config.Connector{ID: "ldap"}}
+	dir := &entryDirectory{cfg: config.Connector{ID: "ldap"}}
 	k, _ := kitWith(t, dir, SealKeys{}, time.Now)
 	if up := k.KeepForRecheck(dir, "user-1", &upstream.Identity{Recheck: "uid=ada"}); up != nil {
 		t.Fatalf("kept %+v without a key", up)

@@ -128,7 +128,7 @@ func TestGerman_EveryTextOfThePages(t *testing.T) {
 	readAttr := regexp.MustCompile(`(aria-label|alt|title|placeholder)="([^"]*)"`)
 	letters := regexp.MustCompile(`\pL`)
 	literal := regexp.MustCompile(`\{\{t "([^"]*)"`)
-	for _, f := range []string{"page.html", "passkeys.html", "secondstep.html", "journey.html", "account.html", "brand.html"} {
+	for _, f := range []string{"page.html", "passkeys.html", "secondstep.html", "journey.html", "account.html", "brand.html", "directory.html"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -159,8 +159,9 @@ func TestGerman_EveryTextOfThePages(t *testing.T) {
 		"Acme Shop":                 "Acme Shop", // a name stays as it is
 		"An account with your e-mail address exists already. Sign in to it another way, then link Google on your account page.": "Es gibt schon ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich anders daran an und verknüpfen Sie dann Google auf Ihrer Kontoseite.",
 		"Microsoft did not answer. Please try again in a moment, or sign in another way.":                                       "Microsoft hat nicht geantwortet. Bitte versuchen Sie es gleich noch einmal, oder melden Sie sich anders an.",
-		"Sign in with Google":          "Mit Google anmelden",
-		"password and a recovery code": "Passwort und einem Wiederherstellungscode", // a session's methods (D69)
+		"Sign in with Google":                            "Mit Google anmelden",
+		"Wrong username or password. Try again in 30 s.": "Benutzername oder Passwort falsch. Versuchen Sie es in 30 s erneut.",
+		"password and a recovery code":                   "Passwort und einem Wiederherstellungscode", // a session's methods (D69)
 		"Each link works once. You can still reset your password below: the browser that sets it can sign in.": "Jeder Link funktioniert einmal. Sie können Ihr Passwort unten noch zurücksetzen: Der Browser, der es setzt, kann sich anmelden.",
 		"This browser can sign in to a@b.example now. Browsers that were not yours stay paused.":               "Dieser Browser kann sich jetzt bei a@b.example anmelden. Browser, die nicht Ihre waren, bleiben pausiert.",
 	} {

@@ -35,7 +35,7 @@ func New() *Renderer {
 	css := template.CSS(pageCSS)
 	t := template.Must(template.New("page").Funcs(template.FuncMap{"css": func() template.CSS { return css }, "head": head}).
 		Funcs(passkeyFuncs).Funcs(translateFuncs("en")).Parse(pageHTML))
-	for _, src := range []string{passkeysHTML, secondStepHTML, journeyHTML, brandHTML} {
+	for _, src := range []string{passkeysHTML, secondStepHTML, journeyHTML, brandHTML, directoryHTML} {
 		template.Must(t.Parse(src))
 	}
 	return &Renderer{tmpl: perLanguage(t), styleHash: hashSource(pageCSS)}

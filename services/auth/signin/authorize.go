@@ -90,6 +90,8 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request, clientKey st
 		h.passkeySignIn(a)
 	case "mfa":
 		h.submitSecondStep(a)
+	case "ldap":
+		h.directorySignIn(a)
 	default:
 		h.password(a)
 	}
@@ -169,7 +171,7 @@ func passwordSignIn(r *http.Request) bool {
 		return false
 	}
 	switch r.PostForm.Get("action") {
-	case "cancel", "signup", "passkey", "mfa":
+	case "cancel", "signup", "passkey", "mfa", "ldap":
 		return false
 	}
 	return true

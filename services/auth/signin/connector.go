@@ -43,6 +43,10 @@ func (h *Handler) connectorStart(a *attempt, id string) {
 		h.renderSignIn(a, http.StatusBadRequest, page.SignIn{Error: "This way of signing in is not offered here."})
 		return
 	}
+	if c, ok := a.rt.Config.Auth.ConnectorByID(id); ok && c.Type == config.TypeLDAP {
+		h.directoryPage(a, c, http.StatusOK, "", "") // a directory asks here, not by a redirect (directory.go)
+		return
+	}
 	extra := map[string]string{}
 	if hint := a.ar.GetRequestForm().Get("login_hint"); hint != "" && len(hint) <= 254 {
 		extra["login_hint"] = hint
@@ -104,32 +108,42 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request, clientKey str
 		h.connectorFailed(a, res.Connector, err)
 		return
 	}
-	user, how, err := h.federation.Resolve(ctx, h.users, res.Conn.Config(), res.Identity)
+	h.connectorSignedIn(a, res.Conn, res.Identity, []string{acr.FED})
+}
+
+// connectorSignedIn ends the sign-in of the upstream account id through connector conn, which vouched
+// for it (an OpenID provider's answer, a directory's bind): the local account found by
+// federation.Resolve, its groups under the connector's prefix, what its grant keeps for re-checks at
+// refresh (D78), then the second step or the session with amr.
+func (h *Handler) connectorSignedIn(a *attempt, conn federation.Configured, id *upstream.Identity, amr []string) {
+	ctx := a.r.Context()
+	c := conn.Config()
+	user, how, err := h.federation.Resolve(ctx, h.users, c, id)
 	if err != nil {
-		h.connectorFailed(a, res.Connector, err)
+		h.connectorFailed(a, c.ID, err)
 		return
 	}
-	if synced, err := h.federation.SyncGroups(ctx, h.users, res.Conn.Config(), user, res.Identity.Groups); err != nil {
+	if synced, err := h.federation.SyncGroups(ctx, h.users, c, user, id.Groups); err != nil {
 		// The sign-in goes on with the groups it had: a group bound reached is the operator's to fix.
-		h.log.Warn("sign-in through a connector: the upstream's groups were not applied", "connector", res.Connector, "user", user.ID, "err", err)
+		h.log.Warn("sign-in through a connector: the upstream's groups were not applied", "connector", c.ID, "user", user.ID, "err", err)
 	} else {
 		user = synced
 	}
 	h.counted(signinConnector)
-	a.upstream = h.federation.KeepForRecheck(res.Conn, user.ID, res.Identity)
-	detail := map[string]string{"connector": res.Connector, "account": how}
-	if len(res.Identity.AMR) > 0 {
-		detail["upstreamAMR"] = strings.Join(res.Identity.AMR, " ")
+	a.upstream = h.federation.KeepForRecheck(conn, user.ID, id)
+	detail := map[string]string{"connector": c.ID, "account": how}
+	if len(id.AMR) > 0 {
+		detail["upstreamAMR"] = strings.Join(id.AMR, " ")
 	}
-	h.audit.Record(ctx, audit.Event{Kind: audit.SignInConnector, Outcome: audit.Success, User: user.ID, Client: cl.GetID(), Detail: detail})
+	h.audit.Record(ctx, audit.Event{Kind: audit.SignInConnector, Outcome: audit.Success, User: user.ID, Client: a.cl.GetID(), Detail: detail})
 	// An upstream's word proves the browser's owner as a password or a passkey does: it earns the
 	// browser its device cookie, and a browser never seen for the account is mailed (D66).
 	if gen, err := h.signOn.Generation(ctx, user.ID, nil); err == nil {
 		account := signon.AccountKey(user.Email)
 		a.newBrowser = h.signOn.KnownDevice(a.r, a.rt, account, gen) == ""
-		h.signOn.RememberDevice(w, a.r, rt, account, gen)
+		h.signOn.RememberDevice(a.w, a.r, a.rt, account, gen)
 	}
-	h.startSession(a, user, []string{acr.FED})
+	h.startSession(a, user, amr)
 }
 
 // connectorFailed answers a sign-in through connector id that did not find an account to sign in to:

@@ -73,7 +73,7 @@ func TestDaily_CountsWhatEachFormKeptByTheStoresDay(t *testing.T) {
 
 	today := storeNow(t, srv).UTC().Format(time.DateOnly)
 	for _, c := range []struct {
-		daily      string
+		daily     string
 		ham, spam int64
 	}{{FormDaily("demo"), 2, 1}, {ContactDaily, 3, 0}, {WaitlistDaily, 2, 0}} {
 		days := readDays(t, srv, c.daily, 7)

@@ -17,7 +17,8 @@ type Connector struct {
 	// ID names the connector in clients' connectors lists, in connector_id and in the audit trail;
 	// lower-case letters, digits and '-', at most 32.
 	ID string `json:"id"`
-	// Type is the protocol: "oidc" (the default) or "github" (OAuth 2.0 and GitHub's REST API).
+	// Type is the protocol: "oidc" (the default), "github" (OAuth 2.0 and GitHub's REST API) or "ldap"
+	// (a username and password checked against a directory, D75).
 	Type string `json:"type,omitempty"`
 	// Preset fills the defaults of a known provider: google, microsoft or generic (the default).
 	Preset string `json:"preset,omitempty"`
@@ -66,6 +67,8 @@ type Connector struct {
 	// default: the grant refreshes, the audit trail says the re-check was skipped) or end (the grant
 	// ends: invalid_grant).
 	OnUpstreamDown string `json:"onUpstreamDown,omitempty"`
+	// LDAP is the directory of a connector of type ldap (connectors_ldap.go, D75).
+	LDAP *LDAPConnector `json:"ldap,omitempty"`
 }
 
 // What a refresh does when the upstream of its re-check is down (Connector.OnUpstreamDown).
@@ -135,7 +138,9 @@ func (c Connector) Trusts() bool { return c.TrustEmailVerified != nil && *c.Trus
 // ReadsGroups reports whether signing in through the connector sets the account's groups under its
 // prefix: an OpenID connector with a groups claim mapped, and every GitHub connector (organisations and
 // teams).
-func (c Connector) ReadsGroups() bool { return c.Type == TypeGitHub || c.Claims.Groups != "" }
+func (c Connector) ReadsGroups() bool {
+	return c.Type == TypeGitHub || c.Claims.Groups != "" || c.readsLDAPGroups()
+}
 
 // MultiTenant reports whether the connector accepts any Microsoft tenant, whose ID tokens carry their
 // own tenant's issuer (the discovery document's issuer holds "{tenantid}").
@@ -156,6 +161,10 @@ func (c *Connector) applyDefaults() {
 	yes := true
 	if c.Type == TypeGitHub {
 		c.applyGitHubDefaults()
+		return
+	}
+	if c.Type == TypeLDAP {
+		c.applyLDAPDefaults()
 		return
 	}
 	switch c.Preset {
@@ -246,11 +255,17 @@ func (c Connector) validate(at string) []error {
 	if utf8.RuneCountInString(c.Name) > 64 {
 		bad("name: at most 64 characters")
 	}
+	if c.Type == TypeLDAP {
+		return append(errs, c.validateLDAP(at)...)
+	}
 	if c.ClientID == "" {
 		bad("clientID is required")
 	}
 	if c.ClientSecretFile == "" {
 		bad("clientSecretFile is required (the upstream's client secret, in a file)")
+	}
+	if c.LDAP != nil {
+		bad("ldap is for type ldap")
 	}
 	switch c.Type {
 	case TypeOIDC:
@@ -258,7 +273,7 @@ func (c Connector) validate(at string) []error {
 	case TypeGitHub:
 		errs = append(errs, c.validateGitHub(at)...)
 	default:
-		bad("type %q: one of oidc, github", c.Type)
+		bad("type %q: one of oidc, github, ldap", c.Type)
 	}
 	errs = append(errs, c.validateRecheck(at)...)
 	return errs
