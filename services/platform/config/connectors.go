@@ -10,7 +10,7 @@ import (
 )
 
 // Connector is an upstream provider people may sign in with: an OpenID Connect provider (type oidc,
-// D58) or GitHub (type github, D64) (docs/auth.md, "Signing in with other providers"). Its client secret
+// D58), GitHub (type github, D64) or a SAML 2.0 identity provider (type saml, D76) (docs/auth.md, "Signing in with other providers"). Its client secret
 // is read from ClientSecretFile, never written here.
 type Connector struct {
 	// ID names the connector in clients' connectors lists, in connector_id and in the audit trail;
@@ -51,6 +51,9 @@ type Connector struct {
 	// Orgs lets in only members of these GitHub organisations (type github only; empty: any GitHub
 	// account). The groups claim then carries only these organisations and their teams.
 	Orgs []string `json:"orgs,omitempty"`
+
+	// SAML describes a SAML 2.0 identity provider (type saml only, D76; connectors_saml.go).
+	SAML *SAMLConnector `json:"saml,omitempty"`
 }
 
 // ConnectorClaims names the ID token claims a connector maps (defaults in brackets): Subject [sub],
@@ -86,7 +89,9 @@ func (c Connector) Trusts() bool { return c.TrustEmailVerified != nil && *c.Trus
 // ReadsGroups reports whether signing in through the connector sets the account's groups under its
 // prefix: an OpenID connector with a groups claim mapped, and every GitHub connector (organisations and
 // teams).
-func (c Connector) ReadsGroups() bool { return c.Type == TypeGitHub || c.Claims.Groups != "" }
+func (c Connector) ReadsGroups() bool {
+	return c.Type == TypeGitHub || c.Claims.Groups != "" || (c.SAML != nil && c.SAML.Attributes.Groups != "")
+}
 
 // MultiTenant reports whether the connector accepts any Microsoft tenant, whose ID tokens carry their
 // own tenant's issuer (the discovery document's issuer holds "{tenantid}").
@@ -106,6 +111,10 @@ func (c *Connector) applyDefaults() {
 	yes := true
 	if c.Type == TypeGitHub {
 		c.applyGitHubDefaults()
+		return
+	}
+	if c.Type == TypeSAML {
+		c.applySAMLDefaults()
 		return
 	}
 	switch c.Preset {
@@ -196,6 +205,12 @@ func (c Connector) validate(at string) []error {
 	if utf8.RuneCountInString(c.Name) > 64 {
 		bad("name: at most 64 characters")
 	}
+	if c.Type == TypeSAML {
+		return append(errs, c.validateSAML(at)...)
+	}
+	if c.SAML != nil {
+		bad("saml: is for type saml")
+	}
 	if c.ClientID == "" {
 		bad("clientID is required")
 	}
@@ -208,7 +223,7 @@ func (c Connector) validate(at string) []error {
 	case TypeGitHub:
 		errs = append(errs, c.validateGitHub(at)...)
 	default:
-		bad("type %q: one of oidc, github", c.Type)
+		bad("type %q: one of oidc, github, saml", c.Type)
 	}
 	return errs
 }
