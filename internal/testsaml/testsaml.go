@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	"github.com/crewjam/saml/logger"
 	"github.com/crewjam/saml/samlidp"
@@ -97,7 +98,16 @@ func Start(t testing.TB, users []User) *IdP {
 
 // RegisterSP registers the service provider whose metadata is at metadataURL (as an administrator
 // uploads it to Okta or Keycloak), through the IdP's admin API.
-func (p *IdP) RegisterSP(t testing.TB, name, metadataURL string) {
+func (p *IdP) RegisterSP(t testing.TB, name, metadataURL string) { p.register(t, name, metadataURL, false) }
+
+// RegisterSPPlaintext registers the service provider without the encryption key its metadata
+// publishes: the IdP then sends its assertions unencrypted (as an IdP configured so does), which a
+// test may strip of their signatures.
+func (p *IdP) RegisterSPPlaintext(t testing.TB, name, metadataURL string) {
+	p.register(t, name, metadataURL, true)
+}
+
+func (p *IdP) register(t testing.TB, name, metadataURL string, plaintext bool) {
 	t.Helper()
 	res, err := http.Get(metadataURL)
 	if err != nil {
@@ -107,6 +117,18 @@ func (p *IdP) RegisterSP(t testing.TB, name, metadataURL string) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("our SP metadata: %d %s", res.StatusCode, md)
+	}
+	if plaintext {
+		doc := etree.NewDocument()
+		if err := doc.ReadFromBytes(md); err != nil {
+			t.Fatal(err)
+		}
+		for _, kd := range doc.FindElements("//KeyDescriptor[@use='encryption']") {
+			kd.Parent().RemoveChild(kd)
+		}
+		if md, err = doc.WriteToBytes(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	req, _ := http.NewRequest(http.MethodPut, p.URL+"/services/"+name, bytes.NewReader(md))
 	res, err = http.DefaultClient.Do(req)

@@ -151,15 +151,15 @@ func (c *Connector) sp(ctx context.Context) (*saml.ServiceProvider, error) {
 	}
 	sp := c.base()
 	sp.IDPMetadata = c.idp
-	if sso := sp.IDPMetadata.IDPSSODescriptors; len(sso) > 0 && sso[0].WantAuthnRequestsSigned != nil && *sso[0].WantAuthnRequestsSigned {
-		sp.SignatureMethod = c.signatureMethod()
+	if sso := c.idp.IDPSSODescriptors; len(sso) > 0 && sso[0].WantAuthnRequestsSigned != nil && *sso[0].WantAuthnRequestsSigned {
+		sp.SignatureMethod = c.signatureMethod() // the IdP's metadata asks for signed requests
 	}
 	return sp, nil
 }
 
 // base is our SP without the IdP: what our metadata says.
 func (c *Connector) base() *saml.ServiceProvider {
-	return &saml.ServiceProvider{
+	sp := &saml.ServiceProvider{
 		EntityID:                         c.entity,
 		Key:                              c.key,
 		Certificate:                      c.cert,
@@ -173,6 +173,12 @@ func (c *Connector) base() *saml.ServiceProvider {
 		LimitRelayStateLength:            true,
 		HTTPClient:                       c.client,
 	}
+	if c.cfg.SAML.SignAuthnRequests {
+		// Our metadata then says we sign them (AuthnRequestsSigned): an IdP that reads it refuses an
+		// unsigned one.
+		sp.SignatureMethod = c.signatureMethod()
+	}
+	return sp
 }
 
 func (c *Connector) signatureMethod() string {
@@ -217,11 +223,6 @@ func (c *Connector) Metadata() ([]byte, error) {
 	sp := c.base()
 	sp.Clock = dsig.NewFakeClockAt(c.now())
 	md := sp.Metadata()
-	// We sign AuthnRequests whenever the IdP's metadata asks for it.
-	yes := true
-	for i := range md.SPSSODescriptors {
-		md.SPSSODescriptors[i].AuthnRequestsSigned = &yes
-	}
 	b, err := xml.MarshalIndent(md, "", "  ")
 	if err != nil {
 		return nil, err
@@ -243,7 +244,8 @@ func (c *Connector) AuthOrigin(ctx context.Context) (string, error) {
 }
 
 // AuthURL is the IdP's single sign-on URL with the AuthnRequest of trip s (ID RequestID(s.Nonce),
-// RelayState s.State), signed when the IdP wants signed requests. extra is not used: SAML has no
+// RelayState s.State), signed (the HTTP-Redirect binding's query signature) when the IdP's metadata
+// asks for it or the connector says signAuthnRequests. extra is not used: SAML has no
 // login_hint.
 func (c *Connector) AuthURL(ctx context.Context, s upstream.Start, _ map[string]string) (string, error) {
 	sp, err := c.sp(ctx)

@@ -111,4 +111,3 @@ func (h *Handler) samlRefused(w http.ResponseWriter, r *http.Request, id, reason
 	}
 	h.web.Pages.RenderError(w, status, e)
 }
-

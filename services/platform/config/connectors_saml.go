@@ -25,9 +25,13 @@ type SAMLConnector struct {
 	// EntityID is our SP's entity ID (default: our metadata URL, <issuer>/oauth2/saml/<id>/metadata).
 	EntityID string `json:"entityID,omitempty"`
 	// KeyFile and CertificateFile are our SP's signing key (PEM, RSA or ECDSA) and certificate (PEM):
-	// published in our metadata, and signing the AuthnRequests when the IdP wants them signed.
+	// published in our metadata, and signing the AuthnRequests (SignAuthnRequests).
 	KeyFile         string `json:"keyFile,omitempty"`
 	CertificateFile string `json:"certificateFile,omitempty"`
+	// SignAuthnRequests signs every AuthnRequest, and our metadata says so (AuthnRequestsSigned). Without
+	// it they are signed when the IdP's metadata asks for it (WantAuthnRequestsSigned); set it for an
+	// IdP that requires signed requests without saying so in its metadata.
+	SignAuthnRequests bool `json:"signAuthnRequests,omitempty"`
 	// NameIDFormat asked for: persistent (the default), emailAddress, unspecified or transient (only
 	// with attributes.subject: a transient NameID changes at every sign-in).
 	NameIDFormat string `json:"nameIDFormat,omitempty"`
