@@ -98,7 +98,9 @@ func Start(t testing.TB, users []User) *IdP {
 
 // RegisterSP registers the service provider whose metadata is at metadataURL (as an administrator
 // uploads it to Okta or Keycloak), through the IdP's admin API.
-func (p *IdP) RegisterSP(t testing.TB, name, metadataURL string) { p.register(t, name, metadataURL, false) }
+func (p *IdP) RegisterSP(t testing.TB, name, metadataURL string) {
+	p.register(t, name, metadataURL, false)
+}
 
 // RegisterSPPlaintext registers the service provider without the encryption key its metadata
 // publishes: the IdP then sends its assertions unencrypted (as an IdP configured so does), which a

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -217,12 +218,22 @@ func (c *Connector) loadMetadata(ctx context.Context) (*saml.EntityDescriptor, e
 	return idp, nil
 }
 
-// Metadata is our SP's metadata: our entity ID, the ACS (HTTP-POST), our certificate, and that we want
+// Metadata is our SP's metadata: our entity ID, the ACS (HTTP-POST), our certificate (for signing,
+// and for encryption when it is an RSA key: an IdP may encrypt its assertions to it), and that we want
 // assertions signed. It needs no IdP.
 func (c *Connector) Metadata() ([]byte, error) {
 	sp := c.base()
 	sp.Clock = dsig.NewFakeClockAt(c.now())
 	md := sp.Metadata()
+	// Our signing certificate is published whether or not we sign every request: an IdP that asks
+	// for signed requests in its metadata gets them, and checks them with this certificate.
+	for i := range md.SPSSODescriptors {
+		d := &md.SPSSODescriptors[i]
+		if !slices.ContainsFunc(d.KeyDescriptors, func(k saml.KeyDescriptor) bool { return k.Use == "signing" }) {
+			d.KeyDescriptors = append(d.KeyDescriptors, saml.KeyDescriptor{Use: "signing", KeyInfo: saml.KeyInfo{X509Data: saml.X509Data{
+				X509Certificates: []saml.X509Certificate{{Data: base64.StdEncoding.EncodeToString(c.cert.Raw)}}}}})
+		}
+	}
 	b, err := xml.MarshalIndent(md, "", "  ")
 	if err != nil {
 		return nil, err
@@ -337,9 +348,14 @@ func (c *Connector) check(ctx context.Context, r *http.Request, requestID string
 }
 
 // checkTimes applies our clock skew, stricter than the library's three minutes, to the assertion's
-// validity and its bearer confirmation (the library has checked that each is present and valid).
+// times (the library has checked each is present and valid with its own skew, and that the assertion
+// was issued at most 90 s ago, MaxIssueDelay): an IdP's clock may be ahead of ours by the skew at
+// most, and an assertion's NotOnOrAfter may pass by the skew at most.
 func (c *Connector) checkTimes(a *saml.Assertion, now time.Time) error {
 	skew := c.cfg.SAML.ClockSkew.D()
+	if now.Add(skew).Before(a.IssueInstant) {
+		return fmt.Errorf("%w: IssueInstant %s", saml.ErrNotYetValid, a.IssueInstant)
+	}
 	if cd := a.Conditions; cd != nil {
 		if !cd.NotBefore.IsZero() && now.Add(skew).Before(cd.NotBefore) {
 			return fmt.Errorf("%w: NotBefore %s", saml.ErrNotYetValid, cd.NotBefore)
