@@ -64,14 +64,19 @@ var loginForm = template.Must(template.New("login").Parse(`<!doctype html>
 <p><button type="submit">Log in</button></p>
 </form></main></body></html>`))
 
-// Start runs an IdP with the users until the test ends.
-func Start(t testing.TB, users []User) *IdP {
+// Start runs an IdP with the users until the test ends, at http://127.0.0.1:<port>.
+func Start(t testing.TB, users []User) *IdP { return StartAt(t, "127.0.0.1", users) }
+
+// StartAt runs the IdP listening on 127.0.0.1, its URLs naming host: "localhost" makes it another
+// site than a provider at 127.0.0.1, so a browser posts its answer cross-site, as a real IdP's.
+func StartAt(t testing.TB, host string, users []User) *IdP {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := url.Parse("http://" + ln.Addr().String())
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	base, _ := url.Parse("http://" + net.JoinHostPort(host, port))
 	key, cert := newKeyPair(t, "test-idp")
 	srv, err := samlidp.New(samlidp.Options{URL: *base, Key: key, Certificate: cert, Store: &samlidp.MemoryStore{},
 		Logger: logger.DefaultLogger, LoginFormTemplate: loginForm})

@@ -38,10 +38,15 @@ type samlFederated struct {
 }
 
 func startSAML(t *testing.T, idpUsers []testsaml.User) *samlFederated {
+	return startSAMLAt(t, "127.0.0.1", idpUsers)
+}
+
+// startSAMLAt is startSAML with the IdP's URLs at host ("localhost": another site than ours).
+func startSAMLAt(t *testing.T, idpHost string, idpUsers []testsaml.User) *samlFederated {
 	t.Helper()
 	f := &samlFederated{}
 	f.provider = startProvider(t, setup{now: func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) }})
-	f.idp = testsaml.Start(t, idpUsers)
+	f.idp = testsaml.StartAt(t, idpHost, idpUsers)
 	key, cert := testsaml.KeyPair(t)
 	yes := true
 	c := config.Connector{ID: "corp", Name: "Corp", Type: config.TypeSAML, TrustEmailVerified: &yes, SAML: &config.SAMLConnector{
