@@ -320,12 +320,15 @@ func connectors(specs []v1alpha1.ConnectorSpec) []config.Connector {
 	var out []config.Connector
 	for _, s := range specs {
 		c := config.Connector{ID: s.ID, Type: s.Type, Preset: s.Preset, Name: s.Name, Issuer: s.Issuer, Tenant: s.Tenant,
-			ClientID: s.ClientID, ClientSecretFile: SecretPath(s.ClientSecretRef.Name, s.ClientSecretRef.Key),
-			Scopes: s.Scopes, SigningAlgs: s.SigningAlgs, GroupsPrefix: s.GroupsPrefix, TrustEmailVerified: s.TrustEmailVerified,
+			ClientID: s.ClientID, Scopes: s.Scopes, SigningAlgs: s.SigningAlgs, GroupsPrefix: s.GroupsPrefix, TrustEmailVerified: s.TrustEmailVerified,
 			BaseURL: s.BaseURL, Orgs: s.Orgs}
+		if r := s.ClientSecretRef; r != (v1alpha1.SecretKeySelector{}) {
+			c.ClientSecretFile = SecretPath(r.Name, r.Key)
+		}
 		if m := s.Claims; m != nil {
 			c.Claims = config.ConnectorClaims{Subject: m.Subject, Email: m.Email, EmailVerified: m.EmailVerified, Name: m.Name, Groups: m.Groups}
 		}
+		c.SAML = samlConnector(s.SAML) // connectors_saml.go
 		out = append(out, c)
 	}
 	return out

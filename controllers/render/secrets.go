@@ -87,8 +87,10 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 		}
 	}
 	for _, c := range fs.Spec.Auth.Connectors {
-		r := c.ClientSecretRef
-		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: ConnectorSecretField(c.ID), Components: []string{Auth}})
+		if r := c.ClientSecretRef; r != (v1alpha1.SecretKeySelector{}) {
+			refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: ConnectorSecretField(c.ID), Components: []string{Auth}})
+		}
+		refs = append(refs, samlSecretRefs(c)...) // connectors_saml.go
 	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {
