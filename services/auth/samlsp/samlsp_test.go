@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"html"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -111,15 +112,8 @@ func answer(t testing.TB, authURL string) url.Values {
 
 func readAll(res *http.Response) string {
 	defer res.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := res.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String()
-		}
-	}
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
 }
 
 func acsRequest(form url.Values) *http.Request {
