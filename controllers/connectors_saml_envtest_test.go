@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/controllers/render"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // The API server and the auth service agree about SAML connectors (spec.auth.connectors[].saml, D76):
@@ -79,5 +83,35 @@ func TestCRD_SAMLConnectorsAgreeWithTheService(t *testing.T) {
 				t.Errorf("%s: the admitted object does not load: %v", tc.name, err)
 			}
 		}
+	}
+}
+
+// The SAML sample of docs/operator.md is admitted and renders into a configuration the auth service
+// loads, with our SP's key and certificate as mounted files.
+func TestConnectors_SAMLSampleIsAdmittedAndLoads(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "config", "samples", "connectors", "formsservice_saml.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &v1alpha1.FormsService{}
+	if err := yaml.UnmarshalStrict(b, fs); err != nil {
+		t.Fatal(err)
+	}
+	fs.Namespace = newNamespace(t)
+	if err := k8s.Create(context.Background(), fs, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	text, err := render.RenderConfig(fs, render.Auth, render.Inputs{Image: "img:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if s := c.Auth.Connectors[0]; s.Type != config.TypeSAML || s.SAML == nil || s.SAML.KeyFile != render.SecretPath("acme-saml-sp", "tls.key") ||
+		s.SAML.Attributes.Groups != "groups" || !s.Trusts() {
+		t.Errorf("rendered %+v", s)
 	}
 }
