@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testsaml"
+	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/platform/config"
 )
@@ -230,6 +231,12 @@ func TestFederation_SAML(t *testing.T) {
 		ids, err := us.Identities(ctx, u.ID)
 		if err != nil || len(ids) != 1 || ids[0].Connector != "corp" || ids[0].Subject != "newcomer@example.com" {
 			t.Fatalf("identities %+v, %v", ids, err)
+		}
+		// The audit trail names the connector and how the account was found.
+		if !slices.ContainsFunc(trail(t, f.provider), func(e audit.Event) bool {
+			return e.Kind == audit.SignInConnector && e.Outcome == audit.Success && e.User == u.ID && e.Detail["connector"] == "corp" && e.Detail["account"] == "created"
+		}) {
+			t.Fatal("no signin.connector event for corp, account created")
 		}
 		// The next sign-in finds the link: the same account.
 		if again := idClaims(t, f.tokensVia("newcomer").IDToken); again["sub"] != u.ID {
