@@ -3,21 +3,24 @@ package v1alpha1
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // ConnectorSpec is an upstream provider people may sign in with (spec.auth.connectors[]): an OpenID
-// Connect provider with discovery (type oidc: Google, Microsoft Entra ID, Okta, Keycloak, GitLab, Dex)
-// or GitHub (type github). The operator renders it into the auth service's auth.connectors, the client
-// secret as a mounted file (clientSecretRef), never as text in the configuration. The rules here are
+// Connect provider with discovery (type oidc: Google, Microsoft Entra ID, Okta, Keycloak, GitLab, Dex),
+// GitHub (type github) or a SAML 2.0 identity provider (type saml, D76). The operator renders it into
+// the auth service's auth.connectors, the secrets as mounted files (clientSecretRef, saml.keyRef and
+// saml.certificateRef), never as text in the configuration. The rules here are
 // the auth service's own (docs/auth.md, "Signing in with other providers"; D58, D64).
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type in ['github', 'ldap']) || has(self.issuer) || (has(self.preset) && self.preset != 'generic')",message="issuer is required for an oidc connector without the google or microsoft preset"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type in ['github', 'ldap', 'saml']) || has(self.issuer) || (has(self.preset) && self.preset != 'generic')",message="issuer is required for an oidc connector without the google or microsoft preset"
 // +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'github') || !has(self.scopes) || size(self.scopes) == 0 || 'openid' in self.scopes",message="scopes must include openid"
 // +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'github') || (!has(self.baseURL) && !has(self.orgs))",message="baseURL and orgs are for type github"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'github' || (!has(self.issuer) && !has(self.tenant) && !has(self.signingAlgs) && !has(self.claims))",message="issuer, tenant, signingAlgs and claims are for type oidc; a github connector reads GitHub's REST API"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'github' || !has(self.preset) || self.preset == 'generic'",message="a github connector takes no preset"
 // +kubebuilder:validation:XValidation:rule="!has(self.offlineAccess) || !self.offlineAccess || !has(self.type) || self.type == 'oidc'",message="offlineAccess is for type oidc"
 // +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'ldap') == has(self.ldap)",message="ldap is required for type ldap, and only for it",fieldPath=".ldap"
-// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'ldap') || (has(self.clientID) && size(self.clientID) > 0)",message="clientID is required for oidc and github connectors",fieldPath=".clientID"
-// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'ldap') != has(self.clientSecretRef)",message="clientSecretRef is required for oidc and github connectors; an ldap connector has ldap.bindPasswordRef",fieldPath=".clientSecretRef"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'saml') == has(self.saml)",message="saml is required for type saml, and only for it"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type in ['ldap', 'saml']) || (has(self.clientID) && size(self.clientID) > 0)",message="clientID is required for oidc and github connectors",fieldPath=".clientID"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type in ['ldap', 'saml']) != has(self.clientSecretRef)",message="clientSecretRef is required for oidc and github connectors; an ldap connector has ldap.bindPasswordRef, a saml connector saml.keyRef",fieldPath=".clientSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'ldap' || (!has(self.clientID) && !has(self.issuer) && !has(self.tenant) && !has(self.scopes) && !has(self.signingAlgs) && !has(self.claims) && !has(self.baseURL) && !has(self.orgs) && (!has(self.preset) || self.preset == 'generic'))",message="clientID, issuer, tenant, preset, scopes, signingAlgs, claims, baseURL and orgs are not for type ldap; its settings are under ldap"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'saml' || (!has(self.clientID) && !has(self.clientSecretRef) && !has(self.issuer) && !has(self.tenant) && !has(self.scopes) && !has(self.signingAlgs) && !has(self.claims) && !has(self.baseURL) && !has(self.orgs) && (!has(self.preset) || self.preset == 'generic'))",message="clientID, clientSecretRef, preset, issuer, tenant, scopes, signingAlgs, claims, baseURL and orgs are for types oidc and github; a saml connector is described by saml"
 type ConnectorSpec struct {
 	// ID names the connector in oauthClients[].connectors, in the connector_id parameter and in the audit
 	// trail: lower-case letters, digits and '-', at most 32. It is also the key its linked accounts are
@@ -26,10 +29,10 @@ type ConnectorSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]*$`
 	ID string `json:"id"`
-	// Type is the protocol: oidc (the default), github, or ldap (an LDAP directory or Active Directory,
-	// D75).
+	// Type is the protocol: oidc (the default), github, ldap (an LDAP directory or Active Directory, D75)
+	// or saml (a SAML 2.0 identity provider, D76).
 	// +optional
-	// +kubebuilder:validation:Enum=oidc;github;ldap
+	// +kubebuilder:validation:Enum=oidc;github;ldap;saml
 	Type string `json:"type,omitempty"`
 	// Preset fills a known OpenID provider's defaults: google (issuer, name, trustEmailVerified true) or
 	// microsoft (the issuer of tenant, Entra's xms_edov claim); generic (the default) fills none.
@@ -54,14 +57,15 @@ type ConnectorSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9.-]*$`
 	Tenant string `json:"tenant,omitempty"`
-	// ClientID is this platform's client ID at the provider (an OAuth app's at GitHub); required but for
-	// type ldap.
+	// ClientID is this platform's client ID at the provider (an OAuth app's at GitHub). Required for
+	// types oidc and github.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	ClientID string `json:"clientID,omitempty"`
-	// ClientSecretRef names the key of a Secret holding the client secret at the provider (required but
-	// for type ldap). The operator mounts it into the auth pods; a missing Secret or key is Degraded
-	// (ConnectorSecretMissing).
+	// ClientSecretRef names the key of a Secret holding the client secret at the provider. The operator
+	// mounts it into the auth pods; a missing Secret or key is Degraded (ConnectorSecretMissing).
+	// Required for types oidc and github.
 	// +optional
 	ClientSecretRef SecretKeySelector `json:"clientSecretRef,omitzero"`
 	// Scopes asked for: default openid email profile (oidc), read:user user:email read:org (github).
@@ -125,6 +129,9 @@ type ConnectorSpec struct {
 	// LDAP is the directory of a connector of type ldap (connectors_ldap_types.go).
 	// +optional
 	LDAP *LDAPConnectorSpec `json:"ldap,omitempty"`
+	// SAML describes a SAML 2.0 identity provider (type saml only; D76).
+	// +optional
+	SAML *SAMLConnectorSpec `json:"saml,omitempty"`
 }
 
 // ConnectorClaims names the ID token's claims a connector maps (defaults: sub, email, email_verified

@@ -328,6 +328,7 @@ func connectors(specs []v1alpha1.ConnectorSpec) []config.Connector {
 		if m := s.Claims; m != nil {
 			c.Claims = config.ConnectorClaims{Subject: m.Subject, Email: m.Email, EmailVerified: m.EmailVerified, Name: m.Name, Groups: m.Groups}
 		}
+		c.SAML = samlConnector(s.SAML) // connectors_saml.go
 		out = append(out, c)
 	}
 	return out

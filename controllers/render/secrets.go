@@ -91,6 +91,7 @@ func UserSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 			refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: ConnectorSecretField(c.ID), Components: []string{Auth}})
 		}
 		refs = append(refs, ldapSecretRefs(c)...) // connectors_ldap.go
+		refs = append(refs, samlSecretRefs(c)...) // connectors_saml.go
 	}
 	for _, c := range fs.Spec.OAuthClients {
 		if c.SecretRef != nil {

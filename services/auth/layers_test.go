@@ -19,8 +19,8 @@ var layers = map[string]int{
 	"acr": 0, "device": 0, "keys": 0, "page": 0, "passwords": 0, "publicpaths": 0, "throttle": 0, "upstream": 0,
 	// the stores
 	"audit": 1, "link": 1, "mfa": 1, "passkey": 1, "sso": 1, "store": 1, "users": 1,
-	// on a leaf's types: GitHub and LDAP directories as connectors (upstream's Identity and errors)
-	"github": 1, "directory": 1,
+	// on a leaf's types: GitHub, LDAP directories and SAML IdPs as connectors (upstream's Identity and errors)
+	"github": 1, "directory": 1, "samlsp": 1,
 	// what is built on the stores
 	"claims": 2, "authmail": 2, "backchannel": 2, "auditsink": 2, "realm": 3, "accounts": 3, "notify": 3,
 	// the kits

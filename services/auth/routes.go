@@ -14,6 +14,10 @@ import (
 // enforces it before any handler runs).
 const maxBody = 64 << 10
 
+// samlMaxBody bounds the body of a SAML ACS post: a signed Response, base64-encoded, with an IdP's
+// attributes and groups (Entra's and ADFS's run to tens of KB).
+const samlMaxBody = 512 << 10
+
 // Routes declares every endpoint of the provider, at the paths the ingress routes to it, and the area
 // that answers it. Every auth endpoint reads at most maxBody (64 KB): sign-in forms and token requests
 // are small; and every answer carries Strict-Transport-Security when the issuer is https. Each is
@@ -52,6 +56,10 @@ func (s *Service) Routes() []server.Route {
 		// An upstream provider's answer (a connector's button, D58), for a sign-in or the account page's
 		// link; its authorization request was kept in the trip's state.
 		server.Get("/oauth2/callback", web.HandleClient(signin.Callback)),
+		// A SAML connector (D76): our SP metadata for the IdP, and the Assertion Consumer Service, where
+		// the IdP posts its answer (HTTP-POST binding; it goes on to /oauth2/callback, same-site).
+		server.Get("/oauth2/saml/:connector/metadata", web.Handle(signin.SAMLMetadata)),
+		server.Post("/oauth2/saml/:connector/acs", web.HandleClient(signin.SAMLACS)),
 
 		// package journeys: the mailed journeys, e-mail verification and password reset.
 		server.Get("/account/verify", web.HandleClient(journeys.VerifyPage)),
@@ -131,6 +139,9 @@ func (s *Service) Routes() []server.Route {
 	for i, r := range routes {
 		r.Handlers = append([]fiber.Handler{web.HSTS}, r.Handlers...)
 		r = r.Limit(maxBody)
+		if strings.HasSuffix(r.Path, "/acs") {
+			r = r.Limit(samlMaxBody) // a signed SAML Response with many attributes or groups
+		}
 		if strings.HasPrefix(r.Path, admin.Prefix+"/") {
 			// The API's bodies are small, and a refused one is a problem like its other refusals.
 			r = r.Limit(admin.MaxBody).Refusing(admin.RefuseBody)

@@ -1,6 +1,6 @@
 // Package federation is the kit of signing in through upstream providers (connectors, D58): the
 // connectors of the configuration in effect (an OpenID provider through package upstream, GitHub
-// through package github: one Upstream interface, D64), each sign-in's state kept in Redis between the redirect to
+// through package github, a SAML IdP through package samlsp: one Upstream interface, D64, D76), each sign-in's state kept in Redis between the redirect to
 // the upstream and its answer (single use, short-lived, bound to the browser by a cookie), and the rule
 // that finds the local account of an upstream account: its link, an automatic link only for a verified
 // address of a connector trusted to say so, or a new account. The hosted sign-in (package signin)
@@ -24,6 +24,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/directory"
 	"github.com/formsservice/formsservice/services/auth/github"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/samlsp"
 	"github.com/formsservice/formsservice/services/auth/upstream"
 	"github.com/formsservice/formsservice/services/auth/users"
 	"github.com/formsservice/formsservice/services/auth/web"
@@ -149,6 +150,15 @@ func (k *Kit) build(rt *realm.Realm) {
 		for _, c := range rt.Config.Auth.Connectors {
 			if c.Type == config.TypeLDAP {
 				k.buildDirectory(c)
+				continue
+			}
+			if c.Type == config.TypeSAML {
+				sp, err := samlsp.New(c, samlsp.Options{Issuer: rt.Issuer, Redis: k.rdb, Client: k.client, Now: k.now})
+				if err != nil {
+					k.log.Error("connector not offered: its SAML key or certificate cannot be read", "connector", c.ID, "err", err)
+					continue
+				}
+				k.conns[c.ID] = sp
 				continue
 			}
 			secret, err := secretfile.Read(c.ClientSecretFile)

@@ -320,4 +320,8 @@ var de = map[string]string{
 	// A refused link's message, sentence by sentence (journeys/links.go).
 	"The link in your message works for a limited time only. %s": "Der Link in Ihrer Nachricht funktioniert nur eine begrenzte Zeit. %s",
 	"Each link works once. %s":                                   "Jeder Link funktioniert einmal. %s",
+	// A SAML connector's ACS (D76).
+	"Please start signing in from the app": "Bitte beginnen Sie die Anmeldung in der App",
+	"Signing in here must start from the app you want to use, not from your organisation's portal. Open the app and choose its sign-in button.": "Die Anmeldung muss in der App beginnen, die Sie nutzen möchten, nicht im Portal Ihrer Organisation. Öffnen Sie die App und wählen Sie dort die Anmeldung.",
+	"There is no SAML connector here by that name.": "Hier gibt es keinen SAML-Anbieter mit diesem Namen.",
 }

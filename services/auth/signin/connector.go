@@ -12,6 +12,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/samlsp"
 	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/upstream"
 	"github.com/formsservice/formsservice/services/auth/users"
@@ -180,7 +181,11 @@ func (h *Handler) connectorFailed(a *attempt, id string, err error) {
 		h.log.Warn("sign-in through a connector failed", "connector", id, "err", err)
 	}
 	h.counted(signinConnectorRefused)
-	h.audit.Record(ctx, audit.Event{Kind: audit.SignInConnector, Outcome: audit.Failure, Reason: reason, Client: a.cl.GetID(), Detail: map[string]string{"connector": id}})
+	detail := map[string]string{"connector": id}
+	if saml := (samlsp.Refusal{}); errors.As(err, &saml) {
+		detail["saml"] = saml.Reason // which of the SAML checks refused the answer (D76)
+	}
+	h.audit.Record(ctx, audit.Event{Kind: audit.SignInConnector, Outcome: audit.Failure, Reason: reason, Client: a.cl.GetID(), Detail: detail})
 	h.renderSignIn(a, status, page.SignIn{Error: msg})
 }
 

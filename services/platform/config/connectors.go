@@ -11,7 +11,7 @@ import (
 )
 
 // Connector is an upstream provider people may sign in with: an OpenID Connect provider (type oidc,
-// D58) or GitHub (type github, D64) (docs/auth.md, "Signing in with other providers"). Its client secret
+// D58), GitHub (type github, D64) or a SAML 2.0 identity provider (type saml, D76) (docs/auth.md, "Signing in with other providers"). Its client secret
 // is read from ClientSecretFile, never written here.
 type Connector struct {
 	// ID names the connector in clients' connectors lists, in connector_id and in the audit trail;
@@ -69,6 +69,8 @@ type Connector struct {
 	OnUpstreamDown string `json:"onUpstreamDown,omitempty"`
 	// LDAP is the directory of a connector of type ldap (connectors_ldap.go, D75).
 	LDAP *LDAPConnector `json:"ldap,omitempty"`
+	// SAML describes a SAML 2.0 identity provider (type saml only, D76; connectors_saml.go).
+	SAML *SAMLConnector `json:"saml,omitempty"`
 }
 
 // What a refresh does when the upstream of its re-check is down (Connector.OnUpstreamDown).
@@ -139,7 +141,7 @@ func (c Connector) Trusts() bool { return c.TrustEmailVerified != nil && *c.Trus
 // prefix: an OpenID connector with a groups claim mapped, and every GitHub connector (organisations and
 // teams).
 func (c Connector) ReadsGroups() bool {
-	return c.Type == TypeGitHub || c.Claims.Groups != "" || c.readsLDAPGroups()
+	return c.Type == TypeGitHub || c.Claims.Groups != "" || c.readsLDAPGroups() || (c.SAML != nil && c.SAML.Attributes.Groups != "")
 }
 
 // MultiTenant reports whether the connector accepts any Microsoft tenant, whose ID tokens carry their
@@ -165,6 +167,10 @@ func (c *Connector) applyDefaults() {
 	}
 	if c.Type == TypeLDAP {
 		c.applyLDAPDefaults()
+		return
+	}
+	if c.Type == TypeSAML {
+		c.applySAMLDefaults()
 		return
 	}
 	switch c.Preset {
@@ -255,8 +261,14 @@ func (c Connector) validate(at string) []error {
 	if utf8.RuneCountInString(c.Name) > 64 {
 		bad("name: at most 64 characters")
 	}
-	if c.Type == TypeLDAP {
-		return append(errs, c.validateLDAP(at)...)
+	switch c.Type {
+	case TypeLDAP:
+		return append(append(errs, c.validateLDAP(at)...), c.validateRecheck(at)...)
+	case TypeSAML:
+		return append(append(errs, c.validateSAML(at)...), c.validateRecheck(at)...)
+	}
+	if c.SAML != nil {
+		bad("saml: is for type saml")
 	}
 	if c.ClientID == "" {
 		bad("clientID is required")
@@ -273,7 +285,7 @@ func (c Connector) validate(at string) []error {
 	case TypeGitHub:
 		errs = append(errs, c.validateGitHub(at)...)
 	default:
-		bad("type %q: one of oidc, github, ldap", c.Type)
+		bad("type %q: one of oidc, github, ldap, saml", c.Type)
 	}
 	errs = append(errs, c.validateRecheck(at)...)
 	return errs

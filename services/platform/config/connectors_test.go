@@ -53,7 +53,7 @@ func TestConnectors_PresetsAndValidation(t *testing.T) {
 		"no client id":          {Connector{ID: "x", Issuer: "https://x.example.com", ClientSecretFile: "/s"}, nil, "clientID is required"},
 		"loopback http is ok?":  {Connector{ID: "x", Issuer: "http://127.0.0.1:5556", ClientSecretFile: "/s"}, nil, "clientID is required"},
 		"issuer with user info": {Connector{ID: "x", Issuer: "https://u:p@x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "the upstream's issuer URL is required"},
-		"unknown type":          {Connector{ID: "x", Type: "saml", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `type "saml"`},
+		"unknown type":          {Connector{ID: "x", Type: "kerberos", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, `type "kerberos"`},
 		"oidc with orgs":        {Connector{ID: "x", Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s", Orgs: []string{"acme"}}, nil, "are for type github"},
 		"github with issuer":    {Connector{ID: "x", Type: TypeGitHub, Issuer: "https://x.example.com", ClientID: "c", ClientSecretFile: "/s"}, nil, "are for type oidc"},
 		"github with a preset":  {Connector{ID: "x", Type: TypeGitHub, Preset: PresetGoogle, ClientID: "c", ClientSecretFile: "/s"}, nil, "takes none"},
