@@ -24,6 +24,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/objectstore"
 	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	Mail mail.Sender
 	// Dev is the all-in-one dev server: refused requests are explained at info level (refusals.go).
 	Dev bool
+	// S3Env is where the object store of forms.files finds its endpoint and credentials (the AWS_*
+	// variables, as the backups read them); default os.Getenv.
+	S3Env objectstore.Env
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -71,6 +75,7 @@ type Service struct {
 	storeTimeout time.Duration
 	ticks        <-chan time.Time
 	refusals     *refusal.Recorder
+	s3env        objectstore.Env
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
@@ -88,7 +93,8 @@ type liveConfig struct {
 	// formOrigins are the declared forms' own origins (patterns as in allowedOrigins), by form id; a
 	// form without origins takes every allowed origin.
 	formOrigins map[string]*originMatcher
-	spam        spamRules // the forms' spam rules (spamcheck.go)
+	spam        spamRules  // the forms' spam rules (spamcheck.go)
+	files       *liveFiles // forms.files (upload.go); nil without it
 }
 
 // New builds the service.
@@ -141,6 +147,10 @@ func New(o Options) (*Service, error) {
 		m:            m,
 		now:          o.Now,
 		storeTimeout: o.StoreTimeout,
+		s3env:        o.S3Env,
+	}
+	if s.s3env == nil {
+		s.s3env = os.Getenv
 	}
 	s.optin, err = optin.New(optin.Options{Config: o.Config, Redis: o.Redis, Mail: o.Mail, Logger: o.Logger,
 		Registerer: o.Registerer, Consumer: consumerName(o.ConsumerName), Now: o.Now, SiteName: s.siteName})
@@ -224,6 +234,7 @@ func (s *Service) live() *liveConfig {
 		sites:     newSiteMatcher(cfg.Forms.Sites),
 		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
+		files:     compileFiles(cfg.Forms.Files, s.s3env),
 	}
 	for _, f := range cfg.Forms.Declared {
 		if len(f.Origins) > 0 {
