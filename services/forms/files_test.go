@@ -40,6 +40,7 @@ const linkKey = "0123456789abcdef0123456789abcdef-a-test-key"
 func applyForm() config.DeclaredForm {
 	return config.DeclaredForm{ID: "apply", Title: "Apply", MaxFileBytes: 1500, Fields: []config.FormField{
 		{Name: "name", Type: config.FieldText, Required: true},
+		{Name: "email", Type: config.FieldEmail},
 		{Name: "cv", Label: "CV", Type: config.FieldFile, Required: true, MaxSize: 1000, Accept: []string{"application/pdf", "image/*"}},
 		{Name: "more", Type: config.FieldFile, MaxFiles: 3},
 	}}
@@ -334,7 +335,7 @@ func TestFiles_AnAbortedUploadLeavesNothing(t *testing.T) {
 	h := newFileHarness(t, func(c *config.Config) {
 		f := c.Forms.FindDeclared("apply")
 		f.MaxFileBytes = 20 << 20
-		f.Fields[2].MaxSize = 20 << 20
+		f.Fields[3].MaxSize = 20 << 20
 	})
 	conn, err := net.Dial("tcp", h.addr)
 	if err != nil {
@@ -407,11 +408,19 @@ func TestFiles_DownloadLinkWorksUntilItExpiresAndRefusesTampering(t *testing.T) 
 	q := u.Query()
 	sig := q.Get("sig")
 	for name, bad := range map[string]func() string{
-		"signature": func() string { q := u.Query(); q.Set("sig", sig[:len(sig)-1]+flip(sig[len(sig)-1])); return h.url + u.Path + "?" + q.Encode() },
-		"expiry":    func() string { q := u.Query(); q.Set("expires", "9999999999"); return h.url + u.Path + "?" + q.Encode() },
-		"id":        func() string { return strings.Replace(link, id, strings.Repeat("a", 26), 1) },
-		"form":      func() string { return strings.Replace(link, "/f/apply/", "/f/other/", 1) },
-		"no sig":    func() string { return h.url + u.Path },
+		"signature": func() string {
+			q := u.Query()
+			q.Set("sig", sig[:len(sig)-1]+flip(sig[len(sig)-1]))
+			return h.url + u.Path + "?" + q.Encode()
+		},
+		"expiry": func() string {
+			q := u.Query()
+			q.Set("expires", "9999999999")
+			return h.url + u.Path + "?" + q.Encode()
+		},
+		"id":     func() string { return strings.Replace(link, id, strings.Repeat("a", 26), 1) },
+		"form":   func() string { return strings.Replace(link, "/f/apply/", "/f/other/", 1) },
+		"no sig": func() string { return h.url + u.Path },
 	} {
 		if resp, body := get(bad()); resp.StatusCode != 403 || !strings.Contains(string(body), "invalid_link") {
 			t.Errorf("a changed %s: %d %s", name, resp.StatusCode, body)
@@ -429,4 +438,35 @@ func flip(c byte) string {
 		return "B"
 	}
 	return "A"
+}
+
+// Erasing an address (formsservice forget) and a form's retention delete the files of the submissions
+// they erase: queued in Redis where the erasure runs, deleted from the bucket by the forms service.
+func TestFiles_ForgetAndRetentionDeleteTheObjects(t *testing.T) {
+	h := newFileHarness(t)
+	ctx := context.Background()
+	h.upload([]part{field("name", "Ada"), field("email", "ada@example.com"), file("cv", "ada.png", pngBytes)}).expect(t, 201)
+	h.upload([]part{field("name", "Bob"), field("email", "bob@example.com"), file("cv", "bob.png", pngBytes)}).expect(t, 201)
+	bob := storedForm(t, h.harness, "apply")[1].Files[0].Key
+	if _, err := store.Forget(ctx, h.rdb, "Ada@Example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.svc.SweepFileErasures(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if got := h.objects(); len(got) != 1 || got[0] != bob {
+		t.Fatalf("after forgetting Ada the bucket holds %v, want Bob's %s only", got, bob)
+	}
+	if _, err := store.FormQueue("apply").Trim(ctx, h.rdb, time.Hour, false, time.Now().Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.svc.SweepFileErasures(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep after retention: %d, %v", n, err)
+	}
+	if got := h.filesOnDisk(); len(got) != 0 || len(storedForm(t, h.harness, "apply")) != 0 {
+		t.Fatalf("after retention: %v", got)
+	}
+	if n, _ := h.rdb.SCard(ctx, store.FileErasures).Result(); n != 0 {
+		t.Fatalf("%d keys still queued", n)
+	}
 }

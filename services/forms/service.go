@@ -188,8 +188,8 @@ func (s *Service) StoreState(ctx context.Context) error {
 }
 
 // Run is the background work: the store's durability checks, the delivery workers (the contact
-// messages' and the declared forms'), the double opt-in's mailer and sweep, and the declared forms'
-// catalogue for the admin API. It returns when ctx ends.
+// messages' and the declared forms'), the double opt-in's mailer and sweep, the declared forms'
+// catalogue for the admin API, and the deletion of erased submissions' files. It returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	ticks := s.ticks
 	if ticks == nil {
@@ -204,10 +204,13 @@ func (s *Service) Run(ctx context.Context) error {
 	go func() { done <- s.forms.Run(ctx) }()
 	published := make(chan struct{})
 	go func() { defer close(published); s.publishCatalog(ctx) }() // catalog.go
+	swept := make(chan struct{})
+	go func() { defer close(swept); s.sweepFiles(ctx) }() // upload.go
 	err := s.delivery.Run(ctx)
 	err = errors.Join(err, <-done, <-done)
 	<-guarded
 	<-published
+	<-swept
 	return err
 }
 

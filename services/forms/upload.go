@@ -209,3 +209,48 @@ func (s *Service) answerReceiveFailure(c *fiber.Ctx, f *receiveFailure) {
 	}
 	finishUnread(c)
 }
+
+// fileSweepEvery is how often the service deletes the objects of erased submissions' files.
+const fileSweepEvery = 30 * time.Second
+
+// sweepFiles deletes, every fileSweepEvery until ctx ends, the objects that erasure and retention
+// queued (store.FileErasures). Every replica sweeps; deleting is idempotent.
+func (s *Service) sweepFiles(ctx context.Context) {
+	t := time.NewTicker(fileSweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.SweepFileErasures(ctx); err != nil {
+				s.log.Warn("deleting the files of erased submissions failed; retrying later", "err", err)
+			}
+		}
+	}
+}
+
+// SweepFileErasures deletes the queued objects now, and returns how many it deleted.
+func (s *Service) SweepFileErasures(ctx context.Context) (int, error) {
+	lf := s.live().files
+	if lf == nil {
+		return 0, nil // nothing was ever stored here: no forms.files
+	}
+	if lf.err != nil {
+		return 0, lf.err
+	}
+	done := 0
+	for {
+		keys, err := store.PendingFileErasures(ctx, s.rdb, 100)
+		if err != nil || len(keys) == 0 {
+			return done, err
+		}
+		if err := lf.store.Remove(ctx, keys...); err != nil {
+			return done, err
+		}
+		if err := store.FileErased(ctx, s.rdb, keys...); err != nil {
+			return done, err
+		}
+		done += len(keys)
+	}
+}

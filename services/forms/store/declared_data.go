@@ -75,16 +75,26 @@ func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canoni
 	for _, id := range ids {
 		q := FormQueue(id)
 		var entries []string
+		var files []string
 		err := scanForm(ctx, rdb, q.Stream, func(msg redis.XMessage, rec FormRecord) error {
 			if rec.holdsAddress(canonical) {
 				entries = append(entries, msg.ID)
 				erased[id] = append(erased[id], MessageID(msg))
+				for _, f := range rec.Files {
+					files = append(files, f.Key)
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			return erased, dead, 0, err
 		}
+		// Queued before the records go: an erasure that fails half-way leaves their files queued, and
+		// its retry finds the records again.
+		if err := queueFileErasures(ctx, rdb, files); err != nil {
+			return erased, dead, 0, err
+		}
+		files = files[:0]
 		for start := 0; start < len(entries); start += exportPage {
 			page := entries[start:min(start+exportPage, len(entries))]
 			pipe := rdb.TxPipeline()
@@ -115,10 +125,16 @@ func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canoni
 		err = scanForm(ctx, rdb, q.DeadLetters, func(msg redis.XMessage, rec FormRecord) error {
 			if rec.holdsAddress(canonical) {
 				deadEntries = append(deadEntries, msg.ID)
+				for _, f := range rec.Files {
+					files = append(files, f.Key)
+				}
 			}
 			return nil
 		})
 		if err != nil {
+			return erased, dead, 0, err
+		}
+		if err := queueFileErasures(ctx, rdb, files); err != nil {
 			return erased, dead, 0, err
 		}
 		if len(deadEntries) > 0 {
