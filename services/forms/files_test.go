@@ -208,6 +208,16 @@ func TestFiles_StoredWithKeySizeTypeAndHashInTheRecord(t *testing.T) {
 	if got := h.objects(); len(got) != 2 {
 		t.Errorf("objects %v", got)
 	}
+	// The export lists them: JSON lines as the record has them, CSV in a "files" column.
+	for _, format := range []string{store.FormatCSV, store.FormatJSONL} {
+		var out bytes.Buffer
+		if _, err := store.ExportForm(context.Background(), h.rdb, &out, format, "apply"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), cv.SHA256) || !strings.Contains(out.String(), cv.Key) {
+			t.Errorf("the %s export does not list the files:\n%s", format, out.String())
+		}
+	}
 	// Redis holds what the record says of the files, never their bytes.
 	raw, _ := h.rdb.XRange(context.Background(), store.FormStream("apply"), "-", "+").Result()
 	if strings.Contains(fmt.Sprint(raw), "IHDR") {

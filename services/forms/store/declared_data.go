@@ -160,8 +160,10 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 	stream := FormStream(id)
 	var columns []string
 	seen := map[string]bool{}
+	withFiles := false // a "files" column, when a submission has files (a JSON list of store.File)
 	if format == FormatCSV {
 		err := scanFormSelected(ctx, rdb, stream, sel, func(_ redis.XMessage, rec FormRecord) error {
+			withFiles = withFiles || len(rec.Files) > 0
 			for _, v := range rec.Fields {
 				if !seen[v.Name] {
 					seen[v.Name] = true
@@ -175,6 +177,9 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 		}
 	}
 	header := append(append([]string{"id", "received_at"}, columns...), "additional", "origin")
+	if withFiles {
+		header = append(header, "files")
+	}
 	out, err := newRecordWriter(w, format, header)
 	if err != nil {
 		return 0, err
@@ -199,7 +204,16 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 			extra = string(b)
 		}
 		n++
-		return out.write(line, append(cells, extra, rec.Origin))
+		cells = append(cells, extra, rec.Origin)
+		if withFiles {
+			files := ""
+			if len(rec.Files) > 0 {
+				b, _ := json.Marshal(rec.Files)
+				files = string(b)
+			}
+			cells = append(cells, files)
+		}
+		return out.write(line, cells)
 	})
 	if err != nil {
 		return n, err
