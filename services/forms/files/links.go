@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // MinLinkKey is the shortest key that may sign links: 256 bits.
-const MinLinkKey = 32
+const MinLinkKey = config.MinLinkKey
 
 // Links signs and checks the download links of files: GET <base>/f/<form>/files/<id>?expires=<unix
 // seconds>&sig=<HMAC-SHA256, base64url>. The forms service serves them (it streams the object), so a

@@ -32,6 +32,8 @@ const (
 	MaxFilesPerField     = 20
 	DefaultLinkTTL       = 7 * 24 * time.Hour
 	DefaultFilesPrefix   = "forms/"
+	// MinLinkKey is the shortest key (linkKeyFile, trimmed) that may sign download links: 256 bits.
+	MinLinkKey = 32
 )
 
 var (
@@ -115,8 +117,8 @@ func (fd FormField) validateFile(at string) []error {
 	}
 	for i, a := range fd.Accept {
 		mt, params, err := mime.ParseMediaType(a)
-		if err != nil || mt != strings.ToLower(a) || len(params) > 0 || !strings.Contains(mt, "/") || strings.HasPrefix(mt, "*") {
-			errs = append(errs, fmt.Errorf("%s.accept[%d] %q: want a media type like application/pdf or image/*", at, i, a))
+		if err != nil || mt != a || len(params) > 0 || !strings.Contains(mt, "/") || strings.HasPrefix(mt, "*") {
+			errs = append(errs, fmt.Errorf("%s.accept[%d] %q: want a media type in lower case like application/pdf, or a family like image/*", at, i, a))
 		}
 	}
 	return errs
