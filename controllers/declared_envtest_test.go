@@ -189,7 +189,7 @@ func TestCRD_DeclaredFormsAgreeWithTheService(t *testing.T) {
 		{"a file field with its bucket", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) {
 			fd.MaxSize, fd.MaxFiles, fd.Accept = 5<<20, 3, []v1alpha1.FileType{"application/pdf", "image/*", "application/vnd.ms-excel"}
 		}), ""},
-		{"100 MiB of files", withFileField(func(f *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { f.MaxFileBytes, fd.MaxSize = 100 << 20, 100 << 20 }), ""},
+		{"100 MiB of files", withFileField(func(f *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { f.MaxFileBytes, fd.MaxSize = 100<<20, 100<<20 }), ""},
 		{"a file of more than 100 MiB", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.MaxSize = 100<<20 + 1 }), "spec.forms.declared[0].fields[2].maxSize"},
 		{"more than 100 MiB of files", withFileField(func(f *v1alpha1.DeclaredForm, _ *v1alpha1.FormField) { f.MaxFileBytes = 100<<20 + 1 }), "spec.forms.declared[0].maxFileBytes"},
 		{"21 files", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.MaxFiles = 21 }), "spec.forms.declared[0].fields[2].maxFiles"},
