@@ -183,11 +183,11 @@ func SafeName(name string) string {
 		}
 		return r
 	}, name)
-	name = strings.TrimSpace(name)
 	for len(name) > 200 {
 		_, size := utf8.DecodeLastRuneInString(name)
 		name = name[:len(name)-size]
 	}
+	name = strings.TrimSpace(name) // after the cut, which can leave a space at the end (FuzzSafeName)
 	if name == "" || name == "." || name == ".." {
 		return "file"
 	}
