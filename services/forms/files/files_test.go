@@ -34,12 +34,12 @@ func FuzzSafeName(f *testing.F) {
 
 func TestSniff_ReadsTheBytesNotTheName(t *testing.T) {
 	for head, want := range map[string]string{
-		"%PDF-1.7\n":                     "application/pdf",
+		"%PDF-1.7\n":                      "application/pdf",
 		"\x89PNG\r\n\x1a\n\x00\x00\x00\r": "image/png",
-		"\xff\xd8\xff\xe0":               "image/jpeg",
-		"PK\x03\x04":                     "application/zip",
-		"just text":                      "text/plain",
-		"":                               EmptyType,
+		"\xff\xd8\xff\xe0":                "image/jpeg",
+		"PK\x03\x04":                      "application/zip",
+		"just text":                       "text/plain",
+		"":                                EmptyType,
 	} {
 		if got := Sniff([]byte(head)); got != want {
 			t.Errorf("%q: %s, want %s", head, got, want)
