@@ -25,6 +25,7 @@ import (
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/forms/files"
 	"github.com/formsservice/formsservice/services/forms/internal/formstest"
+	"github.com/formsservice/formsservice/services/forms/manage"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/objectstore"
@@ -217,6 +218,11 @@ func TestFiles_StoredWithKeySizeTypeAndHashInTheRecord(t *testing.T) {
 		if !strings.Contains(out.String(), cv.SHA256) || !strings.Contains(out.String(), cv.Key) {
 			t.Errorf("the %s export does not list the files:\n%s", format, out.String())
 		}
+	}
+	// So does the admin API's submission (package manage, which serves it).
+	page, err := manage.New(manage.Options{Redis: h.rdb}).Submissions(context.Background(), "apply", manage.Query{Limit: 10})
+	if err != nil || len(page.Submissions) != 1 || len(page.Submissions[0].Files) != 2 || page.Submissions[0].Files[0] != cv {
+		t.Errorf("the admin API's submission: %+v, %v", page, err)
 	}
 	// Redis holds what the record says of the files, never their bytes.
 	raw, _ := h.rdb.XRange(context.Background(), store.FormStream("apply"), "-", "+").Result()
