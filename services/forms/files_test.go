@@ -260,6 +260,8 @@ func TestFiles_LyingTypeTooManyFilesAndTotalLimit(t *testing.T) {
 	if !strings.Contains(a.body, "1500 bytes in all") {
 		t.Fatalf("the 413 page does not say the form's limit: %s", a.body)
 	}
+	// The text fields beside the files keep the 16 KB limit.
+	h.upload([]part{file("cv", "cv.png", pngBytes), field("name", "Ada"), field("more_text", strings.Repeat("x", MaxBodyBytes))}).expect(t, 413)
 	if got := h.filesOnDisk(); len(got) != 0 || len(storedForm(t, h.harness, "apply")) != 0 {
 		t.Fatalf("left behind: %v", got)
 	}

@@ -27,7 +27,7 @@ const CodeFileTooLarge = "too_large"
 // it may have (a hostile body of endless empty parts is cut off).
 const (
 	uploadFraming  = 64 << 10
-	maxUploadParts = 200
+	maxUploadParts = 1000
 	// uploadTimeout bounds one submission's uploads: a client that trickles its file holds a connection
 	// and a part buffer for at most this long.
 	uploadTimeout = 5 * time.Minute
@@ -110,7 +110,7 @@ func (s *Service) receiveFiles(c *fiber.Ctx, lf *liveFiles, form *config.Declare
 	}
 	stream := c.Context().RequestBodyStream()
 	if stream == nil {
-		stream = strings.NewReader(string(c.Request().Body())) // a server that read the body already
+		stream = bytes.NewReader(c.Request().Body()) // a server that read the body already
 	}
 	if boundary == "" {
 		return rcv, &receiveFailure{status: fiber.StatusBadRequest, field: BodyField, code: CodeInvalidType}
@@ -120,6 +120,7 @@ func (s *Service) receiveFiles(c *fiber.Ctx, lf *liveFiles, form *config.Declare
 	mr := multipart.NewReader(stream, boundary)
 	room := form.FileBytes()
 	counts := map[string]int{}
+	textBytes := 0 // the text fields' names and values, bounded as a body without files is
 	unreadable := &receiveFailure{status: fiber.StatusBadRequest, field: BodyField, code: CodeInvalidType}
 	for parts := 0; ; parts++ {
 		p, err := mr.NextPart()
@@ -141,10 +142,10 @@ func (s *Service) receiveFiles(c *fiber.Ctx, lf *liveFiles, form *config.Declare
 			if err != nil {
 				return rcv, unreadable
 			}
-			rcv.text = append(rcv.text, url.QueryEscape(name)+"="+url.QueryEscape(string(value))+"&"...)
-			if len(rcv.text) > 3*MaxBodyBytes || len(value) > MaxBodyBytes {
+			if textBytes += len(name) + len(value); textBytes > MaxBodyBytes {
 				return rcv, &receiveFailure{status: fiber.StatusRequestEntityTooLarge}
 			}
+			rcv.text = append(rcv.text, url.QueryEscape(name)+"="+url.QueryEscape(string(value))+"&"...)
 			continue
 		}
 		// A file input left empty sends a part with filename="" and no content: nothing was sent.
