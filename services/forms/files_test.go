@@ -422,6 +422,9 @@ func TestFiles_DownloadLinkWorksUntilItExpiresAndRefusesTampering(t *testing.T) 
 		resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Content-Disposition") != `attachment; filename="my cv.png"` {
 		t.Fatalf("download: %d %v (%d bytes)", resp.StatusCode, resp.Header, len(body))
 	}
+	if resp, err := http.Head(link); err != nil || resp.StatusCode != 200 || resp.ContentLength != int64(len(pngBytes)) {
+		t.Fatalf("HEAD: %v %v", resp, err)
+	}
 	u, _ := url.Parse(link)
 	q := u.Query()
 	sig := q.Get("sig")
