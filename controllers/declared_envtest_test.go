@@ -67,6 +67,20 @@ func declaredField(i int, mutate func(fd *v1alpha1.FormField)) declaration {
 	return func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { mutate(&f.Fields[i]) }
 }
 
+// withFileField makes the demo form's third field a file field, with spec.forms.files set, and mutates
+// both.
+func withFileField(mutate func(f *v1alpha1.DeclaredForm, fd *v1alpha1.FormField)) declaration {
+	return func(fs *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) {
+		fs.Spec.Forms.Files = &v1alpha1.FormFilesSpec{
+			S3: v1alpha1.S3Location{Endpoint: "http://s3.storage:7070", Bucket: "form-uploads",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "form-uploads-s3"}},
+			LinkKeySecretRef: v1alpha1.SecretKeySelector{Name: "form-links", Key: "key"},
+		}
+		f.Fields[2] = v1alpha1.FormField{Name: "cv", Type: "file", Required: true}
+		mutate(f, &f.Fields[2])
+	}
+}
+
 func declaredForms(n int) declaration {
 	return func(fs *v1alpha1.FormsService, _ *v1alpha1.DeclaredForm) {
 		for i := 1; i < n; i++ { // the demo form is the first
@@ -171,7 +185,24 @@ func TestCRD_DeclaredFormsAgreeWithTheService(t *testing.T) {
 		{"a field name of 65 characters", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = long(65) }), "spec.forms.declared[0].fields[2].name"},
 		{"one field name twice", declaredField(2, func(fd *v1alpha1.FormField) { fd.Name = "name" }), "Duplicate value"},
 		{"an unknown field type", declaredField(2, func(fd *v1alpha1.FormField) { fd.Type = "select" }), "spec.forms.declared[0].fields[2].type"},
-		{"a file field (not yet)", declaredField(2, func(fd *v1alpha1.FormField) { fd.Type = "file" }), "spec.forms.declared[0].fields[2].type"},
+		{"a file field without spec.forms.files", declaredField(2, func(fd *v1alpha1.FormField) { fd.Type = "file" }), "a file field needs spec.forms.files"},
+		{"a file field with its bucket", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) {
+			fd.MaxSize, fd.MaxFiles, fd.Accept = 5<<20, 3, []v1alpha1.FileType{"application/pdf", "image/*", "application/vnd.ms-excel"}
+		}), ""},
+		{"100 MiB of files", withFileField(func(f *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { f.MaxFileBytes, fd.MaxSize = 100<<20, 100<<20 }), ""},
+		{"a file of more than 100 MiB", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.MaxSize = 100<<20 + 1 }), "spec.forms.declared[0].fields[2].maxSize"},
+		{"more than 100 MiB of files", withFileField(func(f *v1alpha1.DeclaredForm, _ *v1alpha1.FormField) { f.MaxFileBytes = 100<<20 + 1 }), "spec.forms.declared[0].maxFileBytes"},
+		{"21 files", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.MaxFiles = 21 }), "spec.forms.declared[0].fields[2].maxFiles"},
+		{"an accept that is no media type", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.Accept = []v1alpha1.FileType{"pdf"} }), "spec.forms.declared[0].fields[2].accept[0]"},
+		{"an accept with parameters", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) {
+			fd.Accept = []v1alpha1.FileType{"text/plain; charset=utf-8"}
+		}), "spec.forms.declared[0].fields[2].accept[0]"},
+		{"an accept of anything", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.Accept = []v1alpha1.FileType{"*/*"} }), "spec.forms.declared[0].fields[2].accept[0]"},
+		{"an accept in capitals", withFileField(func(_ *v1alpha1.DeclaredForm, fd *v1alpha1.FormField) { fd.Accept = []v1alpha1.FileType{"Image/PNG"} }), "spec.forms.declared[0].fields[2].accept[0]"},
+		{"maxSize on a text field", declaredField(2, func(fd *v1alpha1.FormField) { fd.MaxSize = 1000 }), "maxSize, maxFiles and accept are for file fields"},
+		{"accept on an email field", declaredField(1, func(fd *v1alpha1.FormField) { fd.Accept = []v1alpha1.FileType{"image/png"} }), "maxSize, maxFiles and accept are for file fields"},
+		{"maxFileBytes on a form without a file field", func(_ *v1alpha1.FormsService, f *v1alpha1.DeclaredForm) { f.MaxFileBytes = 1000 },
+			"maxFileBytes is for a form with a file field"},
 		{"a label of 201 characters", declaredField(2, func(fd *v1alpha1.FormField) { fd.Label = long(201) }), "spec.forms.declared[0].fields[2].label"},
 
 		{"choices on a text field", declaredField(2, func(fd *v1alpha1.FormField) { fd.Choices = []v1alpha1.FormChoice{"a"} }), "only oneof and manyof fields have choices"},

@@ -16,6 +16,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:XValidation:rule="!has(self.unique) || size(self.unique) == 0 || !self.fields.exists(f, f.name == self.unique && !(has(f.required) && f.required))",message="unique must name a required field",fieldPath=".unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoresponder) || (has(self.autoresponder.field) && size(self.autoresponder.field) > 0) || self.fields.exists(f, f.type == 'email')",message="the form has no email field for the autoresponder to answer to",fieldPath=".autoresponder"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoresponder) || !has(self.autoresponder.field) || size(self.autoresponder.field) == 0 || self.fields.exists(f, f.name == self.autoresponder.field && f.type == 'email')",message="autoresponder.field must name an email field of the form",fieldPath=".autoresponder.field"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxFileBytes) || self.maxFileBytes == 0 || self.fields.exists(f, f.type == 'file')",message="maxFileBytes is for a form with a file field",fieldPath=".maxFileBytes"
 type DeclaredForm struct {
 	// ID names the form in its path (/f/<id>), its keys, metrics and export: 1 to 40 of a-z, 0-9 and
 	// -, starting with a letter or digit. contact and waitlist are the built-in forms'.
@@ -84,10 +85,16 @@ type DeclaredForm struct {
 	// Spam replaces spec.forms.spam, whole, for this form (forms_spam_types.go).
 	// +optional
 	Spam *FormSpamSpec `json:"spam,omitempty"`
+	// MaxFileBytes bounds all the files of one submission together, in bytes (default 20 MiB, at most
+	// 100 MiB); only for a form with a file field.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=104857600
+	MaxFileBytes int64 `json:"maxFileBytes,omitempty"`
 }
 
 // FormFieldType is a declared field's kind (docs/forms.md, "Your own forms").
-// +kubebuilder:validation:Enum=text;longtext;email;url;phone;number;date;oneof;manyof;checkbox;consent
+// +kubebuilder:validation:Enum=text;longtext;email;url;phone;number;date;oneof;manyof;checkbox;consent;file
 type FormFieldType string
 
 // FormField is one field of a declared form.
@@ -102,6 +109,7 @@ type FormFieldType string
 // +kubebuilder:validation:XValidation:rule="self.type != 'number' || !has(self.min) || !has(self.max) || !self.min.matches('^-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]+)?$') || !self.max.matches('^-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]+)?$') || double(self.min) <= double(self.max)",message="min must not exceed max",fieldPath=".min"
 // +kubebuilder:validation:XValidation:rule="self.type != 'date' || ((!has(self.min) || size(self.min) == 0 || (self.min.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}$') && timestamp(self.min + 'T00:00:00Z') == timestamp(self.min + 'T00:00:00Z'))) && (!has(self.max) || size(self.max) == 0 || (self.max.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}$') && timestamp(self.max + 'T00:00:00Z') == timestamp(self.max + 'T00:00:00Z'))))",message="min and max of a date field must be dates, YYYY-MM-DD"
 // +kubebuilder:validation:XValidation:rule="self.type != 'date' || !has(self.min) || !has(self.max) || size(self.min) == 0 || size(self.max) == 0 || self.min <= self.max",message="min must not be after max",fieldPath=".min"
+// +kubebuilder:validation:XValidation:rule="self.type == 'file' || ((!has(self.maxSize) || self.maxSize == 0) && (!has(self.maxFiles) || self.maxFiles == 0) && (!has(self.accept) || size(self.accept) == 0))",message="maxSize, maxFiles and accept are for file fields"
 type FormField struct {
 	// Name is the field's name in the JSON body or the form post: [a-z][a-z0-9_]*, at most 64 (a leading
 	// _ is the service's own).
@@ -113,7 +121,7 @@ type FormField struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=200
 	Label string `json:"label,omitempty"`
-	// Type is text, longtext, email, url, phone, number, date, oneof, manyof, checkbox or consent.
+	// Type is text, longtext, email, url, phone, number, date, oneof, manyof, checkbox, consent or file.
 	Type FormFieldType `json:"type"`
 	// Required: the field must be present and not empty (a consent field always is).
 	// +optional
@@ -146,6 +154,47 @@ type FormField struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxChoices int32 `json:"maxChoices,omitempty"`
+	// MaxSize bounds each file of a file field, in bytes (default 10 MiB, at most 100 MiB).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=104857600
+	MaxSize int64 `json:"maxSize,omitempty"`
+	// MaxFiles is how many files a file field takes (default 1, at most 20).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	MaxFiles int32 `json:"maxFiles,omitempty"`
+	// Accept lists the media types a file field takes, as the file's bytes show them (sniffed, never
+	// its name): application/pdf, or a family such as image/*. Empty: any.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	Accept []FileType `json:"accept,omitempty"`
+}
+
+// FileType is a media type (type/subtype in lower case, no parameters) or a family (type/*).
+//
+// +kubebuilder:validation:MaxLength=100
+// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9!#$&^_.+-]*/([a-z0-9][a-z0-9!#$&^_.+-]*|[*])$`
+type FileType string
+
+// FormFilesSpec is the S3-compatible bucket of the declared forms' files, reached as the backups reach
+// theirs: the forms pods get AWS_ENDPOINT_URL_S3, AWS_REGION and the credentials Secret's keys
+// (envFrom). The download links in mails and webhooks are signed with the key in LinkKeySecretRef.
+type FormFilesSpec struct {
+	// S3 is the bucket (it must exist) and its credentials.
+	S3 S3Location `json:"s3"`
+	// Prefix starts every file's key (default forms/): folders ending in /.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9_.-]+/)*$`
+	Prefix string `json:"prefix,omitempty"`
+	// LinkKeySecretRef names the Secret key holding the key (at least 32 bytes) that signs download links.
+	LinkKeySecretRef SecretKeySelector `json:"linkKeySecretRef"`
+	// LinkTTL is how long a download link works (default 168h).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="linkTTL must be positive"
+	LinkTTL *metav1.Duration `json:"linkTTL,omitempty"`
 }
 
 // FormChoice is one value of a oneof or manyof field.

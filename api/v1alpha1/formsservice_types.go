@@ -529,6 +529,7 @@ type Workload struct {
 }
 
 // FormsSpec configures the forms service.
+// +kubebuilder:validation:XValidation:rule="has(self.files) || !has(self.declared) || !self.declared.exists(d, d.fields.exists(f, f.type == 'file'))",message="a file field needs spec.forms.files (the bucket its bytes go to)"
 type FormsSpec struct {
 	Workload `json:",inline"`
 	// RateLimitPerMinute is how many submissions one client IP may make per endpoint per minute, shared
@@ -567,6 +568,10 @@ type FormsSpec struct {
 	// form's own spam replaces it for that form. Default: kept in a spam folder, scored from 4.
 	// +optional
 	Spam *FormSpamSpec `json:"spam,omitempty"`
+	// Files is the bucket where the declared forms' file fields put their bytes (forms_declared_types.go;
+	// docs/forms.md "Files", D77). A form with a file field needs it.
+	// +optional
+	Files *FormFilesSpec `json:"files,omitempty"`
 }
 
 // FormsDataPolicy holds the forms service's durability, delivery-limit, retention and webhook-signing

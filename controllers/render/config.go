@@ -80,6 +80,7 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 		formsSitesAndOptIn(&c.Forms, fs)
 		c.Forms.Declared = declaredForms(s.Forms.Declared)
 		c.Forms.Spam = spamConfig(s.Forms.Spam)
+		c.Forms.Files = formFiles(s.Forms.Files)
 	case Auth:
 		c.Auth = authConfig(fs, in)
 		c.Mail = authMail(s.Forms)

@@ -1,7 +1,11 @@
 package render
 
 import (
+	"bytes"
+	"errors"
 	"strconv"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -22,13 +26,16 @@ func declaredForms(specs []v1alpha1.DeclaredForm) []config.DeclaredForm {
 		f := config.DeclaredForm{
 			ID: s.ID, Title: s.Title, AdditionalFields: s.AdditionalFields, Origins: s.Origins, Unique: s.Unique,
 			ThanksURL: s.ThanksURL, ErrorURL: s.ErrorURL, Durability: config.Durability(s.Durability),
-			Retention: duration(s.Retention), Spam: spamConfig(s.Spam),
+			Retention: duration(s.Retention), Spam: spamConfig(s.Spam), MaxFileBytes: s.MaxFileBytes,
 		}
 		for _, fd := range s.Fields {
 			field := config.FormField{
 				Name: fd.Name, Label: fd.Label, Type: config.FieldType(fd.Type), Required: fd.Required,
 				MinLength: int(fd.MinLength), MaxLength: int(fd.MaxLength), Min: fd.Min, Max: fd.Max,
-				MaxChoices: int(fd.MaxChoices),
+				MaxChoices: int(fd.MaxChoices), MaxSize: fd.MaxSize, MaxFiles: int(fd.MaxFiles),
+			}
+			for _, a := range fd.Accept {
+				field.Accept = append(field.Accept, string(a))
 			}
 			for _, c := range fd.Choices {
 				field.Choices = append(field.Choices, string(c))
@@ -70,10 +77,50 @@ func declaredWebhook(w v1alpha1.FormWebhook) config.Webhook {
 	return c
 }
 
+// formFiles renders spec.forms.files as forms.files: the bucket, and the link key as the file its
+// Secret is mounted as. The endpoint and credentials reach the forms pods as environment (formFilesEnv).
+func formFiles(s *v1alpha1.FormFilesSpec) *config.FormFiles {
+	if s == nil {
+		return nil
+	}
+	return &config.FormFiles{Bucket: s.S3.Bucket, Prefix: s.Prefix, LinkTTL: duration(s.LinkTTL),
+		LinkKeyFile: SecretPath(s.LinkKeySecretRef.Name, s.LinkKeySecretRef.Key)}
+}
+
+// formFilesEnv gives the forms container the bucket's endpoint, region and credentials as the backup
+// Jobs get them (AWS_ENDPOINT_URL_S3, AWS_REGION, and the credentials Secret's keys through envFrom).
+// The Secret is optional to the pod: without it only the forms with file fields answer 502 (and say
+// why in the log), rather than every form failing to start.
+func formFilesEnv(fs *v1alpha1.FormsService, container *corev1ac.ContainerApplyConfiguration) {
+	f := fs.Spec.Forms.Files
+	if f == nil {
+		return
+	}
+	container.WithEnv(corev1ac.EnvVar().WithName("AWS_ENDPOINT_URL_S3").WithValue(f.S3.Endpoint))
+	if f.S3.Region != "" {
+		container.WithEnv(corev1ac.EnvVar().WithName("AWS_REGION").WithValue(f.S3.Region))
+	}
+	container.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(
+		corev1ac.SecretEnvSource().WithName(f.S3.CredentialsSecretRef.Name).WithOptional(true)))
+}
+
+// checkLinkKey is what the forms service needs of the link key: 32 bytes or more once trimmed.
+func checkLinkKey(b []byte) error {
+	if len(bytes.TrimSpace(b)) < config.MinLinkKey {
+		return errors.New("the link key must have at least 32 bytes")
+	}
+	return nil
+}
+
 // declaredSecretRefs are the Secrets the declared forms' webhooks name, mounted into the forms pods and
-// checked as the service checks them at start-up (an http(s) URL, a Standard Webhooks secret).
+// checked as the service checks them at start-up (an http(s) URL, a Standard Webhooks secret), and the
+// files' link key.
 func declaredSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	var refs []SecretRef
+	if f := fs.Spec.Forms.Files; f != nil {
+		refs = append(refs, SecretRef{Secret: f.LinkKeySecretRef.Name, Key: f.LinkKeySecretRef.Key,
+			Field: "spec.forms.files.linkKeySecretRef", Components: []string{Forms}, Check: checkLinkKey})
+	}
 	for _, f := range fs.Spec.Forms.Declared {
 		if f.Notify == nil {
 			continue

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -217,4 +218,63 @@ func mainPathsOf(paths map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// spec.forms.files reaches the forms pods as the backups' Jobs get their bucket: the endpoint and region
+// as environment, the credentials Secret's keys through envFrom (optional: without it only the file
+// forms fail); the link key is a checked, mounted Secret file named by forms.files.linkKeyFile. The
+// other services get none of it.
+func TestFormFiles_BucketReachesTheFormsPodsOnly(t *testing.T) {
+	fs := withDeclaredForm()
+	fs.Spec.Forms.Declared[0].Fields = append(fs.Spec.Forms.Declared[0].Fields,
+		v1alpha1.FormField{Name: "cv", Type: "file", MaxSize: 1 << 20, MaxFiles: 2, Accept: []v1alpha1.FileType{"application/pdf"}})
+	fs.Spec.Forms.Declared[0].MaxFileBytes = 2 << 20
+	fs.Spec.Forms.Files = &v1alpha1.FormFilesSpec{
+		S3:               v1alpha1.S3Location{Endpoint: "http://s3.storage:7070", Bucket: "form-uploads", Region: "eu-1", CredentialsSecretRef: corev1.LocalObjectReference{Name: "uploads-s3"}},
+		Prefix:           "site/",
+		LinkKeySecretRef: v1alpha1.SecretKeySelector{Name: "form-links", Key: "key"},
+	}
+	cfg, err := RenderConfig(fs, Forms, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Forms.Files
+	if f == nil || f.Bucket != "form-uploads" || f.Prefix != "site/" || f.LinkKeyFile != SecretPath("form-links", "key") {
+		t.Fatalf("forms.files %+v", f)
+	}
+	if cv := c.Forms.Declared[0].Fields[4]; cv.Type != config.FieldFile || cv.MaxSize != 1<<20 || cv.MaxFiles != 2 || !slices.Equal(cv.Accept, []string{"application/pdf"}) ||
+		c.Forms.Declared[0].MaxFileBytes != 2<<20 {
+		t.Errorf("the file field %+v", cv)
+	}
+	var key SecretRef
+	for _, r := range UserSecretRefs(fs) {
+		if r.Field == "spec.forms.files.linkKeySecretRef" {
+			key = r
+		}
+	}
+	if key.Secret != "form-links" || !slices.Equal(key.Components, []string{Forms}) || key.Check == nil ||
+		key.Check([]byte(strings.Repeat("k", 31)+"\n")) == nil || key.Check([]byte(strings.Repeat("k", 32))) != nil {
+		t.Errorf("the link key's reference %+v", key)
+	}
+	for _, comp := range Components {
+		ctr := typed[appsv1.Deployment](t, Deployment(fs, comp, in)).Spec.Template.Spec.Containers[0]
+		env := map[string]string{}
+		for _, e := range ctr.Env {
+			env[e.Name] = e.Value
+		}
+		var from []string
+		for _, e := range ctr.EnvFrom {
+			if e.SecretRef != nil && e.SecretRef.Optional != nil && *e.SecretRef.Optional {
+				from = append(from, e.SecretRef.Name)
+			}
+		}
+		got := env["AWS_ENDPOINT_URL_S3"] == "http://s3.storage:7070" && env["AWS_REGION"] == "eu-1" && slices.Equal(from, []string{"uploads-s3"})
+		if got != (comp == Forms) {
+			t.Errorf("%s: env %v, envFrom %v", comp, env, from)
+		}
+	}
 }

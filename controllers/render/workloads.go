@@ -119,6 +119,9 @@ func Deployment(fs *v1alpha1.FormsService, component string, in Inputs) *appsv1a
 	if fs.Spec.ImagePullPolicy != "" {
 		container.WithImagePullPolicy(fs.Spec.ImagePullPolicy)
 	}
+	if component == Forms {
+		formFilesEnv(fs, container) // forms_declared.go
+	}
 	if lim, ok := resources.Limits[corev1.ResourceMemory]; ok && lim.Value() > 0 {
 		// Leave the Go runtime 10% headroom under the container's memory limit.
 		container.WithEnv(corev1ac.EnvVar().WithName("GOMEMLIMIT").WithValue(strconv.FormatInt(lim.Value()/10*9, 10)))

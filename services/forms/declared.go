@@ -39,6 +39,12 @@ type declaredSubmission struct {
 // that one the form does not declare is named (400 unknown_field) or, with additionalFields: keep,
 // kept as text. honeypot is as for the built-in forms.
 func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want wantExtras) (d declaredSubmission, x extras, honeypot bool, errs Errors) {
+	return decodeDeclaredFiles(form, bf, body, want, nil)
+}
+
+// decodeDeclaredFiles is decodeDeclared of a body that brought files (upload.go): they count for the
+// file fields' required.
+func decodeDeclaredFiles(form *config.DeclaredForm, bf bodyFormat, body []byte, want wantExtras, uploaded []store.File) (d declaredSubmission, x extras, honeypot bool, errs Errors) {
 	known := make([]string, 0, len(form.Fields)+4)
 	for _, fd := range form.Fields {
 		known = append(known, fd.Name)
@@ -85,6 +91,12 @@ func decodeDeclared(form *config.DeclaredForm, bf bodyFormat, body []byte, want 
 		}
 	}
 	f := fields{keys: keys, vals: vals, form: bf.kind != kindJSON}
+	for _, u := range uploaded {
+		if f.files == nil {
+			f.files = map[string]int{}
+		}
+		f.files[u.Field]++
+	}
 	if f.honeypot() {
 		return d, x, true, nil
 	}
@@ -199,6 +211,16 @@ func (f *fields) declared(fd *config.FormField, repeated []string) (any, bool) {
 	case config.FieldConsent:
 		f.consent(name)
 		out = true
+	case config.FieldFile:
+		// Files come only as multipart file parts (upload.go), and are the record's files, not its
+		// fields. A value of another kind is an error of the field: a JSON string, a urlencoded form's
+		// file name. Empty is what a urlencoded form sends for an empty file input: nothing.
+		switch v := f.value(name); {
+		case v.Kind != jsonobj.Absent && v.Kind != jsonobj.Null && !(v.Kind == jsonobj.String && v.Text() == ""):
+			f.fail(name, CodeInvalidType)
+		case fd.Required && f.files[name] == 0:
+			f.fail(name, CodeRequired)
+		}
 	}
 	if len(f.errs) != before {
 		return nil, false

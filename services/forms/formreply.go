@@ -307,6 +307,10 @@ func formMessage(ep endpoint, r result, c *fiber.Ctx) (string, []string) {
 	case resultForbidden:
 		return "This form cannot be sent from here", []string{"The page that holds this form is not allowed to send it. If it is your site, add its origin to the forms' allowed origins."}
 	case resultTooLarge:
+		if form, ok := c.Context().UserValue(declaredFormKey).(*config.DeclaredForm); ok && form.HasFiles() {
+			return "Too much to send", []string{"The files are more than the form takes (" + humanBytes(form.FileBytes()) +
+				" in all), or the text more than 16 KB. Please go back, send smaller files and send it again."}
+		}
 		return "Too much to send", []string{"What the form holds is more than 16 KB. Please go back, shorten it and send it again."}
 	case resultUnsupported:
 		return "This form cannot be read", []string{"It sends its data in a way the service does not take (a character set other than UTF-8, or compressed)."}
@@ -332,6 +336,10 @@ func declaredErrorLine(form *config.DeclaredForm, f, code string) page.FieldErro
 		return page.FieldError{Label: fieldLabel(f), Message: codeMessage(declaredEndpoint, f, code)}
 	}
 	l := page.FieldError{Label: fd.DisplayLabel()}
+	if fd.Type == config.FieldFile {
+		l.Message = fileErrorMessage(fd, code)
+		return l
+	}
 	switch code {
 	case CodeTooLong:
 		l.Message = fmt.Sprintf("at most %d characters.", fd.MaxLen())
@@ -359,4 +367,34 @@ func declaredErrorLine(form *config.DeclaredForm, f, code string) page.FieldErro
 		l.Message = codeMessage(declaredEndpoint, f, code)
 	}
 	return l
+}
+
+// fileErrorMessage says what is wrong with a file field's files, with its declared bounds.
+func fileErrorMessage(fd *config.FormField, code string) string {
+	switch code {
+	case CodeRequired:
+		return "please choose a file."
+	case CodeFileTooLarge:
+		return fmt.Sprintf("each file may be at most %s.", humanBytes(fd.FileSize()))
+	case CodeOutOfRange:
+		if fd.FileCount() == 1 {
+			return "please choose one file."
+		}
+		return fmt.Sprintf("please choose at most %d files.", fd.FileCount())
+	}
+	if len(fd.Accept) > 0 {
+		return "this kind of file is not taken; it takes " + strings.Join(fd.Accept, ", ") + "."
+	}
+	return "please choose a file to send."
+}
+
+// humanBytes writes a size as people read it: 1000 bytes, 500 KB, 10 MB (of 1024).
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -61,6 +61,8 @@ type admitted struct {
 	form   *formPost // a plain HTML form post's answering context; nil for JSON
 	// declared is the declared form posted to (/f/<id>); nil for the built-in forms.
 	declared *config.DeclaredForm
+	// streamed is a multipart body for a form with file fields, left unread for receiveFiles (body is nil).
+	streamed bool
 }
 
 // admit runs the shared checks in the order docs/architecture.md (D2) fixes — origin (403), size (413), content type
@@ -79,7 +81,19 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 	h.SetBytesV(fiber.HeaderAccessControlAllowOrigin, origin)
 	h.Set(fiber.HeaderAccessControlExposeHeaders, exposedHeaders)
 
-	body, err := readBody(c, buf)
+	var body []byte
+	var err error
+	streamed := false
+	if form := filesForm(c, ep, lc); form != nil {
+		// Files are streamed to the bucket part by part (upload.go), within the form's limits.
+		streamed = true
+		c.Context().SetUserValue(declaredFormKey, form) // its 413 page says its limits
+		if cl := c.Request().Header.ContentLength(); cl > 0 && int64(cl) > form.FileBytes()+MaxBodyBytes+uploadFraming {
+			err = errTooLarge
+		}
+	} else {
+		body, err = readBody(c, buf)
+	}
 	switch err {
 	case nil:
 	case errTooLarge:
@@ -103,12 +117,13 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 		return admitted{}, false
 	}
 	sub := admitted{
-		body:   body,
-		format: format,
-		origin: string(origin),
-		client: clientip.Addr(c, lc.proxies),
-		live:   lc,
-		site:   lc.sites.find(string(origin)),
+		streamed: streamed,
+		body:     body,
+		format:   format,
+		origin:   string(origin),
+		client:   clientip.Addr(c, lc.proxies),
+		live:     lc,
+		site:     lc.sites.find(string(origin)),
 	}
 	if format.isForm() {
 		sub.form = &formPost{origin: sub.origin, site: sub.site}

@@ -52,9 +52,29 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 			"form", form.ID, "origin", sub.origin, "allowed", form.Origins)
 		c.Response().Header.Del(fiber.HeaderAccessControlAllowOrigin)
 		s.reply(c, ep, resultForbidden, fiber.StatusForbidden, bodyError)
+		if sub.streamed {
+			finishUnread(c)
+		}
 		return nil
 	}
-	d, x, honeypot, errs := decodeDeclared(form, sub.format, sub.body, sub.wants())
+	bf, body := sub.format, sub.body
+	var uploaded []store.File
+	if sub.streamed {
+		rcv, fail := s.receiveFiles(c, sub.live.files, form, sub.format.boundary)
+		if fail != nil {
+			s.answerReceiveFailure(c, fail)
+			return nil
+		}
+		bf, body, uploaded = bodyFormat{kind: kindURLEncoded}, rcv.text, rcv.files
+		// The files stay only with a submission that is stored; any other answer (an invalid field,
+		// the rate limit, a replay, a duplicate, the store down) removes them.
+		defer func() {
+			if uploaded != nil {
+				s.removeFiles(sub.live.files, uploaded)
+			}
+		}()
+	}
+	d, x, honeypot, errs := decodeDeclaredFiles(form, bf, body, sub.wants(), uploaded)
 	errs = sub.checkNext(x, errs)
 	if honeypot {
 		s.m.honeypot[ep].Inc()
@@ -79,17 +99,24 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	idem := store.Idempotency{Origin: sub.origin, Key: key}
 	if key != "" {
 		// Bound to the validated submission, as on the built-in forms.
+		// The files are bound by their bytes (SHA-256) and names, not by their random keys.
+		type boundFile struct{ Field, Name, SHA256 string }
+		var bound []boundFile
+		for _, f := range uploaded {
+			bound = append(bound, boundFile{f.Field, f.Name, f.SHA256})
+		}
 		idem.Message, _ = json.Marshal(struct {
 			F store.Values `json:"f"`
 			A store.Values `json:"a,omitempty"`
-		}{d.fields, d.additional})
+			U []boundFile  `json:"u,omitempty"`
+		}{d.fields, d.additional, bound})
 	}
 	limit, ok := s.gate(c, ep, &sub, x, idem)
 	if !ok {
 		return nil
 	}
 	rec, err := store.AppendFormRecord(bufs.record[:0], store.FormRecord{Form: form.ID, Fields: d.fields, Additional: d.additional,
-		ReceivedAt: s.now().UTC(), Origin: sub.origin})
+		ReceivedAt: s.now().UTC(), Origin: sub.origin, Files: uploaded})
 	if err != nil { // values are strings, bools, numbers and lists of strings: always encodable
 		s.replyStored(c, ep, store.Result{}, err)
 		return nil
@@ -100,6 +127,9 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	verdict := s.judge(ctx, sub.live, form, declaredSpam(form, d.fields, d.additional, sub.client))
 	res, err := s.store.AddSubmission(ctx, store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem,
 		Record: rec, Unique: d.unique, Verdict: verdict}, sub.live.cfg.Forms.DurabilityOf(form))
+	if err == nil && res.Outcome == store.Stored {
+		uploaded = nil // kept: the record names them
+	}
 	s.replyStored(c, ep, res, err)
 	return nil
 }

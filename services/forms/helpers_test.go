@@ -64,6 +64,8 @@ type harnessOpts struct {
 	// up; refusals_test.go).
 	dev bool
 	log io.Writer
+	// s3 is the AWS_* environment of forms.files' bucket (files_test.go).
+	s3 map[string]string
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -102,7 +104,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		log = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	h.svc, err = New(Options{Config: h.src, Redis: rdb, Logger: log, Registerer: h.reg,
-		StoreTimeout: o.storeTimeout, DurabilityTicks: h.ticks, Mail: o.mail, Now: o.now, Dev: o.dev})
+		StoreTimeout: o.storeTimeout, DurabilityTicks: h.ticks, Mail: o.mail, Now: o.now, Dev: o.dev,
+		S3Env: func(k string) string { return o.s3[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

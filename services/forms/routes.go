@@ -22,6 +22,8 @@ func (s *Service) Routes() []server.Route {
 		// The declared forms (forms.declared), and the built-in ones under their ids.
 		server.Post("/f/:form", s.submitDeclared).StreamedBody(MaxBodyBytes),
 		server.Preflight("/f/:form", s.preflight),
+		// A declared form's file, through the signed link its mails and webhooks carry (download.go).
+		server.Get(DownloadPath, s.downloadFile),
 		// The double opt-in's links (package optin): a page with a button, and the POST that acts (also a
 		// mail client's RFC 8058 one-click unsubscribe).
 		server.Get(optin.ConfirmPath, s.optin.ConfirmPage),

@@ -24,6 +24,7 @@ import (
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/mail"
+	"github.com/formsservice/formsservice/services/platform/objectstore"
 	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	Mail mail.Sender
 	// Dev is the all-in-one dev server: refused requests are explained at info level (refusals.go).
 	Dev bool
+	// S3Env is where the object store of forms.files finds its endpoint and credentials (the AWS_*
+	// variables, as the backups read them); default os.Getenv.
+	S3Env objectstore.Env
 }
 
 // Service implements server.Service and server.Runner (the delivery worker).
@@ -71,6 +75,7 @@ type Service struct {
 	storeTimeout time.Duration
 	ticks        <-chan time.Time
 	refusals     *refusal.Recorder
+	s3env        objectstore.Env
 
 	compiled   atomic.Pointer[liveConfig]
 	lastErrLog atomic.Int64 // unix nanoseconds of the last logged store error
@@ -88,7 +93,8 @@ type liveConfig struct {
 	// formOrigins are the declared forms' own origins (patterns as in allowedOrigins), by form id; a
 	// form without origins takes every allowed origin.
 	formOrigins map[string]*originMatcher
-	spam        spamRules // the forms' spam rules (spamcheck.go)
+	spam        spamRules  // the forms' spam rules (spamcheck.go)
+	files       *liveFiles // forms.files (upload.go); nil without it
 }
 
 // New builds the service.
@@ -141,6 +147,10 @@ func New(o Options) (*Service, error) {
 		m:            m,
 		now:          o.Now,
 		storeTimeout: o.StoreTimeout,
+		s3env:        o.S3Env,
+	}
+	if s.s3env == nil {
+		s.s3env = os.Getenv
 	}
 	s.optin, err = optin.New(optin.Options{Config: o.Config, Redis: o.Redis, Mail: o.Mail, Logger: o.Logger,
 		Registerer: o.Registerer, Consumer: consumerName(o.ConsumerName), Now: o.Now, SiteName: s.siteName})
@@ -178,8 +188,8 @@ func (s *Service) StoreState(ctx context.Context) error {
 }
 
 // Run is the background work: the store's durability checks, the delivery workers (the contact
-// messages' and the declared forms'), the double opt-in's mailer and sweep, and the declared forms'
-// catalogue for the admin API. It returns when ctx ends.
+// messages' and the declared forms'), the double opt-in's mailer and sweep, the declared forms'
+// catalogue for the admin API, and the deletion of erased submissions' files. It returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	ticks := s.ticks
 	if ticks == nil {
@@ -194,10 +204,13 @@ func (s *Service) Run(ctx context.Context) error {
 	go func() { done <- s.forms.Run(ctx) }()
 	published := make(chan struct{})
 	go func() { defer close(published); s.publishCatalog(ctx) }() // catalog.go
+	swept := make(chan struct{})
+	go func() { defer close(swept); s.sweepFiles(ctx) }() // upload.go
 	err := s.delivery.Run(ctx)
 	err = errors.Join(err, <-done, <-done)
 	<-guarded
 	<-published
+	<-swept
 	return err
 }
 
@@ -224,6 +237,7 @@ func (s *Service) live() *liveConfig {
 		sites:     newSiteMatcher(cfg.Forms.Sites),
 		proxies:   clientip.ParseProxies(cfg.TrustedProxies, cfg.ForwardingHeaders...),
 		rateLimit: cfg.Forms.RateLimit(),
+		files:     compileFiles(cfg.Forms.Files, s.s3env),
 	}
 	for _, f := range cfg.Forms.Declared {
 		if len(f.Origins) > 0 {

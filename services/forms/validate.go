@@ -183,6 +183,8 @@ type fields struct {
 	errs Errors
 	// form says the values came from a form post: every value is a string, and consent is a checkbox.
 	form bool
+	// files are the files a multipart body brought, counted by field (a declared form's file fields).
+	files map[string]int
 }
 
 // parseFields reads a body of either format. A JSON body that is not one valid object is

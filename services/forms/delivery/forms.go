@@ -160,7 +160,8 @@ func (f *Forms) worker(id string) *Worker {
 		},
 		senders: func(cfg *config.Config) ([]notify.Sender, error) { return f.senders(cfg, id) },
 		decode: func(msg redis.XMessage, deployment string) (notify.Message, bool) {
-			return decodeForm(msg, deployment, w.cfg.Current().Forms.FindDeclared(id))
+			cfg := w.cfg.Current()
+			return decodeForm(msg, deployment, cfg.Forms.FindDeclared(id), fileLinker(cfg, w.now, w.log))
 		},
 		pending: f.pending.WithLabelValues(id), deadCount: f.deadCount.WithLabelValues(id),
 	}
@@ -210,7 +211,7 @@ func channelKey(s notify.Sender) string {
 
 // decodeForm turns a declared form's stream entry into the message its channels get, labelled from
 // form's declaration (nil when the form is no longer declared: the names stand for the labels).
-func decodeForm(msg redis.XMessage, deployment string, form *config.DeclaredForm) (notify.Message, bool) {
+func decodeForm(msg redis.XMessage, deployment string, form *config.DeclaredForm, link linker) (notify.Message, bool) {
 	raw, ok := msg.Values[store.RecordField].(string)
 	if !ok {
 		return notify.Message{}, false
@@ -245,6 +246,7 @@ func decodeForm(msg redis.XMessage, deployment string, form *config.DeclaredForm
 		}
 		sub.Fields = append(sub.Fields, notify.FormField{Name: v.Name, Label: label, Value: v.Value})
 	}
+	sub.Fields = append(sub.Fields, fileFields(rec.Files, form, link)...)
 	for _, v := range rec.Additional {
 		sub.Fields = append(sub.Fields, notify.FormField{Name: v.Name, Label: v.Name, Value: v.Value})
 	}

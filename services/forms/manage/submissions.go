@@ -45,7 +45,9 @@ type Submission struct {
 	Additional store.Values   `json:"additional,omitempty"`
 	Origin     string         `json:"origin,omitempty"`
 	Spam       *store.Verdict `json:"spam,omitempty"`
-	entry      string         // its entry in its folder's stream: where a page continues
+	// Files are a declared form's files (D77): what and where they are, never their bytes.
+	Files []store.File `json:"files,omitempty"`
+	entry string       // its entry in its folder's stream: where a page continues
 }
 
 // Query selects a form's submissions: the folder (inbox, the default, or spam), stored from Since to
@@ -250,7 +252,7 @@ func fieldsOf(form, raw string, s *Submission) error {
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return err
 	}
-	s.Fields, s.Additional, s.ReceivedAt, s.Origin = rec.Fields, rec.Additional, rec.ReceivedAt.UTC(), rec.Origin
+	s.Fields, s.Additional, s.ReceivedAt, s.Origin, s.Files = rec.Fields, rec.Additional, rec.ReceivedAt.UTC(), rec.Origin, rec.Files
 	if s.Fields == nil {
 		s.Fields = store.Values{}
 	}

@@ -27,9 +27,30 @@ type FormField struct {
 	Value       any
 }
 
-// Text is the value as people read it: a list joined with commas, a bool as yes or no.
+// FileLink is a submitted file as its notification carries it (a file field's value is a []FileLink):
+// what it is, and a signed link that downloads it until Expires. Never the bytes (D77).
+type FileLink struct {
+	Name    string    `json:"name"`
+	Size    int64     `json:"size"`
+	Type    string    `json:"type"`
+	SHA256  string    `json:"sha256"`
+	URL     string    `json:"url,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Text is the value as people read it: a list joined with commas, a bool as yes or no, a file as its
+// name, size and type with its link, one a line.
 func (f FormField) Text() string {
 	switch v := f.Value.(type) {
+	case []FileLink:
+		lines := make([]string, len(v))
+		for i, l := range v {
+			lines[i] = fmt.Sprintf("%s (%d bytes, %s)", l.Name, l.Size, l.Type)
+			if l.URL != "" {
+				lines[i] += fmt.Sprintf(" %s (until %s)", l.URL, l.Expires.UTC().Format(time.RFC3339))
+			}
+		}
+		return strings.Join(lines, "\n")
 	case string:
 		return v
 	case bool:

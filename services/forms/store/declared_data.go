@@ -75,16 +75,26 @@ func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canoni
 	for _, id := range ids {
 		q := FormQueue(id)
 		var entries []string
+		var files []string
 		err := scanForm(ctx, rdb, q.Stream, func(msg redis.XMessage, rec FormRecord) error {
 			if rec.holdsAddress(canonical) {
 				entries = append(entries, msg.ID)
 				erased[id] = append(erased[id], MessageID(msg))
+				for _, f := range rec.Files {
+					files = append(files, f.Key)
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			return erased, dead, 0, err
 		}
+		// Queued before the records go: an erasure that fails half-way leaves their files queued, and
+		// its retry finds the records again.
+		if err := queueFileErasures(ctx, rdb, files); err != nil {
+			return erased, dead, 0, err
+		}
+		files = files[:0]
 		for start := 0; start < len(entries); start += exportPage {
 			page := entries[start:min(start+exportPage, len(entries))]
 			pipe := rdb.TxPipeline()
@@ -115,10 +125,16 @@ func forgetFormsDelivered(ctx context.Context, rdb redis.UniversalClient, canoni
 		err = scanForm(ctx, rdb, q.DeadLetters, func(msg redis.XMessage, rec FormRecord) error {
 			if rec.holdsAddress(canonical) {
 				deadEntries = append(deadEntries, msg.ID)
+				for _, f := range rec.Files {
+					files = append(files, f.Key)
+				}
 			}
 			return nil
 		})
 		if err != nil {
+			return erased, dead, 0, err
+		}
+		if err := queueFileErasures(ctx, rdb, files); err != nil {
 			return erased, dead, 0, err
 		}
 		if len(deadEntries) > 0 {
@@ -144,8 +160,10 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 	stream := FormStream(id)
 	var columns []string
 	seen := map[string]bool{}
+	withFiles := false // a "files" column, when a submission has files (a JSON list of store.File)
 	if format == FormatCSV {
 		err := scanFormSelected(ctx, rdb, stream, sel, func(_ redis.XMessage, rec FormRecord) error {
+			withFiles = withFiles || len(rec.Files) > 0
 			for _, v := range rec.Fields {
 				if !seen[v.Name] {
 					seen[v.Name] = true
@@ -159,6 +177,9 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 		}
 	}
 	header := append(append([]string{"id", "received_at"}, columns...), "additional", "origin")
+	if withFiles {
+		header = append(header, "files")
+	}
 	out, err := newRecordWriter(w, format, header)
 	if err != nil {
 		return 0, err
@@ -183,7 +204,16 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 			extra = string(b)
 		}
 		n++
-		return out.write(line, append(cells, extra, rec.Origin))
+		cells = append(cells, extra, rec.Origin)
+		if withFiles {
+			files := ""
+			if len(rec.Files) > 0 {
+				b, _ := json.Marshal(rec.Files)
+				files = string(b)
+			}
+			cells = append(cells, files)
+		}
+		return out.write(line, cells)
 	})
 	if err != nil {
 		return n, err

@@ -16,6 +16,19 @@ type FormRecord struct {
 	Additional Values    `json:"additional,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
 	Origin     string    `json:"origin,omitempty"`
+	// Files are the files of the form's file fields, whose bytes are in the object store (D77).
+	Files []File `json:"files,omitempty"`
+}
+
+// File is one uploaded file of a submission: where its bytes are and what they are.
+type File struct {
+	Field string `json:"field"` // the file field it came in
+	Key   string `json:"key"`   // the object's key in forms.files.bucket
+	Name  string `json:"name"`  // the name the sender's computer gave it, made safe to show
+	Size  int64  `json:"size"`
+	// Type is the media type its bytes show (sniffed), never what the sender said it was.
+	Type   string `json:"type"`
+	SHA256 string `json:"sha256"` // hex
 }
 
 // FieldValue is one field's value: a string, a bool, a json.Number or a []string.
@@ -86,6 +99,13 @@ func AppendFormRecord(dst []byte, r FormRecord) ([]byte, error) {
 	dst = r.ReceivedAt.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, '"')
 	dst = appendOptional(dst, `,"origin":`, r.Origin)
+	if len(r.Files) > 0 {
+		files, err := json.Marshal(r.Files)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(append(dst, `,"files":`...), files...)
+	}
 	return append(dst, '}'), nil
 }
 

@@ -42,6 +42,9 @@ func FormQueue(id string) Queue {
 	return Queue{Name: id, Stream: FormStream(id), DeadLetters: p + "dead", Spam: p + "spam", Moved: p + "moved", donePrefix: p, unique: FormUnique(id)}
 }
 
+// holdsFiles reports a declared form's queue, whose records may name files (a contact message never does).
+func (q Queue) holdsFiles() bool { return q.Name != ContactQueue.Name }
+
 // DeliveredKey records which channels already took message id (see the package function).
 func (q Queue) DeliveredKey(id string) string { return q.donePrefix + id + contactDoneSuffix }
 

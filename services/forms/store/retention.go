@@ -61,6 +61,14 @@ func (q Queue) trimDelivered(ctx context.Context, rdb redis.UniversalClient, ret
 			minID = sum.Lower
 		}
 	}
+	if q.holdsFiles() { // the trimmed submissions' files go with them (files.go)
+		if err := queueFilesBefore(ctx, rdb, q.Stream, minID); err != nil {
+			return 0, err
+		}
+		if err := queueFilesBefore(ctx, rdb, q.DeadLetters, strconv.FormatInt(cutoff, 10)+"-0"); err != nil {
+			return 0, err
+		}
+	}
 	n, err := rdb.XTrimMinID(ctx, q.Stream, minID).Result()
 	if err != nil {
 		return n, err

@@ -210,12 +210,18 @@ func parseStreamID(id string) (string, error) {
 
 // trimSpam erases q's spam stored before cutoff (retention).
 func (q Queue) trimSpam(ctx context.Context, rdb redis.UniversalClient, cutoff time.Time) (int64, error) {
-	return rdb.XTrimMinID(ctx, q.Spam, strconv.FormatInt(cutoff.UnixMilli(), 10)+"-0").Result()
+	minID := strconv.FormatInt(cutoff.UnixMilli(), 10) + "-0"
+	if q.holdsFiles() {
+		if err := queueFilesBefore(ctx, rdb, q.Spam, minID); err != nil {
+			return 0, err
+		}
+	}
+	return rdb.XTrimMinID(ctx, q.Spam, minID).Result()
 }
 
 // forgetSpam erases q's spam whose record holds is true of, and returns how many.
 func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds func(raw []byte) bool) (int, error) {
-	var ids, messages []string
+	var ids, messages, files []string
 	for start := "-"; ; {
 		page, err := rdb.XRangeN(ctx, q.Spam, start, "+", exportPage).Result()
 		if err != nil {
@@ -225,6 +231,7 @@ func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds 
 			if raw, _ := m.Values[RecordField].(string); holds([]byte(raw)) {
 				ids = append(ids, m.ID)
 				messages = append(messages, MessageID(m))
+				files = append(files, filesOf(raw)...)
 			}
 		}
 		if len(page) < exportPage {
@@ -234,6 +241,9 @@ func (q Queue) forgetSpam(ctx context.Context, rdb redis.UniversalClient, holds 
 	}
 	if len(ids) == 0 {
 		return 0, nil
+	}
+	if err := queueFileErasures(ctx, rdb, files); err != nil {
+		return 0, err
 	}
 	if err := rdb.XDel(ctx, q.Spam, ids...).Err(); err != nil {
 		return 0, err

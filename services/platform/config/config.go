@@ -260,6 +260,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, validateSites(c.Forms.Sites, c.AllowedOrigins)...)
 	errs = append(errs, c.Forms.validateOptIn(c.PublicURL)...)
 	errs = append(errs, validateDeclared(c.Forms.Declared, c.AllowedOrigins)...)
+	errs = append(errs, c.Forms.validateFiles()...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.Health.validate()...)
 	errs = append(errs, c.Mail.validate()...)

@@ -39,6 +39,9 @@ type Forms struct {
 	// Spam is what /contact and the declared forms do with spam (forms_spam.go); a declared form's own
 	// spam replaces it for that form.
 	Spam *Spam `json:"spam,omitempty"`
+	// Files is where the declared forms' file fields put their bytes (forms_files.go); a form with a
+	// file field needs it.
+	Files *FormFiles `json:"files,omitempty"`
 }
 
 // Durability names what an acknowledged submission survives.

@@ -47,6 +47,9 @@ type DeclaredForm struct {
 	Retention Duration `json:"retention,omitempty"`
 	// Spam replaces forms.spam for this form (forms_spam.go).
 	Spam *Spam `json:"spam,omitempty"`
+	// MaxFileBytes bounds the bytes of all the files of one submission together (file fields,
+	// forms_files.go); default DefaultFormFileBytes.
+	MaxFileBytes int64 `json:"maxFileBytes,omitempty"`
 }
 
 // FormNotify is where a declared form's submissions are delivered.
@@ -89,6 +92,12 @@ type FormField struct {
 	Choices []string `json:"choices,omitempty"`
 	// MaxChoices bounds how many choices a many-of field may carry (default: all of them).
 	MaxChoices int `json:"maxChoices,omitempty"`
+	// MaxSize bounds each file of a file field, in bytes (default DefaultFileSize); MaxFiles how many
+	// files it takes (default 1); Accept the content types it takes, as the bytes show them (sniffed,
+	// never the name or the declared type): "application/pdf", "image/*". Empty: any. forms_files.go.
+	MaxSize  int64    `json:"maxSize,omitempty"`
+	MaxFiles int      `json:"maxFiles,omitempty"`
+	Accept   []string `json:"accept,omitempty"`
 }
 
 // FieldType is a declared field's kind: what it accepts and how it is checked.
@@ -106,11 +115,12 @@ const (
 	FieldManyOf   FieldType = "manyof"   // some of Choices (a JSON array, or the same name repeated)
 	FieldCheckbox FieldType = "checkbox" // yes or no (absent is no)
 	FieldConsent  FieldType = "consent"  // a box that must be ticked
+	FieldFile     FieldType = "file"     // uploaded files (multipart/form-data only; forms_files.go)
 )
 
 // FieldTypes lists every field type, in the order docs/forms.md documents them.
 var FieldTypes = []FieldType{FieldText, FieldLongText, FieldEmail, FieldURL, FieldPhone, FieldNumber, FieldDate,
-	FieldOneOf, FieldManyOf, FieldCheckbox, FieldConsent}
+	FieldOneOf, FieldManyOf, FieldCheckbox, FieldConsent, FieldFile}
 
 // Limits of a declared form, so that a declaration cannot make the 16 KB body or the record unbounded.
 const (
@@ -202,6 +212,7 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 		errs = append(errs, fmt.Errorf("%s.retention: must not be negative", at))
 	}
 	errs = append(errs, f.Spam.validate(at+".spam")...)
+	errs = append(errs, f.validateFileBytes(at)...)
 	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
 		if u.v != "" {
 			if err := CheckSiteURL(u.v); err != nil {
@@ -293,6 +304,7 @@ func (fd FormField) validate(at string) []error {
 	if fd.MaxChoices != 0 && (fd.Type != FieldManyOf || fd.MaxChoices < 1) {
 		errs = append(errs, fmt.Errorf("%s.maxChoices: a positive count, for manyof fields", at))
 	}
+	errs = append(errs, fd.validateFile(at)...)
 	if fd.Min != "" || fd.Max != "" {
 		switch fd.Type {
 		case FieldNumber:

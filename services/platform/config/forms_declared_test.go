@@ -65,7 +65,7 @@ forms:
 		field("{name: A, type: text}"):                               "want [a-z][a-z0-9_]*",
 		field("{name: _next, type: text}"):                           "want [a-z][a-z0-9_]*",
 		field("{name: a, type: text}, {name: a, type: email}"):       "declared twice",
-		field("{name: a, type: file}"):                               "want one of",
+		field("{name: a, type: signature}"):                          "want one of",
 		field("{name: a, type: oneof}"):                              "needs 1 to 100 choices",
 		field("{name: a, type: text, choices: [x]}"):                 "only oneof and manyof",
 		field("{name: a, type: oneof, choices: [x, x]}"):             "listed once",

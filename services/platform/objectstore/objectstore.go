@@ -115,3 +115,77 @@ func (c *Client) EnsureBucket(ctx context.Context, bucket string) error {
 	}
 	return nil
 }
+
+// Object is what PutStream stores besides the bytes: the type a download is served with, and
+// metadata (x-amz-meta-*) kept with the object.
+type Object struct {
+	ContentType string
+	Metadata    map[string]string
+}
+
+// StreamPartSize is the part size of a stream of unknown length: S3's smallest, so that an upload holds
+// at most this much of a stream in memory (minio-go's default for an unknown length is hundreds of MB).
+const StreamPartSize = 5 << 20
+
+// PutStream uploads r, whose length is not known, as the object at l, holding at most StreamPartSize
+// in memory. When r fails the upload fails, and a multipart upload begun is aborted: the object is
+// only created once r has ended.
+func (c *Client) PutStream(ctx context.Context, l Location, r io.Reader, o Object) error {
+	_, err := c.mc.PutObject(ctx, l.Bucket, l.Key, r, -1, minio.PutObjectOptions{
+		ContentType: o.ContentType, UserMetadata: o.Metadata, PartSize: StreamPartSize})
+	if err != nil {
+		return fmt.Errorf("uploading %s: %w", l, err)
+	}
+	return nil
+}
+
+// Remove deletes the object at l; one that does not exist is no error (S3's DELETE).
+func (c *Client) Remove(ctx context.Context, l Location) error {
+	if err := c.mc.RemoveObject(ctx, l.Bucket, l.Key, minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("removing %s: %w", l, err)
+	}
+	return nil
+}
+
+// Stored is an object's size, type and metadata, as Open returns them.
+type Stored struct {
+	Size        int64
+	ContentType string
+	Metadata    map[string]string
+}
+
+// ErrNoObject is an object that does not exist (removed, or never stored).
+var ErrNoObject = errors.New("no such object")
+
+// Open returns the object at l to read, with what it was stored with; ErrNoObject when it does not exist.
+func (c *Client) Open(ctx context.Context, l Location) (io.ReadCloser, Stored, error) {
+	obj, err := c.mc.GetObject(ctx, l.Bucket, l.Key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, Stored{}, fmt.Errorf("downloading %s: %w", l, err)
+	}
+	info, err := obj.Stat()
+	if err != nil {
+		obj.Close()
+		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			return nil, Stored{}, ErrNoObject
+		}
+		return nil, Stored{}, fmt.Errorf("downloading %s: %w", l, err)
+	}
+	meta := map[string]string{}
+	for k, v := range info.UserMetadata {
+		meta[strings.ToLower(k)] = v
+	}
+	return obj, Stored{Size: info.Size, ContentType: info.ContentType, Metadata: meta}, nil
+}
+
+// List returns the keys under prefix (a test's or an operator's check that nothing was left behind).
+func (c *Client) List(ctx context.Context, bucket, prefix string) ([]string, error) {
+	var keys []string
+	for o := range c.mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, fmt.Errorf("listing s3://%s/%s: %w", bucket, prefix, o.Err)
+		}
+		keys = append(keys, o.Key)
+	}
+	return keys, nil
+}
