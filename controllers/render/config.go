@@ -330,6 +330,11 @@ func connectors(specs []v1alpha1.ConnectorSpec) []config.Connector {
 			c.Claims = config.ConnectorClaims{Subject: m.Subject, Email: m.Email, EmailVerified: m.EmailVerified, Name: m.Name, Groups: m.Groups}
 		}
 		c.SAML = samlConnector(s.SAML) // connectors_saml.go
+		// Staying correct after sign-in (D78).
+		c.OfflineAccess, c.OnUpstreamDown = s.OfflineAccess, s.OnUpstreamDown
+		if s.RecheckEvery != nil {
+			c.RecheckEvery = config.Duration(s.RecheckEvery.Duration)
+		}
 		out = append(out, c)
 	}
 	return out
