@@ -113,26 +113,36 @@ func TestCRD_ConnectorsAgreeWithTheService(t *testing.T) {
 		fs.Name = fmt.Sprintf("conn%d", i)
 		fs.Spec.Auth.Connectors = tc.conn
 		fs.Spec.OAuthClients[0].Connectors = tc.list
-		// What the auth service says of the same spec, rendered as the operator renders it.
-		_, svcErr := render.RenderConfig(fs.DeepCopy(), render.Auth, render.Inputs{Image: "img:1"})
-		apiErr := k8s.Create(context.Background(), fs, client.DryRunAll)
-		switch {
-		case tc.want == "" && apiErr != nil:
-			t.Errorf("%s: the CRD refuses it: %v", tc.name, apiErr)
-		case tc.want == "" && svcErr != nil:
-			t.Errorf("%s: the CRD admits it, the auth service refuses it: %v", tc.name, svcErr)
-		case tc.want != "" && (apiErr == nil || !strings.Contains(apiErr.Error(), tc.want)):
-			t.Errorf("%s: %v, want a refusal saying %q", tc.name, apiErr, tc.want)
-		case tc.want != "" && svcErr == nil:
-			t.Errorf("%s: the CRD refuses it (%v), the auth service would take it", tc.name, apiErr)
-		}
-		if tc.want == "" && apiErr == nil {
-			// The object as the API server stored it (defaults applied) loads too.
-			if _, err := render.RenderConfig(fs, render.Auth, render.Inputs{Image: "img:1"}); err != nil {
-				t.Errorf("%s: the admitted object does not load: %v", tc.name, err)
-			}
-		}
+		agreesWithService(t, tc.name, fs, tc.want)
 	}
+}
+
+// agreesWithService sends fs to the API server in a dry run and renders the auth service's configuration
+// of the same spec as the operator does: both must admit it (want ""), or both refuse it, the API server
+// saying want. For an admitted one it returns the configuration of the object as the API server stored
+// it (defaults applied), which must load too; "" otherwise.
+func agreesWithService(t *testing.T, name string, fs *v1alpha1.FormsService, want string) string {
+	t.Helper()
+	_, svcErr := render.RenderConfig(fs.DeepCopy(), render.Auth, render.Inputs{Image: "img:1"})
+	apiErr := k8s.Create(context.Background(), fs, client.DryRunAll)
+	switch {
+	case want == "" && apiErr != nil:
+		t.Errorf("%s: the CRD refuses it: %v", name, apiErr)
+	case want == "" && svcErr != nil:
+		t.Errorf("%s: the CRD admits it, the auth service refuses it: %v", name, svcErr)
+	case want != "" && (apiErr == nil || !strings.Contains(apiErr.Error(), want)):
+		t.Errorf("%s: %v, want a refusal saying %q", name, apiErr, want)
+	case want != "" && svcErr == nil:
+		t.Errorf("%s: the CRD refuses it (%v), the auth service would take it", name, apiErr)
+	}
+	if want != "" || apiErr != nil {
+		return ""
+	}
+	cfg, err := render.RenderConfig(fs, render.Auth, render.Inputs{Image: "img:1"})
+	if err != nil {
+		t.Errorf("%s: the admitted object does not load: %v", name, err)
+	}
+	return cfg
 }
 
 // A connector whose client secret's Secret (or key) is missing is Degraded with ConnectorSecretMissing,
