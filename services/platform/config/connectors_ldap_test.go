@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -90,24 +88,7 @@ func TestConnectors_LDAPDefaultsAndValidation(t *testing.T) {
 
 // The LDAP and Active Directory examples of docs/auth.md are configurations this package accepts.
 func TestConnectors_LDAPDocsExample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "### LDAP and Active Directory\n")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/auth.md has no YAML example under \"### LDAP and Active Directory\"")
-	}
-	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	c := docsExample(t, "### LDAP and Active Directory\n")
 	corp, ok := c.Auth.ConnectorByID("corp")
 	if !ok || corp.Type != TypeLDAP || corp.LDAP.TLS != LDAPStartTLS || corp.LDAP.GroupSearch == nil || !corp.Trusts() {
 		t.Errorf("corp: %+v", corp)

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,24 +54,7 @@ func TestSAMLConnector_DefaultsAndValidation(t *testing.T) {
 
 // The SAML example of docs/auth.md is a configuration this package accepts, meaning what the page says.
 func TestSAMLConnector_DocsExample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "### SAML 2.0\n")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/auth.md has no YAML example under \"### SAML 2.0\"")
-	}
-	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	c := docsExample(t, "### SAML 2.0\n")
 	s, ok := c.Auth.ConnectorByID("okta")
 	if !ok || s.Type != TypeSAML || s.SAML == nil || s.SAML.Attributes.Groups != "groups" || !s.Trusts() || s.SAML.NameIDFormat != "persistent" {
 		t.Fatalf("okta: %+v", s)

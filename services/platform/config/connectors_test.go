@@ -77,24 +77,7 @@ func TestConnectors_PresetsAndValidation(t *testing.T) {
 // The example of docs/auth.md "Signing in with other providers" is a configuration this package
 // accepts, and means what the page says: the presets' issuers, Microsoft's tenant, the mapped claim.
 func TestConnectors_DocsExample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "## Signing in with other providers")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/auth.md has no YAML example under \"Signing in with other providers\"")
-	}
-	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	c := docsExample(t, "## Signing in with other providers")
 	want := map[string]string{"google": "https://accounts.google.com", "entra": "https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0",
 		"keycloak": "https://sso.example.com/realms/staff"}
 	for id, issuer := range want {
@@ -116,24 +99,7 @@ func TestConnectors_DocsExample(t *testing.T) {
 
 // The GitHub example of docs/auth.md is a configuration this package accepts, with GitHub's defaults.
 func TestConnectors_GitHubDocsExample(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "### GitHub\n")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/auth.md has no YAML example under \"### GitHub\"")
-	}
-	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	c := docsExample(t, "### GitHub\n")
 	if g, _ := c.Auth.ConnectorByID("github"); g.Type != TypeGitHub || g.BaseURL != GitHubURL || !slices.Equal(g.Orgs, []string{"acme"}) || !g.Trusts() {
 		t.Errorf("github: %+v", g)
 	}
@@ -175,4 +141,30 @@ func TestConnectors_RecheckKeys(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", name, err, tc.want)
 		}
 	}
+}
+
+// docsExample is the first YAML example in docs/auth.md after heading (a line's start up to its end, as
+// written, "\n" included where the heading must end there), as the configuration of an issuer: parsed,
+// defaulted and valid, or the test fails.
+func docsExample(t *testing.T, heading string) *Config {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), heading)
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatalf("docs/auth.md has no YAML example under %q", heading)
+	}
+	c, err := Parse([]byte("publicURL: https://auth.example.com\n" + block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
