@@ -378,15 +378,19 @@ func TestPasskeys_InChromium_RegisterSignInRemoveCloneWrongOrigin(t *testing.T) 
 	}
 	p.mail.WaitTo(t, testEmail, 2, 30*time.Second)
 
-	// Renamed in place (a form in a disclosure, no script needed): the list shows the new name.
-	testbrowser.Do(t, ctx, "rename", chromedp.Click(chromedp.CSS(".passkeys li:nth-child(2) summary")),
-		chromedp.WaitVisible(chromedp.CSS(".passkeys li:nth-child(2) details input[name=name]")))
+	// Renamed in place (a form in a disclosure, no script needed): the list shows the new name. The
+	// phone's entry is found by its name, not its place: the list is in order of creation, to the
+	// second, and two passkeys added within one second are ordered by their IDs.
+	testbrowser.Do(t, ctx, "the phone's passkey", chromedp.Evaluate[chromedp.Void](
+		`document.querySelector('.passkeys button[aria-label="Remove Phone"]').closest('li').dataset.pick = 'phone'`))
+	testbrowser.Do(t, ctx, "rename", chromedp.Click(chromedp.CSS(".passkeys li[data-pick=phone] summary")),
+		chromedp.WaitVisible(chromedp.CSS(".passkeys li[data-pick=phone] details input[name=name]")))
 	accessibleAt320(t, ctx, "passkeys page, renaming")
-	testbrowser.Do(t, ctx, "rename", chromedp.Evaluate[chromedp.Void](`document.querySelector(".passkeys li:nth-child(2) details input[name=name]").value = ""`),
-		chromedp.SendKeys(chromedp.CSS(".passkeys li:nth-child(2) details input[name=name]"), "Pixel phone"),
+	testbrowser.Do(t, ctx, "rename", chromedp.Evaluate[chromedp.Void](`document.querySelector(".passkeys li[data-pick=phone] details input[name=name]").value = ""`),
+		chromedp.SendKeys(chromedp.CSS(".passkeys li[data-pick=phone] details input[name=name]"), "Pixel phone"),
 		// The page being left is marked, so that its notice ("added") is not taken for the next one's.
 		chromedp.Evaluate[chromedp.Void](`document.body.dataset.left = "1"`),
-		chromedp.Click(chromedp.CSS(".passkeys li:nth-child(2) details button[type=submit]")),
+		chromedp.Click(chromedp.CSS(".passkeys li[data-pick=phone] details button[type=submit]")),
 		chromedp.WaitVisible(chromedp.CSS("body:not([data-left]) .notice")))
 	if n := text(t, ctx, ".notice"); n != "The passkey was renamed." {
 		t.Errorf("after renaming: notice %q", n)
