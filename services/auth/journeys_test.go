@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,6 +121,16 @@ func kindsOf(t *testing.T, p *provider, kinds ...audit.Kind) []string {
 	return out
 }
 
+// ticking reads clock a nanosecond later at each reading. The audit trail orders its two streams'
+// events by the time they were recorded (security events, and sign-in attempts); on a frozen clock
+// every event has the same time, and the tie falls to when each stream's batch reached the store,
+// which load decides. A real clock never stands still; this one moves just enough to say what came
+// first.
+func ticking(clock *testClock) func() time.Time {
+	var n atomic.Int64
+	return func() time.Time { return clock.now().Add(time.Duration(n.Add(1))) }
+}
+
 // E-mail verification over HTTP against Mailpit: the sign-up's mail carries the link; before it, a
 // client with requireVerifiedEmail refuses the sign-in (403) and offers the link again; the link verifies
 // once (then 410 "already used"), a tampered one is 400, an expired one 410; after it email_verified is
@@ -127,7 +138,7 @@ func kindsOf(t *testing.T, p *provider, kinds ...audit.Kind) []string {
 func TestVerification_LinkFromTheMail_EmailVerifiedAfter(t *testing.T) {
 	mp := testmail.Start(t, testmail.Options{})
 	clock := newTestClock()
-	p := startProvider(t, setup{mail: mp, now: clock.now, mutate: func(c *config.Config) {
+	p := startProvider(t, setup{mail: mp, now: ticking(clock), mutate: func(c *config.Config) {
 		c.Auth.SelfSignup = true
 		c.Auth.Clients[0].RequireVerifiedEmail = true
 		c.Auth.Clients = append(c.Auth.Clients, config.OAuthClient{ClientID: "open", Name: "Open App", RedirectURIs: []string{c.PublicURL + "/cb"}})
