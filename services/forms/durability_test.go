@@ -92,7 +92,10 @@ func TestContact_PrimaryLevel_SameKeyOnAnotherReplicaWhileTheFirstWaits_Returns4
 	// The first pod waits for durability as long as the test needs (a minute), not 1.5 s: the second
 	// request must arrive while it waits, however slow the machine. Its timing out is the other test's.
 	first := newHarness(t, harnessOpts{cfg: primaryLevelConfig(), redis: primary, storeTimeout: time.Minute})
-	second := newHarness(t, harnessOpts{cfg: primaryLevelConfig(), redis: primary}) // another pod
+	// Another pod. Its request, too, waits for the frozen replica (the wait is sent with the script, before
+	// its answer is known) and answers 409 when the wait ends: 5 s, so that a loaded machine's slow round
+	// trip is not taken for a store that does not answer (502), as with the default 1.5 s it once was.
+	second := newHarness(t, harnessOpts{cfg: primaryLevelConfig(), redis: primary, storeTimeout: 5 * time.Second})
 	replica.Pause()
 	defer replica.Resume()
 
