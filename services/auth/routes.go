@@ -23,7 +23,7 @@ const samlMaxBody = 512 << 10
 // are small; and every answer carries Strict-Transport-Security when the issuer is https. Each is
 // counted in formsservice_http_requests_total{service="auth",route=...}; the areas count their own.
 func (s *Service) Routes() []server.Route {
-	web, oauth, signin, journeys, account, adm := s.web, s.oauth, s.signin, s.journeys, s.account, s.admin
+	web, oauth, signin, saml, journeys, account, adm := s.web, s.oauth, s.signin, s.saml, s.journeys, s.account, s.admin
 	if adm == nil {
 		adm = &admin.Handler{} // (&Service{}).Routes() lists the paths without a service
 	}
@@ -58,8 +58,8 @@ func (s *Service) Routes() []server.Route {
 		server.Get("/oauth2/callback", web.HandleClient(signin.Callback)),
 		// A SAML connector (D76): our SP metadata for the IdP, and the Assertion Consumer Service, where
 		// the IdP posts its answer (HTTP-POST binding; it goes on to /oauth2/callback, same-site).
-		server.Get("/oauth2/saml/:connector/metadata", web.Handle(signin.SAMLMetadata)),
-		server.Post("/oauth2/saml/:connector/acs", web.HandleClient(signin.SAMLACS)),
+		server.Get("/oauth2/saml/:connector/metadata", web.Handle(saml.Metadata)),
+		server.Post("/oauth2/saml/:connector/acs", web.HandleClient(saml.ACS)),
 
 		// package journeys: the mailed journeys, e-mail verification and password reset.
 		server.Get("/account/verify", web.HandleClient(journeys.VerifyPage)),

@@ -96,6 +96,7 @@ type Service struct {
 	web      *web.Kit
 	oauth    *oauth.Handler
 	signin   *signin.Handler
+	saml     *signin.SAMLEndpoints // the SAML connectors' routes (D76)
 	journeys *journeys.Handler
 	account  *account.Handler
 	admin    *admin.Handler
@@ -253,6 +254,9 @@ func (s *Service) wire(o Options, source *realm.Source, factors *mfa.Store) erro
 	}
 	s.signin, err = signin.New(signin.Options{Web: s.web, SignOn: kit, Store: s.store, Users: s.users, Throttle: limiter, Passkeys: passkeys,
 		MFA: factors, Audit: s.audit, Accounts: s.accounts, Journeys: s.journeys, Federation: fed, Notify: s.notices, Log: o.Logger, Registerer: o.Registerer})
+	if err == nil {
+		s.saml = s.signin.SAML()
+	}
 	return err
 }
 
