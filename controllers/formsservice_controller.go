@@ -144,7 +144,8 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			// Held until its maintenance window opens: come back then, not every 15 s.
 			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.windowOpensAt.Sub(r.now()), time.Second))
 		case run.PendingImage != "" && run.UpgradeHeld == "":
-			// Nothing tells a waiting upgrade that a slot freed: ask again (upgrades.go).
+			// A freed slot wakes the first in the queue (upgradewake.go); the others, and a slot freed
+			// without a change the wake sees, are caught by asking again (upgrades.go).
 			res.RequeueAfter = minPositive(res.RequeueAfter, r.upgradeRecheck())
 		}
 	}

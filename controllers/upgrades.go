@@ -38,8 +38,9 @@ import (
 // platforms, not fifty, before their rollouts stall (D73).
 const DefaultMaxConcurrentUpgrades = 2
 
-// DefaultUpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot.
-const DefaultUpgradeRecheck = 15 * time.Second
+// DefaultUpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot. A freed
+// slot wakes the first in the queue at once (upgradewake.go, D87); this is the safety net.
+const DefaultUpgradeRecheck = time.Minute
 
 // upgradeSlots holds the admissions this process made, and serialises the decisions: two workers must
 // not both take the last slot.
@@ -333,8 +334,11 @@ func (r *FormsServiceReconciler) maxConcurrentUpgrades() int {
 	return r.MaxConcurrentUpgrades
 }
 
-// upgradeRecheck is how soon a FormsService whose upgrade waits asks again.
+// upgradeRecheck is how soon a FormsService whose upgrade waits asks again (a test changes it while the
+// manager runs).
 func (r *FormsServiceReconciler) upgradeRecheck() time.Duration {
+	r.upgrades.mu.Lock()
+	defer r.upgrades.mu.Unlock()
 	if r.UpgradeRecheck > 0 {
 		return r.UpgradeRecheck
 	}

@@ -68,6 +68,19 @@ func setFleet(t *testing.T, image string, maxUpgrades int) {
 	t.Cleanup(func() { set(testImage, 0) })
 }
 
+// setRecheck sets how often a waiting upgrade asks again for a slot, until the test ends.
+func setRecheck(t *testing.T, every time.Duration) {
+	t.Helper()
+	set := func(d time.Duration) {
+		reconciler.upgrades.mu.Lock()
+		defer reconciler.upgrades.mu.Unlock()
+		reconciler.UpgradeRecheck = d
+	}
+	was := reconciler.upgradeRecheck()
+	set(every)
+	t.Cleanup(func() { set(was) })
+}
+
 func TestOperandVersion_NamesTheImageOnlyOnceEveryDeploymentRolledOut(t *testing.T) {
 	ns := newNamespace(t)
 	fs := createAndWait(t, sampleFS(ns))
@@ -157,8 +170,10 @@ func TestUpgrades_BoundOfOneRollsTheFleetOneAtATimeEachInTurn(t *testing.T) {
 		mine = append(mine, fs)
 	}
 
-	// An operator upgrade: a new default image, at most one FormsService moving to it at a time.
+	// An operator upgrade: a new default image, at most one FormsService moving to it at a time. No
+	// waiting one asks again during the test: each turn is the wake of a freed slot (D87).
 	const next = "registry.example/formsservice:fleet-next"
+	setRecheck(t, time.Hour)
 	setFleet(t, next, 1)
 
 	var admitted []types.NamespacedName // my FormsServices in the order their Deployments got next

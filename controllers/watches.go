@@ -72,7 +72,9 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		Owns(&batchv1.CronJob{}, applied).
 		// Backup and restore Jobs, the CronJob's too (owned by it, not by the FormsService): their
 		// outcome is status.backup and the Restored condition (backup.go).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(instanceOf))
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(instanceOf)).
+		// A FormsService whose change may free an upgrade slot wakes the first in the queue (upgradewake.go).
+		Watches(&v1alpha1.FormsService{}, r.upgradeWake(mgr.GetClient()))
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
 	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
 	workers := r.Workers

@@ -392,6 +392,7 @@ func (h *haSet) missing(primary string, acked []string) []string {
 // does; its init step waits for the sentinels to promote a replica, and it comes up as that one's
 // replica, not as the primary again. Every acknowledged submission is on the new primary.
 func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_NoAcknowledgedLoss(t *testing.T) {
+	t.Parallel()
 	h := newHASet(t)
 	if p := h.start(0); p.Addr != h.nodes[0] || p.From != "default" {
 		t.Fatalf("a new set's pod 0: %+v, want itself as the primary by default", p)
@@ -446,6 +447,7 @@ func TestHA_PrimaryKilledUnderFormsLoad_ReplicaPromoted_RestartedPodFollowsIt_No
 // A primary left without replicas refuses writes (min-replicas-to-write): cut off from the others, it
 // acknowledges nothing that a failover on their side would lose. A replica back, it takes writes again.
 func TestHA_PrimaryWithoutReplicas_RefusesWrites_UntilOneIsBack(t *testing.T) {
+	t.Parallel()
 	h := newHASet(t)
 	for i := range 3 {
 		h.start(i)
@@ -480,6 +482,7 @@ func TestHA_PrimaryWithoutReplicas_RefusesWrites_UntilOneIsBack(t *testing.T) {
 // primary, waits for pod 0 instead of starting a sentinel that would take pod 0 for down, try a
 // failover no replica could take, and then hold off the next one for twice the failover timeout.
 func TestHA_AllPodsStartingAtOnce_TheOthersWaitForPod0(t *testing.T) {
+	t.Parallel()
 	h := newHASet(t)
 	type answer struct {
 		p   redisha.Primary
@@ -509,6 +512,7 @@ func TestHA_AllPodsStartingAtOnce_TheOthersWaitForPod0(t *testing.T) {
 // init step follows the node that says it is the primary instead. With no primary anywhere it follows
 // the sentinels' answer after all, so that its own sentinel starts and can vote for the failover.
 func TestFindPrimary_FollowsTheSentinelsAnswerOnlyWhenItIsAPrimary(t *testing.T) {
+	t.Parallel()
 	h := newHASet(t)
 	bin := testredis.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -571,6 +575,7 @@ func TestFindPrimary_FollowsTheSentinelsAnswerOnlyWhenItIsAPrimary(t *testing.T)
 // as the primary at once and the others wait for it — not pod 0 by default, which here is a replica, and
 // could have been one a little behind.
 func TestHA_WholeSetRestart_ThePrimaryOfTheLastEpochStaysThePrimary(t *testing.T) {
+	t.Parallel()
 	h := newHASet(t)
 	for i := range 3 {
 		h.start(i)
