@@ -88,6 +88,7 @@ job chart-tools hack/install-chart-tools.sh
 job interop hack/install-interop.sh
 job lint-tools make --no-print-directory deps-lint
 job axe-core hack/install-axe.sh
+job dex hack/install-dex.sh # the federation tests' second OpenID provider (Go)
 job upstream hack/install-upstream.sh # the federation tests' OpenID provider (npm)
 wait
 
