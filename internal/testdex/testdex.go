@@ -20,8 +20,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -89,18 +92,28 @@ func Binary(t testing.TB) string {
 func Start(t testing.TB, client Client, accounts ...Account) *Dex {
 	t.Helper()
 	exe := Binary(t)
+	// One folder for etcd's data and sockets and Dex's configuration: a Unix socket's path must stay
+	// under 108 bytes, and a test's TempDir can be longer.
+	dir, err := os.MkdirTemp("", "dex-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	etcd := startEtcd(t, dir)
+
 	relay := testproc.NewRelay(t)
 	d := &Dex{Issuer: "http://" + relay.Addr() + "/dex"}
-	dir := t.TempDir()
 	conf := filepath.Join(dir, "config.json")
-	b, err := json.MarshalIndent(d.config(t, client, accounts), "", "  ")
+	b, err := json.MarshalIndent(d.config(t, client, etcd, accounts), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(conf, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.proc = testproc.Start(t, nil, exe, "serve", conf)
+	cmd := exec.Command(exe, "serve", conf)
+	cmd.Dir = dir // where etcd's socket is (its URL names a relative path)
+	d.proc = testproc.StartCmd(t, cmd)
 
 	// Two TCP sockets: the web listener and the gRPC API. The one that serves the discovery document
 	// with this issuer is the web listener.
@@ -140,6 +153,54 @@ func Start(t testing.TB, client Client, accounts ...Account) *Dex {
 	return d
 }
 
+// etcdSocket is etcd's client socket in its working folder. etcd's unix URLs take the host:port form
+// and name a path relative to that folder; Dex, started in the same folder, dials the same one.
+const etcdSocket = "etcd-client:0"
+
+// startEtcd runs etcd (Debian's etcd-server) with its data and sockets in dir until the test ends,
+// and returns once it answers /health. Dex's storage: its memory storage (and SQLite) hang at a
+// refresh through the password database (Dex holds the storage's one lock, or its one connection,
+// while the connector looks the account up: dexidp/dex issue 4209), and the refreshes are what the
+// re-check tests need.
+func startEtcd(t testing.TB, dir string) string {
+	t.Helper()
+	exe, err := exec.LookPath("etcd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/bin/etcd"); serr != nil {
+			t.Fatalf("etcd is not installed (Dex's storage in internal/testdex): run `make deps-apt` (Debian's etcd-server)")
+		}
+		exe = "/usr/bin/etcd"
+	}
+	peer := "unix://etcd-peer:0"
+	cmd := exec.Command(exe, "--name", "dex", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", "unix://"+etcdSocket, "--advertise-client-urls", "unix://"+etcdSocket,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "dex="+peer,
+		"--log-level", "warn")
+	cmd.Dir = dir
+	proc := testproc.StartCmd(t, cmd)
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", filepath.Join(dir, etcdSocket))
+		}}}
+	testwait.Until(t, 30*time.Second, "etcd's /health", func() error {
+		if exited, err := proc.Exited(); exited {
+			t.Fatalf("etcd exited: %v\n%s", err, proc.Output())
+		}
+		res, err := c.Get("http://etcd/health")
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		var h struct{ Health string }
+		if err := json.NewDecoder(res.Body).Decode(&h); err != nil || h.Health != "true" {
+			return fmt.Errorf("health %q (%v)", h.Health, err)
+		}
+		return nil
+	})
+	return "unix://" + etcdSocket
+}
+
 // issuerAt is the issuer named by the discovery document under base, or "" when none answers.
 func issuerAt(c *http.Client, base string) string {
 	res, err := c.Get(base + "/.well-known/openid-configuration")
@@ -157,7 +218,7 @@ func issuerAt(c *http.Client, base string) string {
 }
 
 // config is Dex's configuration file (JSON is YAML).
-func (d *Dex) config(t testing.TB, client Client, accounts []Account) map[string]any {
+func (d *Dex) config(t testing.TB, client Client, etcd string, accounts []Account) map[string]any {
 	var static []map[string]any
 	for _, a := range accounts {
 		if !a.Static {
@@ -172,10 +233,12 @@ func (d *Dex) config(t testing.TB, client Client, accounts []Account) map[string
 	}
 	return map[string]any{
 		"issuer":  d.Issuer,
-		"storage": map[string]any{"type": "memory"},
+		"storage": map[string]any{"type": "etcd", "config": map[string]any{"endpoints": []string{etcd}}},
 		"web":     map[string]any{"http": "127.0.0.1:0"},
 		"grpc":    map[string]any{"addr": "127.0.0.1:0"},
 		"logger":  map[string]any{"level": "debug", "format": "json"},
+		// Rotated refresh tokens, and no grace for a used one: a client that keeps an old one is refused.
+		"expiry": map[string]any{"refreshTokens": map[string]any{"reuseInterval": "0s"}},
 		"oauth2": map[string]any{
 			"skipApprovalScreen": true,
 			// Dex's default allows the implicit and password grants too; the relying party uses neither.

@@ -241,3 +241,113 @@ func TestFederation_Dex(t *testing.T) {
 		}
 	})
 }
+
+// Staying correct after sign-in with Dex (docs/auth.md "Dex as the upstream", D81). Dex rotates its
+// refresh tokens (here with no reuse interval: a used one is refused at once), and answers a refresh
+// of a grant it no longer has (revoked through its API) with 400 invalid_request, not invalid_grant;
+// a refresh of a grant whose account was deleted fails inside Dex's password connector, which Dex
+// answers with 500, as it answers its own failures.
+
+// startDexRechecking is a provider whose Dex connector re-checks every recheckEvery on clock, with
+// onUpstreamDown policy.
+func startDexRechecking(t *testing.T, policy string) (*federated, *testdex.Dex, *testClock) {
+	t.Helper()
+	clock := newTestClock()
+	f, dx := startDex(t, setup{now: clock.now}, func(c *config.Connector) {
+		c.OfflineAccess, c.RecheckEvery, c.OnUpstreamDown = true, config.Duration(recheckEvery), policy
+	}, dexAda, dexBob)
+	return f, dx, clock
+}
+
+// dexRechecks is formsservice_auth_upstream_rechecks_total{connector="dex",result} at /metrics.
+func dexRechecks(t *testing.T, p *provider, result string) string {
+	t.Helper()
+	for _, line := range strings.Split(metricsOf(t, p), "\n") {
+		if strings.HasPrefix(line, `formsservice_auth_upstream_rechecks_total{connector="dex",result="`+result+`"} `) {
+			return line[strings.LastIndexByte(line, ' ')+1:]
+		}
+	}
+	return "0"
+}
+
+// ended checks that the grant of tk is over: the refresh answers invalid_grant, and so do its refresh
+// token again and userinfo with its access token; and that the trail says why.
+func (f *federated) ended(t *testing.T, tk tokens, reason string) {
+	t.Helper()
+	if res := f.refresh(tk.RefreshToken); res.status != http.StatusBadRequest || res.Error != "invalid_grant" {
+		t.Fatalf("the due re-check: %d %s, want 400 invalid_grant", res.status, res.Error)
+	}
+	if again := f.refresh(tk.RefreshToken); again.Error != "invalid_grant" {
+		t.Fatalf("the refresh token of the ended grant: %d %s", again.status, again.Error)
+	}
+	if st := f.userinfoStatus(tk.AccessToken); st != http.StatusUnauthorized {
+		t.Fatalf("the access token of the ended grant: userinfo %d, want 401", st)
+	}
+	evs := recheckEvents(t, f.provider)
+	if len(evs) != 1 || evs[0].Reason != reason || evs[0].Detail["connector"] != "dex" || evs[0].Detail["grant"] != "ended" {
+		t.Fatalf("audit events %+v, want one %s, ended, naming dex", evs, reason)
+	}
+}
+
+func TestRecheck_Dex_RotatedRefreshTokensAndARevokedGrant(t *testing.T) {
+	f, dx, clock := startDexRechecking(t, config.UpstreamDownKeep)
+	tk := f.signInViaDex(dexAda)
+	bob := f.signInViaDex(dexBob)
+
+	tk = f.refreshed(t, tk.RefreshToken, "at once")
+	// Past recheckEvery, Dex's refresh token is refreshed: twice, so Dex's rotated token was kept (Dex
+	// refuses a used one).
+	clock.later()
+	tk = f.refreshed(t, tk.RefreshToken, "first re-check")
+	clock.later()
+	tk = f.refreshed(t, tk.RefreshToken, "second re-check")
+	if n, not := dexRechecks(t, f.provider, "ok"), dexRechecks(t, f.provider, "not_due"); n != "2" || not != "1" {
+		t.Fatalf("re-checks ok %s, not_due %s; want 2 and 1", n, not)
+	}
+
+	// Dex's operator signs Ada out (RevokeRefresh): Dex answers the next re-check 400 invalid_request.
+	// That is Dex saying no, not Dex being down: the grant ends, even with onUpstreamDown keep.
+	dx.RevokeRefresh(t, dexAda, dexClientID)
+	tk = f.refreshed(t, tk.RefreshToken, "revoked, not yet due")
+	clock.later()
+	f.ended(t, tk, "not_allowed")
+	if n := dexRechecks(t, f.provider, "not_allowed"); n != "1" {
+		t.Fatalf("not_allowed re-checks %s, want 1", n)
+	}
+	// Bob's grant through the same Dex lives on.
+	f.refreshed(t, bob.RefreshToken, "another person")
+}
+
+// A deleted account: Dex answers 500, which says nothing we can tell from Dex failing. With
+// onUpstreamDown end (what docs/auth.md advises for Dex) the grant ends at the next due refresh; with
+// keep it is kept and the trail says the re-check could not be made.
+func TestRecheck_Dex_DeletedAccount(t *testing.T) {
+	t.Run("onUpstreamDown end: the grant ends at the next due refresh", func(t *testing.T) {
+		f, dx, clock := startDexRechecking(t, config.UpstreamDownEnd)
+		tk := f.signInViaDex(dexAda)
+		bob := f.signInViaDex(dexBob)
+		clock.later()
+		tk = f.refreshed(t, tk.RefreshToken, "before the deletion")
+		dx.Delete(t, dexAda.Email)
+		tk = f.refreshed(t, tk.RefreshToken, "deleted, not yet due")
+		clock.later()
+		f.ended(t, tk, "unreachable")
+		if n := dexRechecks(t, f.provider, "unreachable_ended"); n != "1" {
+			t.Fatalf("unreachable_ended re-checks %s, want 1", n)
+		}
+		f.refreshed(t, bob.RefreshToken, "another person")
+	})
+	t.Run("onUpstreamDown keep: the grant is kept, and the trail says so", func(t *testing.T) {
+		f, dx, clock := startDexRechecking(t, config.UpstreamDownKeep)
+		tk := f.signInViaDex(dexAda)
+		dx.Delete(t, dexAda.Email)
+		clock.later()
+		f.refreshed(t, tk.RefreshToken, "deleted, keep")
+		if n := dexRechecks(t, f.provider, "unreachable_kept"); n != "1" {
+			t.Fatalf("unreachable_kept re-checks %s, want 1", n)
+		}
+		if evs := recheckEvents(t, f.provider); len(evs) != 1 || evs[0].Reason != "unreachable" || evs[0].Detail["grant"] != "kept" {
+			t.Fatalf("audit events %+v, want one unreachable, kept", evs)
+		}
+	})
+}
