@@ -37,13 +37,27 @@ var (
 		Static: true, Groups: []string{"staff", "ops"}, EmailVerified: new(bool)}
 )
 
-// dexConnector is the connector docs/auth.md shows for Dex ("Dex as the upstream"), with its issuer
-// and secret file filled in.
-func dexConnector(issuer, secretFile string) config.Connector {
-	yes := true
-	return config.Connector{ID: "dex", Name: "Dex", Issuer: issuer, ClientID: dexClientID, ClientSecretFile: secretFile,
-		Scopes: []string{"openid", "email", "profile", "groups"}, Claims: config.ConnectorClaims{Groups: "groups"},
-		TrustEmailVerified: &yes}
+// dexConnector is the connector of docs/auth.md's example under "Dex as the upstream", with the
+// running Dex's issuer and the test's secret file: the page shows what the tests run.
+func dexConnector(t *testing.T, issuer, secretFile string) config.Connector {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### Dex as the upstream\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`docs/auth.md has no YAML example under "### Dex as the upstream"`)
+	}
+	c, err := config.Parse([]byte("publicURL: https://auth.example.com\n" + block))
+	if err != nil || len(c.Auth.Connectors) != 1 || c.Auth.Connectors[0].ID != "dex" {
+		t.Fatalf("docs/auth.md's Dex example: %v (%d connectors)", err, len(c.Auth.Connectors))
+	}
+	conn := c.Auth.Connectors[0]
+	conn.Issuer, conn.ClientSecretFile = issuer, secretFile
+	return conn
 }
 
 // startDex starts the provider, then Dex with our callback registered, then gives the provider the
@@ -56,7 +70,7 @@ func startDex(t *testing.T, s setup, mutate func(*config.Connector), accounts ..
 	if err := os.WriteFile(secret, []byte(upstreamSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := dexConnector(dx.Issuer, secret)
+	c := dexConnector(t, dx.Issuer, secret)
 	if mutate != nil {
 		mutate(&c)
 	}
