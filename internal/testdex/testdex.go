@@ -92,8 +92,9 @@ func Binary(t testing.TB) string {
 func Start(t testing.TB, client Client, accounts ...Account) *Dex {
 	t.Helper()
 	exe := Binary(t)
-	// One folder for etcd's data and sockets and Dex's configuration: a Unix socket's path must stay
-	// under 108 bytes, and a test's TempDir can be longer.
+	// One folder for etcd's data and sockets and Dex's configuration; a short one, as the health check
+	// dials etcd's socket by its full path, which must stay under 108 bytes (a test's TempDir can be
+	// longer).
 	dir, err := os.MkdirTemp("", "dex-")
 	if err != nil {
 		t.Fatal(err)
@@ -331,9 +332,6 @@ func Subject(a Account) string {
 	b = protowire.AppendString(b, PasswordConnector)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
-
-// Output is Dex's log so far.
-func (d *Dex) Output() string { return d.proc.Output() }
 
 // Stop kills Dex and waits until it has exited.
 func (d *Dex) Stop() { d.proc.Kill() }
