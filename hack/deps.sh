@@ -85,10 +85,10 @@ job kubernetes bash -c 'hack/envtest-assets.sh && hack/node-cluster/build.sh'
 job versitygw hack/install-versitygw.sh # before the node cluster's build asks for it (its S3 image)
 job mailpit hack/install-mailpit.sh
 job chart-tools hack/install-chart-tools.sh
+job dex hack/install-dex.sh # the federation tests' second OpenID provider (Go)
 job interop hack/install-interop.sh
 job lint-tools make --no-print-directory deps-lint
 job axe-core hack/install-axe.sh
-job dex hack/install-dex.sh # the federation tests' second OpenID provider (Go)
 job upstream hack/install-upstream.sh # the federation tests' OpenID provider (npm)
 wait
 
