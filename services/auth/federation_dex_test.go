@@ -35,6 +35,9 @@ var (
 	// dexStaff is a static account (Dex keeps groups only for those) with an unverified address.
 	dexStaff = testdex.Account{Email: "staff.dex@example.com", Password: "staff's dex password", Username: "Staff", UserID: "staff-0003",
 		Static: true, Groups: []string{"staff", "ops"}, EmailVerified: new(bool)}
+	// dexEve's address at Dex is unverified, and an account here has it.
+	dexEve = testdex.Account{Email: "eve.dex@example.com", Password: "eve's dex password", Username: "Not the owner", UserID: "eve-0006",
+		Static: true, EmailVerified: new(bool)}
 )
 
 // dexConnector is the connector of docs/auth.md's example under "Dex as the upstream", with the
@@ -151,7 +154,7 @@ func (f *federated) signInViaDex(a testdex.Account) tokens {
 }
 
 func TestFederation_Dex(t *testing.T) {
-	f, dx := startDex(t, setup{}, nil, dexAda, dexStaff)
+	f, dx := startDex(t, setup{}, nil, dexAda, dexStaff, dexEve)
 	ctx := context.Background()
 	us := f.svc.Users()
 
@@ -186,6 +189,24 @@ func TestFederation_Dex(t *testing.T) {
 		}
 		if !slices.Equal(u.Groups, []string{"dex:ops", "dex:staff"}) || u.EmailVerified {
 			t.Fatalf("groups %v, verified %v; want [dex:ops dex:staff], unverified", u.Groups, u.EmailVerified)
+		}
+	})
+
+	t.Run("a verified address at Dex links the existing account; an unverified one does not", func(t *testing.T) {
+		grace := testdex.Account{Email: "grace.dex@example.com", Password: "grace's dex password", Username: "Grace", UserID: "grace-0005"}
+		dx.Add(t, grace)
+		id := f.user(grace.Email, testPassword)
+		if c := idClaims(t, f.signInViaDex(grace).IDToken); c["sub"] != id {
+			t.Fatalf("signed in as %v, want the existing account %s", c["sub"], id)
+		}
+		owner := f.user(dexEve.Email, testPassword)
+		b := newBrowser(t)
+		res := b.get(f.viaDex(b, f.authorizeURL("state-0123456789", oauth2.GenerateVerifier()), dexEve))
+		if res.StatusCode != http.StatusConflict || !strings.Contains(html.UnescapeString(res.body), "link Dex on your account page") {
+			t.Fatalf("an unverified address at Dex: %d, want 409 and the way to link\n%.600s", res.StatusCode, res.body)
+		}
+		if ids, _ := us.Identities(ctx, owner); len(ids) != 0 {
+			t.Fatalf("the owner's account has identities %+v", ids)
 		}
 	})
 
