@@ -1,9 +1,10 @@
 // Package testdex runs Dex (github.com/dexidp/dex, a real OpenID Connect provider) as a process for
 // tests: an upstream of the auth service's federation tests beside internal/testupstream, not a mock.
-// It runs with memory storage, its password database as the one way to sign in (its own login page,
-// bcrypt cost 10, the least Dex takes), one static client for the relying party under test, and its
+// It runs with its password database as the one way to sign in (its own login page, bcrypt cost 10, the
+// least Dex takes), one static client for the relying party under test, rotated refresh tokens, and its
 // gRPC API, through which a test adds and deletes accounts and revokes refresh tokens as Dex's
-// operators do.
+// operators do. Its storage is an etcd of the test's own (Debian's etcd-server; see startEtcd for why
+// not Dex's memory storage) (D81).
 //
 // Dex is built from the Go module proxy by `make deps-dex` (hack/install-dex.sh, cached as
 // bin/dex-<version>); a test fails with that command when it is missing, and is skipped under
