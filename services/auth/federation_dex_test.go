@@ -386,3 +386,16 @@ func TestRecheck_Dex_DeletedAccount(t *testing.T) {
 		}
 	})
 }
+
+// A connector whose issuer is not the one Dex names itself (the same Dex, reached as localhost instead
+// of 127.0.0.1) signs no one in: go-oidc refuses the discovery document whose issuer differs, and the
+// page answers 502, never a 500, and never redirects to Dex.
+func TestFederation_Dex_IssuerMustBeDexsOwn(t *testing.T) {
+	f, _ := startDex(t, setup{}, func(c *config.Connector) {
+		c.Issuer = strings.Replace(c.Issuer, "http://127.0.0.1:", "http://localhost:", 1)
+	}, dexAda)
+	res := newBrowser(t).get(f.authorizeURL("state-0123456789", oauth2.GenerateVerifier(), oauth2.SetAuthURLParam("connector_id", "dex")))
+	if res.StatusCode != http.StatusBadGateway || strings.Contains(res.Header.Get("Location"), "/dex/auth") {
+		t.Fatalf("a connector with another issuer: %d %s\n%.500s", res.StatusCode, res.Header.Get("Location"), res.body)
+	}
+}
