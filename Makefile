@@ -219,6 +219,10 @@ deps-interop: ## The relying parties of test/interop: npm ci there, and oauth2-p
 deps-upstream: ## The federation tests' upstream OpenID provider (oidc-provider, npm ci in test/upstream).
 	hack/install-upstream.sh
 
+.PHONY: deps-dex
+deps-dex: ## Dex, the federation tests' second upstream OpenID provider (internal/testdex), built into bin/.
+	hack/install-dex.sh >/dev/null
+
 .PHONY: deps-lint
 deps-lint: $(STATICCHECK) $(CONTROLLER_GEN) ## staticcheck (make lint) and controller-gen (make generate, verify-generated), into bin/.
 

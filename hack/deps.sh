@@ -20,7 +20,7 @@ export PATH="$PWD/bin:$PATH"
 declare -A wants=(
   [redis-server]="redis-server redis-cli"               # hack/install-redis.sh
   [redis-sentinel]="redis-sentinel"                     # hack/install-redis.sh (test/reliability)
-  [etcd-server]="/usr/bin/etcd"                         # hack/envtest-assets.sh, hack/node-cluster
+  [etcd-server]="/usr/bin/etcd"                         # hack/envtest-assets.sh, hack/node-cluster, internal/testdex (Dex's storage)
   [chromium]="chromium|chromium-browser"                # hack/install-chromium.sh
   [ca-certificates]="/etc/ssl/certs/ca-certificates.crt" # hack/image.sh
   [containerd]="containerd"                             # hack/node-cluster/build.sh, from here on
@@ -85,6 +85,7 @@ job kubernetes bash -c 'hack/envtest-assets.sh && hack/node-cluster/build.sh'
 job versitygw hack/install-versitygw.sh # before the node cluster's build asks for it (its S3 image)
 job mailpit hack/install-mailpit.sh
 job chart-tools hack/install-chart-tools.sh
+job dex hack/install-dex.sh # the federation tests' second OpenID provider (Go)
 job interop hack/install-interop.sh
 job lint-tools make --no-print-directory deps-lint
 job axe-core hack/install-axe.sh

@@ -28,7 +28,7 @@ versioned=(
   'node-cluster/prometheus-v*'
   'node-cluster/prometheus-operator-v*'
   'node-cluster/images/*-v[0-9]*.tar' # their images (the unversioned names are links the scripts make)
-  'mailpit-v*' 'versitygw-v*' 'oauth2-proxy-v*' 'staticcheck-v*' 'controller-gen-v*' 'axe-core-*'
+  'mailpit-v*' 'versitygw-v*' 'oauth2-proxy-v*' 'dex-v*' 'staticcheck-v*' 'controller-gen-v*' 'axe-core-*'
 )
 # A tool and the stamp that holds its version (hack/install-chart-tools.sh).
 stamped=('helm .helm-version' 'helm-docs .helm-docs-version' 'promtool .promtool-version' 'crds/prometheus-operator crds/prometheus-operator/.version')

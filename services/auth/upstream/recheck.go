@@ -72,12 +72,25 @@ func (c *Connector) Recheck(ctx context.Context, state string) (string, error) {
 	return st.encode(), nil
 }
 
-// refusal: the token endpoint says the refresh token no longer stands (invalid_grant, RFC 6749 5.2).
-// Any other answer says nothing about the person: a server error, an error page, or invalid_client (our
-// own credentials at the upstream are wrong, which must not end every grant of the connector at once).
+// refusal: the token endpoint says the refresh token no longer stands: invalid_grant (RFC 6749 5.2), or
+// a 400 invalid_request, which is how Dex answers a refresh token it no longer has (revoked through its
+// API, or rotated out) — our refresh request itself is the same well-formed one every time. Any other
+// answer says nothing about the person: a server error (Dex's 500 for a deleted account too: it answers
+// its own failures the same way), an error page, or invalid_client (our own credentials at the
+// upstream are wrong, which must not end every grant of the connector at once).
 func refusal(re *oauth2.RetrieveError) bool {
-	if re.Response != nil && re.Response.StatusCode >= http.StatusInternalServerError {
+	status := 0
+	if re.Response != nil {
+		status = re.Response.StatusCode
+	}
+	if status >= http.StatusInternalServerError {
 		return false
 	}
-	return re.ErrorCode == "invalid_grant"
+	switch re.ErrorCode {
+	case "invalid_grant":
+		return true
+	case "invalid_request":
+		return status == http.StatusBadRequest
+	}
+	return false
 }
