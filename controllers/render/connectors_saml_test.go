@@ -24,7 +24,7 @@ func TestConnectors_SAMLRendersWithItsKeyPairMounted(t *testing.T) {
 	fs.Spec.Auth.Connectors = []v1alpha1.ConnectorSpec{{ID: "okta", Type: "saml", Name: "Acme SSO", SAML: &v1alpha1.SAMLConnectorSpec{
 		MetadataURL: "https://acme.okta.com/app/x/sso/saml/metadata", KeyRef: tlsRef("tls.key"), CertificateRef: tlsRef("tls.crt"),
 		MetadataCertificateRef: &v1alpha1.SecretKeySelector{Name: "okta-signer", Key: "metadata.pem"},
-		NameIDFormat: "emailAddress", SignAuthnRequests: true, ClockSkew: &metav1.Duration{Duration: time.Minute},
+		NameIDFormat:           "emailAddress", SignAuthnRequests: true, ClockSkew: &metav1.Duration{Duration: time.Minute},
 		Attributes: &v1alpha1.SAMLAttributes{Email: "email", Groups: "groups"}}}}
 	fs.Spec.OAuthClients[0].Connectors = []string{"okta"}
 	text, err := RenderConfig(fs, Auth, in)
