@@ -46,6 +46,7 @@ func TestCRD_SAMLConnectorsAgreeWithTheService(t *testing.T) {
 			s.EntityID, s.NameIDFormat, s.SignAuthnRequests = "urn:acme:formsservice", "transient", true
 			s.Attributes = &v1alpha1.SAMLAttributes{Subject: "employeeNumber", Email: "mail", Name: "displayName", Groups: "memberOf"}
 			s.ClockSkew, s.MetadataRefresh = &metav1.Duration{Duration: time.Minute}, &metav1.Duration{Duration: time.Hour}
+			s.MetadataCertificateRef = &v1alpha1.SecretKeySelector{Name: "okta-signer", Key: "metadata.pem"}
 		}), ""},
 		{"a loopback http metadata URL", saml(func(c *v1alpha1.ConnectorSpec) { c.SAML.MetadataURL = "http://127.0.0.1:8080/metadata" }), ""},
 

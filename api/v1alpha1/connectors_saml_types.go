@@ -14,6 +14,11 @@ type SAMLConnectorSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/?]|%[0-9A-Fa-f]{2})*)?$') || self.matches('^http://(localhost|127[.]0[.]0[.]1|[[]::1[]])(:[0-9]{1,5})?(/([-A-Za-z0-9._~!$&()*+=:@/?]|%[0-9A-Fa-f]{2})*)?$')",message="metadataURL must be an https URL (http only for localhost, 127.0.0.1 and [::1]) without user info or fragment"
 	MetadataURL string `json:"metadataURL"`
+	// MetadataCertificateRef names the Secret key of the IdP's certificate (PEM) its metadata must be
+	// signed with: metadata without an enveloped XML signature by exactly this certificate is refused
+	// (D82). The operator mounts it into the auth pods.
+	// +optional
+	MetadataCertificateRef *SecretKeySelector `json:"metadataCertificateRef,omitempty"`
 	// MetadataRefresh is how long fetched metadata is used before it is fetched again (default 24h, at
 	// least 1m).
 	// +optional

@@ -110,7 +110,7 @@ type ConnectorSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$`
 	Orgs []string `json:"orgs,omitempty"`
 	// OfflineAccess asks the provider for a refresh token (the offline_access scope, with
-	// prompt=consent; type oidc), with which each grant signed in through the connector is checked with
+	// prompt=consent; for the google preset access_type=offline instead of the scope; type oidc), with which each grant signed in through the connector is checked with
 	// the provider again at its refreshes: a person the provider removed, or whose session it revoked,
 	// loses the grant (docs/auth.md, "Staying correct after sign-in").
 	// +optional

@@ -6,7 +6,8 @@ import (
 )
 
 // samlConnector is the auth configuration's saml: of a spec's (nil for none): the same fields, our SP
-// key and certificate as the files their Secrets are mounted at (UserSecretRefs, D76).
+// key and certificate, and the IdP's metadata certificate, as the files their Secrets are mounted at
+// (UserSecretRefs, D76, D82).
 func samlConnector(s *v1alpha1.SAMLConnectorSpec) *config.SAMLConnector {
 	if s == nil {
 		return nil
@@ -14,6 +15,9 @@ func samlConnector(s *v1alpha1.SAMLConnectorSpec) *config.SAMLConnector {
 	c := &config.SAMLConnector{MetadataURL: s.MetadataURL, EntityID: s.EntityID, SignAuthnRequests: s.SignAuthnRequests,
 		NameIDFormat: s.NameIDFormat, KeyFile: SecretPath(s.KeyRef.Name, s.KeyRef.Key),
 		CertificateFile: SecretPath(s.CertificateRef.Name, s.CertificateRef.Key)}
+	if r := s.MetadataCertificateRef; r != nil {
+		c.MetadataCertificateFile = SecretPath(r.Name, r.Key)
+	}
 	if s.MetadataRefresh != nil {
 		c.MetadataRefresh = config.Duration(s.MetadataRefresh.Duration)
 	}
@@ -26,16 +30,20 @@ func samlConnector(s *v1alpha1.SAMLConnectorSpec) *config.SAMLConnector {
 	return c
 }
 
-// samlSecretRefs are the Secret keys a SAML connector names: our SP's key and certificate, mounted
-// into the auth pods.
+// samlSecretRefs are the Secret keys a SAML connector names: our SP's key and certificate, and the
+// IdP's metadata certificate, mounted into the auth pods.
 func samlSecretRefs(c v1alpha1.ConnectorSpec) []SecretRef {
 	s := c.SAML
 	if s == nil {
 		return nil
 	}
 	field := "spec.auth.connectors[" + c.ID + "].saml."
-	return []SecretRef{
+	refs := []SecretRef{
 		{Secret: s.KeyRef.Name, Key: s.KeyRef.Key, Field: field + "keyRef", Components: []string{Auth}},
 		{Secret: s.CertificateRef.Name, Key: s.CertificateRef.Key, Field: field + "certificateRef", Components: []string{Auth}},
 	}
+	if r := s.MetadataCertificateRef; r != nil {
+		refs = append(refs, SecretRef{Secret: r.Name, Key: r.Key, Field: field + "metadataCertificateRef", Components: []string{Auth}})
+	}
+	return refs
 }

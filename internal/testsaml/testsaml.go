@@ -8,6 +8,7 @@ package testsaml
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -29,6 +30,7 @@ import (
 	"github.com/crewjam/saml"
 	"github.com/crewjam/saml/logger"
 	"github.com/crewjam/saml/samlidp"
+	dsig "github.com/russellhaering/goxmldsig"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -206,4 +208,52 @@ func newKeyPair(t testing.TB, cn string) (*rsa.PrivateKey, *x509.Certificate) {
 		t.Fatal(err)
 	}
 	return key, cert
+}
+
+// SignedMetadata is the IdP's metadata with an enveloped XML signature by the IdP's own key, as an IdP
+// that signs its metadata publishes it, and a PEM file of the IdP's certificate that checks it.
+func (p *IdP) SignedMetadata(t testing.TB) (metadata []byte, certFile string) {
+	t.Helper()
+	res, err := http.Get(p.MetadataURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the IdP's metadata: %d, %v", res.StatusCode, err)
+	}
+	key, ok := p.Server.IDP.Key.(crypto.Signer)
+	if !ok {
+		t.Fatal("the IdP's key cannot sign")
+	}
+	certFile = filepath.Join(t.TempDir(), "idp-certificate.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Server.IDP.Certificate.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return SignMetadata(t, b, key, p.Server.IDP.Certificate), certFile
+}
+
+// SignMetadata signs the metadata b with an enveloped XML signature over its root element (goxmldsig,
+// as IdPs sign theirs) by key, with its certificate cert in KeyInfo.
+func SignMetadata(t testing.TB, b []byte, key crypto.Signer, cert *x509.Certificate) []byte {
+	t.Helper()
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(b); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := dsig.NewSigningContext(key, [][]byte{cert.Raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := sc.SignEnveloped(doc.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.SetRoot(signed)
+	out, err := doc.WriteToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -88,6 +88,9 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/account/grants/end", web.HandleClient(account.EndGrant)),
 		server.Post("/account/connectors/link", web.HandleClient(account.LinkIdentity)),
 		server.Post("/account/connectors/unlink", web.HandleClient(account.UnlinkIdentity)),
+		// An ldap connector links through its own form: the directory binds as the person (D82).
+		server.Get("/account/connectors/ldap", web.HandleClient(account.DirectoryLinkPage)),
+		server.Post("/account/connectors/ldap", web.HandleClient(account.LinkDirectory)),
 		server.Get("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys", web.HandleClient(account.Passkeys)),
 		server.Post("/account/passkeys/begin", web.HandleClient(account.PasskeyRegisterBegin)),

@@ -10,10 +10,11 @@ import (
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/users"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Linked accounts at upstream providers (D58): the account page lists them with a button that removes
-// each, and offers every connector not linked yet. Linking proves both sides: the person is signed in
+// each, and offers every connector not linked yet (an ldap connector through its own form: directory.go). Linking proves both sides: the person is signed in
 // here (the form's session and CSRF token) and signs in at the upstream, whose answer comes back to
 // /oauth2/callback (package signin) for the same user. An account whose address is not verified links
 // nothing (D51: it may have been made by someone else in advance).
@@ -55,6 +56,12 @@ func (h *Handler) identities(r *http.Request, rt *realm.Realm, u *users.User, d 
 		if linked[c.ID] {
 			continue
 		}
+		if c.Type == config.TypeLDAP { // no trip: the account page asks for the directory's password (directory.go)
+			if _, ok := h.linkableDirectory(rt, u, c.ID); ok {
+				d.Linkable = append(d.Linkable, page.Connector{ID: c.ID, Name: c.Name, URL: directoryLinkURL(rt, c.ID)})
+			}
+			continue
+		}
 		conn, err := h.federation.Connector(rt, c.ID)
 		if err != nil {
 			continue
@@ -78,8 +85,13 @@ func (h *Handler) LinkIdentity(w http.ResponseWriter, r *http.Request, _ string)
 		return
 	}
 	id := r.PostForm.Get("connector")
-	if _, known := rt.Config.Auth.ConnectorByID(id); !known || !u.EmailVerified {
+	c, known := rt.Config.Auth.ConnectorByID(id)
+	if !known || !u.EmailVerified {
 		http.Redirect(w, r, rt.BasePath+"/account?link_error=refused", http.StatusSeeOther)
+		return
+	}
+	if c.Type == config.TypeLDAP {
+		http.Redirect(w, r, directoryLinkURL(rt, id), http.StatusSeeOther) // its form, not a trip
 		return
 	}
 	err := h.federation.Begin(w, r, rt, federation.Pending{Connector: id, Purpose: federation.PurposeLink, User: u.ID}, nil)

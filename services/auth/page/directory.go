@@ -30,3 +30,20 @@ func (r *Renderer) RenderDirectorySignIn(w http.ResponseWriter, status int, d Di
 	}
 	r.render(w, status, "signin-directory", d, formActions)
 }
+
+// DirectoryLink is the data of the account page's step that links the person's account in the
+// directory of an ldap connector: its username and password, posted to /account/connectors/ldap.
+type DirectoryLink struct {
+	Frame
+	Connector string // the connector's ID
+	Name      string // the connector's name ("Link Name")
+	Prompt    string // the username field's label (the connector's usernamePrompt)
+	Username  string
+	Error     string
+}
+
+// RenderDirectoryLink writes the step that links an account in a directory.
+func (r *AccountRenderer) RenderDirectoryLink(w http.ResponseWriter, status int, d DirectoryLink) {
+	d.Title = "Link " + d.Name
+	r.render(w, status, "directorylink", &d.Frame, &d)
+}

@@ -19,9 +19,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	crewsp "github.com/crewjam/saml/samlsp"
 	"github.com/redis/go-redis/v9"
@@ -69,6 +72,9 @@ type Connector struct {
 	entity  string
 	acs     url.URL
 	metaURL url.URL
+	// metaCert is the certificate the IdP's metadata must be signed with (metadataCertificateFile; nil:
+	// the metadata is taken as the URL or file gives it).
+	metaCert *x509.Certificate
 
 	mu      sync.Mutex
 	idp     *saml.EntityDescriptor
@@ -119,7 +125,29 @@ func New(c config.Connector, o Options) (*Connector, error) {
 	if k.entity == "" {
 		k.entity = meta.String()
 	}
+	if f := c.SAML.MetadataCertificateFile; f != "" {
+		if k.metaCert, err = readCertificate(f); err != nil {
+			return nil, fmt.Errorf("samlsp: the IdP's metadata certificate: %w", err)
+		}
+	}
 	return k, nil
+}
+
+// readCertificate is the first certificate of the PEM file f.
+func readCertificate(f string) (*x509.Certificate, error) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var block *pem.Block
+		if block, b = pem.Decode(b); block == nil {
+			return nil, fmt.Errorf("%s holds no PEM certificate", f)
+		}
+		if block.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(block.Bytes)
+		}
+	}
 }
 
 // Config is the connector's configuration.
@@ -196,14 +224,7 @@ func (c *Connector) loadMetadata(ctx context.Context) (*saml.EntityDescriptor, e
 		if err != nil {
 			return nil, fmt.Errorf("%w: the IdP's metadata file: %v", upstream.ErrUnreachable, err)
 		}
-		if len(b) > maxMetadata {
-			return nil, fmt.Errorf("%w: the IdP's metadata file is larger than %d bytes", upstream.ErrRefused, maxMetadata)
-		}
-		idp, err := crewsp.ParseMetadata(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: the IdP's metadata file: %v", upstream.ErrRefused, err)
-		}
-		return idp, nil
+		return c.parseMetadata(b, "the IdP's metadata file")
 	}
 	u, err := url.Parse(s.MetadataURL)
 	if err != nil {
@@ -211,11 +232,82 @@ func (c *Connector) loadMetadata(ctx context.Context) (*saml.EntityDescriptor, e
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	idp, err := crewsp.FetchMetadata(fctx, c.client, *u)
+	req, err := http.NewRequestWithContext(fctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", upstream.ErrRefused, err)
+	}
+	res, err := c.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the IdP's metadata at %s: %v", upstream.ErrUnreachable, s.MetadataURL, err)
 	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: the IdP's metadata at %s: %s", upstream.ErrUnreachable, s.MetadataURL, res.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxMetadata+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the IdP's metadata at %s: %v", upstream.ErrUnreachable, s.MetadataURL, err)
+	}
+	return c.parseMetadata(b, "the IdP's metadata at "+s.MetadataURL)
+}
+
+// parseMetadata reads the IdP's metadata b (from where), checking its signature first when the
+// connector names the certificate it must be signed with.
+func (c *Connector) parseMetadata(b []byte, where string) (*saml.EntityDescriptor, error) {
+	if len(b) > maxMetadata {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", upstream.ErrRefused, where, maxMetadata)
+	}
+	if c.metaCert != nil {
+		signed, err := c.verifyMetadata(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not signed with the configured metadataCertificateFile: %v", upstream.ErrRefused, where, err)
+		}
+		b = signed
+	}
+	idp, err := crewsp.ParseMetadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", upstream.ErrRefused, where, err)
+	}
 	return idp, nil
+}
+
+// verifyMetadata checks the enveloped XML signature over the root element of the metadata b
+// (EntityDescriptor, or an aggregate's EntitiesDescriptor) against c.metaCert only, at our clock's
+// time (the certificate must be valid then), and returns what the signature covers: nothing outside
+// it is read, so no element wrapped around or beside the signed one counts (goxmldsig).
+func (c *Connector) verifyMetadata(b []byte) ([]byte, error) {
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(b); err != nil || doc.Root() == nil {
+		return nil, errors.New("not an XML document")
+	}
+	if err := notSHA1(doc.Root()); err != nil {
+		return nil, err
+	}
+	vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{c.metaCert}})
+	vc.Clock = dsig.NewFakeClockAt(c.now())
+	signed, err := vc.Validate(doc.Root())
+	if err != nil {
+		return nil, err
+	}
+	out := etree.NewDocument()
+	out.SetRoot(signed)
+	return out.WriteToBytes()
+}
+
+// notSHA1 refuses a signature of root's whose SignatureMethod or any DigestMethod is SHA-1 based (as
+// the assertions' are refused: RejectSHA1Signatures).
+func notSHA1(root *etree.Element) error {
+	for _, sig := range root.ChildElements() {
+		if sig.Tag != "Signature" {
+			continue
+		}
+		for _, m := range append(sig.FindElements(".//SignatureMethod"), sig.FindElements(".//DigestMethod")...) {
+			if strings.HasSuffix(strings.ToLower(m.SelectAttrValue("Algorithm", "")), "sha1") {
+				return errors.New("signed with SHA-1")
+			}
+		}
+	}
+	return nil
 }
 
 // Metadata is our SP's metadata: our entity ID, the ACS (HTTP-POST), our certificate (for signing,

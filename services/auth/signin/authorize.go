@@ -91,7 +91,12 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request, clientKey st
 	case "mfa":
 		h.submitSecondStep(a)
 	case "ldap":
-		h.directorySignIn(a)
+		d, ok := directoryOf(a)
+		if !ok {
+			h.renderSignIn(a, http.StatusBadRequest, page.SignIn{Error: "This way of signing in is not offered here."})
+		} else if dir, id := h.directory.signIn(d); id != nil {
+			h.connectorSignedIn(a, dir, id, []string{acr.FED, acr.PWD})
+		}
 	default:
 		h.password(a)
 	}

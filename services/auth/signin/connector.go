@@ -44,8 +44,8 @@ func (h *Handler) connectorStart(a *attempt, id string) {
 		h.renderSignIn(a, http.StatusBadRequest, page.SignIn{Error: "This way of signing in is not offered here."})
 		return
 	}
-	if c, ok := a.rt.Config.Auth.ConnectorByID(id); ok && c.Type == config.TypeLDAP {
-		h.directoryPage(a, c, http.StatusOK, "", "") // a directory asks here, not by a redirect (directory.go)
+	if d, ok := directoryOf(a); ok {
+		h.directory.show(d, http.StatusOK, "", "") // a directory asks here, not by a redirect (directory.go)
 		return
 	}
 	extra := map[string]string{}

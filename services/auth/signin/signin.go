@@ -63,6 +63,7 @@ type Handler struct {
 	log        *slog.Logger
 	now        func() time.Time
 	signins    *prometheus.CounterVec
+	directory  *directoryPage // the page of ldap connectors (directory.go)
 }
 
 // Sign-in results (a closed set, so the label stays bounded).
@@ -99,6 +100,7 @@ func New(o Options) (*Handler, error) {
 	if err := o.Registerer.Register(h.signins); err != nil {
 		return nil, err
 	}
+	h.directory = &directoryPage{web: h.web, federation: h.federation, throttle: h.throttle, audit: h.audit, log: h.log, counted: h.counted}
 	return h, nil
 }
 

@@ -104,10 +104,16 @@ func (c *Connector) discover(ctx context.Context) (*oidc.Provider, error) {
 
 func (c *Connector) oauth2(p *oidc.Provider) *oauth2.Config {
 	scopes := c.cfg.Scopes
-	if c.cfg.OfflineAccess && !slices.Contains(scopes, "offline_access") {
+	if c.cfg.OfflineAccess && !c.googleOffline() && !slices.Contains(scopes, "offline_access") {
 		scopes = append(slices.Clone(scopes), "offline_access")
 	}
 	return &oauth2.Config{ClientID: c.cfg.ClientID, ClientSecret: c.secret, Endpoint: p.Endpoint(), RedirectURL: c.redirectURL, Scopes: scopes}
+}
+
+// googleOffline reports whether the connector asks Google for a refresh token: Google refuses the
+// offline_access scope and takes access_type=offline instead.
+func (c *Connector) googleOffline() bool {
+	return c.cfg.OfflineAccess && c.cfg.Preset == config.PresetGoogle
 }
 
 // AuthOrigin is the origin of the upstream's authorization endpoint (a page whose form leads there
@@ -142,8 +148,12 @@ func (c *Connector) AuthURL(ctx context.Context, s Start, extra map[string]strin
 	}
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(s.Nonce), oauth2.S256ChallengeOption(s.Verifier)}
 	if c.cfg.OfflineAccess {
-		// OpenID Connect Core 11: offline_access is granted only with prompt=consent.
+		// OpenID Connect Core 11: offline_access is granted only with prompt=consent. Google asks for
+		// the refresh token its own way, and gives a new one only at a consent (D78).
 		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
+		if c.googleOffline() {
+			opts = append(opts, oauth2.AccessTypeOffline)
+		}
 	}
 	for k, v := range extra {
 		opts = append(opts, oauth2.SetAuthURLParam(k, v))

@@ -57,8 +57,9 @@ type Connector struct {
 	// Staying correct after sign-in (docs/auth.md, D78): a grant made through a connector that can
 	// re-check its accounts is checked with the upstream again at its refreshes.
 
-	// OfflineAccess asks the upstream for a refresh token (the offline_access scope, type oidc), which
-	// the re-checks at refresh use; an upstream that gives one unasked is re-checked too.
+	// OfflineAccess asks the upstream for a refresh token (the offline_access scope, type oidc; the
+	// google preset sends Google's access_type=offline instead), which the re-checks at refresh use; an
+	// upstream that gives one unasked is re-checked too.
 	OfflineAccess bool `json:"offlineAccess,omitempty"`
 	// RecheckEvery is the least time between two re-checks of one grant (default 15m, the default
 	// access token lifetime; 1s re-checks at every refresh, as Dex does; at most 24h).

@@ -20,6 +20,10 @@ type SAMLConnector struct {
 	MetadataURL string `json:"metadataURL,omitempty"`
 	// MetadataFile is the IdP's metadata in a file (read again when the configuration is).
 	MetadataFile string `json:"metadataFile,omitempty"`
+	// MetadataCertificateFile is the IdP's certificate (PEM) its metadata must be signed with: when set,
+	// metadata (fetched or from the file) without an enveloped XML signature by exactly this
+	// certificate over its root element is refused, and only what the signature covers is read.
+	MetadataCertificateFile string `json:"metadataCertificateFile,omitempty"`
 	// MetadataRefresh is how long fetched metadata is used before it is fetched again (default 24h).
 	MetadataRefresh Duration `json:"metadataRefresh,omitempty"`
 	// EntityID is our SP's entity ID (default: our metadata URL, <issuer>/oauth2/saml/<id>/metadata).
