@@ -105,6 +105,8 @@ func (s *Service) Routes() []server.Route {
 		server.Post("/admin/v1/users/:id/enable", web.Handle(adm.EnableUser)),
 		server.Put("/admin/v1/users/:id/groups", web.Handle(adm.SetGroups)),
 		server.Delete("/admin/v1/users/:id/mfa", web.Handle(adm.ResetMFA)),
+		server.Get("/admin/v1/users/:id/factors", web.Handle(adm.UserFactors)),
+		server.Delete("/admin/v1/users/:id/passkeys/:passkey", web.Handle(adm.RemovePasskey)),
 		server.Post("/admin/v1/users/:id/verification", web.Handle(adm.SendVerification)),
 		server.Post("/admin/v1/users/:id/sign-out", web.Handle(adm.SignOut)),
 		server.Get("/admin/v1/users/:id/sessions", web.Handle(adm.UserSessions)),

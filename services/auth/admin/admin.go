@@ -73,6 +73,8 @@ type Handler struct {
 	EnableUser       http.HandlerFunc // POST /admin/v1/users/{id}/enable
 	SetGroups        http.HandlerFunc // PUT /admin/v1/users/{id}/groups
 	ResetMFA         http.HandlerFunc // DELETE /admin/v1/users/{id}/mfa
+	UserFactors      http.HandlerFunc // GET /admin/v1/users/{id}/factors
+	RemovePasskey    http.HandlerFunc // DELETE /admin/v1/users/{id}/passkeys/{passkey}
 	SendVerification http.HandlerFunc // POST /admin/v1/users/{id}/verification
 	SignOut          http.HandlerFunc // POST /admin/v1/users/{id}/sign-out
 	DeleteUser       http.HandlerFunc // DELETE /admin/v1/users/{id}
@@ -128,6 +130,8 @@ func New(o Options) *Handler {
 	h.EnableUser = guard(usersWrite, h.enableUser)
 	h.SetGroups = guard(usersWrite, h.setGroups)
 	h.ResetMFA = guard(usersWrite, h.resetMFA)
+	h.UserFactors = guard(usersRead, h.userFactors)
+	h.RemovePasskey = guard(usersWrite, h.removePasskey)
 	h.SendVerification = guard(usersWrite, h.sendVerification)
 	h.SignOut = guard(usersWrite, h.signOut)
 	h.DeleteUser = guard(usersWrite, h.deleteUser)
