@@ -404,7 +404,9 @@ func TestAdminAPI_Users_FactorsAndPasskeyRemoval(t *testing.T) {
 		t.Errorf("the answer shows a key: %s", a.raw)
 	}
 
-	del := func(path, token string) apiAnswer { return p.api(apiCall{method: http.MethodDelete, path: path, token: token}) }
+	del := func(path, token string) apiAnswer {
+		return p.api(apiCall{method: http.MethodDelete, path: path, token: token})
+	}
 	problemOf(t, "removing with users:read", del("/admin/v1/users/"+id+"/passkeys/cGFzc2tleS1vbmU", reader), http.StatusForbidden)
 	problemOf(t, "another account's passkey", del("/admin/v1/users/"+other+"/passkeys/cGFzc2tleS1vbmU", ops), http.StatusNotFound)
 	problemOf(t, "a passkey of an unknown account", del("/admin/v1/users/0123456789abcdef0123456789abcdef/passkeys/cGFzc2tleS1vbmU", ops), http.StatusNotFound)

@@ -124,6 +124,7 @@ func (s *Service) Routes() []server.Route {
 		server.Delete("/admin/v1/forms/:form/submissions/:id", web.Handle(adm.DeleteSubmission)),
 		server.Post("/admin/v1/forms/:form/submissions/:id/release", web.Handle(adm.ReleaseSubmission)),
 		server.Post("/admin/v1/forms/:form/submissions/:id/spam", web.Handle(adm.MarkSpam)),
+		server.Post("/admin/v1/forms/:form/submissions/:id/files/:file/link", web.Handle(adm.FileLink)),
 		server.Get("/admin/v1/forms/:form/dead-letters", web.Handle(adm.DeadLetters)),
 		server.Post("/admin/v1/forms/:form/dead-letters/:id/retry", web.Handle(adm.RetryDeadLetter)),
 		server.Delete("/admin/v1/forms/:form/dead-letters/:id", web.Handle(adm.DiscardDeadLetter)),

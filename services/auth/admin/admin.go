@@ -94,6 +94,7 @@ type Handler struct {
 	DeleteSubmission  http.HandlerFunc // DELETE /admin/v1/forms/{form}/submissions/{id}
 	ReleaseSubmission http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/release
 	MarkSpam          http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/spam
+	FileLink          http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/files/{file}/link
 	DeadLetters       http.HandlerFunc // GET /admin/v1/forms/{form}/dead-letters
 	RetryDeadLetter   http.HandlerFunc // POST /admin/v1/forms/{form}/dead-letters/{id}/retry
 	DiscardDeadLetter http.HandlerFunc // DELETE /admin/v1/forms/{form}/dead-letters/{id}
@@ -148,6 +149,7 @@ func New(o Options) *Handler {
 	h.DeleteSubmission = guard(formsWrite, h.deleteSubmission)
 	h.ReleaseSubmission = guard(formsWrite, h.moveSubmission)
 	h.MarkSpam = guard(formsWrite, h.moveSubmission)
+	h.FileLink = guard(formsRead, h.fileLink)
 	h.DeadLetters = guard(formsRead, h.listDeadLetters)
 	h.RetryDeadLetter = guard(formsWrite, h.retryDeadLetter)
 	h.DiscardDeadLetter = guard(formsWrite, h.discardDeadLetter)
