@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/formsservice/formsservice/internal/tests3"
 	"github.com/formsservice/formsservice/internal/testredis"
+	"github.com/formsservice/formsservice/internal/tests3"
 	"github.com/formsservice/formsservice/internal/testwait"
 	"github.com/formsservice/formsservice/services/auth/audit"
 	formsservice "github.com/formsservice/formsservice/services/forms"
