@@ -164,6 +164,10 @@ chart-sync: ## Copy the CRD, the RBAC rules and the monitoring files from config
 helm-docs: deps-chart ## Regenerate the chart README's values table from values.yaml (helm-docs; template README.md.gotmpl).
 	$(HELM_DOCS)
 
+.PHONY: admin-api-reference
+admin-api-reference: ## Regenerate docs/admin-api.md from services/auth/admin/openapi.yaml (go test ./test/docs/ fails when it is stale).
+	$(GO) test -count=1 -run TestAdminAPIReference_IsGenerated ./test/docs/ -update
+
 .PHONY: test-chart
 test-chart: deps-chart ## Chart tests: golden files, strict server-side dry run, helm install into envtest, RBAC as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -count=1 ./test/chart/...

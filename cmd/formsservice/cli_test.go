@@ -106,7 +106,7 @@ func TestUsageErrors_ExitAsUsageAndPointAtHelp(t *testing.T) {
 	}{
 		{nil, "Commands:"},
 		{[]string{"fomrs"}, `unknown command "fomrs" for "formsservice" (did you mean forms?)`},
-		{[]string{"users"}, "formsservice users needs a command: create, delete, disable, enable, groups, identities, list, purge-unverified, reset-mfa, send-verification, set-password, signout, unlink"},
+		{[]string{"users"}, "formsservice users needs a command: create, delete, disable, enable, factors, groups, identities, list, purge-unverified, remove-passkey, reset-mfa, send-verification, set-password, signout, unlink"},
 		{[]string{"users", "creat"}, "(did you mean create?)"},
 		{[]string{"users", "create"}, "formsservice users create: --email is required"},
 		{[]string{"users", "list", "--format", "xml"}, `invalid argument "xml" for "--format" flag: want table or jsonl`},

@@ -28,7 +28,7 @@ import (
 func newUsersCmd(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "users",
-		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, reset-mfa, list, groups, send-verification, purge-unverified, identities, unlink)",
+		Short: "manage sign-in accounts (create, set-password, signout, disable, enable, delete, reset-mfa, factors, remove-passkey, list, groups, send-verification, purge-unverified, identities, unlink)",
 		Long: `Manages the accounts people sign in with on the hosted page. Passwords are read from standard input
 (one line), never from the command line, so that they stay out of argv and shell history.`,
 		Example: `  read -rs PW; printf '%s\n' "$PW" | formsservice users create --email ada@example.com --name Ada
@@ -45,6 +45,8 @@ func newUsersCmd(env *environment) *cobra.Command {
 		newUsersEnableCmd(env),
 		newUsersDeleteCmd(env),
 		newUsersResetMFACmd(env),
+		newUsersFactorsCmd(env),
+		newUsersRemovePasskeyCmd(env),
 		newUsersListCmd(env),
 		newUsersGroupsCmd(env),
 		newUsersSendVerificationCmd(env),

@@ -81,9 +81,16 @@ func ServiceConfig(fs *v1alpha1.FormsService, component string, in Inputs) *conf
 		c.Forms.Declared = declaredForms(s.Forms.Declared)
 		c.Forms.Spam = spamConfig(s.Forms.Spam)
 		c.Forms.Files = formFiles(s.Forms.Files)
+		if c.Forms.Files != nil && c.Forms.PublicURL == "" {
+			c.Forms.PublicURL = formsPublicURL(fs) // the files' links in mails and webhooks
+		}
 	case Auth:
 		c.Auth = authConfig(fs, in)
 		c.Mail = authMail(s.Forms)
+		if s.Forms.Files != nil {
+			// The console's download links point to the forms' host (D83); the auth pods get no link key.
+			c.Forms.PublicURL = formsPublicURL(fs)
+		}
 	case Health:
 		c.Health = config.Health{
 			FormsURL: ServiceURL(fs, Forms), AuthURL: ServiceURL(fs, Auth),
@@ -206,6 +213,14 @@ func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
 			c.PublicURL = "https://" + h
 		}
 	}
+}
+
+// formsPublicURL is the forms' own host as forms.publicURL, or "" when they are served on publicURL.
+func formsPublicURL(fs *v1alpha1.FormsService) string {
+	if h := formsHost(fs); h != "" {
+		return "https://" + h
+	}
+	return ""
 }
 
 // formsHost is the host of its own that the forms are served on (ingress or gateway formsHost), or "".

@@ -278,3 +278,41 @@ func TestFormFiles_BucketReachesTheFormsPodsOnly(t *testing.T) {
 		}
 	}
 }
+
+// The console's download links (D83) are the forms service's link route on the forms' own host: the
+// auth service's configuration names that host, and neither its configuration nor its pods get the link
+// key or the bucket. The forms' own configuration names it too, for the links in mails.
+func TestFormFiles_AuthKnowsTheFormsHostButNotTheLinkKey(t *testing.T) {
+	fs := withDeclaredForm()
+	fs.Spec.Ingress = &v1alpha1.IngressSpec{Host: "id.acme.example", FormsHost: "forms.acme.example"}
+	fs.Spec.Forms.Files = &v1alpha1.FormFilesSpec{
+		S3:               v1alpha1.S3Location{Endpoint: "http://s3.storage:7070", Bucket: "form-uploads", CredentialsSecretRef: corev1.LocalObjectReference{Name: "uploads-s3"}},
+		LinkKeySecretRef: v1alpha1.SecretKeySelector{Name: "form-links", Key: "key"},
+	}
+	for _, comp := range []string{Auth, Forms} {
+		out, err := RenderConfig(fs, comp, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse([]byte(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.FormsURL() != "https://forms.acme.example" {
+			t.Errorf("%s: the forms' URL is %q", comp, c.FormsURL())
+		}
+		if comp == Auth && (c.Forms.Files != nil || strings.Contains(out, "form-links") || strings.Contains(out, "form-uploads")) {
+			t.Errorf("the auth service's configuration names the files' key or bucket:\n%s", out)
+		}
+	}
+	for _, v := range typed[appsv1.Deployment](t, Deployment(fs, Auth, in)).Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "form-links" {
+			t.Errorf("the link key is mounted into the auth pods: %+v", v)
+		}
+	}
+	// On one host the links use publicURL.
+	fs.Spec.Ingress.FormsHost = ""
+	if c := ServiceConfig(fs, Auth, in); c.FormsURL() != PublicURL(fs) || c.Forms.PublicURL != "" {
+		t.Errorf("on one host the auth service's forms URL is %q", c.FormsURL())
+	}
+}

@@ -74,7 +74,7 @@ func startFormsAdmin(t *testing.T) *formsAdmin {
 // startDemoFormsService runs a real forms service on rdb, on a loopback port, with the declared form
 // "demo" (a unique e-mail, a company, seats) beside the built-in ones, until the test ends, and returns
 // its base URL once it answers.
-func startDemoFormsService(t *testing.T, rdb redis.UniversalClient) string {
+func startDemoFormsService(t *testing.T, rdb redis.UniversalClient, more ...func(*formsservice.Options)) string {
 	t.Helper()
 	zero := 0
 	cfg := &config.Config{AllowedOrigins: []string{formsOrigin}, Forms: config.Forms{RateLimitPerMinute: &zero, Declared: []config.DeclaredForm{{
@@ -82,7 +82,11 @@ func startDemoFormsService(t *testing.T, rdb redis.UniversalClient) string {
 			{Name: "email", Label: "Work e-mail", Type: config.FieldEmail, Required: true},
 			{Name: "company", Type: config.FieldText},
 			{Name: "seats", Type: config.FieldNumber}}}}}}
-	svc, err := formsservice.New(formsservice.Options{Config: config.Static{C: cfg}, Redis: rdb})
+	o := formsservice.Options{Config: config.Static{C: cfg}, Redis: rdb}
+	for _, m := range more {
+		m(&o)
+	}
+	svc, err := formsservice.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

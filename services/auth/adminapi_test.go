@@ -76,8 +76,9 @@ func startAdminProvider(t *testing.T, withMail bool) *adminProvider {
 	return startAdminProviderOn(t, withMail, nil)
 }
 
-// startAdminProviderOn is startAdminProvider on the store rdb (nil: a new redis-server).
-func startAdminProviderOn(t *testing.T, withMail bool, rdb redis.UniversalClient) *adminProvider {
+// startAdminProviderOn is startAdminProvider on the store rdb (nil: a new redis-server); more changes
+// the configuration further.
+func startAdminProviderOn(t *testing.T, withMail bool, rdb redis.UniversalClient, more ...func(*platformconfig.Config)) *adminProvider {
 	t.Helper()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte(robotSecret), 0o600); err != nil {
@@ -97,6 +98,9 @@ func startAdminProviderOn(t *testing.T, withMail bool, rdb redis.UniversalClient
 			machine(auditorClient, "audit:read"),
 			machine(formsClient, "forms:read", "forms:write"),
 		)
+		for _, m := range more {
+			m(c)
+		}
 	}}
 	var mp *testmail.Server
 	if withMail {

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/formsservice/formsservice/services/auth/audit"
 	"github.com/formsservice/formsservice/services/auth/mfa"
+	"github.com/formsservice/formsservice/services/auth/passkey"
 )
 
 func get(path, token string) apiCall {
@@ -328,4 +331,104 @@ func manyGroups(n int) string {
 		names[i] = fmt.Sprintf(`"g%d"`, i)
 	}
 	return strings.Join(names, ",")
+}
+
+// seedPasskey stores a passkey of userID as package passkey keeps it (registering one takes a WebAuthn
+// ceremony, which passkey_browser_test.go runs in Chromium): its record, and its use (count|last used|
+// cloned, Unix seconds).
+func seedPasskey(t *testing.T, rdb redis.UniversalClient, userID, id, name string, created, lastUsed time.Time) {
+	t.Helper()
+	rec := fmt.Sprintf(`{"name":%q,"created":%d,"synced":true,"cred":{}}`, name, created.Unix())
+	use := fmt.Sprintf("3|%d|0", lastUsed.Unix())
+	if lastUsed.IsZero() {
+		use = "0|0|0"
+	}
+	if err := rdb.HSet(t.Context(), "auth:passkey:{"+userID+"}", id, rec).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(t.Context(), "auth:passkey:{"+userID+"}:use", id, use).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An account's factors are read (users:read): the second factor's state and recovery codes left, the
+// passkeys with names and times; a passkey is removed (users:write), audited with the token's subject,
+// and no longer signs in; removing it again or another account's is 404.
+func TestAdminAPI_Users_FactorsAndPasskeyRemoval(t *testing.T) {
+	p := startAdminProvider(t, false)
+	id := p.user(testEmail, testPassword)
+	other := p.user("other@example.com", testPassword)
+	reader, ops := p.token(readerClient, "users:read"), p.token(opsClient, "users:read users:write")
+	ctx := context.Background()
+
+	a := p.api(get("/admin/v1/users/"+id+"/factors", reader))
+	if a.status != http.StatusOK || fmt.Sprint(a.body["second_factor"]) != "map[recovery_codes_left:0 totp:false]" || len(a.body["passkeys"].([]any)) != 0 {
+		t.Fatalf("no factors: %d %s", a.status, a.raw)
+	}
+
+	factors := mfa.NewStore(p.rdb, mfa.Sealer{}, nil)
+	key, err := factors.Pending(ctx, id, "Acme", testEmail, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _ := mfa.Code(key.Secret, time.Now())
+	codes, res, err := factors.Confirm(ctx, id, code)
+	if err != nil || res != mfa.Accepted {
+		t.Fatalf("enrolling an app: %v %v", res, err)
+	}
+	if ok, err := factors.UseRecoveryCode(ctx, id, codes[0]); err != nil || !ok {
+		t.Fatalf("using a recovery code: %v %v", ok, err)
+	}
+	created, used := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC), time.Date(2026, 11, 2, 10, 30, 0, 0, time.UTC)
+	seedPasskey(t, p.rdb, id, "cGFzc2tleS1vbmU", "Work laptop", created, used)
+	seedPasskey(t, p.rdb, id, "cGFzc2tleS10d28", "Phone", created.Add(time.Hour), time.Time{})
+
+	a = p.api(get("/admin/v1/users/"+id+"/factors", reader))
+	sf, _ := a.body["second_factor"].(map[string]any)
+	if a.status != http.StatusOK || sf["totp"] != true || sf["recovery_codes_left"] != float64(9) || sf["enrolled_at"] == nil {
+		t.Fatalf("the second factor: %d %s", a.status, a.raw)
+	}
+	keys, _ := a.body["passkeys"].([]any)
+	if len(keys) != 2 {
+		t.Fatalf("passkeys: %s", a.raw)
+	}
+	first, second := keys[0].(map[string]any), keys[1].(map[string]any)
+	if first["id"] != "cGFzc2tleS1vbmU" || first["name"] != "Work laptop" || first["created_at"] != "2026-10-01T09:00:00Z" ||
+		first["last_used_at"] != "2026-11-02T10:30:00Z" || first["synced"] != true {
+		t.Errorf("the first passkey: %v", first)
+	}
+	if second["name"] != "Phone" || second["last_used_at"] != nil {
+		t.Errorf("the passkey never used: %v", second)
+	}
+	if strings.Contains(string(a.raw), "cred") || strings.Contains(string(a.raw), "public") {
+		t.Errorf("the answer shows a key: %s", a.raw)
+	}
+
+	del := func(path, token string) apiAnswer {
+		return p.api(apiCall{method: http.MethodDelete, path: path, token: token})
+	}
+	problemOf(t, "removing with users:read", del("/admin/v1/users/"+id+"/passkeys/cGFzc2tleS1vbmU", reader), http.StatusForbidden)
+	problemOf(t, "another account's passkey", del("/admin/v1/users/"+other+"/passkeys/cGFzc2tleS1vbmU", ops), http.StatusNotFound)
+	problemOf(t, "a passkey of an unknown account", del("/admin/v1/users/0123456789abcdef0123456789abcdef/passkeys/cGFzc2tleS1vbmU", ops), http.StatusNotFound)
+	problemOf(t, "not a credential ID", del("/admin/v1/users/"+id+"/passkeys/not%20base64", ops), http.StatusNotFound)
+	if a := del("/admin/v1/users/"+id+"/passkeys/cGFzc2tleS1vbmU", ops); a.status != http.StatusNoContent || len(a.raw) != 0 {
+		t.Fatalf("remove: %d %s", a.status, a.raw)
+	}
+	problemOf(t, "removing it again", del("/admin/v1/users/"+id+"/passkeys/cGFzc2tleS1vbmU", ops), http.StatusNotFound)
+	left, err := passkey.NewStore(p.rdb, nil).List(ctx, id)
+	if err != nil || len(left) != 1 || left[0].Name != "Phone" {
+		t.Fatalf("the passkeys left: %+v %v", left, err)
+	}
+	problemOf(t, "the factors of an unknown account", p.api(get("/admin/v1/users/0123456789abcdef0123456789abcdef/factors", reader)), http.StatusNotFound)
+
+	var removed []audit.Event
+	for _, e := range trail(t, p.provider) {
+		if e.Kind == audit.PasskeyRemoved {
+			removed = append(removed, e)
+		}
+	}
+	if len(removed) != 1 || removed[0].Actor != audit.ActorAdmin || removed[0].Client != opsClient || removed[0].User != id ||
+		removed[0].Detail["passkey"] != "cGFzc2tleS1vbmU" || removed[0].Detail[audit.DetailActorSub] != opsClient || removed[0].Outcome != audit.Success {
+		t.Fatalf("audit: %+v", removed)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/formsservice/formsservice/services/forms/files"
+	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/objectstore"
 )
 
@@ -22,7 +23,9 @@ var (
 
 // downloadFile serves GET /f/<form>/files/<id>?expires=…&sig=…: the link a mail or webhook carries to
 // a submission's file. The signature (HMAC of form, id and expiry under forms.files.linkKeyFile's key)
-// must match (403 invalid_link) and the expiry be ahead (403 link_expired); the object is streamed
+// must match (403 invalid_link) and the expiry be ahead (403 link_expired). A console's link is
+// GET /f/<form>/files/<id>?grant=… instead: a grant of this file the admin API put in the store, used up
+// by this request (403 invalid_link when there is none, D83). The object is streamed
 // from the bucket as an attachment that a browser neither renders nor sniffs. 404 when the file was
 // erased, 502 when the bucket cannot be reached.
 func (s *Service) downloadFile(c *fiber.Ctx) error {
@@ -45,11 +48,23 @@ func (s *Service) downloadFile(c *fiber.Ctx) error {
 		s.log.Warn("serving a file link failed: forms.files cannot be used", "err", lf.err)
 		return answer(fiber.StatusBadGateway, bodyError)
 	}
-	switch err := lf.links.Check(form, id, c.Query("expires"), c.Query("sig"), s.now()); {
-	case errors.Is(err, files.ErrExpiredLink):
-		return answer(fiber.StatusForbidden, bodyLinkExpired)
-	case err != nil:
-		return answer(fiber.StatusForbidden, bodyLinkInvalid)
+	if grant := c.Query("grant"); grant != "" {
+		// A console's link (D83): one download, granted by the admin API in the store for minutes.
+		key, err := store.TakeFileGrant(c.UserContext(), s.rdb, grant)
+		switch {
+		case errors.Is(err, store.ErrNoFileGrant) || err == nil && key != lf.store.Key(form, id):
+			return answer(fiber.StatusForbidden, bodyLinkInvalid)
+		case err != nil:
+			s.log.Warn("serving a file link failed: the store did not answer", "err", err)
+			return answer(fiber.StatusBadGateway, bodyError)
+		}
+	} else {
+		switch err := lf.links.Check(form, id, c.Query("expires"), c.Query("sig"), s.now()); {
+		case errors.Is(err, files.ErrExpiredLink):
+			return answer(fiber.StatusForbidden, bodyLinkExpired)
+		case err != nil:
+			return answer(fiber.StatusForbidden, bodyLinkInvalid)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), uploadTimeout)
 	r, obj, err := lf.store.Open(ctx, lf.store.Key(form, id))

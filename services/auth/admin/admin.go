@@ -73,6 +73,8 @@ type Handler struct {
 	EnableUser       http.HandlerFunc // POST /admin/v1/users/{id}/enable
 	SetGroups        http.HandlerFunc // PUT /admin/v1/users/{id}/groups
 	ResetMFA         http.HandlerFunc // DELETE /admin/v1/users/{id}/mfa
+	UserFactors      http.HandlerFunc // GET /admin/v1/users/{id}/factors
+	RemovePasskey    http.HandlerFunc // DELETE /admin/v1/users/{id}/passkeys/{passkey}
 	SendVerification http.HandlerFunc // POST /admin/v1/users/{id}/verification
 	SignOut          http.HandlerFunc // POST /admin/v1/users/{id}/sign-out
 	DeleteUser       http.HandlerFunc // DELETE /admin/v1/users/{id}
@@ -92,6 +94,7 @@ type Handler struct {
 	DeleteSubmission  http.HandlerFunc // DELETE /admin/v1/forms/{form}/submissions/{id}
 	ReleaseSubmission http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/release
 	MarkSpam          http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/spam
+	FileLink          http.HandlerFunc // POST /admin/v1/forms/{form}/submissions/{id}/files/{file}/link
 	DeadLetters       http.HandlerFunc // GET /admin/v1/forms/{form}/dead-letters
 	RetryDeadLetter   http.HandlerFunc // POST /admin/v1/forms/{form}/dead-letters/{id}/retry
 	DiscardDeadLetter http.HandlerFunc // DELETE /admin/v1/forms/{form}/dead-letters/{id}
@@ -128,6 +131,8 @@ func New(o Options) *Handler {
 	h.EnableUser = guard(usersWrite, h.enableUser)
 	h.SetGroups = guard(usersWrite, h.setGroups)
 	h.ResetMFA = guard(usersWrite, h.resetMFA)
+	h.UserFactors = guard(usersRead, h.userFactors)
+	h.RemovePasskey = guard(usersWrite, h.removePasskey)
 	h.SendVerification = guard(usersWrite, h.sendVerification)
 	h.SignOut = guard(usersWrite, h.signOut)
 	h.DeleteUser = guard(usersWrite, h.deleteUser)
@@ -144,6 +149,7 @@ func New(o Options) *Handler {
 	h.DeleteSubmission = guard(formsWrite, h.deleteSubmission)
 	h.ReleaseSubmission = guard(formsWrite, h.moveSubmission)
 	h.MarkSpam = guard(formsWrite, h.moveSubmission)
+	h.FileLink = guard(formsRead, h.fileLink)
 	h.DeadLetters = guard(formsRead, h.listDeadLetters)
 	h.RetryDeadLetter = guard(formsWrite, h.retryDeadLetter)
 	h.DiscardDeadLetter = guard(formsWrite, h.discardDeadLetter)

@@ -103,6 +103,7 @@ var (
 	FormDeadLetterDiscarded = define("form.dead_letter_discarded", "a dead letter deleted; its submission stays stored (detail form, id)")
 	FormExported            = define("form.exported", "a form's submissions or the waitlist exported (detail form, folder, format, rows, complete, filtered)")
 	FormAddressErased       = define("form.address_erased", "an e-mail address erased from every form (formsservice forget; detail the counts erased: waitlist, contact, forms, deadLetters, spam, confirmationMails; never the address)")
+	FormFileLinkMade        = define("form.file_link_made", "a one-time download link of a submission's file made for the console (detail form, id, file: the file's id; D83)")
 )
 
 // Kinds lists every declared kind in declaration order.

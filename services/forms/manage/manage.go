@@ -50,10 +50,11 @@ const (
 	DeadLetterDiscarded = "form.dead_letter_discarded"
 	Exported            = "form.exported"
 	AddressErased       = "form.address_erased"
+	FileLinkMade        = "form.file_link_made"
 )
 
 // Kinds lists every kind of change.
-var Kinds = []string{SubmissionDeleted, SpamReleased, SpamMarked, DeadLetterRetried, DeadLetterDiscarded, Exported, AddressErased}
+var Kinds = []string{SubmissionDeleted, SpamReleased, SpamMarked, DeadLetterRetried, DeadLetterDiscarded, Exported, AddressErased, FileLinkMade}
 
 // ErrUnavailable wraps the store's failures: the request was fine, the store did not answer.
 var ErrUnavailable = storeerr.Unavailable("forms store unavailable")

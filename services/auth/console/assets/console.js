@@ -471,6 +471,30 @@
     })
   }
 
+  /** size is a byte count in the unit that reads best. */
+  const size = (n) => (n < 1024 ? t('%s bytes', n) : n < 1048576 ? t('%s KB', (n / 1024).toFixed(1)) : t('%s MB', (n / 1048576).toFixed(1)))
+
+  /** fileButton downloads a submission's file: the API grants one download at a time (D83), so each
+   * click asks for a fresh link on the forms' host and follows it; the browser saves the attachment. */
+  function fileButton(path, f, box) {
+    const fileID = f.key.split('/').pop()
+    return el('button', { type: 'button', class: 'link', 'data-file': fileID, 'aria-label': t('Download %s', f.name), onclick: async (ev) => {
+      ev.target.disabled = true
+      try {
+        const link = await call('POST', path + '/files/' + encodeURIComponent(fileID) + '/link')
+        const a = el('a', { href: link.url, hidden: true, rel: 'noreferrer' })
+        document.body.append(a)
+        a.click()
+        a.remove()
+        box.replaceChildren(el('p', { class: 'done', 'data-file': fileID }, t('Downloading %s.', f.name)))
+      } catch (e) {
+        box.replaceChildren(alertBox(e))
+      } finally {
+        ev.target.disabled = false
+      }
+    } }, f.name)
+  }
+
   async function submissionPage(form, id, done) {
     const path = formPath(form) + '/submissions/' + encodeURIComponent(id)
     show('forms-submission', t('Submission'), el('p', { class: 'muted' }, t('Loading…')))
@@ -494,6 +518,12 @@
       result,
       el('dl', { id: 'fields' }, pairs(s.fields, true)),
       s.additional && Object.keys(s.additional).length ? [el('h2', {}, t('Other fields')), el('dl', {}, pairs(s.additional, false))] : null,
+      s.files && s.files.length ? [el('h2', {}, t('Files')), el('div', { id: 'files' }, table(t('Files'), [
+        { label: t('Field'), cell: (f) => labels[f.field] || f.field },
+        { label: t('File'), cell: (f) => fileButton(path, f, result) },
+        { label: t('Size'), cell: (f) => size(f.size) },
+        { label: t('Type'), cell: (f) => f.type },
+      ], s.files, ''))] : null,
       el('h2', {}, t('Details')),
       el('dl', {},
         el('dt', {}, t('Folder')), el('dd', {}, s.folder === 'spam' ? t('Spam') : t('Inbox')),
@@ -678,8 +708,8 @@
   }
 
   /** action runs one change to an account, then shows the page again with what happened. */
-  function action(label, cls, run, id) {
-    return el('button', { type: 'button', class: cls, id, onclick: async (ev) => {
+  function action(label, cls, run, id, attrs) {
+    return el('button', { ...attrs, type: 'button', class: cls, id, onclick: async (ev) => {
       ev.target.disabled = true
       try {
         const msg = await run()
@@ -698,12 +728,14 @@
     currentUserID = id
     const path = '/users/' + encodeURIComponent(id)
     show('users-user', t('Account'), el('p', { class: 'muted' }, t('Loading…')))
-    const [u, sessions, grants, events] = await Promise.all([
+    const [u, sessions, grants, factors, events] = await Promise.all([
       call('GET', path),
       call('GET', path + '/sessions'),
       call('GET', path + '/grants'),
+      call('GET', path + '/factors'),
       call('GET', '/audit' + query({ user: id, limit: '20' })),
     ])
+    const sf = factors.second_factor
     const ended = (r) => t('%s sessions ended, %s grants revoked.', r.sessions_ended, r.grants_revoked)
     const groups = el('input', { id: 'groups', name: 'groups', value: u.groups.join(', '), autocomplete: 'off', 'aria-describedby': 'groups-hint' })
     const groupsForm = el(
@@ -740,10 +772,6 @@
           ? action(t('Enable'), '', async () => { await call('POST', path + '/enable'); return t('Enabled: the account can sign in again.') }, 'enable')
           : action(t('Disable'), 'danger', async () => t('Disabled.') + ' ' + ended(await call('POST', path + '/disable')), 'disable'),
         action(t('Sign out everywhere'), 'secondary', async () => ended(await call('POST', path + '/sign-out')), 'sign-out-everywhere'),
-        action(t('Reset second factor'), 'secondary', async () => {
-          const r = await call('DELETE', path + '/mfa')
-          return r.removed ? t('The second factor and its recovery codes were removed.') : t('The account had no second factor.')
-        }, 'reset-mfa'),
         u.email_verified || u.disabled ? null
           : action(t('Send verification link'), 'secondary', async () => { await call('POST', path + '/verification', { lang }); return t('The verification link was sent.') }, 'send-verification'),
       ),
@@ -759,6 +787,27 @@
           }, 'delete'),
         ),
       ),
+      el('h2', {}, t('Second factor and passkeys')),
+      el('dl', { id: 'second-factor' },
+        el('dt', {}, t('Authenticator app')), el('dd', {}, sf.totp ? t('Set up on %s', when(sf.enrolled_at)) : t('None')),
+        el('dt', {}, t('Recovery codes left')), el('dd', {}, sf.recovery_codes_left),
+      ),
+      sf.totp || sf.recovery_codes_left
+        ? el('div', { class: 'actions' }, action(t('Reset second factor'), 'secondary', async () => {
+          const r = await call('DELETE', path + '/mfa')
+          return r.removed ? t('The second factor and its recovery codes were removed.') : t('The account had no second factor.')
+        }, 'reset-mfa'))
+        : null,
+      el('div', { id: 'passkeys' }, table(t('Passkeys'), [
+        { label: t('Name'), cell: (k) => k.name },
+        { label: t('Added'), cell: (k) => when(k.created_at) },
+        { label: t('Last used'), cell: (k) => (k.last_used_at ? when(k.last_used_at) : t('never')) },
+        { label: t('Synced'), cell: (k) => yes(k.synced) },
+        { label: t('Action'), cell: (k) => action(t('Remove'), 'secondary', async () => {
+          await call('DELETE', path + '/passkeys/' + encodeURIComponent(k.id))
+          return t('The passkey %s was removed.', k.name)
+        }, undefined, { 'aria-label': t('Remove the passkey %s', k.name), 'data-passkey': k.id }) },
+      ], factors.passkeys, t('No passkeys.'))),
       el('h2', {}, t('Sessions')),
       table(t('Sessions'), [
         { label: t('Signed in'), cell: (s) => when(s.signed_in_at) },
