@@ -28,8 +28,11 @@ finish() {
   [[ -n $current ]] && times+=("$current $((SECONDS - started))${1:-}")
   current=""
 }
+fuzz_pid=""
 summary() {
   local rc=$?
+  # a run that ends before the fuzz step (a failed e2e, an interrupt) stops the fuzzers beside it
+  [[ -n $fuzz_pid ]] && kill -- -"$fuzz_pid" 2>/dev/null
   if [[ $rc != 0 ]]; then finish " FAILED (exit $rc)"; else finish; fi
   echo
   for t in "${times[@]}"; do echo "=== steps: $t"; done
@@ -92,17 +95,33 @@ mapfile -t raced < <(go list ./services/... ./internal/... |
   slow_first services/auth services/platform/redisha services/forms services/health internal/testredis)
 go test -count=1 -race -timeout 30m "${raced[@]}"
 
-step fuzz "fuzz: every fuzz target for ${FUZZTIME:-10s} on its seeds and checked-in corpus (hack/fuzz.sh)"
-hack/fuzz.sh
-
 step sdk-browser "browser SDK and demo page in headless Chromium against formsservice dev + redis-server (screenshots in artifacts/)"
 (cd sdk && npm run test:browser)
 
 step react-vite "React + Vite example (sdk/examples/react-vite): npm ci (the SDK packed from sdk/), type check, production build, headless Chromium against formsservice dev"
 (cd sdk/examples/react-vite && npm ci --no-audit --no-fund && npm run typecheck && npm run build && npm test)
 
+# The fuzz step runs beside the e2e, at the lowest CPU priority. The e2e spends most of its time waiting
+# on clocks (an alert's `for: 1m`, the JWKS max-age in a key rotation, Sentinel's timers) with the cores
+# idle; under nice 19 the fuzzers get only the CPU the e2e leaves (a scheduler weight of 15 against its
+# 1024), so the e2e runs as it would alone, and the fuzz step no longer adds its two minutes to the run.
+# Its output is printed once the e2e is done; its own group is killed if the run ends first.
+fuzz_log="$(mktemp)"
+fuzz_started=$SECONDS
+setsid -w nice -n 19 hack/fuzz.sh >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+echo "(fuzz: every fuzz target for ${FUZZTIME:-10s}, started beside the e2e at nice 19; its output follows the e2e)"
+
 step e2e "end to end on a real one-node cluster of this machine: chart, sample, forms, browser sign-in, health, HPA, RBAC, ingress, Prometheus, day two (make e2e, hack/node-cluster)"
 make --no-print-directory e2e
+
+step fuzz "every fuzz target for ${FUZZTIME:-10s} on its seeds and checked-in corpus (hack/fuzz.sh), started beside the e2e: waiting for it to end"
+fuzz_rc=0
+wait "$fuzz_pid" || fuzz_rc=$?
+fuzz_pid=""
+cat "$fuzz_log"
+echo "fuzz: ran $((SECONDS - fuzz_started)) s in all, beside the e2e"
+((fuzz_rc == 0)) || exit "$fuzz_rc"
 
 finish
 echo
