@@ -81,6 +81,20 @@ func (u *usersTool) open(ctx context.Context, env *environment) (*config.Config,
 	return cfg, rdb, users.NewStore(rdb, users.NewHasher(users.ParamsFrom(cfg.Auth.PasswordHash), 1)), nil
 }
 
+// openAccount is open, then the account of --email (the store closed again when there is none).
+func (u *usersTool) openAccount(ctx context.Context, env *environment) (*config.Config, redis.UniversalClient, *users.Store, *users.User, error) {
+	cfg, rdb, us, err := u.open(ctx, env)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	user, err := us.ByEmail(ctx, u.email)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, nil, nil, nil, err
+	}
+	return cfg, rdb, us, user, nil
+}
+
 func newUsersCreateCmd(env *environment) *cobra.Command {
 	var u usersTool
 	var name string

@@ -27,15 +27,11 @@ func newUsersFactorsCmd(env *environment) *cobra.Command {
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, rdb, us, err := u.open(ctx, env)
+			cfg, rdb, us, user, err := u.openAccount(ctx, env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			user, err := us.ByEmail(ctx, u.email)
-			if err != nil {
-				return err
-			}
 			f, err := accounts.New(accounts.Options{Config: config.Static{C: cfg}, Redis: rdb, Users: us}).Factors(ctx, user.ID)
 			if err != nil {
 				return err
@@ -73,15 +69,11 @@ stay. Recorded in the audit trail as passkey.removed, with the operating-system 
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, rdb, us, err := u.open(ctx, env)
+			cfg, rdb, us, user, err := u.openAccount(ctx, env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			user, err := us.ByEmail(ctx, u.email)
-			if err != nil {
-				return err
-			}
 			p, err := cliOperator(rdb, cfg, us, env, nil, nil).RemovePasskey(ctx, user, id)
 			if errors.Is(err, passkey.ErrNotFound) {
 				return fmt.Errorf("%s has no passkey %s (see formsservice users factors)", user.Email, id)

@@ -25,15 +25,11 @@ With --signout every session and grant of the account ends as well.`,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, rdb, us, err := u.open(ctx, env)
+			cfg, rdb, us, user, err := u.openAccount(ctx, env)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			user, err := us.ByEmail(ctx, u.email)
-			if err != nil {
-				return err
-			}
 			op := cliOperator(rdb, cfg, us, env, nil, nil)
 			removed, left, err := op.ResetMFA(ctx, user)
 			if err != nil {
