@@ -110,7 +110,9 @@ func touch(t *testing.T, c *cluster.Cluster, value string) {
 // the value back. The safe way back keeps the newer CRD: `helm upgrade` to the older
 // chart with crds.enabled=false (helm.sh/resource-policy: keep leaves the CRD in place), which loses
 // nothing, and a later upgrade with crds.enabled=true takes the CRD back into the release. A rollback
-// to a CRD without a version FormsServices were stored in is refused by the API server.
+// to a CRD without a version FormsServices were stored in is refused by the API server. On the way, the
+// first install's NOTES point at the production values (watchNamespaces, writeFence), and say nothing of
+// them once they are set.
 func TestChartRollback_TheCRDGoesBackWithTheRelease(t *testing.T) {
 	t.Parallel()
 	c := cluster.Start(t)
@@ -118,8 +120,17 @@ func TestChartRollback_TheCRDGoesBackWithTheRelease(t *testing.T) {
 	newer := chartWithCRD(t, withFutureField)
 
 	// Revision 1: this chart. Revision 2: the newer one, and a FormsService that uses its new field.
-	helmAt(t, c, "install", releaseName, chartDir, "--namespace", releaseNS, "--create-namespace")
+	out := helmAt(t, c, "install", releaseName, chartDir, "--namespace", releaseNS, "--create-namespace")
 	c.WaitEstablished(t, formsServiceCRD)
+	// The NOTES point a default install at the production values, and are quiet once they are set.
+	const productionHint = "For production, limit the operator"
+	if !strings.Contains(out, productionHint) {
+		t.Errorf("NOTES of a default install lack the production advice:\n%s", out)
+	}
+	if out := helmAt(t, c, "upgrade", releaseName, chartDir, "--namespace", releaseNS, "--dry-run",
+		"--values", testdataPath(t, "production.values.yaml")); strings.Contains(out, productionHint) {
+		t.Errorf("NOTES with the production values still give the production advice:\n%s", out)
+	}
 	helmAt(t, c, "upgrade", releaseName, newer, "--namespace", releaseNS, "--reuse-values")
 	if !crdKnowsFutureField(t, c) {
 		t.Fatal("the upgrade did not upgrade the CRD")
@@ -141,7 +152,7 @@ func TestChartRollback_TheCRDGoesBackWithTheRelease(t *testing.T) {
 
 	// The safe way back: the older chart without its CRD. The newer CRD stays, and so does the field
 	// through every write.
-	out := helmAt(t, c, "upgrade", releaseName, chartDir, "--namespace", releaseNS, "--reuse-values", "--set", "crds.enabled=false")
+	out = helmAt(t, c, "upgrade", releaseName, chartDir, "--namespace", releaseNS, "--reuse-values", "--set", "crds.enabled=false")
 	if !crdKnowsFutureField(t, c) {
 		t.Fatalf("helm upgrade with crds.enabled=false changed or removed the CRD:\n%s", out)
 	}
