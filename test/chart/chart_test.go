@@ -35,6 +35,7 @@ var goldenCases = []struct {
 	{name: "full-first-install-no-prometheus-operator", values: "full"},
 	{name: "minimal", values: "minimal"},
 	{name: "formsservice-crd-present", values: "formsservice", apiVersions: []string{formsServiceAPI}},
+	{name: "production", values: "production"},
 }
 
 func TestChart_TemplateMatchesGoldenFiles(t *testing.T) {
@@ -267,4 +268,66 @@ func TestChart_LintsCleanWithEveryValuesFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChart_ProductionValuesAreNamespacedAndFenced proves what the production advice (docs/helm.md,
+// "RBAC") installs: the manager's rules, exactly those of config/rbac/role.yaml, as a Role in each
+// watched namespace and bound to its ServiceAccount there; no ClusterRole of the manager and no
+// cluster-wide binding but the secure-metrics checks; and the write fence bound for the manager's
+// ServiceAccount. The defaults are the other way round: one ClusterRole, no fence.
+func TestChart_ProductionValuesAreNamespacedAndFenced(t *testing.T) {
+	roles := readObjects(t, repo.Path(t, "config", "rbac", "role.yaml"))
+	const fullname = releaseName + "-formsservice-operator"
+	const account = "system:serviceaccount:" + releaseNS + ":" + fullname
+	prod := parse(t, mustRender(t, []string{"production.values.yaml"}, nil))
+
+	managerRoles := map[string]bool{}
+	for _, m := range prod {
+		switch {
+		case m.kind() == "Role" && m.name() == fullname+"-manager":
+			ns := str(m.Object, "metadata", "namespace")
+			managerRoles[ns] = true
+			if !reflect.DeepEqual(m.Object["rules"], roles[0]["rules"]) {
+				t.Errorf("the manager Role in %s differs from config/rbac/role.yaml", ns)
+			}
+		case m.kind() == "RoleBinding" && m.name() == fullname+"-manager":
+			subjects, _ := m.Object["subjects"].([]any)
+			if len(subjects) != 1 || str(subjects[0].(map[string]any), "name") != fullname ||
+				str(subjects[0].(map[string]any), "namespace") != releaseNS || str(m.Object, "roleRef", "kind") != "Role" {
+				t.Errorf("RoleBinding %s/%s binds %v to %v, want the Role for the manager's ServiceAccount",
+					str(m.Object, "metadata", "namespace"), m.name(), subjects, m.Object["roleRef"])
+			}
+		case m.kind() == "ClusterRole" && m.name() == fullname+"-manager":
+			t.Error("with watchNamespaces the chart still renders the manager ClusterRole")
+		case m.kind() == "ClusterRoleBinding" && str(m.Object, "roleRef", "name") != fullname+"-metrics-auth":
+			t.Errorf("with watchNamespaces ClusterRoleBinding %s grants %s cluster-wide", m.name(), str(m.Object, "roleRef", "name"))
+		}
+	}
+	if want := map[string]bool{"shop": true, "checkout": true}; !reflect.DeepEqual(managerRoles, want) {
+		t.Errorf("manager Roles in %v, want one in each watched namespace %v", managerRoles, want)
+	}
+	fence := find(t, prod, "ValidatingAdmissionPolicy", "-write-fence")
+	if cond := toYAML(t, get(fence.Object, "spec", "matchConditions")); !strings.Contains(cond, "'"+account+"'") {
+		t.Errorf("the write fence does not match the manager's ServiceAccount %s:\n%s", account, cond)
+	}
+	binding := find(t, prod, "ValidatingAdmissionPolicyBinding", "-write-fence")
+	if str(binding.Object, "spec", "policyName") != fence.name() || !strings.Contains(toYAML(t, get(binding.Object, "spec", "validationActions")), "Deny") {
+		t.Errorf("the write fence's binding does not deny through %s: %v", fence.name(), binding.Object["spec"])
+	}
+
+	defaults := parse(t, mustRender(t, nil, nil))
+	find(t, defaults, "ClusterRole", "-manager")
+	if has(defaults, "ValidatingAdmissionPolicy") || hasNamed(defaults, "Role", fullname+"-manager") {
+		t.Error("the defaults render the write fence or a namespaced manager Role")
+	}
+}
+
+// hasNamed says whether ms hold an object of that kind and name.
+func hasNamed(ms []manifest, kind, name string) bool {
+	for _, m := range ms {
+		if m.kind() == kind && m.name() == name {
+			return true
+		}
+	}
+	return false
 }

@@ -59,6 +59,9 @@ func TestChart_StrictServerSideDryRun(t *testing.T) {
 	c := cluster.Start(t, repo.Path(t, "config", "crd", "bases"), prometheusOperatorCRDs(t))
 	c.CreateNamespace(t, releaseNS)
 	c.CreateNamespace(t, "monitoring") // grafanaDashboard.namespace in full.values.yaml
+	for _, ns := range []string{"shop", "checkout"} {
+		c.CreateNamespace(t, ns) // watchNamespaces in production.values.yaml
+	}
 
 	t.Run("golden cases are accepted", func(t *testing.T) {
 		t.Parallel()
