@@ -47,6 +47,10 @@ type DeclaredForm struct {
 	Retention Duration `json:"retention,omitempty"`
 	// Spam replaces forms.spam for this form (forms_spam.go).
 	Spam *Spam `json:"spam,omitempty"`
+	// BotCheck is the form's own CAPTCHA check (forms_sites.go's BotCheck): every submission of the
+	// form, from any of its origins, carries a token verified with the provider before anything is
+	// stored. It replaces the posting site's bot check for this form; without it the site's applies.
+	BotCheck *BotCheck `json:"botCheck,omitempty"`
 	// MaxFileBytes bounds the bytes of all the files of one submission together (file fields,
 	// forms_files.go); default DefaultFormFileBytes.
 	MaxFileBytes int64 `json:"maxFileBytes,omitempty"`
@@ -213,6 +217,10 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 	}
 	errs = append(errs, f.Spam.validate(at+".spam")...)
 	errs = append(errs, f.validateFileBytes(at)...)
+	if f.BotCheck != nil {
+		// The token's field (cf-turnstile-response…) has a dash, so no declared field can take its name.
+		errs = append(errs, f.BotCheck.validate(at+".botCheck")...)
+	}
 	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
 		if u.v != "" {
 			if err := CheckSiteURL(u.v); err != nil {
