@@ -91,6 +91,11 @@ type DeclaredForm struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=104857600
 	MaxFileBytes int64 `json:"maxFileBytes,omitempty"`
+	// BotCheck is the form's own CAPTCHA check: every submission of the form, from any of its origins,
+	// carries a token verified with the provider before anything is stored. It replaces the posting
+	// site's bot check (spec.forms.sites[].botCheck) for this form; without it the site's applies.
+	// +optional
+	BotCheck *BotCheckSpec `json:"botCheck,omitempty"`
 }
 
 // FormFieldType is a declared field's kind (docs/forms.md, "Your own forms").

@@ -184,6 +184,20 @@ func formsDataPolicy(c *config.Forms, p *v1alpha1.FormsDataPolicy) {
 	}
 }
 
+// botCheck renders a site's or a declared form's bot check; its secret is the file its Secret is
+// mounted as (UserSecretRefs).
+func botCheck(b *v1alpha1.BotCheckSpec) *config.BotCheck {
+	if b == nil {
+		return nil
+	}
+	c := &config.BotCheck{Provider: b.Provider, SecretFile: SecretPath(b.SecretRef.Name, b.SecretRef.Key),
+		VerifyURL: b.VerifyURL, Action: b.Action}
+	if score, err := strconv.ParseFloat(b.MinScore, 64); err == nil { // the CRD's pattern: 0 to 1
+		c.MinScore = &score
+	}
+	return c
+}
+
 // formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn. A bot check's secret is a
 // mounted Secret (UserSecretRefs); the confirmation links point to the forms' own host.
 func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
@@ -191,13 +205,7 @@ func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
 	for _, st := range f.Sites {
 		site := config.Site{Origin: string(st.Origin), Name: st.Name, ThanksURL: st.ThanksURL, ErrorURL: st.ErrorURL,
 			ConsentVersion: st.ConsentVersion}
-		if b := st.BotCheck; b != nil {
-			site.BotCheck = &config.BotCheck{Provider: b.Provider, SecretFile: SecretPath(b.SecretRef.Name, b.SecretRef.Key),
-				VerifyURL: b.VerifyURL}
-			if score, err := strconv.ParseFloat(b.MinScore, 64); err == nil { // the CRD's pattern: 0 to 1
-				site.BotCheck.MinScore = &score
-			}
-		}
+		site.BotCheck = botCheck(st.BotCheck)
 		c.Sites = append(c.Sites, site)
 	}
 	if d := f.DoubleOptIn; d != nil {

@@ -27,6 +27,7 @@ func declaredForms(specs []v1alpha1.DeclaredForm) []config.DeclaredForm {
 			ID: s.ID, Title: s.Title, AdditionalFields: s.AdditionalFields, Origins: s.Origins, Unique: s.Unique,
 			ThanksURL: s.ThanksURL, ErrorURL: s.ErrorURL, Durability: config.Durability(s.Durability),
 			Retention: duration(s.Retention), Spam: spamConfig(s.Spam), MaxFileBytes: s.MaxFileBytes,
+			BotCheck: botCheck(s.BotCheck),
 		}
 		for _, fd := range s.Fields {
 			field := config.FormField{
@@ -112,7 +113,7 @@ func checkLinkKey(b []byte) error {
 	return nil
 }
 
-// declaredSecretRefs are the Secrets the declared forms' webhooks name, mounted into the forms pods and
+// declaredSecretRefs are the Secrets the declared forms' bot checks and webhooks name, mounted into the forms pods and
 // checked as the service checks them at start-up (an http(s) URL, a Standard Webhooks secret), and the
 // files' link key.
 func declaredSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
@@ -122,6 +123,10 @@ func declaredSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 			Field: "spec.forms.files.linkKeySecretRef", Components: []string{Forms}, Check: checkLinkKey})
 	}
 	for _, f := range fs.Spec.Forms.Declared {
+		if b := f.BotCheck; b != nil {
+			refs = append(refs, SecretRef{Secret: b.SecretRef.Name, Key: b.SecretRef.Key,
+				Field: "spec.forms.declared[" + f.ID + "].botCheck.secretRef", Components: []string{Forms}})
+		}
 		if f.Notify == nil {
 			continue
 		}
