@@ -68,7 +68,7 @@ func (p *OptIn) passForms(ctx context.Context, cfg *config.Config) error {
 			return err
 		}
 		for _, m := range mails {
-			p.sendForm(ctx, cfg, form, m)
+			p.sendForm(ctx, form.ID, m)
 		}
 	}
 	return nil
@@ -94,8 +94,13 @@ func (p *OptIn) ensureFormGroup(ctx context.Context, form string) error {
 }
 
 // sendForm mails the pending submission of m (m.Address holds its entry id) its confirmation, as send
-// does the waitlist's.
-func (p *OptIn) sendForm(ctx context.Context, cfg *config.Config, form *config.DeclaredForm, m store.OutboxMail) {
+// does the waitlist's, under the configuration in force now (a reload may have come since the read).
+func (p *OptIn) sendForm(ctx context.Context, formID string, m store.OutboxMail) {
+	cfg := p.o.Config.Current()
+	form := cfg.Forms.FindDeclared(formID)
+	if form == nil || form.DoubleOptIn == nil {
+		return // no longer asked for: it stays queued (tried again after retryAfter), and expires with its submission
+	}
 	done := func(result string) {
 		if err := store.FormOutboxDone(ctx, p.o.Redis, form.ID, m.ID); err != nil {
 			p.logError("removing a mail from a form's outbox", err)
