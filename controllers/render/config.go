@@ -198,7 +198,8 @@ func botCheck(b *v1alpha1.BotCheckSpec) *config.BotCheck {
 	return c
 }
 
-// formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn. A bot check's secret is a
+// formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn (and the links' base for a
+// declared form's). A bot check's secret is a
 // mounted Secret (UserSecretRefs); the confirmation links point to the forms' own host.
 func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
 	f := fs.Spec.Forms
@@ -210,6 +211,8 @@ func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
 	}
 	if d := f.DoubleOptIn; d != nil {
 		c.DoubleOptIn = &config.DoubleOptIn{ConfirmWithin: duration(d.ConfirmWithin), ResendAfter: duration(d.ResendAfter)}
+	}
+	if f.DoubleOptIn != nil || declaredOptIn(fs) { // the waitlist's or a declared form's links
 		if h := formsHost(fs); h != "" {
 			c.PublicURL = "https://" + h
 		}

@@ -15,6 +15,17 @@ import (
 // Ingress and the HTTPRoutes route it to forms only when spec.forms.declared names a form.
 const DeclaredFormsPrefix = "/f/"
 
+// declaredOptIn reports whether a declared form asks for the double opt-in (its links need the forms'
+// public URL).
+func declaredOptIn(fs *v1alpha1.FormsService) bool {
+	for _, f := range fs.Spec.Forms.Declared {
+		if f.DoubleOptIn != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // hasDeclaredForms reports whether the resource declares forms of its own.
 func hasDeclaredForms(fs *v1alpha1.FormsService) bool { return len(fs.Spec.Forms.Declared) > 0 }
 
@@ -28,6 +39,9 @@ func declaredForms(specs []v1alpha1.DeclaredForm) []config.DeclaredForm {
 			ThanksURL: s.ThanksURL, ErrorURL: s.ErrorURL, Durability: config.Durability(s.Durability),
 			Retention: duration(s.Retention), Spam: spamConfig(s.Spam), MaxFileBytes: s.MaxFileBytes,
 			BotCheck: botCheck(s.BotCheck),
+		}
+		if d := s.DoubleOptIn; d != nil {
+			f.DoubleOptIn = &config.DoubleOptIn{ConfirmWithin: duration(d.ConfirmWithin), ResendAfter: duration(d.ResendAfter)}
 		}
 		for _, fd := range s.Fields {
 			field := config.FormField{
