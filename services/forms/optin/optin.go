@@ -60,7 +60,7 @@ type OptIn struct {
 	key   []byte // the store's link key, read once
 
 	groupReady atomic.Bool
-	groups     formGroups // the declared forms' outboxes (forms.go)
+	groups     formGroups   // the declared forms' outboxes (forms.go)
 	lastSweep  atomic.Int64 // the service clock's unix nanoseconds of the last sweep
 	lastErrLog atomic.Int64
 }

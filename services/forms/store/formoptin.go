@@ -39,7 +39,9 @@ func FormOutbox(id string) string { return formPrefix(id) + "optin:outbox" }
 
 func formExpiry(id string) string { return formPrefix(id) + "optin:expiry" }
 
-func formConfirmedKey(form, entry string) string { return formPrefix(form) + "optin:confirmed:" + entry }
+func formConfirmedKey(form, entry string) string {
+	return formPrefix(form) + "optin:confirmed:" + entry
+}
 
 // formResendKey throttles the confirmation mail of a pending address on form.
 func formResendKey(form, address string) string {
