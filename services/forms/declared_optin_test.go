@@ -145,6 +145,14 @@ func TestDeclaredOptIn_PendingUntilConfirmed_Mailpit(t *testing.T) {
 	if n := h.rdb.HLen(ctx, store.FormPending("news")).Val(); n != 0 {
 		t.Fatalf("%d pending after the confirmation", n)
 	}
+	var csv strings.Builder
+	if _, err := store.ExportForm(ctx, h.rdb, &csv, store.FormatCSV, "news"); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], ",confirmed_at") ||
+		!strings.HasSuffix(lines[1], ","+clk.now().Format(time.RFC3339Nano)) {
+		t.Fatalf("the export:\n%s", csv.String())
+	}
 	if code, body = postLink(t, confirm, ""); code != 200 || !strings.Contains(body, "Already confirmed") {
 		t.Fatalf("the link again: %d %s", code, body)
 	}
