@@ -441,5 +441,8 @@ func RestartHash(fs *v1alpha1.FormsService, component string, in Inputs) string 
 	for _, s := range secrets {
 		fmt.Fprintf(h, "\x00%s=%s", s, in.SecretDigests[s])
 	}
+	if k := FilesCredentialsDigestKey(fs); k != "" && component == Forms {
+		fmt.Fprintf(h, "\x00%s=%s", k, in.SecretDigests[k]) // their environment (formFilesEnv)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -119,6 +119,20 @@ func formFilesEnv(fs *v1alpha1.FormsService, container *corev1ac.ContainerApplyC
 		corev1ac.SecretEnvSource().WithName(f.S3.CredentialsSecretRef.Name).WithOptional(true)))
 }
 
+// FilesCredentialKeys are the keys of spec.forms.files' credentials Secret that the forms service needs
+// (services/platform/objectstore: a static key pair; AWS_SESSION_TOKEN is optional).
+var FilesCredentialKeys = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+
+// FilesCredentialsDigestKey is where Inputs.SecretDigests keeps the digest of the files' credentials
+// Secret (all its keys, as envFrom passes them all): apart from the Secret's name, whose mounted keys
+// may be digested too.
+func FilesCredentialsDigestKey(fs *v1alpha1.FormsService) string {
+	if f := fs.Spec.Forms.Files; f != nil {
+		return "envFrom/" + f.S3.CredentialsSecretRef.Name
+	}
+	return ""
+}
+
 // checkLinkKey is what the forms service needs of the link key: 32 bytes or more once trimmed.
 func checkLinkKey(b []byte) error {
 	if len(bytes.TrimSpace(b)) < config.MinLinkKey {
