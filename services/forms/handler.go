@@ -281,9 +281,9 @@ func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x e
 	return key, true
 }
 
-// gate runs the submission's bot check (a declared form's own, else its site's) where D2's order puts it: after the rate limit (so that a
-// client past it asks the provider nothing) and once a known Idempotency-Key is ruled out (its replay,
-// 422 or 409 comes from the store, and spends no token). It returns the rate limit the store still
+// gate runs the submission's bot check (a declared form's own, else its site's) where D2's order puts
+// it: after the rate limit (so that a client past it asks the provider nothing) and once a known
+// Idempotency-Key is ruled out (its replay, 422 or 409 comes from the store, and spends no token). It returns the rate limit the store still
 // has to count (0 once counted here); false when the answer has been written.
 func (s *Service) gate(c *fiber.Ctx, ep endpoint, sub *admitted, x extras, idem store.Idempotency) (int, bool) {
 	if sub.botCheck() == nil {

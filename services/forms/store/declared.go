@@ -23,6 +23,7 @@ import (
 //	fs:{form:<id>}:rate:<ip>   the client's rate-limit window on this form
 //	fs:{form:<id>}:idem:<hash> an Idempotency-Key's record: "<hash of the submission>:<first answer>"
 //	fs:{form:<id>}:run:<call>  a script call's answer, for a second run of the same call
+//	fs:{form:<id>}:optin:...   the double opt-in's pending submissions and mails (formoptin.go)
 func formPrefix(id string) string { return "fs:{form:" + id + "}:" }
 
 // FormStream is where a declared form's submissions are stored, in order.
