@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/formsservice/formsservice/internal/testbrowser"
 	"github.com/formsservice/formsservice/internal/testmail"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/services/forms/internal/formstest"
@@ -227,4 +230,34 @@ func TestDeclaredOptIn_WithdrawAndExpire(t *testing.T) {
 		t.Fatalf("%d stored without a confirmation", n)
 	}
 
+}
+
+// The form's confirmation and withdrawal pages in Chromium: the GET shows a button and changes nothing,
+// the button confirms; each page meets WCAG 2.2 AA (axe-core) at 320 px in light and dark mode.
+func TestDeclaredOptIn_PagesInChromium(t *testing.T) {
+	h, mp, _ := formOptInHarness(t)
+	h.post("/f/news", `{"email":"dee@example.com"}`).expect(t, 201, "created")
+	sendMails(t, h)
+	confirm, withdraw := formLinksOf(t, mp.Latest(t, "dee@example.com", 15*time.Second), "news")
+	ctx := testbrowser.New(t)
+	for _, link := range []struct{ url, title string }{{withdraw, "Withdraw this submission"}, {confirm, "Confirm your submission"}} {
+		testbrowser.Do(t, ctx, link.title, chromedp.Navigate(link.url), chromedp.WaitVisible(chromedp.CSS("button")))
+		waitTitle(t, ctx, link.title)
+		for _, scheme := range []string{"light", "dark"} {
+			testbrowser.Do(t, ctx, "viewport", testbrowser.Viewport(320, scheme))
+			testbrowser.Accessible(t, ctx, link.title+", "+scheme)
+			if px := testbrowser.Get(t, ctx, "width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); px > 320 {
+				t.Errorf("%s is %d px wide at 320", link.title, px)
+			}
+		}
+	}
+	if n := h.rdb.XLen(t.Context(), store.FormStream("news")).Val(); n != 0 {
+		t.Fatal("opening the links stored the submission")
+	}
+	testbrowser.Do(t, ctx, "confirming", chromedp.Click(chromedp.CSS("button")))
+	waitTitle(t, ctx, "Thank you")
+	testbrowser.Accessible(t, ctx, "the confirmed page")
+	if n := len(storedForm(t, h, "news")); n != 1 {
+		t.Fatalf("%d stored after the button", n)
+	}
 }
