@@ -148,6 +148,9 @@ func TestDeclaredOptIn_PendingUntilConfirmed_Mailpit(t *testing.T) {
 	if n := h.rdb.HLen(ctx, store.FormPending("news")).Val(); n != 0 {
 		t.Fatalf("%d pending after the confirmation", n)
 	}
+	if days := h.rdb.HVals(ctx, store.FormDaily("news")).Val(); len(days) != 1 || days[0] != "1" {
+		t.Fatalf("the per-day counts after the confirmation: %v, want one arrival (none while pending)", days)
+	}
 	var csv strings.Builder
 	if _, err := store.ExportForm(ctx, h.rdb, &csv, store.FormatCSV, "news"); err != nil {
 		t.Fatal(err)
