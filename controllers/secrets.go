@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -160,7 +161,47 @@ func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.
 	if err != nil {
 		return nil, nil, err
 	}
-	return digests, append(problems, dataProblems...), nil
+	filesProblems, err := r.checkFilesSecret(ctx, fs, digests)
+	if err != nil {
+		return nil, nil, err
+	}
+	return digests, append(append(problems, dataProblems...), filesProblems...), nil
+}
+
+// checkFilesSecret reads the credentials Secret of spec.forms.files' bucket. The forms pods get it
+// through envFrom, optional to the pod (without it only the forms with file fields fail, not every
+// form), so nothing else would say it is missing until the first upload answers 502: a missing Secret,
+// or one without the keys the forms service needs (render.FilesCredentialKeys), is
+// FilesCredentialsMissing now, naming the field and the keys, never a value. Its digest goes into the
+// forms pods' restart hash: an environment from a Secret is read at start only, so a Secret created or
+// fixed later rolls them.
+func (r *FormsServiceReconciler) checkFilesSecret(ctx context.Context, fs *v1alpha1.FormsService, digests map[string]string) ([]problem, error) {
+	f := fs.Spec.Forms.Files
+	if f == nil {
+		return nil, nil
+	}
+	name, field := f.S3.CredentialsSecretRef.Name, "spec.forms.files.s3.credentialsSecretRef"
+	sec := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return []problem{{Reason: "FilesCredentialsMissing", Message: fmt.Sprintf(
+			"Secret %q named by %s does not exist in namespace %s: the forms with file fields answer 502 until it does", name, field, fs.Namespace)}}, nil
+	case err != nil:
+		return nil, err
+	}
+	digests[render.FilesCredentialsDigestKey(fs)] = digestSecret(sec, nil)
+	var missing []string
+	for _, k := range render.FilesCredentialKeys {
+		if len(bytes.TrimSpace(sec.Data[k])) == 0 {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return []problem{{Reason: "FilesCredentialsMissing", Message: fmt.Sprintf(
+			"Secret %q named by %s has no %s: the forms with file fields answer 502 until it has", name, field, strings.Join(missing, " and "))}}, nil
+	}
+	return nil, nil
 }
 
 // checkDataSecrets reads the Secrets the backup and restore Jobs will read (render.DataSecretRefs): a
@@ -229,7 +270,8 @@ func (r *FormsServiceReconciler) secretRecheck(problems []problem) time.Duration
 	for _, p := range problems {
 		switch p.Reason {
 		case "SecretMissing", "RedisPasswordSecretMissing", "SecretKeyMissing", "SecretValueInvalid", "SigningKeyMissing",
-			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid", "BackupCredentialsMissing", "ConnectorSecretMissing":
+			"SigningKeyVanished", "SigningKeySecretMissing", "SigningKeyInvalid", "BackupCredentialsMissing", "ConnectorSecretMissing",
+			"FilesCredentialsMissing":
 			return wait.Jitter(min(every, missingSecretRecheck), recheckJitter)
 		}
 	}

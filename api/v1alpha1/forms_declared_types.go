@@ -17,6 +17,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoresponder) || (has(self.autoresponder.field) && size(self.autoresponder.field) > 0) || self.fields.exists(f, f.type == 'email')",message="the form has no email field for the autoresponder to answer to",fieldPath=".autoresponder"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoresponder) || !has(self.autoresponder.field) || size(self.autoresponder.field) == 0 || self.fields.exists(f, f.name == self.autoresponder.field && f.type == 'email')",message="autoresponder.field must name an email field of the form",fieldPath=".autoresponder.field"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxFileBytes) || self.maxFileBytes == 0 || self.fields.exists(f, f.type == 'file')",message="maxFileBytes is for a form with a file field",fieldPath=".maxFileBytes"
+// +kubebuilder:validation:XValidation:rule="!has(self.doubleOptIn) || (has(self.unique) && self.fields.exists(f, f.name == self.unique && f.type == 'email'))",message="doubleOptIn needs unique naming an email field: the address the confirmation mail goes to",fieldPath=".doubleOptIn"
+// +kubebuilder:validation:XValidation:rule="!has(self.doubleOptIn) || !self.fields.exists(f, f.type == 'file')",message="doubleOptIn is not for a form with file fields (the files of a submission never confirmed would outlive it)",fieldPath=".doubleOptIn"
 type DeclaredForm struct {
 	// ID names the form in its path (/f/<id>), its keys, metrics and export: 1 to 40 of a-z, 0-9 and
 	// -, starting with a letter or digit. contact and waitlist are the built-in forms'.
@@ -91,6 +93,17 @@ type DeclaredForm struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=104857600
 	MaxFileBytes int64 `json:"maxFileBytes,omitempty"`
+	// BotCheck is the form's own CAPTCHA check: every submission of the form, from any of its origins,
+	// carries a token verified with the provider before anything is stored. It replaces the posting
+	// site's bot check (spec.forms.sites[].botCheck) for this form; without it the site's applies.
+	// +optional
+	BotCheck *BotCheckSpec `json:"botCheck,omitempty"`
+	// DoubleOptIn keeps each submission pending until the address in the form's unique field (an email
+	// field) confirms it from a mail, as spec.forms.doubleOptIn does for the waitlist: only a confirmed
+	// submission is stored, delivered and exported; one left unconfirmed is erased. The links point to
+	// the forms' host (ingress or gateway formsHost, else publicURL), which must be https.
+	// +optional
+	DoubleOptIn *DoubleOptInSpec `json:"doubleOptIn,omitempty"`
 }
 
 // FormFieldType is a declared field's kind (docs/forms.md, "Your own forms").

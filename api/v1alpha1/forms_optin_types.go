@@ -47,7 +47,9 @@ type FormsSite struct {
 	BotCheck *BotCheckSpec `json:"botCheck,omitempty"`
 }
 
-// BotCheckSpec is a site's CAPTCHA provider.
+// BotCheckSpec is a site's or a declared form's CAPTCHA provider.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.action) || size(self.action) == 0 || self.provider != 'hcaptcha'",message="action is for turnstile and recaptcha: hCaptcha reports no action",fieldPath=".action"
 type BotCheckSpec struct {
 	// Provider is turnstile (Cloudflare Turnstile), hcaptcha or recaptcha (v2 or v3).
 	// +kubebuilder:validation:Enum=turnstile;hcaptcha;recaptcha
@@ -65,4 +67,13 @@ type BotCheckSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,3})?|1(\.0{1,3})?)$`
 	MinScore string `json:"minScore,omitempty"`
+	// Action, when set, is the only action taken (turnstile and recaptcha: the name the page gives the
+	// check, reCAPTCHA v3's grecaptcha.execute action or Turnstile's data-action), so that a token made
+	// for another page of the site does not pass; default any. Up to 100 of letters, digits, _, / and -
+	// (the providers' own alphabet: stricter than the service, which takes any text without surrounding
+	// spaces).
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_/-]+$`
+	Action string `json:"action,omitempty"`
 }

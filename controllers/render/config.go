@@ -191,24 +191,35 @@ func formsDataPolicy(c *config.Forms, p *v1alpha1.FormsDataPolicy) {
 	}
 }
 
-// formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn. A bot check's secret is a
+// botCheck renders a site's or a declared form's bot check; its secret is the file its Secret is
+// mounted as (UserSecretRefs).
+func botCheck(b *v1alpha1.BotCheckSpec) *config.BotCheck {
+	if b == nil {
+		return nil
+	}
+	c := &config.BotCheck{Provider: b.Provider, SecretFile: SecretPath(b.SecretRef.Name, b.SecretRef.Key),
+		VerifyURL: b.VerifyURL, Action: b.Action}
+	if score, err := strconv.ParseFloat(b.MinScore, 64); err == nil { // the CRD's pattern: 0 to 1
+		c.MinScore = &score
+	}
+	return c
+}
+
+// formsSitesAndOptIn applies spec.forms.sites and spec.forms.doubleOptIn (and the links' base for a
+// declared form's). A bot check's secret is a
 // mounted Secret (UserSecretRefs); the confirmation links point to the forms' own host.
 func formsSitesAndOptIn(c *config.Forms, fs *v1alpha1.FormsService) {
 	f := fs.Spec.Forms
 	for _, st := range f.Sites {
 		site := config.Site{Origin: string(st.Origin), Name: st.Name, ThanksURL: st.ThanksURL, ErrorURL: st.ErrorURL,
 			ConsentVersion: st.ConsentVersion}
-		if b := st.BotCheck; b != nil {
-			site.BotCheck = &config.BotCheck{Provider: b.Provider, SecretFile: SecretPath(b.SecretRef.Name, b.SecretRef.Key),
-				VerifyURL: b.VerifyURL}
-			if score, err := strconv.ParseFloat(b.MinScore, 64); err == nil { // the CRD's pattern: 0 to 1
-				site.BotCheck.MinScore = &score
-			}
-		}
+		site.BotCheck = botCheck(st.BotCheck)
 		c.Sites = append(c.Sites, site)
 	}
 	if d := f.DoubleOptIn; d != nil {
 		c.DoubleOptIn = &config.DoubleOptIn{ConfirmWithin: duration(d.ConfirmWithin), ResendAfter: duration(d.ResendAfter)}
+	}
+	if f.DoubleOptIn != nil || declaredOptIn(fs) { // the waitlist's or a declared form's links
 		if h := formsHost(fs); h != "" {
 			c.PublicURL = "https://" + h
 		}
@@ -444,6 +455,9 @@ func RestartHash(fs *v1alpha1.FormsService, component string, in Inputs) string 
 	sort.Strings(secrets)
 	for _, s := range secrets {
 		fmt.Fprintf(h, "\x00%s=%s", s, in.SecretDigests[s])
+	}
+	if k := FilesCredentialsDigestKey(fs); k != "" && component == Forms {
+		fmt.Fprintf(h, "\x00%s=%s", k, in.SecretDigests[k]) // their environment (formFilesEnv)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -15,6 +15,17 @@ import (
 // Ingress and the HTTPRoutes route it to forms only when spec.forms.declared names a form.
 const DeclaredFormsPrefix = "/f/"
 
+// declaredOptIn reports whether a declared form asks for the double opt-in (its links need the forms'
+// public URL).
+func declaredOptIn(fs *v1alpha1.FormsService) bool {
+	for _, f := range fs.Spec.Forms.Declared {
+		if f.DoubleOptIn != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // hasDeclaredForms reports whether the resource declares forms of its own.
 func hasDeclaredForms(fs *v1alpha1.FormsService) bool { return len(fs.Spec.Forms.Declared) > 0 }
 
@@ -27,6 +38,10 @@ func declaredForms(specs []v1alpha1.DeclaredForm) []config.DeclaredForm {
 			ID: s.ID, Title: s.Title, AdditionalFields: s.AdditionalFields, Origins: s.Origins, Unique: s.Unique,
 			ThanksURL: s.ThanksURL, ErrorURL: s.ErrorURL, Durability: config.Durability(s.Durability),
 			Retention: duration(s.Retention), Spam: spamConfig(s.Spam), MaxFileBytes: s.MaxFileBytes,
+			BotCheck: botCheck(s.BotCheck),
+		}
+		if d := s.DoubleOptIn; d != nil {
+			f.DoubleOptIn = &config.DoubleOptIn{ConfirmWithin: duration(d.ConfirmWithin), ResendAfter: duration(d.ResendAfter)}
 		}
 		for _, fd := range s.Fields {
 			field := config.FormField{
@@ -104,6 +119,20 @@ func formFilesEnv(fs *v1alpha1.FormsService, container *corev1ac.ContainerApplyC
 		corev1ac.SecretEnvSource().WithName(f.S3.CredentialsSecretRef.Name).WithOptional(true)))
 }
 
+// FilesCredentialKeys are the keys of spec.forms.files' credentials Secret that the forms service needs
+// (services/platform/objectstore: a static key pair; AWS_SESSION_TOKEN is optional).
+var FilesCredentialKeys = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+
+// FilesCredentialsDigestKey is where Inputs.SecretDigests keeps the digest of the files' credentials
+// Secret (all its keys, as envFrom passes them all): apart from the Secret's name, whose mounted keys
+// may be digested too.
+func FilesCredentialsDigestKey(fs *v1alpha1.FormsService) string {
+	if f := fs.Spec.Forms.Files; f != nil {
+		return "envFrom/" + f.S3.CredentialsSecretRef.Name
+	}
+	return ""
+}
+
 // checkLinkKey is what the forms service needs of the link key: 32 bytes or more once trimmed.
 func checkLinkKey(b []byte) error {
 	if len(bytes.TrimSpace(b)) < config.MinLinkKey {
@@ -112,7 +141,7 @@ func checkLinkKey(b []byte) error {
 	return nil
 }
 
-// declaredSecretRefs are the Secrets the declared forms' webhooks name, mounted into the forms pods and
+// declaredSecretRefs are the Secrets the declared forms' bot checks and webhooks name, mounted into the forms pods and
 // checked as the service checks them at start-up (an http(s) URL, a Standard Webhooks secret), and the
 // files' link key.
 func declaredSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
@@ -122,6 +151,10 @@ func declaredSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 			Field: "spec.forms.files.linkKeySecretRef", Components: []string{Forms}, Check: checkLinkKey})
 	}
 	for _, f := range fs.Spec.Forms.Declared {
+		if b := f.BotCheck; b != nil {
+			refs = append(refs, SecretRef{Secret: b.SecretRef.Name, Key: b.SecretRef.Key,
+				Field: "spec.forms.declared[" + f.ID + "].botCheck.secretRef", Components: []string{Forms}})
+		}
 		if f.Notify == nil {
 			continue
 		}

@@ -150,12 +150,19 @@ func authMailEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEg
 	return anyAddressOn(appendPort(nil, hostPortPort(string(d.SMTP.Address))))
 }
 
-// botCheckEgress reaches the sites' CAPTCHA providers: any address on their verify URLs' ports (443 for
-// the providers' own); their addresses are not ours to list.
+// botCheckEgress reaches the sites' and the declared forms' CAPTCHA providers: any address on their
+// verify URLs' ports (443 for the providers' own); their addresses are not ours to list.
 func botCheckEgress(fs *v1alpha1.FormsService) []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
-	var ports []int
+	checks := make([]*v1alpha1.BotCheckSpec, 0, len(fs.Spec.Forms.Sites))
 	for _, st := range fs.Spec.Forms.Sites {
-		if b := st.BotCheck; b != nil {
+		checks = append(checks, st.BotCheck)
+	}
+	for _, f := range fs.Spec.Forms.Declared {
+		checks = append(checks, f.BotCheck)
+	}
+	var ports []int
+	for _, b := range checks {
+		if b != nil {
 			p := 443
 			if b.VerifyURL != "" {
 				p = urlPort(b.VerifyURL)

@@ -10,16 +10,17 @@ import (
 	"github.com/formsservice/formsservice/services/forms/botcheck"
 )
 
-// checkBot verifies the submission's CAPTCHA token with its site's provider (docs/forms.md, "Bot
-// checks"). It fails closed: no token is `<field>: required`, a token the provider refuses is
+// checkBot verifies the submission's CAPTCHA token with the provider of its bot check — the declared
+// form's own, else the posting site's (admitted.botCheck; docs/forms.md, "Bot checks"). It fails closed: no token is `<field>: required`, a token the provider refuses is
 // `<field>: must_be_true` (the check must pass), both 400; a provider that cannot be asked (unreachable,
 // slow, a 5xx, a refused secret, an unreadable secret file) is 502, as a store that cannot be written.
 // It returns false when the answer has been written.
 func (s *Service) checkBot(c *fiber.Ctx, ep endpoint, sub *admitted, token string) bool {
-	field := botcheck.Provider(sub.site.BotCheck.Provider).Field()
-	if sub.site.botErr != nil {
-		s.logBotError(sub.site.botErr)
-		s.refuseBot(c, sub, refusedBotUnavailable, sub.site.botErr)
+	g := sub.botCheck()
+	field := g.field()
+	if g.err != nil {
+		s.logBotError(g.err)
+		s.refuseBot(c, sub, refusedBotUnavailable, g.err)
 		s.reply(c, ep, resultBotUnavailable, fiber.StatusBadGateway, bodyError)
 		return false
 	}
@@ -36,7 +37,7 @@ func (s *Service) checkBot(c *fiber.Ctx, ep endpoint, sub *admitted, token strin
 	if u, err := url.Parse(sub.origin); err == nil {
 		host = u.Hostname() // the page the token must have been solved on
 	}
-	err := sub.site.bot.Verify(c.UserContext(), token, remote, host)
+	err := g.verifier.Verify(c.UserContext(), token, remote, host)
 	switch {
 	case err == nil:
 		return true

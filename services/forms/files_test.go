@@ -57,6 +57,12 @@ type fileHarness struct {
 
 func newFileHarness(t *testing.T, edit ...func(*config.Config)) *fileHarness {
 	t.Helper()
+	return newFileHarnessWith(t, harnessOpts{}, edit...)
+}
+
+// newFileHarnessWith is newFileHarness with o's server settings (readTimeout).
+func newFileHarnessWith(t *testing.T, o harnessOpts, edit ...func(*config.Config)) *fileHarness {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs versitygw")
 	}
@@ -74,7 +80,8 @@ func newFileHarness(t *testing.T, edit ...func(*config.Config)) *fileHarness {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock.Store(&start)
 	env := srv.Env()
-	h := newHarness(t, harnessOpts{cfg: cfg, s3: env, now: func() time.Time { return *clock.Load() }})
+	o.cfg, o.s3, o.now = cfg, env, func() time.Time { return *clock.Load() }
+	h := newHarness(t, o)
 	c, err := objectstore.New(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/clientip"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -135,10 +134,21 @@ func (s *Service) admit(c *fiber.Ctx, ep endpoint, buf []byte) (admitted, bool) 
 // wants says which extra members the submission's body is read for (validate.go, extras).
 func (sub *admitted) wants() wantExtras {
 	w := wantExtras{next: sub.form != nil}
-	if sub.site.botChecked() {
-		w.tokenField = botcheck.Provider(sub.site.BotCheck.Provider).Field()
+	if g := sub.botCheck(); g != nil {
+		w.tokenField = g.field()
 	}
 	return w
+}
+
+// botCheck is the submission's bot check: a declared form's own (forms.declared[].botCheck), else the
+// posting site's; nil when neither asks for one.
+func (sub *admitted) botCheck() *botGate {
+	if sub.declared != nil {
+		if g := sub.live.formBots[sub.declared.ID]; g != nil {
+			return g
+		}
+	}
+	return sub.site.botCheck()
 }
 
 // checkNext takes a form post's _next into its answering context, or adds the error that refuses it.
@@ -271,12 +281,12 @@ func (s *Service) vet(c *fiber.Ctx, ep endpoint, sub *admitted, errs Errors, x e
 	return key, true
 }
 
-// gate runs a bot-checked site's check where D2's order puts it: after the rate limit (so that a
-// client past it asks the provider nothing) and once a known Idempotency-Key is ruled out (its replay,
-// 422 or 409 comes from the store, and spends no token). It returns the rate limit the store still
+// gate runs the submission's bot check (a declared form's own, else its site's) where D2's order puts
+// it: after the rate limit (so that a client past it asks the provider nothing) and once a known
+// Idempotency-Key is ruled out (its replay, 422 or 409 comes from the store, and spends no token). It returns the rate limit the store still
 // has to count (0 once counted here); false when the answer has been written.
 func (s *Service) gate(c *fiber.Ctx, ep endpoint, sub *admitted, x extras, idem store.Idempotency) (int, bool) {
-	if !sub.site.botChecked() {
+	if sub.botCheck() == nil {
 		return sub.live.rateLimit, true
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)

@@ -125,8 +125,13 @@ func (s *Service) submitDeclared(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.storeTimeout)
 	defer cancel()
 	verdict := s.judge(ctx, sub.live, form, declaredSpam(form, d.fields, d.additional, sub.client))
-	res, err := s.store.AddSubmission(ctx, store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem,
-		Record: rec, Unique: d.unique, Verdict: verdict}, sub.live.cfg.Forms.DurabilityOf(form))
+	add := store.Submission{Form: form.ID, Client: sub.client, Limit: limit, Idem: idem, Record: rec, Unique: d.unique, Verdict: verdict}
+	if form.DoubleOptIn != nil && d.unique != "" {
+		// Kept pending until the address confirms it (D84); the answer is the same as without.
+		o := s.optin.NewEntry(s.now(), form.DoubleOptIn)
+		add.OptIn = &o
+	}
+	res, err := s.store.AddSubmission(ctx, add, sub.live.cfg.Forms.DurabilityOf(form))
 	if err == nil && res.Outcome == store.Stored {
 		uploaded = nil // kept: the record names them
 	}

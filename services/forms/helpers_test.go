@@ -66,6 +66,8 @@ type harnessOpts struct {
 	log io.Writer
 	// s3 is the AWS_* environment of forms.files' bucket (files_test.go).
 	s3 map[string]string
+	// readTimeout is the server's (default 10 s): a test of slow uploads shortens it.
+	readTimeout time.Duration
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -110,7 +112,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	metrics := server.NewMetrics()
-	app := server.New(server.Options{Logger: log, Metrics: metrics}, h.svc)
+	app := server.New(server.Options{Logger: log, Metrics: metrics, ReadTimeout: o.readTimeout}, h.svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

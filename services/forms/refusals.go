@@ -3,7 +3,6 @@ package forms
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/formsservice/formsservice/services/forms/botcheck"
 	"github.com/formsservice/formsservice/services/platform/refusal"
 )
 
@@ -89,9 +88,12 @@ func (s *Service) refuseBot(c *fiber.Ctx, sub *admitted, reason refusal.Reason, 
 		s.refusals.Count(reason)
 		return
 	}
-	provider := sub.site.BotCheck.Provider
+	g := sub.botCheck()
 	args := []any{"method", c.Method(), "path", c.Path(), "origin", sub.origin,
-		"provider", provider, "field", botcheck.Provider(provider).Field()}
+		"provider", g.cfg.Provider, "field", g.field()}
+	if sub.declared != nil && sub.live.formBots[sub.declared.ID] != nil {
+		args = append(args, "form", sub.declared.ID) // the form's own check, not the site's
+	}
 	var msg string
 	switch reason {
 	case refusedBotMissing:

@@ -30,5 +30,11 @@ func (s *Service) Routes() []server.Route {
 		server.Post(optin.ConfirmPath, s.optin.Confirm).Limit(linkBodyLimit),
 		server.Get(optin.UnsubscribePath, s.optin.UnsubscribePage),
 		server.Post(optin.UnsubscribePath, s.optin.Unsubscribe).Limit(linkBodyLimit),
+		// A declared form's double opt-in links (forms.declared[].doubleOptIn), the same pages for its
+		// pending submissions.
+		server.Get(optin.FormConfirmPath, s.optin.FormConfirmPage),
+		server.Post(optin.FormConfirmPath, s.optin.FormConfirm).Limit(linkBodyLimit),
+		server.Get(optin.FormUnsubscribePath, s.optin.FormUnsubscribePage),
+		server.Post(optin.FormUnsubscribePath, s.optin.FormUnsubscribe).Limit(linkBodyLimit),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -93,8 +94,12 @@ type liveConfig struct {
 	// formOrigins are the declared forms' own origins (patterns as in allowedOrigins), by form id; a
 	// form without origins takes every allowed origin.
 	formOrigins map[string]*originMatcher
-	spam        spamRules  // the forms' spam rules (spamcheck.go)
-	files       *liveFiles // forms.files (upload.go); nil without it
+	// formBots are the declared forms' own bot checks, by form id (a form without one takes its
+	// posting site's); botErrs the ones whose secret could not be read (New refuses to start on them).
+	formBots map[string]*botGate
+	botErrs  []error
+	spam     spamRules  // the forms' spam rules (spamcheck.go)
+	files    *liveFiles // forms.files (upload.go); nil without it
 }
 
 // New builds the service.
@@ -163,9 +168,9 @@ func New(o Options) (*Service, error) {
 	if err := s.forms.Check(o.Config.Current()); err != nil {
 		return nil, err
 	}
-	// A site whose bot-check secret cannot be read stops the start, as a webhook URL file does; after a
-	// reload it fails closed (502) until the file is fixed.
-	if err := errors.Join(s.live().sites.errs...); err != nil {
+	// A site or declared form whose bot-check secret cannot be read stops the start, as a webhook URL
+	// file does; after a reload it fails closed (502) until the file is fixed.
+	if err := errors.Join(s.live().botErrs...); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -239,7 +244,18 @@ func (s *Service) live() *liveConfig {
 		rateLimit: cfg.Forms.RateLimit(),
 		files:     compileFiles(cfg.Forms.Files, s.s3env),
 	}
-	for _, f := range cfg.Forms.Declared {
+	lc.botErrs = slices.Clone(lc.sites.errs)
+	for i := range cfg.Forms.Declared {
+		f := &cfg.Forms.Declared[i]
+		if g := compileBot(f.BotCheck, "forms.declared "+f.ID); g != nil {
+			if lc.formBots == nil {
+				lc.formBots = map[string]*botGate{}
+			}
+			lc.formBots[f.ID] = g
+			if g.err != nil {
+				lc.botErrs = append(lc.botErrs, g.err)
+			}
+		}
 		if len(f.Origins) > 0 {
 			if lc.formOrigins == nil {
 				lc.formOrigins = map[string]*originMatcher{}

@@ -15,11 +15,37 @@ import (
 // origin beyond the JSON contract.
 type site struct {
 	config.Site
-	// bot verifies the site's CAPTCHA tokens (nil: no bot check). botErr says why it could not be built
-	// (an unreadable secret file): the site's submissions then fail closed with 502.
-	bot    *botcheck.Verifier
-	botErr error
+	// bot is the site's bot check; nil without one.
+	bot *botGate
 }
+
+// botGate is a bot check compiled with the configuration: a site's (forms.sites[].botCheck) or a
+// declared form's own (forms.declared[].botCheck).
+type botGate struct {
+	cfg *config.BotCheck
+	// verifier checks the CAPTCHA tokens. err says why it could not be built (an unreadable secret
+	// file): the submissions it guards then fail closed with 502.
+	verifier *botcheck.Verifier
+	err      error
+}
+
+// compileBot builds b's verifier; at names it in the error of an unreadable secret file. nil for nil.
+func compileBot(b *config.BotCheck, at string) *botGate {
+	if b == nil {
+		return nil
+	}
+	g := &botGate{cfg: b}
+	secret, err := readSecret(b.SecretFile)
+	if err != nil {
+		g.err = fmt.Errorf("%s: botCheck.secretFile: %w", at, err)
+		return g
+	}
+	g.verifier = botcheck.New(botcheck.Provider(b.Provider), secret, b.VerifyURL, b.Score(), botClient).WithAction(b.Action)
+	return g
+}
+
+// field is the body field the provider's widget puts its token in.
+func (g *botGate) field() string { return botcheck.Provider(g.cfg.Provider).Field() }
 
 // siteMatcher finds the site of a request's origin: the site named by that exact origin, else the first
 // whose wildcard pattern matches it. Most configurations have none or a few.
@@ -43,15 +69,9 @@ var botClient = &http.Client{Timeout: botcheck.Timeout, CheckRedirect: func(*htt
 func newSiteMatcher(sites []config.Site) *siteMatcher {
 	m := &siteMatcher{exact: map[string]*site{}}
 	for _, cs := range sites {
-		s := &site{Site: cs}
-		if b := cs.BotCheck; b != nil {
-			secret, err := readSecret(b.SecretFile)
-			if err != nil {
-				s.botErr = fmt.Errorf("forms.sites %s: botCheck.secretFile: %w", cs.Origin, err)
-				m.errs = append(m.errs, s.botErr)
-			} else {
-				s.bot = botcheck.New(botcheck.Provider(b.Provider), secret, b.VerifyURL, b.Score(), botClient).WithAction(b.Action)
-			}
+		s := &site{Site: cs, bot: compileBot(cs.BotCheck, "forms.sites "+cs.Origin)}
+		if s.bot != nil && s.bot.err != nil {
+			m.errs = append(m.errs, s.bot.err)
 		}
 		om := newOriginMatcher([]string{cs.Origin})
 		if len(om.wild) > 0 {
@@ -94,5 +114,10 @@ func (m *siteMatcher) find(origin string) *site {
 	return nil
 }
 
-// botChecked reports whether the site asks for a bot check.
-func (s *site) botChecked() bool { return s != nil && s.BotCheck != nil }
+// botCheck is the site's bot check, or nil.
+func (s *site) botCheck() *botGate {
+	if s == nil {
+		return nil
+	}
+	return s.bot
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/formsservice/formsservice/services/forms/store"
 	"github.com/formsservice/formsservice/services/platform/config"
 	"github.com/formsservice/formsservice/services/platform/objectstore"
+	"github.com/formsservice/formsservice/services/platform/server"
 )
 
 // CodeFileTooLarge is a file over its field's maxSize (docs/forms.md "Files").
@@ -31,6 +32,10 @@ const (
 	// uploadTimeout bounds one submission's uploads: a client that trickles its file holds a connection
 	// and a part buffer for at most this long.
 	uploadTimeout = 5 * time.Minute
+	// minUploadRate is the slowest average, in bytes a second, at which an upload's body is read to its
+	// end (server.PacedBody): a body may take the server's read timeout plus its length at this rate,
+	// and no more than the read timeout between two bytes.
+	minUploadRate = 64 << 10
 )
 
 // liveFiles is forms.files compiled: the bucket and the link signer, or why they cannot be used (an
@@ -108,10 +113,9 @@ func (s *Service) receiveFiles(c *fiber.Ctx, lf *liveFiles, form *config.Declare
 	if lf.err != nil {
 		return rcv, &receiveFailure{status: fiber.StatusBadGateway, err: lf.err}
 	}
-	stream := c.Context().RequestBodyStream()
-	if stream == nil {
-		stream = bytes.NewReader(c.Request().Body()) // a server that read the body already
-	}
+	// Read under a deadline that moves with the bytes, not the server's 10 s for the whole request: a
+	// large file on a slow uplink takes longer (server.PacedBody).
+	stream := server.PacedBody(c, form.FileBytes()+MaxBodyBytes+uploadFraming, minUploadRate)
 	if boundary == "" {
 		return rcv, &receiveFailure{status: fiber.StatusBadRequest, field: BodyField, code: CodeInvalidType}
 	}

@@ -16,11 +16,31 @@ import (
 // entry leaves the pending state, and a sign-up after an unsubscription gets a new id, which retires
 // the links sent before.
 
-// Paths of the double opt-in's pages.
+// Paths of the double opt-in's pages: the waitlist's, and a declared form's (with its id for :form).
 const (
-	ConfirmPath     = "/waitlist/confirm"
-	UnsubscribePath = "/waitlist/unsubscribe"
+	ConfirmPath         = "/waitlist/confirm"
+	UnsubscribePath     = "/waitlist/unsubscribe"
+	FormConfirmPath     = "/f/:form/confirm"
+	FormUnsubscribePath = "/f/:form/unsubscribe"
 )
+
+// scope is whose links a signer makes: the waitlist's (form "") or a declared form's. A form's MACs
+// cover its id ("confirm:<form>"; an id has no colon), so a link of one form does nothing at another.
+type scope struct{ form string }
+
+func (sc scope) purpose(action string) string {
+	if sc.form == "" {
+		return action // the waitlist's, as since its first links
+	}
+	return action + ":" + sc.form
+}
+
+func (sc scope) path(action string) string {
+	if sc.form == "" {
+		return "/waitlist/" + action
+	}
+	return "/f/" + sc.form + "/" + action
+}
 
 // signer signs and checks links with one key.
 type signer struct{ key []byte }
@@ -35,15 +55,15 @@ func (s signer) mac(purpose, id, exp string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// confirmURL is base + ConfirmPath?e=<id>&x=<unix expiry>&s=<mac>.
-func (s signer) confirmURL(base, id string, until time.Time) string {
+// confirmURL is base + the scope's confirm path?e=<id>&x=<unix expiry>&s=<mac>.
+func (s signer) confirmURL(sc scope, base, id string, until time.Time) string {
 	exp := strconv.FormatInt(until.Unix(), 10)
-	return base + ConfirmPath + "?" + url.Values{"e": {id}, "x": {exp}, "s": {s.mac("confirm", id, exp)}}.Encode()
+	return base + sc.path("confirm") + "?" + url.Values{"e": {id}, "x": {exp}, "s": {s.mac(sc.purpose("confirm"), id, exp)}}.Encode()
 }
 
-// unsubscribeURL is base + UnsubscribePath?e=<id>&s=<mac>.
-func (s signer) unsubscribeURL(base, id string) string {
-	return base + UnsubscribePath + "?" + url.Values{"e": {id}, "s": {s.mac("unsubscribe", id, "")}}.Encode()
+// unsubscribeURL is base + the scope's unsubscribe path?e=<id>&s=<mac>.
+func (s signer) unsubscribeURL(sc scope, base, id string) string {
+	return base + sc.path("unsubscribe") + "?" + url.Values{"e": {id}, "s": {s.mac(sc.purpose("unsubscribe"), id, "")}}.Encode()
 }
 
 // linkState is what a link's parameters say.
@@ -56,8 +76,8 @@ const (
 )
 
 // checkConfirm checks a confirmation link's parameters at now.
-func (s signer) checkConfirm(id, exp, sig string, now time.Time) linkState {
-	if id == "" || len(id) > 64 || !hmac.Equal([]byte(sig), []byte(s.mac("confirm", id, exp))) {
+func (s signer) checkConfirm(sc scope, id, exp, sig string, now time.Time) linkState {
+	if id == "" || len(id) > 64 || !hmac.Equal([]byte(sig), []byte(s.mac(sc.purpose("confirm"), id, exp))) {
 		return linkForged
 	}
 	until, err := strconv.ParseInt(exp, 10, 64)
@@ -71,6 +91,6 @@ func (s signer) checkConfirm(id, exp, sig string, now time.Time) linkState {
 }
 
 // checkUnsubscribe checks an unsubscribe link's parameters.
-func (s signer) checkUnsubscribe(id, sig string) bool {
-	return id != "" && len(id) <= 64 && hmac.Equal([]byte(sig), []byte(s.mac("unsubscribe", id, "")))
+func (s signer) checkUnsubscribe(sc scope, id, sig string) bool {
+	return id != "" && len(id) <= 64 && hmac.Equal([]byte(sig), []byte(s.mac(sc.purpose("unsubscribe"), id, "")))
 }

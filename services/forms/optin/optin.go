@@ -1,4 +1,4 @@
-// Package optin is the waitlist's double opt-in (docs/forms.md, "Confirmed sign-ups"): the mailer that
+// Package optin is the double opt-in of the waitlist and of the declared forms that ask for it (forms.go) (docs/forms.md, "Confirmed sign-ups"): the mailer that
 // sends each pending entry its confirmation mail from the store's outbox, the sweep that erases
 // entries left unconfirmed and applies the waitlist's retention, and the pages behind the links (a GET
 // that shows a button and a POST that acts, because mail scanners open links; and the RFC 8058
@@ -60,6 +60,7 @@ type OptIn struct {
 	key   []byte // the store's link key, read once
 
 	groupReady atomic.Bool
+	groups     formGroups   // the declared forms' outboxes (forms.go)
 	lastSweep  atomic.Int64 // the service clock's unix nanoseconds of the last sweep
 	lastErrLog atomic.Int64
 }
@@ -133,6 +134,9 @@ func (p *OptIn) pass(ctx context.Context, block time.Duration) error {
 		}
 		p.lastSweep.Store(now.UnixNano())
 	}
+	if err := p.passForms(ctx, cfg); err != nil {
+		return err
+	}
 	if f.DoubleOptIn == nil {
 		if block > 0 { // nothing to send: wait as a read would, then look at the configuration again
 			select {
@@ -175,6 +179,9 @@ func (p *OptIn) Sweep(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	p.m.expired.Add(float64(n))
+	if err := p.sweepForms(ctx, now); err != nil {
+		return err
+	}
 	if r := cfg.Forms.WaitlistRetention.D(); r > 0 {
 		n, err := store.TrimWaitlist(ctx, p.o.Redis, r, now)
 		if err != nil {
@@ -220,9 +227,9 @@ func (p *OptIn) send(ctx context.Context, cfg *config.Config, m store.OutboxMail
 	if name == "" {
 		name = hostOf(rec.Origin)
 	}
-	unsub := sg.unsubscribeURL(base, rec.ID)
+	unsub := sg.unsubscribeURL(scope{}, base, rec.ID)
 	msg, err := confirmation.Render("en", mail.Brand{Product: name}, confirmationData{
-		Confirm: sg.confirmURL(base, rec.ID, until), Unsubscribe: unsub, Until: until.UTC().Format("2 January 2006, 15:04 UTC")})
+		Confirm: sg.confirmURL(scope{}, base, rec.ID, until), Unsubscribe: unsub, Until: until.UTC().Format("2 January 2006, 15:04 UTC")})
 	if err != nil {
 		p.logError("rendering a confirmation mail", err)
 		p.done(ctx, m, "failed")
@@ -285,7 +292,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		mails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_forms_optin_mails_total",
-			Help: "Waitlist confirmation mails by result: sent, retry (a temporary failure; tried again), failed (refused for good), dropped (the entry was no longer pending).",
+			Help: "Confirmation mails (the waitlist's and the declared forms') by result: sent, retry (a temporary failure; tried again), failed (refused for good), dropped (the entry was no longer pending).",
 		}, []string{"result"}),
 		links: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formsservice_forms_optin_links_total",
@@ -293,7 +300,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"action", "result"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "formsservice_forms_optin_expired_total",
-			Help: "Pending waitlist entries erased because nobody confirmed them in time.",
+			Help: "Pending waitlist entries and declared forms' pending submissions erased because nobody confirmed them in time.",
 		}),
 		trimmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "formsservice_forms_waitlist_retention_erased_total",

@@ -18,7 +18,7 @@ func (p *OptIn) ConfirmPage(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	switch sg.checkConfirm(c.Query("e"), c.Query("x"), c.Query("s"), p.o.Now()) {
+	switch sg.checkConfirm(scope{}, c.Query("e"), c.Query("x"), c.Query("s"), p.o.Now()) {
 	case linkForged:
 		return p.answer(c, fiber.StatusBadRequest, "confirm", "forged", forgedPage)
 	case linkExpired:
@@ -36,7 +36,7 @@ func (p *OptIn) Confirm(c *fiber.Ctx) error {
 		return nil
 	}
 	id := c.Query("e")
-	switch sg.checkConfirm(id, c.Query("x"), c.Query("s"), p.o.Now()) {
+	switch sg.checkConfirm(scope{}, id, c.Query("x"), c.Query("s"), p.o.Now()) {
 	case linkForged:
 		return p.answer(c, fiber.StatusBadRequest, "confirm", "forged", forgedPage)
 	case linkExpired:
@@ -68,7 +68,7 @@ func (p *OptIn) UnsubscribePage(c *fiber.Ctx) error {
 	if !ok {
 		return nil
 	}
-	if !sg.checkUnsubscribe(c.Query("e"), c.Query("s")) {
+	if !sg.checkUnsubscribe(scope{}, c.Query("e"), c.Query("s")) {
 		return p.answer(c, fiber.StatusBadRequest, "unsubscribe", "forged", forgedPage)
 	}
 	return write(c, fiber.StatusOK, page.Message{Title: "Unsubscribe",
@@ -84,7 +84,7 @@ func (p *OptIn) Unsubscribe(c *fiber.Ctx) error {
 		return nil
 	}
 	id := c.Query("e")
-	if !sg.checkUnsubscribe(id, c.Query("s")) {
+	if !sg.checkUnsubscribe(scope{}, id, c.Query("s")) {
 		return p.answer(c, fiber.StatusBadRequest, "unsubscribe", "forged", forgedPage)
 	}
 	res, err := store.UnsubscribeWaitlist(c.UserContext(), p.o.Redis, id, p.o.Now())

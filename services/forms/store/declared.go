@@ -23,6 +23,7 @@ import (
 //	fs:{form:<id>}:rate:<ip>   the client's rate-limit window on this form
 //	fs:{form:<id>}:idem:<hash> an Idempotency-Key's record: "<hash of the submission>:<first answer>"
 //	fs:{form:<id>}:run:<call>  a script call's answer, for a second run of the same call
+//	fs:{form:<id>}:optin:...   the double opt-in's pending submissions and mails (formoptin.go)
 func formPrefix(id string) string { return "fs:{form:" + id + "}:" }
 
 // FormStream is where a declared form's submissions are stored, in order.
@@ -31,18 +32,26 @@ func FormStream(id string) string { return formPrefix(id) + "messages" }
 // FormUnique is the declared form's hash of unique values.
 func FormUnique(id string) string { return formPrefix(id) + "unique" }
 
-// formLua: KEYS run, stream, unique hash, spam folder, per-day counts (daily.go), then per submission its rate key, idempotency
-// key and in-flight key; ARGV per submission: limit, record, the hash of the submission when an
+// formLua: KEYS run, stream, unique hash, spam folder, per-day counts (daily.go), the double opt-in's
+// pending hash, expiry set and outbox (formoptin.go), then per submission its rate key, idempotency
+// key, in-flight key and resend key; ARGV per submission: limit, record, the hash of the submission when an
 // Idempotency-Key was sent (else ""), "1" when the answer waits for durability, the unique value (else
-// ""), and the spam verdict (as contactLua's). Answers as contactLua's, plus 2 (a unique value stored
+// ""), the spam verdict (as contactLua's), and for the double opt-in (else "") the pending entry's id,
+// when it expires (ms), the resend window (ms) and the canonical address. Answers as contactLua's, plus 2 (a unique value stored
 // before: duplicate) and 6 (a replay of a duplicate). The idempotency record keeps the first answer, so
 // that a replay answers as the first did. Spam is answered as ham would be (a unique value seen before
 // is a duplicate), and its unique value is not recorded: spam must not take a genuine sender's value.
-var formLua = firstRun + rateLimitLua + spamLua + tallyLua + `
-for i = 1, (#KEYS - 5) / 3 do
-  local kr, ki, kb = KEYS[3*i + 3], KEYS[3*i + 4], KEYS[3*i + 5]
-  local a = 6*(i - 1)
-  local hash, uniq = ARGV[a + 3], ARGV[a + 5]
+//
+// With the double opt-in, ham is not stored in the stream but kept pending (pendLua) until its link is
+// followed; a pending value submitted again is a duplicate whose mail is queued again as the
+// waitlist's is (at most MaxResends times, the window doubling).
+var formLua = firstRun + rateLimitLua + spamLua + tallyLua + pendLua + `
+local F, K, A = 8, 4, 10
+for i = 1, (#KEYS - F) / K do
+  local k = F + K*(i - 1)
+  local kr, ki, kb, ks = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local a = A*(i - 1)
+  local hash, uniq, optin = ARGV[a + 3], ARGV[a + 5], ARGV[a + 7]
   local r = rate(kr, tonumber(ARGV[a + 1]))
   if r == 0 then
     local seen = false
@@ -54,8 +63,14 @@ for i = 1, (#KEYS - 5) / 3 do
       elseif first == '2' then r = 6
       else r = 3 end
     else
-      if uniq ~= '' and redis.call('HEXISTS', KEYS[3], uniq) == 1 then
+      local held = false
+      if uniq ~= '' then held = redis.call('HGET', KEYS[3], uniq) end
+      if held then
         r = 2
+        if optin ~= '' and ARGV[a + 6] == '' then resend(held, ks, ARGV[a + 8], ARGV[a + 9]) end
+      elseif optin ~= '' and ARGV[a + 6] == '' then
+        pend(optin, ARGV[a + 2], uniq, ARGV[a + 10], ARGV[a + 8], ARGV[a + 9], ks)
+        r = 1
       else
         local id = keep(KEYS[2], KEYS[4], ARGV[a + 2], ARGV[a + 6])
         count(ARGV[a + 6])
@@ -95,7 +110,8 @@ func (s *Store) formBatcher(id string) *batcher {
 	}
 	b := s.forms.m[id]
 	if b == nil {
-		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id), FormQueue(id).Spam, FormDaily(id)}, formPrefix(id)+"run:")
+		b = newBatcher(s.rdb, s.guard, formLua, []string{FormStream(id), FormUnique(id), FormQueue(id).Spam, FormDaily(id),
+			FormPending(id), formExpiry(id), FormOutbox(id)}, formPrefix(id)+"run:")
 		s.forms.m[id] = b
 	}
 	return b
@@ -113,6 +129,9 @@ type Submission struct {
 	// Verdict is the submission's spam verdict: ham is stored for delivery, spam in the form's spam
 	// folder or nowhere.
 	Verdict Verdict
+	// OptIn, when set (a form with the double opt-in, whose unique field is an e-mail field), keeps ham
+	// pending until the address confirms it (formoptin.go); Unique is then the canonical address.
+	OptIn *OptIn
 }
 
 // AddSubmission stores a declared form's submission unless its unique value or its Idempotency-Key
@@ -136,8 +155,13 @@ func (s *Store) AddSubmission(ctx context.Context, sub Submission, level config.
 			op.settle = idemKey + ":busy"
 		}
 	}
-	op.keys = []string{p + "rate:" + clientip.Key(sub.Client), idemKey, idemKey + ":busy"}
-	op.args = []any{sub.Limit, string(sub.Record), hash, waits, sub.Unique, sub.Verdict.arg()}
+	optin, until, resend, resendKey := "", int64(0), int64(0), p+"optin:resend:-"
+	if o := sub.OptIn; o != nil && sub.Unique != "" {
+		optin, until, resend = o.ID, o.Until.UnixMilli(), max(o.ResendAfter.Milliseconds(), 1)
+		resendKey = formResendKey(sub.Form, sub.Unique)
+	}
+	op.keys = []string{p + "rate:" + clientip.Key(sub.Client), idemKey, idemKey + ":busy", resendKey}
+	op.args = []any{sub.Limit, string(sub.Record), hash, waits, sub.Unique, sub.Verdict.arg(), optin, until, resend, sub.Unique}
 	n, err := s.formBatcher(sub.Form).do(ctx, op)
 	if err != nil {
 		return Result{}, err

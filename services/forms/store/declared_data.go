@@ -161,9 +161,12 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 	var columns []string
 	seen := map[string]bool{}
 	withFiles := false // a "files" column, when a submission has files (a JSON list of store.File)
+	// and a "confirmed_at" column, when a submission was confirmed (a form with the double opt-in)
+	withConfirmed := false
 	if format == FormatCSV {
 		err := scanFormSelected(ctx, rdb, stream, sel, func(_ redis.XMessage, rec FormRecord) error {
 			withFiles = withFiles || len(rec.Files) > 0
+			withConfirmed = withConfirmed || rec.ConfirmedAt != nil
 			for _, v := range rec.Fields {
 				if !seen[v.Name] {
 					seen[v.Name] = true
@@ -179,6 +182,9 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 	header := append(append([]string{"id", "received_at"}, columns...), "additional", "origin")
 	if withFiles {
 		header = append(header, "files")
+	}
+	if withConfirmed {
+		header = append(header, "confirmed_at")
 	}
 	out, err := newRecordWriter(w, format, header)
 	if err != nil {
@@ -212,6 +218,13 @@ func ExportFormSelected(ctx context.Context, rdb redis.UniversalClient, w io.Wri
 				files = string(b)
 			}
 			cells = append(cells, files)
+		}
+		if withConfirmed {
+			confirmed := ""
+			if rec.ConfirmedAt != nil {
+				confirmed = rec.ConfirmedAt.UTC().Format(time.RFC3339Nano)
+			}
+			cells = append(cells, confirmed)
 		}
 		return out.write(line, cells)
 	})

@@ -25,6 +25,9 @@ type ForgetReport struct {
 	FormDeadLetters int                 `json:"form_dead_letters"`
 	// Spam counts the erased entries of the spam folders (/contact's and the declared forms').
 	Spam int `json:"spam"`
+	// FormPending counts the erased submissions of declared forms that still waited for the address's
+	// confirmation (their queued mails count in ConfirmationMails).
+	FormPending int `json:"form_pending"`
 }
 
 // Forget erases an address (compared in its canonical form) from the waitlist, its queued confirmation
@@ -122,6 +125,18 @@ func Forget(ctx context.Context, rdb redis.UniversalClient, address string) (For
 	var spam int
 	rep.FormSubmissions, rep.FormDeadLetters, spam, err = forgetForms(ctx, rdb, canonical)
 	rep.Spam += spam
+	if err != nil {
+		return rep, err
+	}
+	forms, err := KnownForms(ctx, rdb)
+	for _, id := range forms {
+		entries, mails, err := forgetFormPending(ctx, rdb, id, canonical)
+		rep.FormPending += entries
+		rep.ConfirmationMails += mails
+		if err != nil {
+			return rep, err
+		}
+	}
 	return rep, err
 }
 

@@ -18,6 +18,9 @@ type FormRecord struct {
 	Origin     string    `json:"origin,omitempty"`
 	// Files are the files of the form's file fields, whose bytes are in the object store (D77).
 	Files []File `json:"files,omitempty"`
+	// ConfirmedAt is when the address confirmed a submission of a form with the double opt-in (the
+	// confirmation adds it to the stored record, formoptin.go).
+	ConfirmedAt *time.Time `json:"confirmed_at,omitempty"`
 }
 
 // File is one uploaded file of a submission: where its bytes are and what they are.

@@ -198,6 +198,11 @@ func (f *Forms) applyDefaults() {
 	if f.DoubleOptIn != nil {
 		f.DoubleOptIn.applyDefaults()
 	}
+	for i := range f.Declared {
+		if d := f.Declared[i].DoubleOptIn; d != nil {
+			d.applyDefaults()
+		}
+	}
 	if f.Durability == "" {
 		f.Durability = DurabilityProcess
 	}

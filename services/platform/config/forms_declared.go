@@ -47,6 +47,14 @@ type DeclaredForm struct {
 	Retention Duration `json:"retention,omitempty"`
 	// Spam replaces forms.spam for this form (forms_spam.go).
 	Spam *Spam `json:"spam,omitempty"`
+	// BotCheck is the form's own CAPTCHA check (forms_sites.go's BotCheck): every submission of the
+	// form, from any of its origins, carries a token verified with the provider before anything is
+	// stored. It replaces the posting site's bot check for this form; without it the site's applies.
+	BotCheck *BotCheck `json:"botCheck,omitempty"`
+	// DoubleOptIn keeps each submission pending until the address in the form's unique field (an
+	// e-mail field) confirms it from a mail, as the waitlist's forms.doubleOptIn does: only a
+	// confirmed submission is stored, delivered and exported; one left unconfirmed is erased.
+	DoubleOptIn *DoubleOptIn `json:"doubleOptIn,omitempty"`
 	// MaxFileBytes bounds the bytes of all the files of one submission together (file fields,
 	// forms_files.go); default DefaultFormFileBytes.
 	MaxFileBytes int64 `json:"maxFileBytes,omitempty"`
@@ -213,6 +221,19 @@ func (f DeclaredForm) validate(at string, allowed []string) []error {
 	}
 	errs = append(errs, f.Spam.validate(at+".spam")...)
 	errs = append(errs, f.validateFileBytes(at)...)
+	if d := f.DoubleOptIn; d != nil {
+		errs = append(errs, d.validateAt(at+".doubleOptIn")...)
+		if i := slices.IndexFunc(f.Fields, func(fd FormField) bool { return fd.Name == f.Unique }); f.Unique == "" || i < 0 || f.Fields[i].Type != FieldEmail {
+			errs = append(errs, fmt.Errorf("%s.doubleOptIn: needs unique naming an e-mail field, the address the confirmation mail goes to", at))
+		}
+		if slices.ContainsFunc(f.Fields, func(fd FormField) bool { return fd.Type == FieldFile }) {
+			errs = append(errs, fmt.Errorf("%s.doubleOptIn: not for a form with file fields (the files of a submission never confirmed would outlive it)", at))
+		}
+	}
+	if f.BotCheck != nil {
+		// The token's field (cf-turnstile-response…) has a dash, so no declared field can take its name.
+		errs = append(errs, f.BotCheck.validate(at+".botCheck")...)
+	}
 	for _, u := range []struct{ key, v string }{{"thanksURL", f.ThanksURL}, {"errorURL", f.ErrorURL}} {
 		if u.v != "" {
 			if err := CheckSiteURL(u.v); err != nil {

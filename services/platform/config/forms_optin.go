@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -35,13 +36,15 @@ func (d *DoubleOptIn) applyDefaults() {
 	}
 }
 
-func (d DoubleOptIn) validate() []error {
+func (d DoubleOptIn) validate() []error { return d.validateAt("forms.doubleOptIn") }
+
+func (d DoubleOptIn) validateAt(at string) []error {
 	var errs []error
 	if w := d.ConfirmWithin.D(); w != 0 && (w < time.Hour || w > 30*24*time.Hour) {
-		errs = append(errs, fmt.Errorf("forms.doubleOptIn.confirmWithin %s: between 1h and 720h (30 days)", w))
+		errs = append(errs, fmt.Errorf("%s.confirmWithin %s: between 1h and 720h (30 days)", at, w))
 	}
 	if r := d.ResendAfter.D(); r != 0 && (r < time.Minute || r > 24*time.Hour) {
-		errs = append(errs, fmt.Errorf("forms.doubleOptIn.resendAfter %s: between 1m and 24h", r))
+		errs = append(errs, fmt.Errorf("%s.resendAfter %s: between 1m and 24h", at, r))
 	}
 	return errs
 }
@@ -55,7 +58,8 @@ func (c *Config) FormsURL() string {
 	return strings.TrimSuffix(c.PublicURL, "/")
 }
 
-// validateOptIn checks what the double opt-in needs: an absolute base URL for its links.
+// validateOptIn checks what the double opt-in (the waitlist's, or a declared form's) needs: an
+// absolute base URL for its links.
 func (f Forms) validateOptIn(platformURL string) []error {
 	var errs []error
 	if f.PublicURL != "" {
@@ -66,12 +70,16 @@ func (f Forms) validateOptIn(platformURL string) []error {
 	if f.WaitlistRetention < 0 {
 		errs = append(errs, fmt.Errorf("forms.waitlistRetention: must not be negative"))
 	}
-	if f.DoubleOptIn == nil {
+	what := "forms.doubleOptIn"
+	if f.DoubleOptIn != nil {
+		errs = append(errs, f.DoubleOptIn.validate()...)
+	} else if i := slices.IndexFunc(f.Declared, func(d DeclaredForm) bool { return d.DoubleOptIn != nil }); i >= 0 {
+		what = "forms.declared[" + f.Declared[i].ID + "].doubleOptIn" // its own settings are checked with the form
+	} else {
 		return errs
 	}
-	errs = append(errs, f.DoubleOptIn.validate()...)
 	if f.PublicURL == "" && platformURL == "" {
-		errs = append(errs, fmt.Errorf("forms.doubleOptIn: set forms.publicURL (or publicURL), the address the confirmation links point to"))
+		errs = append(errs, fmt.Errorf("%s: set forms.publicURL (or publicURL), the address the confirmation links point to", what))
 	}
 	// The mails' one-click unsubscribe must be https (RFC 8058; the mail component refuses anything
 	// else off loopback): an http base would fail every confirmation mail at send time.
