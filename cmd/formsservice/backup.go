@@ -3,8 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -92,18 +96,16 @@ and a restore reads it only with --insecure.`,
 	return cmd
 }
 
-// backupTo writes the backup to a file (created 0600, renamed into place only when whole) or uploads
-// it, through a temporary file, to an S3 object.
+// backupTo writes the backup to a file (created 0600, renamed into place only when whole) or streams it
+// to an S3 object, which is then read back and checked (verifyUpload) before the backup counts.
 func backupTo(ctx context.Context, env *environment, to string, write func(io.Writer) (backup.Stats, error)) (backup.Stats, error) {
-	dir, final := filepath.Dir(to), to
 	if objectstore.IsLocation(to) {
-		dir, final = "", ""
+		return backupToObject(ctx, env, to, write)
 	}
-	if dir != "" {
-		// A directory that does not exist yet is made, the owner's only, like the file.
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return backup.Stats{}, err
-		}
+	dir := filepath.Dir(to)
+	// A directory that does not exist yet is made, the owner's only, like the file.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return backup.Stats{}, err
 	}
 	tmp, err := os.CreateTemp(dir, ".formsservice-backup-*")
 	if err != nil {
@@ -121,25 +123,91 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 	if err != nil {
 		return st, err
 	}
-	if final != "" {
-		return st, os.Rename(tmp.Name(), final)
-	}
+	return st, os.Rename(tmp.Name(), to)
+}
+
+// afterUpload runs between an upload and its check (tests: what the bucket holds changes there).
+var afterUpload = func(objectstore.Location) {}
+
+// backupToObject streams the backup to the object as it is written: no scratch file, however big the
+// store. A backup that fails (a failover, a lost connection) fails the upload, whose parts are
+// aborted, so no object is left that claims to be whole. The bytes' size and SHA-256 are kept on the
+// way and compared with the object read back afterwards.
+func backupToObject(ctx context.Context, env *environment, to string, write func(io.Writer) (backup.Stats, error)) (backup.Stats, error) {
 	loc, err := objectstore.ParseLocation(to)
 	if err != nil {
-		return st, err
+		return backup.Stats{}, err
 	}
 	c, err := objectstore.New(env.getenv)
 	if err != nil {
-		return st, err
+		return backup.Stats{}, err
 	}
-	size, err := tmp.Seek(0, io.SeekEnd)
-	if err == nil {
-		_, err = tmp.Seek(0, io.SeekStart)
+	pr, pw := io.Pipe()
+	sent := newDigest()
+	var st backup.Stats
+	var writeErr error
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		st, writeErr = write(io.MultiWriter(pw, sent))
+		pw.CloseWithError(writeErr) // nil: the upload sees the end; else it fails with the backup's error
+	}()
+	err = c.PutStream(ctx, loc, pr, objectstore.Object{ContentType: "application/gzip"})
+	pr.CloseWithError(errUploadEnded) // a failed upload stops the backup's writes
+	<-written
+	if writeErr != nil && !errors.Is(writeErr, errUploadEnded) {
+		return st, writeErr // the backup's own error says more than the upload's
 	}
 	if err != nil {
 		return st, err
 	}
-	return st, c.Put(ctx, loc, tmp, size)
+	afterUpload(loc)
+	if err := verifyUpload(ctx, c, loc, sent); err != nil {
+		// Not a backup to rely on: it goes, so that no restore picks it.
+		if rmErr := c.Remove(ctx, loc); rmErr != nil {
+			return st, fmt.Errorf("%w; removing it failed too: %v", err, rmErr)
+		}
+		return st, fmt.Errorf("%w; the object was removed", err)
+	}
+	return st, nil
+}
+
+var errUploadEnded = errors.New("the upload ended")
+
+// digest counts and hashes the bytes written to it.
+type digest struct {
+	hash.Hash
+	size int64
+}
+
+func newDigest() *digest { return &digest{Hash: sha256.New()} }
+
+func (d *digest) Write(p []byte) (int, error) {
+	d.size += int64(len(p))
+	return d.Hash.Write(p)
+}
+
+func (d *digest) String() string { return fmt.Sprintf("%d bytes, SHA-256 %x", d.size, d.Sum(nil)) }
+
+// verifyUpload reads the object back and compares its size (as stored, and as read) and its SHA-256
+// with what was sent.
+func verifyUpload(ctx context.Context, c *objectstore.Client, loc objectstore.Location, sent *digest) error {
+	r, stored, err := c.Open(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("reading the uploaded object back: %w", err)
+	}
+	defer r.Close()
+	if stored.Size != sent.size {
+		return fmt.Errorf("the uploaded object is %d bytes, the backup %d: the bucket does not hold what was sent", stored.Size, sent.size)
+	}
+	got := newDigest()
+	if _, err := io.Copy(got, r); err != nil {
+		return fmt.Errorf("reading the uploaded object back: %w", err)
+	}
+	if got.size != sent.size || !bytes.Equal(got.Sum(nil), sent.Sum(nil)) {
+		return fmt.Errorf("the uploaded object reads back as %s, the backup was %s: the bucket does not hold what was sent", got, sent)
+	}
+	return nil
 }
 
 // newRestoreCmd is `formsservice restore`: a backup back into a store.
