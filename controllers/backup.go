@@ -152,7 +152,7 @@ func backupStatus(fs *v1alpha1.FormsService, jobs map[string]*batchv1.Job, lastR
 	for _, j := range backups {
 		outcome, msg := jobOutcome(j)
 		run := &v1alpha1.BackupRun{
-			Job: j.Name, Object: render.BackupObject(fs, j.Name), Outcome: outcome, Message: msg,
+			Job: j.Name, Object: render.BackupObject(fs, j), Outcome: outcome, Message: msg,
 			Request: render.BackupJobRequest(j), StartTime: jobStart(j), CompletionTime: j.Status.CompletionTime,
 		}
 		if newer(st.Last, j) {
@@ -181,7 +181,7 @@ func backupStatus(fs *v1alpha1.FormsService, jobs map[string]*batchv1.Job, lastR
 		}
 		if outcome == v1alpha1.JobSucceeded {
 			cond.Status, cond.Reason = metav1.ConditionTrue, "BackupSucceeded"
-			cond.Message = fmt.Sprintf("Job %s wrote %s.", backups[i].Name, render.BackupObject(fs, backups[i].Name))
+			cond.Message = fmt.Sprintf("Job %s wrote %s.", backups[i].Name, render.BackupObject(fs, backups[i]))
 		} else {
 			cond.Status, cond.Reason = metav1.ConditionFalse, "BackupFailed"
 			cond.Message = fmt.Sprintf("Job %s failed: %s", backups[i].Name, msg)

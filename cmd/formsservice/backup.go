@@ -123,8 +123,18 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 	if err != nil {
 		return st, err
 	}
-	return st, os.Rename(tmp.Name(), to)
+	// A link, not a rename: it fails when the name is taken, so no backup replaces another.
+	if err := os.Link(tmp.Name(), to); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return st, errBackupExists
+		}
+		return st, err
+	}
+	return st, nil
 }
+
+// errBackupExists is a backup refused because its name is taken: an older backup is never replaced.
+var errBackupExists = errors.New("a backup of that name exists already, and a backup never replaces another: choose another name (a location ending in / gets one with the time)")
 
 // afterUpload runs between an upload and its check (tests: what the bucket holds changes there).
 var afterUpload = func(objectstore.Location) {}
@@ -140,6 +150,16 @@ func backupToObject(ctx context.Context, env *environment, to string, write func
 	}
 	c, err := objectstore.New(env.getenv)
 	if err != nil {
+		return backup.Stats{}, err
+	}
+	// A name taken (a request id used again, a FormsService made again) must not replace an older
+	// backup. The check and the upload are two requests; the operator's names hold the Job's UID, so
+	// two of its Jobs never race for one.
+	switch r, _, err := c.Open(ctx, loc); {
+	case err == nil:
+		r.Close()
+		return backup.Stats{}, errBackupExists
+	case !errors.Is(err, objectstore.ErrNoObject):
 		return backup.Stats{}, err
 	}
 	pr, pw := io.Pipe()
@@ -272,7 +292,20 @@ where the backup is the newest state there is and signing everyone out costs mor
 				return err
 			}
 			defer rdb.Close()
-			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read, AllKeys: allKeys})
+			// Every account is signed out before the restore counts as finished: a restore interrupted
+			// before that is run again like any other interrupted one (backup.MarkerKey).
+			var ended accounts.Ended
+			signOut := func(ctx context.Context) (err error) {
+				if keepSessions {
+					return nil
+				}
+				ended, err = accounts.EndEverySession(ctx, rdb, cfg.Auth)
+				if err != nil {
+					return fmt.Errorf("the keys are written, but not every account could be signed out (run the same restore again: it finishes the interrupted one): %w", err)
+				}
+				return nil
+			}
+			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read, AllKeys: allKeys, After: signOut})
 			if err != nil {
 				return fmt.Errorf("restore from %s: %w", from, err)
 			}
@@ -284,11 +317,6 @@ where the backup is the newest state there is and signing everyone out costs mor
 			if keepSessions {
 				fmt.Fprintln(env.stdout, "sessions and grants of the backup were kept (--keep-sessions)")
 				return nil
-			}
-			ended, err := accounts.EndEverySession(ctx, rdb, cfg.Auth)
-			if err != nil {
-				// Writing the backup again is harmless (--replace writes the same keys), and then signs out.
-				return fmt.Errorf("the backup is restored, but not every account could be signed out (run the same restore again with --replace): %w", err)
 			}
 			fmt.Fprintf(env.stdout, "signed out %d accounts everywhere: %d grants and %d sign-in sessions of the backup ended\n", ended.Accounts, ended.Grants, ended.Sessions)
 			return nil

@@ -99,3 +99,41 @@ func listKeys(t *testing.T, env map[string]string, bucket string) []string {
 	}
 	return keys
 }
+
+// A backup never replaces another: a name taken — a file or an object — is refused, and the older
+// backup stays as it was.
+func TestBackup_NeverReplacesAnOlderBackup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs versitygw")
+	}
+	ctx := context.Background()
+	bucket := tests3.Start(t, "backups")
+	src := testredis.Start(t)
+	src.Client().Set(ctx, "fs:{waitlist}:entries", "older", 0)
+	env := bucket.Env()
+	env["REDIS_URL"] = src.URL()
+	file := filepath.Join(t.TempDir(), "one.backup.gz")
+	for _, to := range []string{file, "s3://backups/site/one.backup.gz"} {
+		if out, err := runCmd(t, env, "backup", "--to", to); err != nil {
+			t.Fatalf("backup to %s: %v %s", to, err, out)
+		}
+	}
+	src.Client().Set(ctx, "fs:{waitlist}:entries", "newer", 0)
+	for _, to := range []string{file, "s3://backups/site/one.backup.gz"} {
+		if out, err := runCmd(t, env, "backup", "--to", to); err == nil || !strings.Contains(err.Error(), "never replaces another") {
+			t.Fatalf("a second backup to %s: %v %s", to, err, out)
+		}
+		dst := testredis.Start(t)
+		env["REDIS_URL"] = dst.URL()
+		if out, err := runCmd(t, env, "restore", "--insecure", "--from", to); err != nil {
+			t.Fatalf("restore of %s: %v %s", to, err, out)
+		}
+		if v := dst.Client().Get(ctx, "fs:{waitlist}:entries").Val(); v != "older" {
+			t.Fatalf("%s holds %q, want the older backup's value", to, v)
+		}
+		env["REDIS_URL"] = src.URL()
+	}
+	if files, _ := filepath.Glob(filepath.Dir(file) + "/.formsservice-backup-*"); len(files) != 0 {
+		t.Fatalf("scratch files left: %v", files)
+	}
+}

@@ -36,8 +36,13 @@ const (
 	// backupNameVar is the container's variable that holds the Job's name: Kubernetes expands $(VAR) in
 	// the arguments, so a scheduled Job writes to a name the operator knows from the Job alone.
 	backupNameVar = "BACKUP_NAME"
-	// JobNameLabel is the label the Job controller puts on a Job's pods.
+	// backupUIDVar holds the Job's UID, which makes a backup's name unique: a request id used again, or
+	// a FormsService deleted and created again under its name, gives a Job of the same name, and its
+	// backup must not overwrite the older one (D91).
+	backupUIDVar = "BACKUP_JOB_UID"
+	// JobNameLabel and JobUIDLabel are the labels the Job controller puts on a Job's pods.
 	JobNameLabel = "batch.kubernetes.io/job-name"
+	JobUIDLabel  = "batch.kubernetes.io/controller-uid"
 	// RequestAnnotation on a requested backup's Job holds the request id it answers.
 	RequestAnnotation = v1alpha1.BackupRequestAnnotation
 )
@@ -114,9 +119,10 @@ func BackupPrefix(fs *v1alpha1.FormsService) string {
 	return fs.Namespace + "/" + fs.Name + "/"
 }
 
-// BackupObject is the key in the bucket, or the path in the volume, of the backup a Job writes.
-func BackupObject(fs *v1alpha1.FormsService, job string) string {
-	return BackupPrefix(fs) + job + BackupSuffix
+// BackupObject is the key in the bucket, or the path in the volume, of the backup a Job writes:
+// <prefix><job name>-<job UID>.backup.gz.
+func BackupObject(fs *v1alpha1.FormsService, j *batchv1.Job) string {
+	return BackupPrefix(fs) + j.Name + "-" + string(j.UID) + BackupSuffix
 }
 
 // backupLocation is the argument of --to or --from: an s3:// location or a file under BackupDir.
@@ -170,7 +176,7 @@ func BackupRequestJob(fs *v1alpha1.FormsService, in Inputs, request string) *bat
 // CronJob's history drops it).
 func backupJobSpec(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobSpecApplyConfiguration {
 	b := fs.Spec.Backup
-	to := backupLocation(b.S3, BackupPrefix(fs)+"$("+backupNameVar+")"+BackupSuffix)
+	to := backupLocation(b.S3, BackupPrefix(fs)+"$("+backupNameVar+")-$("+backupUIDVar+")"+BackupSuffix)
 	return batchv1ac.JobSpec().
 		WithBackoffLimit(2).
 		WithActiveDeadlineSeconds(3600).
@@ -267,6 +273,8 @@ func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha
 	env := []*corev1ac.EnvVarApplyConfiguration{
 		corev1ac.EnvVar().WithName(backupNameVar).WithValueFrom(corev1ac.EnvVarSource().
 			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.labels['" + JobNameLabel + "']"))),
+		corev1ac.EnvVar().WithName(backupUIDVar).WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.labels['" + JobUIDLabel + "']"))),
 	}
 	container := corev1ac.Container().
 		WithName(component).

@@ -83,6 +83,12 @@ type Stats struct {
 	Restored, Expired, Foreign int64
 	// ByPrefix counts the keys by the part of their name before the first ':' ("forms", "auth", …).
 	ByPrefix map[string]int64
+	// Bytes is the size of the file's keys and values as DUMP serializes them (Check): less than they
+	// take in a server's memory, never more than a little (DUMP compresses long strings), so a target
+	// without this much room certainly cannot hold them.
+	Bytes int64
+	// SHA256 is the records' checksum as the trailer states it (Check): what names one backup.
+	SHA256 string
 }
 
 func (s *Stats) count(key string) {
@@ -441,26 +447,27 @@ func (r *reader) next() (rec record, ok bool, err error) {
 	return rec, true, nil
 }
 
-// trailer reads the trailer after the last record and checks it against what was read.
-func (r *reader) trailer(keys int64) error {
+// trailer reads the trailer after the last record and checks it against what was read; it returns
+// the records' SHA-256.
+func (r *reader) trailer(keys int64) (string, error) {
 	line, err := r.br.ReadSlice('\n')
 	if err != nil {
-		return damaged("no trailer: %v", err)
+		return "", damaged("no trailer: %v", err)
 	}
 	var t Trailer
 	if err := json.Unmarshal(line, &t); err != nil {
-		return damaged("the trailer is not JSON")
+		return "", damaged("the trailer is not JSON")
 	}
 	if t.Keys != keys {
-		return damaged("the trailer counts %d keys, the file holds %d", t.Keys, keys)
+		return "", damaged("the trailer counts %d keys, the file holds %d", t.Keys, keys)
 	}
 	if got := hex.EncodeToString(r.sum.Sum(nil)); got != t.SHA256 {
-		return damaged("the records' SHA-256 is %s, the trailer says %s", got, t.SHA256)
+		return "", damaged("the records' SHA-256 is %s, the trailer says %s", got, t.SHA256)
 	}
 	if _, err := r.br.ReadByte(); err != io.EOF {
-		return damaged("data after the trailer")
+		return "", damaged("data after the trailer")
 	}
-	return nil
+	return t.SHA256, nil
 }
 
 // Check reads a whole backup and checks its trailer, writing nothing: what a restore does first.
@@ -479,7 +486,9 @@ func Check(r io.Reader, o ReadOptions) (Stats, error) {
 			break
 		}
 		st.Keys++
+		st.Bytes += int64(len(rec.key) + len(rec.payload))
 		st.count(rec.key)
 	}
-	return st, rd.trailer(st.Keys)
+	st.SHA256, err = rd.trailer(st.Keys)
+	return st, err
 }
