@@ -335,31 +335,29 @@ where the backup is the newest state there is and signing everyone out costs mor
 	return cmd
 }
 
-// restoreSource opens a backup file as many times as the restore asks, or downloads an S3 object to a
-// temporary file first (done removes it).
+// restoreSource opens a backup file, or an S3 object, as many times as the restore asks: an object is
+// read from the bucket each time, never copied to a scratch file, however big (done releases nothing
+// today; it stays for the callers).
 func restoreSource(ctx context.Context, env *environment, from string) (backup.Source, func(), error) {
-	path, done := from, func() {}
-	if objectstore.IsLocation(from) {
-		loc, err := objectstore.ParseLocation(from)
-		if err != nil {
-			return nil, nil, err
-		}
-		c, err := objectstore.New(env.getenv)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmp, err := os.CreateTemp("", ".formsservice-restore-*")
-		if err != nil {
-			return nil, nil, err
-		}
-		done = func() { tmp.Close(); os.Remove(tmp.Name()) }
-		if _, err := c.Get(ctx, loc, tmp); err != nil {
-			done()
-			return nil, nil, err
-		}
-		path = tmp.Name()
+	done := func() {}
+	if !objectstore.IsLocation(from) {
+		return func() (io.ReadCloser, error) { return os.Open(from) }, done, nil
 	}
-	return func() (io.ReadCloser, error) { return os.Open(path) }, done, nil
+	loc, err := objectstore.ParseLocation(from)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := objectstore.New(env.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() (io.ReadCloser, error) {
+		r, _, err := c.Open(ctx, loc)
+		if errors.Is(err, objectstore.ErrNoObject) {
+			return nil, fmt.Errorf("%s: %w", from, err)
+		}
+		return r, err
+	}, done, nil
 }
 
 // byPrefix says the counts by kind of key: "forms 120, auth 455".

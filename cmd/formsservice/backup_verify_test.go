@@ -137,3 +137,25 @@ func TestBackup_NeverReplacesAnOlderBackup(t *testing.T) {
 		t.Fatalf("scratch files left: %v", files)
 	}
 }
+
+// A backup to a bucket and a restore from it keep no copy on the pod's disk: with no usable temporary
+// folder at all, both work (the Job's /tmp is a small bounded emptyDir).
+func TestBackupRestore_S3NeedsNoScratchSpace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs versitygw")
+	}
+	ctx := context.Background()
+	bucket := tests3.Start(t, "backups")
+	src, dst := testredis.Start(t), testredis.Start(t)
+	src.Client().Set(ctx, "fs:{waitlist}:entries", "one", 0)
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "does-not-exist"))
+	env := bucket.Env()
+	env["REDIS_URL"] = src.URL()
+	if out, err := runCmd(t, env, "backup", "--to", "s3://backups/site/a.backup.gz"); err != nil {
+		t.Fatalf("backup without a temporary folder: %v %s", err, out)
+	}
+	env["REDIS_URL"] = dst.URL()
+	if out, err := runCmd(t, env, "restore", "--insecure", "--keep-sessions", "--from", "s3://backups/site/a.backup.gz"); err != nil || !strings.Contains(out, "restored 1 keys") {
+		t.Fatalf("restore without a temporary folder: %v %s", err, out)
+	}
+}

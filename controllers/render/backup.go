@@ -187,9 +187,10 @@ func backupJobSpec(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobSpecApply
 				append([]string{"backup", "--config", ConfigPath, "--to", to}, encryptionArgs(Backup, b.Encryption)...)...)))
 }
 
-// RestoreJob fills the new platform's store from spec.restoreFrom, once: a restore that fails is not
-// tried again (the store may hold part of the backup, and a second try would be refused as not empty),
-// and the Job stays for its logs. Nil without spec.restoreFrom.
+// RestoreJob fills the new platform's store from spec.restoreFrom. A try that fails (a lost connection,
+// a killed pod) is run again, up to RestoreRetries times: a restore interrupted halfway finishes on the
+// next try (backup.MarkerKey), and one refused (a damaged file, too little memory) is refused again at
+// once, before it writes. The Job stays for its logs. Nil without spec.restoreFrom.
 func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfiguration {
 	r := fs.Spec.RestoreFrom
 	if r == nil {
@@ -198,7 +199,7 @@ func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfigu
 	name := RestoreJobName(fs)
 	from := backupLocation(r.S3, r.Object)
 	j := batchv1ac.Job(name, fs.Namespace).WithSpec(batchv1ac.JobSpec().
-		WithBackoffLimit(0).
+		WithBackoffLimit(RestoreRetries).
 		WithActiveDeadlineSeconds(6 * 3600).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(Labels(fs, Restore)).
@@ -208,6 +209,9 @@ func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfigu
 	return j
 }
 
+// RestoreRetries is the restore Job's backoffLimit (D91).
+const RestoreRetries = 2
+
 // restoreArgs are the restore Job's command line.
 func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
 	args := append([]string{"restore", "--config", ConfigPath, "--from", from}, encryptionArgs(Restore, r.Encryption)...)
@@ -216,6 +220,9 @@ func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
 	}
 	return args
 }
+
+// DataScratchLimit bounds the backup and restore pods' /tmp: they stream, and keep no copy of a backup.
+const DataScratchLimit = "16Mi"
 
 // DefaultBackupResources are the backup and restore container's resources when spec.backup.resources
 // is not set.
@@ -242,8 +249,9 @@ func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha
 		corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().
 			WithName(NamesOf(fs).ConfigMap).
 			WithItems(corev1ac.KeyToPath().WithKey(ConfigKey(Health)).WithPath("config.yaml"))),
-		// The whole backup passes through a file here on its way to or from a bucket: no size limit.
-		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		// A backup streams to its bucket and a restore reads the object from it (twice), so nothing big
+		// is written here: the read-only root's /tmp, bounded (D91).
+		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(DataScratchLimit))),
 	}
 	mounts := []*corev1ac.VolumeMountApplyConfiguration{
 		corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),

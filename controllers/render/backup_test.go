@@ -69,6 +69,10 @@ func checkDataPod(t *testing.T, what string, p corev1.PodSpec) corev1.Container 
 	}
 	var config, password bool
 	for _, v := range p.Volumes {
+		// They stream to and from the bucket: /tmp holds no copy of a backup, and is bounded.
+		if v.Name == "tmp" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.String() != "16Mi") {
+			t.Errorf("%s: /tmp %+v, want an emptyDir of at most 16Mi", what, v.VolumeSource)
+		}
 		if v.ConfigMap != nil && v.ConfigMap.Name == "acme-config" && len(v.ConfigMap.Items) == 1 &&
 			v.ConfigMap.Items[0].Key == ConfigKey(Health) && v.ConfigMap.Items[0].Path == "config.yaml" {
 			config = true
@@ -200,8 +204,8 @@ func TestRestoreJob_OnceFromTheSource(t *testing.T) {
 		Object: "prod/acme/acme-backup-1.backup.gz",
 	}
 	j := typed[batchv1.Job](t, RestoreJob(fs, in))
-	if j.Name != "acme-restore" || ptr.Deref(j.Spec.BackoffLimit, 1) != 0 || j.Spec.TTLSecondsAfterFinished != nil {
-		t.Errorf("a restore is tried once and its Job kept: %+v", j.Spec)
+	if j.Name != "acme-restore" || ptr.Deref(j.Spec.BackoffLimit, 0) != 2 || j.Spec.TTLSecondsAfterFinished != nil {
+		t.Errorf("a restore is tried up to three times (a half-done one finishes on the next) and its Job kept: %+v", j.Spec)
 	}
 	if j.Spec.Template.Labels[LabelComponent] != Restore {
 		t.Errorf("pod labels %v", j.Spec.Template.Labels)

@@ -111,6 +111,7 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 		pending = pending[:0]
 		return err
 	}
+	var read int64
 	for {
 		rec, ok, err := rd.next()
 		if err != nil { // checked a moment ago: the file changed under us
@@ -119,6 +120,7 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 		if !ok {
 			break
 		}
+		read++
 		if rec.key == MarkerKey { // a backup of a store a restore was filling: not the data
 			continue
 		}
@@ -140,6 +142,11 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 	}
 	if err := flush(); err != nil {
 		return st, err
+	}
+	// The second reading (an object read from the bucket again) must be the file that was checked;
+	// when not, the marker stays and the restore is run again once the file holds still.
+	if sum, err := rd.trailer(read); err != nil || sum != st.SHA256 {
+		return st, fmt.Errorf("restore: the backup changed between its check and its writing: %w", errors.Join(err, ErrDamaged))
 	}
 	if o.After != nil {
 		if err := o.After(ctx); err != nil {
