@@ -45,7 +45,10 @@ sessions and audit trail — to one gzip file, each key with its value and its e
 SHA-256 in the file's trailer. It works on a single Redis, Sentinel or a Cluster, while the services
 run: every submission acknowledged before it starts is in it. A file is created readable by its
 owner only (it holds personal data and password hashes). A location ending in / gets a name with
-the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice restore.
+the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz; a name that is taken is refused (a backup never
+replaces another). An S3 object is streamed and then read back and compared (size and SHA-256). A
+failover of the store during the backup fails it (no object is left): run it again. Restore it with
+formsservice restore.
 
 With --recipient (or --recipients-file) the file is encrypted and authenticated with age to those
 public keys: only a holder of the identity (age-keygen's secret key) can read or restore it, and a
@@ -245,6 +248,9 @@ with that same end. The store must be empty, so that nothing newer is overwritte
 another kind than the backup's source (a single Redis to a Cluster and back), of the same Redis
 version or a newer one. Stop the services first, or restore into a new store they are not yet using.
 With --check the backup is only read and checked, and nothing is written.
+A restore that was interrupted (a lost connection, a killed process) can be run again as it was: the
+store holds a marker of that backup, and the second run writes its keys again and finishes. A store
+whose maxmemory leaves too little room for the backup is refused before anything is written.
 
 An encrypted backup needs the identity it was made for (--identity-file, as age-keygen writes it);
 a changed, cut or spliced file is refused whole. A clear backup is refused unless --insecure: nothing
