@@ -51,6 +51,16 @@ func TestRestore_AnInterruptedRestoreRunsAgainToTheSameEnd(t *testing.T) {
 		t.Fatalf("another backup into the half-filled store: %v, want ErrNotEmpty", err)
 	}
 
+	// Replace says the store's keys may go: the other backup is written over the interrupted one.
+	replaced := testredis.Start(t).Client()
+	for _, k := range []string{backup.MarkerKey, "auth:u:{stale}"} {
+		replaced.Set(ctx, k, "from an interrupted restore", 0)
+	}
+	if _, err := backup.Restore(ctx, replaced, source(otherBuf.Bytes()), backup.RestoreOptions{Read: clearFile, Replace: true}); err != nil ||
+		replaced.Exists(ctx, backup.MarkerKey).Val() != 0 || replaced.Get(ctx, "auth:u:{other}").Val() != "x" {
+		t.Fatalf("another backup with Replace over an interrupted restore: %v", err)
+	}
+
 	afterRuns := 0
 	st, err := backup.Restore(ctx, dst, source(file), backup.RestoreOptions{Read: clearFile,
 		After: func(context.Context) error { afterRuns++; return nil }})

@@ -69,8 +69,12 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 	replace := o.Replace
 	marker, err := rdb.Get(ctx, MarkerKey).Result()
 	switch {
-	case err == nil && marker != st.SHA256:
-		return st, fmt.Errorf("%w: a restore of another backup (records' SHA-256 %s) was interrupted in it; restore that one again, or empty the store", ErrNotEmpty, idPrefix(marker))
+	case err == nil && marker != st.SHA256 && !o.Replace:
+		return st, fmt.Errorf("%w: a restore of another backup (records' SHA-256 %s) was interrupted in it; restore that one again, replace what is there, or empty the store", ErrNotEmpty, idPrefix(marker))
+	case err == nil && marker != st.SHA256: // replacing what another, interrupted restore wrote
+		if err := rdb.Set(ctx, MarkerKey, st.SHA256, 0).Err(); err != nil {
+			return st, fmt.Errorf("restore: writing %s: %w", MarkerKey, err)
+		}
 	case err == nil:
 		// The same backup, interrupted: its keys are written again over what the first try wrote.
 		replace = true
