@@ -152,7 +152,7 @@ func backupStatus(fs *v1alpha1.FormsService, jobs map[string]*batchv1.Job, lastR
 	for _, j := range backups {
 		outcome, msg := jobOutcome(j)
 		run := &v1alpha1.BackupRun{
-			Job: j.Name, Object: render.BackupObject(fs, j.Name), Outcome: outcome, Message: msg,
+			Job: j.Name, Object: render.BackupObject(fs, j), Outcome: outcome, Message: msg,
 			Request: render.BackupJobRequest(j), StartTime: jobStart(j), CompletionTime: j.Status.CompletionTime,
 		}
 		if newer(st.Last, j) {
@@ -181,7 +181,7 @@ func backupStatus(fs *v1alpha1.FormsService, jobs map[string]*batchv1.Job, lastR
 		}
 		if outcome == v1alpha1.JobSucceeded {
 			cond.Status, cond.Reason = metav1.ConditionTrue, "BackupSucceeded"
-			cond.Message = fmt.Sprintf("Job %s wrote %s.", backups[i].Name, render.BackupObject(fs, backups[i].Name))
+			cond.Message = fmt.Sprintf("Job %s wrote %s.", backups[i].Name, render.BackupObject(fs, backups[i]))
 		} else {
 			cond.Status, cond.Reason = metav1.ConditionFalse, "BackupFailed"
 			cond.Message = fmt.Sprintf("Job %s failed: %s", backups[i].Name, msg)
@@ -204,8 +204,8 @@ func jobStart(j *batchv1.Job) *metav1.Time {
 }
 
 // restore runs a new FormsService's restore Job once the store is ready, and says whether the services
-// may start: only once it succeeded. A failed restore is Stalled (RestoreFailed) and is not tried again
-// by itself: deleting the failed Job tries again, into a store that must be empty.
+// may start: only once it succeeded. The Job tries a few times itself (render.RestoreRetries); a Job
+// that failed is Stalled (RestoreFailed) and is not replaced by itself: deleting it tries again.
 func (run *reconcileRun) restore(ctx context.Context, jobs map[string]*batchv1.Job, configApplied bool) (*metav1.Condition, bool) {
 	r, fs, in := run.r, run.fs, run.in
 	name := render.RestoreJobName(fs)
@@ -217,7 +217,7 @@ func (run *reconcileRun) restore(ctx context.Context, jobs map[string]*batchv1.J
 		case v1alpha1.JobSucceeded:
 			return cond(metav1.ConditionTrue, "RestoreSucceeded", fmt.Sprintf("Job %s restored %s; the services run on it.", name, fs.Spec.RestoreFrom.Object)), true
 		case v1alpha1.JobFailed:
-			m := fmt.Sprintf("restore Job %s failed: %s. The services stay stopped. Delete the Job to try again (into an empty store), or remove spec.restoreFrom from a new FormsService to start empty.", name, msg)
+			m := fmt.Sprintf("restore Job %s failed: %s. The services stay stopped. Delete the Job to try again (an interrupted restore of the same backup finishes; anything else needs an empty store), or remove spec.restoreFrom from a new FormsService to start empty.", name, msg)
 			run.Problems = append(run.Problems, problem{Reason: "RestoreFailed", Message: m})
 			return cond(metav1.ConditionFalse, "RestoreFailed", m), false
 		default:

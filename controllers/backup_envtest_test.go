@@ -129,7 +129,7 @@ func TestBackup_ScheduledAndRequestedJobsReportTheirOutcome(t *testing.T) {
 	reqJob := render.BackupRequestJobName(fs, "before-upgrade")
 	j := &batchv1.Job{}
 	eventually(t, func() error { return k8s.Get(ctx, key(ns, reqJob), j) })
-	if args := j.Spec.Template.Spec.Containers[0].Args; !strings.HasSuffix(args[len(args)-1], "s3://backups/"+ns+"/acme/$(BACKUP_NAME).backup.gz") {
+	if args := j.Spec.Template.Spec.Containers[0].Args; !strings.HasSuffix(args[len(args)-1], "s3://backups/"+ns+"/acme/$(BACKUP_NAME)-$(BACKUP_JOB_UID).backup.gz") {
 		t.Errorf("args %q", args)
 	}
 	waitBackupStatus(t, fs, "the requested backup running", func(st *v1alpha1.BackupStatus) error {
@@ -140,7 +140,7 @@ func TestBackup_ScheduledAndRequestedJobsReportTheirOutcome(t *testing.T) {
 	})
 
 	finishJobStarted(t, ns, reqJob, true, 10*time.Minute)
-	wantObject := ns + "/acme/" + reqJob + ".backup.gz"
+	wantObject := ns + "/acme/" + reqJob + "-" + string(j.UID) + ".backup.gz"
 	waitCondition(t, fs, v1alpha1.ConditionBackedUp, metav1.ConditionTrue, "BackupSucceeded", wantObject)
 	waitBackupStatus(t, fs, "the requested backup done", func(st *v1alpha1.BackupStatus) error {
 		if s := st.LastSuccessful; s == nil || s.Job != reqJob || s.Object != wantObject || s.Request != "before-upgrade" || s.CompletionTime == nil {
@@ -160,7 +160,7 @@ func TestBackup_ScheduledAndRequestedJobsReportTheirOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBackupStatus(t, fs, "the scheduled backup running", func(st *v1alpha1.BackupStatus) error {
-		if st.Last == nil || st.Last.Job != sched.Name || st.Last.Request != "" || st.Last.Object != ns+"/acme/acme-backup-29412345.backup.gz" {
+		if st.Last == nil || st.Last.Job != sched.Name || st.Last.Request != "" || st.Last.Object != ns+"/acme/acme-backup-29412345-"+string(sched.UID)+".backup.gz" {
 			return fmt.Errorf("last %+v", st.Last)
 		}
 		return nil

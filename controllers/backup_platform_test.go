@@ -29,7 +29,7 @@ import (
 // the Secrets of envFrom, the Job's name for the pod label it reads), its arguments with $(VAR) expanded
 // the Kubernetes way, and the mounted files moved to the test's folders (the configuration, the
 // Secrets). It returns the process's output.
-func runLikeKubelet(t *testing.T, bin string, c corev1.Container, jobName string, secrets map[string]map[string]string,
+func runLikeKubelet(t *testing.T, bin string, c corev1.Container, job *batchv1.Job, secrets map[string]map[string]string,
 	configFile, secretsDir string) string {
 	t.Helper()
 	env := map[string]string{}
@@ -44,7 +44,9 @@ func runLikeKubelet(t *testing.T, bin string, c corev1.Container, jobName string
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['"+render.JobNameLabel+"']":
-			env[e.Name] = jobName
+			env[e.Name] = job.Name
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['"+render.JobUIDLabel+"']":
+			env[e.Name] = string(job.UID)
 		case e.ValueFrom != nil:
 			t.Fatalf("env %s: an unexpected source %+v", e.Name, e.ValueFrom)
 		default:
@@ -144,7 +146,7 @@ func TestPlatform_TheRenderedBackupAndRestoreJobsRun(t *testing.T) {
 	jobName := render.BackupRequestJobName(src, "move")
 	job := &batchv1.Job{}
 	eventually(t, func() error { return k8s.Get(ctx, key(ns, jobName), job) })
-	out := runLikeKubelet(t, bin, job.Spec.Template.Spec.Containers[0], jobName, secrets, mountConfig(src), secretsDir)
+	out := runLikeKubelet(t, bin, job.Spec.Template.Spec.Containers[0], job, secrets, mountConfig(src), secretsDir)
 	if !strings.Contains(out, "wrote 2 keys") {
 		t.Errorf("backup: %s", out)
 	}
@@ -176,7 +178,7 @@ func TestPlatform_TheRenderedBackupAndRestoreJobsRun(t *testing.T) {
 		}
 	}
 	noDeployment()
-	out = runLikeKubelet(t, bin, restore.Spec.Template.Spec.Containers[0], "new-restore", secrets, mountConfig(dst), secretsDir)
+	out = runLikeKubelet(t, bin, restore.Spec.Template.Spec.Containers[0], restore, secrets, mountConfig(dst), secretsDir)
 	if !strings.Contains(out, "restored 2 keys") {
 		t.Errorf("restore: %s", out)
 	}

@@ -3,8 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -41,7 +45,10 @@ sessions and audit trail — to one gzip file, each key with its value and its e
 SHA-256 in the file's trailer. It works on a single Redis, Sentinel or a Cluster, while the services
 run: every submission acknowledged before it starts is in it. A file is created readable by its
 owner only (it holds personal data and password hashes). A location ending in / gets a name with
-the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz. Restore it with formsservice restore.
+the time: formsservice-YYYYMMDDTHHMMSSZ.backup.gz; a name that is taken is refused (a backup never
+replaces another). An S3 object is streamed and then read back and compared (size and SHA-256). A
+failover of the store during the backup fails it (no object is left): run it again. Restore it with
+formsservice restore.
 
 With --recipient (or --recipients-file) the file is encrypted and authenticated with age to those
 public keys: only a holder of the identity (age-keygen's secret key) can read or restore it, and a
@@ -92,18 +99,16 @@ and a restore reads it only with --insecure.`,
 	return cmd
 }
 
-// backupTo writes the backup to a file (created 0600, renamed into place only when whole) or uploads
-// it, through a temporary file, to an S3 object.
+// backupTo writes the backup to a file (created 0600, renamed into place only when whole) or streams it
+// to an S3 object, which is then read back and checked (verifyUpload) before the backup counts.
 func backupTo(ctx context.Context, env *environment, to string, write func(io.Writer) (backup.Stats, error)) (backup.Stats, error) {
-	dir, final := filepath.Dir(to), to
 	if objectstore.IsLocation(to) {
-		dir, final = "", ""
+		return backupToObject(ctx, env, to, write)
 	}
-	if dir != "" {
-		// A directory that does not exist yet is made, the owner's only, like the file.
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return backup.Stats{}, err
-		}
+	dir := filepath.Dir(to)
+	// A directory that does not exist yet is made, the owner's only, like the file.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return backup.Stats{}, err
 	}
 	tmp, err := os.CreateTemp(dir, ".formsservice-backup-*")
 	if err != nil {
@@ -121,25 +126,111 @@ func backupTo(ctx context.Context, env *environment, to string, write func(io.Wr
 	if err != nil {
 		return st, err
 	}
-	if final != "" {
-		return st, os.Rename(tmp.Name(), final)
+	// A link, not a rename: it fails when the name is taken, so no backup replaces another.
+	if err := os.Link(tmp.Name(), to); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return st, errBackupExists
+		}
+		return st, err
 	}
+	return st, nil
+}
+
+// errBackupExists is a backup refused because its name is taken: an older backup is never replaced.
+var errBackupExists = errors.New("a backup of that name exists already, and a backup never replaces another: choose another name (a location ending in / gets one with the time)")
+
+// afterUpload runs between an upload and its check (tests: what the bucket holds changes there).
+var afterUpload = func(objectstore.Location) {}
+
+// backupToObject streams the backup to the object as it is written: no scratch file, however big the
+// store. A backup that fails (a failover, a lost connection) fails the upload, whose parts are
+// aborted, so no object is left that claims to be whole. The bytes' size and SHA-256 are kept on the
+// way and compared with the object read back afterwards.
+func backupToObject(ctx context.Context, env *environment, to string, write func(io.Writer) (backup.Stats, error)) (backup.Stats, error) {
 	loc, err := objectstore.ParseLocation(to)
 	if err != nil {
-		return st, err
+		return backup.Stats{}, err
 	}
 	c, err := objectstore.New(env.getenv)
 	if err != nil {
-		return st, err
+		return backup.Stats{}, err
 	}
-	size, err := tmp.Seek(0, io.SeekEnd)
-	if err == nil {
-		_, err = tmp.Seek(0, io.SeekStart)
+	// A name taken (a request id used again, a FormsService made again) must not replace an older
+	// backup. The check and the upload are two requests; the operator's names hold the Job's UID, so
+	// two of its Jobs never race for one.
+	switch r, _, err := c.Open(ctx, loc); {
+	case err == nil:
+		r.Close()
+		return backup.Stats{}, errBackupExists
+	case !errors.Is(err, objectstore.ErrNoObject):
+		return backup.Stats{}, err
+	}
+	pr, pw := io.Pipe()
+	sent := newDigest()
+	var st backup.Stats
+	var writeErr error
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		st, writeErr = write(io.MultiWriter(pw, sent))
+		pw.CloseWithError(writeErr) // nil: the upload sees the end; else it fails with the backup's error
+	}()
+	err = c.PutStream(ctx, loc, pr, objectstore.Object{ContentType: "application/gzip"})
+	pr.CloseWithError(errUploadEnded) // a failed upload stops the backup's writes
+	<-written
+	if writeErr != nil && !errors.Is(writeErr, errUploadEnded) {
+		return st, writeErr // the backup's own error says more than the upload's
 	}
 	if err != nil {
 		return st, err
 	}
-	return st, c.Put(ctx, loc, tmp, size)
+	afterUpload(loc)
+	if err := verifyUpload(ctx, c, loc, sent); err != nil {
+		// Not a backup to rely on: it goes, so that no restore picks it.
+		if rmErr := c.Remove(ctx, loc); rmErr != nil {
+			return st, fmt.Errorf("%w; removing it failed too: %v", err, rmErr)
+		}
+		return st, fmt.Errorf("%w; the object was removed", err)
+	}
+	return st, nil
+}
+
+var errUploadEnded = errors.New("the upload ended")
+
+// digest counts and hashes the bytes written to it.
+type digest struct {
+	hash.Hash
+	size int64
+}
+
+func newDigest() *digest { return &digest{Hash: sha256.New()} }
+
+func (d *digest) Write(p []byte) (int, error) {
+	d.size += int64(len(p))
+	return d.Hash.Write(p)
+}
+
+func (d *digest) String() string { return fmt.Sprintf("%d bytes, SHA-256 %x", d.size, d.Sum(nil)) }
+
+// verifyUpload reads the object back and compares its size (as stored, and as read) and its SHA-256
+// with what was sent.
+func verifyUpload(ctx context.Context, c *objectstore.Client, loc objectstore.Location, sent *digest) error {
+	r, stored, err := c.Open(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("reading the uploaded object back: %w", err)
+	}
+	defer r.Close()
+	if stored.Size != sent.size {
+		return fmt.Errorf("the uploaded object is %d bytes, the backup %d: the bucket does not hold what was sent", stored.Size, sent.size)
+	}
+	got := newDigest()
+	if _, err := io.Copy(got, r); err != nil {
+		return fmt.Errorf("reading the uploaded object back: %w", err)
+	}
+	if got.size != sent.size || !bytes.Equal(got.Sum(nil), sent.Sum(nil)) {
+		return fmt.Errorf("the uploaded object reads back as %s, the backup was %s: the bucket does not hold what was sent", got, sent)
+	}
+	return nil
 }
 
 // newRestoreCmd is `formsservice restore`: a backup back into a store.
@@ -157,6 +248,9 @@ with that same end. The store must be empty, so that nothing newer is overwritte
 another kind than the backup's source (a single Redis to a Cluster and back), of the same Redis
 version or a newer one. Stop the services first, or restore into a new store they are not yet using.
 With --check the backup is only read and checked, and nothing is written.
+A restore that was interrupted (a lost connection, a killed process) can be run again as it was: the
+store holds a marker of that backup, and the second run writes its keys again and finishes. A store
+whose maxmemory leaves too little room for the backup is refused before anything is written.
 
 An encrypted backup needs the identity it was made for (--identity-file, as age-keygen writes it);
 a changed, cut or spliced file is refused whole. A clear backup is refused unless --insecure: nothing
@@ -204,7 +298,20 @@ where the backup is the newest state there is and signing everyone out costs mor
 				return err
 			}
 			defer rdb.Close()
-			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read, AllKeys: allKeys})
+			// Every account is signed out before the restore counts as finished: a restore interrupted
+			// before that is run again like any other interrupted one (backup.MarkerKey).
+			var ended accounts.Ended
+			signOut := func(ctx context.Context) (err error) {
+				if keepSessions {
+					return nil
+				}
+				ended, err = accounts.EndEverySession(ctx, rdb, cfg.Auth)
+				if err != nil {
+					return fmt.Errorf("the keys are written, but not every account could be signed out (run the same restore again: it finishes the interrupted one): %w", err)
+				}
+				return nil
+			}
+			st, err := backup.Restore(ctx, rdb, open, backup.RestoreOptions{Replace: replace, Read: read, AllKeys: allKeys, After: signOut})
 			if err != nil {
 				return fmt.Errorf("restore from %s: %w", from, err)
 			}
@@ -216,11 +323,6 @@ where the backup is the newest state there is and signing everyone out costs mor
 			if keepSessions {
 				fmt.Fprintln(env.stdout, "sessions and grants of the backup were kept (--keep-sessions)")
 				return nil
-			}
-			ended, err := accounts.EndEverySession(ctx, rdb, cfg.Auth)
-			if err != nil {
-				// Writing the backup again is harmless (--replace writes the same keys), and then signs out.
-				return fmt.Errorf("the backup is restored, but not every account could be signed out (run the same restore again with --replace): %w", err)
 			}
 			fmt.Fprintf(env.stdout, "signed out %d accounts everywhere: %d grants and %d sign-in sessions of the backup ended\n", ended.Accounts, ended.Grants, ended.Sessions)
 			return nil
@@ -239,31 +341,29 @@ where the backup is the newest state there is and signing everyone out costs mor
 	return cmd
 }
 
-// restoreSource opens a backup file as many times as the restore asks, or downloads an S3 object to a
-// temporary file first (done removes it).
+// restoreSource opens a backup file, or an S3 object, as many times as the restore asks: an object is
+// read from the bucket each time, never copied to a scratch file, however big (done releases nothing
+// today; it stays for the callers).
 func restoreSource(ctx context.Context, env *environment, from string) (backup.Source, func(), error) {
-	path, done := from, func() {}
-	if objectstore.IsLocation(from) {
-		loc, err := objectstore.ParseLocation(from)
-		if err != nil {
-			return nil, nil, err
-		}
-		c, err := objectstore.New(env.getenv)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmp, err := os.CreateTemp("", ".formsservice-restore-*")
-		if err != nil {
-			return nil, nil, err
-		}
-		done = func() { tmp.Close(); os.Remove(tmp.Name()) }
-		if _, err := c.Get(ctx, loc, tmp); err != nil {
-			done()
-			return nil, nil, err
-		}
-		path = tmp.Name()
+	done := func() {}
+	if !objectstore.IsLocation(from) {
+		return func() (io.ReadCloser, error) { return os.Open(from) }, done, nil
 	}
-	return func() (io.ReadCloser, error) { return os.Open(path) }, done, nil
+	loc, err := objectstore.ParseLocation(from)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := objectstore.New(env.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() (io.ReadCloser, error) {
+		r, _, err := c.Open(ctx, loc)
+		if errors.Is(err, objectstore.ErrNoObject) {
+			return nil, fmt.Errorf("%s: %w", from, err)
+		}
+		return r, err
+	}, done, nil
 }
 
 // byPrefix says the counts by kind of key: "forms 120, auth 455".

@@ -36,8 +36,13 @@ const (
 	// backupNameVar is the container's variable that holds the Job's name: Kubernetes expands $(VAR) in
 	// the arguments, so a scheduled Job writes to a name the operator knows from the Job alone.
 	backupNameVar = "BACKUP_NAME"
-	// JobNameLabel is the label the Job controller puts on a Job's pods.
+	// backupUIDVar holds the Job's UID, which makes a backup's name unique: a request id used again, or
+	// a FormsService deleted and created again under its name, gives a Job of the same name, and its
+	// backup must not overwrite the older one (D91).
+	backupUIDVar = "BACKUP_JOB_UID"
+	// JobNameLabel and JobUIDLabel are the labels the Job controller puts on a Job's pods.
 	JobNameLabel = "batch.kubernetes.io/job-name"
+	JobUIDLabel  = "batch.kubernetes.io/controller-uid"
 	// RequestAnnotation on a requested backup's Job holds the request id it answers.
 	RequestAnnotation = v1alpha1.BackupRequestAnnotation
 )
@@ -114,9 +119,10 @@ func BackupPrefix(fs *v1alpha1.FormsService) string {
 	return fs.Namespace + "/" + fs.Name + "/"
 }
 
-// BackupObject is the key in the bucket, or the path in the volume, of the backup a Job writes.
-func BackupObject(fs *v1alpha1.FormsService, job string) string {
-	return BackupPrefix(fs) + job + BackupSuffix
+// BackupObject is the key in the bucket, or the path in the volume, of the backup a Job writes:
+// <prefix><job name>-<job UID>.backup.gz.
+func BackupObject(fs *v1alpha1.FormsService, j *batchv1.Job) string {
+	return BackupPrefix(fs) + j.Name + "-" + string(j.UID) + BackupSuffix
 }
 
 // backupLocation is the argument of --to or --from: an s3:// location or a file under BackupDir.
@@ -170,7 +176,7 @@ func BackupRequestJob(fs *v1alpha1.FormsService, in Inputs, request string) *bat
 // CronJob's history drops it).
 func backupJobSpec(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobSpecApplyConfiguration {
 	b := fs.Spec.Backup
-	to := backupLocation(b.S3, BackupPrefix(fs)+"$("+backupNameVar+")"+BackupSuffix)
+	to := backupLocation(b.S3, BackupPrefix(fs)+"$("+backupNameVar+")-$("+backupUIDVar+")"+BackupSuffix)
 	return batchv1ac.JobSpec().
 		WithBackoffLimit(2).
 		WithActiveDeadlineSeconds(3600).
@@ -181,9 +187,10 @@ func backupJobSpec(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobSpecApply
 				append([]string{"backup", "--config", ConfigPath, "--to", to}, encryptionArgs(Backup, b.Encryption)...)...)))
 }
 
-// RestoreJob fills the new platform's store from spec.restoreFrom, once: a restore that fails is not
-// tried again (the store may hold part of the backup, and a second try would be refused as not empty),
-// and the Job stays for its logs. Nil without spec.restoreFrom.
+// RestoreJob fills the new platform's store from spec.restoreFrom. A try that fails (a lost connection,
+// a killed pod) is run again, up to RestoreRetries times: a restore interrupted halfway finishes on the
+// next try (backup.MarkerKey), and one refused (a damaged file, too little memory) is refused again at
+// once, before it writes. The Job stays for its logs. Nil without spec.restoreFrom.
 func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfiguration {
 	r := fs.Spec.RestoreFrom
 	if r == nil {
@@ -192,7 +199,7 @@ func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfigu
 	name := RestoreJobName(fs)
 	from := backupLocation(r.S3, r.Object)
 	j := batchv1ac.Job(name, fs.Namespace).WithSpec(batchv1ac.JobSpec().
-		WithBackoffLimit(0).
+		WithBackoffLimit(RestoreRetries).
 		WithActiveDeadlineSeconds(6 * 3600).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(Labels(fs, Restore)).
@@ -202,6 +209,9 @@ func RestoreJob(fs *v1alpha1.FormsService, in Inputs) *batchv1ac.JobApplyConfigu
 	return j
 }
 
+// RestoreRetries is the restore Job's backoffLimit (D91).
+const RestoreRetries = 2
+
 // restoreArgs are the restore Job's command line.
 func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
 	args := append([]string{"restore", "--config", ConfigPath, "--from", from}, encryptionArgs(Restore, r.Encryption)...)
@@ -210,6 +220,9 @@ func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
 	}
 	return args
 }
+
+// DataScratchLimit bounds the backup and restore pods' /tmp: they stream, and keep no copy of a backup.
+const DataScratchLimit = "16Mi"
 
 // DefaultBackupResources are the backup and restore container's resources when spec.backup.resources
 // is not set.
@@ -236,8 +249,9 @@ func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha
 		corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().
 			WithName(NamesOf(fs).ConfigMap).
 			WithItems(corev1ac.KeyToPath().WithKey(ConfigKey(Health)).WithPath("config.yaml"))),
-		// The whole backup passes through a file here on its way to or from a bucket: no size limit.
-		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		// A backup streams to its bucket and a restore reads the object from it (twice), so nothing big
+		// is written here: the read-only root's /tmp, bounded (D91).
+		corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(DataScratchLimit))),
 	}
 	mounts := []*corev1ac.VolumeMountApplyConfiguration{
 		corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),
@@ -267,6 +281,8 @@ func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha
 	env := []*corev1ac.EnvVarApplyConfiguration{
 		corev1ac.EnvVar().WithName(backupNameVar).WithValueFrom(corev1ac.EnvVarSource().
 			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.labels['" + JobNameLabel + "']"))),
+		corev1ac.EnvVar().WithName(backupUIDVar).WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.labels['" + JobUIDLabel + "']"))),
 	}
 	container := corev1ac.Container().
 		WithName(component).

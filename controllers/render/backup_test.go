@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -61,8 +62,17 @@ func checkDataPod(t *testing.T, what string, p corev1.PodSpec) corev1.Container 
 		e.ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/job-name']" {
 		t.Errorf("%s: BACKUP_NAME %+v", what, e)
 	}
+	// The Job's UID makes each backup's name unique (D91): a Job of a name used before writes anew.
+	if e := envOf(c, "BACKUP_JOB_UID"); e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
+		e.ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/controller-uid']" {
+		t.Errorf("%s: BACKUP_JOB_UID %+v", what, e)
+	}
 	var config, password bool
 	for _, v := range p.Volumes {
+		// They stream to and from the bucket: /tmp holds no copy of a backup, and is bounded.
+		if v.Name == "tmp" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.String() != "16Mi") {
+			t.Errorf("%s: /tmp %+v, want an emptyDir of at most 16Mi", what, v.VolumeSource)
+		}
 		if v.ConfigMap != nil && v.ConfigMap.Name == "acme-config" && len(v.ConfigMap.Items) == 1 &&
 			v.ConfigMap.Items[0].Key == ConfigKey(Health) && v.ConfigMap.Items[0].Path == "config.yaml" {
 			config = true
@@ -104,7 +114,7 @@ func TestBackupCronJob_S3(t *testing.T) {
 		t.Errorf("pod labels %v", p.Labels)
 	}
 	c := checkDataPod(t, "scheduled backup", p.Spec)
-	want := []string{"backup", "--config", ConfigPath, "--to", "s3://backups/prod/acme/$(BACKUP_NAME).backup.gz"}
+	want := []string{"backup", "--config", ConfigPath, "--to", "s3://backups/prod/acme/$(BACKUP_NAME)-$(BACKUP_JOB_UID).backup.gz"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
 	}
@@ -117,8 +127,14 @@ func TestBackupCronJob_S3(t *testing.T) {
 	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "s3-keys" {
 		t.Errorf("the credentials Secret must be passed with envFrom: %+v", c.EnvFrom)
 	}
-	if BackupObject(fs, "acme-backup-29412345") != "prod/acme/acme-backup-29412345.backup.gz" {
-		t.Errorf("BackupObject %q", BackupObject(fs, "acme-backup-29412345"))
+	// Two Jobs of one name (a request id used again, a FormsService made again) name two objects.
+	one := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "acme-backup-29412345", UID: "0b6c2f3e-1111-4c1e-9d7a-5e0f2a3b4c5d"}}
+	two := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "acme-backup-29412345", UID: "7d1e9a40-2222-4b8f-8c3d-1a2b3c4d5e6f"}}
+	if got := BackupObject(fs, one); got != "prod/acme/acme-backup-29412345-0b6c2f3e-1111-4c1e-9d7a-5e0f2a3b4c5d.backup.gz" {
+		t.Errorf("BackupObject %q", got)
+	}
+	if BackupObject(fs, one) == BackupObject(fs, two) {
+		t.Errorf("two Jobs of one name share the object %q", BackupObject(fs, one))
 	}
 
 	fs.Spec.Backup.Schedule = ""
@@ -139,7 +155,7 @@ func TestBackupRequestJob_OneJobPerRequest(t *testing.T) {
 		t.Errorf("metadata %+v", j.ObjectMeta)
 	}
 	c := checkDataPod(t, "requested backup", j.Spec.Template.Spec)
-	if got := c.Args[len(c.Args)-1]; got != "s3://backups/site/$(BACKUP_NAME).backup.gz" {
+	if got := c.Args[len(c.Args)-1]; got != "s3://backups/site/$(BACKUP_NAME)-$(BACKUP_JOB_UID).backup.gz" {
 		t.Errorf("--to %q", got)
 	}
 	if BackupRequestJob(base(), in, "x") != nil {
@@ -153,7 +169,7 @@ func TestBackupJob_Volume(t *testing.T) {
 	j := typed[batchv1.Job](t, BackupRequestJob(fs, in, "r1"))
 	p := j.Spec.Template.Spec
 	c := checkDataPod(t, "backup to a volume", p)
-	if got := c.Args[len(c.Args)-1]; got != "/backup/prod/acme/$(BACKUP_NAME).backup.gz" {
+	if got := c.Args[len(c.Args)-1]; got != "/backup/prod/acme/$(BACKUP_NAME)-$(BACKUP_JOB_UID).backup.gz" {
 		t.Errorf("--to %q", got)
 	}
 	if len(c.EnvFrom) != 0 || envOf(c, "AWS_ENDPOINT_URL_S3") != nil {
@@ -188,8 +204,8 @@ func TestRestoreJob_OnceFromTheSource(t *testing.T) {
 		Object: "prod/acme/acme-backup-1.backup.gz",
 	}
 	j := typed[batchv1.Job](t, RestoreJob(fs, in))
-	if j.Name != "acme-restore" || ptr.Deref(j.Spec.BackoffLimit, 1) != 0 || j.Spec.TTLSecondsAfterFinished != nil {
-		t.Errorf("a restore is tried once and its Job kept: %+v", j.Spec)
+	if j.Name != "acme-restore" || ptr.Deref(j.Spec.BackoffLimit, 0) != 2 || j.Spec.TTLSecondsAfterFinished != nil {
+		t.Errorf("a restore is tried up to three times (a half-done one finishes on the next) and its Job kept: %+v", j.Spec)
 	}
 	if j.Spec.Template.Labels[LabelComponent] != Restore {
 		t.Errorf("pod labels %v", j.Spec.Template.Labels)

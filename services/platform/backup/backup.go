@@ -13,7 +13,10 @@
 //
 // The keys are read with SCAN, which is not a point-in-time snapshot: a key that exists for the whole
 // backup is in it (SCAN's guarantee), and a write made during it may or may not be. Every submission
-// acknowledged before the backup started is therefore in it.
+// acknowledged before the backup started is therefore in it. SCAN's guarantee holds only on one server:
+// a failover in the middle (Sentinel, the HA StatefulSet's Service) would continue the old cursor on
+// another server's table and skip keys silently, so the backup checks the server it reads after every
+// batch and fails (ErrFailover) rather than write a trailer over a partial walk (decision D91).
 package backup
 
 import (
@@ -80,6 +83,12 @@ type Stats struct {
 	Restored, Expired, Foreign int64
 	// ByPrefix counts the keys by the part of their name before the first ':' ("forms", "auth", …).
 	ByPrefix map[string]int64
+	// Bytes is the size of the file's keys and values as DUMP serializes them (Check): less than they
+	// take in a server's memory, never more than a little (DUMP compresses long strings), so a target
+	// without this much room certainly cannot hold them.
+	Bytes int64
+	// SHA256 is the records' checksum as the trailer states it (Check): what names one backup.
+	SHA256 string
 }
 
 func (s *Stats) count(key string) {
@@ -130,6 +139,10 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 	sum := sha256.New()
 	rec := &recordWriter{w: io.MultiWriter(bw, sum)}
 	err = forEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
+		first, err := serverOf(ctx, node)
+		if err != nil {
+			return err
+		}
 		for _, pattern := range match {
 			var cursor uint64
 			for {
@@ -138,6 +151,10 @@ func Write(ctx context.Context, rdb redis.UniversalClient, w io.Writer, o Option
 					return fmt.Errorf("backup: scanning the keys: %w", err)
 				}
 				if err := dumpBatch(ctx, node, keys, now, rec, &st); err != nil {
+					return err
+				}
+				// After the batch's reads: a failover before or during them shows here.
+				if err := first.same(ctx, node); err != nil {
 					return err
 				}
 				if cursor = next; cursor == 0 {
@@ -235,6 +252,57 @@ func forEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(conte
 	}
 	return nil
 }
+
+// ErrFailover is a backup stopped because the server it read changed under it (a failover, a restart,
+// a replica's full resync): SCAN's cursor is only valid on the server that gave it, so the walk may
+// have skipped keys. Another try starts a new walk on the new primary.
+var ErrFailover = errors.New("the Redis server changed during the backup (a failover or a restart); the backup is incomplete and was not kept — run it again")
+
+// server is what identifies the server a SCAN walk reads: its process (run_id), its role, and its
+// replication history (master_replid, which a promotion or a full resync changes).
+type server struct {
+	runID, role, replID string
+}
+
+// serverOf reads the identity of the server node talks to now.
+func serverOf(ctx context.Context, node redis.UniversalClient) (server, error) {
+	info, err := node.Info(ctx, "server", "replication").Result()
+	if err != nil {
+		return server{}, fmt.Errorf("backup: reading the server's INFO: %w", err)
+	}
+	var s server
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "run_id":
+			s.runID = v
+		case "role":
+			s.role = v
+		case "master_replid":
+			s.replID = v
+		}
+	}
+	if s.runID == "" || s.role == "" {
+		return server{}, errors.New("backup: the server's INFO names no run_id or role; the backup cannot tell a failover from a whole walk")
+	}
+	return s, nil
+}
+
+// same checks that node still talks to the server the walk started on.
+func (s server) same(ctx context.Context, node redis.UniversalClient) error {
+	now, err := serverOf(ctx, node)
+	if err != nil {
+		return err
+	}
+	if now != s {
+		return fmt.Errorf("%w (run_id %s → %s, role %s → %s, master_replid %s → %s)",
+			ErrFailover, idPrefix(s.runID), idPrefix(now.runID), s.role, now.role, idPrefix(s.replID), idPrefix(now.replID))
+	}
+	return nil
+}
+
+// idPrefix is an id's first 8 characters, enough to tell two apart in a message.
+func idPrefix(id string) string { return id[:min(len(id), 8)] }
 
 // redisVersion is the server's redis_version ("" when INFO does not say).
 func redisVersion(ctx context.Context, rdb redis.UniversalClient) string {
@@ -379,26 +447,27 @@ func (r *reader) next() (rec record, ok bool, err error) {
 	return rec, true, nil
 }
 
-// trailer reads the trailer after the last record and checks it against what was read.
-func (r *reader) trailer(keys int64) error {
+// trailer reads the trailer after the last record and checks it against what was read; it returns
+// the records' SHA-256.
+func (r *reader) trailer(keys int64) (string, error) {
 	line, err := r.br.ReadSlice('\n')
 	if err != nil {
-		return damaged("no trailer: %v", err)
+		return "", damaged("no trailer: %v", err)
 	}
 	var t Trailer
 	if err := json.Unmarshal(line, &t); err != nil {
-		return damaged("the trailer is not JSON")
+		return "", damaged("the trailer is not JSON")
 	}
 	if t.Keys != keys {
-		return damaged("the trailer counts %d keys, the file holds %d", t.Keys, keys)
+		return "", damaged("the trailer counts %d keys, the file holds %d", t.Keys, keys)
 	}
 	if got := hex.EncodeToString(r.sum.Sum(nil)); got != t.SHA256 {
-		return damaged("the records' SHA-256 is %s, the trailer says %s", got, t.SHA256)
+		return "", damaged("the records' SHA-256 is %s, the trailer says %s", got, t.SHA256)
 	}
 	if _, err := r.br.ReadByte(); err != io.EOF {
-		return damaged("data after the trailer")
+		return "", damaged("data after the trailer")
 	}
-	return nil
+	return t.SHA256, nil
 }
 
 // Check reads a whole backup and checks its trailer, writing nothing: what a restore does first.
@@ -417,7 +486,9 @@ func Check(r io.Reader, o ReadOptions) (Stats, error) {
 			break
 		}
 		st.Keys++
+		st.Bytes += int64(len(rec.key) + len(rec.payload))
 		st.count(rec.key)
 	}
-	return st, rd.trailer(st.Keys)
+	st.SHA256, err = rd.trailer(st.Keys)
+	return st, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,15 @@ type RestoreOptions struct {
 	AllKeys bool
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// After runs once every key is written, before the restore counts as finished (the CLI signs every
+	// account out there): when it fails, the restore may be run again like an interrupted one.
+	After func(context.Context) error
 }
+
+// MarkerKey is written into the target before a restore writes its first key, holding the backup's
+// checksum, and removed when it has finished: a restore interrupted halfway (a killed pod, a lost
+// connection) can be run again, into the store it half filled, and ends where a whole one would (D91).
+const MarkerKey = "fs:restore:in-progress"
 
 // OurPrefixes are the beginnings of every key the services write (the forms', the provider's).
 var OurPrefixes = []string{"fs:", "forms:", "auth:"}
@@ -57,13 +66,35 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 	if err != nil {
 		return st, err
 	}
-	if !o.Replace {
-		n, err := keysIn(ctx, rdb)
-		if err != nil {
+	replace := o.Replace
+	marker, err := rdb.Get(ctx, MarkerKey).Result()
+	switch {
+	case err == nil && marker != st.SHA256 && !o.Replace:
+		return st, fmt.Errorf("%w: a restore of another backup (records' SHA-256 %s) was interrupted in it; restore that one again, replace what is there, or empty the store", ErrNotEmpty, idPrefix(marker))
+	case err == nil && marker != st.SHA256: // replacing what another, interrupted restore wrote
+		if err := rdb.Set(ctx, MarkerKey, st.SHA256, 0).Err(); err != nil {
+			return st, fmt.Errorf("restore: writing %s: %w", MarkerKey, err)
+		}
+	case err == nil:
+		// The same backup, interrupted: its keys are written again over what the first try wrote.
+		replace = true
+	case !errors.Is(err, redis.Nil):
+		return st, fmt.Errorf("restore: reading %s: %w", MarkerKey, err)
+	default:
+		if !o.Replace {
+			n, err := keysIn(ctx, rdb)
+			if err != nil {
+				return st, err
+			}
+			if n > 0 {
+				return st, fmt.Errorf("%w: it holds %d key(s); restore into an empty store, or replace what is there", ErrNotEmpty, n)
+			}
+		}
+		if err := roomFor(ctx, rdb, st.Bytes); err != nil {
 			return st, err
 		}
-		if n > 0 {
-			return st, fmt.Errorf("%w: it holds %d key(s); restore into an empty store, or replace what is there", ErrNotEmpty, n)
+		if err := rdb.Set(ctx, MarkerKey, st.SHA256, 0).Err(); err != nil {
+			return st, fmt.Errorf("restore: writing %s: %w", MarkerKey, err)
 		}
 	}
 	f, err := open()
@@ -80,10 +111,11 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 		if len(pending) == 0 {
 			return nil
 		}
-		err := restoreBatch(ctx, rdb, pending, o.Replace, rd.header.RedisVersion)
+		err := restoreBatch(ctx, rdb, pending, replace, rd.header.RedisVersion)
 		pending = pending[:0]
 		return err
 	}
+	var read int64
 	for {
 		rec, ok, err := rd.next()
 		if err != nil { // checked a moment ago: the file changed under us
@@ -91,6 +123,10 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 		}
 		if !ok {
 			break
+		}
+		read++
+		if rec.key == MarkerKey { // a backup of a store a restore was filling: not the data
+			continue
 		}
 		if !o.AllKeys && !ours(rec.key) {
 			st.Foreign++
@@ -108,8 +144,68 @@ func Restore(ctx context.Context, rdb redis.UniversalClient, open Source, o Rest
 			}
 		}
 	}
-	return st, flush()
+	if err := flush(); err != nil {
+		return st, err
+	}
+	// The second reading (an object read from the bucket again) must be the file that was checked;
+	// when not, the marker stays and the restore is run again once the file holds still.
+	if sum, err := rd.trailer(read); err != nil || sum != st.SHA256 {
+		return st, fmt.Errorf("restore: the backup changed between its check and its writing: %w", errors.Join(err, ErrDamaged))
+	}
+	if o.After != nil {
+		if err := o.After(ctx); err != nil {
+			return st, err
+		}
+	}
+	if err := rdb.Del(ctx, MarkerKey).Err(); err != nil {
+		return st, fmt.Errorf("restore: every key is written, but %s could not be removed: %w", MarkerKey, err)
+	}
+	return st, nil
 }
+
+// ErrNoRoom is a restore refused because the target's maxmemory leaves too little room for the backup.
+var ErrNoRoom = errors.New("the target store has too little memory for the backup")
+
+// roomFor refuses a restore that cannot fit: the backup's keys and values (need, as DUMP serializes
+// them, which is less than they take in memory) against maxmemory less used_memory, summed over the
+// masters. A master without maxmemory has no such limit, and nothing is refused.
+func roomFor(ctx context.Context, rdb redis.UniversalClient, need int64) error {
+	var limit, used int64
+	unlimited := false
+	err := forEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
+		info, err := node.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
+		}
+		var max, now int64
+		for _, line := range strings.Split(info, "\n") {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			switch k {
+			case "maxmemory":
+				max, _ = strconv.ParseInt(v, 10, 64)
+			case "used_memory":
+				now, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		if max == 0 {
+			unlimited = true
+		}
+		limit += max
+		used += now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restore: reading the target's memory: %w", err)
+	}
+	if unlimited || need <= limit-used {
+		return nil
+	}
+	return fmt.Errorf("%w: the backup's keys and values take at least %s, the target has %s free (maxmemory %s, %s used); raise maxmemory or restore into a bigger store — nothing was written",
+		ErrNoRoom, mib(need), mib(max(limit-used, 0)), mib(limit), mib(used))
+}
+
+// mib says a size in MiB, to a tenth.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // check reads the whole file once and checks its trailer.
 func check(open Source, o ReadOptions) (Stats, error) {
