@@ -40,6 +40,7 @@ trap 'exit 130' INT TERM
 hack/node-cluster/build.sh
 hack/install-chart-tools.sh >/dev/null
 chrome="$(hack/install-chromium.sh)"
+axe="$(hack/install-axe.sh)" # the console's page through the ingress is checked with axe-core
 # bin/ may be shared between checkouts whose runs wait for each other below: the image tarball is this
 # checkout's own, or a run could import the image another checkout built in the meantime.
 image_tar="$NC/formsservice-image-$(printf %s "$PWD" | cksum | cut -d' ' -f1).tar"
@@ -91,7 +92,7 @@ ctr_ images import "$IMAGES/versitygw.tar" >/dev/null
 
 echo ">> e2e: running test/e2e" >&2
 set +e
-FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" FORMSSERVICE_E2E_NEXT_IMAGE="$IMG-next" CHROME_BIN="$chrome" \
+FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" FORMSSERVICE_E2E_NEXT_IMAGE="$IMG-next" CHROME_BIN="$chrome" AXE_CORE_JS="$axe" \
   FORMSSERVICE_E2E_REDIS_IMAGE="$REDIS_IMAGE" FORMSSERVICE_E2E_S3_IMAGE="$VERSITYGW_IMAGE" FORMSSERVICE_E2E_INGRESS="$INGRESS_HTTPS_ADDR" FORMSSERVICE_E2E_INGRESS_CLASS=traefik \
   FORMSSERVICE_E2E_INGRESS_PROXIES="$CLUSTER_CIDR" go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
 rc=${PIPESTATUS[0]}

@@ -174,6 +174,9 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 		phase("ingress controller routes the Ingress over TLS")
 	}
 	k.execUsersCreate(t, name)
+	if in != nil {
+		k.makeAdmin(t, name) // for the console through the ingress (console_test.go)
+	}
 	phase("account created")
 
 	t.Run("forms contract", contract.Forms{BaseURL: "http://" + forms, Origin: e2eOrigin}.Check)
@@ -223,8 +226,12 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 		if noIngress(t) {
 			return
 		}
-		signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password,
+		res := signin.Flow{Issuer: issuer, ClientID: e2eClient, Callback: callback, Email: email, Password: password,
 			HTTPClient: in.client(netip.MustParseAddr("127.0.0.1")), BrowserFlags: in.browserFlags(t)}.Run(t)
+		// The same browser, signed in to the provider, goes on to the console (console_test.go).
+		t.Run("console: an admin finds a message posted through the ingress", func(t *testing.T) {
+			in.checkConsole(t, res.Browser)
+		})
 	})
 	t.Run("ingress: rate limits count the client's address from X-Forwarded-For, not the controller's", func(t *testing.T) {
 		if noIngress(t) {
@@ -427,8 +434,9 @@ func (k *kind) checkOperatorSecretAccess(t *testing.T) {
 }
 
 // patchForTest sets the issuer (the ingress, or the relay to the port-forwarded auth service), routes
-// the FormsService through the test's ingress when there is one, and registers the test's client and
-// origin, next to the sample's own.
+// the FormsService through the test's ingress when there is one, turns the admin console on (it is
+// checked through the ingress: console_test.go), and registers the test's client and origin, next to
+// the sample's own.
 func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string, in *ingress) {
 	t.Helper()
 	k.update(t, name, "updating the FormsService for the test", func(u *unstructured.Unstructured) {
@@ -439,6 +447,7 @@ func (k *kind) patchForTest(t *testing.T, name, issuer, redirectURI string, in *
 		clients, _, _ := unstructured.NestedSlice(u.Object, "spec", "oauthClients")
 		clients = append(clients, map[string]any{"clientID": e2eClient, "redirectURIs": []any{redirectURI}})
 		for field, v := range map[string]any{
+			"console":        map[string]any{"enabled": true},
 			"publicURL":      issuer,
 			"allowedOrigins": append(origins, e2eOrigin),
 			"oauthClients":   clients,

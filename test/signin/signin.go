@@ -72,6 +72,9 @@ type Result struct {
 	Claims   map[string]any
 	Token    *oauth2.Token
 	UserInfo map[string]any
+	// Browser is the Chromium that signed in, open until the test ends: it holds the provider's
+	// session cookie, so a test can go on as the signed-in person (another client signs in at once).
+	Browser context.Context
 }
 
 // ChromiumPath finds the browser: $CHROME_BIN, else chromium on PATH. The test fails (never skips)
@@ -127,7 +130,7 @@ func (f Flow) Run(t *testing.T) Result {
 	go func() { _ = srv.Serve(f.Callback.listener) }()
 	defer srv.Close()
 
-	browser := f.signInWithBrowser(t, ctx, authURL)
+	bctx, browser := f.signInWithBrowser(t, ctx, authURL)
 
 	var q url.Values
 	select {
@@ -160,7 +163,7 @@ func (f Flow) Run(t *testing.T) Result {
 	if idt.Nonce != nonce {
 		t.Fatalf("id_token nonce = %q, want %q", idt.Nonce, nonce)
 	}
-	res := Result{IDToken: idt, Token: tok}
+	res := Result{IDToken: idt, Token: tok, Browser: bctx}
 	if err := idt.Claims(&res.Claims); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +180,9 @@ func (f Flow) Run(t *testing.T) Result {
 }
 
 // signInWithBrowser opens authURL in a fresh headless Chromium, fills in the hosted form and submits
-// it. It returns a function that describes the page the browser is on, for failure messages.
-func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL string) func() string {
+// it. It returns the browser's context (alive until the test ends, not only while ctx is) and a function
+// that describes the page the browser is on, for failure messages.
+func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL string) (context.Context, func() string) {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(ChromiumPath(t)),
@@ -189,7 +193,7 @@ func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL strin
 	for name, value := range f.BrowserFlags {
 		opts = append(opts, chromedp.Flag(name, value))
 	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancel := chromedp.NewContext(allocCtx)
 	t.Cleanup(cancel)
@@ -217,7 +221,7 @@ func (f Flow) signInWithBrowser(t *testing.T, ctx context.Context, authURL strin
 	step("submitting the sign-in form", 30*time.Second,
 		chromedp.SendKeys("#email", f.Email), chromedp.SendKeys("#password", f.Password), chromedp.Submit("#password"))
 	step("landing on the redirect URI", 30*time.Second, chromedp.WaitVisible("#done"))
-	return describe
+	return bctx, describe
 }
 
 func userinfo(t *testing.T, ctx context.Context, hc *http.Client, provider *oidc.Provider, accessToken string) map[string]any {
