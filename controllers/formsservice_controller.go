@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -63,6 +64,9 @@ type FormsServiceReconciler struct {
 	// MaxConcurrentUpgrades is how many FormsServices without spec.image may move to a new ServiceImage
 	// at once; 0 means no bound (upgrades.go).
 	MaxConcurrentUpgrades int
+	// RedisHADial, when set, dials the highly available Redis's nodes and sentinels instead of the
+	// network (a test's processes on loopback behind the pods' names); nil: the cluster's network.
+	RedisHADial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// UpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot; 0 means
 	// DefaultUpgradeRecheck.
 	UpgradeRecheck time.Duration
@@ -139,6 +143,7 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			// operator does not watch Secrets).
 			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.wakeAt.Sub(r.now()), time.Second))
 		}
+		res.RequeueAfter = minPositive(res.RequeueAfter, run.requeueAfter) // e.g. the Redis roll (redisroll.go)
 		switch {
 		case !run.windowOpensAt.IsZero():
 			// Held until its maintenance window opens: come back then, not every 15 s.

@@ -61,6 +61,7 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 			run.apply(ctx, svc)
 		}
 		run.apply(ctx, render.RedisHAPodDisruptionBudget(fs))
+		run.rollRedisHA(ctx) // redisroll.go: the pods on an old revision, in the operator's order (D85)
 	}
 }
 

@@ -124,28 +124,41 @@ func Decide(o Observed) Decision {
 	if pp.Role != "master" {
 		return wait(pp.Name, fmt.Sprintf("the sentinels name %s the primary, but it answers %s", pp.Name, roleOf(pp)))
 	}
+	inSync := func(p Pod) bool {
+		return p.Role == "slave" && p.Following == pp.Addr && p.Linked && slices.Contains(pp.Replicas, p.Addr)
+	}
 	for i, p := range o.Pods {
-		if i == primary {
-			continue
-		}
 		switch {
+		case i == primary:
 		case p.Role == "master":
 			return wait(p.Name, fmt.Sprintf("%s answers as a primary too, beside %s", p.Name, pp.Name))
 		case p.Role != "slave":
 			return wait(p.Name, fmt.Sprintf("%s answers %s", p.Name, roleOf(p)))
-		case p.Following != pp.Addr || !p.Linked || !slices.Contains(pp.Replicas, p.Addr):
+		}
+	}
+	// The next replica to restart: on an old revision, the highest ordinal first, as a StatefulSet rolls.
+	next := -1
+	for i := len(o.Pods) - 1; i >= 0 && next < 0; i-- {
+		if i != primary && !o.Pods[i].Updated {
+			next = i
+		}
+	}
+	// Every other replica must be in sync: the primary keeps a replica that confirms writes while the
+	// pod restarts, and the replica restarted last is caught up before the next goes. The one about to
+	// restart need not be (it adds nothing the restart takes away: a single Redis turned highly
+	// available is such a replica once handed over, unable to follow the new primary).
+	for i, p := range o.Pods {
+		if i != primary && i != next && !inSync(p) {
 			return wait(p.Name, fmt.Sprintf("%s is not in sync with the primary %s", p.Name, pp.Name))
 		}
 	}
+	if next >= 0 {
+		p := o.Pods[next]
+		return Decision{Step: DeletePod, Pod: p.Name,
+			Message: fmt.Sprintf("%s; deleting %s (a replica of %s) to restart it on the current revision.", progress, p.Name, pp.Name)}
+	}
 	if len(old) == 0 {
 		return Decision{Step: Done, Message: "Every Redis pod runs the current revision."}
-	}
-	// The replicas on an old revision, the highest ordinal first, as a StatefulSet rolls.
-	for i := len(o.Pods) - 1; i >= 0; i-- {
-		if p := o.Pods[i]; i != primary && !p.Updated {
-			return Decision{Step: DeletePod, Pod: p.Name,
-				Message: fmt.Sprintf("%s; deleting %s (a replica of %s) to restart it on the current revision.", progress, p.Name, pp.Name)}
-		}
 	}
 	return Decision{Step: Switchover, Pod: pp.Name,
 		Message: fmt.Sprintf("%s; handing the primary %s over to a replica on the current revision before its pod restarts.", progress, pp.Name)}

@@ -250,9 +250,9 @@ func TestDecide_WaitsOnEveryDoubt(t *testing.T) {
 		{"the named primary is a replica", func(s *set) Observed { o := s.observed(); o.Pods[0].Role = "slave"; return o }, "answers ROLE slave"},
 		{"two primaries", func(s *set) Observed { o := s.observed(); o.Pods[2].Role = "master"; return o }, "answers as a primary too"},
 		{"a replica unreachable", func(s *set) Observed { o := s.observed(); o.Pods[1].Role = ""; return o }, "acme-redis-1 answers nothing"},
-		{"a replica's link down", func(s *set) Observed { o := s.observed(); o.Pods[2].Linked = false; return o }, "acme-redis-2 is not in sync"},
+		{"the other replica's link down", func(s *set) Observed { o := s.observed(); o.Pods[1].Linked = false; return o }, "acme-redis-1 is not in sync"},
 		{"a replica following another node", func(s *set) Observed { o := s.observed(); o.Pods[1].Following = "acme-redis-2.ns.svc:6379"; return o }, "acme-redis-1 is not in sync"},
-		{"a replica the primary does not list", func(s *set) Observed { o := s.observed(); o.Pods[0].Replicas = o.Pods[0].Replicas[:1]; return o }, "acme-redis-2 is not in sync"},
+		{"a replica the primary does not list", func(s *set) Observed { o := s.observed(); o.Pods[0].Replicas = o.Pods[0].Replicas[1:]; return o }, "acme-redis-1 is not in sync"},
 	} {
 		d := Decide(tc.change(base()))
 		if d.Step != Wait || !strings.Contains(d.Message, tc.want) {
@@ -274,5 +274,30 @@ func TestDecide_DoneOnlyWhenEveryPodIsUpdatedAndReady(t *testing.T) {
 	s.settle()
 	if d := Decide(s.observed()); d.Step != Done {
 		t.Fatalf("%s %s", d.Step, d.Message)
+	}
+}
+
+// The replica about to restart need not be in sync (a single Redis turned highly available is handed
+// over and cannot follow the new primary without its password), but every other must be, and before a
+// switchover both are.
+func TestDecide_OnlyTheReplicaAboutToRestartMayBeOutOfSync(t *testing.T) {
+	s := newSet(1)
+	s.pods[0].Updated, s.pods[2].Updated = true, true // pod 1, the old primary, handed over to pod 2
+	s.primary = 2
+	s.settle()
+	s.pods[1].Linked = false
+	if d := Decide(s.observed()); d.Step != DeletePod || d.Pod != "acme-redis-1" {
+		t.Fatalf("%s %s, want acme-redis-1 deleted", d.Step, d.Message)
+	}
+	s.settle()
+	s.pods[0].Linked = false // the updated one out of sync: the old one waits
+	if d := Decide(s.observed()); d.Step != Wait || d.Pod != "acme-redis-0" {
+		t.Fatalf("%s %s, want a wait for acme-redis-0", d.Step, d.Message)
+	}
+	s = newSet(0)
+	s.pods[1].Updated, s.pods[2].Updated = true, true
+	s.pods[2].Linked = false
+	if d := Decide(s.observed()); d.Step != Wait || d.Pod != "acme-redis-2" {
+		t.Fatalf("%s %s, want a wait for acme-redis-2 before the switchover", d.Step, d.Message)
 	}
 }

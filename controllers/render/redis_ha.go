@@ -37,6 +37,8 @@ const (
 	// RedisHAPodManagement is the set's pod management policy. It cannot change on a live StatefulSet,
 	// so the operator replaces a set that has another one (controllers, replaceRedisForPodManagement).
 	RedisHAPodManagement = appsv1.ParallelPodManagement
+	// RedisHAUpdateStrategy leaves the pods' restarts to the operator (controllers/haroll).
+	RedisHAUpdateStrategy = appsv1.OnDeleteStatefulSetStrategyType
 
 	// redisHADir holds the written redis.conf and sentinel.conf: the pod's claim, mounted where the
 	// Redis container has it, so that the sentinel.conf Sentinel keeps rewriting survives the pod and the
@@ -73,7 +75,8 @@ func RedisHASentinelAddrs(fs *v1alpha1.FormsService) []string {
 	return out
 }
 
-func redisHANodeAddrs(fs *v1alpha1.FormsService) []string {
+// RedisHANodeAddrs are the data nodes' host:port, in ordinal order.
+func RedisHANodeAddrs(fs *v1alpha1.FormsService) []string {
 	out := make([]string, RedisHAReplicas)
 	for i := range out {
 		out[i] = fmt.Sprintf("%s:%d", redisHAHost(fs, i), RedisPort)
@@ -126,6 +129,10 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 	// another lost pod was never re-created: the lower pod's init step waits for the primary's name to
 	// resolve, which needs that pod, which waits for the lower one to be Ready.
 	spec.WithPodManagementPolicy(RedisHAPodManagement)
+	// The operator restarts the pods itself, in its order (controllers/haroll, D85): the replicas one at
+	// a time, then the primary once it handed over to a replica. The StatefulSet's own rolling update
+	// would restart the primary without a hand-over, and its replicas without waiting for their sync.
+	spec.WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(RedisHAUpdateStrategy))
 	pod := spec.Template.Spec
 	image := RedisImage(fs, in)
 	n := NamesOf(fs)
@@ -159,7 +166,7 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 		WithName("redis-ha-config").
 		WithImage(Image(fs, in)).
 		WithArgs("redis-ha-config",
-			"--nodes", strings.Join(redisHANodeAddrs(fs), ","),
+			"--nodes", strings.Join(RedisHANodeAddrs(fs), ","),
 			"--sentinels", strings.Join(RedisHASentinelAddrs(fs), ","),
 			"--self", "$(POD_NAME)",
 			"--master-name", RedisHAMasterName,

@@ -57,7 +57,7 @@ func Observe(ctx context.Context, n Node) SetState {
 	best := int64(-1)
 	for _, s := range n.Sentinels {
 		c := redis.NewSentinelClient(&redis.Options{Addr: s, Password: n.Password, DialTimeout: time.Second,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, Dialer: n.Dial})
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		m, err := c.Master(actx, n.MasterName).Result()
 		cancel()
@@ -140,7 +140,7 @@ func asInt(v any) int64 {
 
 func nodeClient(n Node, addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, Password: n.Password, DialTimeout: time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+		ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1, Dialer: n.Dial})
 }
 
 // Times of a switchover.
@@ -157,15 +157,16 @@ const (
 // Switchover hands the primary at primary over to a replica, so that its pod can restart without a
 // failover: it pauses the writes on the primary (CLIENT PAUSE WRITE: a writer waits, nothing is
 // refused), waits until every connected replica acknowledged the primary's last write, asks a sentinel
-// for a failover (SENTINEL FAILOVER), waits until the sentinels name the promoted replica, and makes the
-// old primary its replica at once (REPLICAOF; Sentinel would do it some seconds later, and meanwhile
+// for a failover (SENTINEL FAILOVER), waits until the replica the sentinel chose answers as a primary,
+// and makes the old primary its replica at once (REPLICAOF; Sentinel would do it some seconds later, and meanwhile
 // the old primary would take writes its remaining replica could acknowledge and then drop), before it
 // lifts the pause. A writer that waited then gets READONLY from the old primary and retries through the
 // sentinels: no write is acknowledged that the new primary lacks. It returns the promoted node.
 //
 // On an error before the failover was asked for, the pause is lifted and nothing changed. When the
-// sentinels do not name a new primary within the pause, the pause is lifted (or ends by itself) and
-// the error says so; the caller observes the set again before it does anything else.
+// sentinel promotes no replica within the pause, the pause is lifted (or ends by itself) and the error
+// says so; the caller observes the set again before it does anything else (the sentinels may still
+// finish the failover: the old primary then becomes a replica when they reconfigure it).
 func Switchover(ctx context.Context, n Node, primary string) (string, error) {
 	pc := nodeClient(n, primary)
 	defer pc.Close()
@@ -209,25 +210,34 @@ func Switchover(ctx context.Context, n Node, primary string) (string, error) {
 		unpause()
 		return "", err
 	}
+	// The sentinel's REPLICAOF NO ONE makes the replica it chose a primary at once; the sentinels name it
+	// only once they reconfigured the other replica too. The old primary follows it as soon as it is one.
 	for {
-		st := Observe(ctx, n)
-		if st.Primary != "" && st.Primary != primary {
-			ns := nodeState(ctx, n, st.Primary)
-			if ns.Role == "master" {
-				host, port, _ := net.SplitHostPort(st.Primary)
-				err := pc.Do(ctx, "REPLICAOF", host, port).Err()
-				unpause()
-				if err != nil {
-					return st.Primary, fmt.Errorf("%s promoted; making %s its replica: %w", st.Primary, primary, err)
-				}
-				return st.Primary, nil
+		for _, a := range n.Nodes {
+			if a == primary || nodeState(ctx, n, a).Role != "master" {
+				continue
 			}
+			host, port, _ := net.SplitHostPort(a)
+			if err := pc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+				unpause()
+				return a, fmt.Errorf("%s promoted; making %s its replica: %w", a, primary, err)
+			}
+			// The writers keep waiting until the sentinels name the new primary (their +switch-master
+			// moves the services' clients there), within the pause: lifted earlier, each would write to
+			// the old primary once more and be refused (READONLY).
+			for time.Now().Before(deadline) && Observe(ctx, n).Primary != a {
+				if err := sleep(ctx, 50*time.Millisecond); err != nil {
+					break
+				}
+			}
+			unpause()
+			return a, nil
 		}
 		if time.Now().After(deadline) {
 			unpause()
-			return "", fmt.Errorf("the sentinels named no new primary within %s of the failover request", SwitchoverPause)
+			return "", fmt.Errorf("no replica was promoted within %s of the failover request", SwitchoverPause)
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			unpause()
 			return "", err
 		}
@@ -239,7 +249,7 @@ func askFailover(ctx context.Context, n Node) error {
 	var errs []error
 	for _, s := range n.Sentinels {
 		c := redis.NewSentinelClient(&redis.Options{Addr: s, Password: n.Password, DialTimeout: time.Second,
-			ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+			ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1, Dialer: n.Dial})
 		err := c.Failover(ctx, n.MasterName).Err()
 		_ = c.Close()
 		if err == nil {
