@@ -51,6 +51,9 @@ type FormsServiceReconciler struct {
 	RedisRunAsUser *int64
 	// ImagePullSecrets are added to every pod the operator renders.
 	ImagePullSecrets []string
+	// Operator names the operator's own pods, which the highly available Redis's NetworkPolicy admits
+	// (its roll asks the nodes and sentinels, redisroll.go).
+	Operator render.OperatorPeer
 	// SecretRecheck is how often a FormsService is reconciled again to pick up a changed Secret;
 	// 0 means DefaultSecretRecheck. A missing Secret is looked for again sooner (missingSecretRecheck).
 	SecretRecheck time.Duration

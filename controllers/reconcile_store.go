@@ -48,7 +48,7 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 	run.apply(ctx, render.ServiceAccount(fs, render.Redis))
 	run.apply(ctx, render.RedisConfigMap(fs))
 	run.apply(ctx, render.RedisService(fs))
-	run.apply(ctx, render.RedisNetworkPolicy(fs))
+	run.apply(ctx, render.RedisNetworkPolicy(fs, run.in))
 	// Without the password's digest the pod template would change and roll Redis for nothing.
 	// Nor without the running image and the data format: a store must not be switched to an image that
 	// cannot read it.

@@ -233,7 +233,7 @@ func redisHAZoneSpread(fs *v1alpha1.FormsService) []*corev1ac.TopologySpreadCons
 // redisHANetworkPolicy opens the managed Redis's policy to the set itself (replication, the sentinels
 // talking to each other and to every node, the init step asking them) and the services and data Jobs
 // to the sentinels.
-func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs *v1alpha1.FormsService) {
+func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs *v1alpha1.FormsService, in Inputs) {
 	rule := networkingv1ac.NetworkPolicyIngressRule().WithPorts(redisHAPorts()...).WithFrom(podsOf(fs, Redis))
 	for _, c := range Components {
 		rule.WithFrom(podsOf(fs, c))
@@ -243,6 +243,14 @@ func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs
 	// The single Redis's rule (the data port, from the services and Jobs) is part of this one.
 	np.Spec.Ingress = nil
 	np.Spec.WithIngress(rule)
+	// The operator asks the nodes and sentinels who the primary is, and hands it over, when it rolls
+	// the pods (controllers/haroll, D85).
+	if o := in.Operator; o.Namespace != "" && len(o.PodLabels) > 0 {
+		np.Spec.WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithPorts(redisHAPorts()...).WithFrom(
+			networkingv1ac.NetworkPolicyPeer().
+				WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": o.Namespace})).
+				WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(o.PodLabels))))
+	}
 }
 
 // redisHAPorts are the data and the Sentinel ports.
