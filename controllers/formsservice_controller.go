@@ -67,6 +67,9 @@ type FormsServiceReconciler struct {
 	// MaxConcurrentUpgrades is how many FormsServices without spec.image may move to a new ServiceImage
 	// at once; 0 means no bound (upgrades.go).
 	MaxConcurrentUpgrades int
+	// Skew is the supported-skew rule between this operator and the services' image (D86); the zero
+	// value means render.DefaultSkew().
+	Skew render.Skew
 	// RedisHADial, when set, dials the highly available Redis's nodes and sentinels instead of the
 	// network (a test's processes on loopback behind the pods' names); nil: the cluster's network.
 	RedisHADial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -157,6 +160,14 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 	}
 	return res, err
+}
+
+// skew is the supported-skew rule in force.
+func (r *FormsServiceReconciler) skew() render.Skew {
+	if r.Skew.Operator == "" {
+		return render.DefaultSkew()
+	}
+	return r.Skew
 }
 
 // apply applies every object of fs, each on its own, and says what happened. Its phases run in an
