@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
+	"github.com/formsservice/formsservice/controllers/render"
 	"github.com/formsservice/formsservice/controllers/testcluster"
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testwait"
@@ -105,6 +106,7 @@ func runSuite(m *testing.M) int {
 		UpgradeRecheck: time.Second,
 		Kinds:          kinds,
 		Now:            clock.Now,
+		Skew: testSkew,
 		// No Redis pod runs in envtest: the highly available Redis's roll finds its nodes unreachable
 		// at once, rather than after a DNS lookup of names no server knows (redisroll_envtest_test.go).
 		RedisHADial: func(_ context.Context, _, addr string) (net.Conn, error) {
@@ -151,6 +153,10 @@ func newNamespace(t *testing.T) string {
 	}
 	return name
 }
+
+// testSkew is the suite operator's supported-skew rule (D86): release 0.2, with forms.declared a key
+// of 0.2. It applies only to images whose tag names a release, which only skew_envtest_test.go uses.
+var testSkew = render.Skew{Operator: "0.2.0", Keys: []render.KeySince{{Path: "forms.declared", Since: render.Release{Major: 0, Minor: 2}}}}
 
 // sampleFS is a FormsService a platform team would write: two origins, a public and a confidential client,
 // the managed Redis and an ingress with a separate forms host.
