@@ -106,7 +106,7 @@ func runSuite(m *testing.M) int {
 		UpgradeRecheck: time.Second,
 		Kinds:          kinds,
 		Now:            clock.Now,
-		Skew: testSkew,
+		Skew:           testSkew,
 		// No Redis pod runs in envtest: the highly available Redis's roll finds its nodes unreachable
 		// at once, rather than after a DNS lookup of names no server knows (redisroll_envtest_test.go).
 		RedisHADial: func(_ context.Context, _, addr string) (net.Conn, error) {
