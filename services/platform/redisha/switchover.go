@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,18 +52,28 @@ type SetState struct {
 // is recorded as such, and the caller decides what that allows.
 func Observe(ctx context.Context, n Node) SetState {
 	st := SetState{Nodes: make([]NodeState, len(n.Nodes))}
+	masters := make([]map[string]string, len(n.Sentinels))
+	// Every question at once: a set the operator cannot reach costs one timeout, not six.
+	var wg sync.WaitGroup
 	for i, a := range n.Nodes {
-		st.Nodes[i] = nodeState(ctx, n, a)
+		wg.Go(func() { st.Nodes[i] = nodeState(ctx, n, a) })
 	}
+	for i, s := range n.Sentinels {
+		wg.Go(func() {
+			c := redis.NewSentinelClient(&redis.Options{Addr: s, Password: n.Password, DialTimeout: time.Second,
+				ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, Dialer: n.Dial})
+			defer c.Close()
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if m, err := c.Master(actx, n.MasterName).Result(); err == nil && m["ip"] != "" && m["port"] != "" {
+				masters[i] = m
+			}
+		})
+	}
+	wg.Wait()
 	best := int64(-1)
-	for _, s := range n.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: s, Password: n.Password, DialTimeout: time.Second,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, Dialer: n.Dial})
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		m, err := c.Master(actx, n.MasterName).Result()
-		cancel()
-		_ = c.Close()
-		if err != nil || m["ip"] == "" || m["port"] == "" {
+	for _, m := range masters {
+		if m == nil {
 			continue
 		}
 		st.Sentinels++
