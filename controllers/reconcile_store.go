@@ -53,7 +53,7 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 	// Nor without the running image and the data format: a store must not be switched to an image that
 	// cannot read it.
 	if run.redisPasswordKnown && imageOK && run.r.resizeRedisVolume(ctx, fs, run.in, run) && // volume.go
-		run.r.replaceRedisForPodManagement(ctx, fs, run.in, run) {
+		run.r.replaceRedisForPodManagement(ctx, fs, run.in, run) && run.toOnDelete(ctx) { // redisroll.go
 		run.apply(ctx, render.RedisStatefulSet(fs, run.in))
 	}
 	if render.RedisHA(fs) { // the highly available Redis's own objects (D41)

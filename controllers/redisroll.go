@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +115,31 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 		}
 		run.r.eventAbout(fs, pods[d.Pod], corev1.EventTypeNormal, "RedisHASwitchover", "Handed the primary %s over to %s before restarting its pod", d.Pod, strings.Split(promoted, ".")[0])
 	}
+}
+
+// toOnDelete turns a highly available set made with the default RollingUpdate strategy (by an operator
+// before D85) to OnDelete, and says whether the StatefulSet may be applied. An apply of type OnDelete
+// alone is refused while the API server's defaulted rollingUpdate stays (no field manager owns it), so
+// a merge patch sets the type and drops rollingUpdate first.
+func (run *reconcileRun) toOnDelete(ctx context.Context) bool {
+	fs := run.fs
+	if !render.RedisHA(fs) {
+		return true
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := run.r.Client.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: render.NamesOf(fs).Redis}, sts); err != nil {
+		return true // none yet (created OnDelete), or the apply reports the error
+	}
+	if sts.Spec.UpdateStrategy.Type == render.RedisHAUpdateStrategy || !controlledBy(sts, fs) {
+		return true
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"updateStrategy":{"type":"`+string(render.RedisHAUpdateStrategy)+`","rollingUpdate":null}}}`))
+	if err := run.r.Client.Patch(ctx, sts, patch); err != nil {
+		run.fail("ApplyFailed", fmt.Errorf("StatefulSet %s: turning its update strategy to %s: %w", sts.Name, render.RedisHAUpdateStrategy, err))
+		return false
+	}
+	run.r.eventAbout(fs, sts, corev1.EventTypeNormal, "Updated", "StatefulSet %s: update strategy %s (the operator restarts the Redis pods in its order, D85)", sts.Name, render.RedisHAUpdateStrategy)
+	return true
 }
 
 // podOrdinal is the index of the pod named name in o.

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -98,4 +99,31 @@ func TestRedisHARoll_OnDelete_NothingDeletedWhileThePrimaryCannotBeTold(t *testi
 	if len(pods.Items) != 3 {
 		t.Errorf("%d pods, want all 3", len(pods.Items))
 	}
+}
+
+// A highly available set made by an operator before D85 has the default RollingUpdate strategy (with
+// the API server's defaulted rollingUpdate.partition): the operator's apply turns it to OnDelete.
+func TestRedisHARoll_ASetMadeRollingUpdateTurnsOnDelete(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fs := sampleFS(ns)
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{HighAvailability: true}
+	fs = createAndWait(t, fs)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme-redis"}}
+	eventually(t, func() error { return k8s.Get(ctx, key(ns, "acme-redis"), sts) })
+	// What the older operator left: RollingUpdate, written by another manager as the defaults were.
+	updateObject(t, sts, func(s *appsv1.StatefulSet) {
+		s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)}}
+	})
+	updateFS(t, fs, func(fs *v1alpha1.FormsService) { fs.Annotations = map[string]string{"touch": "1"} })
+	eventuallyWhat(t, "the set turned OnDelete", func() error {
+		if err := k8s.Get(ctx, key(ns, "acme-redis"), sts); err != nil {
+			return err
+		}
+		if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+			return fmt.Errorf("update strategy %+v", sts.Spec.UpdateStrategy)
+		}
+		return nil
+	})
 }
