@@ -81,15 +81,7 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 		run.fail("RedisPasswordUnavailable", err)
 		return
 	}
-	set := run.r.observeRedisHA(ctx, node)
-	o.Primary, o.FailoverInProgress = set.Primary, set.FailoverInProgress
-	for i, ns := range set.Nodes {
-		p := &o.Pods[i]
-		p.Role, p.Following, p.Linked, p.Unreachable = ns.Role, ns.Following, ns.Linked, ns.Err
-		for r := range ns.Replicas {
-			p.Replicas = append(p.Replicas, r)
-		}
-	}
+	o = haroll.WithRoles(o.Pods, run.r.observeRedisHA(ctx, node))
 	d := haroll.Decide(o)
 	run.RedisRoll = d.Message
 	switch d.Step {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/formsservice/formsservice/services/platform/redisha"
 )
 
 // Pod is what the API server and the set say about one Redis pod.
@@ -43,6 +45,27 @@ type Observed struct {
 	Primary string
 	// FailoverInProgress: a sentinel reports a failover of the primary under way.
 	FailoverInProgress bool
+}
+
+// WithRoles is pods, as the API server has them (Name, Addr, Present, Ready, Updated, in the order of
+// the set's nodes), with what the nodes and sentinels said (redisha.Observe over the same nodes).
+func WithRoles(pods []Pod, st redisha.SetState) Observed {
+	o := Observed{Pods: slices.Clone(pods), Primary: st.Primary, FailoverInProgress: st.FailoverInProgress}
+	for i := range o.Pods {
+		if i >= len(st.Nodes) {
+			break
+		}
+		ns, p := st.Nodes[i], &o.Pods[i]
+		p.Role, p.Following, p.Linked, p.Unreachable = ns.Role, ns.Following, ns.Linked, ns.Err
+		p.Replicas = slices.Sorted(func(yield func(string) bool) {
+			for r := range ns.Replicas {
+				if !yield(r) {
+					return
+				}
+			}
+		})
+	}
+	return o
 }
 
 // Step is what to do now.

@@ -167,7 +167,7 @@ const (
 
 // Switchover hands the primary at primary over to a replica, so that its pod can restart without a
 // failover: it pauses the writes on the primary (CLIENT PAUSE WRITE: a writer waits, nothing is
-// refused), waits until every connected replica acknowledged the primary's last write, asks a sentinel
+// refused), waits until every connected replica has the primary's last write, asks a sentinel
 // for a failover (SENTINEL FAILOVER), waits until the replica the sentinel chose answers as a primary,
 // and makes the old primary its replica at once (REPLICAOF; Sentinel would do it some seconds later, and meanwhile
 // the old primary would take writes its remaining replica could acknowledge and then drop), before it
@@ -196,8 +196,10 @@ func Switchover(ctx context.Context, n Node, primary string) (string, error) {
 			return "", fmt.Errorf("%s is no longer the primary (%s%s)", primary, ns.Role, ns.Err)
 		}
 		behind := ""
-		for r, off := range ns.Replicas {
-			if off < ns.Offset {
+		for r, acked := range ns.Replicas {
+			// The primary learns a replica's offset from its acknowledgement, once a second; the
+			// replica's own ROLE says at once what it has processed.
+			if off := max(acked, nodeState(ctx, n, r).Offset); off < ns.Offset {
 				behind = fmt.Sprintf("%s at offset %d of %d", r, off, ns.Offset)
 			}
 		}

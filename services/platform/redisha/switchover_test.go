@@ -16,17 +16,12 @@ import (
 // rollObserved is what the operator's roll sees of the set: every pod present and Ready (each restart
 // here is done when it returns), updated once restarted, and the roles as Observe reads them.
 func (h *haSet) rollObserved(updated map[int]bool) haroll.Observed {
-	st := redisha.Observe(context.Background(), h.node(0))
-	o := haroll.Observed{Primary: st.Primary, FailoverInProgress: st.FailoverInProgress}
-	for i, ns := range st.Nodes {
-		p := haroll.Pod{Name: fmt.Sprintf("pod-%d", i), Addr: h.nodes[i], Present: true, Ready: ns.Role != "", Updated: updated[i],
-			Role: ns.Role, Following: ns.Following, Linked: ns.Linked, Unreachable: ns.Err}
-		for r := range ns.Replicas {
-			p.Replicas = append(p.Replicas, r)
-		}
-		o.Pods = append(o.Pods, p)
+	var pods []haroll.Pod
+	for i := range h.nodes {
+		ready := h.client(h.nodes[i]).Ping(context.Background()).Err() == nil && h.sentinelClient(i).Ping(context.Background()).Err() == nil
+		pods = append(pods, haroll.Pod{Name: fmt.Sprintf("pod-%d", i), Addr: h.nodes[i], Present: true, Ready: ready, Updated: updated[i]})
 	}
-	return o
+	return haroll.WithRoles(pods, redisha.Observe(context.Background(), h.node(0)))
 }
 
 // TestHA_Roll_PrimaryHandedOverBeforeItsPodRestarts_NoAcknowledgedLoss is the operator's roll of the
