@@ -301,3 +301,43 @@ func TestDecide_OnlyTheReplicaAboutToRestartMayBeOutOfSync(t *testing.T) {
 		t.Fatalf("%s %s, want a wait for acme-redis-2 before the switchover", d.Step, d.Message)
 	}
 }
+
+// A failover of the sentinels' own in the middle of the roll (the primary lost, an old replica promoted)
+// changes the order, not the rule: the new primary is handed over last, and every pod is deleted once.
+func TestDecide_AFailoverOfItsOwnMidRoll(t *testing.T) {
+	cases := 0
+	for oldPrimary := range 3 {
+		for promoted := range 3 {
+			if promoted == oldPrimary {
+				continue
+			}
+			s := newSet(oldPrimary)
+			d := Decide(s.observed())
+			if d.Step != DeletePod {
+				t.Fatalf("first step %s %s", d.Step, d.Message)
+			}
+			first := s.ordinal(d.Pod)
+			if first == promoted {
+				continue // the promoted pod is the one restarting: covered by the restart's own states
+			}
+			s.deleted(first)
+			s.created(first)
+			s.ready(first)
+			s.synced()
+			// The sentinels fail over to promoted (still on the old revision).
+			s.primary = promoted
+			s.settle()
+			steps := roll(t, s)
+			if len(steps) == 0 || steps[len(steps)-1] != "delete "+s.pods[promoted].Name {
+				t.Errorf("old primary %d, promoted %d mid-roll: steps %v, want the promoted pod restarted last", oldPrimary, promoted, steps)
+			}
+			if !slices.Contains(steps, "switchover "+s.pods[promoted].Name) {
+				t.Errorf("old primary %d, promoted %d: steps %v, want it handed over", oldPrimary, promoted, steps)
+			}
+			cases++
+		}
+	}
+	if cases < 3 {
+		t.Fatalf("%d cases ran", cases)
+	}
+}
