@@ -73,6 +73,9 @@ type FormsServiceReconciler struct {
 	// RedisHADial, when set, dials the highly available Redis's nodes and sentinels instead of the
 	// network (a test's processes on loopback behind the pods' names); nil: the cluster's network.
 	RedisHADial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RedisHAAddrs, when set and it names three of each, are the highly available Redis's nodes and
+	// sentinels (host:port, in ordinal order) instead of the pods' names: a test's processes on loopback.
+	RedisHAAddrs func(fs *v1alpha1.FormsService) (nodes, sentinels []string)
 	// UpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot; 0 means
 	// DefaultUpgradeRecheck.
 	UpgradeRecheck time.Duration

@@ -60,7 +60,7 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 	}
 	o := haroll.Observed{}
 	old := false
-	addrs := render.RedisHANodeAddrs(fs)
+	addrs, _ := run.r.redisHAAddrs(fs)
 	for i := range render.RedisHAReplicas {
 		name := render.RedisHANodeName(fs, i)
 		p := haroll.Pod{Name: name, Addr: addrs[i]}
@@ -160,10 +160,22 @@ func (r *FormsServiceReconciler) redisHANode(ctx context.Context, fs *v1alpha1.F
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, sec); err != nil {
 		return redisha.Node{}, fmt.Errorf("redis password Secret %s: %w", name, err)
 	}
+	nodes, sentinels := r.redisHAAddrs(fs)
 	return redisha.Node{
-		Nodes: render.RedisHANodeAddrs(fs), Sentinels: render.RedisHASentinelAddrs(fs),
+		Nodes: nodes, Sentinels: sentinels,
 		MasterName: render.RedisHAMasterName, Password: string(sec.Data[render.RedisPasswordKey]),
 	}, nil
+}
+
+// redisHAAddrs are the set's nodes and sentinels as the operator reaches them: the pods' names, or
+// what RedisHAAddrs says.
+func (r *FormsServiceReconciler) redisHAAddrs(fs *v1alpha1.FormsService) (nodes, sentinels []string) {
+	if r.RedisHAAddrs != nil {
+		if nodes, sentinels := r.RedisHAAddrs(fs); len(nodes) == render.RedisHAReplicas && len(sentinels) == render.RedisHAReplicas {
+			return nodes, sentinels
+		}
+	}
+	return render.RedisHANodeAddrs(fs), render.RedisHASentinelAddrs(fs)
 }
 
 // observeRedisHA and switchoverRedisHA reach the set over the network (RedisHADial maps the addresses).
