@@ -30,6 +30,9 @@ import (
 // tells the operator that a pod became Ready or a replica caught up (it does not watch pods).
 const redisRollRecheck = 5 * time.Second
 
+// switchoverRetry is how soon a hand-over that failed is tried again.
+const switchoverRetry = 30 * time.Second
+
 // redisRollReason is Progressing's and Reconciling's reason while the roll is under way, and its Events'.
 const redisRollReason = "RedisHARolling"
 
@@ -103,6 +106,8 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 			// Not a problem to report as Degraded: the roll waits, observes again and asks again.
 			run.RedisRoll = fmt.Sprintf("%s The switchover did not finish: %v.", d.Message, err)
 			run.r.eventAbout(fs, pods[d.Pod], corev1.EventTypeWarning, "RedisHASwitchoverFailed", "Handing the primary %s over: %v", d.Pod, err)
+			// Each try may hold the writes for up to SwitchoverPause: not every 5 s while it keeps failing.
+			run.requeueAfter = switchoverRetry
 			return
 		}
 		run.r.eventAbout(fs, pods[d.Pod], corev1.EventTypeNormal, "RedisHASwitchover", "Handed the primary %s over to %s before restarting its pod", d.Pod, strings.Split(promoted, ".")[0])
