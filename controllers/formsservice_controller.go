@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type FormsServiceReconciler struct {
 	RedisRunAsUser *int64
 	// ImagePullSecrets are added to every pod the operator renders.
 	ImagePullSecrets []string
+	// Operator names the operator's own pods, which the highly available Redis's NetworkPolicy admits
+	// (its roll asks the nodes and sentinels, redisroll.go).
+	Operator render.OperatorPeer
 	// SecretRecheck is how often a FormsService is reconciled again to pick up a changed Secret;
 	// 0 means DefaultSecretRecheck. A missing Secret is looked for again sooner (missingSecretRecheck).
 	SecretRecheck time.Duration
@@ -63,6 +67,15 @@ type FormsServiceReconciler struct {
 	// MaxConcurrentUpgrades is how many FormsServices without spec.image may move to a new ServiceImage
 	// at once; 0 means no bound (upgrades.go).
 	MaxConcurrentUpgrades int
+	// Skew is the supported-skew rule between this operator and the services' image (D86); the zero
+	// value means render.DefaultSkew().
+	Skew render.Skew
+	// RedisHADial, when set, dials the highly available Redis's nodes and sentinels instead of the
+	// network (a test's processes on loopback behind the pods' names); nil: the cluster's network.
+	RedisHADial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RedisHAAddrs, when set and it names three of each, are the highly available Redis's nodes and
+	// sentinels (host:port, in ordinal order) instead of the pods' names: a test's processes on loopback.
+	RedisHAAddrs func(fs *v1alpha1.FormsService) (nodes, sentinels []string)
 	// UpgradeRecheck is how often a FormsService whose upgrade waits asks again for a slot; 0 means
 	// DefaultUpgradeRecheck.
 	UpgradeRecheck time.Duration
@@ -139,6 +152,7 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			// operator does not watch Secrets).
 			res.RequeueAfter = minPositive(res.RequeueAfter, max(run.wakeAt.Sub(r.now()), time.Second))
 		}
+		res.RequeueAfter = minPositive(res.RequeueAfter, run.requeueAfter) // e.g. the Redis roll (redisroll.go)
 		switch {
 		case !run.windowOpensAt.IsZero():
 			// Held until its maintenance window opens: come back then, not every 15 s.
@@ -150,6 +164,14 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 	}
 	return res, err
+}
+
+// skew is the supported-skew rule in force.
+func (r *FormsServiceReconciler) skew() render.Skew {
+	if r.Skew.Operator == "" {
+		return render.DefaultSkew()
+	}
+	return r.Skew
 }
 
 // apply applies every object of fs, each on its own, and says what happened. Its phases run in an

@@ -33,6 +33,13 @@ func (run *reconcileRun) rollout(ctx context.Context) {
 		run.Problems = append(run.Problems, problem{Reason: "InvalidConfiguration", Message: err.Error()})
 		rollout = false
 	}
+	if err == nil {
+		// D86: a configuration the pinned (or running) image's release cannot read is not rolled out.
+		if err := run.r.skew().Check(render.Image(run.fs, run.in), cm.Data); err != nil {
+			run.Problems = append(run.Problems, problem{Reason: "UnsupportedImageSkew", Message: err.Error()})
+			rollout = false
+		}
+	}
 	configApplied := false
 	if rollout {
 		_, configApplied = run.apply(ctx, cm)

@@ -50,6 +50,8 @@ type reconcileRun struct {
 	wakeAt time.Time
 	// windowOpensAt is when the maintenance window opens that a held upgrade waits for (zero: none).
 	windowOpensAt time.Time
+	// requeueAfter asks for another look this soon (zero: none), e.g. while the Redis roll waits.
+	requeueAfter time.Duration
 }
 
 func (r *FormsServiceReconciler) newRun(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {
@@ -58,7 +60,7 @@ func (r *FormsServiceReconciler) newRun(ctx context.Context, fs *v1alpha1.FormsS
 		fs:                 fs,
 		ap:                 applier{client: r.Client, reader: r.APIReader, scheme: r.Scheme},
 		log:                logf.FromContext(ctx),
-		in:                 render.Inputs{Image: r.serviceImage(), RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets},
+		in:                 render.Inputs{Image: r.serviceImage(), RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets, Operator: r.Operator},
 		secretsKnown:       true,
 		redisPasswordKnown: true,
 	}

@@ -48,12 +48,12 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 	run.apply(ctx, render.ServiceAccount(fs, render.Redis))
 	run.apply(ctx, render.RedisConfigMap(fs))
 	run.apply(ctx, render.RedisService(fs))
-	run.apply(ctx, render.RedisNetworkPolicy(fs))
+	run.apply(ctx, render.RedisNetworkPolicy(fs, run.in))
 	// Without the password's digest the pod template would change and roll Redis for nothing.
 	// Nor without the running image and the data format: a store must not be switched to an image that
 	// cannot read it.
 	if run.redisPasswordKnown && imageOK && run.r.resizeRedisVolume(ctx, fs, run.in, run) && // volume.go
-		run.r.replaceRedisForPodManagement(ctx, fs, run.in, run) {
+		run.r.replaceRedisForPodManagement(ctx, fs, run.in, run) && run.toOnDelete(ctx) { // redisroll.go
 		run.apply(ctx, render.RedisStatefulSet(fs, run.in))
 	}
 	if render.RedisHA(fs) { // the highly available Redis's own objects (D41)
@@ -61,6 +61,7 @@ func (run *reconcileRun) managedRedis(ctx context.Context) {
 			run.apply(ctx, svc)
 		}
 		run.apply(ctx, render.RedisHAPodDisruptionBudget(fs))
+		run.rollRedisHA(ctx) // redisroll.go: the pods on an old revision, in the operator's order (D85)
 	}
 }
 

@@ -174,6 +174,9 @@ type observed struct {
 	Routes []v1alpha1.RouteStatus
 	// SigningKey is where the signing key's rotation stands (nil when the Secret could not be read).
 	SigningKey *v1alpha1.SigningKeyStatus
+	// RedisRoll says where the highly available Redis's roll stands ("" when none is under way,
+	// redisroll.go): Progressing's and Reconciling's message, reason RedisHARolling.
+	RedisRoll string
 	// RetainedRedis is the ManagedRedisRetained condition's message: the managed Redis of before runs on
 	// beside the external one the spec names ("" when there is none, D72).
 	RetainedRedis string
@@ -240,7 +243,7 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutBlocked",
 			"The current spec is not rolled out until this is fixed: "+joinProblems(problems))
 	case len(rolling) > 0:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingOut", strings.Join(withQueue(rolling, cmp.Or(o.UpgradeQueued, o.UpgradeHeld)), "; "))
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, rollingReason(o), strings.Join(withQueue(withRedisRoll(rolling, o), cmp.Or(o.UpgradeQueued, o.UpgradeHeld)), "; "))
 	case o.UpgradeQueued != "":
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "UpgradeQueued", o.UpgradeQueued)
 	case o.UpgradeHeld != "":
@@ -287,7 +290,7 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RetryingAfterError", joinProblems(retrying))
 	case len(rolling) > 0:
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "RollingOut", "Nothing holds the rollout up.")
-		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RollingOut", strings.Join(rolling, "; "))
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, rollingReason(o), strings.Join(withRedisRoll(rolling, o), "; "))
 	case o.UpgradeQueued != "":
 		// The operator is still at work, by itself: the upgrade starts when a slot frees.
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "AsExpected", "Nothing holds the platform up.")
@@ -306,6 +309,23 @@ func buildStatus(fs *v1alpha1.FormsService, workloads []workloadState, o observe
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "ReconciliationSucceeded", "The platform runs the current spec.")
 	}
 	return st
+}
+
+// rollingReason is Progressing's and Reconciling's reason while workloads roll: RedisHARolling while
+// the operator rolls the highly available Redis's pods itself (redisroll.go).
+func rollingReason(o observed) string {
+	if o.RedisRoll != "" {
+		return redisRollReason
+	}
+	return "RollingOut"
+}
+
+// withRedisRoll puts the Redis roll's message first.
+func withRedisRoll(rolling []string, o observed) []string {
+	if o.RedisRoll == "" {
+		return rolling
+	}
+	return append([]string{"redis: " + strings.TrimSuffix(o.RedisRoll, ".")}, rolling...)
 }
 
 // withQueue adds a waiting upgrade's message to what rolls out now.

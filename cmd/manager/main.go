@@ -63,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	redisImage := fl.String("redis-image", envOr(getenv, "FORMSSERVICE_REDIS_IMAGE", render.DefaultRedisImage), "image of the managed Redis for a FormsService without spec.redis.managed.image (default $FORMSSERVICE_REDIS_IMAGE, else the digest-pinned Valkey the operator was tested with)")
 	redisUID := fl.Int64("redis-run-as-user", render.DefaultRedisUID, "user (and group and fsGroup) of the managed Redis where spec.redis.managed.runAsUser is unset; 0 names none (the image's user, or the platform's: OpenShift)")
 	pullSecrets := fl.String("image-pull-secrets", getenv("FORMSSERVICE_IMAGE_PULL_SECRETS"), "comma-separated Secrets (in each FormsService's namespace) added to the imagePullSecrets of every pod the operator runs")
+	operatorNamespace := fl.String("operator-namespace", getenv("POD_NAMESPACE"), "the namespace the operator's pods run in (default $POD_NAMESPACE): with --operator-pod-labels, the highly available Redis's NetworkPolicy admits them, since the operator asks its nodes and sentinels when it rolls the pods")
+	operatorLabels := fl.String("operator-pod-labels", "", "comma-separated key=value labels of the operator's pods (see --operator-namespace)")
 	secretRecheck := fl.Duration("secret-recheck-interval", controllers.DefaultSecretRecheck, "how often each FormsService is reconciled again to notice a changed Secret (the operator does not watch Secrets; a missing one is looked for every 10s)")
 	watchNamespaces := fl.String("watch-namespaces", getenv("WATCH_NAMESPACES"), "comma-separated namespaces to watch (default: all)")
 	workers := fl.Int("max-concurrent-reconciles", controllers.DefaultWorkers, "how many FormsServices are reconciled at once")
@@ -85,6 +87,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *redisUID < 0 {
 		return fmt.Errorf("--redis-run-as-user must not be negative")
+	}
+	podLabels, err := parseLabels(*operatorLabels)
+	if err != nil {
+		return fmt.Errorf("--operator-pod-labels: %w", err)
 	}
 	if *maxUpgrades < 0 {
 		return fmt.Errorf("--max-concurrent-upgrades must not be negative (0: no bound)")
@@ -136,6 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		RedisImage:       *redisImage,
 		RedisRunAsUser:   redisUID,
 		ImagePullSecrets: splitList(*pullSecrets),
+		Operator:         render.OperatorPeer{Namespace: *operatorNamespace, PodLabels: podLabels},
 		SecretRecheck:    *secretRecheck,
 		Kinds:            kinds,
 		Workers:          *workers,
@@ -169,6 +176,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		"workers", *workers, "maxConcurrentUpgrades", *maxUpgrades, "qps", *qps, "burst", *burst,
 		"servesHTTPRoutes", kinds.Served(controllers.HTTPRouteGVK), "servesServiceMonitors", kinds.Served(controllers.ServiceMonitorGVK))
 	return mgr.Start(ctx)
+}
+
+// parseLabels reads key=value,key=value (nil for "").
+func parseLabels(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range splitList(v) {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // splitList reads a comma-separated flag value, without empty items.

@@ -239,7 +239,7 @@ func TestRestoreJob_OnceFromTheSource(t *testing.T) {
 func TestDataJobs_NetworkPolicies(t *testing.T) {
 	fs := base()
 	redisFrom := func() []networkingv1.NetworkPolicyPeer {
-		return typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs)).Spec.Ingress[0].From
+		return typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs, Inputs{})).Spec.Ingress[0].From
 	}
 	if n := len(redisFrom()); n != len(Components) {
 		t.Errorf("without backups the managed Redis admits %d peers, want the %d services", n, len(Components))

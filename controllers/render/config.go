@@ -49,9 +49,20 @@ type Inputs struct {
 	// SigningKeyIDs names the keys of the signing-key Secret by role (SigningKeysAnnotation); "" leaves
 	// the annotation out.
 	SigningKeyIDs string
+	// Operator is where the operator's own pods run (the manager's --operator-namespace and
+	// --operator-pod-labels): the highly available Redis's NetworkPolicy lets them reach the nodes and
+	// sentinels, which the operator asks when it rolls the pods. Empty: no such rule (an operator outside
+	// the cluster).
+	Operator OperatorPeer
 	// SecretDigests maps a Secret's name to a digest of the keys the pods mount from it. A change rolls
 	// the pods that mount it, since the services read Secret files at start-up.
 	SecretDigests map[string]string
+}
+
+// OperatorPeer names the operator's pods for a NetworkPolicy.
+type OperatorPeer struct {
+	Namespace string
+	PodLabels map[string]string
 }
 
 // ServiceConfig is the configuration file of one component, in exactly the format the service reads.

@@ -73,7 +73,7 @@ func renderers(t *testing.T, fs *v1alpha1.FormsService) map[string][]any {
 		"RedisConfigMap":             {RedisConfigMap(fs)},
 		"RedisService":               {RedisService(fs)},
 		"RedisStatefulSet":           {RedisStatefulSet(fs, in)},
-		"RedisNetworkPolicy":         {RedisNetworkPolicy(fs)},
+		"RedisNetworkPolicy":         {RedisNetworkPolicy(fs, Inputs{})},
 		"RedisHANodeServices":        nodes,
 		"RedisHAPodDisruptionBudget": {RedisHAPodDisruptionBudget(fs)},
 		"Ingress":                    {Ingress(fs)},

@@ -29,7 +29,7 @@ func PodDisruptionBudget(fs *v1alpha1.FormsService, component string) *policyv1a
 
 // RedisNetworkPolicy lets only this FormsService's services reach the managed Redis (on clusters whose
 // network plugin enforces NetworkPolicies); the password is the second lock.
-func RedisNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicyApplyConfiguration {
+func RedisNetworkPolicy(fs *v1alpha1.FormsService, in Inputs) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	rule := networkingv1ac.NetworkPolicyIngressRule().
 		WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(RedisPort)))
 	for _, c := range Components {
@@ -43,7 +43,7 @@ func RedisNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicy
 			WithIngress(rule))
 	np.ObjectMetaApplyConfiguration = objectMeta(fs, NamesOf(fs).Redis, Redis)
 	if RedisHA(fs) {
-		redisHANetworkPolicy(np, fs) // redis_ha.go
+		redisHANetworkPolicy(np, fs, in) // redis_ha.go
 	}
 	return np
 }

@@ -37,6 +37,8 @@ const (
 	// RedisHAPodManagement is the set's pod management policy. It cannot change on a live StatefulSet,
 	// so the operator replaces a set that has another one (controllers, replaceRedisForPodManagement).
 	RedisHAPodManagement = appsv1.ParallelPodManagement
+	// RedisHAUpdateStrategy leaves the pods' restarts to the operator (controllers/haroll).
+	RedisHAUpdateStrategy = appsv1.OnDeleteStatefulSetStrategyType
 
 	// redisHADir holds the written redis.conf and sentinel.conf: the pod's claim, mounted where the
 	// Redis container has it, so that the sentinel.conf Sentinel keeps rewriting survives the pod and the
@@ -73,7 +75,8 @@ func RedisHASentinelAddrs(fs *v1alpha1.FormsService) []string {
 	return out
 }
 
-func redisHANodeAddrs(fs *v1alpha1.FormsService) []string {
+// RedisHANodeAddrs are the data nodes' host:port, in ordinal order.
+func RedisHANodeAddrs(fs *v1alpha1.FormsService) []string {
 	out := make([]string, RedisHAReplicas)
 	for i := range out {
 		out[i] = fmt.Sprintf("%s:%d", redisHAHost(fs, i), RedisPort)
@@ -126,6 +129,10 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 	// another lost pod was never re-created: the lower pod's init step waits for the primary's name to
 	// resolve, which needs that pod, which waits for the lower one to be Ready.
 	spec.WithPodManagementPolicy(RedisHAPodManagement)
+	// The operator restarts the pods itself, in its order (controllers/haroll, D85): the replicas one at
+	// a time, then the primary once it handed over to a replica. The StatefulSet's own rolling update
+	// would restart the primary without a hand-over, and its replicas without waiting for their sync.
+	spec.WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(RedisHAUpdateStrategy))
 	pod := spec.Template.Spec
 	image := RedisImage(fs, in)
 	n := NamesOf(fs)
@@ -159,7 +166,7 @@ func redisHAStatefulSet(s *appsv1ac.StatefulSetApplyConfiguration, fs *v1alpha1.
 		WithName("redis-ha-config").
 		WithImage(Image(fs, in)).
 		WithArgs("redis-ha-config",
-			"--nodes", strings.Join(redisHANodeAddrs(fs), ","),
+			"--nodes", strings.Join(RedisHANodeAddrs(fs), ","),
 			"--sentinels", strings.Join(RedisHASentinelAddrs(fs), ","),
 			"--self", "$(POD_NAME)",
 			"--master-name", RedisHAMasterName,
@@ -226,7 +233,7 @@ func redisHAZoneSpread(fs *v1alpha1.FormsService) []*corev1ac.TopologySpreadCons
 // redisHANetworkPolicy opens the managed Redis's policy to the set itself (replication, the sentinels
 // talking to each other and to every node, the init step asking them) and the services and data Jobs
 // to the sentinels.
-func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs *v1alpha1.FormsService) {
+func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs *v1alpha1.FormsService, in Inputs) {
 	rule := networkingv1ac.NetworkPolicyIngressRule().WithPorts(redisHAPorts()...).WithFrom(podsOf(fs, Redis))
 	for _, c := range Components {
 		rule.WithFrom(podsOf(fs, c))
@@ -236,6 +243,14 @@ func redisHANetworkPolicy(np *networkingv1ac.NetworkPolicyApplyConfiguration, fs
 	// The single Redis's rule (the data port, from the services and Jobs) is part of this one.
 	np.Spec.Ingress = nil
 	np.Spec.WithIngress(rule)
+	// The operator asks the nodes and sentinels who the primary is, and hands it over, when it rolls
+	// the pods (controllers/haroll, D85).
+	if o := in.Operator; o.Namespace != "" && len(o.PodLabels) > 0 {
+		np.Spec.WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithPorts(redisHAPorts()...).WithFrom(
+			networkingv1ac.NetworkPolicyPeer().
+				WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": o.Namespace})).
+				WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(o.PodLabels))))
+	}
 }
 
 // redisHAPorts are the data and the Sentinel ports.

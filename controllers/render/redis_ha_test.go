@@ -38,6 +38,10 @@ func TestRedisHA_StatefulSet_ThreePodsInPlaceWithInitStepAndSentinel(t *testing.
 	if s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || single.Spec.PodManagementPolicy != "" {
 		t.Errorf("pod management: HA %q, single %q; want Parallel and the default", s.Spec.PodManagementPolicy, single.Spec.PodManagementPolicy)
 	}
+	// The operator restarts the pods, the primary last and handed over first (D85): OnDelete.
+	if s.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType || single.Spec.UpdateStrategy.Type != "" {
+		t.Errorf("update strategy: HA %q, single %q; want OnDelete and the default", s.Spec.UpdateStrategy.Type, single.Spec.UpdateStrategy.Type)
+	}
 	pod := s.Spec.Template.Spec
 	if len(pod.InitContainers) != 1 || len(pod.Containers) != 2 {
 		t.Fatalf("containers: %d init, %d", len(pod.InitContainers), len(pod.Containers))
@@ -156,7 +160,7 @@ func TestRedisHA_PodDisruptionBudget_OnePodAtATime(t *testing.T) {
 
 func TestRedisHA_NetworkPolicies_TheSetTalksToItselfAndTheServicesReachTheSentinels(t *testing.T) {
 	fs := haBase()
-	np := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs))
+	np := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs, Inputs{}))
 	if len(np.Spec.Ingress) != 1 {
 		t.Fatalf("ingress %+v", np.Spec.Ingress)
 	}
@@ -177,9 +181,25 @@ func TestRedisHA_NetworkPolicies_TheSetTalksToItselfAndTheServicesReachTheSentin
 
 	// The backup and restore Jobs read the store through the sentinels as the services do.
 	fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}}
-	np = typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs))
+	np = typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs, Inputs{}))
 	if peers := np.Spec.Ingress[0].From; len(peers) != 1+len(Components)+2 || peers[len(peers)-1].PodSelector.MatchLabels[LabelComponent] != Restore {
 		t.Errorf("the data Jobs are not admitted to the highly available Redis: %+v", peers)
+	}
+
+	// The operator's pods, named by the manager's flags, reach both ports: its roll asks the nodes and
+	// sentinels (D85). Without the flags, no such rule.
+	op := OperatorPeer{Namespace: "formsservice-system", PodLabels: map[string]string{"app.kubernetes.io/name": "formsservice-operator"}}
+	np = typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(fs, Inputs{Operator: op}))
+	if len(np.Spec.Ingress) != 2 {
+		t.Fatalf("ingress with the operator: %+v", np.Spec.Ingress)
+	}
+	rule := np.Spec.Ingress[1]
+	if len(rule.From) != 1 || rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "formsservice-system" ||
+		rule.From[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "formsservice-operator" || len(rule.Ports) != 2 {
+		t.Errorf("the operator's rule: %+v", rule)
+	}
+	if single := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(base(), Inputs{Operator: op})); len(single.Spec.Ingress) != 1 {
+		t.Errorf("the single Redis admits the operator, which never asks it: %+v", single.Spec.Ingress)
 	}
 
 	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{}}}

@@ -530,7 +530,7 @@ func TestPodDisruptionBudget_OnlyFromTwoReplicas(t *testing.T) {
 }
 
 func TestRedisNetworkPolicy_AdmitsOnlyTheServicesOfThisFormsService(t *testing.T) {
-	np := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(base()))
+	np := typed[networkingv1.NetworkPolicy](t, RedisNetworkPolicy(base(), Inputs{}))
 	if np.Spec.PodSelector.MatchLabels[LabelComponent] != Redis || len(np.Spec.Ingress) != 1 {
 		t.Fatalf("policy = %+v", np.Spec)
 	}

@@ -243,7 +243,7 @@ func operands(t *testing.T, fs *v1alpha1.FormsService, in render.Inputs) []*unst
 		add(render.ServiceAccount(fs, render.Redis))
 		add(render.RedisConfigMap(fs))
 		add(render.RedisService(fs))
-		add(render.RedisNetworkPolicy(fs))
+		add(render.RedisNetworkPolicy(fs, render.Inputs{}))
 		add(render.RedisStatefulSet(fs, in))
 		if render.RedisHA(fs) {
 			for _, s := range render.RedisHANodeServices(fs) {

@@ -62,6 +62,8 @@ type Node struct {
 	// pods keep on their claim.
 	LastPrimary                 string
 	LastEpoch, LastCurrentEpoch int64
+	// Dial, when set, connects to the nodes and sentinels (Observe, Switchover) instead of the network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Validate says what is wrong with n.
