@@ -132,6 +132,11 @@ func (h *Handler) connectorSignedIn(a *attempt, conn federation.Configured, id *
 	}
 	h.counted(signinConnector)
 	a.upstream = h.federation.KeepForRecheck(conn, user.ID, id)
+	if _, isSAML := conn.(*samlsp.Connector); isSAML && id.Logout != "" {
+		if p, err := samlsp.ParsePrincipal(id.Logout); err == nil {
+			a.logout = &upstreamLogout{connector: c.ID, name: p.NameID, principal: id.Logout}
+		}
+	}
 	detail := map[string]string{"connector": c.ID, "account": how}
 	if len(id.AMR) > 0 {
 		detail["upstreamAMR"] = strings.Join(id.AMR, " ")

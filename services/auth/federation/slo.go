@@ -1,0 +1,162 @@
+package federation
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Single logout with an upstream (D89): what a sign-in through a SAML connector keeps with our session
+// for it (the IdP's principal, sealed as the re-check states are, bound to the user and connector),
+// found by the session or, for the IdP's own LogoutRequest, by the NameID's hash; and the pending
+// logouts we sent, each taken once.
+
+// LogoutLifetime bounds how long we wait for the IdP's answer to our LogoutRequest.
+const LogoutLifetime = 10 * time.Minute
+
+// maxSessionsPerName bounds the sessions one upstream name lists (as sso bounds a user's sessions).
+const maxSessionsPerName = 64
+
+// SessionLogout is a session's single-logout record: the connector, the user, the session's ID, and
+// the connector's opened principal.
+type SessionLogout struct {
+	Connector string `json:"c"`
+	User      string `json:"u"`
+	Session   string `json:"-"`
+	Sealed    string `json:"p"`
+	Principal string `json:"-"`
+}
+
+func sessionLogoutKey(sessionID string) string { return "auth:fed:slo:{" + sessionID + "}" }
+
+// nameKey lists the sessions of one upstream name (its SHA-256: no name in a key).
+func nameKey(connector, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "auth:fed:slo-name:{" + connector + "}:" + hex.EncodeToString(sum[:])
+}
+
+func pendingLogoutKey(state string) string { return "auth:fed:slo-pending:{" + state + "}" }
+
+func sloAD(connector string) string { return "slo:" + connector }
+
+// KeepLogout keeps, for ttl (the session's lifetime), what single logout needs of the sign-in of user
+// through connector into session sessionID: principal (opaque, sealed) and name, under which the
+// IdP's LogoutRequest finds it.
+func (k *Kit) KeepLogout(ctx context.Context, connector, user, sessionID, name, principal string, ttl time.Duration) error {
+	sealed, err := k.seal.seal(user, sloAD(connector), principal)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(SessionLogout{Connector: connector, User: user, Sealed: sealed})
+	nk := nameKey(connector, name)
+	_, err = k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, sessionLogoutKey(sessionID), b, ttl)
+		p.SAdd(ctx, nk, sessionID)
+		p.Expire(ctx, nk, ttl)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n, err := k.rdb.SCard(ctx, nk).Result(); err == nil && n > maxSessionsPerName {
+		_ = k.rdb.SPop(ctx, nk).Err() // the index stays bounded; a dropped session ends at its time
+	}
+	return nil
+}
+
+// LogoutOf is session sessionID's single-logout record, opened (nil: none, or it does not open).
+func (k *Kit) LogoutOf(ctx context.Context, sessionID string) (*SessionLogout, error) {
+	b, err := k.rdb.Get(ctx, sessionLogoutKey(sessionID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	var s SessionLogout
+	if json.Unmarshal(b, &s) != nil {
+		return nil, nil
+	}
+	if s.Principal, err = k.seal.open(s.User, sloAD(s.Connector), s.Sealed); err != nil {
+		k.log.Warn("a session's single-logout record does not open", "connector", s.Connector)
+		return nil, nil
+	}
+	s.Session = sessionID
+	return &s, nil
+}
+
+// LogoutsNamed are the single-logout records of the sessions signed in through connector as name.
+func (k *Kit) LogoutsNamed(ctx context.Context, connector, name string) ([]*SessionLogout, error) {
+	ids, err := k.rdb.SMembers(ctx, nameKey(connector, name)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	var out []*SessionLogout
+	for _, id := range ids {
+		s, err := k.LogoutOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil && s.Connector == connector {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// ForgetLogout removes session sessionID's record (its session ended), and its entry under name.
+func (k *Kit) ForgetLogout(ctx context.Context, connector, name, sessionID string) {
+	_ = k.rdb.Del(ctx, sessionLogoutKey(sessionID)).Err()
+	_ = k.rdb.SRem(ctx, nameKey(connector, name), sessionID).Err()
+}
+
+// PendingLogout is a LogoutRequest we sent: its connector, its ID, and where the browser goes when the
+// IdP answered ("" : our signed-out page).
+type PendingLogout struct {
+	Connector string `json:"c"`
+	RequestID string `json:"i"`
+	Redirect  string `json:"r,omitempty"`
+}
+
+// LogoutState is a fresh RelayState for a LogoutRequest: it names the pending logout.
+func LogoutState() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// StartLogout keeps the pending logout p under state for LogoutLifetime.
+func (k *Kit) StartLogout(ctx context.Context, state string, p PendingLogout) error {
+	b, _ := json.Marshal(p)
+	if err := k.rdb.Set(ctx, pendingLogoutKey(state), b, LogoutLifetime).Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// TakeLogout takes (once) the pending logout under state (nil: none, expired, or taken).
+func (k *Kit) TakeLogout(ctx context.Context, state string) (*PendingLogout, error) {
+	if state == "" || len(state) > 64 {
+		return nil, nil
+	}
+	b, err := k.rdb.GetDel(ctx, pendingLogoutKey(state)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	var p PendingLogout
+	if json.Unmarshal(b, &p) != nil || p.RequestID == "" {
+		return nil, nil
+	}
+	return &p, nil
+}
