@@ -3,6 +3,9 @@ package auth_test
 import (
 	"bytes"
 	"compress/flate"
+	"crypto"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/beevik/etree"
+	"github.com/crewjam/saml"
+	dsig "github.com/russellhaering/goxmldsig"
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testsaml"
@@ -36,7 +41,7 @@ func (f *samlFederated) samlSignedIn(b *browser, login string) tokens {
 }
 
 // samlMessage is the XML of the HTTP-Redirect binding's SAMLRequest or SAMLResponse in u.
-func samlMessage(t *testing.T, u, param string) *etree.Element {
+func samlMessage(t testing.TB, u, param string) *etree.Element {
 	t.Helper()
 	pu, err := url.Parse(u)
 	if err != nil {
@@ -109,39 +114,183 @@ func TestFederation_SAMLSingleLogout_SPInitiated(t *testing.T) {
 	}
 }
 
-func TestFederation_SAMLSingleLogout_Refusals(t *testing.T) {
-	f := startSAML(t, []testsaml.User{{Login: "ada", Email: testEmail, Name: "Ada"}})
-	b := newBrowser(t)
+// forger makes the IdP's logout messages with chosen fields, signed (HTTP-Redirect query signature)
+// by key, or unsigned without one: crewjam's own SP code, its "IdP metadata" naming dest as the
+// SingleLogoutService, so that the messages go to dest from issuer at the time at.
+func (f *samlFederated) forger(key crypto.Signer, cert *x509.Certificate, issuer, dest string, at time.Time) *saml.ServiceProvider {
+	sp := &saml.ServiceProvider{Key: key, Certificate: cert, EntityID: issuer, Clock: dsig.NewFakeClockAt(at),
+		IDPMetadata: &saml.EntityDescriptor{IDPSSODescriptors: []saml.IDPSSODescriptor{{SSODescriptor: saml.SSODescriptor{
+			SingleLogoutServices: []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: dest}}}}}}}
+	if key != nil {
+		sp.SignatureMethod = dsig.RSASHA256SignatureMethod
+	}
+	return sp
+}
+
+// to is u's query at our SLO endpoint (the forged message's Destination may name another place).
+func (f *samlFederated) toSLO(u *url.URL) string { return f.base + "/oauth2/saml/corp/slo?" + u.RawQuery }
+
+// pendingSAMLLogout signs in as ada in a new browser and logs out: our LogoutRequest's RelayState and
+// ID, waiting for the IdP's answer.
+func (f *samlFederated) pendingSAMLLogout() (relay, requestID string) {
+	f.t.Helper()
+	b := newBrowser(f.t)
 	tk := f.samlSignedIn(b, "ada")
 	res := b.get(f.base + "/oauth2/logout?" + url.Values{"id_token_hint": {tk.IDToken}, "post_logout_redirect_uri": {f.base + "/bye"}}.Encode())
-	atIdP := b.get(res.Header.Get("Location"))
-	back, _ := url.Parse(atIdP.Header.Get("Location"))
-	if !strings.HasPrefix(back.String(), f.base+"/oauth2/saml/corp/slo?") {
-		t.Fatalf("the IdP's answer: %d %q", atIdP.StatusCode, back)
+	to, _ := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther || to.Query().Get("RelayState") == "" {
+		f.t.Fatalf("logout: %d %q", res.StatusCode, to)
 	}
-	good := back.Query()
-	slo := f.base + "/oauth2/saml/corp/slo?"
-	for name, q := range map[string]url.Values{
-		"unsigned":         {"SAMLResponse": {good.Get("SAMLResponse")}, "RelayState": {good.Get("RelayState")}},
-		"another relay":    {"SAMLResponse": {good.Get("SAMLResponse")}, "RelayState": {"nope"}, "SigAlg": {good.Get("SigAlg")}, "Signature": {good.Get("Signature")}},
-		"bad signature":    {"SAMLResponse": {good.Get("SAMLResponse")}, "RelayState": {good.Get("RelayState")}, "SigAlg": {good.Get("SigAlg")}, "Signature": {base64.StdEncoding.EncodeToString(make([]byte, 256))}},
-		"nothing":          {},
-		"both":             {"SAMLResponse": {"x"}, "SAMLRequest": {"y"}},
-		"unsigned request": {"SAMLRequest": {good.Get("SAMLResponse")}},
+	return to.Query().Get("RelayState"), samlMessage(f.t, to.String(), "SAMLRequest").SelectAttrValue("ID", "")
+}
+
+func otherKey(t testing.TB) (crypto.Signer, *x509.Certificate) {
+	t.Helper()
+	kf, cf := testsaml.KeyPair(t)
+	pair, err := tls.LoadX509KeyPair(cf, kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair.PrivateKey.(crypto.Signer), pair.Leaf
+}
+
+// Every LogoutResponse that fails a check is refused (400) and leads nowhere; the one that passes
+// them all continues the logout.
+func TestFederation_SAMLSingleLogout_ResponseRefusals(t *testing.T) {
+	f := startSAML(t, []testsaml.User{{Login: "ada", Email: testEmail, Name: "Ada"}})
+	idpKey := f.idp.Server.IDP.Key.(crypto.Signer)
+	idpCert := f.idp.Server.IDP.Certificate
+	issuer := f.idp.Server.IDP.MetadataURL.String()
+	ours := f.base + "/oauth2/saml/corp/slo"
+	key, cert := otherKey(t)
+	success := saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}}
+	for _, c := range []struct {
+		name string
+		make func(relay, id string) string
+	}{
+		{"unsigned", func(relay, id string) string {
+			u, _ := f.forger(nil, nil, issuer, ours, time.Now()).MakeRedirectLogoutResponseWithStatus(id, relay, success)
+			return f.toSLO(u)
+		}},
+		{"signed by another key", func(relay, id string) string {
+			u, _ := f.forger(key, cert, issuer, ours, time.Now()).MakeRedirectLogoutResponseWithStatus(id, relay, success)
+			return f.toSLO(u)
+		}},
+		{"wrong issuer", func(relay, id string) string {
+			u, _ := f.forger(idpKey, idpCert, "https://evil.example/idp", ours, time.Now()).MakeRedirectLogoutResponseWithStatus(id, relay, success)
+			return f.toSLO(u)
+		}},
+		{"wrong destination", func(relay, id string) string {
+			u, _ := f.forger(idpKey, idpCert, issuer, f.base+"/oauth2/saml/other/slo", time.Now()).MakeRedirectLogoutResponseWithStatus(id, relay, success)
+			return f.toSLO(u)
+		}},
+		{"wrong InResponseTo", func(relay, _ string) string {
+			u, _ := f.forger(idpKey, idpCert, issuer, ours, time.Now()).MakeRedirectLogoutResponseWithStatus("id-another-request", relay, success)
+			return f.toSLO(u)
+		}},
+		{"stale IssueInstant", func(relay, id string) string {
+			u, _ := f.forger(idpKey, idpCert, issuer, ours, time.Now().Add(-10*time.Minute)).MakeRedirectLogoutResponseWithStatus(id, relay, success)
+			return f.toSLO(u)
+		}},
+		{"not Success", func(relay, id string) string {
+			u, _ := f.forger(idpKey, idpCert, issuer, ours, time.Now()).MakeRedirectLogoutResponseWithStatus(id, relay, saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusResponder}})
+			return f.toSLO(u)
+		}},
+		{"unknown RelayState", func(_, id string) string {
+			u, _ := f.forger(idpKey, idpCert, issuer, ours, time.Now()).MakeRedirectLogoutResponseWithStatus(id, "not-a-pending-logout", success)
+			return f.toSLO(u)
+		}},
 	} {
-		if got := newBrowser(t).get(slo + q.Encode()); got.StatusCode != http.StatusBadRequest {
+		relay, id := f.pendingSAMLLogout()
+		if got := newBrowser(t).get(c.make(relay, id)); got.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400\n%.300s", c.name, got.StatusCode, got.body)
+		}
+	}
+	for name, q := range map[string]string{"nothing": "", "both": "SAMLResponse=x&SAMLRequest=y", "twice": "SAMLResponse=x&SAMLResponse=y", "not base64": "SAMLResponse=%25%25&RelayState=x"} {
+		if got := newBrowser(t).get(ours + "?" + q); got.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", name, got.StatusCode)
+		}
+	}
+	if got := newBrowser(t).get(f.base + "/oauth2/saml/other/slo?SAMLResponse=x"); got.StatusCode != http.StatusNotFound {
+		t.Errorf("another connector: %d, want 404", got.StatusCode)
+	}
+	// The control: the same message, correct in every field, continues the logout.
+	relay, id := f.pendingSAMLLogout()
+	u, err := f.forger(idpKey, idpCert, issuer, ours, time.Now()).MakeRedirectLogoutResponseWithStatus(id, relay, success)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := newBrowser(t).get(f.toSLO(u)); got.StatusCode != http.StatusSeeOther || got.Header.Get("Location") != f.base+"/bye" {
+		t.Fatalf("a good LogoutResponse: %d %q\n%.300s", got.StatusCode, got.Header.Get("Location"), got.body)
+	}
+}
+
+// Every LogoutRequest from the "IdP" that fails a check is refused (400) and ends no session; the one
+// that passes them all ends the person's, once.
+func TestFederation_SAMLSingleLogout_RequestRefusals(t *testing.T) {
+	f := startSAML(t, []testsaml.User{{Login: "ada", Email: testEmail, Name: "Ada"}})
+	tk := f.samlSignedIn(newBrowser(t), "ada")
+	idpKey := f.idp.Server.IDP.Key.(crypto.Signer)
+	idpCert := f.idp.Server.IDP.Certificate
+	issuer := f.idp.Server.IDP.MetadataURL.String()
+	ours := f.base + "/oauth2/saml/corp/slo"
+	key, cert := otherKey(t)
+	request := func(sp *saml.ServiceProvider, dest string, edit func(*saml.LogoutRequest)) string {
+		t.Helper()
+		req, err := sp.MakeLogoutRequest(dest, testEmail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(req)
+		}
+		u, err := sp.RedirectLogoutRequestURL(req, "relay-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.toSLO(u)
+	}
+	for name, u := range map[string]string{
+		"unsigned":               request(f.forger(nil, nil, issuer, ours, time.Now()), ours, nil),
+		"signed by another key":  request(f.forger(key, cert, issuer, ours, time.Now()), ours, nil),
+		"wrong issuer":           request(f.forger(idpKey, idpCert, "https://evil.example/idp", ours, time.Now()), ours, nil),
+		"wrong destination":      request(f.forger(idpKey, idpCert, issuer, ours, time.Now()), f.base+"/oauth2/saml/other/slo", nil),
+		"stale IssueInstant":     request(f.forger(idpKey, idpCert, issuer, ours, time.Now().Add(-10*time.Minute)), ours, nil),
+		"IssueInstant too early": request(f.forger(idpKey, idpCert, issuer, ours, time.Now().Add(2*time.Minute)), ours, nil),
+		"expired":                request(f.forger(idpKey, idpCert, issuer, ours, time.Now()), ours, func(r *saml.LogoutRequest) { past := time.Now().Add(-5 * time.Minute); r.NotOnOrAfter = &past }),
+	} {
+		if got := newBrowser(t).get(u); got.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400\n%.300s", name, got.StatusCode, got.body)
 		}
 	}
-	if got := newBrowser(t).get(f.base + "/oauth2/saml/other/slo?" + good.Encode()); got.StatusCode != http.StatusNotFound {
-		t.Errorf("another connector: %d, want 404", got.StatusCode)
+	if rt := f.refresh(tk.RefreshToken); rt.status != http.StatusOK {
+		t.Fatalf("a refused LogoutRequest ended the grant: %d %s", rt.status, rt.Error)
+	} else {
+		tk = rt
 	}
-	// An answer checked too late: the IssueInstant is stale (the IdP's answer, kept back 10 minutes).
-	f.offset.Store(int64(10 * time.Minute))
-	if got := newBrowser(t).get(back.String()); got.StatusCode != http.StatusBadRequest {
-		t.Errorf("a stale LogoutResponse: %d, want 400", got.StatusCode)
+	// Another SessionIndex than the sign-in's: nothing of ours ends.
+	other := request(f.forger(idpKey, idpCert, issuer, ours, time.Now()), ours, func(r *saml.LogoutRequest) {
+		saml.WithSessionIndex("not-this-session")(r)
+	})
+	if got := newBrowser(t).get(other); got.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a LogoutRequest for another IdP session: %d", got.StatusCode)
 	}
-	f.offset.Store(0)
+	if rt := f.refresh(tk.RefreshToken); rt.status != http.StatusOK {
+		t.Fatalf("a LogoutRequest for another IdP session ended the grant: %d %s", rt.status, rt.Error)
+	} else {
+		tk = rt
+	}
+	good := request(f.forger(idpKey, idpCert, issuer, ours, time.Now()), ours, nil)
+	got := newBrowser(t).get(good)
+	if got.StatusCode != http.StatusSeeOther || !strings.HasPrefix(got.Header.Get("Location"), f.idp.URL+"/slo?") {
+		t.Fatalf("a good LogoutRequest: %d %q\n%.300s", got.StatusCode, got.Header.Get("Location"), got.body)
+	}
+	if rt := f.refresh(tk.RefreshToken); rt.status == http.StatusOK {
+		t.Fatal("the grant survived the IdP's LogoutRequest")
+	}
+	if again := newBrowser(t).get(good); again.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a replayed LogoutRequest: %d, want 400", again.StatusCode)
+	}
 }
 
 func TestFederation_SAMLSingleLogout_IdPInitiated(t *testing.T) {
