@@ -128,7 +128,9 @@ func (f *samlFederated) forger(key crypto.Signer, cert *x509.Certificate, issuer
 }
 
 // to is u's query at our SLO endpoint (the forged message's Destination may name another place).
-func (f *samlFederated) toSLO(u *url.URL) string { return f.base + "/oauth2/saml/corp/slo?" + u.RawQuery }
+func (f *samlFederated) toSLO(u *url.URL) string {
+	return f.base + "/oauth2/saml/corp/slo?" + u.RawQuery
+}
 
 // pendingSAMLLogout signs in as ada in a new browser and logs out: our LogoutRequest's RelayState and
 // ID, waiting for the IdP's answer.
