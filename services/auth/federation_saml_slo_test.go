@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +331,62 @@ func TestFederation_SAMLSingleLogout_IdPInitiated(t *testing.T) {
 	// The same LogoutRequest again: replayed.
 	if again := newBrowser(t).get(to); again.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a replayed LogoutRequest: %d, want 400", again.StatusCode)
+	}
+}
+
+// With singleLogout: false, or an IdP whose metadata names no SingleLogoutService, logout ends here as
+// it always did: straight to the client, the IdP's session untouched; our metadata names no SLO
+// when it is off, and our SLO endpoint answers 404.
+func TestFederation_SAMLSingleLogout_OffOrNotOffered(t *testing.T) {
+	f := startSAML(t, []testsaml.User{{Login: "ada", Email: testEmail, Name: "Ada"}})
+	logsOutHere := func(name string) {
+		t.Helper()
+		b := newBrowser(t)
+		tk := f.samlSignedIn(b, "ada")
+		res := b.get(f.base + "/oauth2/logout?" + url.Values{"id_token_hint": {tk.IDToken}, "post_logout_redirect_uri": {f.base + "/bye"}, "state": {"s"}}.Encode())
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != f.base+"/bye?state=s" {
+			t.Fatalf("%s: logout %d %q, want the client's return address", name, res.StatusCode, res.Header.Get("Location"))
+		}
+		if rt := f.refresh(tk.RefreshToken); rt.status == http.StatusOK {
+			t.Fatalf("%s: the grant survived the logout", name)
+		}
+	}
+
+	// An IdP whose metadata names no SingleLogoutService (the metadata as a file, its SLO taken out).
+	md := newBrowser(t).get(f.idp.MetadataURL)
+	doc := etree.NewDocument()
+	if err := doc.ReadFromString(md.body); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range doc.FindElements("//SingleLogoutService") {
+		e.Parent().RemoveChild(e)
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the IdP's metadata names no SingleLogoutService to take out")
+	}
+	file := filepath.Join(t.TempDir(), "idp.xml")
+	if err := doc.WriteToFile(file); err != nil {
+		t.Fatal(err)
+	}
+	c := f.cfg.Auth.Connectors[0]
+	s := *c.SAML
+	s.MetadataURL, s.MetadataFile = "", file
+	c.SAML = &s
+	f.setConnector(t, c)
+	logsOutHere("no SLO at the IdP")
+
+	// singleLogout: false.
+	off := false
+	s.MetadataURL, s.MetadataFile, s.SingleLogout = f.idp.MetadataURL, "", &off
+	c.SAML = &s
+	f.setConnector(t, c)
+	logsOutHere("singleLogout: false")
+	if md := newBrowser(t).get(f.base + "/oauth2/saml/corp/metadata"); strings.Contains(md.body, "SingleLogoutService") {
+		t.Fatalf("our metadata names a SingleLogoutService with singleLogout: false:\n%s", md.body)
+	}
+	if got := newBrowser(t).get(f.base + "/oauth2/saml/corp/slo?SAMLRequest=x"); got.StatusCode != http.StatusNotFound {
+		t.Fatalf("our SLO with singleLogout: false: %d, want 404", got.StatusCode)
 	}
 }
