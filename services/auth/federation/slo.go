@@ -37,27 +37,44 @@ type SessionLogout struct {
 
 func sessionLogoutKey(sessionID string) string { return "auth:fed:slo:{" + sessionID + "}" }
 
-// nameKey lists the sessions of one upstream name (its SHA-256: no name in a key).
-func nameKey(connector, name string) string {
+// nameHash is an upstream name's SHA-256 (no name in Redis, in a key or a record).
+func nameHash(name string) string {
 	sum := sha256.Sum256([]byte(name))
-	return "auth:fed:slo-name:{" + connector + "}:" + hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:])
 }
+
+// nameKey lists the sessions of one upstream name, by its hash.
+func nameKey(connector, hash string) string { return "auth:fed:slo-name:{" + connector + "}:" + hash }
 
 func pendingLogoutKey(state string) string { return "auth:fed:slo-pending:{" + state + "}" }
 
 func sloAD(connector string) string { return "slo:" + connector }
 
-// KeepLogout keeps, for ttl (the session's lifetime), what single logout needs of the sign-in of user
-// through connector into session sessionID: principal (opaque, sealed) and name, under which the
-// IdP's LogoutRequest finds it.
-func (k *Kit) KeepLogout(ctx context.Context, connector, user, sessionID, name, principal string, ttl time.Duration) error {
+// LogoutToKeep is a sign-in's single-logout record before its session opens: the connector, the
+// upstream name's SHA-256 and the principal sealed for the user (nothing in it is readable; the second
+// step of a sign-in carries it as it is).
+type LogoutToKeep struct {
+	Connector string `json:"c"`
+	NameHash  string `json:"h"`
+	Sealed    string `json:"p"`
+}
+
+// SealLogout seals what single logout will need of the sign-in of user through connector as name:
+// principal (opaque), bound to the user and the connector.
+func (k *Kit) SealLogout(user, connector, name, principal string) (*LogoutToKeep, error) {
 	sealed, err := k.seal.seal(user, sloAD(connector), principal)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b, _ := json.Marshal(SessionLogout{Connector: connector, User: user, Sealed: sealed})
-	nk := nameKey(connector, name)
-	_, err = k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	return &LogoutToKeep{Connector: connector, NameHash: nameHash(name), Sealed: sealed}, nil
+}
+
+// KeepLogout keeps l with user's session sessionID for ttl (the session's lifetime), where the IdP's
+// LogoutRequest for its name finds it.
+func (k *Kit) KeepLogout(ctx context.Context, l *LogoutToKeep, user, sessionID string, ttl time.Duration) error {
+	b, _ := json.Marshal(SessionLogout{Connector: l.Connector, User: user, Sealed: l.Sealed})
+	nk := nameKey(l.Connector, l.NameHash)
+	_, err := k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, sessionLogoutKey(sessionID), b, ttl)
 		p.SAdd(ctx, nk, sessionID)
 		p.Expire(ctx, nk, ttl)
@@ -95,7 +112,7 @@ func (k *Kit) LogoutOf(ctx context.Context, sessionID string) (*SessionLogout, e
 
 // LogoutsNamed are the single-logout records of the sessions signed in through connector as name.
 func (k *Kit) LogoutsNamed(ctx context.Context, connector, name string) ([]*SessionLogout, error) {
-	ids, err := k.rdb.SMembers(ctx, nameKey(connector, name)).Result()
+	ids, err := k.rdb.SMembers(ctx, nameKey(connector, nameHash(name))).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -115,7 +132,7 @@ func (k *Kit) LogoutsNamed(ctx context.Context, connector, name string) ([]*Sess
 // ForgetLogout removes session sessionID's record (its session ended), and its entry under name.
 func (k *Kit) ForgetLogout(ctx context.Context, connector, name, sessionID string) {
 	_ = k.rdb.Del(ctx, sessionLogoutKey(sessionID)).Err()
-	_ = k.rdb.SRem(ctx, nameKey(connector, name), sessionID).Err()
+	_ = k.rdb.SRem(ctx, nameKey(connector, nameHash(name)), sessionID).Err()
 }
 
 // PendingLogout is a LogoutRequest we sent: its connector, its ID, and where the browser goes when the

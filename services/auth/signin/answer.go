@@ -76,8 +76,8 @@ func (h *Handler) keepLogout(a *attempt, u *users.User, token string) {
 	if l == nil {
 		return
 	}
-	if err := h.federation.KeepLogout(a.r.Context(), l.connector, u.ID, sso.ID(token), l.name, l.principal, a.rt.Config.Auth.SessionLifetime.D()); err != nil {
-		h.log.Warn("sign-in through a SAML connector: its single-logout record was not kept", "connector", l.connector, "err", err)
+	if err := h.federation.KeepLogout(a.r.Context(), l, u.ID, sso.ID(token), a.rt.Config.Auth.SessionLifetime.D()); err != nil {
+		h.log.Warn("sign-in through a SAML connector: its single-logout record was not kept", "connector", l.Connector, "err", err)
 	}
 }
 

@@ -124,11 +124,8 @@ type attempt struct {
 	upstream *claims.Upstream
 	// logout is what single logout with the upstream needs of a sign-in through a SAML connector (D89),
 	// kept with the session when it opens; nil for every other sign-in.
-	logout *upstreamLogout
+	logout *federation.LogoutToKeep
 }
-
-// upstreamLogout is a SAML sign-in's principal (opaque) and its NameID, for federation.KeepLogout.
-type upstreamLogout struct{ connector, name, principal string }
 
 // counted counts one sign-in result.
 func (h *Handler) counted(result string) { h.signins.WithLabelValues(result).Inc() }
