@@ -209,7 +209,8 @@ func TestFederation_SAMLSingleLogout_ResponseRefusals(t *testing.T) {
 			t.Errorf("%s: %d, want 400\n%.300s", c.name, got.StatusCode, got.body)
 		}
 	}
-	for name, q := range map[string]string{"nothing": "", "both": "SAMLResponse=x&SAMLRequest=y", "twice": "SAMLResponse=x&SAMLResponse=y", "not base64": "SAMLResponse=%25%25&RelayState=x"} {
+	for name, q := range map[string]string{"nothing": "", "both": "SAMLResponse=x&SAMLRequest=y", "twice": "SAMLResponse=x&SAMLResponse=y", "not base64": "SAMLResponse=%25%25&RelayState=x",
+		"a RelayState longer than 80 bytes": "SAMLRequest=x&RelayState=" + strings.Repeat("r", 81)} {
 		if got := newBrowser(t).get(ours + "?" + q); got.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", name, got.StatusCode)
 		}

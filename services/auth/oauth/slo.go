@@ -99,12 +99,18 @@ func (h *Handler) SAMLLogout(w http.ResponseWriter, r *http.Request) {
 		h.web.Pages.RenderError(w, http.StatusNotFound, page.Error{Title: "This sign-out cannot go on", Message: "Single logout is off for this sign-in."})
 	case len(q["SAMLResponse"]) == 1 && !q.Has("SAMLRequest"):
 		h.samlLogoutResponse(w, r, rt, sp)
+	case len(q.Get("RelayState")) > maxRelayState:
+		h.sloRefused(w, r, sp, "relay_state", http.StatusBadRequest)
 	case len(q["SAMLRequest"]) == 1 && !q.Has("SAMLResponse"):
 		h.samlLogoutRequest(w, r, rt, sp)
 	default:
 		h.sloRefused(w, r, sp, "binding", http.StatusBadRequest)
 	}
 }
+
+// maxRelayState bounds the IdP's RelayState, which our LogoutResponse echoes (SAML bindings §3.4.3:
+// 80 bytes; the library refuses a longer one).
+const maxRelayState = 80
 
 // samlSLOConnector is the <id> of …/oauth2/saml/<id>/slo ("" if none).
 func samlSLOConnector(path string) string {
@@ -198,8 +204,9 @@ func (h *Handler) endUpstreamSessions(ctx context.Context, rt *realm.Realm, conn
 			err = h.store.RevokeFamilies(ctx, families)
 		}
 		var listed []string
+		found := false
 		if err == nil {
-			listed, _, err = h.signOn.Sessions.EndID(ctx, s.User, s.Session)
+			listed, found, err = h.signOn.Sessions.EndID(ctx, s.User, s.Session)
 		}
 		if err == nil {
 			err = h.store.RevokeFamilies(ctx, listed)
@@ -211,7 +218,9 @@ func (h *Handler) endUpstreamSessions(ctx context.Context, rt *realm.Realm, conn
 			h.signOn.Revoked("logout", n)
 		}
 		h.federation.ForgetLogout(ctx, connector, name, s.Session)
-		ended++
+		if found { // not one ended already (from the account page, say)
+			ended++
+		}
 	}
 	return ended, nil
 }
