@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"crypto"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -389,5 +390,32 @@ func TestFederation_SAMLSingleLogout_OffOrNotOffered(t *testing.T) {
 	}
 	if got := newBrowser(t).get(f.base + "/oauth2/saml/corp/slo?SAMLRequest=x"); got.StatusCode != http.StatusNotFound {
 		t.Fatalf("our SLO with singleLogout: false: %d, want 404", got.StatusCode)
+	}
+}
+
+// "Sign out" of this browser on the account page goes on at the IdP too, and its answer shows our
+// signed-out page (D89).
+func TestFederation_SAMLSingleLogout_FromTheAccountPage(t *testing.T) {
+	f := startSAML(t, []testsaml.User{{Login: "ada", Email: testEmail, Name: "Ada"}})
+	b := newBrowser(t)
+	tk := f.samlSignedIn(b, "ada")
+	acct := b.follow(f.base, f.base+"/account")
+	sum := sha256.Sum256([]byte(sessionCookieValue(b, f.base)))
+	current := base64.RawURLEncoding.EncodeToString(sum[:])
+	if acct.StatusCode != http.StatusOK || !strings.Contains(acct.body, `name="session" value="`+current+`"`) {
+		t.Fatalf("the account page: %d\n%.500s", acct.StatusCode, acct.body)
+	}
+	csrf := forms(t, f.base, acct.body)[0].fields.Get("csrf_token")
+	res := b.postForm(f.base+"/account/sessions/end", url.Values{"session": {current}, "csrf_token": {csrf}})
+	to := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(to, f.idp.URL+"/slo?") {
+		t.Fatalf("signing this browser out: %d %q, want the IdP's SLO", res.StatusCode, to)
+	}
+	if rt := f.refresh(tk.RefreshToken); rt.status == http.StatusOK {
+		t.Fatal("the grant survived the sign-out")
+	}
+	back := b.get(to).Header.Get("Location")
+	if done := b.get(back); done.StatusCode != http.StatusOK || !strings.Contains(done.body, "You are signed out") {
+		t.Fatalf("after the IdP's answer: %d\n%.500s", done.StatusCode, done.body)
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/formsservice/formsservice/services/auth/realm"
+	"github.com/formsservice/formsservice/services/auth/samlsp"
+	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // Single logout with an upstream (D89): what a sign-in through a SAML connector keeps with our session
@@ -176,4 +180,44 @@ func (k *Kit) TakeLogout(ctx context.Context, state string) (*PendingLogout, err
 		return nil, nil
 	}
 	return &p, nil
+}
+
+// SAMLConnector is the realm's connector id when it is a SAML connector (nil: none such).
+func (k *Kit) SAMLConnector(rt *realm.Realm, id string) *samlsp.Connector {
+	c, ok := rt.Config.Auth.ConnectorByID(id)
+	if !ok || c.Type != config.TypeSAML {
+		return nil
+	}
+	conn, err := k.Connector(rt, id)
+	if err != nil {
+		return nil
+	}
+	sp, _ := conn.(*samlsp.Connector)
+	return sp
+}
+
+// SingleLogout goes on with the logout of the session whose record is s (the session has ended here)
+// at its SAML IdP: the record is forgotten, and, when the connector offers single logout, the pending
+// logout kept (where the browser goes once the IdP answered: redirect, "" for our signed-out page) and
+// the IdP's URL with our signed LogoutRequest returned. "" : no single logout (the connector is gone or
+// has none); an error: none could be started (the caller logs it; the logout ends here).
+func (k *Kit) SingleLogout(ctx context.Context, rt *realm.Realm, s *SessionLogout, redirect string) (string, error) {
+	p, err := samlsp.ParsePrincipal(s.Principal)
+	if err != nil {
+		return "", nil
+	}
+	k.ForgetLogout(ctx, s.Connector, p.NameID, s.Session)
+	sp := k.SAMLConnector(rt, s.Connector)
+	if sp == nil || !sp.SingleLogout(ctx) {
+		return "", nil
+	}
+	state := LogoutState()
+	to, requestID, err := sp.LogoutRequestURL(ctx, p, state)
+	if err != nil {
+		return "", err
+	}
+	if err := k.StartLogout(ctx, state, PendingLogout{Connector: s.Connector, RequestID: requestID, Redirect: redirect}); err != nil {
+		return "", err
+	}
+	return to, nil
 }

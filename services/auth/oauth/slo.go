@@ -16,7 +16,6 @@ import (
 	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/sso"
 	"github.com/formsservice/formsservice/services/auth/web"
-	"github.com/formsservice/formsservice/services/platform/config"
 )
 
 // SAML single logout (D89). A person signed in through a SAML IdP who logs out here is sent, once our
@@ -41,41 +40,15 @@ func (h *Handler) upstreamLogoutOf(ctx context.Context, r *http.Request, rt *rea
 	return s
 }
 
-// samlConnector is the realm's SAML connector id, or nil.
-func (h *Handler) samlConnector(rt *realm.Realm, id string) *samlsp.Connector {
-	c, ok := rt.Config.Auth.ConnectorByID(id)
-	if !ok || c.Type != config.TypeSAML {
-		return nil
-	}
-	conn, err := h.federation.Connector(rt, id)
-	if err != nil {
-		return nil
-	}
-	sp, _ := conn.(*samlsp.Connector)
-	return sp
-}
-
 // startUpstreamLogout sends the browser to the IdP with our LogoutRequest for the session's principal;
 // false when the connector is gone, has no single logout, or the request cannot be made (logged): the
 // logout then ends here as it always did.
 func (h *Handler) startUpstreamLogout(w http.ResponseWriter, r *http.Request, rt *realm.Realm, s *federation.SessionLogout, redirect string) bool {
-	ctx := r.Context()
-	sp := h.samlConnector(rt, s.Connector)
-	p, err := samlsp.ParsePrincipal(s.Principal)
-	if err != nil {
-		return false
-	}
-	h.federation.ForgetLogout(ctx, s.Connector, p.NameID, s.Session) // the session has ended
-	if sp == nil || !sp.SingleLogout(ctx) {
-		return false
-	}
-	state := federation.LogoutState()
-	to, requestID, err := sp.LogoutRequestURL(ctx, p, state)
-	if err == nil {
-		err = h.federation.StartLogout(ctx, state, federation.PendingLogout{Connector: s.Connector, RequestID: requestID, Redirect: redirect})
-	}
+	to, err := h.federation.SingleLogout(r.Context(), rt, s, redirect)
 	if err != nil {
 		h.log.Warn("logout: no LogoutRequest to the SAML IdP; its session stays", "connector", s.Connector, "err", err)
+	}
+	if to == "" {
 		return false
 	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -88,7 +61,7 @@ func (h *Handler) startUpstreamLogout(w http.ResponseWriter, r *http.Request, rt
 // (never a redirect to the IdP: an unchecked message earns no answer); 404 for no such connector.
 func (h *Handler) SAMLLogout(w http.ResponseWriter, r *http.Request) {
 	rt := h.realm()
-	sp := h.samlConnector(rt, samlSLOConnector(r.URL.Path))
+	sp := h.federation.SAMLConnector(rt, samlSLOConnector(r.URL.Path))
 	if sp == nil {
 		h.web.Pages.RenderError(w, http.StatusNotFound, page.Error{Title: "This sign-out cannot go on", Message: "There is no SAML connector here by that name."})
 		return
