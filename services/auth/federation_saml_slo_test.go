@@ -3,6 +3,7 @@ package auth_test
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"crypto"
 	"crypto/sha256"
 	"crypto/tls"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/formsservice/formsservice/internal/testsaml"
+	"github.com/formsservice/formsservice/services/auth/audit"
 )
 
 // SAML single logout against the real crewjam IdP (D89): our LogoutRequest when the person logs out
@@ -329,6 +332,15 @@ func TestFederation_SAMLSingleLogout_IdPInitiated(t *testing.T) {
 	}
 	if fin := b.get(answer); fin.StatusCode != http.StatusOK {
 		t.Fatalf("the IdP took our LogoutResponse: %d\n%.500s", fin.StatusCode, fin.body)
+	}
+	ada, err := f.svc.Users().ByEmail(context.Background(), testEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(trail(t, f.provider), func(e audit.Event) bool {
+		return e.Kind == audit.Logout && e.Outcome == audit.Success && e.User == ada.ID && e.Detail["initiator"] == "idp" && e.Detail["connector"] == "corp"
+	}) {
+		t.Error("no logout event for the person the IdP signed out")
 	}
 	// The same LogoutRequest again: replayed.
 	if again := newBrowser(t).get(to); again.StatusCode != http.StatusBadRequest {

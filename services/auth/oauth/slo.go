@@ -150,7 +150,9 @@ func (h *Handler) samlLogoutRequest(w http.ResponseWriter, r *http.Request, rt *
 		h.signOutUnavailable(w)
 		return
 	}
-	h.audit.Record(ctx, audit.Event{Kind: audit.Logout, Outcome: audit.Success, Detail: map[string]string{"connector": id, "initiator": "idp", "sessions": strconv.Itoa(ended)}})
+	if ended == 0 {
+		h.log.Info("SAML logout: the IdP's LogoutRequest named no session here", "connector", id)
+	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
@@ -193,6 +195,8 @@ func (h *Handler) endUpstreamSessions(ctx context.Context, rt *realm.Realm, conn
 		h.federation.ForgetLogout(ctx, connector, name, s.Session)
 		if found { // not one ended already (from the account page, say)
 			ended++
+			h.audit.Record(ctx, audit.Event{Kind: audit.Logout, Outcome: audit.Success, User: s.User,
+				Detail: map[string]string{"connector": connector, "initiator": "idp", "grants": strconv.Itoa(len(signon.Union(families, listed)))}})
 		}
 	}
 	return ended, nil
