@@ -44,6 +44,7 @@ func TestCRD_SAMLConnectorsAgreeWithTheService(t *testing.T) {
 			c.Name, c.TrustEmailVerified, c.GroupsPrefix = "Acme SSO", ptr.To(true), "acme:"
 			s := c.SAML
 			s.EntityID, s.NameIDFormat, s.SignAuthnRequests = "urn:acme:formsservice", "transient", true
+			s.SingleLogout = ptr.To(false)
 			s.Attributes = &v1alpha1.SAMLAttributes{Subject: "employeeNumber", Email: "mail", Name: "displayName", Groups: "memberOf"}
 			s.ClockSkew, s.MetadataRefresh = &metav1.Duration{Duration: time.Minute}, &metav1.Duration{Duration: time.Hour}
 			s.MetadataCertificateRef = &v1alpha1.SecretKeySelector{Name: "okta-signer", Key: "metadata.pem"}

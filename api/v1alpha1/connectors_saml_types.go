@@ -36,6 +36,11 @@ type SAMLConnectorSpec struct {
 	// SignAuthnRequests signs every AuthnRequest (else only when the IdP's metadata asks for it).
 	// +optional
 	SignAuthnRequests bool `json:"signAuthnRequests,omitempty"`
+	// SingleLogout: a sign-out here goes on at the IdP (our signed LogoutRequest), and the IdP's own
+	// LogoutRequests end our sessions (D89). Unset: on when the IdP's metadata names an HTTP-Redirect
+	// SingleLogoutService; false: never.
+	// +optional
+	SingleLogout *bool `json:"singleLogout,omitempty"`
 	// NameIDFormat asked for: persistent (the default), emailAddress, unspecified or transient (only with
 	// attributes.subject).
 	// +optional

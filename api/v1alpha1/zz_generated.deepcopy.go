@@ -1525,6 +1525,11 @@ func (in *SAMLConnectorSpec) DeepCopyInto(out *SAMLConnectorSpec) {
 	}
 	out.KeyRef = in.KeyRef
 	out.CertificateRef = in.CertificateRef
+	if in.SingleLogout != nil {
+		in, out := &in.SingleLogout, &out.SingleLogout
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Attributes != nil {
 		in, out := &in.Attributes, &out.Attributes
 		*out = new(SAMLAttributes)

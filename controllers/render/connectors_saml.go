@@ -15,6 +15,10 @@ func samlConnector(s *v1alpha1.SAMLConnectorSpec) *config.SAMLConnector {
 	c := &config.SAMLConnector{MetadataURL: s.MetadataURL, EntityID: s.EntityID, SignAuthnRequests: s.SignAuthnRequests,
 		NameIDFormat: s.NameIDFormat, KeyFile: SecretPath(s.KeyRef.Name, s.KeyRef.Key),
 		CertificateFile: SecretPath(s.CertificateRef.Name, s.CertificateRef.Key)}
+	if s.SingleLogout != nil {
+		v := *s.SingleLogout
+		c.SingleLogout = &v
+	}
 	if r := s.MetadataCertificateRef; r != nil {
 		c.MetadataCertificateFile = SecretPath(r.Name, r.Key)
 	}

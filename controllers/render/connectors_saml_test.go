@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
 	"github.com/formsservice/formsservice/services/platform/config"
@@ -25,7 +26,8 @@ func TestConnectors_SAMLRendersWithItsKeyPairMounted(t *testing.T) {
 		MetadataURL: "https://acme.okta.com/app/x/sso/saml/metadata", KeyRef: tlsRef("tls.key"), CertificateRef: tlsRef("tls.crt"),
 		MetadataCertificateRef: &v1alpha1.SecretKeySelector{Name: "okta-signer", Key: "metadata.pem"},
 		NameIDFormat:           "emailAddress", SignAuthnRequests: true, ClockSkew: &metav1.Duration{Duration: time.Minute},
-		Attributes: &v1alpha1.SAMLAttributes{Email: "email", Groups: "groups"}}}}
+		SingleLogout: ptr.To(false),
+		Attributes:   &v1alpha1.SAMLAttributes{Email: "email", Groups: "groups"}}}}
 	fs.Spec.OAuthClients[0].Connectors = []string{"okta"}
 	text, err := RenderConfig(fs, Auth, in)
 	if err != nil {
@@ -38,7 +40,8 @@ func TestConnectors_SAMLRendersWithItsKeyPairMounted(t *testing.T) {
 	got := c.Auth.Connectors[0]
 	if got.Type != config.TypeSAML || got.ClientSecretFile != "" || got.SAML == nil || got.SAML.KeyFile != SecretsDir+"/saml-sp/tls.key" ||
 		got.SAML.CertificateFile != SecretsDir+"/saml-sp/tls.crt" || got.SAML.MetadataURL != "https://acme.okta.com/app/x/sso/saml/metadata" ||
-		got.SAML.MetadataCertificateFile != SecretsDir+"/okta-signer/metadata.pem" || got.SAML.NameIDFormat != "emailAddress" || !got.SAML.SignAuthnRequests || got.SAML.ClockSkew.D() != time.Minute || got.SAML.Attributes.Groups != "groups" {
+		got.SAML.MetadataCertificateFile != SecretsDir+"/okta-signer/metadata.pem" || got.SAML.NameIDFormat != "emailAddress" || !got.SAML.SignAuthnRequests || got.SAML.ClockSkew.D() != time.Minute || got.SAML.Attributes.Groups != "groups" ||
+		got.SAML.SingleLogout == nil || *got.SAML.SingleLogout {
 		t.Fatalf("rendered %+v %+v", got, got.SAML)
 	}
 	var mounted []string

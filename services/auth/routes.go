@@ -60,6 +60,9 @@ func (s *Service) Routes() []server.Route {
 		// the IdP posts its answer (HTTP-POST binding; it goes on to /oauth2/callback, same-site).
 		server.Get("/oauth2/saml/:connector/metadata", web.Handle(saml.Metadata)),
 		server.Post("/oauth2/saml/:connector/acs", web.HandleClient(saml.ACS)),
+		// Its SingleLogoutService (D89, package oauth as logout is): the IdP's LogoutResponse to ours,
+		// or its own LogoutRequest (HTTP-Redirect binding).
+		server.Get("/oauth2/saml/:connector/slo", web.Handle(oauth.SAMLLogout)),
 
 		// package journeys: the mailed journeys, e-mail verification and password reset.
 		server.Get("/account/verify", web.HandleClient(journeys.VerifyPage)),

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/formsservice/formsservice/services/auth/audit"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/realm"
 	"github.com/formsservice/formsservice/services/auth/signon"
 	"github.com/formsservice/formsservice/services/auth/store"
@@ -24,6 +25,13 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	id := r.PostForm.Get("session")
+	var upstream *federation.SessionLogout // this browser's SAML sign-in, for single logout (D89)
+	if id == sess.ID {
+		var err error
+		if upstream, err = h.federation.LogoutOf(ctx, id); err != nil {
+			h.log.Warn("account sign-out: the single-logout record cannot be read; the IdP's session stays", "err", err)
+		}
+	}
 	families, found, err := h.endSession(ctx, rt, u, id)
 	if err != nil {
 		h.web.AccountUnavailable(w, err)
@@ -35,6 +43,17 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	if id == sess.ID {
 		web.SetCookie(w, rt, web.SessionCookie, "", -1)
+		if upstream != nil { // the IdP ends its session too, and its answer shows our signed-out page
+			to, err := h.federation.SingleLogout(ctx, rt, upstream, "")
+			if err != nil {
+				h.log.Warn("account sign-out: no LogoutRequest to the SAML IdP; its session stays", "connector", upstream.Connector, "err", err)
+			}
+			if to != "" {
+				w.Header().Set("Referrer-Policy", "no-referrer")
+				http.Redirect(w, r, to, http.StatusSeeOther)
+				return
+			}
+		}
 		h.web.Pages.RenderSignedOut(w)
 		return
 	}

@@ -47,7 +47,7 @@ var (
 	SignIn            = define("signin", "a password sign-in on the hosted page; failure reasons: bad_password, unknown_account, disabled, throttled, csrf, unverified (a client requiring a verified address)")
 	Lockout           = define("signin.lockout", "a failed sign-in used up a budget; attempts against it wait (reason: the budget)")
 	SignUp            = define("signup", "an account created on the hosted page; failure reasons: throttled, taken, invalid, disabled")
-	Logout            = define("logout", "a browser's sign-in session ended by RP-initiated logout, with the grants started in it")
+	Logout            = define("logout", "a browser's sign-in session ended by RP-initiated logout, with the grants started in it; or a SAML IdP's single logout (D89), taken or refused")
 	SignOutEverywhere = define("user.signout_everywhere", "every grant and sign-in session of a user ended")
 	PasswordSet       = define("user.password_set", "a user's password replaced (the user is signed out everywhere)")
 	UserCreated       = define("user.created", "an account created by an operator")

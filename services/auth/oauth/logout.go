@@ -67,22 +67,36 @@ func (h *Handler) Logout(w http.ResponseWriter, r *http.Request) {
 		h.web.Pages.RenderError(w, http.StatusForbidden, page.Error{Title: "Sign-out not confirmed", Message: "This form has expired or was not sent from this page. Please try again."})
 		return
 	}
+	upstreamLogout := h.upstreamLogoutOf(ctx, r, rt)
 	if !h.endBrowserSession(w, r, rt, clientID) {
 		return
 	}
 	web.SetCookie(w, rt, web.SessionCookie, "", -1)
+	if redirect != "" {
+		u, _ := url.Parse(redirect)
+		if st := f.Get("state"); st != "" {
+			q := u.Query()
+			q.Set("state", st)
+			u.RawQuery = q.Encode()
+		}
+		redirect = u.String()
+	}
+	// Signed in through a SAML IdP with single logout: the IdP ends its session too, and its answer
+	// at our SLO endpoint continues to redirect (D89).
+	if upstreamLogout != nil && h.startUpstreamLogout(w, r, rt, upstreamLogout, redirect) {
+		return
+	}
+	h.loggedOut(w, r, redirect)
+}
+
+// loggedOut ends a logout: the client's post_logout_redirect_uri (with its state), or our page.
+func (h *Handler) loggedOut(w http.ResponseWriter, r *http.Request, redirect string) {
 	if redirect == "" {
 		h.web.Pages.RenderSignedOut(w)
 		return
 	}
-	u, _ := url.Parse(redirect)
-	if st := f.Get("state"); st != "" {
-		q := u.Query()
-		q.Set("state", st)
-		u.RawQuery = q.Encode()
-	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	http.Redirect(w, r, redirect, http.StatusSeeOther)
 }
 
 // checkHint checks the request's id_token_hint, if any: an ID token issued here to the client (its

@@ -71,6 +71,7 @@ type Connector struct {
 	now     func() time.Time
 	entity  string
 	acs     url.URL
+	slo     url.URL
 	metaURL url.URL
 	// metaCert is the certificate the IdP's metadata must be signed with (metadataCertificateFile; nil:
 	// the metadata is taken as the URL or file gives it).
@@ -121,6 +122,9 @@ func New(c config.Connector, o Options) (*Connector, error) {
 		return nil, errors.New("samlsp: the issuer is not a URL")
 	}
 	k.metaURL, k.acs = *meta, *acs
+	if k.slo, err = sloURL(k.issuer, c.ID); err != nil {
+		return nil, errors.New("samlsp: the issuer is not a URL")
+	}
 	k.entity = c.SAML.EntityID
 	if k.entity == "" {
 		k.entity = meta.String()
@@ -201,6 +205,11 @@ func (c *Connector) base() *saml.ServiceProvider {
 		RejectUnknownConditions:          true,
 		LimitRelayStateLength:            true,
 		HTTPClient:                       c.client,
+	}
+	if c.cfg.SAML.SingleLogoutWanted() {
+		// Our metadata names our SingleLogoutService (HTTP-Redirect), D89.
+		sp.SloURL = c.slo
+		sp.LogoutBindings = []string{saml.HTTPRedirectBinding}
 	}
 	if c.cfg.SAML.SignAuthnRequests {
 		// Our metadata then says we sign them (AuthnRequestsSigned): an IdP that reads it refuses an
@@ -469,7 +478,7 @@ func (c *Connector) checkTimes(a *saml.Assertion, now time.Time) error {
 // identity maps the checked assertion to the person by the connector's attributes.
 func (c *Connector) identity(a *saml.Assertion) (*upstream.Identity, error) {
 	attrs := c.cfg.SAML.Attributes
-	id := &upstream.Identity{Issuer: c.idpEntity(a)}
+	id := &upstream.Identity{Issuer: c.idpEntity(a), Logout: principal(a)}
 	if a.Subject != nil && a.Subject.NameID != nil {
 		if f := a.Subject.NameID.Format; attrs.Subject == "" && f == string(saml.TransientNameIDFormat) {
 			return nil, fmt.Errorf("%w: a transient NameID is no stable subject: name an attribute in saml.attributes.subject", upstream.ErrRefused)

@@ -62,10 +62,23 @@ func (h *Handler) openSession(a *attempt, u *users.User, amr []string) {
 		return
 	}
 	h.sessionOpened(a, u)
+	h.keepLogout(a, u, token)
 	if rate != nil && !h.web.RateAnswer(a.w, rate.Kind, wait, nil) {
 		return
 	}
 	h.grantCode(a, u, signedIn{authTime: now, session: token, generation: gen, amr: amr, askPasswordChange: u.MustChangePassword && a.rt.Config.Auth.AskToReplaceWeak()})
+}
+
+// keepLogout keeps with the new session what single logout with the upstream needs (D89): a failure
+// costs only the IdP's side of a later logout, so the sign-in goes on (logged).
+func (h *Handler) keepLogout(a *attempt, u *users.User, token string) {
+	l := a.logout
+	if l == nil {
+		return
+	}
+	if err := h.federation.KeepLogout(a.r.Context(), l, u.ID, sso.ID(token), a.rt.Config.Auth.SessionLifetime.D()); err != nil {
+		h.log.Warn("sign-in through a SAML connector: its single-logout record was not kept", "connector", l.Connector, "err", err)
+	}
 }
 
 // sessionOpened follows a new sign-in session of u: when the browser was never seen for the account,

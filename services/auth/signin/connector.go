@@ -132,6 +132,13 @@ func (h *Handler) connectorSignedIn(a *attempt, conn federation.Configured, id *
 	}
 	h.counted(signinConnector)
 	a.upstream = h.federation.KeepForRecheck(conn, user.ID, id)
+	if _, isSAML := conn.(*samlsp.Connector); isSAML && id.Logout != "" {
+		if p, err := samlsp.ParsePrincipal(id.Logout); err == nil {
+			if a.logout, err = h.federation.SealLogout(user.ID, c.ID, p.NameID, id.Logout); err != nil {
+				h.log.Warn("sign-in through a SAML connector: no single logout for it", "connector", c.ID, "err", err)
+			}
+		}
+	}
 	detail := map[string]string{"connector": c.ID, "account": how}
 	if len(id.AMR) > 0 {
 		detail["upstreamAMR"] = strings.Join(id.AMR, " ")

@@ -13,6 +13,7 @@ import (
 	"github.com/formsservice/formsservice/services/auth/accounts"
 	"github.com/formsservice/formsservice/services/auth/acr"
 	"github.com/formsservice/formsservice/services/auth/claims"
+	"github.com/formsservice/formsservice/services/auth/federation"
 	"github.com/formsservice/formsservice/services/auth/mfa"
 	"github.com/formsservice/formsservice/services/auth/page"
 	"github.com/formsservice/formsservice/services/auth/realm"
@@ -118,7 +119,7 @@ func (h *Handler) toEnrolment(a *attempt) {
 func (h *Handler) challenge(a *attempt, u *users.User, first []string, gen int64) {
 	token := web.RandomToken()
 	life := a.rt.Config.Auth.MFA.ChallengeLifetime.D()
-	if err := h.mfa.StartChallenge(a.r.Context(), token, mfa.Pending{User: u.ID, First: first, Generation: gen, NewBrowser: a.newBrowser, Carry: carryUpstream(a.upstream)}, life); err != nil {
+	if err := h.mfa.StartChallenge(a.r.Context(), token, mfa.Pending{User: u.ID, First: first, Generation: gen, NewBrowser: a.newBrowser, Carry: carryUpstream(a.upstream, a.logout)}, life); err != nil {
 		h.unavailablePage(a, u.Email, err)
 		return
 	}
@@ -209,7 +210,7 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	}
 	amr := acr.With(pending.First, method)
 	a.newBrowser = pending.NewBrowser
-	a.upstream = upstreamCarried(pending.Carry)
+	a.upstream, a.logout = upstreamCarried(pending.Carry)
 	if left := h.codeAccepted(ctx, u, a.cl, recovery, amr); recovery {
 		h.accounts.SecondFactorChanged(ctx, u, accounts.FactorCodeUsed, web.RequestLang(a.r), a.r.UserAgent(), left)
 	}
@@ -245,21 +246,35 @@ func (h *Handler) wrongCode(a *attempt, u *users.User, res *throttle.Reservation
 	h.renderSecondStep(a, status, page.SecondStep{Email: u.Email, Error: msg})
 }
 
-// carryUpstream is a connector's re-check state as the second step's challenge carries it to the grant
-// (D78): JSON, which has no '|' here (a connector ID, base64url, a number).
-func carryUpstream(up *claims.Upstream) string {
-	if up == nil {
+// carried is what the second step's challenge carries to the grant and the session: a connector's
+// re-check state (D78, its fields at the top level, as before) and a SAML sign-in's sealed
+// single-logout record (D89).
+type carried struct {
+	*claims.Upstream
+	Logout *federation.LogoutToKeep `json:"slo,omitempty"`
+}
+
+// carryUpstream is what the challenge carries: JSON, which has no '|' here (connector IDs, base64url,
+// hex, a number).
+func carryUpstream(up *claims.Upstream, logout *federation.LogoutToKeep) string {
+	if up == nil && logout == nil {
 		return ""
 	}
-	b, _ := json.Marshal(up)
+	b, _ := json.Marshal(carried{Upstream: up, Logout: logout})
 	return string(b)
 }
 
 // upstreamCarried is what carryUpstream carried (nil: nothing, or not a state).
-func upstreamCarried(s string) *claims.Upstream {
-	var up claims.Upstream
-	if s == "" || json.Unmarshal([]byte(s), &up) != nil || up.Connector == "" {
-		return nil
+func upstreamCarried(s string) (*claims.Upstream, *federation.LogoutToKeep) {
+	var c carried
+	if s == "" || json.Unmarshal([]byte(s), &c) != nil {
+		return nil, nil
 	}
-	return &up
+	if c.Upstream != nil && c.Upstream.Connector == "" {
+		c.Upstream = nil
+	}
+	if c.Logout != nil && (c.Logout.Connector == "" || c.Logout.Sealed == "") {
+		c.Logout = nil
+	}
+	return c.Upstream, c.Logout
 }

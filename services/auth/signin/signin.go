@@ -122,6 +122,9 @@ type attempt struct {
 	// upstream is what the grant of a sign-in through a connector keeps for its re-checks at refresh
 	// (D78); nil for every other sign-in.
 	upstream *claims.Upstream
+	// logout is what single logout with the upstream needs of a sign-in through a SAML connector (D89),
+	// kept with the session when it opens; nil for every other sign-in.
+	logout *federation.LogoutToKeep
 }
 
 // counted counts one sign-in result.

@@ -49,6 +49,9 @@ type Identity struct {
 	// Recheck is what a later re-check at a refresh needs, opaque and connector-specific (an OpenID
 	// provider's refresh token, an LDAP entry's DN); empty: nothing to re-check.
 	Recheck string
+	// Logout is what single logout needs of the sign-in, opaque and connector-specific (a SAML
+	// assertion's NameID and SessionIndex, D89); kept sealed with the session, never logged.
+	Logout string
 }
 
 // Connector is one upstream provider, as one version of the configuration describes it.

@@ -36,6 +36,10 @@ type SAMLConnector struct {
 	// it they are signed when the IdP's metadata asks for it (WantAuthnRequestsSigned); set it for an
 	// IdP that requires signed requests without saying so in its metadata.
 	SignAuthnRequests bool `json:"signAuthnRequests,omitempty"`
+	// SingleLogout (D89) sends a signed LogoutRequest to the IdP when a person who signed in through it
+	// signs out here, and takes the IdP's LogoutRequests at our SingleLogoutService. Unset: on when
+	// the IdP's metadata names an HTTP-Redirect SingleLogoutService; false: never.
+	SingleLogout *bool `json:"singleLogout,omitempty"`
 	// NameIDFormat asked for: persistent (the default), emailAddress, unspecified or transient (only
 	// with attributes.subject: a transient NameID changes at every sign-in).
 	NameIDFormat string `json:"nameIDFormat,omitempty"`
@@ -77,6 +81,13 @@ const (
 // SAMLMetadataPath and SAMLACSPath are a SAML connector's routes below the issuer.
 func SAMLMetadataPath(id string) string { return "/oauth2/saml/" + id + "/metadata" }
 func SAMLACSPath(id string) string      { return "/oauth2/saml/" + id + "/acs" }
+
+// SAMLSLOPath is a SAML connector's SingleLogoutService below the issuer (D89).
+func SAMLSLOPath(id string) string { return "/oauth2/saml/" + id + "/slo" }
+
+// SingleLogoutWanted says whether single logout may be used with the connector's IdP: not when
+// singleLogout is false (D89).
+func (s *SAMLConnector) SingleLogoutWanted() bool { return s.SingleLogout == nil || *s.SingleLogout }
 
 func (c *Connector) applySAMLDefaults() {
 	if c.Name == "" {
