@@ -238,6 +238,9 @@ func TestReset_OfAVerifiedAccount_RemovesTheOtherFactorsOnlyWhenAsked(t *testing
 	b := newBrowser(t)
 	p.accountSignIn(b, testEmail, testPassword, nil)
 	p.enrolTOTP(b, clock)
+	// The notice of the new second factor is sent on its own: until it is in, the reset link could be
+	// mailed before it, and "the second mail" would be the notice.
+	mp.WaitTo(t, testEmail, 1, 30*time.Second)
 	ctx := context.Background()
 	factors := mfa.NewStore(p.rdb, mfa.Sealer{}, nil)
 
