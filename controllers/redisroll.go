@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -63,7 +64,8 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 	}
 	o := haroll.Observed{}
 	old := false
-	addrs, _ := run.r.redisHAAddrs(fs)
+	reach := run.r.haReach()
+	addrs, _ := reach.addrsOf(fs)
 	for i := range render.RedisHAReplicas {
 		name := render.RedisHANodeName(fs, i)
 		p := haroll.Pod{Name: name, Addr: addrs[i]}
@@ -79,12 +81,12 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 	if !old {
 		return // the last pod restarted is on its way back; the StatefulSet's status says so
 	}
-	node, err := run.r.redisHANode(ctx, fs)
+	node, err := reach.node(ctx, fs)
 	if err != nil {
 		run.fail("RedisPasswordUnavailable", err)
 		return
 	}
-	o = haroll.WithRoles(o.Pods, run.r.observeRedisHA(ctx, node))
+	o = haroll.WithRoles(o.Pods, redisha.Observe(ctx, node))
 	d := haroll.Decide(o)
 	run.RedisRoll = d.Message
 	switch d.Step {
@@ -101,7 +103,7 @@ func (run *reconcileRun) rollRedisHA(ctx context.Context) {
 		}
 	case haroll.Switchover:
 		primary := addrs[podOrdinal(o, d.Pod)]
-		promoted, err := run.r.switchoverRedisHA(ctx, node, primary)
+		promoted, err := redisha.Switchover(ctx, node, primary)
 		if err != nil {
 			// Not a problem to report as Degraded: the roll waits, observes again and asks again.
 			run.RedisRoll = fmt.Sprintf("%s The switchover did not finish: %v.", d.Message, err)
@@ -158,42 +160,40 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// redisHANode is the set as the operator reaches it: the pods' names and the password.
-func (r *FormsServiceReconciler) redisHANode(ctx context.Context, fs *v1alpha1.FormsService) (redisha.Node, error) {
+// haReach is how the operator reaches a FormsService's highly available Redis over the network: the
+// pods' names and the password from its Secret, or what the reconciler's test hooks (RedisHAAddrs,
+// RedisHADial) say. It holds only those, not the reconciler.
+type haReach struct {
+	reader client.Reader
+	addrs  func(fs *v1alpha1.FormsService) (nodes, sentinels []string)
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (r *FormsServiceReconciler) haReach() haReach {
+	return haReach{reader: r.APIReader, addrs: r.RedisHAAddrs, dial: r.RedisHADial}
+}
+
+// node is the set as the operator reaches it: its nodes, its sentinels and its password.
+func (h haReach) node(ctx context.Context, fs *v1alpha1.FormsService) (redisha.Node, error) {
 	name := render.NamesOf(fs).RedisPassword
 	sec := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, sec); err != nil {
+	if err := h.reader.Get(ctx, client.ObjectKey{Namespace: fs.Namespace, Name: name}, sec); err != nil {
 		return redisha.Node{}, fmt.Errorf("redis password Secret %s: %w", name, err)
 	}
-	nodes, sentinels := r.redisHAAddrs(fs)
+	nodes, sentinels := h.addrsOf(fs)
 	return redisha.Node{
-		Nodes: nodes, Sentinels: sentinels,
+		Nodes: nodes, Sentinels: sentinels, Dial: h.dial,
 		MasterName: render.RedisHAMasterName, Password: string(sec.Data[render.RedisPasswordKey]),
 	}, nil
 }
 
-// redisHAAddrs are the set's nodes and sentinels as the operator reaches them: the pods' names, or
-// what RedisHAAddrs says.
-func (r *FormsServiceReconciler) redisHAAddrs(fs *v1alpha1.FormsService) (nodes, sentinels []string) {
-	if r.RedisHAAddrs != nil {
-		if nodes, sentinels := r.RedisHAAddrs(fs); len(nodes) == render.RedisHAReplicas && len(sentinels) == render.RedisHAReplicas {
+// addrsOf are the set's nodes and sentinels: the pods' names, or what the addrs hook says when it names
+// three of each.
+func (h haReach) addrsOf(fs *v1alpha1.FormsService) (nodes, sentinels []string) {
+	if h.addrs != nil {
+		if nodes, sentinels := h.addrs(fs); len(nodes) == render.RedisHAReplicas && len(sentinels) == render.RedisHAReplicas {
 			return nodes, sentinels
 		}
 	}
 	return render.RedisHANodeAddrs(fs), render.RedisHASentinelAddrs(fs)
-}
-
-// observeRedisHA and switchoverRedisHA reach the set over the network (RedisHADial maps the addresses).
-func (r *FormsServiceReconciler) observeRedisHA(ctx context.Context, n redisha.Node) redisha.SetState {
-	return redisha.Observe(ctx, r.dialable(n))
-}
-
-func (r *FormsServiceReconciler) switchoverRedisHA(ctx context.Context, n redisha.Node, primary string) (string, error) {
-	return redisha.Switchover(ctx, r.dialable(n), primary)
-}
-
-// dialable is n with the dialer of RedisHADial, if any.
-func (r *FormsServiceReconciler) dialable(n redisha.Node) redisha.Node {
-	n.Dial = r.RedisHADial
-	return n
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/formsservice/formsservice/api/v1alpha1"
@@ -157,11 +158,11 @@ func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.
 			}
 		}
 	}
-	dataProblems, err := r.checkDataSecrets(ctx, fs)
+	dataProblems, err := checkDataSecrets(ctx, r.APIReader, fs)
 	if err != nil {
 		return nil, nil, err
 	}
-	filesProblems, err := r.checkFilesSecret(ctx, fs, digests)
+	filesProblems, err := checkFilesSecret(ctx, r.APIReader, fs, digests)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,14 +176,14 @@ func (r *FormsServiceReconciler) checkSecrets(ctx context.Context, fs *v1alpha1.
 // FilesCredentialsMissing now, naming the field and the keys, never a value. Its digest goes into the
 // forms pods' restart hash: an environment from a Secret is read at start only, so a Secret created or
 // fixed later rolls them.
-func (r *FormsServiceReconciler) checkFilesSecret(ctx context.Context, fs *v1alpha1.FormsService, digests map[string]string) ([]problem, error) {
+func checkFilesSecret(ctx context.Context, reader client.Reader, fs *v1alpha1.FormsService, digests map[string]string) ([]problem, error) {
 	f := fs.Spec.Forms.Files
 	if f == nil {
 		return nil, nil
 	}
 	name, field := f.S3.CredentialsSecretRef.Name, "spec.forms.files.s3.credentialsSecretRef"
 	sec := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: name}, sec)
 	switch {
 	case apierrors.IsNotFound(err):
 		return []problem{{Reason: "FilesCredentialsMissing", Message: fmt.Sprintf(
@@ -207,11 +208,11 @@ func (r *FormsServiceReconciler) checkFilesSecret(ctx context.Context, fs *v1alp
 // checkDataSecrets reads the Secrets the backup and restore Jobs will read (render.DataSecretRefs): a
 // missing one, a missing key or a key the CLI would refuse is BackupCredentialsMissing now, not a Job
 // that fails an hour later. They are not digested: no service mounts them.
-func (r *FormsServiceReconciler) checkDataSecrets(ctx context.Context, fs *v1alpha1.FormsService) ([]problem, error) {
+func checkDataSecrets(ctx context.Context, reader client.Reader, fs *v1alpha1.FormsService) ([]problem, error) {
 	var problems []problem
 	for _, ref := range render.DataSecretRefs(fs) {
 		sec := &corev1.Secret{}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: ref.Secret}, sec)
+		err := reader.Get(ctx, types.NamespacedName{Namespace: fs.Namespace, Name: ref.Secret}, sec)
 		var msg string
 		switch {
 		case apierrors.IsNotFound(err):

@@ -23,18 +23,18 @@ import (
 // slot, where a wake sent from the reconcile that freed it could still read the cache from before.
 
 // upgradeWake enqueues the waiting upgrades that may take a slot when a FormsService's change may have
-// freed one.
-func (r *FormsServiceReconciler) upgradeWake(reader client.Reader) handler.Funcs {
+// freed one: the first limit() of the queue in reader, at now().
+func upgradeWake(reader client.Reader, limit func() int, now func() time.Time) handler.Funcs {
 	wake := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		limit := r.maxConcurrentUpgrades()
-		if limit <= 0 {
+		n := limit()
+		if n <= 0 {
 			return
 		}
 		var list v1alpha1.FormsServiceList
 		if err := reader.List(ctx, &list); err != nil {
 			return // the recheck of each waiting one asks again
 		}
-		for _, key := range firstInQueue(list.Items, limit, r.now()) {
+		for _, key := range firstInQueue(list.Items, n, now()) {
 			q.Add(reconcile.Request{NamespacedName: key})
 		}
 	}
