@@ -143,7 +143,7 @@ func (h *Handler) show(a *attempt) {
 				h.stepUp(a, user, sess)
 				return
 			}
-			h.mfaRequired(ctx, user, a.cl, "prompt_none")
+			h.trail.mfaRequired(ctx, user, a.cl, "prompt_none")
 		}
 	}
 	if id := a.ar.GetRequestForm().Get("connector_id"); id != "" && !prompt["none"] {

@@ -160,7 +160,7 @@ func (h *Handler) throttled(a *attempt, address, browser string, refusal *thrott
 func (h *Handler) wrongPassword(a *attempt, address, browser string, u *users.User, res *throttle.Reservation, err error) {
 	ctx := a.r.Context()
 	h.counted(signinBadCredentials)
-	h.signinFailure(ctx, a.cl.GetID(), u, err)
+	h.trail.signinFailure(ctx, a.cl.GetID(), u, err)
 	msg, status := "Wrong e-mail address or password.", http.StatusUnauthorized
 	wait, usedUp, err := res.Failed(ctx)
 	if err != nil { // the failure is counted; only its delay was not recorded
@@ -176,20 +176,4 @@ func (h *Handler) wrongPassword(a *attempt, address, browser string, u *users.Us
 		h.notify.LockedOut(ctx, u, usedUp, wait, a.cl.GetID(), web.RequestLang(a.r), a.r.UserAgent())
 	}
 	h.renderSignIn(a, status, page.SignIn{Email: address, Error: msg})
-}
-
-// signinFailure records a refused sign-in with the reason the person is not told.
-func (h *Handler) signinFailure(ctx context.Context, clientID string, u *users.User, err error) {
-	reason := "bad_password"
-	switch {
-	case errors.Is(err, users.ErrUnknownAccount):
-		reason = "unknown_account"
-	case errors.Is(err, users.ErrDisabled):
-		reason = "disabled"
-	}
-	e := audit.Event{Kind: audit.SignIn, Outcome: audit.Failure, Reason: reason, Client: clientID}
-	if u != nil {
-		e.User = u.ID
-	}
-	h.audit.Record(ctx, e)
 }

@@ -85,7 +85,7 @@ func (h *Handler) secondStep(a *attempt, u *users.User, first []string) bool {
 			return true
 		}
 		h.sessionOpened(a, u)
-		h.mfaRequired(a.r.Context(), u, a.cl, "not_enrolled")
+		h.trail.mfaRequired(a.r.Context(), u, a.cl, "not_enrolled")
 		h.toEnrolment(a)
 		return true
 	}
@@ -100,11 +100,11 @@ func (h *Handler) stepUp(a *attempt, u *users.User, sess *sso.Session) {
 		return
 	}
 	if enrolled {
-		h.mfaRequired(a.r.Context(), u, a.cl, "step_up")
+		h.trail.mfaRequired(a.r.Context(), u, a.cl, "step_up")
 		h.challenge(a, u, sess.AMR, sess.Generation)
 		return
 	}
-	h.mfaRequired(a.r.Context(), u, a.cl, "not_enrolled")
+	h.trail.mfaRequired(a.r.Context(), u, a.cl, "not_enrolled")
 	h.toEnrolment(a)
 }
 
@@ -140,19 +140,19 @@ func (h *Handler) renderSecondStep(a *attempt, status int, d page.SecondStep) {
 // challengedUser is the active user of the browser's challenge, or nil (none, ended, the account is
 // gone or disabled, or it was signed out everywhere since: a new password, a reset, an administrator's
 // sign-out end a challenge begun before them).
-func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User, mfa.Pending, error) {
-	c, err := h.mfa.Challenge(ctx, token)
+func challengedUser(ctx context.Context, factors *mfa.Store, signOn *signon.Kit, token string) (*users.User, mfa.Pending, error) {
+	c, err := factors.Challenge(ctx, token)
 	if err != nil || c.User == "" {
 		return nil, c, err
 	}
-	u, err := h.signOn.ActiveUser(ctx, c.User)
+	u, err := signOn.ActiveUser(ctx, c.User)
 	if errors.Is(err, users.ErrNotFound) {
 		return nil, c, nil
 	}
 	if err != nil {
 		return nil, c, err
 	}
-	current, err := h.signOn.Generation(ctx, c.User, nil)
+	current, err := signOn.Generation(ctx, c.User, nil)
 	if err != nil || current != c.Generation {
 		return nil, c, err
 	}
@@ -165,7 +165,7 @@ func (h *Handler) challengedUser(ctx context.Context, token string) (*users.User
 func (h *Handler) submitSecondStep(a *attempt) {
 	ctx := a.r.Context()
 	token := web.ReadCookie(a.r, a.rt, web.MFACookie)
-	u, pending, err := h.challengedUser(ctx, token)
+	u, pending, err := challengedUser(ctx, h.mfa, h.signOn, token)
 	if err != nil {
 		h.unavailablePage(a, "", err)
 		return
@@ -182,7 +182,7 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	}
 	if refusal != nil {
 		h.counted(signinMFAThrottled)
-		h.codeThrottled(ctx, u, a.cl, refusal)
+		h.trail.codeThrottled(ctx, u, a.cl, refusal)
 		web.RetryAfter(a.w, refusal.Wait)
 		lead := "Too many wrong codes."
 		if !refusal.Locked {
@@ -211,7 +211,7 @@ func (h *Handler) submitSecondStep(a *attempt) {
 	amr := acr.With(pending.First, method)
 	a.newBrowser = pending.NewBrowser
 	a.upstream, a.logout = upstreamCarried(pending.Carry)
-	if left := h.codeAccepted(ctx, u, a.cl, recovery, amr); recovery {
+	if left := h.trail.codeAccepted(ctx, u, a.cl, recovery, amr); recovery {
 		h.accounts.SecondFactorChanged(ctx, u, accounts.FactorCodeUsed, web.RequestLang(a.r), a.r.UserAgent(), left)
 	}
 	h.counted(signinMFA)
@@ -235,7 +235,7 @@ func (h *Handler) wrongCode(a *attempt, u *users.User, res *throttle.Reservation
 	if err != nil { // the failure is counted; only its delay was not recorded
 		h.log.Warn("second step: a wrong code's delay was not recorded", "err", err)
 	}
-	h.codeFailed(ctx, u, a.cl, reason, usedUp, wait)
+	h.trail.codeFailed(ctx, u, a.cl, reason, usedUp, wait)
 	if wait > 0 {
 		msg = web.WaitMessage(msg, wait)
 		web.RetryAfter(a.w, wait)

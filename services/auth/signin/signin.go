@@ -64,6 +64,7 @@ type Handler struct {
 	now        func() time.Time
 	signins    *prometheus.CounterVec
 	directory  *directoryPage // the page of ldap connectors (directory.go)
+	trail      trail          // the audit events that need only the recorder (events.go)
 }
 
 // Sign-in results (a closed set, so the label stays bounded).
@@ -92,7 +93,8 @@ const (
 // New builds the handler and registers its metric.
 func New(o Options) (*Handler, error) {
 	h := &Handler{web: o.Web, signOn: o.SignOn, store: o.Store, users: o.Users, throttle: o.Throttle, passkeys: o.Passkeys, mfa: o.MFA,
-		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, federation: o.Federation, notify: o.Notify, log: o.Log, now: time.Now}
+		audit: o.Audit, accounts: o.Accounts, journeys: o.Journeys, federation: o.Federation, notify: o.Notify, log: o.Log, now: time.Now,
+		trail: trail{audit: o.Audit, mfa: o.MFA}}
 	h.signins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formsservice_auth_signins_total",
 		Help: "Sign-ins on the hosted page by result: success, session (skipped the form), bad_credentials, throttled, csrf, signup, signup_refused, login_required, cancelled (the person declined), passkey (signed in with a passkey), passkey_refused, connector (signed in through an upstream provider), connector_refused, error; the second step: mfa, mfa_wrong, mfa_throttled, mfa_expired.",
