@@ -86,8 +86,9 @@ type BackupSpec struct {
 	// +kubebuilder:validation:MaxLength=200
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9][-A-Za-z0-9._]*/)*[-A-Za-z0-9._]*$') && !self.matches('(^|/)[.][.]?(/|$)')",message="prefix is folders and a name's beginning of letters, digits, '-', '.' and '_', each folder ending in / (like backups/site/), without . or .. folders"
 	Prefix *string `json:"prefix,omitempty"`
-	// Resources of the backup container. Default: requests 50m CPU and 64Mi memory, limit 512Mi (a
-	// restore holds one value at a time; a backup streams).
+	// Resources of the backup container. Default: requests 50m CPU, 64Mi memory and 32Mi
+	// ephemeral-storage, limits 512Mi memory and 128Mi ephemeral-storage (a restore holds one value at
+	// a time; a backup streams; the disk holds the log and a /tmp of at most 16Mi).
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// Encryption encrypts and authenticates every backup with age to a key the team keeps. Without it

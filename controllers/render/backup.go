@@ -224,15 +224,27 @@ func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
 // DataScratchLimit bounds the backup and restore pods' /tmp: they stream, and keep no copy of a backup.
 const DataScratchLimit = "16Mi"
 
+// DataEphemeralStorage is what the backup and restore pods ask of the node's disk (D93): the bounded
+// /tmp (DataScratchLimit) and the container's log, which the kubelet counts too. The limit leaves
+// room for a long log; a pod that writes more is evicted instead of filling the node.
+const (
+	DataEphemeralStorageRequest = "32Mi"
+	DataEphemeralStorageLimit   = "128Mi"
+)
+
 // DefaultBackupResources are the backup and restore container's resources when spec.backup.resources
 // is not set.
 func DefaultBackupResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("50m"),
-			corev1.ResourceMemory: resource.MustParse("64Mi"),
+			corev1.ResourceCPU:              resource.MustParse("50m"),
+			corev1.ResourceMemory:           resource.MustParse("64Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse(DataEphemeralStorageRequest),
 		},
-		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Limits: corev1.ResourceList{
+			corev1.ResourceMemory:           resource.MustParse("512Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse(DataEphemeralStorageLimit),
+		},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -311,5 +312,37 @@ func TestDataJobs_Encryption(t *testing.T) {
 		if !mounted {
 			t.Errorf("%s mounts %+v", c.Name, c.VolumeMounts)
 		}
+	}
+}
+
+// The backup and restore pods ask for the disk they use (their /tmp and their log), so the scheduler
+// places them where it is and the kubelet evicts them rather than a neighbour when they write more (D93).
+func TestDataJobs_EphemeralStorage(t *testing.T) {
+	fs := withS3Backup(base())
+	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{
+		S3:     &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "keys"}},
+		Object: "prod/acme/acme-backup-1.backup.gz",
+	}
+	backup := typed[batchv1.CronJob](t, BackupCronJob(fs, in)).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	restore := typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec.Containers[0]
+	scratch := resource.MustParse(DataScratchLimit)
+	for what, c := range map[string]corev1.Container{"backup": backup, "restore": restore} {
+		req, ok := c.Resources.Requests[corev1.ResourceEphemeralStorage]
+		if !ok || req.Cmp(resource.MustParse("32Mi")) != 0 {
+			t.Errorf("%s: ephemeral-storage request %v (set %v), want 32Mi", what, req.String(), ok)
+		}
+		limit, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]
+		if !ok || limit.Cmp(resource.MustParse("128Mi")) != 0 {
+			t.Errorf("%s: ephemeral-storage limit %v (set %v), want 128Mi", what, limit.String(), ok)
+		}
+		if req.Cmp(scratch) < 0 {
+			t.Errorf("%s: the request %v does not cover /tmp's %v", what, req.String(), scratch.String())
+		}
+	}
+	// Resources of one's own replace the defaults whole, as spec.services' do.
+	fs.Spec.Backup.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	own := typed[batchv1.CronJob](t, BackupCronJob(fs, in)).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	if _, ok := own.Resources.Requests[corev1.ResourceEphemeralStorage]; ok || own.Resources.Requests.Cpu().String() != "1" {
+		t.Errorf("spec.backup.resources %+v, want exactly the spec's", own.Resources)
 	}
 }
