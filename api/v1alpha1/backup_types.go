@@ -23,7 +23,7 @@ const (
 
 // S3Location is an S3-compatible bucket. The Job reads its access keys from CredentialsSecretRef, a
 // Secret whose keys are the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, and optionally
-// AWS_REGION or AWS_SESSION_TOKEN), passed whole with envFrom.
+// AWS_REGION or AWS_SESSION_TOKEN), passed whole with envFrom, or assumes WebIdentity's role.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.credentialsSecretRef) != has(self.webIdentity)",message="s3 needs exactly one of credentialsSecretRef and webIdentity"
 // +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || self.endpoint.startsWith('https://')",message="caBundleRef needs an https endpoint"
