@@ -348,6 +348,43 @@ func TestCRD_BackupAndRestoreRules(t *testing.T) {
 		{"two restore sources", func(fs *v1alpha1.FormsService) {
 			fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{S3: s3Location(), Volume: &v1alpha1.VolumeLocation{ClaimName: "b"}, Object: "x.backup.gz"}
 		}, "restoreFrom needs exactly one source"},
+		{"static keys and a web identity", func(fs *v1alpha1.FormsService) {
+			s := s3Location()
+			s.WebIdentity = &v1alpha1.S3WebIdentity{RoleARN: "arn:aws:iam::111122223333:role/backup"}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{S3: s}
+		}, "exactly one of credentialsSecretRef and webIdentity"},
+		{"no credentials", func(fs *v1alpha1.FormsService) {
+			s := s3Location()
+			s.CredentialsSecretRef = corev1.LocalObjectReference{}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{S3: s}
+		}, "exactly one of credentialsSecretRef and webIdentity"},
+		{"a role that is no role ARN", func(fs *v1alpha1.FormsService) {
+			s := s3Location()
+			s.CredentialsSecretRef = corev1.LocalObjectReference{}
+			s.WebIdentity = &v1alpha1.S3WebIdentity{RoleARN: "formsservice-backup-role"}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{S3: s}
+		}, "roleARN"},
+		{"a CA bundle for plain http", func(fs *v1alpha1.FormsService) {
+			s := s3Location() // http://s3.storage:7070
+			s.CABundleRef = &v1alpha1.SecretKeySelector{Name: "ca", Key: "ca.crt"}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{S3: s}
+		}, "caBundleRef needs an https endpoint"},
+		{"a KMS key for SSE-S3", func(fs *v1alpha1.FormsService) {
+			s := s3Location()
+			s.ServerSideEncryption = &v1alpha1.S3ServerSideEncryption{Type: "AES256", KMSKeyID: "alias/backups"}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{S3: s}
+		}, "kmsKeyID is for type aws:kms"},
+		{"an unknown server-side encryption", func(fs *v1alpha1.FormsService) {
+			s := s3Location()
+			s.ServerSideEncryption = &v1alpha1.S3ServerSideEncryption{Type: "aws:kms:dsse"}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{S3: s}
+		}, "supported values"},
+		{"a web identity for the forms' files", func(fs *v1alpha1.FormsService) {
+			s := *s3Location()
+			s.CredentialsSecretRef = corev1.LocalObjectReference{}
+			s.WebIdentity = &v1alpha1.S3WebIdentity{RoleARN: "arn:aws:iam::111122223333:role/files"}
+			fs.Spec.Forms.Files = &v1alpha1.FormFilesSpec{S3: s, LinkKeySecretRef: v1alpha1.SecretKeySelector{Name: "links", Key: "key"}}
+		}, "apply to backups and restores only"},
 	} {
 		fs := sampleFS(ns)
 		fs.Name = fmt.Sprintf("rules%d", i)
@@ -361,6 +398,15 @@ func TestCRD_BackupAndRestoreRules(t *testing.T) {
 	good.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "*/15 * * * *", S3: s3Location(), Prefix: ptr.To("backups/site/")}
 	if err := k8s.Create(ctx, good, client.DryRunAll); err != nil {
 		t.Errorf("a good backup spec refused: %v", err)
+	}
+	private := sampleFS(ns)
+	private.Name = "rulesprivate"
+	private.Spec.Backup = &v1alpha1.BackupSpec{S3: &v1alpha1.S3Location{Endpoint: "https://s3.private:9443", Bucket: "backups",
+		CABundleRef:          &v1alpha1.SecretKeySelector{Name: "ca", Key: "ca.crt"},
+		ServerSideEncryption: &v1alpha1.S3ServerSideEncryption{Type: "aws:kms", KMSKeyID: "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab"},
+		WebIdentity:          &v1alpha1.S3WebIdentity{RoleARN: "arn:aws:iam::111122223333:role/backup", STSEndpoint: "https://sts.eu-west-1.amazonaws.com"}}}
+	if err := k8s.Create(ctx, private, client.DryRunAll); err != nil {
+		t.Errorf("a private endpoint with SSE-KMS and a web identity refused: %v", err)
 	}
 
 	// restoreFrom only at creation, and never changed.

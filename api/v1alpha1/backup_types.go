@@ -23,7 +23,10 @@ const (
 
 // S3Location is an S3-compatible bucket. The Job reads its access keys from CredentialsSecretRef, a
 // Secret whose keys are the AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, and optionally
-// AWS_REGION or AWS_SESSION_TOKEN), passed whole with envFrom.
+// AWS_REGION or AWS_SESSION_TOKEN), passed whole with envFrom, or assumes WebIdentity's role.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.credentialsSecretRef) != has(self.webIdentity)",message="s3 needs exactly one of credentialsSecretRef and webIdentity"
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || self.endpoint.startsWith('https://')",message="caBundleRef needs an https endpoint"
 type S3Location struct {
 	// Endpoint of the S3 server, e.g. https://s3.eu-west-1.amazonaws.com or http://s3.storage:7070 for a
 	// server inside the cluster. Requests are path-style.
@@ -41,7 +44,59 @@ type S3Location struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
 	Region string `json:"region,omitempty"`
 	// CredentialsSecretRef names the Secret with the AWS_* keys, in the FormsService's namespace.
-	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
+	// Required unless webIdentity is set (backups and restores only).
+	// +optional
+	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef,omitzero"`
+	// CABundleRef names a Secret's key holding the PEM CAs that sign an https endpoint's certificate (a
+	// private S3 server), checked instead of the system's CAs; mounted as a file (AWS_CA_BUNDLE).
+	// Backups and restores only.
+	// +optional
+	CABundleRef *SecretKeySelector `json:"caBundleRef,omitempty"`
+	// ServerSideEncryption asks the server to encrypt every backup it stores (S3's SSE-S3 or SSE-KMS),
+	// on top of, or instead of, spec.backup.encryption. Backups only.
+	// +optional
+	ServerSideEncryption *S3ServerSideEncryption `json:"serverSideEncryption,omitempty"`
+	// WebIdentity replaces static keys: the pod's projected ServiceAccount token is traded at STS for
+	// the role's temporary keys (AssumeRoleWithWebIdentity, as EKS's IRSA does). Backups and restores
+	// only.
+	// +optional
+	WebIdentity *S3WebIdentity `json:"webIdentity,omitempty"`
+}
+
+// S3ServerSideEncryption is the encryption S3 applies to what it stores.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.kmsKeyID) || self.type == 'aws:kms'",message="kmsKeyID is for type aws:kms"
+type S3ServerSideEncryption struct {
+	// Type is AES256 (SSE-S3: keys the server manages) or aws:kms (SSE-KMS).
+	// +kubebuilder:validation:Enum=AES256;aws:kms
+	Type string `json:"type"`
+	// KMSKeyID is the KMS key of aws:kms (an id, an ARN or an alias); default the bucket's key.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^[-A-Za-z0-9:/_.]+$`
+	KMSKeyID string `json:"kmsKeyID,omitempty"`
+}
+
+// S3WebIdentity is a role the backup and restore pods assume with their ServiceAccount's token. The
+// role's trust policy names the cluster's OIDC issuer and the subject
+// system:serviceaccount:<namespace>:<name>-backup.
+type S3WebIdentity struct {
+	// RoleARN is the role to assume, e.g. arn:aws:iam::111122223333:role/formsservice-backup.
+	// +kubebuilder:validation:MinLength=20
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^arn:[-a-z]+:iam::[0-9]{12}:role/[-A-Za-z0-9+=,.@_/]+$`
+	RoleARN string `json:"roleARN"`
+	// Audience of the projected token, what STS expects (default sts.amazonaws.com).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Audience string `json:"audience,omitempty"`
+	// STSEndpoint is the STS to ask (AWS_ENDPOINT_URL_STS); default the region's, sts.<region>.amazonaws.com.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https://[^/?#@ ]+$')",message="stsEndpoint is https://host[:port] with no path"
+	STSEndpoint string `json:"stsEndpoint,omitempty"`
 }
 
 // VolumeLocation is a PersistentVolumeClaim the operator does not manage (create it yourself; a
@@ -86,8 +141,9 @@ type BackupSpec struct {
 	// +kubebuilder:validation:MaxLength=200
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9][-A-Za-z0-9._]*/)*[-A-Za-z0-9._]*$') && !self.matches('(^|/)[.][.]?(/|$)')",message="prefix is folders and a name's beginning of letters, digits, '-', '.' and '_', each folder ending in / (like backups/site/), without . or .. folders"
 	Prefix *string `json:"prefix,omitempty"`
-	// Resources of the backup container. Default: requests 50m CPU and 64Mi memory, limit 512Mi (a
-	// restore holds one value at a time; a backup streams).
+	// Resources of the backup container. Default: requests 50m CPU, 64Mi memory and 32Mi
+	// ephemeral-storage, limits 512Mi memory and 128Mi ephemeral-storage (a restore holds one value at
+	// a time; a backup streams; the disk holds the log and a /tmp of at most 16Mi).
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// Encryption encrypts and authenticates every backup with age to a key the team keeps. Without it

@@ -196,6 +196,7 @@ type FileType string
 // (envFrom). The download links in mails and webhooks are signed with the key in LinkKeySecretRef.
 type FormFilesSpec struct {
 	// S3 is the bucket (it must exist) and its credentials.
+	// +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) && !has(self.serverSideEncryption) && !has(self.webIdentity)",message="caBundleRef, serverSideEncryption and webIdentity apply to backups and restores only"
 	S3 S3Location `json:"s3"`
 	// Prefix starts every file's key (default forms/): folders ending in /.
 	// +optional

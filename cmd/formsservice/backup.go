@@ -29,7 +29,14 @@ var s3Env = []envVar{
 	{"AWS_ENDPOINT_URL_S3", "the S3 endpoint for s3:// locations (else AWS_ENDPOINT_URL, else AWS S3); http:// for a bucket inside the cluster"},
 	{"AWS_ACCESS_KEY_ID", "the S3 access key"},
 	{"AWS_SECRET_ACCESS_KEY", "the S3 secret key"},
+	{"AWS_SESSION_TOKEN", "the session token of temporary keys"},
 	{"AWS_REGION", "the bucket's region, where the server needs one"},
+	{"AWS_CA_BUNDLE", "a PEM file of the CAs that sign an https endpoint's certificate (a private S3 server)"},
+	{"AWS_WEB_IDENTITY_TOKEN_FILE", "without static keys: a token traded at STS for the keys of AWS_ROLE_ARN"},
+	{"AWS_ROLE_ARN", "the role a web identity assumes"},
+	{"AWS_ENDPOINT_URL_STS", "the STS of a web identity (else the region's)"},
+	{"FORMSSERVICE_S3_SSE", "server-side encryption of uploads: AES256 (SSE-S3) or aws:kms (SSE-KMS)"},
+	{"FORMSSERVICE_S3_SSE_KMS_KEY_ID", "the KMS key of aws:kms (else the bucket's)"},
 }
 
 // newBackupCmd is `formsservice backup`: every key of the store to a file or an S3 object.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -68,8 +69,12 @@ func RestoreJobName(fs *v1alpha1.FormsService) string { return fs.Name + "-resto
 func DataSecretRefs(fs *v1alpha1.FormsService) []SecretRef {
 	var refs []SecretRef
 	add := func(field string, s3 *v1alpha1.S3Location, enc *v1alpha1.BackupEncryption) {
-		if s3 != nil {
+		if s3 != nil && s3.CredentialsSecretRef.Name != "" {
 			refs = append(refs, SecretRef{Secret: s3.CredentialsSecretRef.Name, Field: field + ".s3.credentialsSecretRef"})
+		}
+		if s3 != nil && s3.CABundleRef != nil {
+			refs = append(refs, SecretRef{Secret: s3.CABundleRef.Name, Key: s3.CABundleRef.Key,
+				Field: field + ".s3.caBundleRef", Check: checkCABundle})
 		}
 		if enc != nil {
 			refs = append(refs, SecretRef{Secret: enc.IdentitySecretRef.Name, Key: enc.IdentitySecretRef.Key,
@@ -90,6 +95,19 @@ func checkAgeIdentity(value []byte) error {
 	_, err := backup.ParseIdentities(string(value))
 	return err
 }
+
+// Where a backup or restore Job finds spec.*.s3.caBundleRef and the projected token of
+// spec.*.s3.webIdentity (D93).
+const (
+	S3CADir            = "/var/run/secrets/formsservice-s3-ca"
+	s3CAFile           = "ca.pem"
+	S3TokenDir         = "/var/run/secrets/formsservice-s3-token"
+	s3TokenFile        = "token"
+	DefaultSTSAudience = "sts.amazonaws.com"
+	// s3TokenSeconds is the projected token's life; the kubelet renews it at 80 %, and the S3 client
+	// reads the file again whenever its keys near their end.
+	s3TokenSeconds = 3600
+)
 
 // BackupKeyDir is where a backup or restore Job mounts the age identity of spec.backup.encryption or
 // spec.restoreFrom.encryption.
@@ -224,15 +242,27 @@ func restoreArgs(r *v1alpha1.RestoreSource, from string) []string {
 // DataScratchLimit bounds the backup and restore pods' /tmp: they stream, and keep no copy of a backup.
 const DataScratchLimit = "16Mi"
 
+// DataEphemeralStorage is what the backup and restore pods ask of the node's disk (D93): the bounded
+// /tmp (DataScratchLimit) and the container's log, which the kubelet counts too. The limit leaves
+// room for a long log; a pod that writes more is evicted instead of filling the node.
+const (
+	DataEphemeralStorageRequest = "32Mi"
+	DataEphemeralStorageLimit   = "128Mi"
+)
+
 // DefaultBackupResources are the backup and restore container's resources when spec.backup.resources
 // is not set.
 func DefaultBackupResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("50m"),
-			corev1.ResourceMemory: resource.MustParse("64Mi"),
+			corev1.ResourceCPU:              resource.MustParse("50m"),
+			corev1.ResourceMemory:           resource.MustParse("64Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse(DataEphemeralStorageRequest),
 		},
-		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Limits: corev1.ResourceList{
+			corev1.ResourceMemory:           resource.MustParse("512Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse(DataEphemeralStorageLimit),
+		},
 	}
 }
 
@@ -298,7 +328,12 @@ func dataPod(fs *v1alpha1.FormsService, in Inputs, component string, s3 *v1alpha
 		if s3.Region != "" {
 			env = append(env, corev1ac.EnvVar().WithName("AWS_REGION").WithValue(s3.Region))
 		}
-		container.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(corev1ac.SecretEnvSource().WithName(s3.CredentialsSecretRef.Name)))
+		if s3.CredentialsSecretRef.Name != "" {
+			container.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(corev1ac.SecretEnvSource().WithName(s3.CredentialsSecretRef.Name)))
+		}
+		v, m, e := s3Options(s3, uid)
+		volumes, env = append(volumes, v...), append(env, e...)
+		container.WithVolumeMounts(m...)
 	}
 	container.WithEnv(env...)
 	if fs.Spec.ImagePullPolicy != "" {
@@ -363,11 +398,12 @@ func DataNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicyA
 	)}
 	egress = append(egress, redisEgress(fs)...)
 	var ports []int
-	if b := fs.Spec.Backup; b != nil && b.S3 != nil {
-		ports = appendPort(ports, urlPort(b.S3.Endpoint))
-	}
-	if r := fs.Spec.RestoreFrom; r != nil && r.S3 != nil {
-		ports = appendPort(ports, urlPort(r.S3.Endpoint))
+	for _, s3 := range dataBuckets(fs) {
+		ports = appendPort(ports, urlPort(s3.Endpoint))
+		if wi := s3.WebIdentity; wi != nil {
+			// STS, where the token is traded for keys: the region's (443) or the one named.
+			ports = appendPort(ports, urlPort(cmp.Or(wi.STSEndpoint, "https://sts.amazonaws.com")))
+		}
 	}
 	egress = append(egress, anyAddressOn(ports)...)
 	name := DataNetworkPolicyName(fs)
@@ -383,6 +419,18 @@ func DataNetworkPolicy(fs *v1alpha1.FormsService) *networkingv1ac.NetworkPolicyA
 	return np
 }
 
+// dataBuckets are the buckets the backup and restore Jobs reach.
+func dataBuckets(fs *v1alpha1.FormsService) []*v1alpha1.S3Location {
+	var out []*v1alpha1.S3Location
+	if b := fs.Spec.Backup; b != nil && b.S3 != nil {
+		out = append(out, b.S3)
+	}
+	if r := fs.Spec.RestoreFrom; r != nil && r.S3 != nil {
+		out = append(out, r.S3)
+	}
+	return out
+}
+
 // BackupJobRequest is the request id a requested backup's Job answers ("" for a scheduled one).
 func BackupJobRequest(j *batchv1.Job) string { return j.Annotations[RequestAnnotation] }
 
@@ -390,4 +438,46 @@ func BackupJobRequest(j *batchv1.Job) string { return j.Annotations[RequestAnnot
 func IsBackupJobOf(fs *v1alpha1.FormsService, j *batchv1.Job) bool {
 	return j.Labels[LabelInstance] == fs.Name && j.Labels[LabelComponent] == Backup &&
 		strings.HasPrefix(j.Name, BackupCronJobName(fs)+"-")
+}
+
+// s3Options are the volumes, mounts and environment of a bucket's CA bundle, server-side encryption and
+// web identity (D93), read by services/platform/objectstore.
+func s3Options(s3 *v1alpha1.S3Location, uid int64) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration, []*corev1ac.EnvVarApplyConfiguration) {
+	var (
+		volumes []*corev1ac.VolumeApplyConfiguration
+		mounts  []*corev1ac.VolumeMountApplyConfiguration
+		env     []*corev1ac.EnvVarApplyConfiguration
+	)
+	if ca := s3.CABundleRef; ca != nil {
+		volumes = append(volumes, corev1ac.Volume().WithName("s3-ca").WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(ca.Name).WithDefaultMode(secretFileMode(uid)).
+			WithItems(corev1ac.KeyToPath().WithKey(ca.Key).WithPath(s3CAFile))))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("s3-ca").WithMountPath(S3CADir).WithReadOnly(true))
+		env = append(env, corev1ac.EnvVar().WithName("AWS_CA_BUNDLE").WithValue(S3CADir+"/"+s3CAFile))
+	}
+	if sse := s3.ServerSideEncryption; sse != nil {
+		env = append(env, corev1ac.EnvVar().WithName("FORMSSERVICE_S3_SSE").WithValue(sse.Type))
+		if sse.KMSKeyID != "" {
+			env = append(env, corev1ac.EnvVar().WithName("FORMSSERVICE_S3_SSE_KMS_KEY_ID").WithValue(sse.KMSKeyID))
+		}
+	}
+	if wi := s3.WebIdentity; wi != nil {
+		audience := wi.Audience
+		if audience == "" {
+			audience = DefaultSTSAudience
+		}
+		// A token of its own, for STS only: the pod still mounts no token for the Kubernetes API.
+		volumes = append(volumes, corev1ac.Volume().WithName("s3-token").WithProjected(corev1ac.ProjectedVolumeSource().
+			WithDefaultMode(secretFileMode(uid)).
+			WithSources(corev1ac.VolumeProjection().WithServiceAccountToken(corev1ac.ServiceAccountTokenProjection().
+				WithAudience(audience).WithExpirationSeconds(s3TokenSeconds).WithPath(s3TokenFile)))))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("s3-token").WithMountPath(S3TokenDir).WithReadOnly(true))
+		env = append(env,
+			corev1ac.EnvVar().WithName("AWS_WEB_IDENTITY_TOKEN_FILE").WithValue(S3TokenDir+"/"+s3TokenFile),
+			corev1ac.EnvVar().WithName("AWS_ROLE_ARN").WithValue(wi.RoleARN))
+		if wi.STSEndpoint != "" {
+			env = append(env, corev1ac.EnvVar().WithName("AWS_ENDPOINT_URL_STS").WithValue(wi.STSEndpoint))
+		}
+	}
+	return volumes, mounts, env
 }

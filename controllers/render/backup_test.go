@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -310,6 +311,140 @@ func TestDataJobs_Encryption(t *testing.T) {
 		}
 		if !mounted {
 			t.Errorf("%s mounts %+v", c.Name, c.VolumeMounts)
+		}
+	}
+}
+
+// The backup and restore pods ask for the disk they use (their /tmp and their log), so the scheduler
+// places them where it is and the kubelet evicts them rather than a neighbour when they write more (D93).
+func TestDataJobs_EphemeralStorage(t *testing.T) {
+	fs := withS3Backup(base())
+	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{
+		S3:     &v1alpha1.S3Location{Endpoint: "https://s3.example.com", Bucket: "backups", CredentialsSecretRef: corev1.LocalObjectReference{Name: "keys"}},
+		Object: "prod/acme/acme-backup-1.backup.gz",
+	}
+	backup := typed[batchv1.CronJob](t, BackupCronJob(fs, in)).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	restore := typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec.Containers[0]
+	scratch := resource.MustParse(DataScratchLimit)
+	for what, c := range map[string]corev1.Container{"backup": backup, "restore": restore} {
+		req, ok := c.Resources.Requests[corev1.ResourceEphemeralStorage]
+		if !ok || req.Cmp(resource.MustParse("32Mi")) != 0 {
+			t.Errorf("%s: ephemeral-storage request %v (set %v), want 32Mi", what, req.String(), ok)
+		}
+		limit, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]
+		if !ok || limit.Cmp(resource.MustParse("128Mi")) != 0 {
+			t.Errorf("%s: ephemeral-storage limit %v (set %v), want 128Mi", what, limit.String(), ok)
+		}
+		if req.Cmp(scratch) < 0 {
+			t.Errorf("%s: the request %v does not cover /tmp's %v", what, req.String(), scratch.String())
+		}
+	}
+	// Resources of one's own replace the defaults whole, as spec.services' do.
+	fs.Spec.Backup.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	own := typed[batchv1.CronJob](t, BackupCronJob(fs, in)).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	if _, ok := own.Resources.Requests[corev1.ResourceEphemeralStorage]; ok || own.Resources.Requests.Cpu().String() != "1" {
+		t.Errorf("spec.backup.resources %+v, want exactly the spec's", own.Resources)
+	}
+}
+
+// A private endpoint's CA bundle, server-side encryption and a web identity reach the Jobs as the
+// files and variables services/platform/objectstore reads (D93); without them nothing of them is there.
+func TestDataJobs_S3Options(t *testing.T) {
+	fs := withS3Backup(base())
+	fs.Spec.Backup.S3 = &v1alpha1.S3Location{Endpoint: "https://s3.private:9443", Bucket: "backups",
+		CABundleRef:          &v1alpha1.SecretKeySelector{Name: "s3-ca", Key: "ca.crt"},
+		ServerSideEncryption: &v1alpha1.S3ServerSideEncryption{Type: "aws:kms", KMSKeyID: "alias/backups"},
+		WebIdentity:          &v1alpha1.S3WebIdentity{RoleARN: "arn:aws:iam::111122223333:role/backup", STSEndpoint: "https://sts.private:8443"}}
+	fs.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{IngressFrom: []networkingv1.NetworkPolicyPeer{{}}}
+	p := typed[batchv1.CronJob](t, BackupCronJob(fs, in)).Spec.JobTemplate.Spec.Template.Spec
+	c := p.Containers[0]
+	if len(c.EnvFrom) != 0 {
+		t.Errorf("envFrom %+v: a web identity has no keys Secret", c.EnvFrom)
+	}
+	for name, want := range map[string]string{
+		"AWS_CA_BUNDLE":                  "/var/run/secrets/formsservice-s3-ca/ca.pem",
+		"FORMSSERVICE_S3_SSE":            "aws:kms",
+		"FORMSSERVICE_S3_SSE_KMS_KEY_ID": "alias/backups",
+		"AWS_WEB_IDENTITY_TOKEN_FILE":    "/var/run/secrets/formsservice-s3-token/token",
+		"AWS_ROLE_ARN":                   "arn:aws:iam::111122223333:role/backup",
+		"AWS_ENDPOINT_URL_STS":           "https://sts.private:8443",
+	} {
+		if e := envOf(c, name); e == nil || e.Value != want {
+			t.Errorf("%s = %+v, want %q", name, e, want)
+		}
+	}
+	mounted := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounted[m.Name] = m.MountPath
+		if (m.Name == "s3-ca" || m.Name == "s3-token") && !m.ReadOnly {
+			t.Errorf("%s mounted writable", m.Name)
+		}
+	}
+	if mounted["s3-ca"] != "/var/run/secrets/formsservice-s3-ca" || mounted["s3-token"] != "/var/run/secrets/formsservice-s3-token" {
+		t.Errorf("mounts %v", mounted)
+	}
+	var ca, token bool
+	for _, v := range p.Volumes {
+		if v.Name == "s3-ca" && v.Secret != nil && v.Secret.SecretName == "s3-ca" && len(v.Secret.Items) == 1 &&
+			v.Secret.Items[0].Key == "ca.crt" && v.Secret.Items[0].Path == "ca.pem" {
+			ca = true
+		}
+		if v.Name == "s3-token" && v.Projected != nil && len(v.Projected.Sources) == 1 {
+			tp := v.Projected.Sources[0].ServiceAccountToken
+			token = tp != nil && tp.Audience == "sts.amazonaws.com" && ptr.Deref(tp.ExpirationSeconds, 0) == 3600 && tp.Path == "token"
+		}
+	}
+	if !ca || !token {
+		t.Errorf("the CA bundle (%v) and the projected STS token (%v) volumes: %+v", ca, token, p.Volumes)
+	}
+	// Only the STS token: the Kubernetes API's stays unmounted.
+	if ptr.Deref(p.AutomountServiceAccountToken, true) {
+		t.Error("the pod mounts a Kubernetes API token")
+	}
+	// The CA bundle is checked at once, like the other Secrets of the Jobs; the keys Secret is not asked for.
+	var fields []string
+	for _, r := range DataSecretRefs(fs) {
+		fields = append(fields, r.Field+"="+r.Secret+"/"+r.Key)
+		if r.Field == "spec.backup.s3.caBundleRef" && (r.Check == nil || r.Check([]byte("not PEM")) == nil) {
+			t.Error("a CA bundle without a certificate passes the check")
+		}
+	}
+	if !slices.Equal(fields, []string{"spec.backup.s3.caBundleRef=s3-ca/ca.crt"}) {
+		t.Errorf("checked Secrets %v", fields)
+	}
+	// The NetworkPolicy lets the pods reach the bucket and STS.
+	np := typed[networkingv1.NetworkPolicy](t, DataNetworkPolicy(fs))
+	var ports []int32
+	for _, e := range np.Spec.Egress {
+		for _, p := range e.Ports {
+			ports = append(ports, p.Port.IntVal)
+		}
+	}
+	if !slices.Contains(ports, 9443) || !slices.Contains(ports, 8443) {
+		t.Errorf("egress ports %v, want the bucket's 9443 and STS's 8443", ports)
+	}
+
+	// The default audience and STS; a restore gets the same options.
+	fs.Spec.Backup.S3.WebIdentity = &v1alpha1.S3WebIdentity{RoleARN: "arn:aws:iam::111122223333:role/backup", Audience: "sts.example"}
+	fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{S3: fs.Spec.Backup.S3, Object: "a.backup.gz"}
+	rc := typed[batchv1.Job](t, RestoreJob(fs, in)).Spec.Template.Spec
+	if envOf(rc.Containers[0], "AWS_ENDPOINT_URL_STS") != nil || envOf(rc.Containers[0], "AWS_ROLE_ARN") == nil {
+		t.Errorf("restore env %+v", rc.Containers[0].Env)
+	}
+	for _, v := range rc.Volumes {
+		if v.Name == "s3-token" && v.Projected.Sources[0].ServiceAccountToken.Audience != "sts.example" {
+			t.Errorf("audience %q", v.Projected.Sources[0].ServiceAccountToken.Audience)
+		}
+	}
+
+	// Static keys: envFrom, and none of the options.
+	plain := typed[batchv1.CronJob](t, BackupCronJob(withS3Backup(base()), in)).Spec.JobTemplate.Spec.Template.Spec
+	if len(plain.Containers[0].EnvFrom) != 1 {
+		t.Errorf("static keys: envFrom %+v", plain.Containers[0].EnvFrom)
+	}
+	for _, name := range []string{"AWS_CA_BUNDLE", "FORMSSERVICE_S3_SSE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"} {
+		if envOf(plain.Containers[0], name) != nil {
+			t.Errorf("%s set without its option", name)
 		}
 	}
 }

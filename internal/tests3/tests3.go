@@ -10,6 +10,7 @@ package tests3
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,8 +31,10 @@ type Server struct {
 	// Endpoint is the S3 endpoint, http://127.0.0.1:PORT.
 	Endpoint string
 	// Dir is the directory it serves: one folder per bucket, one file per object.
-	Dir  string
-	proc *testproc.Process
+	Dir string
+	// CAFile is the PEM file of the CA that signed the server's certificate (StartTLS only).
+	CAFile string
+	proc   *testproc.Process
 }
 
 // Env is the AWS_* environment that points a client at the server (objectstore.New reads it).
@@ -43,7 +46,23 @@ func (s *Server) Env() map[string]string {
 // Start runs a server with the given buckets, and returns once it listens.
 func Start(t testing.TB, buckets ...string) *Server {
 	t.Helper()
+	return start(t, t.TempDir(), nil, buckets)
+}
+
+// StartTLS runs a server that answers HTTPS only, with a certificate for 127.0.0.1 signed by a CA of
+// the test's (a private S3 endpoint); CAFile is that CA's PEM file.
+func StartTLS(t testing.TB, buckets ...string) *Server {
+	t.Helper()
 	dir := t.TempDir()
+	writeCerts(t, dir)
+	s := start(t, dir, []string{"--cert", filepath.Join(dir, "server.pem"), "--key", filepath.Join(dir, "server-key.pem")}, buckets)
+	s.Endpoint = "https://" + strings.TrimPrefix(s.Endpoint, "http://")
+	s.CAFile = filepath.Join(dir, "ca.pem")
+	return s
+}
+
+func start(t testing.TB, dir string, tlsArgs []string, buckets []string) *Server {
+	t.Helper()
 	data, meta := filepath.Join(dir, "data"), filepath.Join(dir, "meta")
 	for _, d := range append([]string{meta}, bucketDirs(data, buckets)...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -51,8 +70,8 @@ func Start(t testing.TB, buckets ...string) *Server {
 		}
 	}
 	// Metadata in a sidecar folder, not in extended attributes, which a test's file system may lack.
-	proc := testproc.Start(t, nil, Binary(t), "--access", AccessKey, "--secret", SecretKey, "--port", "127.0.0.1:0",
-		"posix", "--sidecar", meta, data)
+	args := append([]string{"--access", AccessKey, "--secret", SecretKey, "--port", "127.0.0.1:0"}, tlsArgs...)
+	proc := testproc.Start(t, nil, Binary(t), append(args, "posix", "--sidecar", meta, data)...)
 	addrs := proc.WaitListeningSockets(t, 1, time.Minute)
 	return &Server{Endpoint: "http://" + addrs[0], Dir: data, proc: proc}
 }

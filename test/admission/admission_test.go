@@ -95,6 +95,12 @@ func TestOperands_PassPodSecurityRestrictedTheBestPracticesAndTheOperandPractice
 			fs.Annotations = map[string]string{v1alpha1.BackupRequestAnnotation: "now"}
 			fs.Spec.RestoreFrom = &v1alpha1.RestoreSource{Volume: &v1alpha1.VolumeLocation{ClaimName: "backups"}, Object: "a.backup.gz"}
 		}},
+		{"backups with a web identity and a private CA: the projected token and the CA volume", func(fs *v1alpha1.FormsService) {
+			s3 := &v1alpha1.S3Location{Endpoint: "https://s3.private:9443", Bucket: "backups",
+				CABundleRef: &v1alpha1.SecretKeySelector{Name: "s3-ca", Key: "ca.crt"},
+				WebIdentity: &v1alpha1.S3WebIdentity{RoleARN: "arn:aws:iam::111122223333:role/backup"}}
+			fs.Spec.Backup = &v1alpha1.BackupSpec{Schedule: "0 3 * * *", S3: s3}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := sample(t)

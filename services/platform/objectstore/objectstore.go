@@ -5,19 +5,30 @@
 // tools use, so a Kubernetes Secret of the usual shape works as it is:
 // AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL; https://s3.amazonaws.com when neither is set; an http://
 // endpoint is plain text, for a bucket inside the cluster), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-// AWS_SESSION_TOKEN, AWS_REGION.
+// AWS_SESSION_TOKEN, AWS_REGION, AWS_CA_BUNDLE (a PEM file of the CAs an https endpoint's certificate
+// is checked against instead of the system's).
+//
+// Without static keys, AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN (what EKS's IRSA and other
+// workload identities set) trade the pod's projected service-account token for temporary keys at STS
+// (AssumeRoleWithWebIdentity; AWS_ENDPOINT_URL_STS, else the region's STS endpoint), renewed before
+// they expire. FORMSSERVICE_S3_SSE asks the server to encrypt what is uploaded: AES256 (SSE-S3) or
+// aws:kms (SSE-KMS, with the key FORMSSERVICE_S3_SSE_KMS_KEY_ID, else the bucket's default key).
 package objectstore
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
 )
 
 // Location is one object: its bucket and key.
@@ -46,6 +57,8 @@ type Env func(string) string
 // Client talks to one endpoint.
 type Client struct {
 	mc *minio.Client
+	// sse is the server-side encryption every upload asks for; nil: the bucket's default.
+	sse encrypt.ServerSide
 }
 
 // New builds a client from the environment (see the package comment).
@@ -61,13 +74,33 @@ func New(env Env) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 		return nil, fmt.Errorf("the S3 endpoint %q is not http(s)://HOST[:PORT]", raw)
 	}
-	if env("AWS_ACCESS_KEY_ID") == "" || env("AWS_SECRET_ACCESS_KEY") == "" {
-		return nil, errors.New("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	transport, err := minio.DefaultTransport(u.Scheme == "https")
+	if err != nil {
+		return nil, err
+	}
+	if file := env("AWS_CA_BUNDLE"); file != "" {
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("AWS_CA_BUNDLE is set, but the S3 endpoint %q is not https", raw)
+		}
+		pool, err := readCABundle(file)
+		if err != nil {
+			return nil, err
+		}
+		transport.TLSClientConfig.RootCAs = pool
+	}
+	creds, err := credentialsOf(env, &http.Client{Transport: transport})
+	if err != nil {
+		return nil, err
+	}
+	sse, err := serverSideEncryption(env)
+	if err != nil {
+		return nil, err
 	}
 	mc, err := minio.New(u.Host, &minio.Options{
-		Creds:  credentials.NewStaticV4(env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")),
-		Secure: u.Scheme == "https",
-		Region: env("AWS_REGION"),
+		Creds:     creds,
+		Secure:    u.Scheme == "https",
+		Transport: transport,
+		Region:    env("AWS_REGION"),
 		// Path-style requests (endpoint/bucket/key) work with every S3-compatible server, and with a
 		// bucket name that is not a valid host name.
 		BucketLookup: minio.BucketLookupPath,
@@ -75,12 +108,93 @@ func New(env Env) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{mc: mc}, nil
+	return &Client{mc: mc, sse: sse}, nil
+}
+
+// readCABundle reads the PEM certificates of AWS_CA_BUNDLE; a file without one is an error, not a
+// pool that trusts nothing (or, worse, a silent fall back to the system's).
+func readCABundle(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("AWS_CA_BUNDLE: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("AWS_CA_BUNDLE %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// credentialsOf picks the credentials: static keys when set, else a web identity; neither is an error
+// that names both. The STS requests go through client (the CA bundle applies to a private STS too).
+func credentialsOf(env Env, client *http.Client) (*credentials.Credentials, error) {
+	id, secret := env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")
+	tokenFile, role := env("AWS_WEB_IDENTITY_TOKEN_FILE"), env("AWS_ROLE_ARN")
+	switch {
+	case id != "" || secret != "":
+		if id == "" || secret == "" {
+			return nil, errors.New("S3 credentials need both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+		}
+		return credentials.NewStaticV4(id, secret, env("AWS_SESSION_TOKEN")), nil
+	case tokenFile != "" && role != "":
+		return credentials.NewSTSWebIdentity(stsEndpoint(env), func() (*credentials.WebIdentityToken, error) {
+			// Read at every renewal: the kubelet replaces the projected token before it expires.
+			token, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("AWS_WEB_IDENTITY_TOKEN_FILE: %w", err)
+			}
+			return &credentials.WebIdentityToken{Token: strings.TrimSpace(string(token))}, nil
+		}, func(i *credentials.STSWebIdentity) {
+			i.RoleARN = role
+			i.Client = client
+		})
+	case tokenFile != "" || role != "":
+		return nil, errors.New("a web identity needs both AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN")
+	default:
+		return nil, errors.New("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN")
+	}
+}
+
+// stsEndpoint is where a web identity is traded for keys: AWS_ENDPOINT_URL_STS as the AWS tools read
+// it, else the region's STS (as minio-go's own IAM provider does), else the global one.
+func stsEndpoint(env Env) string {
+	if e := env("AWS_ENDPOINT_URL_STS"); e != "" {
+		return e
+	}
+	switch region := env("AWS_REGION"); {
+	case strings.HasPrefix(region, "cn-"):
+		return "https://sts." + region + ".amazonaws.com.cn"
+	case region != "":
+		return "https://sts." + region + ".amazonaws.com"
+	}
+	return credentials.DefaultSTSRoleEndpoint
+}
+
+// SSE values of FORMSSERVICE_S3_SSE, as S3's x-amz-server-side-encryption header spells them.
+const (
+	SSES3  = "AES256"
+	SSEKMS = "aws:kms"
+)
+
+// serverSideEncryption reads FORMSSERVICE_S3_SSE and FORMSSERVICE_S3_SSE_KMS_KEY_ID.
+func serverSideEncryption(env Env) (encrypt.ServerSide, error) {
+	mode, key := env("FORMSSERVICE_S3_SSE"), env("FORMSSERVICE_S3_SSE_KMS_KEY_ID")
+	switch {
+	case key != "" && mode != SSEKMS:
+		return nil, fmt.Errorf("FORMSSERVICE_S3_SSE_KMS_KEY_ID needs FORMSSERVICE_S3_SSE=%s", SSEKMS)
+	case mode == "":
+		return nil, nil
+	case mode == SSES3:
+		return encrypt.NewSSE(), nil
+	case mode == SSEKMS:
+		return encrypt.NewSSEKMS(key, nil)
+	}
+	return nil, fmt.Errorf("FORMSSERVICE_S3_SSE %q is neither %s nor %s", mode, SSES3, SSEKMS)
 }
 
 // Put uploads r (size bytes; -1 when unknown, then in parts) as the object at l.
 func (c *Client) Put(ctx context.Context, l Location, r io.Reader, size int64) error {
-	_, err := c.mc.PutObject(ctx, l.Bucket, l.Key, r, size, minio.PutObjectOptions{ContentType: "application/gzip"})
+	_, err := c.mc.PutObject(ctx, l.Bucket, l.Key, r, size, minio.PutObjectOptions{ContentType: "application/gzip", ServerSideEncryption: c.sse})
 	if err != nil {
 		return fmt.Errorf("uploading %s: %w", l, err)
 	}
@@ -132,7 +246,7 @@ const StreamPartSize = 5 << 20
 // only created once r has ended.
 func (c *Client) PutStream(ctx context.Context, l Location, r io.Reader, o Object) error {
 	_, err := c.mc.PutObject(ctx, l.Bucket, l.Key, r, -1, minio.PutObjectOptions{
-		ContentType: o.ContentType, UserMetadata: o.Metadata, PartSize: StreamPartSize})
+		ContentType: o.ContentType, UserMetadata: o.Metadata, PartSize: StreamPartSize, ServerSideEncryption: c.sse})
 	if err != nil {
 		return fmt.Errorf("uploading %s: %w", l, err)
 	}
