@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 
+	"github.com/formsservice/formsservice/internal/testcerts"
 	"github.com/formsservice/formsservice/internal/testproc"
 	"github.com/formsservice/formsservice/internal/testredis"
 	"github.com/formsservice/formsservice/internal/testwait"
@@ -103,7 +104,7 @@ func StartWith(tb testing.TB, o Options) *Server {
 		tb.Fatal(err)
 	}
 	if s.tls {
-		writeCerts(tb, s.dir)
+		testcerts.Write(tb, s.dir, "testldap")
 	}
 	if err := os.WriteFile(s.conf(), []byte(s.config()), 0o600); err != nil {
 		tb.Fatal(err)

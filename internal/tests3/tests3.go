@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formsservice/formsservice/internal/testcerts"
 	"github.com/formsservice/formsservice/internal/testproc"
 )
 
@@ -54,7 +55,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 func StartTLS(t testing.TB, buckets ...string) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	writeCerts(t, dir)
+	testcerts.Write(t, dir, "tests3")
 	s := start(t, dir, []string{"--cert", filepath.Join(dir, "server.pem"), "--key", filepath.Join(dir, "server-key.pem")}, buckets)
 	s.Endpoint = "https://" + strings.TrimPrefix(s.Endpoint, "http://")
 	s.CAFile = filepath.Join(dir, "ca.pem")

@@ -1,4 +1,6 @@
-package tests3
+// Package testcerts writes a test CA and a loopback server certificate it signed, for the tests' TLS servers
+// (the LDAP directory, the S3 gateway): PEM files a real server process reads.
+package testcerts
 
 import (
 	"crypto/ecdsa"
@@ -15,16 +17,16 @@ import (
 	"time"
 )
 
-// writeCerts writes (as internal/testldap does for its directory) a CA (ca.pem) and a certificate for 127.0.0.1 it signed (server.pem,
+// Write writes a CA (ca.pem, named name) and a certificate for 127.0.0.1 it signed (server.pem,
 // server-key.pem) into dir.
-func writeCerts(tb testing.TB, dir string) {
+func Write(tb testing.TB, dir, name string) {
 	tb.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tests3 CA"}, NotBefore: now.Add(-time.Hour),
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " CA"}, NotBefore: now.Add(-time.Hour),
 		NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
 	if err != nil {
