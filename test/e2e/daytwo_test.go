@@ -355,10 +355,14 @@ func (d *dayTwo) upgradeUnderTraffic(t *testing.T) {
 	}
 	// The sample's single Redis restarted on its new image: no replica to hand over to, so a request
 	// that was under way around it may be refused (5xx), never answered 201 and then lost (the export
-	// below). Half a second of sampling before, and the clients' reconnect after.
+	// below). The window runs from the sample's admission to its new Redis seen rolled out, and 5 s
+	// more for the services' pooled connections to the old pod, each of which fails once.
 	downFrom, downTo := watch.redisWindow(d.name)
+	if downFrom.IsZero() || downTo.IsZero() {
+		t.Fatalf("the sample's Redis restart was not seen (from %v to %v)", downFrom, downTo)
+	}
 	inRestart := func(from, at time.Time) bool {
-		return !downFrom.IsZero() && at.After(downFrom.Add(-time.Second)) && from.Before(downTo.Add(3*time.Second))
+		return at.After(downFrom) && from.Before(downTo.Add(5*time.Second))
 	}
 	var during int
 	cluster.Eventually(t, time.Minute, "traffic after the roll", func() (bool, string) {

@@ -75,7 +75,8 @@ type fleetWatch struct {
 	started, done                     map[string]time.Time
 	queued                            map[string]bool
 	overlaps, pinnedChanges, readErrs []string
-	redisDown                         map[string][2]time.Time // first and last sample with the Redis not serving on one ready pod
+	idle                              map[string]time.Time // when the last sample that saw nothing of the upgrade began
+	redisDone                         map[string]time.Time // when the first sample that saw the Redis rolled out on the new image ended
 	stop                              chan struct{}
 	wg                                sync.WaitGroup
 }
@@ -83,7 +84,7 @@ type fleetWatch struct {
 func (k *kind) watchFleet(t *testing.T, moving, pinned []string, image, next, redisImg, nextRedis string) *fleetWatch {
 	w := &fleetWatch{k: k, moving: moving, pinned: pinned, image: image, next: next, redisImg: redisImg, nextRedis: nextRedis,
 		started: map[string]time.Time{}, done: map[string]time.Time{}, queued: map[string]bool{},
-		redisDown: map[string][2]time.Time{}, stop: make(chan struct{})}
+		idle: map[string]time.Time{}, redisDone: map[string]time.Time{}, stop: make(chan struct{})}
 	w.wg.Go(func() {
 		for {
 			w.sample(t)
@@ -151,14 +152,13 @@ func (w *fleetWatch) sample(t *testing.T) {
 			s.ReadyReplicas == want && s.CurrentRevision == s.UpdateRevision
 		started, done = started || redisOnNext, done && redisRolled
 		fs := w.k.getQuiet(name)
+		read := time.Now()
 		w.mu.Lock()
-		if s.ReadyReplicas < want || (redisOnNext && !redisRolled) {
-			win, ok := w.redisDown[name]
-			if !ok {
-				win[0] = now
-			}
-			win[1] = now
-			w.redisDown[name] = win
+		if !started {
+			w.idle[name] = now
+		}
+		if _, ok := w.redisDone[name]; redisRolled && !ok {
+			w.redisDone[name] = read
 		}
 		if fs != nil {
 			pending, _, _ := unstructured.NestedString(fs.Object, "status", "pendingImage")
@@ -231,13 +231,14 @@ func (w *fleetWatch) check(t *testing.T) {
 	}
 }
 
-// redisWindow is when the FormsService's managed Redis was seen not serving on a ready pod of the
-// current revision (zero when never).
+// redisWindow is when the FormsService's managed Redis may have been restarting: from the last sample
+// that saw none of its upgrade (the operator applies the Deployments and the StatefulSet in one
+// reconcile, and the StatefulSet controller deletes the single pod at once) to the end of the first
+// sample that saw the StatefulSet rolled out on the new image. Zero when the upgrade was not seen.
 func (w *fleetWatch) redisWindow(name string) (from, to time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	win := w.redisDown[name]
-	return win[0], win[1]
+	return w.idle[name], w.redisDone[name]
 }
 
 // getQuiet reads a FormsService, nil when it cannot (the watch's goroutine must not end the test).
