@@ -60,7 +60,7 @@ func (r *FormsServiceReconciler) newRun(ctx context.Context, fs *v1alpha1.FormsS
 		fs:                 fs,
 		ap:                 applier{client: r.Client, reader: r.APIReader, scheme: r.Scheme},
 		log:                logf.FromContext(ctx),
-		in:                 render.Inputs{Image: r.serviceImage(), RedisImage: r.RedisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets, Operator: r.Operator},
+		in:                 render.Inputs{Image: r.serviceImage(), RedisImage: r.redisImage(), RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets, Operator: r.Operator},
 		secretsKnown:       true,
 		redisPasswordKnown: true,
 	}

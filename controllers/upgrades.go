@@ -81,8 +81,16 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 	key := client.ObjectKeyFromObject(fs)
 	target := run.in.Image
 	policy := fs.Spec.UpdatePolicy != nil && (fs.Spec.UpdatePolicy.Mode == v1alpha1.UpdateModeManual || len(fs.Spec.UpdatePolicy.MaintenanceWindows) > 0)
-	if (r.maxConcurrentUpgrades() <= 0 && !policy) || fs.Spec.Image != "" || target == "" {
-		// No bound, or the team's own image: a change of spec.image is the team's decision.
+	if fs.Spec.Image != "" {
+		// The team's own image: a change of spec.image is the team's decision, and the platform is
+		// outside the operator's upgrades, its managed Redis too (D92: it keeps the image it runs
+		// unless spec.redis.managed.image names one).
+		r.upgrades.forget(key)
+		run.in.KeepRunningRedisImage = true
+		return
+	}
+	if (r.maxConcurrentUpgrades() <= 0 && !policy) || target == "" {
+		// No bound: every platform moves at once, its managed Redis with it.
 		r.upgrades.forget(key)
 		return
 	}
@@ -101,6 +109,7 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 	}
 	hold := func(why string) {
 		run.in.Image = running[0]
+		run.in.KeepRunningRedisImage = true // the operator's Redis image is part of the upgrade that waits (D92)
 		run.PendingImage = target
 		run.UpgradeQueued = fmt.Sprintf("The upgrade to %s waits: %s.", target, why)
 	}
@@ -115,6 +124,7 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		// for days.
 		r.upgrades.forget(key)
 		run.in.Image = running[0]
+		run.in.KeepRunningRedisImage = true
 		run.PendingImage = target
 		run.UpgradeHeld, run.UpgradeHeldReason = why, reason
 		if reason == ReasonUpgradeAwaitsWindow {
@@ -320,12 +330,18 @@ func lessKey(a, b types.NamespacedName) bool {
 	return a.Name < b.Name
 }
 
-// serviceImage and maxConcurrentUpgrades read the operator's settings that a test changes while the
+// serviceImage, redisImage and maxConcurrentUpgrades read the operator's settings that a test changes while the
 // manager runs, under the lock the test takes.
 func (r *FormsServiceReconciler) serviceImage() string {
 	r.upgrades.mu.Lock()
 	defer r.upgrades.mu.Unlock()
 	return r.ServiceImage
+}
+
+func (r *FormsServiceReconciler) redisImage() string {
+	r.upgrades.mu.Lock()
+	defer r.upgrades.mu.Unlock()
+	return r.RedisImage
 }
 
 func (r *FormsServiceReconciler) maxConcurrentUpgrades() int {

@@ -307,6 +307,130 @@ func TestUpgrades_QueuedKeepsRunningImageButTakesOtherChanges(t *testing.T) {
 	})
 }
 
+// setRedisFlag changes the operator's --redis-image while the manager runs, until the test ends.
+func setRedisFlag(t *testing.T, image string) {
+	t.Helper()
+	set := func(image string) {
+		reconciler.upgrades.mu.Lock()
+		defer reconciler.upgrades.mu.Unlock()
+		reconciler.RedisImage = image
+	}
+	set(image)
+	t.Cleanup(func() { set("") })
+}
+
+// D92: an operator upgrade that also changes --redis-image moves a FormsService's managed Redis with its
+// services, in its slot: the one whose upgrade waits keeps the Redis image it runs, as does the one that
+// pins spec.image (outside the operator's upgrades), while the admitted one gets the new Redis image.
+func TestUpgrades_TheRedisImageMovesWithTheUpgradeAndNotWithAPinnedImage(t *testing.T) {
+	ctx := context.Background()
+	var unpinned []*v1alpha1.FormsService
+	for range 2 {
+		fs := createAndWait(t, sampleFS(newNamespace(t)))
+		finishRollouts(t, fs)
+		waitOperandVersion(t, fs, testImage)
+		unpinned = append(unpinned, fs)
+	}
+	pinnedSpec := sampleFS(newNamespace(t))
+	pinnedSpec.Spec.Image = testImage
+	pinned := createAndWait(t, pinnedSpec)
+	finishRollouts(t, pinned)
+	waitOperandVersion(t, pinned, testImage)
+	for _, fs := range append(slices.Clone(unpinned), pinned) {
+		if img := redisImageNow(t, fs.Namespace); img != render.DefaultRedisImage {
+			t.Fatalf("%s/%s: Redis runs %q before the upgrade", fs.Namespace, fs.Name, img)
+		}
+	}
+
+	// The operator upgraded: new services' image, new Redis image, one upgrade at a time. A rollout
+	// begun is left unfinished, so that the others wait for the whole test (another test's FormsService
+	// may hold the slot too: then both of these wait).
+	const next, nextRedis = "registry.example/formsservice:redis-next", "mirror.example/redis:7.0-next"
+	setRedisFlag(t, nextRedis)
+	setFleet(t, next, 1)
+	var queued []*v1alpha1.FormsService
+	eventuallyWhat(t, "each admitted or queued, at least one queued", func() error {
+		queued = nil
+		for _, f := range unpinned {
+			var cur v1alpha1.FormsService
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(f), &cur); err != nil {
+				return err
+			}
+			d := &appsv1.Deployment{}
+			if err := k8s.Get(ctx, key(f.Namespace, render.WorkloadName(f, render.Forms)), d); err != nil {
+				return err
+			}
+			switch {
+			case serviceImageOf(render.Forms, d) == next:
+			case cur.Status.PendingImage == next:
+				queued = append(queued, f) // said by the status of a reconcile that applied the StatefulSet before it
+			default:
+				return fmt.Errorf("%s neither moved nor queued", f.Namespace)
+			}
+		}
+		if len(queued) == 0 {
+			return fmt.Errorf("both admitted with a bound of one")
+		}
+		return nil
+	})
+	for _, f := range queued {
+		if img := redisImageNow(t, f.Namespace); img != render.DefaultRedisImage {
+			t.Errorf("a queued FormsService's Redis runs %q while its upgrade waits, want the running %q", img, render.DefaultRedisImage)
+		}
+	}
+
+	// The pinned one, reconciled since the flags changed (a spec change it applies): neither its
+	// services nor its Redis moved.
+	updateFS(t, pinned, func(fs *v1alpha1.FormsService) { fs.Spec.Auth.Replicas = ptr.To[int32](4) })
+	eventuallyWhat(t, "the pinned one's auth scaled", func() error {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key(pinned.Namespace, render.WorkloadName(pinned, render.Auth)), d); err != nil {
+			return err
+		}
+		if ptr.Deref(d.Spec.Replicas, 0) != 4 {
+			return fmt.Errorf("auth replicas %d", ptr.Deref(d.Spec.Replicas, 0))
+		}
+		return nil
+	})
+	if img := redisImageNow(t, pinned.Namespace); img != render.DefaultRedisImage {
+		t.Errorf("the pinned one's Redis runs %q after the operator's upgrade, want the running %q", img, render.DefaultRedisImage)
+	}
+	for _, c := range render.Components {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key(pinned.Namespace, render.WorkloadName(pinned, c)), d); err != nil {
+			t.Fatal(err)
+		}
+		if img := serviceImageOf(c, d); img != testImage {
+			t.Errorf("the pinned one's %s runs %q", c, img)
+		}
+	}
+
+	// Their turn (no bound any more): each one's Redis moves with its services; the pinned one's stays.
+	setFleet(t, next, 0)
+	for _, f := range unpinned {
+		eventuallyWhat(t, f.Namespace+"'s Redis on "+nextRedis, func() error {
+			if img := redisImageNow(t, f.Namespace); img != nextRedis {
+				return fmt.Errorf("Redis runs %q", img)
+			}
+			return nil
+		})
+	}
+	updateFS(t, pinned, func(fs *v1alpha1.FormsService) { fs.Spec.Auth.Replicas = ptr.To[int32](3) })
+	eventuallyWhat(t, "the pinned one's auth scaled again", func() error {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key(pinned.Namespace, render.WorkloadName(pinned, render.Auth)), d); err != nil {
+			return err
+		}
+		if ptr.Deref(d.Spec.Replicas, 0) != 3 {
+			return fmt.Errorf("auth replicas %d", ptr.Deref(d.Spec.Replicas, 0))
+		}
+		return nil
+	})
+	if img := redisImageNow(t, pinned.Namespace); img != render.DefaultRedisImage {
+		t.Errorf("the pinned one's Redis runs %q without a bound, want the running %q", img, render.DefaultRedisImage)
+	}
+}
+
 func TestUpdatePolicy_ManualKeepsTheRunningImageUntilTheUpgradeIsApproved(t *testing.T) {
 	ctx := context.Background()
 	manual := sampleFS(newNamespace(t))

@@ -79,6 +79,35 @@ func TestRedisImage_AStoreOnTheLegacyRedisKeepsIt(t *testing.T) {
 	}
 }
 
+// D92: the operator's Redis image arrives with the FormsService's upgrade. While the upgrade waits (a
+// slot, an approval, a window), or when the FormsService pins spec.image, the store keeps the image it
+// runs; the spec still chooses, and a new store gets the operator's.
+func TestRedisImage_KeptWhileTheUpgradeWaitsOrThePlatformIsPinned(t *testing.T) {
+	fs := base()
+	image := func(in Inputs) string {
+		return typed[appsv1.StatefulSet](t, RedisStatefulSet(fs, in)).Spec.Template.Spec.Containers[0].Image
+	}
+	const running, next = "mirror.example/redis:7.0-a", "mirror.example/redis:7.0-b"
+	for _, c := range []struct {
+		name string
+		in   Inputs
+		want string
+	}{
+		{"kept: the running image, not the flag's", Inputs{KeepRunningRedisImage: true, RunningRedisImage: running, RedisImage: next}, running},
+		{"kept: the running image, not the default", Inputs{KeepRunningRedisImage: true, RunningRedisImage: running}, running},
+		{"kept: a new store gets the flag's", Inputs{KeepRunningRedisImage: true, RedisImage: next}, next},
+		{"not kept: the flag's", Inputs{RunningRedisImage: running, RedisImage: next}, next},
+	} {
+		if got := image(c.in); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	fs.Spec.Redis.Managed = &v1alpha1.ManagedRedisSpec{Image: "own/redis:7.2"}
+	if got := image(Inputs{KeepRunningRedisImage: true, RunningRedisImage: running, RedisImage: next}); got != "own/redis:7.2" {
+		t.Errorf("spec.redis.managed.image must win over the kept image: %q", got)
+	}
+}
+
 func TestPods_NameNoUserUnlessAsked(t *testing.T) {
 	fs := base()
 	for c, p := range podsOfFS(t, fs, Inputs{Image: "img:1"}) {

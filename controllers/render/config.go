@@ -27,6 +27,10 @@ type Inputs struct {
 	// RunningRedisImage is the image the managed Redis's StatefulSet runs now ("" when there is none):
 	// a store that Redis 7.4 (LegacyRedisImage) wrote stays on it (RedisImage).
 	RunningRedisImage string
+	// KeepRunningRedisImage keeps the managed Redis on RunningRedisImage when the spec names no image:
+	// the FormsService's operator upgrade waits (a slot, an approval, a window), or it pins spec.image
+	// and is outside the operator's upgrades (D92). A new store (none running) gets RedisImage's choice.
+	KeepRunningRedisImage bool
 	// StoreRDBFormat is the RDB format version recorded on the managed Redis's claims (0: none): a store
 	// whose format the default image cannot read, and the legacy one can, stays on the legacy one
 	// (RedisImage), also while its StatefulSet is gone.

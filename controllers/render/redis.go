@@ -231,10 +231,15 @@ const redisPing = `[ "$("$(command -v valkey-cli || command -v redis-cli)" ping)
 // else DefaultRedisImage — except that a store running LegacyRedisImage, or whose claims record a format
 // only LegacyRedisImage reads (Inputs.StoreRDBFormat), keeps it while neither names another (switching it
 // to Valkey would leave the data unreadable and the store down). An image named that cannot read the
-// store is refused by the reconciler (IncompatibleRedisImage), never applied.
+// store is refused by the reconciler (IncompatibleRedisImage), never applied. A store whose FormsService's
+// operator upgrade waits, or that pins spec.image, keeps the image it runs unless the spec names one
+// (Inputs.KeepRunningRedisImage, D92).
 func RedisImage(fs *v1alpha1.FormsService, in Inputs) string {
 	if m := fs.Spec.Redis.Managed; m != nil && m.Image != "" {
 		return m.Image
+	}
+	if in.KeepRunningRedisImage && in.RunningRedisImage != "" {
+		return in.RunningRedisImage // the operator's Redis image arrives with the upgrade, not before (D92)
 	}
 	if in.RedisImage != "" && in.RedisImage != DefaultRedisImage {
 		return in.RedisImage

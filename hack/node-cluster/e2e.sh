@@ -66,7 +66,9 @@ images="$(ctr_ images ls -q)"
 grep -q "${IMG#*/}" <<<"$images" || { echo ">> e2e: $IMG is not in containerd after the import" >&2; exit 1; }
 # The same image under a second tag: the e2e upgrades the operator to it and watches the services roll.
 ctr_ images tag "$IMG" "$IMG-next" >/dev/null
-mark "image $IMG loaded (and tagged $IMG-next)"
+# The same for the managed Redis (up.sh imported it): the upgrade changes the operator's Redis image too.
+ctr_ images tag "$REDIS_IMAGE" "$REDIS_IMAGE-next" >/dev/null
+mark "image $IMG loaded (and tagged $IMG-next; $REDIS_IMAGE-next)"
 
 # The ingress controller: Traefik on the node's network, listening on loopback only (traefik.yaml says
 # why). The test routes the FormsService's Ingress through it (IngressClass traefik) over TLS.
@@ -93,7 +95,7 @@ ctr_ images import "$IMAGES/versitygw.tar" >/dev/null
 echo ">> e2e: running test/e2e" >&2
 set +e
 FORMSSERVICE_E2E_KUBECONFIG="$kubeconfig" FORMSSERVICE_E2E_IMAGE="$IMG" FORMSSERVICE_E2E_NEXT_IMAGE="$IMG-next" CHROME_BIN="$chrome" AXE_CORE_JS="$axe" \
-  FORMSSERVICE_E2E_REDIS_IMAGE="$REDIS_IMAGE" FORMSSERVICE_E2E_S3_IMAGE="$VERSITYGW_IMAGE" FORMSSERVICE_E2E_INGRESS="$INGRESS_HTTPS_ADDR" FORMSSERVICE_E2E_INGRESS_CLASS=traefik \
+  FORMSSERVICE_E2E_REDIS_IMAGE="$REDIS_IMAGE" FORMSSERVICE_E2E_NEXT_REDIS_IMAGE="$REDIS_IMAGE-next" FORMSSERVICE_E2E_S3_IMAGE="$VERSITYGW_IMAGE" FORMSSERVICE_E2E_INGRESS="$INGRESS_HTTPS_ADDR" FORMSSERVICE_E2E_INGRESS_CLASS=traefik \
   FORMSSERVICE_E2E_INGRESS_PROXIES="$CLUSTER_CIDR" go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ 2>&1 | tee "$NC/e2e-test.log"
 rc=${PIPESTATUS[0]}
 set -e

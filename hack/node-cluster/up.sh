@@ -251,7 +251,9 @@ wait_for "node $NODE_NAME" 120 kubelet kubectl_ wait --for=condition=Ready "node
 log "node Ready at $(elapsed)"
 
 # --- storage: a default StorageClass without provisioner and a few hostPath volumes ------------------
-for i in 1 2 3 4 5 6; do mkdir -p "$RUN/pv/pv$i" && chmod 0777 "$RUN/pv/pv$i"; done
+# Ten: claims are kept (Retain) when their FormsService goes, and the e2e's phases make eight (the
+# sample's, the upgrade's two small FormsServices', the restored one's, the HA set's three).
+for i in 1 2 3 4 5 6 7 8 9 10; do mkdir -p "$RUN/pv/pv$i" && chmod 0777 "$RUN/pv/pv$i"; done
 {
   cat <<YAML
 apiVersion: storage.k8s.io/v1
@@ -261,7 +263,7 @@ provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: WaitForFirstConsumer
 reclaimPolicy: Retain
 YAML
-  for i in 1 2 3 4 5 6; do
+  for i in 1 2 3 4 5 6 7 8 9 10; do
     cat <<YAML
 ---
 apiVersion: v1

@@ -255,7 +255,7 @@ func TestKind_ChartSampleFormsSignInHealth(t *testing.T) {
 	phase("day two: live edit")
 	t.Run("day two: signing key rotated, signed-in users stay signed in", d.rotateSigningKey)
 	phase("day two: signing key rotated")
-	t.Run("day two: operator upgraded, services rolled under traffic, nothing failed or lost", d.upgradeUnderTraffic)
+	t.Run("day two: operator upgraded under traffic, one platform at a time, the pinned one untouched, nothing lost", d.upgradeUnderTraffic)
 	phase("day two: upgrade under traffic")
 	t.Run("day two: backup under forms traffic, FormsService and volume deleted, restored into a new one", d.backupRestore)
 	phase("day two: backup, delete, restore")
