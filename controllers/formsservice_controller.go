@@ -160,7 +160,7 @@ func (r *FormsServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		case run.PendingImage != "" && run.UpgradeHeld == "":
 			// A freed slot wakes the first in the queue (upgradewake.go); the others, and a slot freed
 			// without a change the wake sees, are caught by asking again (upgrades.go).
-			res.RequeueAfter = minPositive(res.RequeueAfter, r.upgradeRecheck())
+			res.RequeueAfter = minPositive(res.RequeueAfter, r.fleet().recheck)
 		}
 	}
 	return res, err

@@ -55,12 +55,13 @@ type reconcileRun struct {
 }
 
 func (r *FormsServiceReconciler) newRun(ctx context.Context, fs *v1alpha1.FormsService) *reconcileRun {
+	fleet := r.fleet()
 	return &reconcileRun{
 		r:                  r,
 		fs:                 fs,
 		ap:                 applier{client: r.Client, reader: r.APIReader, scheme: r.Scheme},
 		log:                logf.FromContext(ctx),
-		in:                 render.Inputs{Image: r.serviceImage(), RedisImage: r.redisImage(), RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets, Operator: r.Operator},
+		in:                 render.Inputs{Image: fleet.serviceImage, RedisImage: fleet.redisImage, RedisRunAsUser: r.RedisRunAsUser, ImagePullSecrets: r.ImagePullSecrets, Operator: r.Operator},
 		secretsKnown:       true,
 		redisPasswordKnown: true,
 	}

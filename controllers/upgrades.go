@@ -89,7 +89,7 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		run.in.KeepRunningRedisImage = true
 		return
 	}
-	if (r.maxConcurrentUpgrades() <= 0 && !policy) || target == "" {
+	if (r.fleet().maxUpgrades <= 0 && !policy) || target == "" {
 		// No bound: every platform moves at once, its managed Redis with it.
 		r.upgrades.forget(key)
 		return
@@ -132,7 +132,7 @@ func (run *reconcileRun) upgrade(ctx context.Context) {
 		}
 		return
 	}
-	if r.maxConcurrentUpgrades() <= 0 {
+	if r.fleet().maxUpgrades <= 0 {
 		r.upgrades.admit(key, target) // no bound; remembered so that a window closing cannot undo it
 		return
 	}
@@ -330,33 +330,20 @@ func lessKey(a, b types.NamespacedName) bool {
 	return a.Name < b.Name
 }
 
-// serviceImage, redisImage and maxConcurrentUpgrades read the operator's settings that a test changes while the
-// manager runs, under the lock the test takes.
-func (r *FormsServiceReconciler) serviceImage() string {
-	r.upgrades.mu.Lock()
-	defer r.upgrades.mu.Unlock()
-	return r.ServiceImage
+// fleetSettings are the operator's settings that a test changes while the manager runs, read together
+// under the lock the test takes.
+type fleetSettings struct {
+	serviceImage, redisImage string
+	maxUpgrades              int           // --max-concurrent-upgrades; 0 means no bound
+	recheck                  time.Duration // how soon a FormsService whose upgrade waits asks again
 }
 
-func (r *FormsServiceReconciler) redisImage() string {
+func (r *FormsServiceReconciler) fleet() fleetSettings {
 	r.upgrades.mu.Lock()
 	defer r.upgrades.mu.Unlock()
-	return r.RedisImage
-}
-
-func (r *FormsServiceReconciler) maxConcurrentUpgrades() int {
-	r.upgrades.mu.Lock()
-	defer r.upgrades.mu.Unlock()
-	return r.MaxConcurrentUpgrades
-}
-
-// upgradeRecheck is how soon a FormsService whose upgrade waits asks again (a test changes it while the
-// manager runs).
-func (r *FormsServiceReconciler) upgradeRecheck() time.Duration {
-	r.upgrades.mu.Lock()
-	defer r.upgrades.mu.Unlock()
-	if r.UpgradeRecheck > 0 {
-		return r.UpgradeRecheck
+	recheck := r.UpgradeRecheck
+	if recheck <= 0 {
+		recheck = DefaultUpgradeRecheck
 	}
-	return DefaultUpgradeRecheck
+	return fleetSettings{serviceImage: r.ServiceImage, redisImage: r.RedisImage, maxUpgrades: r.MaxConcurrentUpgrades, recheck: recheck}
 }

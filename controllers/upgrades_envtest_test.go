@@ -76,7 +76,7 @@ func setRecheck(t *testing.T, every time.Duration) {
 		defer reconciler.upgrades.mu.Unlock()
 		reconciler.UpgradeRecheck = d
 	}
-	was := reconciler.upgradeRecheck()
+	was := reconciler.fleet().recheck
 	set(every)
 	t.Cleanup(func() { set(was) })
 }

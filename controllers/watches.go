@@ -74,7 +74,7 @@ func (r *FormsServiceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.
 		// outcome is status.backup and the Restored condition (backup.go).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(instanceOf)).
 		// A FormsService whose change may free an upgrade slot wakes the first in the queue (upgradewake.go).
-		Watches(&v1alpha1.FormsService{}, upgradeWake(mgr.GetClient(), r.maxConcurrentUpgrades, r.now))
+		Watches(&v1alpha1.FormsService{}, upgradeWake(mgr.GetClient(), func() int { return r.fleet().maxUpgrades }, r.now))
 	b = r.ownServiceMonitors(mgr, b) // servicemonitor.go
 	b = r.ownHTTPRoutes(mgr, b)      // gateway.go
 	workers := r.Workers
