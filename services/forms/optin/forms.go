@@ -203,19 +203,9 @@ func (p *OptIn) formOf(c *fiber.Ctx, action string) *config.DeclaredForm {
 
 // FormConfirmPage answers GET /f/<form>/confirm: a page with a button, which changes nothing.
 func (p *OptIn) FormConfirmPage(c *fiber.Ctx) error {
-	sg, ok := p.linkSigner(c)
+	form, _, _, ok := p.confirmLink(c)
 	if !ok {
 		return nil
-	}
-	form := p.formOf(c, "confirm")
-	if form == nil {
-		return nil
-	}
-	switch sg.checkConfirm(scope{form: form.ID}, c.Query("e"), c.Query("x"), c.Query("s"), p.o.Now()) {
-	case linkForged:
-		return p.answer(c, fiber.StatusBadRequest, "confirm", "forged", forgedPage)
-	case linkExpired:
-		return p.answer(c, fiber.StatusGone, "confirm", "expired", formExpiredPage)
 	}
 	return write(c, fiber.StatusOK, page.Message{Title: "Confirm your submission",
 		Text:   []string{"Press the button to confirm that you sent the form “" + titleOf(form) + "”."},
@@ -224,23 +214,11 @@ func (p *OptIn) FormConfirmPage(c *fiber.Ctx) error {
 
 // FormConfirm answers POST /f/<form>/confirm: the submission is stored, and delivered as any other.
 func (p *OptIn) FormConfirm(c *fiber.Ctx) error {
-	sg, ok := p.linkSigner(c)
+	form, id, until, ok := p.confirmLink(c)
 	if !ok {
 		return nil
 	}
-	form := p.formOf(c, "confirm")
-	if form == nil {
-		return nil
-	}
-	id, exp := c.Query("e"), c.Query("x")
-	switch sg.checkConfirm(scope{form: form.ID}, id, exp, c.Query("s"), p.o.Now()) {
-	case linkForged:
-		return p.answer(c, fiber.StatusBadRequest, "confirm", "forged", forgedPage)
-	case linkExpired:
-		return p.answer(c, fiber.StatusGone, "confirm", "expired", formExpiredPage)
-	}
-	until, _ := strconv.ParseInt(exp, 10, 64) // checkConfirm read it
-	res, err := store.ConfirmForm(c.UserContext(), p.o.Redis, form.ID, id, p.o.Now(), time.Unix(until, 0))
+	res, err := store.ConfirmForm(c.UserContext(), p.o.Redis, form.ID, id, p.o.Now(), until)
 	if err != nil {
 		p.logError("confirming a submission", err)
 		return p.answer(c, fiber.StatusBadGateway, "confirm", "error", unavailablePage)
@@ -256,18 +234,34 @@ func (p *OptIn) FormConfirm(c *fiber.Ctx) error {
 	return p.answer(c, fiber.StatusGone, "confirm", "gone", formGonePage)
 }
 
-// FormUnsubscribePage answers GET /f/<form>/unsubscribe.
-func (p *OptIn) FormUnsubscribePage(c *fiber.Ctx) error {
+// confirmLink checks a confirmation link (GET page and POST alike): its form, its submission's id and
+// the link's expiry, or ok false once it has answered (no signer, no such form, forged, expired).
+func (p *OptIn) confirmLink(c *fiber.Ctx) (form *config.DeclaredForm, id string, until time.Time, ok bool) {
 	sg, ok := p.linkSigner(c)
 	if !ok {
-		return nil
+		return nil, "", time.Time{}, false
 	}
-	form := p.formOf(c, "unsubscribe")
-	if form == nil {
-		return nil
+	if form = p.formOf(c, "confirm"); form == nil {
+		return nil, "", time.Time{}, false
 	}
-	if !sg.checkUnsubscribe(scope{form: form.ID}, c.Query("e"), c.Query("s")) {
-		return p.answer(c, fiber.StatusBadRequest, "unsubscribe", "forged", forgedPage)
+	id, exp := c.Query("e"), c.Query("x")
+	switch sg.checkConfirm(scope{form: form.ID}, id, exp, c.Query("s"), p.o.Now()) {
+	case linkForged:
+		_ = p.answer(c, fiber.StatusBadRequest, "confirm", "forged", forgedPage)
+		return nil, "", time.Time{}, false
+	case linkExpired:
+		_ = p.answer(c, fiber.StatusGone, "confirm", "expired", formExpiredPage)
+		return nil, "", time.Time{}, false
+	}
+	unix, _ := strconv.ParseInt(exp, 10, 64) // checkConfirm read it
+	return form, id, time.Unix(unix, 0), true
+}
+
+// FormUnsubscribePage answers GET /f/<form>/unsubscribe.
+func (p *OptIn) FormUnsubscribePage(c *fiber.Ctx) error {
+	form, _, ok := p.unsubscribeLink(c)
+	if !ok {
+		return nil
 	}
 	return write(c, fiber.StatusOK, page.Message{Title: "Withdraw this submission",
 		Text:   []string{"If you did not send the form “" + titleOf(form) + "”, press the button: the submission is erased and this address gets no more mail about it."},
@@ -278,17 +272,9 @@ func (p *OptIn) FormUnsubscribePage(c *fiber.Ctx) error {
 // one-click POST): a pending submission is erased. It answers 200 whatever the state: the address gets
 // no more mail about it either way (a confirmed submission is kept; the form sends no further mail).
 func (p *OptIn) FormUnsubscribe(c *fiber.Ctx) error {
-	sg, ok := p.linkSigner(c)
+	form, id, ok := p.unsubscribeLink(c)
 	if !ok {
 		return nil
-	}
-	form := p.formOf(c, "unsubscribe")
-	if form == nil {
-		return nil
-	}
-	id := c.Query("e")
-	if !sg.checkUnsubscribe(scope{form: form.ID}, id, c.Query("s")) {
-		return p.answer(c, fiber.StatusBadRequest, "unsubscribe", "forged", forgedPage)
 	}
 	res, err := store.WithdrawForm(c.UserContext(), p.o.Redis, form.ID, id)
 	if err != nil {
@@ -301,6 +287,24 @@ func (p *OptIn) FormUnsubscribe(c *fiber.Ctx) error {
 	}
 	return p.answer(c, fiber.StatusOK, "unsubscribe", result, page.Message{Title: "Withdrawn",
 		Text: []string{"This address gets no more mail about this submission."}})
+}
+
+// unsubscribeLink checks an unsubscribe link (GET page and POST alike): its form and its submission's
+// id, or ok false once it has answered (no signer, no such form, forged).
+func (p *OptIn) unsubscribeLink(c *fiber.Ctx) (form *config.DeclaredForm, id string, ok bool) {
+	sg, ok := p.linkSigner(c)
+	if !ok {
+		return nil, "", false
+	}
+	if form = p.formOf(c, "unsubscribe"); form == nil {
+		return nil, "", false
+	}
+	id = c.Query("e")
+	if !sg.checkUnsubscribe(scope{form: form.ID}, id, c.Query("s")) {
+		_ = p.answer(c, fiber.StatusBadRequest, "unsubscribe", "forged", forgedPage)
+		return nil, "", false
+	}
+	return form, id, true
 }
 
 var (
